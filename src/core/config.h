@@ -1,0 +1,118 @@
+/*
+ * The config model: layers merged in order (built-in defaults, the user's
+ * ~/.config/baton/config.yaml, the repository's .baton/config.yaml, BATON_*
+ * environment variables, command-line flags; later wins), then checked
+ * strictly and turned into struct config. Every value keeps its origin, so
+ * `baton config show` can say where it came from and every error names
+ * the file, line, column and key path (DESIGN.md section 8).
+ *
+ * Pure: the caller reads the files and passes their text.
+ *
+ *   # .baton/config.yaml
+ *   providers:
+ *     scripted: {type: command, command: ["/path/agent", "--x"],
+ *                timeout_seconds: 1800, env: {K: V}}
+ *   roles: {default: scripted, reviewer: scripted}
+ *   workflow: {pipeline: feature, max_review_loops: 2}
+ *   policies: {require_approval_at_stages: [executing]}
+ *   validate: {commands: ["make test"], timeout_seconds: 600}
+ *   pipelines: {NAME: {...}}      # see pipeline.h
+ */
+#ifndef BATON_CORE_CONFIG_H
+#define BATON_CORE_CONFIG_H
+
+#include <stddef.h>
+
+#include "util/strvec.h"
+
+struct buf;
+struct cnode;
+struct err;
+
+struct config_provider {
+	char *name;
+	char *type;		/* "command" */
+	struct strvec command;	/* argv */
+	struct strvec env;	/* "K=V" added to the agent's environment */
+	int timeout_seconds;	/* default 1800 */
+	const struct cnode *node; /* borrowed from config.root */
+};
+
+struct config_role {
+	char *role;	/* planner, architect, implementer, reviewer, fixer,
+			   verifier, default */
+	char *provider;
+};
+
+struct config {
+	struct config_provider *providers;
+	size_t nr_providers;
+	struct config_role *roles;
+	size_t nr_roles;
+	char *pipeline;		/* workflow.pipeline, default "feature" */
+	int max_review_loops;	/* workflow.max_review_loops, default 2 */
+	struct strvec approval_stages; /* policies.require_approval_at_stages */
+	struct strvec validate_commands; /* shell strings, run with sh -c */
+	int validate_timeout_seconds;	 /* default 600 */
+	char *store;		/* store spec; NULL: .baton/baton.db */
+	const struct cnode *pipelines; /* pipelines: map, or NULL */
+	struct cnode *root;	/* the merged tree (owned) */
+	char hash[17];		/* 16 hex digits: FNV-1a of the merged tree */
+};
+
+struct config_builder {
+	struct cnode *root;
+};
+
+#define CONFIG_BUILDER_INIT { NULL }
+
+/* Starts with the built-in defaults. */
+void config_builder_init(struct config_builder *b);
+void config_builder_release(struct config_builder *b);
+
+/*
+ * Adds a YAML layer (file names it in errors). Syntax errors are reported
+ * here; unknown keys and bad values at config_finish.
+ */
+int config_add_yaml(struct config_builder *b, const char *file,
+		    const char *text, size_t len, struct err *e);
+/*
+ * Adds the BATON_* variables of envp that map to config keys:
+ * BATON_PIPELINE (workflow.pipeline), BATON_MAX_REVIEW_LOOPS
+ * (workflow.max_review_loops), BATON_VALIDATE_TIMEOUT
+ * (validate.timeout_seconds), BATON_STORE (store).
+ */
+int config_add_env(struct config_builder *b, char *const *envp,
+		   struct err *e);
+/*
+ * Sets one dotted key (e.g. "roles.reviewer") to a scalar; origin is what
+ * `config show` prints, such as "flag --role".
+ */
+int config_set(struct config_builder *b, const char *path, const char *value,
+	       const char *origin, struct err *e);
+
+/*
+ * Validates the merged layers and fills *out (caller config_release()s).
+ * The builder is consumed. Errors name file:line:col and key path: an
+ * unknown key, a wrong type, a role naming a provider that does not exist,
+ * a provider of unknown type or without a command.
+ */
+int config_finish(struct config_builder *b, struct config *out,
+		  struct err *e);
+void config_release(struct config *c);
+
+/*
+ * The provider that plays role: roles.<role>, else roles.default. NULL
+ * when neither is set. Borrowed from c.
+ */
+const struct config_provider *config_provider_for(const struct config *c,
+						  const char *role);
+
+/* 1 if policies.require_approval_at_stages names status or stage name. */
+int config_requires_approval(const struct config *c, const char *status,
+			     const char *stage);
+
+/* The effective config with origins (see cnode_dump). */
+void config_show(const struct config *c, struct buf *out);
+
+#endif

@@ -1,0 +1,177 @@
+/*
+ * struct buf: see buf.h. The empty buffer points at a shared one-byte
+ * "slop" string so that BUF_INIT needs no allocation (git's strbuf).
+ */
+#include "util/compat.h"
+
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+char buf_slopbuf[1];
+
+void
+buf_init(struct buf *b, size_t max)
+{
+	b->ptr = buf_slopbuf;
+	b->len = b->cap = 0;
+	b->max = max;
+}
+
+void
+buf_release(struct buf *b)
+{
+	if (b->cap)
+		free(b->ptr);
+	b->ptr = buf_slopbuf;
+	b->len = b->cap = 0;
+}
+
+void
+buf_reset(struct buf *b)
+{
+	if (b->cap)
+		b->ptr[0] = '\0';
+	b->len = 0;
+}
+
+char *
+buf_detach(struct buf *b, size_t *len)
+{
+	char *p = b->cap ? b->ptr : xstrdup("");
+
+	if (len)
+		*len = b->len;
+	b->ptr = buf_slopbuf;
+	b->len = b->cap = 0;
+	return p;
+}
+
+static void
+grow(struct buf *b, size_t extra)
+{
+	size_t want = b->len + extra + 1;
+	int fresh = !b->cap;
+
+	if (want <= b->cap)
+		return;
+	if (want < b->cap * 2)
+		want = b->cap * 2;
+	if (want < 64)
+		want = 64;
+	b->ptr = xrealloc(fresh ? NULL : b->ptr, want);
+	b->cap = want;
+	if (fresh)
+		b->ptr[0] = '\0';
+}
+
+int
+buf_add(struct buf *b, const void *data, size_t len)
+{
+	int rc = 0;
+
+	if (b->max && b->len + len > b->max) {
+		len = b->max > b->len ? b->max - b->len : 0;
+		rc = -ENOBUFS;
+	}
+	if (len) {
+		grow(b, len);
+		memcpy(b->ptr + b->len, data, len);
+		b->len += len;
+		b->ptr[b->len] = '\0';
+	}
+	return rc;
+}
+
+int
+buf_adds(struct buf *b, const char *s)
+{
+	return buf_add(b, s, strlen(s));
+}
+
+int
+buf_addch(struct buf *b, int c)
+{
+	char ch = (char)c;
+
+	return buf_add(b, &ch, 1);
+}
+
+int
+buf_vaddf(struct buf *b, const char *fmt, va_list ap)
+{
+	va_list cp;
+	int n;
+
+	va_copy(cp, ap);
+	n = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		BUG("vsnprintf failed for '%s'", fmt);
+	if (b->max && b->len + (size_t)n > b->max) {
+		char *tmp = xmalloc((size_t)n + 1);
+		int rc;
+
+		vsnprintf(tmp, (size_t)n + 1, fmt, ap);
+		rc = buf_add(b, tmp, (size_t)n);
+		free(tmp);
+		return rc;
+	}
+	grow(b, (size_t)n);
+	vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int
+buf_addf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = buf_vaddf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+void
+buf_add_tail(struct buf *b, const void *data, size_t len)
+{
+	const char *p = data;
+
+	if (!b->max)
+		BUG("buf_add_tail on an uncapped buffer");
+	if (len >= b->max) {
+		p += len - b->max;
+		len = b->max;
+		b->len = 0;
+	} else if (b->len + len > b->max) {
+		size_t drop = b->len + len - b->max;
+
+		memmove(b->ptr, b->ptr + drop, b->len - drop);
+		b->len -= drop;
+	}
+	grow(b, len);
+	memcpy(b->ptr + b->len, p, len);
+	b->len += len;
+	b->ptr[b->len] = '\0';
+}
+
+void
+buf_setlen(struct buf *b, size_t len)
+{
+	if (len > b->len)
+		BUG("buf_setlen(%zu) beyond length %zu", len, b->len);
+	b->len = len;
+	if (b->cap)
+		b->ptr[len] = '\0';
+}
+
+void
+buf_rtrim(struct buf *b)
+{
+	while (b->len && strchr(" \t\r\n", b->ptr[b->len - 1]))
+		b->len--;
+	if (b->cap)
+		b->ptr[b->len] = '\0';
+}

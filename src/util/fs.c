@@ -1,0 +1,180 @@
+/*
+ * File helpers: see fs.h.
+ */
+#include "util/compat.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+static int
+write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void
+fsync_dir_of(const char *path)
+{
+	char *copy = xstrdup(path);
+	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(copy);
+}
+
+int
+fs_write_atomic(const char *path, const void *data, size_t len, struct err *e)
+{
+	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	int fd = -1, rc;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = err_set(e, -errno, "cannot create '%s': %s", tmp,
+			     strerror(errno));
+		goto out;
+	}
+	rc = write_all(fd, data, len);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	fd = -1;
+	if (rc) {
+		err_set(e, rc, "cannot write '%s': %s", tmp, strerror(-rc));
+		unlink(tmp);
+		goto out;
+	}
+	if (rename(tmp, path) < 0) {
+		rc = err_set(e, -errno, "cannot rename '%s' to '%s': %s", tmp,
+			     path, strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	fsync_dir_of(path);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+	return rc;
+}
+
+int
+fs_read(const char *path, struct buf *out, size_t max, struct err *e)
+{
+	char chunk[65536];
+	size_t total = 0;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, -errno, "cannot open '%s': %s", path,
+			       strerror(errno));
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = err_set(e, -errno, "cannot read '%s': %s", path,
+				     strerror(errno));
+			break;
+		}
+		if (!n)
+			break;
+		total += (size_t)n;
+		if (max && total > max) {
+			rc = err_set(e, -EFBIG,
+				     "'%s' is larger than %zu bytes", path,
+				     max);
+			break;
+		}
+		buf_add(out, chunk, (size_t)n);
+	}
+	close(fd);
+	return rc;
+}
+
+int
+fs_mkdir_p(const char *path, mode_t mode, struct err *e)
+{
+	char *p = xstrdup(path), *s;
+	int rc = 0;
+
+	for (s = p + 1;; s++) {
+		int end = *s == '\0';
+
+		if (*s != '/' && !end)
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST) {
+			rc = err_set(e, -errno, "cannot create directory '%s': %s",
+				     p, strerror(errno));
+			break;
+		}
+		if (end)
+			break;
+		*s = '/';
+	}
+	if (!rc && !fs_is_dir(path))
+		rc = err_set(e, -ENOTDIR, "'%s' exists and is not a directory",
+			     path);
+	free(p);
+	return rc;
+}
+
+int
+fs_exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+int
+fs_is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int
+fs_unlink(const char *path, struct err *e)
+{
+	if (unlink(path) < 0 && errno != ENOENT)
+		return err_set(e, -errno, "cannot remove '%s': %s", path,
+			       strerror(errno));
+	return 0;
+}
+
+long long
+fs_size(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	return (long long)st.st_size;
+}

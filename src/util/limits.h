@@ -1,0 +1,21 @@
+/*
+ * Every cap on a buffer fed by a child, a socket or a file, in one place
+ * (STYLE.md section 5), so a reader can see what baton holds in memory.
+ */
+#ifndef BATON_UTIL_LIMITS_H
+#define BATON_UTIL_LIMITS_H
+
+/* Tail of an agent's stdout/stderr kept in memory; the rest is on disk. */
+#define BUF_MAX_AGENT_TAIL (256 * 1024)
+/* Tail of each validation command's output kept for validation.json. */
+#define BUF_MAX_VALIDATE_TAIL (16 * 1024)
+/* Output of a git command read back (rev-parse, status, diff --stat). */
+#define BUF_MAX_GIT_OUTPUT (16 * 1024 * 1024)
+/* A config file or a pipeline definition. */
+#define BUF_MAX_CONFIG (1024 * 1024)
+/* An artifact an agent writes (plan.md, review.json ...) read back. */
+#define BUF_MAX_ARTIFACT (4 * 1024 * 1024)
+/* Characters of context (plan, findings, guidance) handed to an agent. */
+#define BUF_MAX_PROMPT_CONTEXT (48 * 1024)
+
+#endif

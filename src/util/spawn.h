@@ -1,0 +1,114 @@
+/*
+ * Running child processes: the only code in baton that forks, execs,
+ * signals or reaps (DESIGN.md section 6, STYLE.md section 7).
+ *
+ * Every child gets its own session and process group (setsid), so the
+ * child and all its grandchildren can be signalled as one. Its stdout and
+ * stderr are read through non-blocking pipes drained together with poll();
+ * each stream goes in full to a file (when asked) and its last tail_max
+ * bytes stay in memory, so a child printing 100 MB costs 100 MB of disk and
+ * a bounded amount of memory. stdin is fed from memory through the same
+ * loop, so a child that never reads its input cannot wedge us.
+ *
+ *   spawn_run() ──fork──▶ child: sigmask reset, setsid, chdir, dup2, execvp
+ *        │                  (exec failure: errno down a CLOEXEC pipe, _exit 127)
+ *        ▼
+ *   poll(stdin, stdout, stderr, wake_fd, SIGCHLD self-pipe) until
+ *   reaped AND both pipes at EOF; on timeout or stop request:
+ *   kill(-pgid, TERM), after kill_grace_ms kill(-pgid, KILL)
+ */
+#ifndef BATON_UTIL_SPAWN_H
+#define BATON_UTIL_SPAWN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util/buf.h"
+#include "util/strvec.h"
+
+struct err;
+
+enum spawn_event {
+	SPAWN_EV_STARTED, /* the child exists; pid (== pgid) is known */
+	SPAWN_EV_WAKE,	  /* wake_fd became readable (it has been drained) */
+	SPAWN_EV_TICK,	  /* tick_ms passed */
+};
+
+/*
+ * Called from spawn_run's loop. Return 0 to go on, nonzero to stop the
+ * child: its group is sent TERM, then KILL after kill_grace_ms, and the
+ * result is marked stopped.
+ */
+typedef int spawn_event_cb(void *arg, enum spawn_event ev, pid_t pid);
+
+struct spawn_opts {
+	struct strvec argv; /* argv[0] is looked up in PATH */
+	struct strvec env;  /* "K=V" entries added to the inherited environment */
+	const char *cwd;    /* NULL: the current directory */
+	const char *in;	    /* bytes written to stdin; NULL: /dev/null */
+	size_t in_len;
+	const char *out_path; /* full stdout appended here; NULL: not kept */
+	const char *err_path; /* full stderr appended here; NULL: not kept */
+	int merge_err;	      /* stderr into the stdout stream and file */
+	int inherit_out;      /* stdout/stderr go to ours (no capture) */
+	size_t tail_max;      /* bytes of each stream kept; 0: 64 KiB */
+	int timeout_ms;	      /* 0: no limit */
+	int kill_grace_ms;    /* between TERM and KILL; 0: 5000 */
+	int wake_fd;	      /* -1: none */
+	int tick_ms;	      /* 0: no ticks */
+	spawn_event_cb *on_event;
+	void *arg;
+};
+
+#define SPAWN_OPTS_INIT                                                        \
+	{ .argv = STRVEC_INIT, .env = STRVEC_INIT, .wake_fd = -1 }
+
+struct spawn_result {
+	int status;	  /* exit code, or 128 + signal number (shell style) */
+	int timed_out;	  /* the timeout fired and the group was killed */
+	int stopped;	  /* on_event asked to stop and the group was killed */
+	struct buf out;	  /* tail of stdout (capped, see tail_max) */
+	struct buf err;	  /* tail of stderr */
+	uint64_t out_bytes, err_bytes; /* totals, including what was dropped */
+	int64_t duration_ms;
+};
+
+#define SPAWN_RESULT_INIT { .out = BUF_INIT, .err = BUF_INIT }
+
+void spawn_opts_release(struct spawn_opts *o);
+void spawn_result_release(struct spawn_result *r);
+
+/*
+ * Runs o->argv to completion (or timeout, or stop). Returns 0 when the
+ * child ran, whatever its exit status (read r->status); a negative code
+ * when it could not be started (-ENOENT for a missing program, with
+ * "cannot run 'x': ..." in e). *out is filled in both cases and must be
+ * released by the caller.
+ */
+int spawn_run(const struct spawn_opts *o, struct spawn_result *out,
+	      struct err *e);
+
+/*
+ * Convenience for short commands such as git: runs argv in cwd, puts up
+ * to max bytes of stdout in out (may be NULL), and returns 0 only when the
+ * child exits 0; otherwise BATON_ECHILD with the command and the tail of
+ * its stderr in e.
+ */
+int spawn_capture(const char *const *argv, const char *cwd, struct buf *out,
+		  size_t max, int timeout_ms, struct err *e);
+
+/*
+ * Signals the whole process group pgid: TERM, then KILL once grace_ms
+ * passes while any member is alive. Returns 1 if the group existed, 0 if
+ * not. Used for orphans left by a dead driver.
+ */
+int spawn_kill_group(pid_t pgid, int grace_ms);
+
+/* 1 if any process in group pgid is alive. */
+int spawn_group_alive(pid_t pgid);
+
+/* kill(pid, sig), for waking another baton process; 0 or -errno. */
+int spawn_signal(pid_t pid, int sig);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * Clocks and time formatting. Timestamps on record are milliseconds since
+ * the Unix epoch (UTC); durations use the monotonic clock.
+ */
+#ifndef BATON_UTIL_TIMEUTIL_H
+#define BATON_UTIL_TIMEUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Wall clock, ms since the epoch. */
+int64_t time_now_ms(void);
+/* Monotonic clock in ms, for durations and timeouts. */
+int64_t time_mono_ms(void);
+/* "2026-11-21T22:41:05.123Z" into out (at least 25 bytes); "" for 0. */
+void time_fmt_iso(int64_t ms, char *out, size_t n);
+/* "3s", "4m12s", "2h05m", "3d04h": a short human duration. */
+void time_fmt_age(int64_t ms, char *out, size_t n);
+
+#endif
