@@ -24,6 +24,8 @@ struct cnode {
 	size_t nr, alloc;
 	char *origin; /* "path/config.yaml" or "env BATON_PIPELINE" */
 	int line, col; /* 1-based; 0 when the origin has no position */
+	/* where the key of a mapping value was written; 0 when unknown */
+	int key_line, key_col;
 };
 
 /*
@@ -38,6 +40,7 @@ int cnode_parse_yaml(const char *text, size_t len, const char *file,
 struct cnode *cnode_new_map(const char *origin, int line, int col);
 struct cnode *cnode_new_scalar(const char *value, const char *origin,
 			       int line, int col);
+struct cnode *cnode_new_seq(const char *origin, int line, int col);
 /* Appends kid to a map under key (replacing an existing key) or to a seq. */
 void cnode_add(struct cnode *parent, const char *key, struct cnode *kid);
 /* Frees a tree; NULL is fine. */

@@ -18,22 +18,33 @@ run_id_make(int64_t seq, const char *task)
 	size_t start;
 	int dash = 0;
 
+	size_t word = 0; /* where the word being copied started */
+
 	buf_addf(&b, "r%lld", (long long)seq);
 	start = b.len;
-	for (; task && *task && b.len - start < SLUG_MAX; task++) {
+	for (; task && *task; task++) {
 		unsigned char c = (unsigned char)*task;
 
-		if (isalnum(c) && c < 128) {
-			if (dash || b.len == start)
-				buf_addch(&b, '-');
-			buf_addch(&b, tolower(c));
-			dash = 0;
-		} else {
+		if (!isalnum(c) || c >= 128) {
 			dash = 1;
+			continue;
 		}
+		if (dash || b.len == start) {
+			if (b.len - start >= SLUG_MAX)
+				break;
+			word = b.len;
+			buf_addch(&b, '-');
+		}
+		dash = 0;
+		if (b.len - start >= SLUG_MAX) {
+			/* Cut before a word that does not fit, unless it is
+			 * the only one. */
+			if (word > start)
+				buf_setlen(&b, word);
+			break;
+		}
+		buf_addch(&b, tolower(c));
 	}
-	while (b.len > start && b.ptr[b.len - 1] == '-')
-		buf_setlen(&b, b.len - 1);
 	return buf_detach(&b, NULL);
 }
 

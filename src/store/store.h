@@ -54,7 +54,8 @@ int store_run_get(struct store *s, const char *ref, struct run *out,
 		  struct err *e);
 
 /*
- * Writes every mutable field of r if the stored version still equals
+ * Writes every mutable field of r (but the request flags, see
+ * store_run_request) if the stored version still equals
  * r->version; then r->version is incremented and r->updated_at set. If ev
  * is not NULL it is appended in the same transaction (ev->run_id defaults
  * to r->id; ev->seq and ev->ts are filled in). A version mismatch returns
@@ -62,6 +63,17 @@ int store_run_get(struct store *s, const char *ref, struct run *out,
  */
 int store_run_update(struct store *s, struct run *r, struct event *ev,
 		     struct err *e);
+
+/*
+ * Sets a request flag of a run, "pause_requested" or "abort_requested",
+ * to value and appends ev (may be NULL) in one transaction, WITHOUT
+ * touching the version: a person's request never makes the driver's next
+ * write lose its race. For the same reason store_run_update never writes
+ * these two fields. BATON_ENOTFOUND for an unknown run; BATON_EINVAL for
+ * another field name.
+ */
+int store_run_request(struct store *s, const char *run_id, const char *flag,
+		      int value, struct event *ev, struct err *e);
 
 /* Appends an event on its own; fills ev->seq and ev->ts. */
 int store_event_add(struct store *s, struct event *ev, struct err *e);

@@ -1,0 +1,94 @@
+/*
+ * The command line: one table of commands (main.c), one file per command.
+ * A command parses its arguments, asks the layers below to do the work and
+ * prints the result; it holds no lifecycle logic.
+ *
+ * Exit codes (docs/cli.md): 0 success, 1 failure, 2 usage, 3 the run ended
+ * blocked, failed or aborted.
+ */
+#ifndef BATON_CLI_CLI_H
+#define BATON_CLI_CLI_H
+
+#include "core/config.h"
+#include "engine/engine.h"
+#include "workspace/workspace.h"
+
+struct run;
+struct store;
+
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,
+	EXIT_USAGE = 2,
+	EXIT_RUN_ENDED_BAD = 3,
+};
+
+/* What a command needs opened before it runs. */
+enum {
+	CLI_NEEDS_REPO = 1 << 0,   /* inside a git repository */
+	CLI_NEEDS_CONFIG = 1 << 1, /* config loaded and valid */
+	CLI_NEEDS_STORE = 1 << 2,  /* the store open (implies the others) */
+};
+
+struct cli {
+	struct workspace ws;
+	struct config cfg;
+	struct store *store;
+	struct engine en;
+	int have_cfg;
+	int json;
+};
+
+struct cmd {
+	const char *name;
+	const char *usage;   /* "run [--pipeline NAME] TASK" */
+	const char *summary; /* one line for --help */
+	int needs;
+	int (*exec)(struct cli *c, int argc, char **argv);
+};
+
+/* Prints "baton: msg" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the usage of cmd and returns EXIT_USAGE. */
+int cli_usage(const struct cmd *cmd);
+const struct cmd *cli_find(const char *name);
+
+/*
+ * Loads the layered config for the repository: built-in defaults,
+ * $XDG_CONFIG_HOME/baton/config.yaml (or ~/.config/...), .baton/config.yaml,
+ * BATON_* variables. Errors name file, line, column and key.
+ */
+int cli_load_config(struct cli *c, struct err *e);
+
+/*
+ * Pulls "--json" and "-f" style flags out of argv. Returns the number of
+ * arguments left in argv (compacted), or -1 on an unknown option (named in
+ * the error). spec lists accepted flags; a flag ending in '=' takes a
+ * value, stored in the matching vals[] entry.
+ */
+struct cli_opt {
+	const char *name; /* "--json", "-f", "--pipeline=" */
+	int *flag;	  /* set to 1 when present */
+	const char **val; /* the value, for names ending in '=' */
+};
+int cli_parse(int argc, char **argv, const struct cli_opt *opts, size_t n);
+
+/* Maps a finished run to the exit code: 0 for merge_ready/completed. */
+int cli_run_exit(const struct run *r);
+/* Drives a run in the foreground with progress; returns the exit code. */
+int cli_drive(struct cli *c, const char *ref);
+/* One-line summary of a run, for run/resume/pause/abort output. */
+void cli_print_run_line(const struct run *r);
+/* The progress callback used while a command drives a run. */
+void cli_progress(void *arg, enum engine_note what, const struct run *r);
+
+/* The run record as a JSON object (runjson.c); caller decrefs. */
+struct json_t;
+struct json_t *cli_run_json(const struct run *r);
+
+/* Commands, one per file. */
+extern const struct cmd cmd_init, cmd_run, cmd_status, cmd_show, cmd_events,
+	cmd_pause, cmd_resume, cmd_abort, cmd_steer, cmd_approvals, cmd_diff,
+	cmd_pipeline, cmd_config, cmd_version, cmd_help;
+
+#endif

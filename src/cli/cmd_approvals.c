@@ -1,0 +1,111 @@
+/*
+ * baton approvals: the runs waiting at a gate, and the decisions on them:
+ * approve (enter the gated stage), reject (end blocked), request-changes
+ * (re-run the stage before the gate with guidance).
+ */
+#include "util/compat.h"
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "core/pipeline.h"
+#include "core/run.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+
+static int
+print_waiting(const struct run *r, void *arg)
+{
+	json_t *list = arg;
+	char age[32];
+
+	if (list) {
+		json_array_append_new(
+			list, json_pack("{s:s, s:s, s:s*, s:s*, s:I}", "run",
+					r->id, "task", r->task, "gate",
+					r->gate_status, "redo", r->gate_back,
+					"since", (json_int_t)r->phase_started_at));
+		return 0;
+	}
+	time_fmt_age(time_now_ms() - r->phase_started_at, age, sizeof(age));
+	printf("%-28s before %-13s %6s  %s\n", r->id, r->gate_status, age,
+	       r->task);
+	return 0;
+}
+
+static int
+list(struct cli *c, int json)
+{
+	struct store_run_filter f = { ST_WAITING, 0 };
+	json_t *arr = json ? json_array() : NULL;
+	struct err e = ERR_INIT;
+	int rc;
+
+	rc = store_run_list(c->store, &f, print_waiting, arr, &e);
+	if (rc) {
+		cli_error("%s", e.msg);
+		json_decref(arr);
+		return EXIT_FAIL;
+	}
+	if (arr) {
+		char *s = json_dumps(arr, JSON_INDENT(2));
+
+		puts(s);
+		free(s);
+		json_decref(arr);
+	}
+	return EXIT_OK;
+}
+
+static int
+approvals_exec(struct cli *c, int argc, char **argv)
+{
+	const char *guidance = NULL;
+	int json = 0, n;
+	struct cli_opt opts[] = {
+		{ "--json", &json, NULL },
+		{ "--guidance=", NULL, &guidance },
+		{ "-m=", NULL, &guidance },
+	};
+	enum gate_decision d;
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+
+	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	if (n < 0)
+		return EXIT_USAGE;
+	argv++;
+	if (n == 0 || !strcmp(argv[0], "list"))
+		return n > 1 ? cli_usage(&cmd_approvals) : list(c, json);
+	if (n != 2)
+		return cli_usage(&cmd_approvals);
+	if (!strcmp(argv[0], "approve"))
+		d = GATE_APPROVE;
+	else if (!strcmp(argv[0], "reject"))
+		d = GATE_REJECT;
+	else if (!strcmp(argv[0], "request-changes"))
+		d = GATE_CHANGES;
+	else
+		return cli_usage(&cmd_approvals);
+	if (engine_decide(&c->en, argv[1], d, guidance, &r, &e)) {
+		cli_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	printf("%s: %s", r.id, r.status);
+	if (!status_is_terminal(r.status) &&
+	    !engine_driver_pid(&c->en, r.id))
+		printf(" (no process drives it: baton resume %s)", r.id);
+	putchar('\n');
+	run_release(&r);
+	return EXIT_OK;
+}
+
+const struct cmd cmd_approvals = {
+	.name = "approvals",
+	.usage = "approvals [list [--json] | approve RUN | reject RUN "
+		 "[--guidance TEXT] | request-changes RUN --guidance TEXT]",
+	.summary = "list runs waiting at a gate, or decide one",
+	.needs = CLI_NEEDS_STORE,
+	.exec = approvals_exec,
+};

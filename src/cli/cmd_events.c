@@ -1,0 +1,94 @@
+/*
+ * baton events RUN: the run's events in order; --json prints one JSON
+ * object per line; -f keeps following, printing new events as the run's
+ * driver commits them, until the run is terminal.
+ */
+#include "util/compat.h"
+
+#include <poll.h>
+
+#include "cli/cli.h"
+#include "core/pipeline.h"
+#include "core/run.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+
+struct events_ctx {
+	int json;
+	int64_t last;
+};
+
+static int
+print_event(const struct event *ev, void *arg)
+{
+	struct events_ctx *c = arg;
+	char ts[40];
+
+	c->last = ev->seq;
+	if (c->json) {
+		char *line = engine_event_line(ev);
+
+		puts(line);
+		free(line);
+		return 0;
+	}
+	time_fmt_iso(ev->ts, ts, sizeof(ts));
+	if (!strcmp(ev->type, "transition"))
+		printf("%5lld %s  %-14s %s -> %s\n", (long long)ev->seq, ts,
+		       ev->type, ev->from ? ev->from : "(new)", ev->to);
+	else
+		printf("%5lld %s  %-14s %s\n", (long long)ev->seq, ts, ev->type,
+		       ev->data ? ev->data : "");
+	return 0;
+}
+
+static int
+events_exec(struct cli *c, int argc, char **argv)
+{
+	int json = 0, follow = 0, n;
+	struct cli_opt opts[] = {
+		{ "--json", &json, NULL },
+		{ "-f", &follow, NULL },
+		{ "--follow", &follow, NULL },
+	};
+	struct events_ctx ctx = { 0, 0 };
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+
+	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	if (n != 1)
+		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_events);
+	ctx.json = json;
+	if (store_run_get(c->store, argv[1], &r, &e))
+		goto fail;
+	for (;;) {
+		if (store_event_list(c->store, r.id, ctx.last, NULL,
+				     print_event, &ctx, &e))
+			goto fail;
+		fflush(stdout);
+		if (!follow || status_is_terminal(r.status))
+			break;
+		/* Following reads the store again every 200 ms: the store
+		 * is shared with other processes and has no wake-up of its
+		 * own on SQLite; `baton serve` will stream instead. */
+		poll(NULL, 0, 200);
+		run_release(&r);
+		if (store_run_get(c->store, argv[1], &r, &e))
+			goto fail;
+	}
+	run_release(&r);
+	return EXIT_OK;
+fail:
+	cli_error("%s", e.msg);
+	run_release(&r);
+	return EXIT_FAIL;
+}
+
+const struct cmd cmd_events = {
+	.name = "events",
+	.usage = "events RUN [--json] [-f]",
+	.summary = "the run's events in order (-f: follow until it ends)",
+	.needs = CLI_NEEDS_STORE,
+	.exec = events_exec,
+};

@@ -1,0 +1,144 @@
+/*
+ * baton run: creates a run of a task and drives it in the foreground to a
+ * terminal status, printing each transition (and, on a terminal, a live
+ * line with the stage, elapsed time and review loops). A second terminal
+ * can pause, resume, abort, steer and approve it meanwhile.
+ */
+#include "util/compat.h"
+
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/pipeline.h"
+#include "core/run.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+
+static int tty_line; /* a live line is on screen and must be cleared */
+
+void
+cli_progress(void *arg, enum engine_note what, const struct run *r)
+{
+	int tty = isatty(STDERR_FILENO);
+	char age[32];
+
+	(void)arg;
+	time_fmt_age(time_now_ms() - (r->started_at ? r->started_at :
+						       r->created_at),
+		     age, sizeof(age));
+	if (tty_line) {
+		fputs("\r\033[K", stderr);
+		tty_line = 0;
+	}
+	switch (what) {
+	case ENGINE_NOTE_TRANSITION:
+		fprintf(stderr, "%s  %-20s %6s  loops %d/%d\n", r->id,
+			r->status, age, r->review_loops, r->max_review_loops);
+		break;
+	case ENGINE_NOTE_TICK:
+		if (!tty)
+			break;
+		time_fmt_age(time_now_ms() - r->phase_started_at, age,
+			     sizeof(age));
+		fprintf(stderr, "  %s: %s for %s  (pause, abort, steer from "
+				"another terminal)",
+			r->id, r->status, age);
+		tty_line = 1;
+		break;
+	case ENGINE_NOTE_WAITING:
+		if (!strcmp(r->status, ST_WAITING))
+			fprintf(stderr,
+				"%s  waiting for approval to enter %s:\n"
+				"      baton approvals approve %s   (or reject, "
+				"request-changes --guidance TEXT)\n",
+				r->id, r->gate_status, r->id);
+		else
+			fprintf(stderr,
+				"%s  paused before %s: baton resume %s\n",
+				r->id, r->paused_at_status, r->id);
+		break;
+	}
+	fflush(stderr);
+}
+
+int
+cli_run_exit(const struct run *r)
+{
+	if (!strcmp(r->status, ST_MERGE_READY) ||
+	    !strcmp(r->status, ST_COMPLETED))
+		return EXIT_OK;
+	return status_is_terminal(r->status) ? EXIT_RUN_ENDED_BAD : EXIT_OK;
+}
+
+void
+cli_print_run_line(const struct run *r)
+{
+	printf("%s: %s", r->id, r->status);
+	if (!strcmp(r->status, ST_MERGE_READY) && r->branch)
+		printf(" (branch %s; see: baton diff %s)", r->branch, r->id);
+	if (r->reason && status_is_terminal(r->status))
+		printf(": %s", r->reason);
+	putchar('\n');
+}
+
+/* Drives ref in the foreground; shared by run and resume. */
+int
+cli_drive(struct cli *c, const char *ref)
+{
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	int rc;
+
+	c->en.note = cli_progress;
+	rc = engine_drive(&c->en, ref, &r, &e);
+	if (rc && rc != BATON_EABORTED) {
+		cli_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	if (rc == BATON_EABORTED) {
+		cli_error("%s", e.msg);
+		return EXIT_RUN_ENDED_BAD;
+	}
+	cli_print_run_line(&r);
+	rc = cli_run_exit(&r);
+	run_release(&r);
+	return rc;
+}
+
+static int
+run_exec(struct cli *c, int argc, char **argv)
+{
+	const char *pipeline = NULL;
+	struct cli_opt opts[] = { { "--pipeline=", NULL, &pipeline } };
+	struct buf task = BUF_INIT;
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	int n, i, rc;
+
+	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	if (n < 0)
+		return EXIT_USAGE;
+	if (n == 0)
+		return cli_usage(&cmd_run);
+	for (i = 1; i <= n; i++)
+		buf_addf(&task, "%s%s", i > 1 ? " " : "", argv[i]);
+	rc = engine_create(&c->en, task.ptr, pipeline, &r, &e);
+	buf_release(&task);
+	if (rc) {
+		cli_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	fprintf(stderr, "%s  created (pipeline %s)\n", r.id, r.pipeline);
+	rc = cli_drive(c, r.id);
+	run_release(&r);
+	return rc;
+}
+
+const struct cmd cmd_run = {
+	.name = "run",
+	.usage = "run [--pipeline NAME] TASK...",
+	.summary = "carry a task through a pipeline in the foreground",
+	.needs = CLI_NEEDS_STORE,
+	.exec = run_exec,
+};

@@ -1,0 +1,150 @@
+/*
+ * baton show RUN: the run record, its artifacts (every version of every
+ * stage output) and its events. --json prints all three as one object.
+ */
+#include "util/compat.h"
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "core/run.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+struct show_ctx {
+	const char *run_dir;
+	json_t *artifacts, *events;
+	int human;
+};
+
+static int
+add_output(const struct store_output *o, void *arg)
+{
+	struct show_ctx *c = arg;
+	char *path = xasprintf("%s/%s", c->run_dir, o->artifact);
+	size_t bytes = o->content ? strlen(o->content) : 0;
+
+	if (c->human)
+		printf("  %-10s %-22s v%-3d %-18s %7zu bytes\n", o->stage,
+		       o->artifact, o->version, o->decision ? o->decision : "",
+		       bytes);
+	else
+		json_array_append_new(
+			c->artifacts,
+			json_pack("{s:s, s:s, s:i, s:s*, s:I, s:s}", "stage",
+				  o->stage, "artifact", o->artifact, "version",
+				  o->version, "decision", o->decision, "bytes",
+				  (json_int_t)bytes, "path", path));
+	free(path);
+	return 0;
+}
+
+static int
+add_event(const struct event *ev, void *arg)
+{
+	struct show_ctx *c = arg;
+	char *line = engine_event_line(ev);
+	char ts[40];
+
+	if (c->human) {
+		time_fmt_iso(ev->ts, ts, sizeof(ts));
+		if (!strcmp(ev->type, "transition"))
+			printf("  %5lld %s  %s -> %s\n", (long long)ev->seq, ts,
+			       ev->from ? ev->from : "(new)", ev->to);
+		else
+			printf("  %5lld %s  %s %s\n", (long long)ev->seq, ts,
+			       ev->type, ev->data ? ev->data : "");
+	} else {
+		json_array_append_new(c->events, json_loads(line, 0, NULL));
+	}
+	free(line);
+	return 0;
+}
+
+static void
+print_human(const struct run *r)
+{
+	char ts[40];
+
+	printf("run       %s\ntask      %s\npipeline  %s\nstatus    %s",
+	       r->id, r->task, r->pipeline, r->status);
+	if (r->reason)
+		printf(" (%s)", r->reason);
+	printf("\nstage     %s (%s)\n", r->stage ? r->stage : "-", r->phase);
+	printf("loops     %d of %d\n", r->review_loops, r->max_review_loops);
+	time_fmt_iso(r->started_at, ts, sizeof(ts));
+	printf("started   %s\n", ts[0] ? ts : "-");
+	time_fmt_iso(r->ended_at, ts, sizeof(ts));
+	printf("ended     %s\n", ts[0] ? ts : "-");
+	printf("worktree  %s\nbranch    %s\n", r->worktree ? r->worktree : "-",
+	       r->branch ? r->branch : "-");
+	printf("cost      $%.4f (%lld tokens in, %lld out)\n", r->cost_usd,
+	       (long long)r->tokens_in, (long long)r->tokens_out);
+}
+
+static int
+show_exec(struct cli *c, int argc, char **argv)
+{
+	int json = 0, n, rc = EXIT_OK;
+	struct cli_opt opts[] = { { "--json", &json, NULL } };
+	struct show_ctx ctx = { 0 };
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	char *dir = NULL;
+
+	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	if (n != 1)
+		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_show);
+	if (store_run_get(c->store, argv[1], &r, &e)) {
+		cli_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	dir = workspace_run_dir(&c->ws, r.id);
+	ctx.run_dir = dir;
+	ctx.human = !json;
+	ctx.artifacts = json_array();
+	ctx.events = json_array();
+	if (!json) {
+		print_human(&r);
+		printf("folder    %s\n\nartifacts:\n", dir);
+	}
+	if (store_output_list(c->store, r.id, add_output, &ctx, &e))
+		goto fail;
+	if (!json)
+		printf("\nevents:\n");
+	if (store_event_list(c->store, r.id, 0, NULL, add_event, &ctx, &e))
+		goto fail;
+	if (json) {
+		json_t *o = cli_run_json(&r);
+		char *s;
+
+		json_object_set_new(o, "run_dir", json_string(dir));
+		json_object_set(o, "artifacts", ctx.artifacts);
+		json_object_set(o, "events", ctx.events);
+		s = json_dumps(o, JSON_INDENT(2));
+		puts(s);
+		free(s);
+		json_decref(o);
+	}
+	goto out;
+fail:
+	cli_error("%s", e.msg);
+	rc = EXIT_FAIL;
+out:
+	json_decref(ctx.artifacts);
+	json_decref(ctx.events);
+	free(dir);
+	run_release(&r);
+	return rc;
+}
+
+const struct cmd cmd_show = {
+	.name = "show",
+	.usage = "show RUN [--json]",
+	.summary = "the run record, its artifacts and its events",
+	.needs = CLI_NEEDS_STORE,
+	.exec = show_exec,
+};

@@ -1,0 +1,89 @@
+/*
+ * baton status: every run, newest first: id, status, stage, age, review
+ * loops, cost. --json prints the records.
+ */
+#include "util/compat.h"
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "core/pipeline.h"
+#include "core/run.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+
+struct status_ctx {
+	json_t *list;
+	int64_t now;
+	int rows;
+};
+
+static int
+print_run(const struct run *r, void *arg)
+{
+	struct status_ctx *c = arg;
+	char age[32], loops[16], status[64];
+
+	if (c->list) {
+		json_array_append_new(c->list, cli_run_json(r));
+		return 0;
+	}
+	if (!c->rows++)
+		printf("%-28s %-21s %-10s %7s %6s %8s\n", "RUN", "STATUS",
+		       "STAGE", "AGE", "LOOPS", "COST");
+	time_fmt_age(c->now - r->created_at, age, sizeof(age));
+	snprintf(loops, sizeof(loops), "%d/%d", r->review_loops,
+		 r->max_review_loops);
+	snprintf(status, sizeof(status), "%s%s", r->status,
+		 r->pause_requested && !status_is_terminal(r->status) ?
+			 " (pausing)" :
+			 "");
+	printf("%-28.28s %-21s %-10s %7s %6s %8.4f\n", r->id, status,
+	       r->stage ? r->stage : "-", age, loops, r->cost_usd);
+	return 0;
+}
+
+static int
+status_exec(struct cli *c, int argc, char **argv)
+{
+	const char *only = NULL;
+	int json = 0, n;
+	struct cli_opt opts[] = {
+		{ "--json", &json, NULL },
+		{ "--status=", NULL, &only },
+	};
+	struct status_ctx ctx = { NULL, time_now_ms(), 0 };
+	struct store_run_filter f = { NULL, 0 };
+	struct err e = ERR_INIT;
+
+	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	if (n != 0)
+		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_status);
+	f.status = only;
+	if (json)
+		ctx.list = json_array();
+	if (store_run_list(c->store, &f, print_run, &ctx, &e)) {
+		cli_error("%s", e.msg);
+		json_decref(ctx.list);
+		return EXIT_FAIL;
+	}
+	if (ctx.list) {
+		char *s = json_dumps(ctx.list, JSON_INDENT(2));
+
+		puts(s);
+		free(s);
+		json_decref(ctx.list);
+	} else if (!ctx.rows) {
+		printf("no runs yet: baton run \"your task\"\n");
+	}
+	return EXIT_OK;
+}
+
+const struct cmd cmd_status = {
+	.name = "status",
+	.usage = "status [--json] [--status STATUS]",
+	.summary = "list runs: id, status, stage, age, review loops, cost",
+	.needs = CLI_NEEDS_STORE,
+	.exec = status_exec,
+};

@@ -1,0 +1,273 @@
+/*
+ * baton's entry point: finds the command in the table, opens what it
+ * needs (repository, config, store), runs it and turns the result into an
+ * exit code. The only file allowed to exit on errors.
+ */
+#include "util/compat.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/cnode.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/limits.h"
+#include "util/xalloc.h"
+
+extern char **environ;
+
+static const struct cmd *const commands[] = {
+	&cmd_init,  &cmd_run,	&cmd_status,	&cmd_show,   &cmd_events,
+	&cmd_pause, &cmd_resume, &cmd_abort,	&cmd_steer,  &cmd_approvals,
+	&cmd_diff,  &cmd_pipeline, &cmd_config, &cmd_version, &cmd_help,
+};
+
+void
+cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("baton: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int
+cli_usage(const struct cmd *cmd)
+{
+	fprintf(stderr, "usage: baton %s\n", cmd->usage);
+	return EXIT_USAGE;
+}
+
+const struct cmd *
+cli_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(commands[i]->name, name))
+			return commands[i];
+	return NULL;
+}
+
+int
+cli_parse(int argc, char **argv, const struct cli_opt *opts, size_t n)
+{
+	int i, out = 0, rest = 0;
+	size_t k;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int matched = 0;
+
+		if (rest || a[0] != '-' || !a[1]) {
+			argv[out++] = argv[i];
+			continue;
+		}
+		if (!strcmp(a, "--")) {
+			rest = 1;
+			continue;
+		}
+		for (k = 0; k < n && !matched; k++) {
+			const char *name = opts[k].name;
+			size_t len = strlen(name);
+
+			if (name[len - 1] != '=') {
+				if (!strcmp(a, name)) {
+					*opts[k].flag = 1;
+					matched = 1;
+				}
+				continue;
+			}
+			if (!strncmp(a, name, len)) {
+				*opts[k].val = a + len;
+				matched = 1;
+			} else if (!strncmp(a, name, len - 1) &&
+				   !a[len - 1]) {
+				if (i + 1 >= argc) {
+					cli_error("option '%s' needs a value",
+						  a);
+					return -1;
+				}
+				*opts[k].val = argv[++i];
+				matched = 1;
+			}
+		}
+		if (!matched) {
+			cli_error("unknown option '%s'", a);
+			return -1;
+		}
+	}
+	argv[out] = NULL;
+	return out;
+}
+
+/* Adds one YAML file as a config layer; a missing file is fine. */
+static int
+add_file(struct config_builder *b, const char *path, const char *shown,
+	 struct err *e)
+{
+	struct buf text = BUF_INIT;
+	int rc;
+
+	rc = fs_read(path, &text, BUF_MAX_CONFIG, e);
+	if (rc == -ENOENT) {
+		rc = 0;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	rc = config_add_yaml(b, shown, text.ptr, text.len, e);
+out:
+	buf_release(&text);
+	return rc;
+}
+
+int
+cli_load_config(struct cli *c, struct err *e)
+{
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char *user = NULL, *repo = NULL;
+	int rc;
+
+	if (xdg && *xdg)
+		user = xasprintf("%s/baton/config.yaml", xdg);
+	else if (home && *home)
+		user = xasprintf("%s/.config/baton/config.yaml", home);
+	repo = xasprintf("%s/config.yaml", c->ws.dir);
+	config_builder_init(&b);
+	rc = user ? add_file(&b, user, user, e) : 0;
+	if (!rc)
+		rc = add_file(&b, repo, ".baton/config.yaml", e);
+	if (!rc)
+		rc = config_add_env(&b, environ, e);
+	if (!rc)
+		rc = config_finish(&b, &c->cfg, e);
+	else
+		config_builder_release(&b);
+	if (!rc)
+		c->have_cfg = 1;
+	free(user);
+	free(repo);
+	return rc;
+}
+
+/* Opens what cmd needs. */
+static int
+prepare(struct cli *c, const struct cmd *cmd, struct err *e)
+{
+	char *spec = NULL;
+	int rc = 0;
+
+	if (!cmd->needs)
+		return 0;
+	rc = workspace_open(NULL, &c->ws, e);
+	if (rc || !(cmd->needs & (CLI_NEEDS_CONFIG | CLI_NEEDS_STORE)))
+		return rc;
+	rc = cli_load_config(c, e);
+	if (rc || !(cmd->needs & CLI_NEEDS_STORE))
+		return rc;
+	if (!fs_is_dir(c->ws.dir))
+		return err_set(e, BATON_ENOTFOUND,
+			       "no .baton/ in '%s': run 'baton init' first",
+			       c->ws.repo);
+	spec = c->cfg.store ? xstrdup(c->cfg.store) :
+			      xasprintf("%s/baton.db", c->ws.dir);
+	rc = store_open(spec, &c->store, e);
+	free(spec);
+	if (!rc)
+		engine_init(&c->en, c->store, &c->ws, &c->cfg);
+	return rc;
+}
+
+static void
+release(struct cli *c)
+{
+	engine_release(&c->en);
+	store_close(c->store);
+	if (c->have_cfg)
+		config_release(&c->cfg);
+	workspace_release(&c->ws);
+}
+
+static int
+help(void)
+{
+	size_t i;
+
+	printf("usage: baton COMMAND [ARGS]\n\n"
+	       "baton carries coding-agent work through a governed, durable "
+	       "lifecycle.\n\ncommands:\n");
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		printf("  %-52s %s\n", commands[i]->usage,
+		       commands[i]->summary);
+	printf("\nexit codes: 0 ok, 1 failure, 2 usage, 3 the run ended "
+	       "blocked, failed or aborted\ndocs: docs/cli.md\n");
+	return EXIT_OK;
+}
+
+static int
+help_exec(struct cli *c, int argc, char **argv)
+{
+	const struct cmd *cmd = argc > 1 ? cli_find(argv[1]) : NULL;
+
+	(void)c;
+	if (cmd) {
+		printf("usage: baton %s\n\n%s\n", cmd->usage, cmd->summary);
+		return EXIT_OK;
+	}
+	return help();
+}
+
+const struct cmd cmd_help = {
+	.name = "help",
+	.usage = "help [COMMAND]",
+	.summary = "show the commands, or one command's usage",
+	.exec = help_exec,
+};
+
+int
+main(int argc, char **argv)
+{
+	struct cli c = { .store = NULL };
+	struct err e = ERR_INIT;
+	const struct cmd *cmd;
+	int rc, i;
+
+	/* A reader that goes away (baton events | head) is not an error. */
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	c.en.lock_fd = -1;
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return argc < 2 ? (help(), EXIT_USAGE) : help();
+	if (!strcmp(argv[1], "--version"))
+		argv[1] = (char *)"version";
+	cmd = cli_find(argv[1]);
+	if (!cmd) {
+		cli_error("'%s' is not a baton command (see 'baton help')",
+			  argv[1]);
+		return EXIT_USAGE;
+	}
+	for (i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: baton %s\n\n%s\n", cmd->usage,
+			       cmd->summary);
+			return EXIT_OK;
+		}
+	rc = prepare(&c, cmd, &e);
+	if (rc) {
+		cli_error("%s", e.msg);
+		release(&c);
+		return EXIT_FAIL;
+	}
+	rc = cmd->exec(&c, argc - 1, argv + 1);
+	release(&c);
+	fflush(stdout);
+	return rc;
+}

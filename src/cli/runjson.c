@@ -1,0 +1,68 @@
+/*
+ * The run record as JSON, the shape scripts rely on (docs/cli.md): the
+ * same object in `status --json` (one per run) and `show --json`.
+ */
+#include "util/compat.h"
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "core/run.h"
+#include "util/json.h"
+#include "util/timeutil.h"
+
+static json_t *
+iso(int64_t ms)
+{
+	char ts[40];
+
+	if (!ms)
+		return json_null();
+	time_fmt_iso(ms, ts, sizeof(ts));
+	return json_string(ts);
+}
+
+static json_t *
+str(const char *s)
+{
+	return json_lossy_str(s);
+}
+
+json_t *
+cli_run_json(const struct run *r)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "id", str(r->id));
+	json_object_set_new(o, "task", str(r->task));
+	json_object_set_new(o, "pipeline", str(r->pipeline));
+	json_object_set_new(o, "status", str(r->status));
+	json_object_set_new(o, "stage", str(r->stage));
+	json_object_set_new(o, "phase", str(r->phase));
+	json_object_set_new(o, "review_loops", json_integer(r->review_loops));
+	json_object_set_new(o, "max_review_loops",
+			    json_integer(r->max_review_loops));
+	json_object_set_new(o, "attempt", json_integer(r->attempt));
+	json_object_set_new(o, "created_at", iso(r->created_at));
+	json_object_set_new(o, "started_at", iso(r->started_at));
+	json_object_set_new(o, "phase_started_at", iso(r->phase_started_at));
+	json_object_set_new(o, "updated_at", iso(r->updated_at));
+	json_object_set_new(o, "ended_at", iso(r->ended_at));
+	json_object_set_new(o, "worktree", str(r->worktree));
+	json_object_set_new(o, "branch", str(r->branch));
+	json_object_set_new(o, "base_commit", str(r->base_commit));
+	json_object_set_new(o, "checkpoint", str(r->checkpoint));
+	json_object_set_new(o, "paused_at_status", str(r->paused_at_status));
+	json_object_set_new(o, "gate_status", str(r->gate_status));
+	json_object_set_new(o, "pause_requested",
+			    json_boolean(r->pause_requested));
+	json_object_set_new(o, "abort_requested",
+			    json_boolean(r->abort_requested));
+	json_object_set_new(o, "reason", str(r->reason));
+	json_object_set_new(o, "tokens_in", json_integer(r->tokens_in));
+	json_object_set_new(o, "tokens_out", json_integer(r->tokens_out));
+	json_object_set_new(o, "cost_usd", json_real(r->cost_usd));
+	json_object_set_new(o, "config_hash", str(r->config_hash));
+	json_object_set_new(o, "version", json_integer(r->version));
+	return o;
+}

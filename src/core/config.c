@@ -1,0 +1,788 @@
+/*
+ * The config model: see config.h. A builder holds one cnode tree that each
+ * layer (defaults, YAML files, environment, flags) is merged into, later
+ * layers winning key by key. config_finish then checks the merged tree
+ * strictly, against the tables of allowed keys below, and copies it into
+ * struct config. Checking happens once, after merging, so that a value may
+ * be completed by a later layer (a provider's type in the user's file, its
+ * command in the repository's) and every error still points at the layer
+ * and the line that holds the bad value.
+ */
+#include "util/compat.h"
+
+#include "core/cnode.h"
+#include "core/config.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/xalloc.h"
+
+#define DEFAULT_PROVIDER_TIMEOUT 1800
+#define MAX_PROVIDER_TIMEOUT	 604800
+#define MAX_VALIDATE_TIMEOUT	 86400
+#define MAX_REVIEW_LOOPS	 100
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME  0x100000001b3ULL
+
+static const char *const top_keys[] = {
+    "providers", "roles",     "workflow", "policies",
+    "validate",	 "pipelines", "store",	  NULL,
+};
+static const char *const provider_keys[] = {
+    "type", "command", "timeout_seconds", "env", NULL,
+};
+static const char *const provider_types[] = {"command", NULL};
+static const char *const role_names[] = {
+    "default",	"planner", "architect", "implementer",
+    "reviewer", "fixer",   "verifier",	NULL,
+};
+static const char *const workflow_keys[] = {
+    "pipeline",
+    "max_review_loops",
+    NULL,
+};
+static const char *const policy_keys[] = {
+    "require_approval_at_stages",
+    NULL,
+};
+static const char *const validate_keys[] = {
+    "commands",
+    "timeout_seconds",
+    NULL,
+};
+
+/* The BATON_* variables config_add_env understands. */
+static const struct env_key {
+	const char *var;
+	const char *path;
+} env_keys[] = {
+    {"BATON_PIPELINE", "workflow.pipeline"},
+    {"BATON_MAX_REVIEW_LOOPS", "workflow.max_review_loops"},
+    {"BATON_VALIDATE_TIMEOUT", "validate.timeout_seconds"},
+    {"BATON_STORE", "store"},
+};
+
+/* The built-in layer; "[]" stands for an empty sequence. */
+static const struct default_key {
+	const char *path;
+	const char *value;
+} defaults[] = {
+    {"workflow.pipeline", "feature"},
+    {"workflow.max_review_loops", "2"},
+    {"validate.timeout_seconds", "600"},
+    {"validate.commands", "[]"},
+    {"policies.require_approval_at_stages", "[]"},
+};
+
+/*
+ * Finds or creates the node at dotted path in b's tree and stores kid
+ * there (consuming it). Missing maps on the way are created with origin.
+ * Fails when the path is malformed or crosses a value that is not a map.
+ */
+static int
+set_node(struct config_builder *b, const char *path, struct cnode *kid,
+	 const char *origin, struct err *e)
+{
+	struct cnode *n = b->root, *next;
+	const char *p = path, *dot;
+	char *seg = NULL;
+	size_t len;
+	int rc = 0;
+
+	for (;;) {
+		dot = strchr(p, '.');
+		len = dot ? (size_t)(dot - p) : strlen(p);
+		if (!len) {
+			rc = err_set(e, BATON_EINVAL, "invalid key path '%s'",
+				     path);
+			goto out;
+		}
+		free(seg);
+		seg = xstrndup(p, len);
+		if (!dot)
+			break;
+		next = (struct cnode *)cnode_get(n, seg);
+		if (!next) {
+			next = cnode_new_map(origin, 0, 0);
+			cnode_add(n, seg, next);
+		} else if (next->type != CNODE_MAP) {
+			rc = err_set(e, BATON_EINVAL,
+				     "cannot set '%s': '%.*s' is not a mapping",
+				     path, (int)(dot - path), path);
+			goto out;
+		}
+		n = next;
+		p = dot + 1;
+	}
+	cnode_add(n, seg, kid);
+	kid = NULL;
+out:
+	free(seg);
+	cnode_free(kid);
+	return rc;
+}
+
+/*
+ * A builder set up with CONFIG_BUILDER_INIT alone gets its defaults on
+ * first use, so no layer can ever be merged over a tree without them.
+ */
+static void
+ensure_root(struct config_builder *b)
+{
+	if (!b->root)
+		config_builder_init(b);
+}
+
+void
+config_builder_init(struct config_builder *b)
+{
+	struct cnode *kid;
+	size_t i;
+
+	b->root = cnode_new_map("default", 0, 0);
+	for (i = 0; i < ARRAY_SIZE(defaults); i++) {
+		if (!strcmp(defaults[i].value, "[]"))
+			kid = cnode_new_seq("default", 0, 0);
+		else
+			kid = cnode_new_scalar(defaults[i].value, "default", 0,
+					       0);
+		if (set_node(b, defaults[i].path, kid, "default", NULL) < 0)
+			BUG("bad default '%s'", defaults[i].path);
+	}
+}
+
+void
+config_builder_release(struct config_builder *b)
+{
+	cnode_free(b->root);
+	b->root = NULL;
+}
+
+int
+config_add_yaml(struct config_builder *b, const char *file, const char *text,
+		size_t len, struct err *e)
+{
+	struct cnode *layer = NULL;
+	int rc;
+
+	rc = cnode_parse_yaml(text, len, file, &layer, e);
+	if (rc < 0)
+		return rc;
+	ensure_root(b);
+	cnode_merge(b->root, layer);
+	return 0;
+}
+
+/*
+ * Empty variables are skipped, as if unset, so that BATON_STORE= in a
+ * shell does not turn into an empty store spec.
+ */
+int
+config_add_env(struct config_builder *b, char *const *envp, struct err *e)
+{
+	char origin[64];
+	size_t i, n;
+	int rc;
+
+	ensure_root(b);
+	for (; envp && *envp; envp++) {
+		for (i = 0; i < ARRAY_SIZE(env_keys); i++) {
+			n = strlen(env_keys[i].var);
+			if (strncmp(*envp, env_keys[i].var, n) ||
+			    (*envp)[n] != '=' || !(*envp)[n + 1])
+				continue;
+			snprintf(origin, sizeof(origin), "env %s",
+				 env_keys[i].var);
+			rc = config_set(b, env_keys[i].path, *envp + n + 1,
+					origin, e);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int
+config_set(struct config_builder *b, const char *path, const char *value,
+	   const char *origin, struct err *e)
+{
+	ensure_root(b);
+	return set_node(b, path, cnode_new_scalar(value, origin, 0, 0), origin,
+			e);
+}
+
+/*
+ * Reading the merged tree.
+ */
+
+/* A plain empty, "~" or "null" scalar: a key written with no value. */
+static int
+is_null(const struct cnode *n)
+{
+	return n->type == CNODE_SCALAR && !n->quoted &&
+	       (!n->value[0] || !strcmp(n->value, "~") ||
+		!strcasecmp(n->value, "null"));
+}
+
+/*
+ * The map under key in parent, as a section: NULL when absent or written
+ * empty, an error when it is something other than a map. Its keys are
+ * checked against allowed when that is not NULL.
+ */
+static int
+get_section(const struct cnode *parent, const char *key,
+	    const char *const *allowed, const struct cnode **out, struct err *e)
+{
+	const struct cnode *n = cnode_get(parent, key);
+	int rc;
+
+	*out = NULL;
+	if (!n || is_null(n))
+		return 0;
+	rc = cnode_expect(n, CNODE_MAP, key, e);
+	if (rc < 0)
+		return rc;
+	if (allowed) {
+		rc = cnode_check_keys(n, key, allowed, e);
+		if (rc < 0)
+			return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+/* Fails with "WHERE: PATH: msg" at node n. */
+static int
+node_error(const struct cnode *n, const char *path, const char *msg,
+	   struct err *e)
+{
+	char where[512];
+
+	cnode_where(n, where, sizeof(where));
+	return err_set(e, BATON_EINVAL, "%s: %s: %s", where, path, msg);
+}
+
+/* A scalar with some text in it, copied to *out (replacing what was there). */
+static int
+read_string(const struct cnode *n, const char *path, char **out, struct err *e)
+{
+	int rc;
+
+	rc = cnode_expect(n, CNODE_SCALAR, path, e);
+	if (rc < 0)
+		return rc;
+	if (!n->value[0] || is_null(n))
+		return node_error(n, path, "expected a non-empty string", e);
+	free(*out);
+	*out = xstrdup(n->value);
+	return 0;
+}
+
+static int
+read_int(const struct cnode *n, const char *path, long min, long max, int *out,
+	 struct err *e)
+{
+	long v;
+	int rc;
+
+	rc = cnode_int(n, path, min, max, &v, e);
+	if (rc < 0)
+		return rc;
+	*out = (int)v;
+	return 0;
+}
+
+/*
+ * A list of strings: a sequence of scalars, or a single scalar standing
+ * for a list of one. Nothing at all (null) is the empty list. When
+ * nonempty is set an empty list is an error. Appends to out.
+ */
+static int
+read_strings(const struct cnode *n, const char *path, int nonempty,
+	     struct strvec *out, struct err *e)
+{
+	struct buf item = BUF_INIT;
+	size_t i;
+	int rc = 0;
+
+	if (n->type == CNODE_SCALAR && !is_null(n)) {
+		strvec_push(out, n->value);
+		goto out;
+	}
+	if (n->type == CNODE_MAP) {
+		rc = cnode_expect(n, CNODE_SEQ, path, e);
+		goto out;
+	}
+	if (nonempty && !n->nr) {
+		rc = node_error(n, path, "expected a non-empty list of strings",
+				e);
+		goto out;
+	}
+	for (i = 0; i < n->nr; i++) {
+		buf_reset(&item);
+		buf_addf(&item, "%s[%zu]", path, i);
+		rc = cnode_expect(n->kids[i], CNODE_SCALAR, item.ptr, e);
+		if (rc < 0)
+			goto out;
+		strvec_push(out, n->kids[i]->value);
+	}
+out:
+	buf_release(&item);
+	return rc;
+}
+
+static int
+in_list(const char *s, const char *const *list)
+{
+	for (; *list; list++)
+		if (!strcmp(s, *list))
+			return 1;
+	return 0;
+}
+
+/* One provider: the map pn named by its key, into p. */
+static int
+read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
+{
+	struct buf path = BUF_INIT, kpath = BUF_INIT, list = BUF_INIT;
+	const struct cnode *n, *env;
+	char where[512];
+	const char *const *t;
+	size_t i;
+	int rc;
+
+	buf_addf(&path, "providers.%s", pn->key);
+	p->name = xstrdup(pn->key);
+	p->node = pn;
+	p->timeout_seconds = DEFAULT_PROVIDER_TIMEOUT;
+	rc = cnode_check_keys(pn, path.ptr, provider_keys, e);
+	if (rc < 0)
+		goto out;
+
+	n = cnode_get(pn, "type");
+	if (!n) {
+		cnode_where(pn, where, sizeof(where));
+		rc = err_set(e, BATON_EINVAL,
+			     "%s: %s: missing required key 'type'", where,
+			     path.ptr);
+		goto out;
+	}
+	buf_addf(&kpath, "%s.type", path.ptr);
+	rc = read_string(n, kpath.ptr, &p->type, e);
+	if (rc < 0)
+		goto out;
+	if (!in_list(p->type, provider_types)) {
+		for (t = provider_types; *t; t++)
+			buf_addf(&list, "%s%s", t == provider_types ? "" : ", ",
+				 *t);
+		cnode_where(n, where, sizeof(where));
+		rc = err_set(e, BATON_EINVAL,
+			     "%s: %s: unknown provider type '%s' "
+			     "(expected: %s)",
+			     where, kpath.ptr, p->type, list.ptr);
+		goto out;
+	}
+
+	n = cnode_get(pn, "command");
+	if (!n || is_null(n)) {
+		cnode_where(n ? n : pn, where, sizeof(where));
+		rc = err_set(e, BATON_EINVAL,
+			     "%s: %s: missing required key 'command' "
+			     "(a command provider needs the program to run)",
+			     where, path.ptr);
+		goto out;
+	}
+	buf_reset(&kpath);
+	buf_addf(&kpath, "%s.command", path.ptr);
+	rc = read_strings(n, kpath.ptr, 1, &p->command, e);
+	if (rc < 0)
+		goto out;
+	if (!p->command.v[0][0]) {
+		rc = node_error(n, kpath.ptr, "the program name is empty", e);
+		goto out;
+	}
+
+	n = cnode_get(pn, "timeout_seconds");
+	if (n) {
+		buf_reset(&kpath);
+		buf_addf(&kpath, "%s.timeout_seconds", path.ptr);
+		rc = read_int(n, kpath.ptr, 1, MAX_PROVIDER_TIMEOUT,
+			      &p->timeout_seconds, e);
+		if (rc < 0)
+			goto out;
+	}
+
+	env = cnode_get(pn, "env");
+	if (env && !is_null(env)) {
+		buf_reset(&kpath);
+		buf_addf(&kpath, "%s.env", path.ptr);
+		rc = cnode_expect(env, CNODE_MAP, kpath.ptr, e);
+		if (rc < 0)
+			goto out;
+		for (i = 0; i < env->nr; i++) {
+			n = env->kids[i];
+			buf_reset(&kpath);
+			buf_addf(&kpath, "%s.env.%s", path.ptr, n->key);
+			if (!n->key[0] || strchr(n->key, '=')) {
+				rc = node_error(n, kpath.ptr,
+						"not a valid variable name", e);
+				goto out;
+			}
+			rc = cnode_expect(n, CNODE_SCALAR, kpath.ptr, e);
+			if (rc < 0)
+				goto out;
+			strvec_pushf(&p->env, "%s=%s", n->key, n->value);
+		}
+	}
+out:
+	buf_release(&path);
+	buf_release(&kpath);
+	buf_release(&list);
+	return rc;
+}
+
+static int
+read_providers(struct config *c, struct err *e)
+{
+	const struct cnode *sec;
+	size_t i;
+	int rc;
+
+	rc = get_section(c->root, "providers", NULL, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	c->providers = xcalloc(sec->nr ? sec->nr : 1, sizeof(*c->providers));
+	for (i = 0; i < sec->nr; i++) {
+		struct config_provider *p = &c->providers[c->nr_providers++];
+
+		strvec_init(&p->command);
+		strvec_init(&p->env);
+		rc = read_provider(sec->kids[i], p, e);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static const struct config_provider *
+find_provider(const struct config *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->nr_providers; i++)
+		if (!strcmp(c->providers[i].name, name))
+			return &c->providers[i];
+	return NULL;
+}
+
+/*
+ * roles: role name → provider name. A role that names no configured
+ * provider is reported at the role's value, listing what does exist.
+ */
+static int
+read_roles(struct config *c, struct err *e)
+{
+	struct buf path = BUF_INIT, list = BUF_INIT;
+	const struct cnode *sec, *n;
+	char where[512];
+	size_t i, j;
+	int rc;
+
+	rc = get_section(c->root, "roles", role_names, &sec, e);
+	if (rc < 0 || !sec)
+		goto out;
+	c->roles = xcalloc(sec->nr ? sec->nr : 1, sizeof(*c->roles));
+	for (i = 0; i < sec->nr; i++) {
+		struct config_role *r = &c->roles[c->nr_roles++];
+
+		n = sec->kids[i];
+		buf_reset(&path);
+		buf_addf(&path, "roles.%s", n->key);
+		r->role = xstrdup(n->key);
+		rc = read_string(n, path.ptr, &r->provider, e);
+		if (rc < 0)
+			goto out;
+		if (find_provider(c, r->provider))
+			continue;
+		for (j = 0; j < c->nr_providers; j++)
+			buf_addf(&list, "%s%s", j ? ", " : "",
+				 c->providers[j].name);
+		cnode_where(n, where, sizeof(where));
+		rc = err_set(e, BATON_EINVAL,
+			     "%s: %s: no provider named '%s' (%s%s)", where,
+			     path.ptr, r->provider,
+			     c->nr_providers ? "providers: "
+					     : "no providers are configured",
+			     list.ptr);
+		goto out;
+	}
+out:
+	buf_release(&path);
+	buf_release(&list);
+	return rc;
+}
+
+static int
+read_workflow(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "workflow", workflow_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	n = cnode_get(sec, "pipeline");
+	if (n) {
+		rc = read_string(n, "workflow.pipeline", &c->pipeline, e);
+		if (rc < 0)
+			return rc;
+	}
+	n = cnode_get(sec, "max_review_loops");
+	if (n)
+		rc = read_int(n, "workflow.max_review_loops", 0,
+			      MAX_REVIEW_LOOPS, &c->max_review_loops, e);
+	return rc;
+}
+
+static int
+read_policies(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "policies", policy_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	n = cnode_get(sec, "require_approval_at_stages");
+	if (n)
+		rc = read_strings(n, "policies.require_approval_at_stages", 0,
+				  &c->approval_stages, e);
+	return rc;
+}
+
+static int
+read_validate(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "validate", validate_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	n = cnode_get(sec, "commands");
+	if (n) {
+		rc = read_strings(n, "validate.commands", 0,
+				  &c->validate_commands, e);
+		if (rc < 0)
+			return rc;
+	}
+	n = cnode_get(sec, "timeout_seconds");
+	if (n)
+		rc = read_int(n, "validate.timeout_seconds", 1,
+			      MAX_VALIDATE_TIMEOUT,
+			      &c->validate_timeout_seconds, e);
+	return rc;
+}
+
+static int
+read_rest(struct config *c, struct err *e)
+{
+	const struct cnode *n;
+	int rc;
+
+	rc = get_section(c->root, "pipelines", NULL, &c->pipelines, e);
+	if (rc < 0)
+		return rc;
+	n = cnode_get(c->root, "store");
+	if (n && !is_null(n))
+		rc = read_string(n, "store", &c->store, e);
+	return rc;
+}
+
+/*
+ * Hashing. The canonical form leaves out origins, quoting and key order,
+ * none of which change what the config means: map keys are sorted and
+ * every string is length-prefixed, so the form is unambiguous without any
+ * escaping.
+ */
+
+static int
+cmp_key(const void *a, const void *b)
+{
+	const struct cnode *x = *(const struct cnode *const *)a;
+	const struct cnode *y = *(const struct cnode *const *)b;
+
+	return strcmp(x->key, y->key);
+}
+
+static void
+canon(struct buf *out, const struct cnode *n)
+{
+	const struct cnode **kids = NULL;
+	size_t i;
+
+	switch (n->type) {
+	case CNODE_SCALAR:
+		buf_addf(out, "s%zu:%s", strlen(n->value), n->value);
+		break;
+	case CNODE_SEQ:
+		buf_addf(out, "[%zu", n->nr);
+		for (i = 0; i < n->nr; i++)
+			canon(out, n->kids[i]);
+		buf_addch(out, ']');
+		break;
+	case CNODE_MAP:
+		kids = xcalloc(n->nr ? n->nr : 1, sizeof(*kids));
+		for (i = 0; i < n->nr; i++)
+			kids[i] = n->kids[i];
+		qsort(kids, n->nr, sizeof(*kids), cmp_key);
+		buf_addf(out, "{%zu", n->nr);
+		for (i = 0; i < n->nr; i++) {
+			buf_addf(out, "k%zu:%s", strlen(kids[i]->key),
+				 kids[i]->key);
+			canon(out, kids[i]);
+		}
+		buf_addch(out, '}');
+		break;
+	}
+	free(kids);
+}
+
+static void
+config_hash(struct config *c)
+{
+	struct buf b = BUF_INIT;
+	uint64_t h = FNV_OFFSET;
+	size_t i;
+
+	canon(&b, c->root);
+	for (i = 0; i < b.len; i++) {
+		h ^= (unsigned char)b.ptr[i];
+		h *= FNV_PRIME;
+	}
+	snprintf(c->hash, sizeof(c->hash), "%016llx", (unsigned long long)h);
+	buf_release(&b);
+}
+
+static void
+config_init(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	strvec_init(&c->approval_stages);
+	strvec_init(&c->validate_commands);
+	c->max_review_loops = 2;
+	c->validate_timeout_seconds = 600;
+}
+
+/*
+ * Takes the tree out of the builder, checks it section by section and
+ * fills a local config, which reaches *out only when everything passed.
+ * On failure the tree is freed with the partial config.
+ */
+int
+config_finish(struct config_builder *b, struct config *out, struct err *e)
+{
+	struct config c;
+	int rc;
+
+	config_init(&c);
+	ensure_root(b);
+	c.root = b->root;
+	b->root = NULL;
+
+	rc = cnode_check_keys(c.root, "", top_keys, e);
+	if (rc < 0)
+		goto out;
+	rc = read_providers(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_roles(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_workflow(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_policies(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_validate(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_rest(&c, e);
+	if (rc < 0)
+		goto out;
+	if (!c.pipeline)
+		c.pipeline = xstrdup("feature");
+	config_hash(&c);
+out:
+	if (rc < 0) {
+		config_release(&c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void
+config_release(struct config *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->nr_providers; i++) {
+		free(c->providers[i].name);
+		free(c->providers[i].type);
+		strvec_clear(&c->providers[i].command);
+		strvec_clear(&c->providers[i].env);
+	}
+	free(c->providers);
+	for (i = 0; i < c->nr_roles; i++) {
+		free(c->roles[i].role);
+		free(c->roles[i].provider);
+	}
+	free(c->roles);
+	free(c->pipeline);
+	strvec_clear(&c->approval_stages);
+	strvec_clear(&c->validate_commands);
+	free(c->store);
+	cnode_free(c->root);
+	config_init(c);
+}
+
+const struct config_provider *
+config_provider_for(const struct config *c, const char *role)
+{
+	const char *name = NULL;
+	size_t i;
+
+	for (i = 0; i < c->nr_roles; i++)
+		if (role && !strcmp(c->roles[i].role, role))
+			name = c->roles[i].provider;
+	for (i = 0; !name && i < c->nr_roles; i++)
+		if (!strcmp(c->roles[i].role, "default"))
+			name = c->roles[i].provider;
+	return name ? find_provider(c, name) : NULL;
+}
+
+int
+config_requires_approval(const struct config *c, const char *status,
+			 const char *stage)
+{
+	size_t i;
+
+	for (i = 0; i < c->approval_stages.nr; i++) {
+		const char *s = c->approval_stages.v[i];
+
+		if ((status && !strcmp(s, status)) ||
+		    (stage && !strcmp(s, stage)))
+			return 1;
+	}
+	return 0;
+}
+
+void
+config_show(const struct config *c, struct buf *out)
+{
+	cnode_dump(c->root, out);
+}

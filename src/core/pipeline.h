@@ -1,0 +1,175 @@
+/*
+ * Pipelines as data, and the transition table derived from them.
+ *
+ * A pipeline is an ordered list of stages. Each stage has a kind (what the
+ * engine does there and what contract its output must meet), the status
+ * the run shows while it works, an optional resting status after it
+ * ("planned"), and outcome edges: where success goes (`next`), where a
+ * failed check goes (`on_fail`, validate stages) and where requested
+ * changes go (`on_changes`, review stages). A `side` stage is not in the
+ * main line; it is entered only through those loop edges.
+ *
+ *   # the built-in feature pipeline (src/core/pipelines/feature.yaml)
+ *   name: feature
+ *   terminal: merge_ready
+ *   stages:
+ *     - {name: plan, kind: plan}
+ *     - {name: architect, kind: architect}
+ *     - {name: execute, kind: execute}
+ *     - {name: validate, kind: validate, on_fail: fix}
+ *     - {name: review, kind: review, on_changes: fix}
+ *     - {name: verify, kind: verify}
+ *     - {name: fix, kind: fix, side: true, next: validate}
+ *
+ * From the stages alone, pipeline_derive() builds every legal edge
+ * between statuses; nothing else may move a run (DESIGN.md section 2):
+ *
+ *   flow      created → first stage; stage → its resting status; resting
+ *             point → next stage or the terminal; loop edges
+ *   gate      each boundary A → X into a stage: A → waiting_for_approval,
+ *             waiting_for_approval → X (approve), → the stage that ended
+ *             at A (request changes), → blocked (reject)
+ *   pause     each boundary A → X: A → paused, paused → X (resume)
+ *   always    any non-terminal → failed, aborted; any stage status →
+ *             blocked, interrupted; interrupted → that stage again
+ *
+ * Pure: no I/O. Built-in definitions are compiled in (util/embed.h).
+ */
+#ifndef BATON_CORE_PIPELINE_H
+#define BATON_CORE_PIPELINE_H
+
+#include <stddef.h>
+
+struct buf;
+struct cnode;
+struct err;
+
+/* Statuses every pipeline shares. */
+#define ST_CREATED     "created"
+#define ST_WAITING     "waiting_for_approval"
+#define ST_PAUSED      "paused"
+#define ST_INTERRUPTED "interrupted"
+#define ST_BLOCKED     "blocked"
+#define ST_FAILED      "failed"
+#define ST_ABORTED     "aborted"
+#define ST_MERGE_READY "merge_ready"
+#define ST_COMPLETED   "completed"
+
+enum stage_kind {
+	KIND_PLAN,
+	KIND_ARCHITECT,
+	KIND_EXECUTE,
+	KIND_VALIDATE,
+	KIND_REVIEW,
+	KIND_FIX,
+	KIND_VERIFY,
+	KIND__COUNT
+};
+
+struct stage {
+	char *name;	 /* "plan"; unique in the pipeline */
+	enum stage_kind kind;
+	char *status;	 /* shown while the stage works: "planning" */
+	char *done;	 /* resting status after success ("planned") or NULL */
+	char *role;	 /* who does it ("planner"); NULL for validate */
+	int side;	 /* entered only by on_fail / on_changes edges */
+	int next;	 /* stage index after success; -1: the terminal */
+	int on_fail;	 /* validate: stage index when a check fails; -1 */
+	int on_changes;	 /* review: stage index on CHANGES_REQUESTED; -1 */
+};
+
+/* Why an edge exists; shown by `baton pipeline show`. */
+enum edge_why {
+	WHY_START,    /* created → first stage */
+	WHY_DONE,     /* stage → its resting status */
+	WHY_NEXT,     /* on to the next stage or the terminal */
+	WHY_FAIL,     /* a check failed: into the fix loop */
+	WHY_CHANGES,  /* review asked for changes: into the fix loop */
+	WHY_GATE,     /* a gate stops the run before a stage */
+	WHY_APPROVE,  /* the gate was approved */
+	WHY_REDO,     /* the gate asked for changes: re-run the stage before */
+	WHY_REJECT,   /* the gate was rejected */
+	WHY_PAUSE,    /* a pause took effect at a boundary */
+	WHY_RESUME,   /* resumed to where the pause was taken */
+	WHY_BLOCK,    /* contract broken or loop budget spent */
+	WHY_FAILED,   /* an unrecoverable error */
+	WHY_ABORT,    /* a person aborted */
+	WHY_INTERRUPT, /* the driver died mid-stage */
+	WHY_RECOVER,  /* re-enter the interrupted stage */
+};
+
+struct edge {
+	const char *from, *to; /* borrowed from the pipeline's status list */
+	enum edge_why why;
+};
+
+struct pipeline {
+	char *name;
+	char *description;
+	char *terminal;	 /* merge_ready or completed */
+	int builtin;
+	struct stage *stages;
+	size_t nr_stages;
+	char **statuses; /* every status, in display order */
+	size_t nr_statuses;
+	struct edge *edges; /* sorted by from, then to (status order) */
+	size_t nr_edges;
+};
+
+/* Name, default status, resting status, role of each kind. */
+const char *stage_kind_name(enum stage_kind k);
+int stage_kind_parse(const char *name, enum stage_kind *out);
+const char *edge_why_name(enum edge_why w);
+
+/*
+ * Builds a pipeline from its definition (a map node; name comes from the
+ * caller) and derives its table. Errors name the place and the stage:
+ * ".baton/config.yaml:12:9: pipelines.quick.stages[2] (review): on_changes
+ * names no stage 'fixx'". The caller pipeline_free()s *out.
+ */
+int pipeline_parse(const char *name, const struct cnode *def, int builtin,
+		   struct pipeline **out, struct err *e);
+void pipeline_free(struct pipeline *p);
+
+/*
+ * Looks name up in the config's pipelines map (may be NULL), then among
+ * the built-ins. BATON_ENOTFOUND names the pipelines that exist.
+ */
+int pipeline_load(const struct cnode *user_pipelines, const char *name,
+		  struct pipeline **out, struct err *e);
+/* Names of the built-in pipelines, NULL-terminated, static. */
+const char **pipeline_builtin_names(void);
+
+/* The edge from → to, or NULL when the table has none. */
+const struct edge *pipeline_edge(const struct pipeline *p, const char *from,
+				 const char *to);
+/*
+ * Checks from → to against the table: 0, or BATON_EBADSTATE with
+ * "illegal transition 'from' -> 'to' in pipeline 'name'" and the legal
+ * targets from 'from'.
+ */
+int pipeline_check(const struct pipeline *p, const char *from, const char *to,
+		   struct err *e);
+
+/* 1 if status is one of the pipeline's statuses. */
+int pipeline_has_status(const struct pipeline *p, const char *status);
+/* The stage whose working status is status, or NULL. */
+const struct stage *pipeline_stage_at(const struct pipeline *p,
+				      const char *status);
+/* The stage whose resting status is status, or NULL. */
+const struct stage *pipeline_stage_done_at(const struct pipeline *p,
+					   const char *status);
+const struct stage *pipeline_stage_named(const struct pipeline *p,
+					 const char *name);
+/* The first stage of the main line. */
+const struct stage *pipeline_first(const struct pipeline *p);
+/* Index of s in p->stages. */
+int pipeline_stage_index(const struct pipeline *p, const struct stage *s);
+
+/* 1 for merge_ready, completed, blocked, failed, aborted. */
+int status_is_terminal(const char *status);
+
+/* Human listing: stages, then the table grouped by source status. */
+void pipeline_describe(const struct pipeline *p, struct buf *out);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * Prompt templates: one per stage kind, compiled in (src/core/prompts/)
+ * and overridable per repository in .baton/prompts/<kind>.md. A template
+ * holds {{name}} placeholders: task, run_id, stage, run_dir, artifact,
+ * context, contract, retry. Context handed to an agent has a fixed
+ * character budget (BUF_MAX_PROMPT_CONTEXT): each section is cut to what
+ * is left, and the cut is marked.
+ */
+#ifndef BATON_CORE_PROMPT_H
+#define BATON_CORE_PROMPT_H
+
+#include <stddef.h>
+
+struct buf;
+
+struct prompt_var {
+	const char *name, *value;
+};
+
+/* The built-in template for a kind name ("plan"), or NULL. */
+const char *prompt_builtin(const char *kind);
+
+/*
+ * Appends tmpl to out with each {{name}} replaced by its value from vars
+ * (n entries); an unknown placeholder is kept as written.
+ */
+void prompt_render(const char *tmpl, const struct prompt_var *vars, size_t n,
+		   struct buf *out);
+
+/*
+ * Appends "## title\n\ntext\n\n" to out when text is not empty, spending
+ * from *budget: text longer than what is left keeps its end (the latest
+ * lines matter most) and says how much was cut.
+ */
+void prompt_section(struct buf *out, const char *title, const char *text,
+		    size_t *budget);
+
+#endif

@@ -1,0 +1,321 @@
+/*
+ * Requests from people, made from any process: pause, resume, abort,
+ * steer and gate decisions. Each is written to the store first (so it
+ * survives anything), then the run's live driver, if there is one, is
+ * woken with SIGUSR1. The driver is found through the POSIX lock it holds
+ * on .baton/runs/<id>/lock: F_GETLK names the holder's pid, and the lock
+ * dies with its process, so a stale pid is never signalled.
+ */
+#include "util/compat.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "core/pipeline.h"
+#include "engine/engine.h"
+#include "engine/engine_int.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/json.h"
+#include "util/spawn.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+/* How long abort waits for a live driver to end the run. */
+#define ABORT_WAIT_MS 30000
+
+char *
+engine__lock_path(const struct engine *en, const char *run_id)
+{
+	return xasprintf("%s/runs/%s/lock", en->ws->dir, run_id);
+}
+
+int64_t
+engine_driver_pid(const struct engine *en, const char *run_id)
+{
+	char *path = engine__lock_path(en, run_id);
+	struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int64_t pid = 0;
+
+	free(path);
+	if (fd < 0)
+		return 0;
+	if (en->lock_fd < 0 && fcntl(fd, F_GETLK, &q) == 0 &&
+	    q.l_type != F_UNLCK)
+		pid = q.l_pid;
+	else if (en->lock_fd >= 0)
+		pid = getpid(); /* we drive it; our own lock is invisible */
+	close(fd);
+	return pid;
+}
+
+void
+engine__wake(const struct engine *en, const char *run_id)
+{
+	int64_t pid = engine_driver_pid(en, run_id);
+
+	if (pid > 0 && pid != getpid())
+		spawn_signal((pid_t)pid, SIGUSR1);
+}
+
+/* Reads the run and its pipeline; both released by the caller. */
+static int
+load(struct engine *en, const char *ref, struct run *r, struct pipeline **p,
+     struct err *e)
+{
+	int rc = store_run_get(en->store, ref, r, e);
+
+	if (!rc)
+		rc = engine_pipeline(en, r->pipeline, p, e);
+	return rc;
+}
+
+static int
+terminal_error(const struct run *r, const char *what, struct err *e)
+{
+	return err_set(e, BATON_EBADSTATE,
+		       "cannot %s run '%s': it is %s, which is terminal", what,
+		       r->id, r->status);
+}
+
+static int
+request(struct engine *en, const struct run *r, const char *flag, int value,
+	const char *type, struct err *e)
+{
+	struct event ev = { 0 };
+	int rc;
+
+	ev.type = (char *)type;
+	rc = store_run_request(en->store, r->id, flag, value, &ev, e);
+	if (!rc) {
+		engine_mirror_events(en, r->id, NULL);
+		engine__wake(en, r->id);
+	}
+	return rc;
+}
+
+int
+engine_pause(struct engine *en, const char *ref, struct run *out,
+	     struct err *e)
+{
+	struct run r = { 0 };
+	int rc = store_run_get(en->store, ref, &r, e);
+
+	if (rc)
+		goto out;
+	if (status_is_terminal(r.status)) {
+		rc = terminal_error(&r, "pause", e);
+		goto out;
+	}
+	if (!strcmp(r.status, ST_PAUSED) || r.pause_requested)
+		goto done;
+	rc = request(en, &r, "pause_requested", 1, "pause_requested", e);
+	if (rc)
+		goto out;
+	r.pause_requested = 1;
+done:
+	*out = r;
+	memset(&r, 0, sizeof(r));
+out:
+	run_release(&r);
+	return rc;
+}
+
+int
+engine_resume(struct engine *en, const char *ref, int *drive_out,
+	      struct run *out, struct err *e)
+{
+	struct pipeline *p = NULL;
+	struct run r = { 0 };
+	int rc = load(en, ref, &r, &p, e);
+
+	if (rc)
+		goto out;
+	if (status_is_terminal(r.status)) {
+		rc = terminal_error(&r, "resume", e);
+		goto out;
+	}
+	if (r.pause_requested) {
+		rc = request(en, &r, "pause_requested", 0, "pause_cancelled",
+			     e);
+		if (rc)
+			goto out;
+		r.pause_requested = 0;
+	}
+	if (!strcmp(r.status, ST_PAUSED)) {
+		char *to = xstrdup(r.paused_at_status ? r.paused_at_status :
+							"");
+
+		rc = engine_transition(en, p, &r, to, NULL, e);
+		free(to);
+		if (rc)
+			goto out;
+		engine__wake(en, r.id);
+	}
+	*drive_out = engine_driver_pid(en, r.id) == 0;
+	*out = r;
+	memset(&r, 0, sizeof(r));
+out:
+	run_release(&r);
+	pipeline_free(p);
+	return rc;
+}
+
+int
+engine_abort(struct engine *en, const char *ref, struct run *out,
+	     struct err *e)
+{
+	struct pipeline *p = NULL;
+	struct run r = { 0 };
+	int64_t deadline;
+	int rc = load(en, ref, &r, &p, e);
+
+	if (rc)
+		goto out;
+	if (status_is_terminal(r.status)) {
+		rc = terminal_error(&r, "abort", e);
+		goto out;
+	}
+	rc = request(en, &r, "abort_requested", 1, "abort_requested", e);
+	if (rc)
+		goto out;
+	/* A live driver stops its agent and ends the run; wait for it. */
+	deadline = time_mono_ms() + ABORT_WAIT_MS;
+	while (engine_driver_pid(en, r.id) > 0 && time_mono_ms() < deadline) {
+		run_release(&r);
+		rc = store_run_get(en->store, ref, &r, e);
+		if (rc || status_is_terminal(r.status))
+			goto done;
+		poll(NULL, 0, 50);
+	}
+	run_release(&r);
+	rc = store_run_get(en->store, ref, &r, e);
+	if (rc || status_is_terminal(r.status))
+		goto done;
+	/* Nobody drives it (or the driver is wedged): end it here, after
+	 * killing whatever its agent left behind. */
+	if (r.agent_pid > 0)
+		spawn_kill_group((pid_t)r.agent_pid, 2000);
+	run_set(&r.reason, "aborted on request");
+	rc = engine_transition(en, p, &r, ST_ABORTED,
+			       "{\"reason\":\"aborted on request\"}", e);
+done:
+	if (!rc) {
+		*out = r;
+		memset(&r, 0, sizeof(r));
+	}
+out:
+	run_release(&r);
+	pipeline_free(p);
+	return rc;
+}
+
+int
+engine_steer(struct engine *en, const char *ref, const char *text,
+	     struct err *e)
+{
+	struct event ev = { 0 };
+	struct run r = { 0 };
+	json_t *data = NULL;
+	int rc;
+
+	if (!text || !*text)
+		return err_set(e, BATON_EINVAL, "the guidance is empty");
+	rc = store_run_get(en->store, ref, &r, e);
+	if (rc)
+		goto out;
+	if (status_is_terminal(r.status)) {
+		rc = terminal_error(&r, "steer", e);
+		goto out;
+	}
+	data = json_pack("{s:o}", "text", json_lossy_str(text));
+	ev.run_id = r.id;
+	ev.type = (char *)"steer";
+	ev.data = json_dumps(data, JSON_COMPACT);
+	rc = store_event_add(en->store, &ev, e);
+	free(ev.data);
+	if (!rc)
+		engine_mirror_events(en, r.id, NULL);
+out:
+	json_decref(data);
+	run_release(&r);
+	return rc;
+}
+
+int
+engine_decide(struct engine *en, const char *ref, enum gate_decision d,
+	      const char *guidance, struct run *out, struct err *e)
+{
+	static const char *const names[] = { "approve", "reject",
+					     "request-changes" };
+	struct pipeline *p = NULL;
+	struct run r = { 0 };
+	json_t *data = NULL;
+	char *text = NULL, *to = NULL;
+	int rc = load(en, ref, &r, &p, e);
+
+	if (rc)
+		goto out;
+	if (strcmp(r.status, ST_WAITING)) {
+		rc = err_set(e, BATON_EBADSTATE,
+			     "run '%s' is %s, not waiting for approval", r.id,
+			     r.status);
+		goto out;
+	}
+	data = json_pack("{s:s, s:s}", "decision", names[d], "gate",
+			 r.gate_status ? r.gate_status : "");
+	if (guidance && *guidance)
+		json_object_set_new(data, "guidance", json_lossy_str(guidance));
+	switch (d) {
+	case GATE_APPROVE:
+		to = xstrdup(r.gate_status ? r.gate_status : "");
+		break;
+	case GATE_REJECT:
+		to = xstrdup(ST_BLOCKED);
+		free(r.reason);
+		r.reason = guidance && *guidance ?
+				   xasprintf("rejected at the gate into %s: %s",
+					     r.gate_status, guidance) :
+				   xasprintf("rejected at the gate into %s",
+					     r.gate_status);
+		break;
+	case GATE_CHANGES:
+		if (!r.gate_back) {
+			rc = err_set(e, BATON_EBADSTATE,
+				     "run '%s' waits before its first stage: "
+				     "there is no earlier stage to redo "
+				     "(approve it and use 'baton steer', or "
+				     "reject it)",
+				     r.id);
+			goto out;
+		}
+		if (!guidance || !*guidance) {
+			rc = err_set(e, BATON_EINVAL,
+				     "request-changes needs --guidance");
+			goto out;
+		}
+		to = xstrdup(r.gate_back);
+		rc = engine_steer(en, r.id, guidance, e);
+		if (rc)
+			goto out;
+		break;
+	}
+	text = json_dumps(data, JSON_COMPACT);
+	rc = engine_transition(en, p, &r, to, text, e);
+	if (rc)
+		goto out;
+	engine__wake(en, r.id);
+	*out = r;
+	memset(&r, 0, sizeof(r));
+out:
+	json_decref(data);
+	free(text);
+	free(to);
+	run_release(&r);
+	pipeline_free(p);
+	return rc;
+}

@@ -1,0 +1,658 @@
+/*
+ * The driver: takes a run from wherever it is to a terminal status,
+ * one checked transition at a time (see engine.h for the model).
+ *
+ * Each pass of the loop looks at the run as stored and does one thing:
+ *
+ *   created                 make the worktree, then cross the boundary
+ *                           into the first stage
+ *   a stage, phase pending  run the stage (stage.c) and route its result
+ *   a resting status        ("planned") cross the boundary into the next
+ *   waiting / paused        sleep until another process wakes us
+ *   interrupted             reset the worktree to the last checkpoint and
+ *                           re-enter the stage
+ *
+ * Crossing a boundary A → X: a gate on X sends the run to
+ * waiting_for_approval; else a pause request sends it to paused (resume
+ * goes to X); else the run enters X. Because every step starts from the
+ * stored record, a driver that dies anywhere is replaced by the next one
+ * without losing or repeating a transition.
+ */
+#include "util/compat.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/pipeline.h"
+#include "engine/engine.h"
+#include "engine/engine_int.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/spawn.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+/* The self-pipe the driver's signal handlers write to. */
+static int wake_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t got_signal;
+
+static void
+on_wake_signal(int sig)
+{
+	int saved = errno;
+	char c = 'w';
+
+	if (sig != SIGUSR1)
+		got_signal = sig;
+	if (wake_pipe[1] >= 0 && write(wake_pipe[1], &c, 1) < 0)
+		c = 0; /* full pipe: a wake-up is pending anyway */
+	errno = saved;
+}
+
+int
+engine__signalled(void)
+{
+	return got_signal;
+}
+
+static int
+install_signals(struct err *e)
+{
+	struct sigaction sa;
+
+	if (wake_pipe[0] < 0 && pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return err_set(e, -errno, "cannot create a pipe: %s",
+			       strerror(errno));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_wake_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	got_signal = 0;
+	return 0;
+}
+
+static void
+restore_signals(void)
+{
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+}
+
+void
+engine_init(struct engine *en, struct store *s, const struct workspace *ws,
+	    const struct config *cfg)
+{
+	memset(en, 0, sizeof(*en));
+	en->store = s;
+	en->ws = ws;
+	en->cfg = cfg;
+	en->lock_fd = -1;
+}
+
+void
+engine_release(struct engine *en)
+{
+	if (en->lock_fd >= 0)
+		close(en->lock_fd);
+	en->lock_fd = -1;
+}
+
+int
+engine_pipeline(const struct engine *en, const char *name,
+		struct pipeline **out, struct err *e)
+{
+	return pipeline_load(en->cfg->pipelines, name, out, e);
+}
+
+static void
+note(struct engine *en, enum engine_note what, const struct run *r)
+{
+	if (en->note)
+		en->note(en->note_arg, what, r);
+}
+
+int
+engine_create(struct engine *en, const char *task, const char *pipeline,
+	      struct run *out, struct err *e)
+{
+	struct pipeline *p = NULL;
+	struct run r = { 0 };
+	size_t i;
+	int rc;
+
+	if (!pipeline)
+		pipeline = en->cfg->pipeline;
+	if (!task || !*task)
+		return err_set(e, BATON_EINVAL, "the task is empty");
+	rc = engine_pipeline(en, pipeline, &p, e);
+	if (rc)
+		return rc;
+	for (i = 0; i < p->nr_stages; i++) {
+		const struct stage *s = &p->stages[i];
+
+		if (s->role && !config_provider_for(en->cfg, s->role)) {
+			rc = err_set(e, BATON_EINVAL,
+				     "stage '%s' of pipeline '%s' needs a %s, "
+				     "but no provider plays that role: set "
+				     "roles.%s or roles.default in "
+				     ".baton/config.yaml",
+				     s->name, p->name, s->role, s->role);
+			goto out;
+		}
+	}
+	r.task = xstrdup(task);
+	r.pipeline = xstrdup(p->name);
+	r.status = xstrdup(ST_CREATED);
+	r.phase = xstrdup(RUN_PHASE_DONE);
+	r.config_hash = xstrdup(en->cfg->hash);
+	r.max_review_loops = en->cfg->max_review_loops;
+	rc = store_run_create(en->store, &r, e);
+	if (rc)
+		goto out;
+	engine_mirror_events(en, r.id, NULL);
+	*out = r;
+	memset(&r, 0, sizeof(r));
+out:
+	run_release(&r);
+	pipeline_free(p);
+	return rc;
+}
+
+int
+engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
+		  const char *to, const char *data, struct err *e)
+{
+	struct event ev = { 0 };
+	struct run next;
+	const struct stage *s;
+	int64_t now = time_now_ms();
+	int rc;
+
+	if (status_is_terminal(r->status))
+		return err_set(e, BATON_EBADSTATE,
+			       "run '%s' is %s, which is terminal: it cannot "
+			       "move to '%s'",
+			       r->id, r->status, to);
+	rc = pipeline_check(p, r->status, to, e);
+	if (rc) {
+		err_prefix(e, "run '%s'", r->id);
+		return rc;
+	}
+	run_copy(&next, r);
+	run_set(&next.status, to);
+	next.phase_started_at = now;
+	if (!next.started_at && strcmp(to, ST_CREATED))
+		next.started_at = now;
+	if ((s = pipeline_stage_at(p, to))) {
+		run_set(&next.phase, RUN_PHASE_PENDING);
+		run_set(&next.stage, s->name);
+		next.agent_pid = 0;
+		if (strcmp(r->status, ST_INTERRUPTED))
+			next.attempt = 0;
+	} else {
+		run_set(&next.phase, RUN_PHASE_DONE);
+	}
+	if (status_is_terminal(to)) {
+		next.ended_at = now;
+		next.agent_pid = 0;
+		next.pause_requested = 0;
+	}
+	if (strcmp(to, ST_PAUSED))
+		run_set(&next.paused_at_status, NULL);
+	if (strcmp(to, ST_WAITING)) {
+		run_set(&next.gate_status, NULL);
+		run_set(&next.gate_back, NULL);
+	}
+	ev.type = (char *)"transition";
+	ev.from = r->status;
+	ev.to = (char *)to;
+	ev.data = (char *)data;
+	rc = store_run_update(en->store, &next, &ev, e);
+	if (rc) {
+		run_release(&next);
+		return rc;
+	}
+	run_release(r);
+	*r = next;
+	engine_mirror_events(en, r->id, NULL);
+	note(en, ENGINE_NOTE_TRANSITION, r);
+	return 0;
+}
+
+int
+engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
+{
+	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	int rc;
+
+	rc = engine_transition(d->en, d->p, &d->r, to, text, e);
+	free(text);
+	json_decref(data);
+	return rc;
+}
+
+int
+engine__note(struct drive *d, const char *type, json_t *data, struct err *e)
+{
+	struct event ev = { 0 };
+	int rc;
+
+	ev.type = (char *)type;
+	ev.data = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	rc = store_run_update(d->en->store, &d->r, &ev, e);
+	free(ev.data);
+	json_decref(data);
+	if (!rc)
+		engine_mirror_events(d->en, d->r.id, NULL);
+	return rc;
+}
+
+int
+engine__reload(struct drive *d, struct err *e)
+{
+	struct run fresh = { 0 };
+	int rc = store_run_get(d->en->store, d->r.id, &fresh, e);
+
+	if (rc)
+		return rc;
+	run_release(&d->r);
+	d->r = fresh;
+	return 0;
+}
+
+/* Sets a field in a copy of d->r via fn, then a transition to `to`. */
+static int
+set_reason_and_move(struct drive *d, const char *to, const char *reason,
+		    struct err *e)
+{
+	run_set(&d->r.reason, reason);
+	return engine__move(d, to, reason ? json_pack("{s:s}", "reason",
+						      reason) :
+					    NULL,
+			    e);
+}
+
+/*
+ * Crosses the boundary from the current status into stage x: a gate,
+ * a pause, or the stage itself. back is the stage that just ended (what a
+ * gate's request-changes would re-run); loop marks entry into the fix
+ * loop, which spends one round of the review budget.
+ */
+/*
+ * Requests (pause, abort) are written without bumping the run's version,
+ * so read them fresh at each boundary.
+ */
+static int
+refresh_requests(struct drive *d, struct err *e)
+{
+	struct run fresh = { 0 };
+	int rc = store_run_get(d->en->store, d->r.id, &fresh, e);
+
+	if (rc)
+		return rc;
+	d->r.pause_requested = fresh.pause_requested;
+	d->r.abort_requested = fresh.abort_requested;
+	run_release(&fresh);
+	return 0;
+}
+
+static int abort_now(struct drive *d, struct err *e);
+
+static int
+cross(struct drive *d, const struct stage *x, const struct stage *back,
+      int loop, struct err *e)
+{
+	const struct config *cfg = d->en->cfg;
+	int rc;
+
+	rc = refresh_requests(d, e);
+	if (rc)
+		return rc;
+	if (d->r.abort_requested)
+		return abort_now(d, e);
+	if (loop)
+		d->r.review_loops++;
+	if (config_requires_approval(cfg, x->status, x->name)) {
+		run_set(&d->r.gate_status, x->status);
+		run_set(&d->r.gate_back, back ? back->status : NULL);
+		return engine__move(d, ST_WAITING,
+				    json_pack("{s:s}", "gate", x->name), e);
+	}
+	if (d->r.pause_requested) {
+		run_set(&d->r.paused_at_status, x->status);
+		rc = engine__move(d, ST_PAUSED,
+				  json_pack("{s:s}", "resume_to", x->status),
+				  e);
+		if (!rc)
+			rc = store_run_request(d->en->store, d->r.id,
+					       "pause_requested", 0, NULL, e);
+		if (!rc)
+			d->r.pause_requested = 0;
+		return rc;
+	}
+	return engine__move(d, x->status, NULL, e);
+}
+
+/* Where success of stage s leads: the next stage or the terminal. */
+static int
+after_success(struct drive *d, const struct stage *s, struct err *e)
+{
+	if (s->next < 0)
+		return engine__move(d, d->p->terminal, NULL, e);
+	return cross(d, &d->p->stages[s->next], s, 0, e);
+}
+
+/* Routes a finished stage's result to the next status. */
+static int
+route(struct drive *d, const struct stage *s, enum stage_result res,
+      char *reason, struct err *e)
+{
+	int target;
+	int rc;
+
+	switch (res) {
+	case STAGE_PASS:
+		if (s->done)
+			return engine__move(d, s->done, NULL, e);
+		return after_success(d, s, e);
+	case STAGE_LOOP:
+		target = s->kind == KIND_VALIDATE ? s->on_fail : s->on_changes;
+		if (target < 0)
+			return set_reason_and_move(
+				d, ST_BLOCKED,
+				s->kind == KIND_VALIDATE ?
+					"validation failed and the pipeline "
+					"has no fix stage" :
+					"review requested changes and the "
+					"pipeline has no fix stage",
+				e);
+		if (d->r.review_loops >= d->r.max_review_loops) {
+			char *why = xasprintf(
+				"%s after %d fix round%s: the review loop "
+				"budget is spent (workflow.max_review_loops = "
+				"%d)",
+				s->kind == KIND_VALIDATE ?
+					"validation still fails" :
+					"review still requests changes",
+				d->r.review_loops,
+				d->r.review_loops == 1 ? "" : "s",
+				d->r.max_review_loops);
+
+			rc = set_reason_and_move(d, ST_BLOCKED, why, e);
+			free(why);
+			return rc;
+		}
+		return cross(d, &d->p->stages[target], s, 1, e);
+	case STAGE_BLOCK:
+		return set_reason_and_move(d, ST_BLOCKED, reason, e);
+	case STAGE_FAIL:
+		return set_reason_and_move(d, ST_FAILED, reason, e);
+	case STAGE_STOPPED:
+		return 0; /* the loop looks at why */
+	}
+	BUG("unknown stage result %d", (int)res);
+}
+
+/* Takes the run's lock: fails with BATON_EBUSY naming the holder. */
+static int
+lock_run(struct drive *d, struct err *e)
+{
+	char *path = engine__lock_path(d->en, d->r.id);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd, rc = 0;
+
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = err_set(e, -errno, "cannot open '%s': %s", path,
+			     strerror(errno));
+		goto out;
+	}
+	if (fcntl(fd, F_SETLK, &fl) < 0) {
+		struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+		fcntl(fd, F_GETLK, &q);
+		rc = err_set(e, BATON_EBUSY,
+			     "run '%s' is being driven by another baton "
+			     "process (pid %ld)",
+			     d->r.id, (long)q.l_pid);
+		close(fd);
+		goto out;
+	}
+	d->en->lock_fd = fd;
+out:
+	free(path);
+	return rc;
+}
+
+/*
+ * Sleeps until a signal writes to the wake pipe. Wake-ups that arrive
+ * between the caller's read of the run and this call are not lost: the
+ * byte waits in the pipe.
+ */
+static void
+sleep_until_woken(struct drive *d)
+{
+	struct pollfd pfd = { .fd = d->wake_fd, .events = POLLIN };
+	char drain[64];
+
+	note(d->en, ENGINE_NOTE_WAITING, &d->r);
+	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+		if (got_signal)
+			break;
+	while (read(d->wake_fd, drain, sizeof(drain)) > 0)
+		;
+}
+
+/*
+ * A run found in a stage at phase running has no driver (we hold the
+ * lock now): its agent may even live on. Kill what is left of it and mark
+ * the run interrupted.
+ */
+static int
+recover_orphan(struct drive *d, struct err *e)
+{
+	if (d->r.agent_pid > 0)
+		spawn_kill_group((pid_t)d->r.agent_pid, 2000);
+	return engine__move(d, ST_INTERRUPTED,
+			    json_pack("{s:s, s:s}", "stage", d->r.stage,
+				      "cause", "driver lost"),
+			    e);
+}
+
+/* Re-enters an interrupted stage from its last checkpoint. */
+static int
+resume_interrupted(struct drive *d, struct err *e)
+{
+	const struct stage *s = pipeline_stage_named(d->p, d->r.stage);
+	int rc;
+
+	if (!s)
+		return set_reason_and_move(d, ST_FAILED,
+					   "interrupted in an unknown stage",
+					   e);
+	if (d->r.worktree && d->r.checkpoint) {
+		rc = worktree_reset(d->en->ws, d->r.worktree, d->r.checkpoint,
+				    e);
+		if (rc)
+			return rc;
+	}
+	return engine__move(d, s->status,
+			    json_pack("{s:s}", "checkpoint",
+				      d->r.checkpoint ? d->r.checkpoint : ""),
+			    e);
+}
+
+/* Creates the worktree of a new run and records it as the checkpoint. */
+static int
+make_worktree(struct drive *d, struct err *e)
+{
+	char *path = NULL, *branch = NULL, *base = NULL;
+	int rc;
+
+	rc = worktree_create(d->en->ws, d->r.id, d->r.base_ref, &path, &branch,
+			     &base, e);
+	if (rc)
+		return rc;
+	run_set(&d->r.worktree, path);
+	run_set(&d->r.branch, branch);
+	run_set(&d->r.base_commit, base);
+	run_set(&d->r.checkpoint, base);
+	rc = engine__note(d, "worktree",
+			  json_pack("{s:s, s:s, s:s}", "path", path, "branch",
+				    branch, "base", base),
+			  e);
+	free(path);
+	free(branch);
+	free(base);
+	return rc;
+}
+
+/* Kills nothing (no agent runs between stages) and ends the run aborted. */
+static int
+abort_now(struct drive *d, struct err *e)
+{
+	return set_reason_and_move(d, ST_ABORTED, "aborted on request", e);
+}
+
+/* One step of the driver loop; see the comment at the top of the file. */
+static int
+step(struct drive *d, struct err *e)
+{
+	const struct stage *s;
+	enum stage_result res;
+	char *reason = NULL;
+	int rc;
+
+	if (d->r.abort_requested)
+		return abort_now(d, e);
+	if (!strcmp(d->r.status, ST_CREATED)) {
+		if (!d->r.worktree) {
+			rc = make_worktree(d, e);
+			if (rc)
+				return rc;
+		}
+		return cross(d, pipeline_first(d->p), NULL, 0, e);
+	}
+	if (!strcmp(d->r.status, ST_WAITING) ||
+	    !strcmp(d->r.status, ST_PAUSED)) {
+		sleep_until_woken(d);
+		return engine__reload(d, e);
+	}
+	if (!strcmp(d->r.status, ST_INTERRUPTED))
+		return resume_interrupted(d, e);
+	if ((s = pipeline_stage_done_at(d->p, d->r.status)))
+		return after_success(d, s, e);
+	s = pipeline_stage_at(d->p, d->r.status);
+	if (!s)
+		return set_reason_and_move(d, ST_FAILED,
+					   "the run is in a status its "
+					   "pipeline does not know",
+					   e);
+	rc = engine__run_stage(d, s, &res, &reason, e);
+	if (!rc)
+		rc = route(d, s, res, reason, e);
+	free(reason);
+	return rc;
+}
+
+/*
+ * A stage that could not even start its work (the worktree vanished, the
+ * disk is full) ends the run failed with the error on record, rather than
+ * leaving it half-way with nobody to notice.
+ */
+static int
+fail_with(struct drive *d, const struct err *cause, struct err *e)
+{
+	struct err ignored = ERR_INIT;
+	char *why = xasprintf("%s", cause->msg);
+	int rc;
+
+	if (engine__reload(d, &ignored) || status_is_terminal(d->r.status)) {
+		free(why);
+		return cause->rc;
+	}
+	rc = set_reason_and_move(d, ST_FAILED, why, e);
+	free(why);
+	return rc ? rc : cause->rc;
+}
+
+int
+engine_drive(struct engine *en, const char *ref, struct run *out,
+	     struct err *e)
+{
+	struct drive d = { .en = en, .wake_fd = -1 };
+	int rc;
+
+	rc = store_run_get(en->store, ref, &d.r, e);
+	if (rc)
+		return rc;
+	d.run_dir = workspace_run_dir(en->ws, d.r.id);
+	rc = fs_mkdir_p(d.run_dir, 0755, e);
+	if (!rc)
+		rc = engine_pipeline(en, d.r.pipeline, &d.p, e);
+	if (!rc)
+		rc = install_signals(e);
+	if (!rc)
+		rc = lock_run(&d, e);
+	if (rc)
+		goto out;
+	d.wake_fd = wake_pipe[0];
+	/* The record may have moved before we held the lock. */
+	rc = engine__reload(&d, e);
+	if (rc)
+		goto out;
+	engine_mirror_events(en, d.r.id, NULL);
+	if (pipeline_stage_at(d.p, d.r.status) &&
+	    !strcmp(d.r.phase, RUN_PHASE_RUNNING)) {
+		rc = recover_orphan(&d, e);
+		if (rc)
+			goto out;
+	}
+	while (!status_is_terminal(d.r.status)) {
+		if (got_signal) {
+			rc = err_set(e, BATON_EABORTED,
+				     "stopped by signal %d; run '%s' is %s "
+				     "(continue with: baton resume %s)",
+				     (int)got_signal, d.r.id, d.r.status,
+				     d.r.id);
+			break;
+		}
+		rc = step(&d, e);
+		if (rc == BATON_ECONFLICT) {
+			/* Someone else wrote the run (a pause, an abort,
+			 * a decision): read it again and decide anew. */
+			rc = engine__reload(&d, e);
+		}
+		if (rc) {
+			struct err cause = *e;
+
+			rc = fail_with(&d, &cause, e);
+			if (!rc)
+				rc = cause.rc;
+			break;
+		}
+	}
+	if (!rc || status_is_terminal(d.r.status)) {
+		run_copy(out, &d.r);
+		rc = rc == BATON_EABORTED ? rc : 0;
+	}
+out:
+	restore_signals();
+	engine_release(en);
+	run_release(&d.r);
+	pipeline_free(d.p);
+	free(d.run_dir);
+	return rc;
+}

@@ -1,0 +1,148 @@
+/*
+ * The engine: runs a pipeline for a run, and is the ONE writer of run
+ * status (DESIGN.md section 3). Every status change goes through
+ * engine_transition(): the edge is checked against the pipeline's derived
+ * table, then the run row and its event are written in one store
+ * transaction guarded by the row version, then the event is mirrored to
+ * the run's events.jsonl.
+ *
+ * One process at a time drives a run: the driver holds a POSIX lock on
+ * .baton/runs/<id>/lock for as long as it works. Other processes (a second
+ * terminal's pause, abort, approve, steer) write their request to the
+ * store and wake the driver with SIGUSR1; it never polls for them. A run
+ * whose status is a stage at phase "running" with nobody holding its lock
+ * lost its driver (kill -9, a crash): the next driver moves it to
+ * interrupted, resets the worktree to the last checkpoint and re-runs the
+ * stage.
+ *
+ *   driver loop:  created ─▶ worktree ─▶ boundary ─▶ stage ─▶ outcome ─▶ ...
+ *                 boundary: gate? ─▶ waiting_for_approval (sleep until woken)
+ *                           pause requested? ─▶ paused (sleep until woken)
+ *                           else enter the next stage
+ */
+#ifndef BATON_ENGINE_ENGINE_H
+#define BATON_ENGINE_ENGINE_H
+
+#include <stdint.h>
+
+#include "core/run.h"
+
+struct config;
+struct event;
+struct err;
+struct pipeline;
+struct store;
+struct workspace;
+
+/* What the engine reports to its front door (the CLI's progress line). */
+enum engine_note {
+	ENGINE_NOTE_TRANSITION, /* r->status just changed */
+	ENGINE_NOTE_TICK,	/* about once a second while a stage works */
+	ENGINE_NOTE_WAITING,	/* sleeping at a gate or pause */
+};
+
+typedef void engine_note_cb(void *arg, enum engine_note what,
+			    const struct run *r);
+
+struct engine {
+	struct store *store;	      /* borrowed */
+	const struct workspace *ws;   /* borrowed */
+	const struct config *cfg;     /* borrowed */
+	engine_note_cb *note;
+	void *note_arg;
+	int lock_fd;		      /* held while driving; else -1 */
+};
+
+void engine_init(struct engine *en, struct store *s,
+		 const struct workspace *ws, const struct config *cfg);
+void engine_release(struct engine *en);
+
+/*
+ * Creates a run of task on pipeline (NULL: workflow.pipeline) in status
+ * created. Checks that the pipeline exists and that every role it needs
+ * has a provider before anything is written. Fills *out.
+ */
+int engine_create(struct engine *en, const char *task, const char *pipeline,
+		  struct run *out, struct err *e);
+
+/*
+ * Drives the run ref until it is terminal, sleeping at gates and pauses
+ * until another process wakes it. Returns 0 with the final record in *out,
+ * BATON_EBUSY when another live process drives the run, or
+ * BATON_EABORTED when SIGINT/SIGTERM stopped this driver (the run is left
+ * interrupted or at its resting point, ready for `baton resume`).
+ */
+int engine_drive(struct engine *en, const char *ref, struct run *out,
+		 struct err *e);
+
+/*
+ * The one door for status changes. Moves r to status to if the pipeline
+ * allows r->status → to; fills the status-dependent fields (phase and
+ * phase_started_at, started_at, ended_at, stage) and writes r with a
+ * "transition" event carrying data (a JSON object text or NULL) in one
+ * transaction. On success r holds the new record. BATON_EBADSTATE for an
+ * edge not in the table, BATON_ECONFLICT when r changed under us; in both
+ * cases nothing was written and r is unchanged.
+ */
+int engine_transition(struct engine *en, const struct pipeline *p,
+		      struct run *r, const char *to, const char *data,
+		      struct err *e);
+
+/* Requests from any process. Each records an event and wakes the driver. */
+
+/* Pause at the next stage boundary. */
+int engine_pause(struct engine *en, const char *ref, struct run *out,
+		 struct err *e);
+/*
+ * Cancels a pause request, or moves a paused run back to paused_at_status.
+ * *drive_out is set to 1 when no live process drives the run, so the
+ * caller should drive it (a resumed run after kill -9 lands here too).
+ */
+int engine_resume(struct engine *en, const char *ref, int *drive_out,
+		  struct run *out, struct err *e);
+/*
+ * Aborts: the driver kills the agent's process group and ends the run
+ * aborted; with no live driver the run is aborted here. Waits (bounded)
+ * for the run to be terminal. The worktree is kept.
+ */
+int engine_abort(struct engine *en, const char *ref, struct run *out,
+		 struct err *e);
+/* Guidance the next stage's agent will read. */
+int engine_steer(struct engine *en, const char *ref, const char *text,
+		 struct err *e);
+
+enum gate_decision { GATE_APPROVE, GATE_REJECT, GATE_CHANGES };
+
+/*
+ * Decides a run waiting for approval: approve enters the gated stage,
+ * reject ends the run blocked, request changes re-runs the stage before
+ * the gate with guidance. BATON_EBADSTATE when the run is not waiting.
+ */
+int engine_decide(struct engine *en, const char *ref, enum gate_decision d,
+		  const char *guidance, struct run *out, struct err *e);
+
+/* Pid of the live process driving run_id, or 0 when there is none. */
+int64_t engine_driver_pid(const struct engine *en, const char *run_id);
+
+/*
+ * Loads the pipeline a run follows (user definition or built-in).
+ */
+int engine_pipeline(const struct engine *en, const char *name,
+		    struct pipeline **out, struct err *e);
+
+/*
+ * Appends to the run's events.jsonl every event the store has that the
+ * file lacks (the file is a mirror; the store is the truth). Safe to call
+ * from several processes at once.
+ */
+int engine_mirror_events(struct engine *en, const char *run_id,
+			 struct err *e);
+
+/*
+ * One event as the JSON object `baton events --json` and events.jsonl
+ * print: seq, ts, run, type, from and to for transitions, data. The
+ * caller frees the string (no trailing newline).
+ */
+char *engine_event_line(const struct event *ev);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * Shared inside the engine: the driver's context while it runs one run,
+ * and helpers between engine.c, stage.c, control.c and record.c.
+ */
+#ifndef BATON_ENGINE_ENGINE_INT_H
+#define BATON_ENGINE_ENGINE_INT_H
+
+#include <jansson.h>
+
+#include "core/run.h"
+
+struct buf;
+struct engine;
+struct err;
+struct pipeline;
+struct stage;
+
+/* One driver working on one run. */
+struct drive {
+	struct engine *en;
+	struct pipeline *p;
+	struct run r;
+	char *run_dir;
+	int wake_fd;	/* read end of the self-pipe signals write to */
+	int stop;	/* an abort or a signal asked the stage to stop */
+};
+
+/* How a stage ended, as the engine routes it. */
+enum stage_result {
+	STAGE_PASS,	/* success: on to next */
+	STAGE_LOOP,	/* checks failed or changes requested: the fix loop */
+	STAGE_BLOCK,	/* the run should stop: reason set */
+	STAGE_FAIL,	/* unrecoverable: reason set */
+	STAGE_STOPPED,	/* stopped by abort or a signal */
+};
+
+/* stage.c: runs d->r's current stage; *reason gets a message (freed by
+ * the caller) for BLOCK and FAIL. */
+int engine__run_stage(struct drive *d, const struct stage *s,
+		      enum stage_result *out, char **reason, struct err *e);
+
+/* engine.c: transition with a data object (consumed; may be NULL). */
+int engine__move(struct drive *d, const char *to, json_t *data,
+		 struct err *e);
+/* Writes d->r with an event of type (data consumed; may be NULL). */
+int engine__note(struct drive *d, const char *type, json_t *data,
+		 struct err *e);
+/* Re-reads d->r from the store. */
+int engine__reload(struct drive *d, struct err *e);
+
+/* engine.c: the signal (SIGINT, SIGTERM, SIGHUP) that asked the driver
+ * to stop, or 0. */
+int engine__signalled(void);
+
+/* record.c */
+/* Path of a file in the run folder (caller frees). */
+char *engine__run_file(const struct drive *d, const char *name);
+/* Stores an artifact's text as a new version of (stage, artifact). */
+int engine__keep_output(struct drive *d, const char *artifact,
+			const char *decision, const char *content,
+			struct err *e);
+/* The steer notes not yet handed to an agent, newest last; *upto gets the
+ * seq of the last one. */
+int engine__pending_steers(struct drive *d, struct buf *out, int64_t *upto,
+			   struct err *e);
+
+/* control.c: the run's lock file (caller frees). */
+char *engine__lock_path(const struct engine *en, const char *run_id);
+/* Wakes the live driver of run_id, if any. */
+void engine__wake(const struct engine *en, const char *run_id);
+
+#endif

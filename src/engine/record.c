@@ -1,0 +1,201 @@
+/*
+ * The run's record outside the database: events.jsonl mirrored from the
+ * store after every commit, stage outputs kept as versions, and the steer
+ * notes waiting for the next stage. The store is the source of truth;
+ * these files can always be rebuilt from it.
+ */
+#include "util/compat.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/run.h"
+#include "engine/engine.h"
+#include "engine/engine_int.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+char *
+engine__run_file(const struct drive *d, const char *name)
+{
+	return xasprintf("%s/%s", d->run_dir, name);
+}
+
+/* One event as a JSON object; caller decrefs. */
+static json_t *
+event_json(const struct event *ev)
+{
+	json_t *o = json_object(), *data;
+	char ts[40];
+
+	time_fmt_iso(ev->ts, ts, sizeof(ts));
+	json_object_set_new(o, "seq", json_integer(ev->seq));
+	json_object_set_new(o, "ts", json_string(ts));
+	json_object_set_new(o, "run", json_string(ev->run_id));
+	json_object_set_new(o, "type", json_string(ev->type));
+	if (!strcmp(ev->type, "transition")) {
+		json_object_set_new(o, "from", json_lossy_str(ev->from));
+		json_object_set_new(o, "to", json_lossy_str(ev->to));
+	}
+	if (ev->data && (data = json_loads(ev->data, 0, NULL)))
+		json_object_set_new(o, "data", data);
+	return o;
+}
+
+/* Appends one line per event to a buffer; the list callback. */
+static int
+append_event(const struct event *ev, void *arg)
+{
+	json_t *o = event_json(ev);
+	char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+	buf_adds(arg, line);
+	buf_addch(arg, '\n');
+	free(line);
+	json_decref(o);
+	return 0;
+}
+
+char *
+engine_event_line(const struct event *ev)
+{
+	json_t *o = event_json(ev);
+	char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+	json_decref(o);
+	return line;
+}
+
+/*
+ * The seq of the last complete line of the file open at fd. A torn last
+ * line (a crash mid-append) is cut off so the next append starts clean.
+ */
+static int64_t
+last_seq(int fd)
+{
+	char tail[8192];
+	off_t size = lseek(fd, 0, SEEK_END), start;
+	ssize_t n;
+	char *end, *line;
+	json_t *o;
+	int64_t seq = 0;
+
+	if (size <= 0)
+		return 0;
+	start = size > (off_t)sizeof(tail) - 1 ? size - (off_t)sizeof(tail) + 1 :
+						 0;
+	n = pread(fd, tail, (size_t)(size - start), start);
+	if (n <= 0)
+		return 0;
+	tail[n] = '\0';
+	end = strrchr(tail, '\n');
+	if (!end) {
+		if (ftruncate(fd, start) < 0)
+			return 0;
+		return 0;
+	}
+	if (end != tail + n - 1 && ftruncate(fd, start + (end - tail) + 1) < 0)
+		return 0;
+	*end = '\0';
+	line = strrchr(tail, '\n');
+	line = line ? line + 1 : tail;
+	o = json_loads(line, 0, NULL);
+	if (o)
+		seq = json_integer_value(json_object_get(o, "seq"));
+	json_decref(o);
+	return seq;
+}
+
+int
+engine_mirror_events(struct engine *en, const char *run_id, struct err *e)
+{
+	char *dir = workspace_run_dir(en->ws, run_id);
+	char *path = xasprintf("%s/events.jsonl", dir);
+	struct buf lines = BUF_INIT;
+	int fd = -1, rc;
+
+	rc = fs_mkdir_p(dir, 0755, e);
+	if (rc)
+		goto out;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = err_set(e, -errno, "cannot open '%s': %s", path,
+			     strerror(errno));
+		goto out;
+	}
+	if (flock(fd, LOCK_EX) < 0) {
+		rc = err_set(e, -errno, "cannot lock '%s': %s", path,
+			     strerror(errno));
+		goto out;
+	}
+	rc = store_event_list(en->store, run_id, last_seq(fd), NULL,
+			      append_event, &lines, e);
+	if (rc || !lines.len)
+		goto out;
+	if (lseek(fd, 0, SEEK_END) < 0 ||
+	    write(fd, lines.ptr, lines.len) != (ssize_t)lines.len)
+		rc = err_set(e, -EIO, "cannot append to '%s': %s", path,
+			     strerror(errno));
+out:
+	if (fd >= 0)
+		close(fd);
+	buf_release(&lines);
+	free(path);
+	free(dir);
+	return rc;
+}
+
+int
+engine__keep_output(struct drive *d, const char *artifact,
+		    const char *decision, const char *content, struct err *e)
+{
+	struct store_output o = { 0 };
+
+	o.run_id = d->r.id;
+	o.stage = d->r.stage;
+	o.artifact = (char *)artifact;
+	o.decision = (char *)decision;
+	o.content = (char *)content;
+	return store_output_add(d->en->store, &o, e);
+}
+
+struct steer_ctx {
+	struct buf *out;
+	int64_t upto;
+};
+
+static int
+collect_steer(const struct event *ev, void *arg)
+{
+	struct steer_ctx *c = arg;
+	json_t *o = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
+	const char *text = json_get_str(o, "text");
+
+	if (text) {
+		buf_addf(c->out, "- %s\n", text);
+		c->upto = ev->seq;
+	}
+	json_decref(o);
+	return 0;
+}
+
+int
+engine__pending_steers(struct drive *d, struct buf *out, int64_t *upto,
+		       struct err *e)
+{
+	struct steer_ctx c = { out, d->r.steer_seq };
+	int rc;
+
+	rc = store_event_list(d->en->store, d->r.id, d->r.steer_seq, "steer",
+			      collect_steer, &c, e);
+	*upto = c.upto;
+	return rc;
+}

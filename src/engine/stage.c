@@ -1,0 +1,854 @@
+/*
+ * Running one stage: build the prompt, call the agent (or run the project's
+ * checks for a validate stage), then hold the output to its contract.
+ *
+ *   kind       leaves                               contract
+ *   plan       plan.md (or the final text)          not empty
+ *   architect  architecture.md (or the final text)  not empty
+ *   execute    worktree edits, execution.log        exit 0; checkpoint
+ *   validate   validation.json                      every command exits 0
+ *   review     review.json + review.md              decision APPROVED |
+ *              (or a "DECISION: X" line)            CHANGES_REQUESTED | BLOCKED
+ *   fix        worktree edits, finding-responses.md exit 0; checkpoint
+ *   verify     verification.json + .md              decision PASSED |
+ *              (or a "VERIFICATION: X" line)        FAILED | NEEDS_HUMAN
+ *
+ * Output that breaks its contract is retried once with the error in the
+ * prompt; a second failure blocks the run with the error on record.
+ */
+#include "util/compat.h"
+
+#include <ctype.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "core/config.h"
+#include "core/pipeline.h"
+#include "core/prompt.h"
+#include "engine/engine.h"
+#include "engine/engine_int.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/limits.h"
+#include "util/strvec.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+#define TICK_MS 1000
+
+/* The files each kind leaves in the run folder: [0] is the main one. */
+static const char *const artifacts[KIND__COUNT][2] = {
+	[KIND_PLAN] = { "plan.md", NULL },
+	[KIND_ARCHITECT] = { "architecture.md", NULL },
+	[KIND_EXECUTE] = { "execution.log", NULL },
+	[KIND_VALIDATE] = { "validation.json", NULL },
+	[KIND_REVIEW] = { "review.json", "review.md" },
+	[KIND_FIX] = { "finding-responses.md", NULL },
+	[KIND_VERIFY] = { "verification.json", "verification.md" },
+};
+
+/* The verdicts a review or verify stage may give. */
+static const char *const review_verdicts[] = { "APPROVED", "CHANGES_REQUESTED",
+					       "BLOCKED", NULL };
+static const char *const verify_verdicts[] = { "PASSED", "FAILED",
+					       "NEEDS_HUMAN", NULL };
+
+/* Reads a run-folder file into out; 0, or negative when absent/too big. */
+static int
+read_artifact(const struct drive *d, const char *name, struct buf *out)
+{
+	char *path = engine__run_file(d, name);
+	int rc = fs_read(path, out, BUF_MAX_ARTIFACT, NULL);
+
+	free(path);
+	return rc;
+}
+
+static int
+write_artifact(const struct drive *d, const char *name, const char *text,
+	       struct err *e)
+{
+	char *path = engine__run_file(d, name);
+	int rc = fs_write_atomic(path, text, strlen(text), e);
+
+	free(path);
+	return rc;
+}
+
+/* Removes the kind's artifacts before a call so stale ones never count. */
+static void
+clear_artifacts(const struct drive *d, enum stage_kind k)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		char *path;
+
+		if (!artifacts[k][i])
+			continue;
+		path = engine__run_file(d, artifacts[k][i]);
+		fs_unlink(path, NULL);
+		free(path);
+	}
+}
+
+/* Adds a run-folder file as a prompt section, if it exists. */
+static void
+file_section(const struct drive *d, struct buf *ctx, const char *title,
+	     const char *name, size_t *budget)
+{
+	struct buf text = BUF_INIT;
+
+	if (read_artifact(d, name, &text) == 0)
+		prompt_section(ctx, title, text.ptr, budget);
+	buf_release(&text);
+}
+
+/*
+ * The context a kind's agent reads, most important first, within the
+ * fixed budget: guidance from people, then what to fix, then the plan and
+ * design, then the diff.
+ */
+static void
+build_context(struct drive *d, const struct stage *s, const char *steers,
+	      struct buf *ctx)
+{
+	size_t budget = BUF_MAX_PROMPT_CONTEXT;
+	struct buf diff = BUF_INIT;
+	struct buf val = BUF_INIT;
+
+	prompt_section(ctx, "Guidance from the people running this task",
+		       steers, &budget);
+	if (s->kind == KIND_FIX) {
+		file_section(d, ctx, "Review findings to address", "review.md",
+			     &budget);
+		if (read_artifact(d, "validation.json", &val) == 0 &&
+		    strstr(val.ptr, "\"passed\": false"))
+			prompt_section(ctx, "Failing checks (validation.json)",
+				       val.ptr, &budget);
+	}
+	if (s->kind != KIND_PLAN)
+		file_section(d, ctx, "Plan", "plan.md", &budget);
+	if (s->kind == KIND_EXECUTE || s->kind == KIND_FIX)
+		file_section(d, ctx, "Design", "architecture.md", &budget);
+	if ((s->kind == KIND_REVIEW || s->kind == KIND_VERIFY) &&
+	    d->r.worktree && d->r.base_commit &&
+	    worktree_diff(d->en->ws, d->r.worktree, d->r.base_commit, 0, &diff,
+			  NULL) == 0)
+		prompt_section(ctx, "The change (git diff against the base)",
+			       diff.len ? diff.ptr : "(no changes)", &budget);
+	buf_release(&diff);
+	buf_release(&val);
+}
+
+/* The stage's template: .baton/prompts/<kind>.md, else the built-in. */
+static char *
+load_template(const struct drive *d, const struct stage *s)
+{
+	const char *kind = stage_kind_name(s->kind);
+	char *path = xasprintf("%s/prompts/%s.md", d->en->ws->dir, kind);
+	struct buf text = BUF_INIT;
+	const char *builtin;
+
+	if (fs_read(path, &text, BUF_MAX_CONFIG, NULL) == 0 && text.len) {
+		free(path);
+		return buf_detach(&text, NULL);
+	}
+	free(path);
+	buf_release(&text);
+	builtin = prompt_builtin(kind);
+	if (!builtin)
+		BUG("no built-in prompt for kind '%s'", kind);
+	return xstrdup(builtin);
+}
+
+static void
+render_prompt(struct drive *d, const struct stage *s, const char *steers,
+	      const char *retry, struct buf *out)
+{
+	struct buf ctx = BUF_INIT, retry_text = BUF_INIT;
+	char *tmpl = load_template(d, s);
+	struct prompt_var vars[] = {
+		{ "task", d->r.task },
+		{ "run_id", d->r.id },
+		{ "stage", s->name },
+		{ "run_dir", d->run_dir },
+		{ "artifact", artifacts[s->kind][0] },
+		{ "context", NULL },
+		{ "retry", NULL },
+	};
+
+	build_context(d, s, steers, &ctx);
+	if (retry)
+		buf_addf(&retry_text,
+			 "\n## Your previous answer was not accepted\n\n%s\n\n"
+			 "Fix this and answer again.\n",
+			 retry);
+	vars[5].value = ctx.ptr;
+	vars[6].value = retry_text.ptr;
+	prompt_render(tmpl, vars, ARRAY_SIZE(vars), out);
+	free(tmpl);
+	buf_release(&ctx);
+	buf_release(&retry_text);
+}
+
+/*
+ * The verdict from a "PREFIX: VALUE" line in text: the last such line
+ * wins, so an agent can think aloud before its answer. Markdown emphasis
+ * around the line is tolerated. NULL when there is none.
+ */
+static char *
+verdict_line(const char *text, const char *prefix)
+{
+	size_t plen = strlen(prefix);
+	const char *p = text, *found = NULL, *end;
+	struct buf v = BUF_INIT;
+
+	while (p && *p) {
+		const char *q = p;
+
+		while (*q == ' ' || *q == '\t' || *q == '*' || *q == '#')
+			q++;
+		if (!strncasecmp(q, prefix, plen) && q[plen] == ':')
+			found = q + plen + 1;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	if (!found)
+		return NULL;
+	while (*found == ' ' || *found == '*' || *found == '`')
+		found++;
+	for (end = found; *end && (isalpha((unsigned char)*end) || *end == '_');
+	     end++)
+		buf_addch(&v, toupper((unsigned char)*end));
+	return buf_detach(&v, NULL);
+}
+
+static int
+in_set(const char *const *set, const char *s)
+{
+	for (; *set; set++)
+		if (!strcmp(*set, s))
+			return 1;
+	return 0;
+}
+
+struct verdict {
+	char *decision;
+	char *summary;
+	json_t *doc; /* the parsed JSON, when there was one */
+};
+
+static void
+verdict_release(struct verdict *v)
+{
+	free(v->decision);
+	free(v->summary);
+	json_decref(v->doc);
+}
+
+/*
+ * Checks a review.json / verification.json document. On a contract
+ * breach, *why gets what was wrong (caller frees) and 0 is returned with
+ * v->decision NULL.
+ */
+static void
+check_verdict_json(const char *file, const char *text,
+		   const char *const *verdicts, int findings,
+		   struct verdict *v, char **why)
+{
+	json_error_t jerr;
+	json_t *doc = json_loads(text, 0, &jerr), *f;
+	const char *decision;
+	size_t i;
+
+	if (!doc) {
+		*why = xasprintf("%s is not valid JSON: line %d, column %d: %s",
+				 file, jerr.line, jerr.column, jerr.text);
+		return;
+	}
+	if (!json_is_object(doc)) {
+		*why = xasprintf("%s must be a JSON object", file);
+		goto bad;
+	}
+	decision = json_get_str(doc, "decision");
+	if (!decision || !in_set(verdicts, decision)) {
+		*why = xasprintf("%s: \"decision\" must be one of %s%s%s%s%s, "
+				 "got %s",
+				 file, verdicts[0], ", ", verdicts[1], " or ",
+				 verdicts[2],
+				 decision ? decision : "nothing");
+		goto bad;
+	}
+	if (json_object_get(doc, "summary") &&
+	    !json_is_string(json_object_get(doc, "summary"))) {
+		*why = xasprintf("%s: \"summary\" must be a string", file);
+		goto bad;
+	}
+	f = json_object_get(doc, "findings");
+	if (findings && f && !json_is_array(f)) {
+		*why = xasprintf("%s: \"findings\" must be a list", file);
+		goto bad;
+	}
+	for (i = 0; findings && f && i < json_array_size(f); i++)
+		if (!json_is_object(json_array_get(f, i))) {
+			*why = xasprintf("%s: findings[%zu] must be an object",
+					 file, i);
+			goto bad;
+		}
+	v->decision = xstrdup(decision);
+	v->summary = xstrdup_or_null(json_get_str(doc, "summary"));
+	v->doc = doc;
+	return;
+bad:
+	json_decref(doc);
+}
+
+/* A readable review.md from review.json, when the agent wrote none. */
+static void
+review_markdown(const struct verdict *v, const char *title, struct buf *md)
+{
+	json_t *f = v->doc ? json_object_get(v->doc, "findings") : NULL;
+	size_t i;
+
+	buf_addf(md, "# %s\n\nDecision: **%s**\n\n", title, v->decision);
+	if (v->summary)
+		buf_addf(md, "%s\n\n", v->summary);
+	for (i = 0; f && i < json_array_size(f); i++) {
+		json_t *x = json_array_get(f, i);
+		const char *sev = json_get_str(x, "severity");
+		const char *file = json_get_str(x, "file");
+		const char *msg = json_get_str(x, "message");
+		json_t *line = json_object_get(x, "line");
+
+		if (!i)
+			buf_adds(md, "## Findings\n\n");
+		buf_addf(md, "- [%s] %s", sev ? sev : "note",
+			 file ? file : "(general)");
+		if (json_is_integer(line))
+			buf_addf(md, ":%lld", (long long)json_integer_value(line));
+		buf_addf(md, ": %s\n", msg ? msg : json_get_str(x, "title") ?
+							 json_get_str(x, "title") :
+							 "(no message)");
+	}
+}
+
+/*
+ * Reads the verdict of a review or verify stage: the JSON file first; a
+ * "DECISION:" / "VERIFICATION:" line in the final text as the fallback.
+ * Returns 0 with v filled, or BATON_ECONTRACT with what was wrong in e.
+ */
+static int
+read_verdict(struct drive *d, const struct stage *s, const char *text,
+	     struct verdict *v, struct err *e)
+{
+	int review = s->kind == KIND_REVIEW;
+	const char *file = artifacts[s->kind][0];
+	const char *const *verdicts = review ? review_verdicts : verify_verdicts;
+	const char *prefix = review ? "DECISION" : "VERIFICATION";
+	struct buf json = BUF_INIT;
+	char *why = NULL, *line = NULL;
+	int rc = 0;
+
+	if (read_artifact(d, file, &json) == 0) {
+		check_verdict_json(file, json.ptr, verdicts, review, v, &why);
+		if (v->decision)
+			goto out;
+	}
+	line = verdict_line(text, prefix);
+	if (line && in_set(verdicts, line)) {
+		v->decision = line;
+		line = NULL;
+		if (why)
+			engine__note(d, "contract_warning",
+				     json_pack("{s:s, s:s}", "stage", s->name,
+					       "error", why),
+				     NULL);
+		goto out;
+	}
+	if (why)
+		rc = err_set(e, BATON_ECONTRACT, "%s", why);
+	else if (line)
+		rc = err_set(e, BATON_ECONTRACT,
+			     "'%s: %s' is not a verdict (expected %s, %s or %s)",
+			     prefix, line, verdicts[0], verdicts[1],
+			     verdicts[2]);
+	else
+		rc = err_set(e, BATON_ECONTRACT,
+			     "no %s in the run folder and no '%s: ...' line "
+			     "in the agent's output",
+			     file, prefix);
+out:
+	free(why);
+	free(line);
+	buf_release(&json);
+	return rc;
+}
+
+/* Records a checkpoint commit after a stage that edits code. */
+static int
+checkpoint(struct drive *d, const struct stage *s, struct err *e)
+{
+	char *msg = xasprintf("baton %s: %s\n\nRun: %s\nTask: %s", d->r.id,
+			      s->name, d->r.id, d->r.task);
+	char *commit = NULL;
+	int changed = 0, rc;
+
+	rc = worktree_checkpoint(d->en->ws, d->r.worktree, msg, &commit,
+				 &changed, e);
+	free(msg);
+	if (rc)
+		return rc;
+	run_set(&d->r.checkpoint, commit);
+	rc = engine__note(d, "checkpoint",
+			  json_pack("{s:s, s:s, s:b}", "stage", s->name,
+				    "commit", commit, "changed", changed),
+			  e);
+	free(commit);
+	return rc;
+}
+
+/*
+ * Holds an agent's successful output to its kind's contract and records
+ * the artifacts. Returns 0 with *res set, BATON_ECONTRACT (e says why)
+ * for output to retry, or another error.
+ */
+static int
+accept_output(struct drive *d, const struct stage *s, const char *text,
+	      enum stage_result *res, char **reason, struct err *e)
+{
+	const char *main_file = artifacts[s->kind][0];
+	struct buf body = BUF_INIT, md = BUF_INIT;
+	struct verdict v = { 0 };
+	int rc = 0;
+
+	*res = STAGE_PASS;
+	switch (s->kind) {
+	case KIND_PLAN:
+	case KIND_ARCHITECT:
+	case KIND_FIX:
+		if (read_artifact(d, main_file, &body) < 0 || !body.len) {
+			buf_reset(&body);
+			buf_adds(&body, text);
+			buf_rtrim(&body);
+			if (!body.len && s->kind != KIND_FIX) {
+				rc = err_set(e, BATON_ECONTRACT,
+					     "no %s in the run folder and no "
+					     "final text from the agent",
+					     main_file);
+				break;
+			}
+			if (!body.len)
+				buf_adds(&body, "(the fixer left no notes)");
+			buf_addch(&body, '\n');
+			rc = write_artifact(d, main_file, body.ptr, e);
+		}
+		if (!rc)
+			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
+		if (!rc && s->kind == KIND_FIX)
+			rc = checkpoint(d, s, e);
+		break;
+	case KIND_EXECUTE:
+		buf_addf(&body, "# Execution of %s (%s)\n\n%s\n", d->r.id,
+			 s->name, text);
+		rc = write_artifact(d, main_file, body.ptr, e);
+		if (!rc)
+			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
+		if (!rc)
+			rc = checkpoint(d, s, e);
+		break;
+	case KIND_REVIEW:
+	case KIND_VERIFY:
+		rc = read_verdict(d, s, text, &v, e);
+		if (rc)
+			break;
+		if (read_artifact(d, artifacts[s->kind][1], &md) < 0 ||
+		    !md.len) {
+			buf_reset(&md);
+			if (v.doc)
+				review_markdown(&v, s->kind == KIND_REVIEW ?
+							    "Review" :
+							    "Verification",
+						&md);
+			else
+				buf_addf(&md, "%s\n", text);
+			rc = write_artifact(d, artifacts[s->kind][1], md.ptr,
+					    e);
+		}
+		if (!rc)
+			rc = engine__keep_output(d, artifacts[s->kind][1],
+						 v.decision, md.ptr, e);
+		if (!rc && v.doc) {
+			char *doc = json_dumps(v.doc, JSON_INDENT(2));
+
+			rc = engine__keep_output(d, main_file, v.decision, doc,
+						 e);
+			free(doc);
+		}
+		if (rc)
+			break;
+		if (!strcmp(v.decision, "CHANGES_REQUESTED")) {
+			*res = STAGE_LOOP;
+		} else if (!strcmp(v.decision, "BLOCKED") ||
+			   !strcmp(v.decision, "FAILED") ||
+			   !strcmp(v.decision, "NEEDS_HUMAN")) {
+			*res = STAGE_BLOCK;
+			*reason = xasprintf(
+				"%s said %s%s%s",
+				s->kind == KIND_REVIEW ? "the reviewer" :
+							 "the verifier",
+				v.decision, v.summary ? ": " : "",
+				v.summary ? v.summary : "");
+		}
+		break;
+	case KIND_VALIDATE:
+	case KIND__COUNT:
+		BUG("accept_output for kind %d", (int)s->kind);
+	}
+	verdict_release(&v);
+	buf_release(&body);
+	buf_release(&md);
+	return rc;
+}
+
+/* Context for the spawn callback while an agent or a check runs. */
+struct watch {
+	struct drive *d;
+	const char *provider;
+	const char *call;
+	int rc;
+};
+
+/*
+ * Called by spawn while a child runs. STARTED: record its process group
+ * so that a later driver can kill it if we die. WAKE: a signal arrived;
+ * stop the child if it was SIGINT/SIGTERM or an abort request. TICK:
+ * progress.
+ */
+static int
+watch_child(void *arg, enum spawn_event ev, pid_t pid)
+{
+	struct watch *w = arg;
+	struct drive *d = w->d;
+	struct run fresh = { 0 };
+	struct err e = ERR_INIT;
+
+	switch (ev) {
+	case SPAWN_EV_STARTED:
+		d->r.agent_pid = pid;
+		if (w->call)
+			w->rc = engine__note(
+				d, "agent_started",
+				json_pack("{s:s, s:s, s:i}", "provider",
+					  w->provider, "call", w->call, "pid",
+					  (int)pid),
+				&e);
+		return 0;
+	case SPAWN_EV_WAKE:
+		if (engine__signalled())
+			return d->stop = 1;
+		if (store_run_get(d->en->store, d->r.id, &fresh, &e) == 0 &&
+		    fresh.abort_requested)
+			d->stop = 1;
+		run_release(&fresh);
+		return d->stop;
+	case SPAWN_EV_TICK:
+		if (d->en->note)
+			d->en->note(d->en->note_arg, ENGINE_NOTE_TICK, &d->r);
+		return 0;
+	}
+	return 0;
+}
+
+/* The environment an agent sees (DESIGN.md section 5, docs/agents.md). */
+static void
+agent_env(const struct drive *d, const struct stage *s, const char *prompt,
+	  struct strvec *env)
+{
+	strvec_pushf(env, "BATON_RUN_ID=%s", d->r.id);
+	strvec_pushf(env, "BATON_STAGE=%s", s->status);
+	strvec_pushf(env, "BATON_STAGE_NAME=%s", s->name);
+	strvec_pushf(env, "BATON_STAGE_KIND=%s", stage_kind_name(s->kind));
+	strvec_pushf(env, "BATON_RUN_DIR=%s", d->run_dir);
+	strvec_pushf(env, "BATON_PROMPT_FILE=%s", prompt);
+	strvec_pushf(env, "BATON_WORKTREE=%s", d->r.worktree);
+	strvec_pushf(env, "BATON_ATTEMPT=%d", d->r.attempt);
+	strvec_pushf(env, "BATON_REVIEW_LOOP=%d", d->r.review_loops);
+	strvec_pushf(env, "BATON_TASK=%s", d->r.task);
+}
+
+/* The last line of an agent's stderr, for a failure message. */
+static void
+last_line(const struct buf *b, char *out, size_t n)
+{
+	struct buf copy = BUF_INIT;
+	const char *nl;
+
+	buf_add(&copy, b->ptr, b->len);
+	buf_rtrim(&copy);
+	nl = strrchr(copy.ptr, '\n');
+	snprintf(out, n, "%s", nl ? nl + 1 : copy.ptr);
+	buf_release(&copy);
+}
+
+/*
+ * Runs an agent stage: prompt, call, contract; one retry on broken
+ * output. The stop paths (abort, signal) return STAGE_STOPPED after moving
+ * the run themselves.
+ */
+static int
+run_agent(struct drive *d, const struct stage *s, const char *steers,
+	  int64_t call_no, enum stage_result *res, char **reason,
+	  struct err *e)
+{
+	const struct config_provider *prov =
+		config_provider_for(d->en->cfg, s->role);
+	struct agent_result ar = AGENT_RESULT_INIT;
+	struct buf prompt = BUF_INIT;
+	struct strvec env = STRVEC_INIT;
+	char *retry = NULL, *call = NULL, *pfile = NULL, *ofile = NULL,
+	     *efile = NULL, *calls_dir = engine__run_file(d, "calls");
+	char tail[512];
+	int rc;
+
+	if (!prov) {
+		*res = STAGE_FAIL;
+		*reason = xasprintf("no provider plays the %s role (set "
+				    "roles.%s or roles.default)",
+				    s->role, s->role);
+		rc = 0;
+		goto out;
+	}
+	rc = fs_mkdir_p(calls_dir, 0755, e);
+	if (rc)
+		goto out;
+	for (;;) {
+		struct watch w = { d, prov->name, NULL, 0 };
+		struct agent_request req = { 0 };
+		struct err cerr = ERR_INIT;
+
+		clear_artifacts(d, s->kind);
+		buf_reset(&prompt);
+		render_prompt(d, s, steers, retry, &prompt);
+		free(call);
+		free(pfile);
+		free(ofile);
+		free(efile);
+		call = xasprintf("%04lld-%s-%d", (long long)call_no, s->name,
+				 d->r.attempt);
+		pfile = xasprintf("%s/%s.prompt.md", calls_dir, call);
+		ofile = xasprintf("%s/%s.stdout", calls_dir, call);
+		efile = xasprintf("%s/%s.stderr", calls_dir, call);
+		rc = fs_write_atomic(pfile, prompt.ptr, prompt.len, e);
+		if (rc)
+			goto out;
+		strvec_clear(&env);
+		agent_env(d, s, pfile, &env);
+		w.call = call;
+		req.provider = prov;
+		req.cwd = d->r.worktree;
+		req.prompt = prompt.ptr;
+		req.prompt_file = pfile;
+		req.env = &env;
+		req.out_path = ofile;
+		req.err_path = efile;
+		req.wake_fd = d->wake_fd;
+		req.tick_ms = TICK_MS;
+		req.on_event = watch_child;
+		req.arg = &w;
+		agent_result_release(&ar);
+		rc = agent_run(&req, &ar, e);
+		d->r.agent_pid = 0;
+		if (rc == 0 && w.rc)
+			rc = w.rc;
+		if (rc) {
+			/* Could not start it: that is the stage's failure. */
+			*res = STAGE_FAIL;
+			*reason = xasprintf("stage %s: %s", s->name, e->msg);
+			rc = 0;
+			goto out;
+		}
+		rc = engine__note(
+			d, "agent_exited",
+			json_pack("{s:s, s:s, s:i, s:I, s:I}", "call", call,
+				  "outcome", agent_outcome_name(ar.outcome),
+				  "exit_code", ar.status, "duration_ms",
+				  (json_int_t)ar.duration_ms, "output_bytes",
+				  (json_int_t)ar.out_bytes),
+			e);
+		if (rc)
+			goto out;
+		last_line(&ar.err_tail, tail, sizeof(tail));
+		switch (ar.outcome) {
+		case AGENT_STOPPED:
+			*res = STAGE_STOPPED;
+			goto out;
+		case AGENT_TIMEOUT:
+			*res = STAGE_FAIL;
+			*reason = xasprintf("stage %s: agent '%s' timed out "
+					    "after %d s",
+					    s->name, prov->name,
+					    prov->timeout_seconds);
+			goto out;
+		case AGENT_CRASHED:
+		case AGENT_EXIT:
+			*res = STAGE_FAIL;
+			*reason = xasprintf(
+				"stage %s: agent '%s' %s %d%s%s", s->name,
+				prov->name,
+				ar.outcome == AGENT_CRASHED ?
+					"was killed by signal" :
+					"exited with",
+				ar.outcome == AGENT_CRASHED ? ar.status - 128 :
+							      ar.status,
+				tail[0] ? ": " : "", tail);
+			goto out;
+		case AGENT_OK:
+			break;
+		}
+		rc = accept_output(d, s, ar.text.ptr, res, reason, &cerr);
+		if (rc != BATON_ECONTRACT) {
+			if (rc)
+				*e = cerr;
+			goto out;
+		}
+		rc = 0;
+		engine__note(d, "contract_error",
+			     json_pack("{s:s, s:s, s:b}", "stage", s->name,
+				       "error", cerr.msg, "retry",
+				       d->r.attempt == 0),
+			     NULL);
+		if (d->r.attempt > 0) {
+			*res = STAGE_BLOCK;
+			*reason = xasprintf("stage %s: %s (still broken after "
+					    "one retry)",
+					    s->name, cerr.msg);
+			goto out;
+		}
+		d->r.attempt++;
+		free(retry);
+		retry = xstrdup(cerr.msg);
+	}
+out:
+	agent_result_release(&ar);
+	buf_release(&prompt);
+	strvec_clear(&env);
+	free(retry);
+	free(call);
+	free(pfile);
+	free(ofile);
+	free(efile);
+	free(calls_dir);
+	return rc;
+}
+
+static int
+run_validate(struct drive *d, const struct stage *s, enum stage_result *res,
+	     struct err *e)
+{
+	const struct config *cfg = d->en->cfg;
+	struct watch w = { d, NULL, NULL, 0 };
+	struct workspace_hooks hooks = { d->wake_fd, TICK_MS, watch_child, &w };
+	struct validate_result vr = { 0 };
+	char *json = engine__run_file(d, "validation.json");
+	char *log = engine__run_file(d, "validation.log");
+	struct buf text = BUF_INIT;
+	int rc;
+
+	fs_unlink(log, NULL);
+	rc = validate_run(d->r.worktree, &cfg->validate_commands,
+			  cfg->validate_timeout_seconds, json, log, &hooks, &vr,
+			  e);
+	d->r.agent_pid = 0;
+	if (rc)
+		goto out;
+	if (vr.stopped) {
+		*res = STAGE_STOPPED;
+		goto out;
+	}
+	fs_read(json, &text, BUF_MAX_ARTIFACT, NULL);
+	rc = engine__keep_output(d, "validation.json",
+				 vr.passed ? "PASSED" : "FAILED", text.ptr, e);
+	if (!rc)
+		rc = engine__note(d, "validation",
+				  json_pack("{s:s, s:b, s:i}", "stage", s->name,
+					    "passed", vr.passed, "commands",
+					    (int)cfg->validate_commands.nr),
+				  e);
+	*res = vr.passed ? STAGE_PASS : STAGE_LOOP;
+out:
+	validate_result_release(&vr);
+	buf_release(&text);
+	free(json);
+	free(log);
+	return rc;
+}
+
+/*
+ * The stage was stopped by an abort request or a signal: end the run
+ * aborted, or leave it interrupted for `baton resume`.
+ */
+static int
+stopped(struct drive *d, struct err *e)
+{
+	int rc = engine__reload(d, e);
+
+	if (rc)
+		return rc;
+	if (d->r.abort_requested) {
+		run_set(&d->r.reason, "aborted on request");
+		return engine__move(d, ST_ABORTED,
+				    json_pack("{s:s}", "reason",
+					      "aborted on request"),
+				    e);
+	}
+	return engine__move(d, ST_INTERRUPTED,
+			    json_pack("{s:s, s:s}", "stage", d->r.stage,
+				      "cause", "driver stopped by signal"),
+			    e);
+}
+
+int
+engine__run_stage(struct drive *d, const struct stage *s,
+		  enum stage_result *res, char **reason, struct err *e)
+{
+	struct buf steers = BUF_INIT;
+	int64_t upto = d->r.steer_seq;
+	int rc;
+
+	*res = STAGE_FAIL;
+	rc = engine__pending_steers(d, &steers, &upto, e);
+	if (rc)
+		goto out;
+	if (!d->r.worktree || !fs_is_dir(d->r.worktree)) {
+		*reason = xasprintf("the run's worktree '%s' is gone",
+				    d->r.worktree ? d->r.worktree : "(none)");
+		goto out;
+	}
+	run_set(&d->r.phase, RUN_PHASE_RUNNING);
+	d->r.phase_started_at = time_now_ms();
+	d->r.steer_seq = upto;
+	rc = engine__note(d, "stage_started",
+			  json_pack("{s:s, s:s, s:i, s:i}", "stage", s->name,
+				    "kind", stage_kind_name(s->kind), "attempt",
+				    d->r.attempt, "review_loops",
+				    d->r.review_loops),
+			  e);
+	if (rc)
+		goto out;
+	d->stop = 0;
+	if (s->kind == KIND_VALIDATE)
+		rc = run_validate(d, s, res, e);
+	else
+		rc = run_agent(d, s, steers.ptr, d->r.version, res, reason, e);
+	if (!rc && *res == STAGE_STOPPED)
+		rc = stopped(d, e);
+out:
+	buf_release(&steers);
+	return rc;
+}

@@ -1,0 +1,1155 @@
+/*
+ * The SQLite backend of the store (store.h, store_int.h): one database
+ * file shared by every baton process working in a repository, typically
+ * a foreground "baton run" and a "baton pause" typed in another
+ * terminal.
+ *
+ * How that sharing stays safe:
+ *   - WAL, so readers never block the writer and the writer never blocks
+ *     readers; synchronous=FULL, so a COMMIT that returned is on disk.
+ *   - Every write is one BEGIN IMMEDIATE transaction: it takes the write
+ *     lock up front (waiting up to BUSY_TIMEOUT_MS for another process
+ *     to finish), so a transaction never fails halfway because someone
+ *     else started writing after it read.
+ *   - A run update is "UPDATE ... WHERE id = ? AND version = ?" plus its
+ *     event, committed together; zero rows changed means another writer
+ *     got there first (BATON_ECONFLICT) and the transaction is rolled
+ *     back.
+ *   - List callbacks run while no statement is active: rows are read a
+ *     page at a time and handed out between pages, so a callback may
+ *     call back into the store, writes included.
+ *
+ * The schema comes from the numbered migrations in sql/, compiled into
+ * the binary; open applies those not yet recorded in schema_migrations,
+ * each in its own transaction.
+ */
+#include "util/compat.h"
+
+#include <sqlite3.h>
+
+#include "core/ids.h"
+#include "core/run.h"
+#include "store/store.h"
+#include "store/store_int.h"
+#include "util/embed.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+/* How long a write waits for another process's write lock. */
+#define BUSY_TIMEOUT_MS 10000
+/* Rows read per step of a list before its callbacks run. */
+#define LIST_PAGE 64
+
+struct sqlite_store {
+	struct store base; /* first: store.c sees only this */
+	sqlite3 *db;
+	char *path;
+	/* Statements on the hot paths, prepared on first use. */
+	sqlite3_stmt *get_by_id, *get_by_seq, *update, *event_insert;
+};
+
+/*
+ * The columns of struct run. The mutable ones are written by every
+ * update; the requests only by store_run_request; the others (seq, id,
+ * task, created_at, updated_at, version) are set by the store. These
+ * lists generate the SQL and the code that binds and reads it, so the
+ * three cannot drift apart.
+ */
+#define RUN_TEXT_MUTABLE(X)                                                    \
+	X(pipeline) X(status) X(stage) X(phase) X(paused_at_status)            \
+	X(gate_status) X(gate_back) X(reason) X(worktree) X(branch)            \
+	X(base_ref) X(base_commit) X(checkpoint) X(config_hash)
+#define RUN_INT_MUTABLE(X)                                                     \
+	X(review_loops) X(max_review_loops) X(attempt) X(agent_pid)            \
+	X(steer_seq) X(tokens_in) X(tokens_out) X(started_at)                  \
+	X(phase_started_at) X(ended_at)
+/*
+ * Written at creation and by store_run_request only, never by an update:
+ * a request from another process must survive the driver's next write.
+ */
+#define RUN_REQUESTS(X) X(pause_requested) X(abort_requested)
+
+#define COMMA_NAME(f) ", " #f
+#define COMMA_QMARK(f) ", ?"
+#define SET_QMARK(f) ", " #f " = ?"
+
+#define RUN_COLUMNS                                                            \
+	"seq, id, task, created_at, updated_at, version"                       \
+	RUN_TEXT_MUTABLE(COMMA_NAME) RUN_INT_MUTABLE(COMMA_NAME) ", cost_usd"  \
+	RUN_REQUESTS(COMMA_NAME)
+
+static const char sql_run_insert[] =
+	"INSERT INTO runs (" RUN_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?"
+	RUN_TEXT_MUTABLE(COMMA_QMARK) RUN_INT_MUTABLE(COMMA_QMARK) ", ?"
+	RUN_REQUESTS(COMMA_QMARK) ")";
+static const char sql_run_update[] =
+	"UPDATE runs SET version = version + 1, updated_at = ?"
+	RUN_TEXT_MUTABLE(SET_QMARK) RUN_INT_MUTABLE(SET_QMARK)
+	", cost_usd = ? WHERE id = ? AND version = ?";
+static const char sql_run_by_id[] =
+	"SELECT " RUN_COLUMNS " FROM runs WHERE id = ?";
+static const char sql_run_by_seq[] =
+	"SELECT " RUN_COLUMNS " FROM runs WHERE seq = ?";
+static const char sql_event_insert[] =
+	"INSERT INTO events (run_id, ts, type, from_status, to_status, data)"
+	" VALUES (?, ?, ?, ?, ?, ?)";
+
+static struct sqlite_store *
+to_sqlite(struct store *s)
+{
+	return (struct sqlite_store *)s;
+}
+
+/*
+ * Fills e with what failed ("cannot WHAT") and the database's reason,
+ * and returns BATON_ESTORE. Call it before anything else touches the
+ * connection (a ROLLBACK replaces the message).
+ */
+static int
+sqlfail(struct sqlite_store *ss, struct err *e, const char *what)
+{
+	int code = sqlite3_extended_errcode(ss->db);
+
+	if ((code & 0xff) == SQLITE_BUSY)
+		return err_set(e, BATON_ESTORE,
+			       "cannot %s: %s (another process kept it busy "
+			       "for more than %d s)",
+			       what, sqlite3_errmsg(ss->db),
+			       BUSY_TIMEOUT_MS / 1000);
+	return err_set(e, BATON_ESTORE, "cannot %s: %s", what,
+		       sqlite3_errmsg(ss->db));
+}
+
+static int
+exec(struct sqlite_store *ss, const char *sql, const char *what,
+     struct err *e)
+{
+	if (sqlite3_exec(ss->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return sqlfail(ss, e, what);
+	return 0;
+}
+
+/* Ends a write transaction that failed, if one is still open. */
+static void
+rollback(struct sqlite_store *ss)
+{
+	if (!sqlite3_get_autocommit(ss->db))
+		sqlite3_exec(ss->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/*
+ * Commits the current write transaction, unless fault injection picked
+ * this one: then the transaction's work is done but it fails here, and
+ * the caller's rollback undoes all of it.
+ */
+static int
+commit(struct sqlite_store *ss, const char *what, struct err *e)
+{
+	if (ss->base.fault) {
+		ss->base.fault = 0;
+		return store__fault(e, what);
+	}
+	return exec(ss, "COMMIT", what, e);
+}
+
+/*
+ * Makes *st a ready statement for sql: a cached one is prepared once and
+ * kept for the life of the connection (the caller resets it after use
+ * with done()); an uncached one is finalized by the caller.
+ */
+static int
+prepare(struct sqlite_store *ss, sqlite3_stmt **st, const char *sql,
+	int cached, const char *what, struct err *e)
+{
+	unsigned flags = cached ? SQLITE_PREPARE_PERSISTENT : 0;
+
+	if (*st)
+		return 0;
+	if (sqlite3_prepare_v3(ss->db, sql, -1, flags, st, NULL) != SQLITE_OK)
+		return sqlfail(ss, e, what);
+	return 0;
+}
+
+/* Readies a cached statement for its next use; NULL is fine. */
+static void
+done(sqlite3_stmt *st)
+{
+	if (st) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+}
+
+static char *
+column_text(sqlite3_stmt *st, int i)
+{
+	return xstrdup_or_null((const char *)sqlite3_column_text(st, i));
+}
+
+/*
+ * Binds the mutable fields of r from parameter *i on (the order of
+ * RUN_TEXT_MUTABLE, RUN_INT_MUTABLE, cost_usd) and advances *i. The
+ * strings are bound SQLITE_STATIC: r must outlive the statement's step.
+ * Returns SQLITE_OK or the first failure.
+ */
+static int
+bind_mutable(sqlite3_stmt *st, int *i, const struct run *r)
+{
+	int rc = SQLITE_OK;
+
+#define BIND_TEXT(f)                                                           \
+	if (rc == SQLITE_OK)                                                   \
+		rc = sqlite3_bind_text(st, (*i)++, r->f, -1, SQLITE_STATIC);
+#define BIND_INT(f)                                                            \
+	if (rc == SQLITE_OK)                                                   \
+		rc = sqlite3_bind_int64(st, (*i)++, (sqlite3_int64)r->f);
+	RUN_TEXT_MUTABLE(BIND_TEXT)
+	RUN_INT_MUTABLE(BIND_INT)
+#undef BIND_TEXT
+#undef BIND_INT
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_double(st, (*i)++, r->cost_usd);
+	return rc;
+}
+
+/*
+ * Fills r (overwritten, not released) from a row of RUN_COLUMNS. The
+ * request flags are int in struct run: 0 or 1 in practice.
+ */
+static void
+read_run(sqlite3_stmt *st, struct run *r)
+{
+	int i = 6;
+
+	memset(r, 0, sizeof(*r));
+	r->seq = sqlite3_column_int64(st, 0);
+	r->id = column_text(st, 1);
+	r->task = column_text(st, 2);
+	r->created_at = sqlite3_column_int64(st, 3);
+	r->updated_at = sqlite3_column_int64(st, 4);
+	r->version = sqlite3_column_int64(st, 5);
+#define READ_TEXT(f) r->f = column_text(st, i++);
+#define READ_INT(f) r->f = sqlite3_column_int64(st, i++);
+	RUN_TEXT_MUTABLE(READ_TEXT)
+	RUN_INT_MUTABLE(READ_INT)
+	r->cost_usd = sqlite3_column_double(st, i++);
+	RUN_REQUESTS(READ_INT)
+#undef READ_TEXT
+#undef READ_INT
+}
+
+/*
+ * Steps a statement that returns at most one run. Returns 1 with *out
+ * filled, 0 when there is no row, or BATON_ESTORE.
+ */
+static int
+step_run(struct sqlite_store *ss, sqlite3_stmt *st, struct run *out,
+	 const char *what, struct err *e)
+{
+	int src = sqlite3_step(st);
+
+	if (src == SQLITE_ROW) {
+		read_run(st, out);
+		return 1;
+	}
+	if (src == SQLITE_DONE)
+		return 0;
+	return sqlfail(ss, e, what);
+}
+
+/*
+ * Steps a statement that returns one integer (a MAX, a COUNT) into *out.
+ * A statement that returns no row leaves *out alone.
+ */
+static int
+step_int(struct sqlite_store *ss, sqlite3_stmt *st, int64_t *out,
+	 const char *what, struct err *e)
+{
+	int src = sqlite3_step(st);
+
+	if (src == SQLITE_ROW) {
+		*out = sqlite3_column_int64(st, 0);
+		return 0;
+	}
+	if (src == SQLITE_DONE)
+		return 0;
+	return sqlfail(ss, e, what);
+}
+
+/*
+ * Inserts an event inside the caller's transaction and returns its seq
+ * in *seq_out. A run_id that names no run is BATON_ENOTFOUND.
+ */
+static int
+insert_event(struct sqlite_store *ss, const char *run_id, int64_t ts,
+	     const char *type, const char *from, const char *to,
+	     const char *data, int64_t *seq_out, const char *what,
+	     struct err *e)
+{
+	sqlite3_stmt *st;
+	int rc, src;
+
+	rc = prepare(ss, &ss->event_insert, sql_event_insert, 1, what, e);
+	if (rc < 0)
+		return rc;
+	st = ss->event_insert;
+	src = sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, 2, ts);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 4, from, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 5, to, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 6, data, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_step(st);
+	if (src == SQLITE_DONE)
+		*seq_out = sqlite3_last_insert_rowid(ss->db);
+	else if (sqlite3_extended_errcode(ss->db) ==
+		 SQLITE_CONSTRAINT_FOREIGNKEY)
+		rc = err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
+			     what, run_id);
+	else
+		rc = sqlfail(ss, e, what);
+	done(st);
+	return rc;
+}
+
+/* The highest migration recorded in schema_migrations, into *out. */
+static int
+sqlite_version(struct sqlite_store *ss, int64_t *out, struct err *e)
+{
+	const char *what = "read the schema version";
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = prepare(ss, &st,
+		     "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+		     0, what, e);
+	if (rc == 0)
+		rc = step_int(ss, st, out, what, e);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * Applies the embedded migrations this database has not seen, in number
+ * order, each in its own IMMEDIATE transaction that first checks again
+ * whether another process applied it meanwhile. The common case, an
+ * up-to-date database, costs one read and takes no write lock.
+ */
+static int
+migrate(struct sqlite_store *ss, struct err *e)
+{
+	const struct embedded_file *f;
+	sqlite3_stmt *st = NULL;
+	int64_t cur = 0, latest = 0, have = 0;
+	int rc = 0, n, src;
+
+	for (f = embedded_files; f->name; f++) {
+		n = store__migration_number(f->name);
+		if (n > latest)
+			latest = n;
+	}
+	rc = prepare(ss, &st,
+		     "SELECT COUNT(*) FROM sqlite_master"
+		     " WHERE type = 'table' AND name = 'schema_migrations'",
+		     0, "read the schema version", e);
+	if (rc == 0)
+		rc = step_int(ss, st, &have, "read the schema version", e);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc == 0 && have)
+		rc = sqlite_version(ss, &cur, e);
+	if (rc < 0)
+		goto out;
+	if (cur > latest) {
+		rc = err_set(e, BATON_ESTORE,
+			     "schema version %lld is newer than this baton "
+			     "knows (%lld)",
+			     (long long)cur, (long long)latest);
+		goto out;
+	}
+	/* Applied in number order, whatever order they were embedded in. */
+	for (n = 1; cur < latest && n <= latest; n++) {
+		char what[256];
+
+		for (f = embedded_files; f->name; f++)
+			if (store__migration_number(f->name) == n)
+				break;
+		if (!f->name)
+			continue;
+		snprintf(what, sizeof(what), "apply migration %s", f->name);
+		rc = exec(ss,
+			  "BEGIN IMMEDIATE;"
+			  "CREATE TABLE IF NOT EXISTS schema_migrations ("
+			  " version INTEGER PRIMARY KEY,"
+			  " name TEXT NOT NULL,"
+			  " applied_at INTEGER NOT NULL)",
+			  what, e);
+		if (rc < 0)
+			goto out;
+		rc = prepare(ss, &st,
+			     "SELECT COUNT(*) FROM schema_migrations"
+			     " WHERE version = ?",
+			     0, what, e);
+		if (rc < 0)
+			goto out;
+		have = 0;
+		sqlite3_bind_int(st, 1, n);
+		rc = step_int(ss, st, &have, what, e);
+		sqlite3_finalize(st);
+		st = NULL;
+		if (rc < 0)
+			goto out;
+		if (!have) {
+			rc = exec(ss, f->text, what, e);
+			if (rc < 0)
+				goto out;
+			rc = prepare(ss, &st,
+				     "INSERT INTO schema_migrations"
+				     " (version, name, applied_at)"
+				     " VALUES (?, ?, ?)",
+				     0, what, e);
+			if (rc < 0)
+				goto out;
+			src = sqlite3_bind_int(st, 1, n);
+			if (src == SQLITE_OK)
+				src = sqlite3_bind_text(st, 2, f->name, -1,
+							SQLITE_STATIC);
+			if (src == SQLITE_OK)
+				src = sqlite3_bind_int64(st, 3,
+							 time_now_ms());
+			if (src == SQLITE_OK)
+				src = sqlite3_step(st);
+			if (src != SQLITE_DONE) {
+				rc = sqlfail(ss, e, what);
+				goto out;
+			}
+			sqlite3_finalize(st);
+			st = NULL;
+		}
+		rc = exec(ss, "COMMIT", what, e);
+		if (rc < 0)
+			goto out;
+	}
+out:
+	sqlite3_finalize(st);
+	rollback(ss);
+	return rc;
+}
+
+static void
+sqlite_close(struct store *s)
+{
+	struct sqlite_store *ss = to_sqlite(s);
+
+	sqlite3_finalize(ss->get_by_id);
+	sqlite3_finalize(ss->get_by_seq);
+	sqlite3_finalize(ss->update);
+	sqlite3_finalize(ss->event_insert);
+	sqlite3_close(ss->db);
+	free(ss->path);
+	free(ss);
+}
+
+/*
+ * Opens the database file at path (created if missing; its directory
+ * must exist), sets up the connection and migrates. Every error names
+ * the path.
+ */
+static int
+sqlite_open(const char *path, struct store **out, struct err *e)
+{
+	struct sqlite_store *ss = xcalloc(1, sizeof(*ss));
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int rc = 0, sys;
+
+	ss->base.ops = &store_sqlite_ops;
+	ss->path = xstrdup(path);
+	if (sqlite3_open_v2(path, &ss->db, flags, NULL) != SQLITE_OK) {
+		sys = ss->db ? sqlite3_system_errno(ss->db) : 0;
+		if (!ss->db)
+			rc = err_set(e, BATON_ESTORE,
+				     "cannot open store '%s': out of memory",
+				     path);
+		else if (sys)
+			rc = err_set(e, BATON_ESTORE,
+				     "cannot open store '%s': %s (%s)", path,
+				     sqlite3_errmsg(ss->db), strerror(sys));
+		else
+			rc = err_set(e, BATON_ESTORE,
+				     "cannot open store '%s': %s", path,
+				     sqlite3_errmsg(ss->db));
+		goto out;
+	}
+	sqlite3_extended_result_codes(ss->db, 1);
+	sqlite3_busy_timeout(ss->db, BUSY_TIMEOUT_MS);
+	rc = exec(ss,
+		  "PRAGMA journal_mode = WAL;"
+		  "PRAGMA synchronous = FULL;"
+		  "PRAGMA foreign_keys = ON",
+		  "set up the connection", e);
+	if (rc == 0)
+		rc = migrate(ss, e);
+	if (rc < 0) {
+		err_prefix(e, "cannot open store '%s'", path);
+		goto out;
+	}
+	*out = &ss->base;
+	ss = NULL;
+out:
+	if (ss)
+		sqlite_close(&ss->base);
+	return rc;
+}
+
+static int
+sqlite_schema_version(struct store *s, struct err *e)
+{
+	int64_t v = 0;
+	int rc = sqlite_version(to_sqlite(s), &v, e);
+
+	return rc < 0 ? rc : (int)v;
+}
+
+/*
+ * Allocates the next seq (MAX + 1 under the write lock), derives the id
+ * from it, inserts the row and its creation event, and commits. r is
+ * changed only on success.
+ */
+static int
+sqlite_run_create(struct store *s, struct run *r, struct err *e)
+{
+	struct sqlite_store *ss = to_sqlite(s);
+	const char *what = "create run";
+	sqlite3_stmt *st = NULL;
+	int64_t seq = 0, now = time_now_ms(), evseq = 0;
+	int64_t created = r->created_at ? r->created_at : now;
+	char *id = NULL;
+	int rc, src, i = 1;
+
+	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	if (rc < 0)
+		goto out;
+	rc = prepare(ss, &st, "SELECT COALESCE(MAX(seq), 0) + 1 FROM runs", 0,
+		     what, e);
+	if (rc == 0)
+		rc = step_int(ss, st, &seq, what, e);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc < 0)
+		goto out;
+	id = run_id_make(seq, r->task);
+
+	rc = prepare(ss, &st, sql_run_insert, 0, what, e);
+	if (rc < 0)
+		goto out;
+	src = sqlite3_bind_int64(st, i++, seq);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, i++, id, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, i++, r->task, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, i++, created);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, i++, now);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, i++, 1);
+	if (src == SQLITE_OK)
+		src = bind_mutable(st, &i, r);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int(st, i++, r->pause_requested);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int(st, i++, r->abort_requested);
+	if (src == SQLITE_OK)
+		src = sqlite3_step(st);
+	if (src != SQLITE_DONE) {
+		rc = sqlfail(ss, e, what);
+		goto out;
+	}
+
+	rc = insert_event(ss, id, now, "transition", NULL, r->status, NULL,
+			  &evseq, what, e);
+	if (rc < 0)
+		goto out;
+	rc = commit(ss, what, e);
+	if (rc < 0)
+		goto out;
+
+	free(r->id);
+	r->id = id;
+	id = NULL;
+	r->seq = seq;
+	r->version = 1;
+	r->created_at = created;
+	r->updated_at = now;
+out:
+	sqlite3_finalize(st);
+	rollback(ss);
+	free(id);
+	return rc;
+}
+
+/*
+ * Finds a run by exact id first, then by the seq the reference names
+ * (checking that a longer reference is a prefix of the id).
+ */
+static int
+sqlite_run_get(struct store *s, const char *ref, struct run *out,
+	       struct err *e)
+{
+	struct sqlite_store *ss = to_sqlite(s);
+	struct run r = { 0 };
+	char what[256];
+	int64_t seq;
+	int rc;
+
+	snprintf(what, sizeof(what), "read run '%s'", ref);
+	rc = prepare(ss, &ss->get_by_id, sql_run_by_id, 1, what, e);
+	if (rc < 0)
+		goto out;
+	if (sqlite3_bind_text(ss->get_by_id, 1, ref, -1, SQLITE_STATIC)) {
+		rc = sqlfail(ss, e, what);
+		goto out;
+	}
+	rc = step_run(ss, ss->get_by_id, &r, what, e);
+	if (rc != 0)
+		goto out;
+
+	seq = run_id_seq(ref);
+	if (seq > 0) {
+		rc = prepare(ss, &ss->get_by_seq, sql_run_by_seq, 1, what, e);
+		if (rc < 0)
+			goto out;
+		if (sqlite3_bind_int64(ss->get_by_seq, 1, seq)) {
+			rc = sqlfail(ss, e, what);
+			goto out;
+		}
+		rc = step_run(ss, ss->get_by_seq, &r, what, e);
+		if (rc < 0)
+			goto out;
+		if (rc == 1 && !store__ref_matches(ref, r.id)) {
+			run_release(&r);
+			rc = 0;
+		}
+	}
+	if (rc == 0)
+		rc = err_set(e, BATON_ENOTFOUND, "no run '%s'", ref);
+out:
+	done(ss->get_by_id);
+	done(ss->get_by_seq);
+	if (rc == 1) {
+		*out = r;
+		return 0;
+	}
+	run_release(&r);
+	return rc;
+}
+
+/*
+ * The guarded update: row and event in one IMMEDIATE transaction, or
+ * neither. Zero rows changed is a conflict if the run exists and
+ * BATON_ENOTFOUND if it does not. The request flags are not written
+ * (sql_run_update leaves them out), so a request that landed since r was
+ * read survives.
+ */
+static int
+sqlite_run_update(struct store *s, struct run *r, struct event *ev,
+		  struct err *e)
+{
+	struct sqlite_store *ss = to_sqlite(s);
+	sqlite3_stmt *st = NULL;
+	const char *ev_run = ev && ev->run_id ? ev->run_id : r->id;
+	int64_t now = time_now_ms(), ts = 0, evseq = 0, found = -1;
+	char what[256];
+	int rc, src, i = 1;
+
+	snprintf(what, sizeof(what), "update run '%s'", r->id);
+	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	if (rc < 0)
+		goto out;
+	rc = prepare(ss, &ss->update, sql_run_update, 1, what, e);
+	if (rc < 0)
+		goto out;
+	st = ss->update;
+	src = sqlite3_bind_int64(st, i++, now);
+	if (src == SQLITE_OK)
+		src = bind_mutable(st, &i, r);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, i++, r->id, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, i++, r->version);
+	if (src == SQLITE_OK)
+		src = sqlite3_step(st);
+	if (src != SQLITE_DONE) {
+		rc = sqlfail(ss, e, what);
+		goto out;
+	}
+	done(st);
+	st = NULL;
+
+	if (sqlite3_changes(ss->db) == 0) {
+		rc = prepare(ss, &st, "SELECT version FROM runs WHERE id = ?",
+			     0, what, e);
+		if (rc == 0 &&
+		    sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC))
+			rc = sqlfail(ss, e, what);
+		if (rc == 0)
+			rc = step_int(ss, st, &found, what, e);
+		sqlite3_finalize(st);
+		st = NULL;
+		if (rc < 0)
+			goto out;
+		if (found < 0)
+			rc = err_set(e, BATON_ENOTFOUND, "no run '%s'", r->id);
+		else
+			rc = err_set(e, BATON_ECONFLICT,
+				     "run '%s' changed concurrently (expected "
+				     "version %lld)",
+				     r->id, (long long)r->version);
+		goto out;
+	}
+
+	if (ev) {
+		ts = ev->ts ? ev->ts : now;
+		rc = insert_event(ss, ev_run, ts, ev->type, ev->from, ev->to,
+				  ev->data, &evseq, what, e);
+		if (rc < 0)
+			goto out;
+	}
+	rc = commit(ss, what, e);
+	if (rc < 0)
+		goto out;
+
+	r->version++;
+	r->updated_at = now;
+	if (ev) {
+		if (!ev->run_id)
+			ev->run_id = xstrdup(r->id);
+		ev->ts = ts;
+		ev->seq = evseq;
+	}
+out:
+	if (st == ss->update)
+		done(st);
+	else
+		sqlite3_finalize(st);
+	rollback(ss);
+	return rc;
+}
+
+/*
+ * Sets one request flag and appends ev, in one transaction, leaving the
+ * version alone so that the run's driver does not lose its next write
+ * to a person's request. The column comes from a fixed table, never from
+ * the caller's text.
+ */
+static int
+sqlite_run_request(struct store *s, const char *run_id, const char *flag,
+		   int value, struct event *ev, struct err *e)
+{
+	static const struct {
+		const char *flag, *sql;
+	} requests[] = {
+		{ "pause_requested", "UPDATE runs SET pause_requested = ?,"
+				     " updated_at = ? WHERE id = ?" },
+		{ "abort_requested", "UPDATE runs SET abort_requested = ?,"
+				     " updated_at = ? WHERE id = ?" },
+	};
+	struct sqlite_store *ss = to_sqlite(s);
+	const char *ev_run = ev && ev->run_id ? ev->run_id : run_id;
+	const char *sql = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t now = time_now_ms(), ts = 0, evseq = 0;
+	char what[256];
+	size_t k;
+	int rc, src;
+
+	snprintf(what, sizeof(what), "set '%s' of run '%s'", flag, run_id);
+	for (k = 0; k < ARRAY_SIZE(requests); k++)
+		if (!strcmp(flag, requests[k].flag))
+			sql = requests[k].sql;
+	if (!sql)
+		return err_set(e, BATON_EINVAL, "cannot %s: not a request flag",
+			       what);
+	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	if (rc < 0)
+		goto out;
+	rc = prepare(ss, &st, sql, 0, what, e);
+	if (rc < 0)
+		goto out;
+	src = sqlite3_bind_int(st, 1, value);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, 2, now);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 3, run_id, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_step(st);
+	if (src != SQLITE_DONE) {
+		rc = sqlfail(ss, e, what);
+		goto out;
+	}
+	if (sqlite3_changes(ss->db) == 0) {
+		rc = err_set(e, BATON_ENOTFOUND, "no run '%s'", run_id);
+		goto out;
+	}
+	if (ev) {
+		ts = ev->ts ? ev->ts : now;
+		rc = insert_event(ss, ev_run, ts, ev->type, ev->from, ev->to,
+				  ev->data, &evseq, what, e);
+		if (rc < 0)
+			goto out;
+	}
+	rc = commit(ss, what, e);
+	if (rc < 0)
+		goto out;
+	if (ev) {
+		if (!ev->run_id)
+			ev->run_id = xstrdup(run_id);
+		ev->ts = ts;
+		ev->seq = evseq;
+	}
+out:
+	sqlite3_finalize(st);
+	rollback(ss);
+	return rc;
+}
+
+/* An event on its own, in a transaction of its own. */
+static int
+sqlite_event_add(struct store *s, struct event *ev, struct err *e)
+{
+	struct sqlite_store *ss = to_sqlite(s);
+	int64_t ts = ev->ts ? ev->ts : time_now_ms(), seq = 0;
+	char what[256];
+	int rc;
+
+	if (ev->run_id)
+		snprintf(what, sizeof(what), "add event to run '%s'",
+			 ev->run_id);
+	else
+		snprintf(what, sizeof(what), "add event");
+	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	if (rc < 0)
+		goto out;
+	rc = insert_event(ss, ev->run_id, ts, ev->type, ev->from, ev->to,
+			  ev->data, &seq, what, e);
+	if (rc < 0)
+		goto out;
+	rc = commit(ss, what, e);
+	if (rc < 0)
+		goto out;
+	ev->ts = ts;
+	ev->seq = seq;
+out:
+	rollback(ss);
+	return rc;
+}
+
+/*
+ * Runs newest first, a page at a time: each page continues below the
+ * smallest seq of the previous one, so runs created meanwhile are not
+ * seen and none is seen twice.
+ */
+static int
+sqlite_run_list(struct store *s, const struct store_run_filter *f,
+		store_run_cb *cb, void *arg, struct err *e)
+{
+	struct sqlite_store *ss = to_sqlite(s);
+	const char *what = "list runs";
+	struct run *rows = xcalloc(LIST_PAGE, sizeof(*rows));
+	sqlite3_stmt *st = NULL;
+	int64_t cursor = INT64_MAX;
+	int remaining = f->limit > 0 ? f->limit : -1;
+	int rc, src, n = 0, i, page, stop = 0;
+
+	rc = prepare(ss, &st,
+		     f->status ? "SELECT " RUN_COLUMNS " FROM runs"
+				 " WHERE status = ?3 AND seq < ?1"
+				 " ORDER BY seq DESC LIMIT ?2"
+			       : "SELECT " RUN_COLUMNS " FROM runs"
+				 " WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
+		     0, what, e);
+	if (rc < 0)
+		goto out;
+	while (!stop && remaining != 0) {
+		page = remaining > 0 && remaining < LIST_PAGE ? remaining
+							      : LIST_PAGE;
+		src = sqlite3_bind_int64(st, 1, cursor);
+		if (src == SQLITE_OK)
+			src = sqlite3_bind_int(st, 2, page);
+		if (src == SQLITE_OK && f->status)
+			src = sqlite3_bind_text(st, 3, f->status, -1,
+						SQLITE_STATIC);
+		while (src == SQLITE_OK && n < page) {
+			src = sqlite3_step(st);
+			if (src != SQLITE_ROW)
+				break;
+			read_run(st, &rows[n++]);
+			src = SQLITE_OK;
+		}
+		if (src != SQLITE_OK && src != SQLITE_DONE) {
+			rc = sqlfail(ss, e, what);
+			goto out;
+		}
+		sqlite3_reset(st);
+		for (i = 0; i < n && !stop; i++)
+			stop = cb(&rows[i], arg);
+		if (n < page)
+			break;
+		cursor = rows[n - 1].seq;
+		if (remaining > 0)
+			remaining -= n;
+		for (i = 0; i < n; i++)
+			run_release(&rows[i]);
+		n = 0;
+	}
+out:
+	for (i = 0; i < n; i++)
+		run_release(&rows[i]);
+	free(rows);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * Events in seq order, a page at a time, each page continuing after the
+ * last seq handed out.
+ */
+static int
+sqlite_event_list(struct store *s, const char *run_id, int64_t after_seq,
+		  const char *type, store_event_cb *cb, void *arg,
+		  struct err *e)
+{
+	struct sqlite_store *ss = to_sqlite(s);
+	const char *what = "list events";
+	struct event *rows = xcalloc(LIST_PAGE, sizeof(*rows));
+	sqlite3_stmt *st = NULL;
+	char sql[512];
+	int rc, src, n = 0, i, stop = 0;
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT seq, run_id, ts, type, from_status, to_status, data"
+		 " FROM events WHERE seq > ?1%s%s ORDER BY seq LIMIT %d",
+		 run_id ? " AND run_id = ?2" : "",
+		 type ? " AND type = ?3" : "", LIST_PAGE);
+	rc = prepare(ss, &st, sql, 0, what, e);
+	if (rc < 0)
+		goto out;
+	while (!stop) {
+		src = sqlite3_bind_int64(st, 1, after_seq);
+		if (src == SQLITE_OK && run_id)
+			src = sqlite3_bind_text(st, 2, run_id, -1,
+						SQLITE_STATIC);
+		if (src == SQLITE_OK && type)
+			src = sqlite3_bind_text(st, 3, type, -1,
+						SQLITE_STATIC);
+		while (src == SQLITE_OK && n < LIST_PAGE) {
+			struct event *ev = &rows[n];
+
+			src = sqlite3_step(st);
+			if (src != SQLITE_ROW)
+				break;
+			n++;
+			ev->seq = sqlite3_column_int64(st, 0);
+			ev->run_id = column_text(st, 1);
+			ev->ts = sqlite3_column_int64(st, 2);
+			ev->type = column_text(st, 3);
+			ev->from = column_text(st, 4);
+			ev->to = column_text(st, 5);
+			ev->data = column_text(st, 6);
+			src = SQLITE_OK;
+		}
+		if (src != SQLITE_OK && src != SQLITE_DONE) {
+			rc = sqlfail(ss, e, what);
+			goto out;
+		}
+		sqlite3_reset(st);
+		for (i = 0; i < n && !stop; i++)
+			stop = cb(&rows[i], arg);
+		if (n < LIST_PAGE)
+			break;
+		after_seq = rows[n - 1].seq;
+		for (i = 0; i < n; i++)
+			event_release(&rows[i]);
+		n = 0;
+	}
+out:
+	for (i = 0; i < n; i++)
+		event_release(&rows[i]);
+	free(rows);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * Adds version MAX + 1 of (run, stage, artifact), reading MAX under the
+ * write lock so two writers cannot pick the same number.
+ */
+static int
+sqlite_output_add(struct store *s, struct store_output *o, struct err *e)
+{
+	struct sqlite_store *ss = to_sqlite(s);
+	sqlite3_stmt *st = NULL;
+	int64_t version = 0, created = o->created_at ? o->created_at
+						      : time_now_ms();
+	char what[512];
+	int rc, src;
+
+	snprintf(what, sizeof(what), "add output '%s/%s' to run '%s'",
+		 o->stage, o->artifact, o->run_id);
+	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	if (rc < 0)
+		goto out;
+	rc = prepare(ss, &st,
+		     "SELECT COALESCE(MAX(version), 0) + 1 FROM stage_outputs"
+		     " WHERE run_id = ? AND stage = ? AND artifact = ?",
+		     0, what, e);
+	if (rc < 0)
+		goto out;
+	src = sqlite3_bind_text(st, 1, o->run_id, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 2, o->stage, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 3, o->artifact, -1, SQLITE_STATIC);
+	if (src != SQLITE_OK) {
+		rc = sqlfail(ss, e, what);
+		goto out;
+	}
+	rc = step_int(ss, st, &version, what, e);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc < 0)
+		goto out;
+
+	rc = prepare(ss, &st,
+		     "INSERT INTO stage_outputs (run_id, stage, artifact,"
+		     " version, decision, content, created_at)"
+		     " VALUES (?, ?, ?, ?, ?, ?, ?)",
+		     0, what, e);
+	if (rc < 0)
+		goto out;
+	src = sqlite3_bind_text(st, 1, o->run_id, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 2, o->stage, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 3, o->artifact, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, 4, version);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 5, o->decision, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 6, o->content, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, 7, created);
+	if (src == SQLITE_OK)
+		src = sqlite3_step(st);
+	if (src != SQLITE_DONE) {
+		if (sqlite3_extended_errcode(ss->db) ==
+		    SQLITE_CONSTRAINT_FOREIGNKEY)
+			rc = err_set(e, BATON_ENOTFOUND,
+				     "cannot %s: no run '%s'", what,
+				     o->run_id);
+		else
+			rc = sqlfail(ss, e, what);
+		goto out;
+	}
+	rc = commit(ss, what, e);
+	if (rc < 0)
+		goto out;
+	o->version = (int)version;
+	o->created_at = created;
+out:
+	sqlite3_finalize(st);
+	rollback(ss);
+	return rc;
+}
+
+/* A run's outputs in the order they were written (rowid order). */
+static int
+sqlite_output_list(struct store *s, const char *run_id, store_output_cb *cb,
+		   void *arg, struct err *e)
+{
+	struct sqlite_store *ss = to_sqlite(s);
+	struct store_output *rows = xcalloc(LIST_PAGE, sizeof(*rows));
+	int64_t *rowids = xcalloc(LIST_PAGE, sizeof(*rowids));
+	sqlite3_stmt *st = NULL;
+	int64_t cursor = 0;
+	char what[256];
+	int rc, src, n = 0, i, stop = 0;
+
+	snprintf(what, sizeof(what), "list outputs of run '%s'", run_id);
+	rc = prepare(ss, &st,
+		     "SELECT rowid, run_id, stage, artifact, version,"
+		     " decision, content, created_at FROM stage_outputs"
+		     " WHERE run_id = ?1 AND rowid > ?2 ORDER BY rowid"
+		     " LIMIT ?3",
+		     0, what, e);
+	if (rc < 0)
+		goto out;
+	while (!stop) {
+		src = sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+		if (src == SQLITE_OK)
+			src = sqlite3_bind_int64(st, 2, cursor);
+		if (src == SQLITE_OK)
+			src = sqlite3_bind_int(st, 3, LIST_PAGE);
+		while (src == SQLITE_OK && n < LIST_PAGE) {
+			struct store_output *o = &rows[n];
+
+			src = sqlite3_step(st);
+			if (src != SQLITE_ROW)
+				break;
+			rowids[n++] = sqlite3_column_int64(st, 0);
+			o->run_id = column_text(st, 1);
+			o->stage = column_text(st, 2);
+			o->artifact = column_text(st, 3);
+			o->version = sqlite3_column_int(st, 4);
+			o->decision = column_text(st, 5);
+			o->content = column_text(st, 6);
+			o->created_at = sqlite3_column_int64(st, 7);
+			src = SQLITE_OK;
+		}
+		if (src != SQLITE_OK && src != SQLITE_DONE) {
+			rc = sqlfail(ss, e, what);
+			goto out;
+		}
+		sqlite3_reset(st);
+		for (i = 0; i < n && !stop; i++)
+			stop = cb(&rows[i], arg);
+		if (n < LIST_PAGE)
+			break;
+		cursor = rowids[n - 1];
+		for (i = 0; i < n; i++)
+			store_output_release(&rows[i]);
+		n = 0;
+	}
+out:
+	for (i = 0; i < n; i++)
+		store_output_release(&rows[i]);
+	free(rows);
+	free(rowids);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+const struct store_ops store_sqlite_ops = {
+	.version = STORE_OPS_VERSION,
+	.name = "sqlite",
+	.open = sqlite_open,
+	.close = sqlite_close,
+	.run_create = sqlite_run_create,
+	.run_get = sqlite_run_get,
+	.run_update = sqlite_run_update,
+	.run_request = sqlite_run_request,
+	.event_add = sqlite_event_add,
+	.run_list = sqlite_run_list,
+	.event_list = sqlite_event_list,
+	.output_add = sqlite_output_add,
+	.output_list = sqlite_output_list,
+	.schema_version = sqlite_schema_version,
+};

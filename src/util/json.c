@@ -1,0 +1,77 @@
+/*
+ * jansson helpers: see json.h.
+ */
+#include "util/compat.h"
+
+#include "util/buf.h"
+#include "util/json.h"
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
+static size_t
+utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len, i;
+	unsigned int cp;
+
+	if (p[0] < 0x80)
+		return p[0] ? 1 : 0;
+	if ((p[0] & 0xe0) == 0xc0) {
+		len = 2;
+		cp = p[0] & 0x1f;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = p[0] & 0x0f;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		len = 4;
+		cp = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+json_t *
+json_lossy(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	struct buf b = BUF_INIT;
+	size_t i = 0, n;
+	json_t *j;
+
+	while (i < len) {
+		n = utf8_len(p + i, len - i);
+		if (n) {
+			buf_add(&b, p + i, n);
+			i += n;
+		} else {
+			buf_adds(&b, "\xef\xbf\xbd");
+			i++;
+		}
+	}
+	j = json_stringn(b.ptr, b.len);
+	buf_release(&b);
+	return j ? j : json_string("");
+}
+
+json_t *
+json_lossy_str(const char *s)
+{
+	return s ? json_lossy(s, strlen(s)) : json_null();
+}
+
+const char *
+json_get_str(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}

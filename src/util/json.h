@@ -1,0 +1,23 @@
+/*
+ * Small additions to jansson for text that comes from children: agent
+ * output and command logs are not guaranteed to be UTF-8, and jansson
+ * refuses strings that are not.
+ */
+#ifndef BATON_UTIL_JSON_H
+#define BATON_UTIL_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/*
+ * A JSON string of s (len bytes) with every invalid UTF-8 sequence and
+ * NUL byte replaced by U+FFFD. Never NULL.
+ */
+json_t *json_lossy(const char *s, size_t len);
+/* json_lossy on a NUL-terminated string; NULL gives JSON null. */
+json_t *json_lossy_str(const char *s);
+
+/* The string member key of obj, or NULL. Borrowed. */
+const char *json_get_str(const json_t *obj, const char *key);
+
+#endif

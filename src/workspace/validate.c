@@ -1,0 +1,118 @@
+/*
+ * The validation runner: the project's own checks (validate.commands), run
+ * in the run's worktree one after another, each with its own timeout. The
+ * result goes to validation.json for people and for the fixer's prompt.
+ * Commands are shell strings the user wrote, so they run under sh -c.
+ */
+#include "util/compat.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/limits.h"
+#include "util/spawn.h"
+#include "util/strvec.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+/* Writes a header line before each command's output in the log. */
+static void
+log_header(const char *log_path, const char *cmd)
+{
+	int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+		      0644);
+	struct buf line = BUF_INIT;
+
+	if (fd < 0)
+		return;
+	buf_addf(&line, "\n$ %s\n", cmd);
+	if (write(fd, line.ptr, line.len) < 0)
+		line.len = 0; /* the log is best effort; the JSON is the record */
+	close(fd);
+	buf_release(&line);
+}
+
+int
+validate_run(const char *worktree, const struct strvec *commands,
+	     int timeout_s, const char *json_path, const char *log_path,
+	     const struct workspace_hooks *hooks, struct validate_result *r,
+	     struct err *e)
+{
+	json_t *doc = json_object(), *list = json_array();
+	char *text = NULL;
+	size_t i;
+	int rc = 0;
+
+	buf_init(&r->summary, BUF_MAX_PROMPT_CONTEXT);
+	r->passed = 1;
+	r->stopped = 0;
+	for (i = 0; i < commands->nr && !r->stopped; i++) {
+		struct spawn_opts o = SPAWN_OPTS_INIT;
+		struct spawn_result res = SPAWN_RESULT_INIT;
+		const char *cmd = commands->v[i];
+		int ok;
+
+		strvec_pushl(&o.argv, "sh", "-c", cmd, NULL);
+		o.cwd = worktree;
+		o.merge_err = 1;
+		o.out_path = log_path;
+		o.tail_max = BUF_MAX_VALIDATE_TAIL;
+		o.timeout_ms = timeout_s * 1000;
+		if (hooks) {
+			o.wake_fd = hooks->wake_fd;
+			o.tick_ms = hooks->tick_ms;
+			o.on_event = hooks->on_event;
+			o.arg = hooks->arg;
+		}
+		if (log_path)
+			log_header(log_path, cmd);
+		rc = spawn_run(&o, &res, e);
+		spawn_opts_release(&o);
+		if (rc < 0) {
+			spawn_result_release(&res);
+			goto out;
+		}
+		ok = res.status == 0 && !res.timed_out && !res.stopped;
+		r->stopped = res.stopped;
+		json_array_append_new(
+			list,
+			json_pack("{s:o, s:i, s:I, s:b, s:o}", "command",
+				  json_lossy_str(cmd), "exit_code", res.status,
+				  "duration_ms", (json_int_t)res.duration_ms,
+				  "timed_out", res.timed_out, "output_tail",
+				  json_lossy(res.out.ptr, res.out.len)));
+		if (!ok) {
+			r->passed = 0;
+			buf_addf(&r->summary, "$ %s\n", cmd);
+			if (res.timed_out)
+				buf_addf(&r->summary,
+					 "(timed out after %d s)\n", timeout_s);
+			else
+				buf_addf(&r->summary, "(exit code %d)\n",
+					 res.status);
+			buf_addf(&r->summary, "%s\n", res.out.ptr);
+		}
+		spawn_result_release(&res);
+	}
+	json_object_set_new(doc, "passed", json_boolean(r->passed));
+	json_object_set_new(doc, "commands", list);
+	list = NULL;
+	text = json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+	rc = fs_write_atomic(json_path, text, strlen(text), e);
+out:
+	free(text);
+	json_decref(list);
+	json_decref(doc);
+	return rc;
+}
+
+void
+validate_result_release(struct validate_result *r)
+{
+	buf_release(&r->summary);
+}

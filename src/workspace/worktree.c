@@ -1,0 +1,215 @@
+/*
+ * Git worktrees for runs: one worktree and branch per run, checkpoints
+ * after stages that edit code, resets to the last checkpoint when a run is
+ * recovered, and diffs. Every git call goes through spawn_capture with an
+ * argv array and a timeout.
+ */
+#include "util/compat.h"
+
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/limits.h"
+#include "util/spawn.h"
+#include "util/strvec.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+#define GIT_TIMEOUT_MS (120 * 1000)
+
+/* Starts "git [-c identity] -C dir" in argv. */
+static void
+git_argv(const struct workspace *ws, struct strvec *argv, const char *dir)
+{
+	strvec_push(argv, "git");
+	if (ws && ws->identity)
+		strvec_pushl(argv, "-c", "user.name=baton", "-c",
+			     "user.email=baton@localhost", NULL);
+	strvec_pushl(argv, "-C", dir, NULL);
+}
+
+/* Runs git with the arguments that follow dir; stdout into out (trimmed). */
+static int
+git(const struct workspace *ws, const char *dir, struct buf *out,
+    struct err *e, ...)
+{
+	struct strvec argv = STRVEC_INIT;
+	const char *arg;
+	va_list ap;
+	int rc;
+
+	git_argv(ws, &argv, dir);
+	va_start(ap, e);
+	while ((arg = va_arg(ap, const char *)))
+		strvec_push(&argv, arg);
+	va_end(ap);
+	rc = spawn_capture(argv.v, NULL, out, BUF_MAX_GIT_OUTPUT,
+			   GIT_TIMEOUT_MS, e);
+	if (!rc && out)
+		buf_rtrim(out);
+	strvec_clear(&argv);
+	return rc;
+}
+
+int
+workspace_open(const char *cwd, struct workspace *out, struct err *e)
+{
+	struct buf top = BUF_INIT, email = BUF_INIT;
+	struct err ignored = ERR_INIT;
+	int rc;
+
+	rc = git(NULL, cwd ? cwd : ".", &top, e, "rev-parse",
+		 "--show-toplevel", NULL);
+	if (rc < 0 || !top.len) {
+		rc = err_set(e, BATON_ENOREPO,
+			     "'%s' is not inside a git repository (run "
+			     "'git init' first, or cd into one)",
+			     cwd ? cwd : ".");
+		goto out;
+	}
+	out->repo = buf_detach(&top, NULL);
+	out->dir = xasprintf("%s/.baton", out->repo);
+	out->identity = git(NULL, out->repo, &email, &ignored, "config",
+			    "user.email", NULL) < 0 ||
+			!email.len;
+out:
+	buf_release(&top);
+	buf_release(&email);
+	return rc;
+}
+
+void
+workspace_release(struct workspace *ws)
+{
+	FREE_AND_NULL(ws->repo);
+	FREE_AND_NULL(ws->dir);
+}
+
+char *
+workspace_run_dir(const struct workspace *ws, const char *run_id)
+{
+	return xasprintf("%s/runs/%s", ws->dir, run_id);
+}
+
+char *
+workspace_worktree_dir(const struct workspace *ws, const char *run_id)
+{
+	return xasprintf("%s/worktrees/%s", ws->dir, run_id);
+}
+
+int
+worktree_create(const struct workspace *ws, const char *run_id,
+		const char *base_ref, char **path_out, char **branch_out,
+		char **base_commit_out, struct err *e)
+{
+	char *path = workspace_worktree_dir(ws, run_id);
+	char *branch = xasprintf("baton/%s", run_id);
+	char *spec = xasprintf("%s^{commit}", base_ref ? base_ref : "HEAD");
+	struct buf base = BUF_INIT, head = BUF_INIT;
+	struct err ignored = ERR_INIT;
+	int rc;
+
+	rc = git(ws, ws->repo, &base, e, "rev-parse", "--verify", "--quiet",
+		 spec, NULL);
+	if (rc < 0) {
+		if (!base_ref)
+			rc = err_set(e, BATON_EINVAL,
+				     "the repository '%s' has no commits yet: "
+				     "a run branches from HEAD, so commit "
+				     "something first",
+				     ws->repo);
+		else
+			rc = err_set(e, BATON_EINVAL,
+				     "base '%s' is not a commit in '%s'",
+				     base_ref, ws->repo);
+		goto out;
+	}
+	if (fs_is_dir(path) &&
+	    git(ws, path, &head, &ignored, "symbolic-ref", "--short", "HEAD",
+		NULL) == 0 &&
+	    !strcmp(head.ptr, branch))
+		goto done;
+	/* A half-made worktree from a crash: forget it and start over. */
+	git(ws, ws->repo, NULL, &ignored, "worktree", "prune", NULL);
+	if (git(ws, ws->repo, NULL, &ignored, "rev-parse", "--verify",
+		"--quiet", branch, NULL) == 0)
+		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
+			 path, branch, NULL);
+	else
+		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
+			 "-b", branch, path, base.ptr, NULL);
+	if (rc < 0) {
+		err_prefix(e, "cannot create worktree '%s'", path);
+		goto out;
+	}
+done:
+	*path_out = path;
+	*branch_out = branch;
+	*base_commit_out = buf_detach(&base, NULL);
+	path = branch = NULL;
+out:
+	free(path);
+	free(branch);
+	free(spec);
+	buf_release(&base);
+	buf_release(&head);
+	return rc;
+}
+
+int
+worktree_checkpoint(const struct workspace *ws, const char *path,
+		    const char *message, char **commit_out, int *changed_out,
+		    struct err *e)
+{
+	struct buf head = BUF_INIT;
+	struct err ignored = ERR_INIT;
+	int rc, changed = 0;
+
+	rc = git(ws, path, NULL, e, "add", "--all", NULL);
+	if (rc < 0)
+		goto out;
+	if (git(ws, path, NULL, &ignored, "diff", "--cached", "--quiet",
+		NULL) < 0) {
+		rc = git(ws, path, NULL, e, "commit", "--quiet", "--no-verify",
+			 "-m", message, NULL);
+		if (rc < 0)
+			goto out;
+		changed = 1;
+	}
+	rc = git(ws, path, &head, e, "rev-parse", "HEAD", NULL);
+	if (rc < 0)
+		goto out;
+	*commit_out = buf_detach(&head, NULL);
+	if (changed_out)
+		*changed_out = changed;
+out:
+	if (rc < 0)
+		err_prefix(e, "cannot checkpoint worktree '%s'", path);
+	buf_release(&head);
+	return rc;
+}
+
+int
+worktree_reset(const struct workspace *ws, const char *path,
+	       const char *commit, struct err *e)
+{
+	int rc;
+
+	rc = git(ws, path, NULL, e, "reset", "--quiet", "--hard", commit,
+		 NULL);
+	if (!rc)
+		rc = git(ws, path, NULL, e, "clean", "-fdq", NULL);
+	if (rc < 0)
+		err_prefix(e, "cannot reset worktree '%s' to %.12s", path,
+			   commit);
+	return rc;
+}
+
+int
+worktree_diff(const struct workspace *ws, const char *path, const char *base,
+	      int stat, struct buf *out, struct err *e)
+{
+	if (stat)
+		return git(ws, path, out, e, "diff", "--stat", base, NULL);
+	return git(ws, path, out, e, "diff", "--binary", base, NULL);
+}

@@ -1,0 +1,521 @@
+# test-lib.sh: the library every integration script sources (git-style).
+#
+# A script tests/integration/tNNNN-<area>.sh looks like this:
+#
+#	#!/bin/bash
+#	test_description='what this script covers'
+#	. "$(dirname "$0")/../lib/test-lib.sh"
+#
+#	test_expect_success 'setup' '
+#		make_repo repo &&
+#		baton_init_with_agent repo
+#	'
+#	test_expect_success 'a run reaches merge_ready' '
+#		cd repo &&
+#		"$BATON" run "Add a --version flag to the CLI"
+#	'
+#	test_done
+#
+# What the library does when it is sourced:
+#   - creates a fresh trash directory for the script and cd's into it; it is
+#     removed at the end unless a test failed or BATON_TEST_KEEP=1;
+#   - points HOME at an empty directory inside it (so ~/.config/baton and
+#     ~/.gitconfig never leak in), sets GIT_CONFIG_NOSYSTEM=1, a git identity,
+#     LC_ALL=C and TZ=UTC, and clears BATON_*, AGENTRY_*, FAKE_* and GIT_*
+#     variables inherited from the caller;
+#   - exports BATON (the binary under test: $BATON_BIN, else ./baton at the
+#     top of the repository), FAKE_AGENT (tests/lib/fake-agent), FAKE_STATE
+#     (the fake agent's state directory) and TEST_DIRECTORY (tests/);
+#   - kills, at exit, every background process the script started.
+#
+# Each test body runs in its own subshell with `set -e` (and an ERR trap that
+# names the failing command), its output captured; "ok N - desc" or
+# "not ok N - desc" is printed, followed by the output, indented, for
+# failures (for every test with -v or BATON_TEST_VERBOSE=1). Because the body
+# is a subshell, `cd` and variables do not carry over to the next test: keep
+# state in files. A body that runs longer than BATON_TEST_TIMEOUT seconds
+# (default 300) is killed with everything it started and fails.
+#
+# Options (arguments to the script, or environment):
+#   -v, --verbose    BATON_TEST_VERBOSE=1   show the output of passing tests too
+#   -x, --trace      BATON_TEST_TRACE=1     trace test bodies with set -x
+#   -k, --keep       BATON_TEST_KEEP=1      keep the trash directory
+#
+# The last line a script prints is "N passed, M failed" (tests/run.sh reads
+# it); test_done prints it and exits non-zero if any test failed.
+
+# --- options ------------------------------------------------------------
+
+for _tl_arg in "$@"; do
+	case $_tl_arg in
+	-v | --verbose) BATON_TEST_VERBOSE=1 ;;
+	-x | --trace) BATON_TEST_TRACE=1 ;;
+	-k | --keep) BATON_TEST_KEEP=1 ;;
+	*)
+		echo "test-lib: unknown option '$_tl_arg'" >&2
+		exit 2
+		;;
+	esac
+done
+unset _tl_arg
+
+# --- locations ----------------------------------------------------------
+
+TEST_DIRECTORY=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || exit 1
+BATON_SRC_ROOT=$(cd "$TEST_DIRECTORY/.." && pwd) || exit 1
+TEST_NAME=$(basename "$0" .sh)
+BATON=${BATON_BIN:-$BATON_SRC_ROOT/baton}
+case $BATON in
+/*) ;;
+*) BATON=$(cd "$(dirname "$BATON")" && pwd)/$(basename "$BATON") ;;
+esac
+export TEST_DIRECTORY BATON_SRC_ROOT BATON
+
+# --- a clean environment ------------------------------------------------
+
+# Clear what the caller's environment could leak into baton, git or the
+# fake agent. BATON_BIN and the BATON_TEST_* knobs are ours and stay.
+for _tl_var in $(compgen -e); do
+	case $_tl_var in
+	BATON_BIN | BATON_TEST_* | BATON_SRC_ROOT) ;;
+	BATON_* | AGENTRY_* | FAKE_* | GIT_*) unset "$_tl_var" ;;
+	esac
+done
+unset _tl_var XDG_CONFIG_HOME XDG_DATA_HOME XDG_STATE_HOME XDG_CACHE_HOME \
+	EDITOR VISUAL PAGER CDPATH
+export FAKE_AGENT=$TEST_DIRECTORY/lib/fake-agent
+
+export LC_ALL=C LANG=C TZ=UTC
+export GIT_CONFIG_NOSYSTEM=1
+export GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL='author@example.com'
+export GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL='committer@example.com'
+export GIT_TERMINAL_PROMPT=0 GIT_ADVICE=0
+
+if ! [ -x "$BATON" ]; then
+	echo "test-lib: no baton binary at '$BATON' (run 'make' or set BATON_BIN)" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+# --- the trash directory ------------------------------------------------
+
+TRASH_DIRECTORY=$(mktemp -d "${TMPDIR:-/tmp}/baton-test.$TEST_NAME.XXXXXX") || {
+	echo "test-lib: cannot create a temporary directory" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+}
+export TRASH_DIRECTORY
+export HOME=$TRASH_DIRECTORY/home
+export XDG_CONFIG_HOME=$HOME/.config
+export FAKE_STATE=$TRASH_DIRECTORY/fake-state
+mkdir -p "$HOME" "$FAKE_STATE"
+# The one global git setting tests want: a stable initial branch name and
+# no advice noise in captured output.
+cat >"$HOME/.gitconfig" <<'EOF'
+[init]
+	defaultBranch = main
+[advice]
+	detachedHead = false
+EOF
+cd "$TRASH_DIRECTORY" || exit 1
+
+test_count=0
+test_success=0
+test_failure=0
+_tl_done=0
+_tl_pgids=$TRASH_DIRECTORY/.test-pgids
+
+# --- cleanup ------------------------------------------------------------
+
+# Kill everything the script started: the process group of every test body
+# (which holds whatever it ran in the background), and every fake agent
+# recorded in $FAKE_STATE/agent.pids (baton starts agents in their own
+# session, so they are not in the body's group; kill -9 of baton in a test
+# can leave one behind).
+_tl_kill_all() {
+	local pg pid f
+	if [ -f "$_tl_pgids" ]; then
+		while read -r pg; do
+			kill -KILL -- "-$pg" 2>/dev/null
+		done <"$_tl_pgids"
+	fi
+	for f in "$FAKE_STATE"/agent.pids "$FAKE_STATE"/*.pid; do
+		[ -f "$f" ] || continue
+		while read -r pid; do
+			case $pid in '' | *[!0-9]*) continue ;; esac
+			kill -KILL -- "-$pid" 2>/dev/null
+			kill -KILL "$pid" 2>/dev/null
+		done <"$f"
+	done
+	return 0
+}
+
+_tl_exit() {
+	local rc=$?
+	[ "$_tl_done" = 1 ] && return
+	_tl_kill_all
+	echo "# $TEST_NAME: exited (status $rc) before test_done; trash kept in $TRASH_DIRECTORY" >&2
+}
+trap _tl_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- running tests ------------------------------------------------------
+
+say() { printf '%s\n' "$*"; }
+
+# The ERR trap of test bodies: name the command that ended the test. A
+# helper that fails by `return 1` has said why already.
+_tl_err() {
+	case $2 in
+	return*) echo "error: test-lib: the command above failed (status $1)" >&2 ;;
+	*) echo "error: test-lib: command failed (status $1): $2" >&2 ;;
+	esac
+}
+
+# test_expect_success DESCRIPTION BODY
+#
+# Runs BODY in a subshell with set -e; the test passes when BODY exits 0.
+test_expect_success() {
+	local desc body out pid wd rc
+	if [ $# -ne 2 ]; then
+		echo "test-lib: test_expect_success needs DESCRIPTION and BODY" >&2
+		exit 2
+	fi
+	desc=$1 body=$2
+	test_count=$((test_count + 1))
+	out=$TRASH_DIRECTORY/.test-$test_count.out
+
+	# The body gets its own process group (set -m only around the fork), so
+	# a timeout and the exit cleanup can kill all it started at once.
+	set -m
+	(
+		set -eE
+		trap '_tl_err $? "$BASH_COMMAND"' ERR
+		[ "${BATON_TEST_TRACE:-0}" = 1 ] && set -x
+		eval "$body"
+	) >"$out" 2>&1 </dev/null &
+	pid=$!
+	set +m
+	echo "$pid" >>"$_tl_pgids"
+	# The watchdog has a group of its own too, so that killing it also
+	# kills its sleep.
+	set -m
+	(
+		sleep "${BATON_TEST_TIMEOUT:-300}" &&
+			echo "error: test-lib: timed out after ${BATON_TEST_TIMEOUT:-300}s" >>"$out" &&
+			kill -KILL -- "-$pid"
+	) >/dev/null 2>&1 </dev/null &
+	wd=$!
+	set +m
+	# (stderr of wait: bash's "Killed" notice for a timed-out body)
+	{
+		wait "$pid"
+		rc=$?
+	} 2>/dev/null
+	kill -- "-$wd" 2>/dev/null
+	wait "$wd" 2>/dev/null
+
+	if [ "$rc" -eq 0 ]; then
+		test_success=$((test_success + 1))
+		say "ok $test_count - $desc"
+		[ "${BATON_TEST_VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$out"
+	else
+		test_failure=$((test_failure + 1))
+		say "not ok $test_count - $desc"
+		sed 's/^/    /' "$out"
+		[ "$rc" -gt 128 ] && say "    (exit status $rc)"
+	fi
+	return 0
+}
+
+# test_done
+#
+# Kills leftovers, prints the summary as the last line and exits: 0 when
+# every test passed, 1 otherwise. The trash directory is removed only when
+# everything passed and BATON_TEST_KEEP is not set.
+test_done() {
+	_tl_kill_all
+	_tl_done=1
+	cd / || true
+	if [ "$test_failure" -eq 0 ] && [ "${BATON_TEST_KEEP:-0}" != 1 ]; then
+		rm -rf "$TRASH_DIRECTORY"
+	else
+		say "# trash directory kept: $TRASH_DIRECTORY"
+	fi
+	[ "$test_failure" -eq 0 ] || say "# failed $test_failure among $test_count test(s)"
+	say "$test_success passed, $test_failure failed"
+	[ "$test_failure" -eq 0 ] && exit 0
+	exit 1
+}
+
+# --- assertions ---------------------------------------------------------
+
+# test_must_fail CMD [ARGS...]
+#
+# CMD must exit non-zero, but not by a signal (status > 128) and not with
+# 126/127 (not executable / not found), which mean the test is broken.
+test_must_fail() {
+	local rc
+	# (the || keeps a body's set -e from ending the test right here)
+	"$@" && rc=0 || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		echo "test_must_fail: command succeeded: $*" >&2
+		return 1
+	elif [ "$rc" -gt 128 ] && [ "$rc" -le 192 ]; then
+		echo "test_must_fail: died by signal $((rc - 128)): $*" >&2
+		return 1
+	elif [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
+		echo "test_must_fail: command not found or not executable: $*" >&2
+		return 1
+	fi
+	return 0
+}
+
+# test_expect_code CODE CMD [ARGS...]
+#
+# CMD must exit with exactly CODE.
+test_expect_code() {
+	local want=$1 rc
+	shift
+	"$@" && rc=0 || rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		echo "test_expect_code: command exited $rc, wanted $want: $*" >&2
+		return 1
+	fi
+	return 0
+}
+
+# test_cmp EXPECTED ACTUAL
+test_cmp() {
+	if [ $# -ne 2 ]; then
+		echo "test_cmp: needs EXPECTED and ACTUAL" >&2
+		return 1
+	fi
+	diff -u -- "$1" "$2"
+}
+
+# test_grep [!] [GREP-OPTIONS...] PATTERN FILE
+#
+# Like grep, quiet on success; on failure says what was (not) expected and
+# shows the file. With a leading "!", the pattern must NOT match.
+test_grep() {
+	local negate=0 file
+	if [ "$1" = "!" ]; then
+		negate=1
+		shift
+	fi
+	if [ $# -lt 2 ]; then
+		echo "test_grep: needs PATTERN and FILE" >&2
+		return 1
+	fi
+	file=${!#}
+	if ! [ -f "$file" ]; then
+		echo "test_grep: no such file: '$file'" >&2
+		return 1
+	fi
+	if [ "$negate" = 0 ]; then
+		grep -q "$@" && return 0
+		echo "test_grep: no match for: ${*:1:$#-1}" >&2
+	else
+		grep -q "$@" || return 0
+		echo "test_grep: unexpected match for: ${*:1:$#-1}" >&2
+		grep "$@" | head -n 5 | sed 's/^/    > /' >&2
+	fi
+	echo "test_grep: contents of '$file':" >&2
+	head -n 60 "$file" | sed 's/^/    | /' >&2
+	return 1
+}
+
+test_path_is_file() {
+	[ -f "$1" ] && return 0
+	echo "test_path_is_file: '$1' is not a file" >&2
+	return 1
+}
+
+test_path_is_dir() {
+	[ -d "$1" ] && return 0
+	echo "test_path_is_dir: '$1' is not a directory" >&2
+	return 1
+}
+
+test_path_is_missing() {
+	[ -e "$1" ] || [ -L "$1" ] || return 0
+	echo "test_path_is_missing: '$1' exists" >&2
+	return 1
+}
+
+# test_line_count OP N FILE    e.g. test_line_count = 3 out
+test_line_count() {
+	local n
+	if [ $# -ne 3 ]; then
+		echo "test_line_count: needs OP N FILE" >&2
+		return 1
+	fi
+	n=$(wc -l <"$3")
+	# shellcheck disable=SC2086
+	test $n "$1" "$2" && return 0
+	echo "test_line_count: line count of '$3' is $n, wanted $1 $2" >&2
+	sed 's/^/    | /' "$3" | head -n 40 >&2
+	return 1
+}
+
+# process_is_alive PID
+#
+# True when PID runs (a zombie does not count: nothing may reap orphans in a
+# container, and kill -0 succeeds on zombies).
+process_is_alive() {
+	local state
+	[ -r "/proc/$1/stat" ] || return 1
+	state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# --- waiting ------------------------------------------------------------
+
+# Microseconds since the epoch (bash 5's EPOCHREALTIME, else date).
+_tl_now_us() {
+	if [ -n "${EPOCHREALTIME:-}" ]; then
+		local t=${EPOCHREALTIME/,/.}
+		echo $((${t%.*} * 1000000 + 10#${t#*.}))
+	else
+		echo $(($(date +%s) * 1000000))
+	fi
+}
+
+# wait_for CMD TIMEOUT_SECONDS
+#
+# Evaluates CMD every 0.1s until it succeeds (return 0) or TIMEOUT_SECONDS
+# (default 30; whole seconds or with a fraction, e.g. 2.5) pass (return 1,
+# after showing CMD's output once for diagnosis). Only for waiting on a
+# background process to reach a state, never for asserting speed.
+wait_for() {
+	local cmd=$1 timeout=${2:-30} whole frac deadline
+	whole=${timeout%%.*}
+	frac=0
+	case $timeout in *.*) frac=${timeout#*.}000000 frac=${frac:0:6} ;; esac
+	deadline=$(($(_tl_now_us) + ${whole:-0} * 1000000 + 10#$frac))
+	while :; do
+		if (eval "$cmd") >/dev/null 2>&1; then
+			return 0
+		fi
+		if [ "$(_tl_now_us)" -ge "$deadline" ]; then
+			echo "wait_for: timed out after ${timeout}s: $cmd" >&2
+			(
+				set +eE
+				trap - ERR
+				eval "$cmd"
+			) 2>&1 | tail -n 20 | sed 's/^/    | /' >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# bg_start NAME CMD [ARGS...]
+#
+# Starts CMD in the background with stdout and stderr in NAME.out; its pid
+# goes to NAME.pid and, once it ends, its exit status to NAME.rc. The files
+# are relative to the current directory (use absolute names when the body
+# cd's). The process is killed at the end of the script if still running.
+bg_start() {
+	local name=$1
+	shift
+	rm -f "$name.rc" "$name.pid"
+	(
+		"$@" >"$name.out" 2>&1 </dev/null &
+		echo $! >"$name.pid"
+		wait $!
+		echo $? >"$name.rc.tmp" && mv "$name.rc.tmp" "$name.rc"
+	) &
+	wait_for "test -s '$name.pid'" 10
+}
+
+# bg_wait NAME [TIMEOUT_SECONDS]
+#
+# Waits for a command started by bg_start to end and prints its exit status.
+bg_wait() {
+	local name=$1
+	wait_for "test -f '$name.rc'" "${2:-120}" || return 1
+	cat "$name.rc"
+}
+
+# --- fixtures -----------------------------------------------------------
+
+# make_repo DIR
+#
+# Creates DIR as a git repository with one commit: a README, a tiny shell
+# CLI (cli.sh), and a Makefile whose `test` target passes (it fails while a
+# file named BROKEN exists, which the fake agent creates under
+# FAKE_BREAK_TESTS=1).
+make_repo() {
+	local dir=$1
+	mkdir -p "$dir" &&
+		git init -q "$dir" &&
+		(
+			cd "$dir" &&
+				printf '# sample\n\nA small project for baton tests.\n' >README &&
+				cat >cli.sh <<-'EOF' &&
+					#!/bin/sh
+					# A tiny command line tool.
+					case "$1" in
+					--help) echo "usage: cli.sh [--help] [greet NAME]" ;;
+					greet) echo "hello, $2" ;;
+					*) echo "usage: cli.sh [--help] [greet NAME]" >&2; exit 2 ;;
+					esac
+				EOF
+				chmod +x cli.sh &&
+				printf '%s\n' \
+					'test:' \
+					'	@test ! -e BROKEN || { echo "FAIL: BROKEN is present"; exit 1; }' \
+					'	@sh ./cli.sh greet world | grep -q "hello, world"' \
+					'	@echo "tests passed"' \
+					'' '.PHONY: test' >Makefile &&
+				git add README cli.sh Makefile &&
+				git commit -q -m "initial commit"
+		)
+}
+
+# baton_init_with_agent DIR [EXTRA_YAML]
+#
+# Runs `baton init` in DIR, then writes .baton/config.yaml: the fake agent
+# as provider "fake" and default role, validate.commands ["make test"], then
+# EXTRA_YAML appended. A top-level key in EXTRA_YAML (providers, roles,
+# validate) replaces the default section of that name instead of repeating it.
+baton_init_with_agent() {
+	local dir=$1 extra=${2:-} cfg keys
+	(cd "$dir" && "$BATON" init >/dev/null) || {
+		echo "baton_init_with_agent: 'baton init' failed in '$dir'" >&2
+		return 1
+	}
+	cfg=$dir/.baton/config.yaml
+	keys=" $(printf '%s\n' "$extra" | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\):.*/\1/p' | tr '\n' ' ') "
+	{
+		echo "# written by baton_init_with_agent (tests/lib/test-lib.sh)"
+		case $keys in *" providers "*) ;; *)
+			echo "providers:"
+			echo "  fake: {type: command, command: [\"$FAKE_AGENT\"]}"
+			;;
+		esac
+		case $keys in *" roles "*) ;; *) echo "roles: {default: fake}" ;; esac
+		case $keys in *" validate "*) ;; *)
+			echo 'validate: {commands: ["make test"], timeout_seconds: 120}'
+			;;
+		esac
+		[ -n "$extra" ] && printf '%s\n' "$extra"
+	} >"$cfg.tmp" && mv "$cfg.tmp" "$cfg"
+}
+
+# fake_calls RUN_ID [KIND]
+#
+# Prints the fake agent's calls for a run ("kind attempt" per line), or only
+# those of KIND.
+fake_calls() {
+	local f=$FAKE_STATE/$1.calls
+	[ -f "$f" ] || return 0
+	if [ -n "${2:-}" ]; then
+		grep "^$2 " "$f" || true
+	else
+		cat "$f"
+	fi
+}

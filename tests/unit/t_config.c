@@ -1,0 +1,820 @@
+/*
+ * Unit tests for the config model (core/config.c) and the config node tree
+ * under it (core/cnode.c): YAML parsing with positions, layering and
+ * origins, strict validation with errors that name file:line:col and key
+ * path, `config show` output and the config hash. Under ASan every test
+ * ends with a leak check, since the runner's children leave with _exit().
+ */
+#include "util/compat.h"
+
+#include <limits.h>
+
+#include "core/cnode.h"
+#include "core/config.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "test.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define T_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define T_ASAN 1
+#endif
+
+#ifdef T_ASAN
+#include <sanitizer/lsan_interface.h>
+#define LEAK_CHECK() ASSERT_EQ(__lsan_do_recoverable_leak_check(), 0)
+#else
+#define LEAK_CHECK()                                                           \
+	do {                                                                   \
+	} while (0)
+#endif
+
+#define REPO ".baton/config.yaml"
+#define USER "/home/u/.config/baton/config.yaml"
+
+/* The example of config.h, in flow style. */
+static const char example_flow[] =
+    "providers:\n"
+    "  scripted: {type: command, command: [\"/path/agent\", \"--x\"],\n"
+    "             timeout_seconds: 1800, env: {K: V}}\n"
+    "roles: {default: scripted, reviewer: scripted}\n"
+    "workflow: {pipeline: feature, max_review_loops: 2}\n"
+    "policies: {require_approval_at_stages: [executing]}\n"
+    "validate: {commands: [\"make test\"], timeout_seconds: 600}\n"
+    "pipelines: {mine: {stages: [a, b]}}\n";
+
+/* The same config in block style, keys in another order. */
+static const char example_block[] = "# the same, written out\n"
+				    "workflow:\n"
+				    "  max_review_loops: 2\n"
+				    "  pipeline: feature\n"
+				    "providers:\n"
+				    "  scripted:\n"
+				    "    type: command\n"
+				    "    command:\n"
+				    "      - /path/agent\n"
+				    "      - --x\n"
+				    "    timeout_seconds: 1800\n"
+				    "    env:\n"
+				    "      K: V\n"
+				    "roles:\n"
+				    "  default: scripted\n"
+				    "  reviewer: scripted\n"
+				    "policies:\n"
+				    "  require_approval_at_stages:\n"
+				    "    - executing\n"
+				    "validate:\n"
+				    "  commands:\n"
+				    "    - make test\n"
+				    "  timeout_seconds: 600\n"
+				    "pipelines:\n"
+				    "  mine:\n"
+				    "    stages: [a, b]\n";
+
+/* Builds a config from one YAML layer on top of the defaults. */
+static int
+load(const char *file, const char *yaml, struct config *c, struct err *e)
+{
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	int rc;
+
+	config_builder_init(&b);
+	rc = config_add_yaml(&b, file, yaml, strlen(yaml), e);
+	if (rc < 0) {
+		config_builder_release(&b);
+		return rc;
+	}
+	return config_finish(&b, c, e);
+}
+
+/* Loads yaml expecting failure; returns the error message. */
+static const char *
+load_err(const char *yaml, struct err *e)
+{
+	struct config c;
+	int rc = load(REPO, yaml, &c, e);
+
+	if (rc == 0) {
+		config_release(&c);
+		test_fail(__FILE__, __LINE__, "config loaded: %s", yaml);
+	}
+	ASSERT_EQ(rc, BATON_EINVAL);
+	return e->msg;
+}
+
+/* The line of show output starting with prefix, copied to a static. */
+static const char *
+show_line(const char *show, const char *prefix)
+{
+	static char line[512];
+	const char *p = show, *nl;
+	size_t n = strlen(prefix);
+
+	while (*p) {
+		nl = strchr(p, '\n');
+		if (!nl)
+			nl = p + strlen(p);
+		if (!strncmp(p, prefix, n) && (size_t)(nl - p) < sizeof(line)) {
+			memcpy(line, p, (size_t)(nl - p));
+			line[nl - p] = '\0';
+			return line;
+		}
+		p = *nl ? nl + 1 : nl;
+	}
+	test_fail(__FILE__, __LINE__, "no line '%s' in:\n%s", prefix, show);
+}
+
+static void
+check_example(const struct config *c)
+{
+	const struct config_provider *p;
+
+	ASSERT_EQ(c->nr_providers, 1);
+	p = &c->providers[0];
+	ASSERT_STREQ(p->name, "scripted");
+	ASSERT_STREQ(p->type, "command");
+	ASSERT_EQ(p->command.nr, 2);
+	ASSERT_STREQ(p->command.v[0], "/path/agent");
+	ASSERT_STREQ(p->command.v[1], "--x");
+	ASSERT(p->command.v[2] == NULL);
+	ASSERT_EQ(p->timeout_seconds, 1800);
+	ASSERT_EQ(p->env.nr, 1);
+	ASSERT_STREQ(p->env.v[0], "K=V");
+	ASSERT(p->node == cnode_path(c->root, "providers.scripted"));
+	ASSERT_EQ(c->nr_roles, 2);
+	ASSERT_STREQ(c->roles[0].role, "default");
+	ASSERT_STREQ(c->roles[0].provider, "scripted");
+	ASSERT_STREQ(c->roles[1].role, "reviewer");
+	ASSERT_STREQ(c->pipeline, "feature");
+	ASSERT_EQ(c->max_review_loops, 2);
+	ASSERT_EQ(c->approval_stages.nr, 1);
+	ASSERT_STREQ(c->approval_stages.v[0], "executing");
+	ASSERT_EQ(c->validate_commands.nr, 1);
+	ASSERT_STREQ(c->validate_commands.v[0], "make test");
+	ASSERT_EQ(c->validate_timeout_seconds, 600);
+	ASSERT(c->store == NULL);
+	ASSERT(c->pipelines != NULL);
+	ASSERT(c->pipelines == cnode_get(c->root, "pipelines"));
+	ASSERT(cnode_path(c->pipelines, "mine.stages.1") != NULL);
+	ASSERT_STREQ(cnode_path(c->pipelines, "mine.stages.1")->value, "b");
+	ASSERT_EQ(strlen(c->hash), 16);
+	ASSERT_EQ(strspn(c->hash, "0123456789abcdef"), 16);
+}
+
+TEST(example_flow_style)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+
+	ASSERT_OK(load(REPO, example_flow, &c, &e), &e);
+	check_example(&c);
+	ASSERT(config_provider_for(&c, "reviewer") == &c.providers[0]);
+	ASSERT(config_provider_for(&c, "planner") == &c.providers[0]);
+	ASSERT(config_requires_approval(&c, "executing", NULL));
+	ASSERT(config_requires_approval(&c, NULL, "executing"));
+	ASSERT(!config_requires_approval(&c, "planning", "review"));
+	ASSERT(!config_requires_approval(&c, NULL, NULL));
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+TEST(example_block_style)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+
+	ASSERT_OK(load(REPO, example_block, &c, &e), &e);
+	check_example(&c);
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+TEST(parse_positions_and_quoting)
+{
+	struct err e = ERR_INIT;
+	struct cnode *n = NULL;
+	const struct cnode *v;
+	const char *y = "a:\n  b: 'two'\n  c: \"3\"\n  d: 4\n  e: [x, 'y']\n";
+
+	ASSERT_OK(cnode_parse_yaml(y, strlen(y), "f.yaml", &n, &e), &e);
+	ASSERT_EQ(n->type, CNODE_MAP);
+	v = cnode_path(n, "a.b");
+	ASSERT_STREQ(v->value, "two");
+	ASSERT_EQ(v->quoted, 1);
+	ASSERT_EQ(v->line, 2);
+	ASSERT_EQ(v->col, 6);
+	ASSERT_EQ(v->key_line, 2);
+	ASSERT_EQ(v->key_col, 3);
+	ASSERT_STREQ(v->origin, "f.yaml");
+	ASSERT_EQ(cnode_path(n, "a.c")->quoted, 1);
+	ASSERT_EQ(cnode_path(n, "a.d")->quoted, 0);
+	ASSERT_EQ(cnode_path(n, "a.e")->type, CNODE_SEQ);
+	ASSERT_EQ(cnode_path(n, "a.e.1")->quoted, 1);
+	ASSERT(cnode_path(n, "a.e.2") == NULL);
+	ASSERT(cnode_path(n, "a.zz") == NULL);
+	ASSERT(cnode_get(cnode_path(n, "a.d"), "x") == NULL);
+	cnode_free(n);
+	LEAK_CHECK();
+}
+
+TEST(typed_reads)
+{
+	struct err e = ERR_INIT;
+	struct cnode *n = NULL;
+	const char *y = "i: 42\nq: \"42\"\nneg: -3\nb: yes\nx: 1.5\n";
+	long v = 0;
+	int bv = 0;
+
+	ASSERT_OK(cnode_parse_yaml(y, strlen(y), "t.yaml", &n, &e), &e);
+	ASSERT_OK(cnode_int(cnode_get(n, "i"), "i", 0, 100, &v, &e), &e);
+	ASSERT_EQ(v, 42);
+	ASSERT_EQ(cnode_int(cnode_get(n, "i"), "i", 0, 10, &v, &e),
+		  BATON_EINVAL);
+	ASSERT_STREQ(
+	    e.msg, "t.yaml:1:4: i: expected an integer from 0 to 10, got '42'");
+	ASSERT_EQ(cnode_int(cnode_get(n, "q"), "q", 0, 100, &v, &e),
+		  BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "got quoted '42'");
+	ASSERT_OK(cnode_int(cnode_get(n, "neg"), "neg", -5, 5, &v, &e), &e);
+	ASSERT_EQ(v, -3);
+	ASSERT_EQ(cnode_int(cnode_get(n, "x"), "x", 0, LONG_MAX, &v, &e),
+		  BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "x: expected a non-negative integer, got '1.5'");
+	ASSERT_OK(cnode_bool(cnode_get(n, "b"), "b", &bv, &e), &e);
+	ASSERT_EQ(bv, 1);
+	ASSERT_EQ(cnode_bool(cnode_get(n, "i"), "i", &bv, &e), BATON_EINVAL);
+	ASSERT_EQ(cnode_expect(n, CNODE_SEQ, "", &e), BATON_EINVAL);
+	ASSERT_STREQ(e.msg, "t.yaml:1:1: expected a sequence, got a mapping");
+	ASSERT_EQ(cnode_expect(n, CNODE_SEQ, "top", &e), BATON_EINVAL);
+	ASSERT_STREQ(e.msg, "t.yaml:1:1: top: expected a sequence, "
+			    "got a mapping");
+	cnode_free(n);
+	LEAK_CHECK();
+}
+
+TEST(empty_document_is_empty_map)
+{
+	struct err e = ERR_INIT;
+	struct cnode *n = NULL;
+	struct config c;
+
+	ASSERT_OK(cnode_parse_yaml("", 0, "f", &n, &e), &e);
+	ASSERT_EQ(n->type, CNODE_MAP);
+	ASSERT_EQ(n->nr, 0);
+	cnode_free(n);
+	ASSERT_OK(cnode_parse_yaml("# nothing\n---\n", 14, "f", &n, &e), &e);
+	ASSERT_EQ(n->type, CNODE_MAP);
+	ASSERT_EQ(n->nr, 0);
+	cnode_free(n);
+	ASSERT_OK(load(REPO, "# only comments\n", &c, &e), &e);
+	ASSERT_STREQ(c.pipeline, "feature");
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+TEST(top_level_not_a_map)
+{
+	struct err e = ERR_INIT;
+
+	load_err("- a\n- b\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:1: expected a mapping at the top level");
+	load_err("hello\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:1: expected a mapping at the top level");
+	LEAK_CHECK();
+}
+
+TEST(defaults_in_show)
+{
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	struct err e = ERR_INIT;
+	struct buf out = BUF_INIT;
+	struct config c;
+
+	config_builder_init(&b);
+	ASSERT_OK(config_finish(&b, &c, &e), &e);
+	ASSERT(b.root == NULL);
+	ASSERT_STREQ(c.pipeline, "feature");
+	ASSERT_EQ(c.max_review_loops, 2);
+	ASSERT_EQ(c.validate_timeout_seconds, 600);
+	ASSERT_EQ(c.validate_commands.nr, 0);
+	ASSERT_EQ(c.approval_stages.nr, 0);
+	ASSERT_EQ(c.nr_providers, 0);
+	ASSERT(config_provider_for(&c, "reviewer") == NULL);
+	config_show(&c, &out);
+	ASSERT_CONTAINS(show_line(out.ptr, "workflow.pipeline = "),
+			"workflow.pipeline = feature ");
+	ASSERT_CONTAINS(show_line(out.ptr, "workflow.pipeline = "),
+			"# default");
+	ASSERT_CONTAINS(show_line(out.ptr, "workflow.max_review_loops = "),
+			"= 2 ");
+	ASSERT_CONTAINS(show_line(out.ptr, "workflow.max_review_loops = "),
+			"# default");
+	ASSERT_CONTAINS(show_line(out.ptr, "validate.timeout_seconds = "),
+			"= 600 ");
+	ASSERT_CONTAINS(show_line(out.ptr, "validate.commands = "),
+			"validate.commands = [] ");
+	ASSERT_CONTAINS(show_line(out.ptr, "validate.commands = "),
+			"# default");
+	ASSERT_CONTAINS(
+	    show_line(out.ptr, "policies.require_approval_at_stages = "),
+	    "= [] ");
+	buf_release(&out);
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+/* The "# ..." comments of show start in one column. */
+TEST(show_is_aligned)
+{
+	struct err e = ERR_INIT;
+	struct buf out = BUF_INIT;
+	struct config c;
+	const char *p, *nl, *hash;
+	long col = -1;
+
+	ASSERT_OK(load(REPO, example_block, &c, &e), &e);
+	config_show(&c, &out);
+	for (p = out.ptr; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		ASSERT(nl != NULL);
+		hash = strstr(p, "    # ");
+		ASSERT(hash != NULL && hash < nl);
+		if (col < 0)
+			col = hash - p;
+		ASSERT_EQ(hash - p, col);
+	}
+	ASSERT_CONTAINS(out.ptr, "providers.scripted.command = "
+				 "[\"/path/agent\", \"--x\"]");
+	ASSERT_CONTAINS(show_line(out.ptr, "providers.scripted.command"),
+			"# " REPO ":9:7");
+	ASSERT_CONTAINS(out.ptr, "providers.scripted.env.K = V ");
+	ASSERT_CONTAINS(out.ptr, "pipelines.mine.stages = [\"a\", \"b\"]");
+	/* first-seen order: workflow came first (from the defaults) */
+	ASSERT(strstr(out.ptr, "workflow.pipeline") <
+	       strstr(out.ptr, "providers.scripted.type"));
+	buf_release(&out);
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+TEST(dump_sequence_of_maps)
+{
+	struct err e = ERR_INIT;
+	struct buf out = BUF_INIT;
+	struct cnode *n = NULL;
+	const char *y = "s:\n  - name: a\n    n: 1\n  - name: \"b c\"\n"
+			"  - plain\ne: {}\nq: \"2\"\nz:\n";
+
+	ASSERT_OK(cnode_parse_yaml(y, strlen(y), "d.yaml", &n, &e), &e);
+	cnode_dump(n, &out);
+	ASSERT_CONTAINS(show_line(out.ptr, "s[0].name = a "), "# d.yaml:2:11");
+	ASSERT_CONTAINS(show_line(out.ptr, "s[0].n = 1 "), "# d.yaml:3:8");
+	ASSERT_CONTAINS(out.ptr, "s[1].name = \"b c\" ");
+	ASSERT_CONTAINS(out.ptr, "s[2] = plain ");
+	ASSERT_CONTAINS(out.ptr, "e = {} ");
+	ASSERT_CONTAINS(out.ptr, "q = \"2\" ");
+	ASSERT_CONTAINS(out.ptr, "z = null ");
+	buf_release(&out);
+	cnode_free(n);
+	LEAK_CHECK();
+}
+
+TEST(layering_later_wins)
+{
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	struct err e = ERR_INIT;
+	struct buf out = BUF_INIT;
+	struct config c;
+	const char *user = "providers:\n"
+			   "  a: {type: command, command: [a-agent]}\n"
+			   "  b: {type: command, command: b-agent}\n"
+			   "roles: {default: a}\n"
+			   "workflow:\n"
+			   "  pipeline: bugfix\n"
+			   "  max_review_loops: 5\n"
+			   "validate: {commands: [\"make\"]}\n";
+	const char *repo = "roles:\n"
+			   "  reviewer: b\n"
+			   "workflow:\n"
+			   "  max_review_loops: 3\n"
+			   "validate:\n"
+			   "  commands: [\"make check\", \"make lint\"]\n";
+	char e1[] = "HOME=/home/u", e2[] = "BATON_PIPELINE=loop";
+	char e3[] = "BATON_STORE=", e4[] = "BATON_PIPELINEX=no";
+	char *envp[] = {e1, e2, e3, e4, NULL};
+
+	config_builder_init(&b);
+	ASSERT_OK(config_add_yaml(&b, USER, user, strlen(user), &e), &e);
+	ASSERT_OK(config_add_yaml(&b, REPO, repo, strlen(repo), &e), &e);
+	ASSERT_OK(config_add_env(&b, envp, &e), &e);
+	ASSERT_OK(config_set(&b, "validate.timeout_seconds", "30",
+			     "flag --validate-timeout", &e),
+		  &e);
+	ASSERT_OK(config_set(&b, "roles.fixer", "b", "flag --role", &e), &e);
+	ASSERT_OK(config_finish(&b, &c, &e), &e);
+
+	ASSERT_STREQ(c.pipeline, "loop");
+	ASSERT_EQ(c.max_review_loops, 3);
+	ASSERT_EQ(c.validate_timeout_seconds, 30);
+	ASSERT_EQ(c.validate_commands.nr, 2);
+	ASSERT_STREQ(c.validate_commands.v[0], "make check");
+	ASSERT(c.store == NULL);
+	ASSERT_EQ(c.nr_providers, 2);
+	ASSERT_EQ(c.providers[1].command.nr, 1);
+	ASSERT_STREQ(c.providers[1].command.v[0], "b-agent");
+	ASSERT_EQ(c.providers[1].timeout_seconds, 1800);
+	ASSERT_STREQ(config_provider_for(&c, "reviewer")->name, "b");
+	ASSERT_STREQ(config_provider_for(&c, "fixer")->name, "b");
+	ASSERT_STREQ(config_provider_for(&c, "planner")->name, "a");
+	ASSERT_STREQ(config_provider_for(&c, NULL)->name, "a");
+
+	config_show(&c, &out);
+	ASSERT_CONTAINS(show_line(out.ptr, "workflow.pipeline = "), "= loop ");
+	ASSERT_CONTAINS(show_line(out.ptr, "workflow.pipeline = "),
+			"# env BATON_PIPELINE");
+	ASSERT_CONTAINS(show_line(out.ptr, "workflow.max_review_loops = "),
+			"= 3 ");
+	ASSERT_CONTAINS(show_line(out.ptr, "workflow.max_review_loops = "),
+			"# " REPO ":4:21");
+	ASSERT_CONTAINS(show_line(out.ptr, "validate.timeout_seconds = "),
+			"# flag --validate-timeout");
+	ASSERT_CONTAINS(show_line(out.ptr, "validate.commands = "),
+			"[\"make check\", \"make lint\"]");
+	ASSERT_CONTAINS(show_line(out.ptr, "validate.commands = "),
+			"# " REPO ":6:13");
+	ASSERT_CONTAINS(show_line(out.ptr, "roles.default = "),
+			"# " USER ":4:18");
+	ASSERT_CONTAINS(show_line(out.ptr, "roles.reviewer = "),
+			"# " REPO ":2:13");
+	ASSERT_CONTAINS(show_line(out.ptr, "roles.fixer = "), "# flag --role");
+	ASSERT_CONTAINS(show_line(out.ptr, "providers.b.command = "),
+			"= b-agent ");
+	ASSERT_CONTAINS(show_line(out.ptr, "providers.a.command = "),
+			"= [\"a-agent\"] ");
+	ASSERT(!strstr(out.ptr, "store"));
+	buf_release(&out);
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+TEST(env_values_are_checked)
+{
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	struct err e = ERR_INIT;
+	struct config c;
+	char e1[] = "BATON_MAX_REVIEW_LOOPS=many";
+	char e2[] = "BATON_STORE=sqlite:/tmp/x.db";
+	char *envp[] = {e1, e2, NULL};
+
+	config_builder_init(&b);
+	ASSERT_OK(config_add_env(&b, envp, &e), &e);
+	ASSERT_EQ(config_finish(&b, &c, &e), BATON_EINVAL);
+	ASSERT(b.root == NULL);
+	ASSERT_STREQ(e.msg, "env BATON_MAX_REVIEW_LOOPS: "
+			    "workflow.max_review_loops: expected an integer "
+			    "from 0 to 100, got 'many'");
+
+	config_builder_init(&b);
+	ASSERT_OK(config_add_env(&b, envp + 1, &e), &e);
+	ASSERT_OK(config_add_env(&b, NULL, &e), &e);
+	ASSERT_OK(config_finish(&b, &c, &e), &e);
+	ASSERT_STREQ(c.store, "sqlite:/tmp/x.db");
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+TEST(config_set_paths)
+{
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	struct err e = ERR_INIT;
+	struct config c;
+
+	config_builder_init(&b);
+	ASSERT_OK(config_set(&b, "providers.x.type", "command", "flag", &e),
+		  &e);
+	ASSERT_OK(
+	    config_set(&b, "providers.x.command", "/bin/agent", "flag", &e),
+	    &e);
+	ASSERT_EQ(config_set(&b, "workflow.pipeline.deeper", "x", "flag", &e),
+		  BATON_EINVAL);
+	ASSERT_STREQ(e.msg, "cannot set 'workflow.pipeline.deeper': "
+			    "'workflow.pipeline' is not a mapping");
+	ASSERT_EQ(config_set(&b, "workflow..x", "x", "flag", &e), BATON_EINVAL);
+	ASSERT_EQ(config_set(&b, "", "x", "flag", &e), BATON_EINVAL);
+	ASSERT_OK(config_finish(&b, &c, &e), &e);
+	ASSERT_EQ(c.nr_providers, 1);
+	ASSERT_STREQ(c.providers[0].command.v[0], "/bin/agent");
+	config_release(&c);
+
+	/* a builder that is never finished */
+	config_builder_init(&b);
+	ASSERT_OK(config_set(&b, "store", "x", "flag", &e), &e);
+	config_builder_release(&b);
+	config_builder_release(&b);
+	LEAK_CHECK();
+}
+
+TEST(malformed_flow_mapping)
+{
+	struct err e = ERR_INIT;
+
+	load_err("store: x\nworkflow: {pipeline: feature\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":3:1: ");
+	ASSERT_CONTAINS(e.msg, "did not find expected ',' or '}'");
+	ASSERT_CONTAINS(e.msg, "(while parsing a flow mapping)");
+	LEAK_CHECK();
+}
+
+TEST(malformed_tab_indent)
+{
+	struct err e = ERR_INIT;
+
+	load_err("workflow:\n\tpipeline: feature\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":2:1: ");
+	ASSERT_CONTAINS(e.msg, "found character that cannot start any token");
+	load_err("workflow:\n  pipeline: feature\n max_review_loops: 2\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":3:");
+	LEAK_CHECK();
+}
+
+TEST(malformed_utf8)
+{
+	struct err e = ERR_INIT;
+
+	load_err("store: x\nworkflow: \xff\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":2:11: ");
+	ASSERT_CONTAINS(e.msg, "(byte 0xff)");
+	LEAK_CHECK();
+}
+
+TEST(unknown_key)
+{
+	struct err e = ERR_INIT;
+
+	load_err("workflow:\n  pipeline: feature\n  max_reviw_loops: 2\n", &e);
+	ASSERT_STREQ(e.msg,
+		     REPO ":3:3: unknown key 'workflow.max_reviw_loops' "
+			  "(expected one of: pipeline, max_review_loops)");
+	load_err("store: x\nworkflw:\n  pipeline: x\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:1: unknown key 'workflw' (expected one "
+				 "of: providers, roles, workflow, policies, "
+				 "validate, pipelines, store)");
+	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
+	ASSERT_STREQ(e.msg,
+		     REPO ":2:34: unknown key 'providers.a.cmd' "
+			  "(expected one of: type, command, timeout_seconds, "
+			  "env)");
+	load_err("roles: {boss: x}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:9: unknown key 'roles.boss' (expected "
+				    "one of: default, planner, architect, ");
+	LEAK_CHECK();
+}
+
+TEST(wrong_types)
+{
+	struct err e = ERR_INIT;
+
+	load_err("workflow:\n  pipeline: feature\n  max_review_loops: two\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":3:21: workflow.max_review_loops: expected "
+				 "an integer from 0 to 100, got 'two'");
+	load_err("workflow: {max_review_loops: 101}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:30: workflow.max_review_loops: expected "
+				 "an integer from 0 to 100, got '101'");
+	load_err("validate: {timeout_seconds: 0}\n", &e);
+	ASSERT_CONTAINS(e.msg, "validate.timeout_seconds: expected an integer "
+			       "from 1 to 86400, got '0'");
+	load_err("workflow: [a]\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:11: workflow: expected a mapping, "
+				 "got a sequence");
+	load_err("workflow: {pipeline: [a]}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:22: workflow.pipeline: expected a "
+				 "string, got a sequence");
+	load_err("validate:\n  commands:\n    - make\n    - {a: b}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":4:7: validate.commands[1]: expected a "
+				 "string, got a mapping");
+	load_err("pipelines: [a]\n", &e);
+	ASSERT_CONTAINS(e.msg, "pipelines: expected a mapping");
+	load_err("workflow:\n  max_review_loops: |\n    line one\n"
+		 "    line two\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "got 'line one...'");
+	load_err("store: {a: b}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:8: store: expected a string");
+	load_err("providers:\n  p: {type: command, command: x, "
+		 "timeout_seconds: 604801}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "providers.p.timeout_seconds: expected an "
+			       "integer from 1 to 604800, got '604801'");
+	load_err("providers:\n  p: {type: command, command: x, env: [a]}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "providers.p.env: expected a mapping");
+	load_err("providers:\n  p: [x]\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:6: providers.p: expected a mapping, "
+				 "got a sequence");
+	LEAK_CHECK();
+}
+
+TEST(single_scalars_are_lists_of_one)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+	const char *y =
+	    "validate: {commands: make check}\n"
+	    "policies: {require_approval_at_stages: merging}\n"
+	    "providers:\n  p: {type: command, command: agent --x}\n";
+
+	ASSERT_OK(load(REPO, y, &c, &e), &e);
+	ASSERT_EQ(c.validate_commands.nr, 1);
+	ASSERT_STREQ(c.validate_commands.v[0], "make check");
+	ASSERT_EQ(c.approval_stages.nr, 1);
+	ASSERT(config_requires_approval(&c, NULL, "merging"));
+	ASSERT_EQ(c.providers[0].command.nr, 1);
+	ASSERT_STREQ(c.providers[0].command.v[0], "agent --x");
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+TEST(empty_sections_override_nothing)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+
+	ASSERT_OK(
+	    load(REPO, "workflow:\nroles:\nvalidate:\n  commands:\n", &c, &e),
+	    &e);
+	ASSERT_STREQ(c.pipeline, "feature");
+	ASSERT_EQ(c.max_review_loops, 2);
+	ASSERT_EQ(c.nr_roles, 0);
+	ASSERT_EQ(c.validate_commands.nr, 0);
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+TEST(role_unknown_provider)
+{
+	struct err e = ERR_INIT;
+
+	load_err("providers:\n"
+		 "  a: {type: command, command: [x]}\n"
+		 "  b: {type: command, command: [y]}\n"
+		 "roles:\n"
+		 "  default: a\n"
+		 "  reviewer: x\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":6:13: roles.reviewer: no provider named "
+				 "'x' (providers: a, b)");
+	load_err("roles: {default: a}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:18: roles.default: no provider named "
+				 "'a' (no providers are configured)");
+	LEAK_CHECK();
+}
+
+TEST(provider_problems)
+{
+	struct err e = ERR_INIT;
+
+	load_err("providers:\n  a:\n    type: command\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":3:5: providers.a: missing required key "
+				    "'command'");
+	load_err("providers:\n  a: {type: command, command: []}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":2:31: providers.a.command: expected a "
+				    "non-empty list of strings");
+	load_err("providers:\n  a: {type: command, command: ''}\n", &e);
+	ASSERT_CONTAINS(e.msg, "providers.a.command: the program name is "
+			       "empty");
+	load_err("providers:\n  a: {command: [x]}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:6: providers.a: missing required key "
+				 "'type'");
+	load_err("providers:\n  a: {type: http, command: [x]}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:13: providers.a.type: unknown provider "
+				 "type 'http' (expected: command)");
+	LEAK_CHECK();
+}
+
+TEST(duplicate_key)
+{
+	struct err e = ERR_INIT;
+
+	load_err("workflow:\n  pipeline: a\n  pipeline: b\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":3:3: duplicate key 'pipeline'");
+	load_err("store: a\nstore: b\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:1: duplicate key 'store'");
+	LEAK_CHECK();
+}
+
+TEST(anchors_tags_documents_refused)
+{
+	struct err e = ERR_INIT;
+
+	load_err("validate:\n  commands: &c [make]\npolicies:\n"
+		 "  require_approval_at_stages: *c\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":2:13: anchors are not supported ('&c')");
+	load_err("store: *x\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:8: ");
+	load_err("store: !!str x\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:8: tags are not supported "
+				 "('tag:yaml.org,2002:str')");
+	load_err("store: a\n---\nstore: b\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:1: only one yaml document is allowed");
+	load_err("? [a]\n: b\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:3: mapping keys must be scalars");
+	LEAK_CHECK();
+}
+
+TEST(deep_nesting_refused)
+{
+	struct err e = ERR_INIT;
+	struct buf y = BUF_INIT;
+	int i;
+
+	buf_adds(&y, "pipelines: ");
+	for (i = 0; i < 200; i++)
+		buf_addch(&y, '[');
+	for (i = 0; i < 200; i++)
+		buf_addch(&y, ']');
+	buf_addch(&y, '\n');
+	load_err(y.ptr, &e);
+	ASSERT_CONTAINS(e.msg, "nesting too deep");
+	buf_release(&y);
+	LEAK_CHECK();
+}
+
+/* Loads yaml expecting success and returns its hash. */
+static void
+hash_of(const char *file, const char *yaml, char out[17])
+{
+	struct err e = ERR_INIT;
+	struct config c;
+
+	ASSERT_OK(load(file, yaml, &c, &e), &e);
+	memcpy(out, c.hash, 17);
+	config_release(&c);
+}
+
+TEST(hash_tracks_meaning)
+{
+	char a[17], b[17], c[17], d[17];
+
+	hash_of(REPO, example_flow, a);
+	hash_of(USER, example_block, b);
+	ASSERT_STREQ(a, b);
+	hash_of(REPO, "workflow: {max_review_loops: 3}\n", c);
+	hash_of(REPO, "workflow: {max_review_loops: 2}\n", d);
+	ASSERT(strcmp(c, d) != 0);
+	/* 2 is the default: writing it out changes nothing */
+	hash_of(USER, "", c);
+	ASSERT_STREQ(c, d);
+	hash_of(REPO, example_flow, c);
+	ASSERT_STREQ(a, c);
+	LEAK_CHECK();
+}
+
+TEST(merge_and_dup)
+{
+	struct err e = ERR_INIT;
+	struct cnode *base = NULL, *over = NULL, *copy;
+	const char *y1 = "a: {x: 1, y: [1, 2]}\nb: 2\n";
+	const char *y2 = "a: {y: [3], z: 4}\nb: {c: 5}\nd: 6\n";
+
+	ASSERT_OK(cnode_parse_yaml(y1, strlen(y1), "one", &base, &e), &e);
+	ASSERT_OK(cnode_parse_yaml(y2, strlen(y2), "two", &over, &e), &e);
+	copy = cnode_dup(base);
+	cnode_merge(base, over);
+	ASSERT_STREQ(cnode_path(base, "a.x")->value, "1");
+	ASSERT_STREQ(cnode_path(base, "a.x")->origin, "one");
+	ASSERT_EQ(cnode_path(base, "a.y")->nr, 1);
+	ASSERT_STREQ(cnode_path(base, "a.y")->origin, "two");
+	ASSERT_STREQ(cnode_path(base, "a.z")->value, "4");
+	ASSERT_EQ(cnode_path(base, "b")->type, CNODE_MAP);
+	ASSERT_STREQ(cnode_path(base, "b.c")->value, "5");
+	ASSERT_STREQ(base->kids[1]->key, "b");
+	ASSERT_STREQ(cnode_path(base, "d")->value, "6");
+	/* the copy is untouched */
+	ASSERT_EQ(cnode_path(copy, "a.y")->nr, 2);
+	ASSERT_STREQ(cnode_path(copy, "b")->value, "2");
+	cnode_free(copy);
+	cnode_free(base);
+	cnode_free(NULL);
+	LEAK_CHECK();
+}
+
+TEST(where_strings)
+{
+	char w[64];
+	struct cnode *n = cnode_new_scalar("v", "env BATON_STORE", 0, 0);
+
+	cnode_where(n, w, sizeof(w));
+	ASSERT_STREQ(w, "env BATON_STORE");
+	n->line = 3;
+	n->col = 7;
+	cnode_where(n, w, sizeof(w));
+	ASSERT_STREQ(w, "env BATON_STORE:3:7");
+	cnode_free(n);
+	LEAK_CHECK();
+}

@@ -1,0 +1,1345 @@
+/*
+ * The store conformance suite (STYLE.md section 11). Every case is a
+ * function of an open store and the spec it was opened from, so the
+ * same cases run against every backend: each case becomes one test
+ * "sqlite_<case>" on a fresh database file, and "postgres_conformance"
+ * runs them all against BATON_TEST_PG_DSN when that is set. A few tests
+ * at the end look inside the SQLite file itself (WAL, the migrations
+ * table, the list index, the busy message).
+ *
+ * Fault injection counts the write calls of the process, and each case
+ * runs in a process of its own that has written nothing before it, so
+ * a case can say "the 2nd write fails" and mean its own 2nd write.
+ */
+#include "util/compat.h"
+
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/ids.h"
+#include "core/run.h"
+#include "store/store.h"
+#include "test.h"
+#include "util/embed.h"
+#include "util/err.h"
+#include "util/xalloc.h"
+
+typedef void store_case_fn(struct store *s, const char *spec);
+
+struct store_case {
+	const char *name;
+	store_case_fn *fn;
+};
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static struct store *
+open_spec(const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+
+	ASSERT_OK(store_open(spec, &s, &e), &e);
+	ASSERT(s != NULL);
+	return s;
+}
+
+static char *
+sqlite_spec(void)
+{
+	return xasprintf("sqlite:%s/baton.db", test_tmpdir());
+}
+
+/* Opens a fresh store from spec and runs one case against it. */
+static void
+run_case(store_case_fn *fn, const char *spec)
+{
+	struct store *s = open_spec(spec);
+
+	fn(s, spec);
+	store_close(s);
+}
+
+/* Creates a run with the fields every run has; out is the caller's. */
+static void
+make_run(struct store *s, const char *task, const char *status,
+	 struct run *out)
+{
+	struct err e = ERR_INIT;
+
+	memset(out, 0, sizeof(*out));
+	run_set(&out->task, task);
+	run_set(&out->status, status);
+	run_set(&out->pipeline, "default");
+	run_set(&out->phase, RUN_PHASE_PENDING);
+	out->max_review_loops = 3;
+	ASSERT_OK(store_run_create(s, out, &e), &e);
+}
+
+static void
+get_run(struct store *s, const char *ref, struct run *out)
+{
+	struct err e = ERR_INIT;
+
+	ASSERT_OK(store_run_get(s, ref, out, &e), &e);
+}
+
+/* Copies of the events a list handed out. */
+struct events {
+	int n, alloc;
+	struct event *ev;
+	int stop_after; /* > 0: stop the list after this many */
+};
+
+static int
+collect_event(const struct event *ev, void *arg)
+{
+	struct events *l = arg;
+	struct event *c;
+
+	ALLOC_GROW(l->ev, l->n + 1, l->alloc);
+	c = &l->ev[l->n++];
+	c->seq = ev->seq;
+	c->ts = ev->ts;
+	c->run_id = xstrdup_or_null(ev->run_id);
+	c->type = xstrdup_or_null(ev->type);
+	c->from = xstrdup_or_null(ev->from);
+	c->to = xstrdup_or_null(ev->to);
+	c->data = xstrdup_or_null(ev->data);
+	return l->stop_after > 0 && l->n >= l->stop_after;
+}
+
+static void
+events_release(struct events *l)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		event_release(&l->ev[i]);
+	FREE_AND_NULL(l->ev);
+	l->n = l->alloc = 0;
+}
+
+static void
+list_events(struct store *s, const char *run_id, int64_t after,
+	    const char *type, struct events *out)
+{
+	struct err e = ERR_INIT;
+
+	memset(out, 0, sizeof(*out));
+	ASSERT_OK(store_event_list(s, run_id, after, type, collect_event, out,
+				   &e),
+		  &e);
+}
+
+static int
+count_events(struct store *s, const char *run_id, const char *type)
+{
+	struct events l;
+	int n;
+
+	list_events(s, run_id, 0, type, &l);
+	n = l.n;
+	events_release(&l);
+	return n;
+}
+
+/* Copies of the runs a list handed out. */
+struct runs {
+	int n, alloc;
+	struct run *r;
+	int stop_after;
+	struct store *write_to; /* non-NULL: update each run from the cb */
+};
+
+static int
+collect_run(const struct run *r, void *arg)
+{
+	struct runs *l = arg;
+	struct err e = ERR_INIT;
+
+	ALLOC_GROW(l->r, l->n + 1, l->alloc);
+	run_copy(&l->r[l->n++], r);
+	if (l->write_to) {
+		struct run w;
+
+		run_copy(&w, r);
+		run_set(&w.reason, "touched from a callback");
+		ASSERT_OK(store_run_update(l->write_to, &w, NULL, &e), &e);
+		run_release(&w);
+	}
+	return l->stop_after > 0 && l->n >= l->stop_after;
+}
+
+static void
+runs_release(struct runs *l)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		run_release(&l->r[i]);
+	FREE_AND_NULL(l->r);
+	l->n = l->alloc = 0;
+}
+
+static void
+list_runs(struct store *s, const char *status, int limit, struct runs *out)
+{
+	struct store_run_filter f = { status, limit };
+	struct err e = ERR_INIT;
+	struct store *w = out->write_to;
+	int stop = out->stop_after;
+
+	memset(out, 0, sizeof(*out));
+	out->write_to = w;
+	out->stop_after = stop;
+	ASSERT_OK(store_run_list(s, &f, collect_run, out, &e), &e);
+}
+
+/* Copies of the outputs a list handed out. */
+struct outputs {
+	int n;
+	struct store_output o[16];
+};
+
+static int
+collect_output(const struct store_output *o, void *arg)
+{
+	struct outputs *l = arg;
+	struct store_output *c;
+
+	ASSERT(l->n < (int)ARRAY_SIZE(l->o));
+	c = &l->o[l->n++];
+	*c = *o;
+	c->run_id = xstrdup_or_null(o->run_id);
+	c->stage = xstrdup_or_null(o->stage);
+	c->artifact = xstrdup_or_null(o->artifact);
+	c->decision = xstrdup_or_null(o->decision);
+	c->content = xstrdup_or_null(o->content);
+	return 0;
+}
+
+static void
+outputs_release(struct outputs *l)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		store_output_release(&l->o[i]);
+	l->n = 0;
+}
+
+static int
+add_output(struct store *s, const char *run_id, const char *stage,
+	   const char *artifact, const char *content, struct err *e)
+{
+	struct store_output o = { 0 };
+	int rc;
+
+	o.run_id = xstrdup(run_id);
+	o.stage = xstrdup(stage);
+	o.artifact = xstrdup(artifact);
+	o.content = xstrdup(content);
+	rc = store_output_add(s, &o, e);
+	if (rc == 0)
+		rc = o.version;
+	store_output_release(&o);
+	return rc;
+}
+
+/* The highest migration number among the embedded files. */
+static int
+latest_migration(void)
+{
+	const struct embedded_file *f;
+	int latest = 0;
+
+	for (f = embedded_files; f->name; f++) {
+		size_t len = strlen(f->name);
+		long n;
+
+		if (len < 5 || strcmp(f->name + len - 4, ".sql"))
+			continue;
+		n = strtol(f->name, NULL, 10);
+		if (n > latest)
+			latest = (int)n;
+	}
+	return latest;
+}
+
+/* ---- the conformance cases --------------------------------------------- */
+
+static void
+case_create_allocates_seq(struct store *s, const char *spec)
+{
+	static const char *tasks[] = { "Add a --version flag",
+				       "fix the flaky test", "third" };
+	struct run r[3], got;
+	struct events l;
+	char *want;
+	int i;
+
+	(void)spec;
+	for (i = 0; i < 3; i++) {
+		make_run(s, tasks[i], "queued", &r[i]);
+		ASSERT_EQ(r[i].seq, i + 1);
+		want = run_id_make(i + 1, tasks[i]);
+		ASSERT_STREQ(r[i].id, want);
+		free(want);
+		ASSERT_EQ(r[i].version, 1);
+		ASSERT(r[i].created_at > 0);
+		ASSERT_EQ(r[i].updated_at, r[i].created_at);
+	}
+	ASSERT_STREQ(r[0].id, "r1-add-a-version-flag");
+	ASSERT_STREQ(r[1].id, "r2-fix-the-flaky-test");
+
+	/* What the store returns is what it wrote. */
+	get_run(s, r[2].id, &got);
+	ASSERT_EQ(got.seq, 3);
+	ASSERT_EQ(got.version, 1);
+	ASSERT_EQ(got.created_at, r[2].created_at);
+	ASSERT_EQ(got.updated_at, r[2].updated_at);
+	run_release(&got);
+
+	/* Each creation appended exactly one transition event. */
+	for (i = 0; i < 3; i++) {
+		list_events(s, r[i].id, 0, NULL, &l);
+		ASSERT_EQ(l.n, 1);
+		ASSERT_STREQ(l.ev[0].type, "transition");
+		ASSERT(l.ev[0].from == NULL);
+		ASSERT_STREQ(l.ev[0].to, "queued");
+		ASSERT_STREQ(l.ev[0].run_id, r[i].id);
+		events_release(&l);
+		run_release(&r[i]);
+	}
+
+	/* A created_at the caller chose is kept. */
+	memset(&r[0], 0, sizeof(r[0]));
+	run_set(&r[0].task, "imported");
+	run_set(&r[0].status, "done");
+	r[0].created_at = 1000;
+	{
+		struct err e = ERR_INIT;
+
+		ASSERT_OK(store_run_create(s, &r[0], &e), &e);
+	}
+	ASSERT_EQ(r[0].seq, 4);
+	ASSERT_EQ(r[0].created_at, 1000);
+	get_run(s, "r4", &got);
+	ASSERT_EQ(got.created_at, 1000);
+	run_release(&got);
+	run_release(&r[0]);
+}
+
+static void
+case_create_rejects_missing_fields(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	struct runs l = { 0 };
+
+	(void)spec;
+	run_set(&r.task, "no status");
+	ASSERT_EQ(store_run_create(s, &r, &e), BATON_EINVAL);
+	ASSERT(r.id == NULL);
+	run_release(&r);
+	list_runs(s, NULL, 0, &l);
+	ASSERT_EQ(l.n, 0);
+	runs_release(&l);
+}
+
+static void
+case_get_by_ref(struct store *s, const char *spec)
+{
+	static const char *found[] = {
+		"r2-fix-the-flaky-test", "r2", "2", "r2-fix", "r2-fi",
+	};
+	static const char *missing[] = {
+		"r9", "9", "r2-nope", "fix", "r", "", "r2x", "r1-fix",
+	};
+	struct err e = ERR_INIT;
+	struct run a, b, got;
+	size_t i;
+
+	(void)spec;
+	make_run(s, "add a flag", "queued", &a);
+	make_run(s, "fix the flaky test", "queued", &b);
+	for (i = 0; i < ARRAY_SIZE(found); i++) {
+		memset(&got, 0xa5, sizeof(got)); /* filled, never read */
+		get_run(s, found[i], &got);
+		ASSERT_STREQ(got.id, b.id);
+		ASSERT_EQ(got.seq, 2);
+		ASSERT_STREQ(got.task, "fix the flaky test");
+		run_release(&got);
+	}
+	get_run(s, "1", &got);
+	ASSERT_STREQ(got.id, "r1-add-a-flag");
+	run_release(&got);
+	for (i = 0; i < ARRAY_SIZE(missing); i++) {
+		e = (struct err)ERR_INIT;
+		ASSERT_EQ(store_run_get(s, missing[i], &got, &e),
+			  BATON_ENOTFOUND);
+		ASSERT_EQ(e.rc, BATON_ENOTFOUND);
+	}
+	e = (struct err)ERR_INIT;
+	ASSERT_EQ(store_run_get(s, "r9", &got, &e), BATON_ENOTFOUND);
+	ASSERT_STREQ(e.msg, "no run 'r9'");
+	run_release(&a);
+	run_release(&b);
+}
+
+static void
+case_update_appends_event(struct store *s, const char *spec)
+{
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct run r, got;
+	struct events l;
+	int64_t before;
+
+	(void)spec;
+	make_run(s, "update me", "queued", &r);
+	before = r.updated_at;
+	run_set(&r.status, "planning");
+	run_set(&r.stage, "plan");
+	run_set(&r.phase, RUN_PHASE_RUNNING);
+	ev.type = xstrdup("transition");
+	ev.from = xstrdup("queued");
+	ev.to = xstrdup("planning");
+	ev.data = xstrdup("{\"why\":\"leased\"}");
+	ASSERT_OK(store_run_update(s, &r, &ev, &e), &e);
+	ASSERT_EQ(r.version, 2);
+	ASSERT(r.updated_at >= before);
+	ASSERT(ev.seq > 0);
+	ASSERT(ev.ts > 0);
+	ASSERT_STREQ(ev.run_id, r.id); /* defaulted to the run's id */
+
+	get_run(s, "r1", &got);
+	ASSERT_EQ(got.version, 2);
+	ASSERT_EQ(got.updated_at, r.updated_at);
+	ASSERT_STREQ(got.status, "planning");
+	ASSERT_STREQ(got.stage, "plan");
+	ASSERT_STREQ(got.phase, RUN_PHASE_RUNNING);
+	run_release(&got);
+
+	list_events(s, r.id, 0, NULL, &l);
+	ASSERT_EQ(l.n, 2);
+	ASSERT_STREQ(l.ev[0].to, "queued");
+	ASSERT_EQ(l.ev[1].seq, ev.seq);
+	ASSERT_EQ(l.ev[1].ts, ev.ts);
+	ASSERT_STREQ(l.ev[1].from, "queued");
+	ASSERT_STREQ(l.ev[1].to, "planning");
+	ASSERT_STREQ(l.ev[1].data, "{\"why\":\"leased\"}");
+	events_release(&l);
+	event_release(&ev);
+
+	/* Without an event only the row changes; a given ts is kept. */
+	run_set(&r.phase, RUN_PHASE_DONE);
+	ASSERT_OK(store_run_update(s, &r, NULL, &e), &e);
+	ASSERT_EQ(r.version, 3);
+	ASSERT_EQ(count_events(s, r.id, NULL), 2);
+	memset(&ev, 0, sizeof(ev));
+	ev.type = xstrdup("steer");
+	ev.ts = 42;
+	ASSERT_OK(store_run_update(s, &r, &ev, &e), &e);
+	ASSERT_EQ(ev.ts, 42);
+	list_events(s, r.id, 0, "steer", &l);
+	ASSERT_EQ(l.n, 1);
+	ASSERT_EQ(l.ev[0].ts, 42);
+	events_release(&l);
+	event_release(&ev);
+	run_release(&r);
+}
+
+static void
+case_update_stale_conflicts(struct store *s, const char *spec)
+{
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct run r, other, got, ghost = { 0 };
+
+	(void)spec;
+	make_run(s, "contested", "queued", &r);
+	run_copy(&other, &r);
+	run_set(&other.status, "planning");
+	ASSERT_OK(store_run_update(s, &other, NULL, &e), &e);
+
+	run_set(&r.status, "aborted");
+	run_set(&r.reason, "stale writer");
+	ev.type = xstrdup("transition");
+	ev.to = xstrdup("aborted");
+	ASSERT_EQ(store_run_update(s, &r, &ev, &e), BATON_ECONFLICT);
+	ASSERT_CONTAINS(e.msg, "run 'r1-contested' changed concurrently");
+	ASSERT_CONTAINS(e.msg, "(expected version 1)");
+	ASSERT_EQ(r.version, 1); /* untouched */
+	ASSERT_EQ(ev.seq, 0);
+	ASSERT(ev.run_id == NULL);
+
+	get_run(s, r.id, &got);
+	ASSERT_EQ(got.version, 2);
+	ASSERT_STREQ(got.status, "planning");
+	ASSERT(got.reason == NULL);
+	run_release(&got);
+	ASSERT_EQ(count_events(s, r.id, NULL), 1);
+
+	/* A run that does not exist is not a conflict. */
+	run_set(&ghost.id, "r99-ghost");
+	run_set(&ghost.status, "queued");
+	ghost.version = 1;
+	e = (struct err)ERR_INIT;
+	ASSERT_EQ(store_run_update(s, &ghost, &ev, &e), BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "r99-ghost");
+	ASSERT_EQ(count_events(s, NULL, NULL), 1);
+
+	run_release(&ghost);
+	event_release(&ev);
+	run_release(&r);
+	run_release(&other);
+}
+
+static void
+case_two_handles_race(struct store *s, const char *spec)
+{
+	struct store *s2 = open_spec(spec);
+	struct err e = ERR_INIT;
+	struct run r, a, b, got;
+	struct event ea = { 0 }, eb = { 0 };
+
+	make_run(s, "raced", "queued", &r);
+	get_run(s, "r1", &a);
+	get_run(s2, "r1", &b);
+	ASSERT_EQ(a.version, 1);
+	ASSERT_EQ(b.version, 1);
+
+	run_set(&a.status, "planning");
+	run_set(&b.status, "aborted");
+	ea.type = xstrdup("transition");
+	eb.type = xstrdup("transition");
+	ASSERT_OK(store_run_update(s, &a, &ea, &e), &e);
+	ASSERT_EQ(store_run_update(s2, &b, &eb, &e), BATON_ECONFLICT);
+
+	get_run(s2, "r1", &got);
+	ASSERT_EQ(got.version, 2);
+	ASSERT_STREQ(got.status, "planning");
+	run_release(&got);
+	ASSERT_EQ(count_events(s2, r.id, NULL), 2);
+
+	/* The loser re-reads and decides again. */
+	run_release(&b);
+	get_run(s2, "r1", &b);
+	run_set(&b.status, "aborted");
+	ASSERT_OK(store_run_update(s2, &b, &eb, &e), &e);
+	ASSERT_EQ(b.version, 3);
+	get_run(s, "r1", &got);
+	ASSERT_STREQ(got.status, "aborted");
+	run_release(&got);
+
+	event_release(&ea);
+	event_release(&eb);
+	run_release(&r);
+	run_release(&a);
+	run_release(&b);
+	store_close(s2);
+}
+
+static void
+case_requests_keep_version(struct store *s, const char *spec)
+{
+	struct store *person = open_spec(spec);
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct run driver, got;
+
+	make_run(s, "pause me", "running", &driver);
+
+	/* Another process asks for a pause while the driver works. */
+	ev.type = xstrdup("pause_requested");
+	ASSERT_OK(store_run_request(person, driver.id, "pause_requested", 1,
+				    &ev, &e),
+		  &e);
+	ASSERT(ev.seq > 0);
+	ASSERT(ev.ts > 0);
+	ASSERT_STREQ(ev.run_id, driver.id);
+	event_release(&ev);
+	get_run(s, "r1", &got);
+	ASSERT_EQ(got.version, 1);
+	ASSERT_EQ(got.pause_requested, 1);
+	ASSERT_EQ(got.abort_requested, 0);
+	run_release(&got);
+
+	/* The driver's next write does not conflict and keeps the flag. */
+	run_set(&driver.stage, "build");
+	ASSERT_EQ(driver.pause_requested, 0);
+	ASSERT_OK(store_run_update(s, &driver, NULL, &e), &e);
+	ASSERT_EQ(driver.version, 2);
+	get_run(s, "r1", &got);
+	ASSERT_EQ(got.pause_requested, 1);
+	ASSERT_STREQ(got.stage, "build");
+	run_release(&got);
+	ASSERT_EQ(count_events(s, driver.id, "pause_requested"), 1);
+
+	/* Clearing, with no event. */
+	ASSERT_OK(store_run_request(s, driver.id, "pause_requested", 0, NULL,
+				    &e),
+		  &e);
+	ASSERT_OK(store_run_request(s, driver.id, "abort_requested", 1, NULL,
+				    &e),
+		  &e);
+	get_run(s, "r1", &got);
+	ASSERT_EQ(got.pause_requested, 0);
+	ASSERT_EQ(got.abort_requested, 1);
+	ASSERT_EQ(got.version, 2);
+	run_release(&got);
+	ASSERT_EQ(count_events(s, driver.id, NULL), 2);
+
+	ASSERT_EQ(store_run_request(s, "r9-ghost", "abort_requested", 1, NULL,
+				    &e),
+		  BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "r9-ghost");
+	ASSERT_EQ(store_run_request(s, driver.id, "status", 1, NULL, &e),
+		  BATON_EINVAL);
+	ASSERT_EQ(store_run_request(s, driver.id, "version", 1, NULL, &e),
+		  BATON_EINVAL);
+	run_release(&driver);
+	store_close(person);
+}
+
+static void
+case_fault_rolls_back(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct event ev = { 0 };
+	struct outputs o = { 0 };
+	struct runs l = { 0 };
+	struct run r = { 0 }, got;
+
+	(void)spec;
+	/* Write 1: the creation fails, leaving no run and no event. */
+	setenv("BATON_FAULT_STORE", "1", 1);
+	run_set(&r.task, "doomed");
+	run_set(&r.status, "queued");
+	ASSERT_EQ(store_run_create(s, &r, &e), BATON_ESTORE);
+	ASSERT_CONTAINS(e.msg, "injected fault");
+	ASSERT(r.id == NULL);
+	ASSERT_EQ(r.seq, 0);
+	run_release(&r);
+	list_runs(s, NULL, 0, &l);
+	ASSERT_EQ(l.n, 0);
+	runs_release(&l);
+	ASSERT_EQ(count_events(s, NULL, NULL), 0);
+
+	/* Writes 2 and 3 succeed; write 4, an update, fails whole. */
+	setenv("BATON_FAULT_STORE", "4", 1);
+	make_run(s, "survivor", "queued", &r);
+	ASSERT_EQ(r.seq, 1);
+	ev.run_id = xstrdup(r.id);
+	ev.type = xstrdup("note");
+	ASSERT_OK(store_event_add(s, &ev, &e), &e);
+	event_release(&ev);
+	memset(&ev, 0, sizeof(ev));
+
+	run_set(&r.status, "planning");
+	ev.type = xstrdup("transition");
+	ev.to = xstrdup("planning");
+	e = (struct err)ERR_INIT;
+	ASSERT_EQ(store_run_update(s, &r, &ev, &e), BATON_ESTORE);
+	ASSERT_CONTAINS(e.msg, "cannot update run 'r1-survivor'");
+	ASSERT_EQ(r.version, 1);
+	ASSERT_EQ(ev.seq, 0);
+	get_run(s, "r1", &got);
+	ASSERT_EQ(got.version, 1);
+	ASSERT_STREQ(got.status, "queued");
+	run_release(&got);
+	ASSERT_EQ(count_events(s, r.id, NULL), 2);
+	ASSERT_EQ(count_events(s, NULL, "transition"), 1);
+
+	/* Write 5 adds an output; write 6 fails and adds nothing. */
+	setenv("BATON_FAULT_STORE", "6", 1);
+	ASSERT_EQ(add_output(s, r.id, "plan", "plan.md", "one", &e), 1);
+	ASSERT_EQ(add_output(s, r.id, "plan", "plan.md", "two", &e),
+		  BATON_ESTORE);
+	ASSERT_OK(store_output_list(s, r.id, collect_output, &o, &e), &e);
+	ASSERT_EQ(o.n, 1);
+	ASSERT_STREQ(o.o[0].content, "one");
+	outputs_release(&o);
+
+	/* Write 7 (an event on its own) fails, and so does 8, a request
+	 * with its event; 9 and on are back to normal. */
+	setenv("BATON_FAULT_STORE", "7", 1);
+	ASSERT_EQ(store_event_add(s, &ev, &e), BATON_ESTORE);
+	ASSERT_EQ(ev.seq, 0);
+	ASSERT_EQ(count_events(s, NULL, NULL), 2);
+	setenv("BATON_FAULT_STORE", "8", 1);
+	ASSERT_EQ(store_run_request(s, r.id, "abort_requested", 1, &ev, &e),
+		  BATON_ESTORE);
+	ASSERT_EQ(ev.seq, 0);
+	get_run(s, "r1", &got);
+	ASSERT_EQ(got.abort_requested, 0);
+	run_release(&got);
+	ASSERT_EQ(count_events(s, NULL, NULL), 2);
+	unsetenv("BATON_FAULT_STORE");
+	ASSERT_OK(store_run_update(s, &r, &ev, &e), &e);
+	ASSERT_EQ(r.version, 2);
+	ASSERT_EQ(count_events(s, r.id, NULL), 3);
+
+	event_release(&ev);
+	run_release(&r);
+}
+
+static void
+case_events_global_seq(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct run a, b;
+	struct events l;
+	int64_t prev, mid;
+	int i;
+
+	(void)spec;
+	make_run(s, "alpha", "queued", &a);
+	make_run(s, "beta", "queued", &b);
+	for (i = 0; i < 150; i++) {
+		struct event ev = { 0 };
+
+		ev.run_id = xstrdup(i % 3 == 2 ? b.id : a.id);
+		ev.type = xstrdup(i % 2 ? "steer" : "log");
+		if (i == 75) /* one event of no run */
+			FREE_AND_NULL(ev.run_id);
+		ASSERT_OK(store_event_add(s, &ev, &e), &e);
+		ASSERT(ev.seq > 0);
+		ASSERT(ev.ts > 0);
+		event_release(&ev);
+	}
+
+	/* All of them, across pages, in strictly increasing seq order. */
+	list_events(s, NULL, 0, NULL, &l);
+	ASSERT_EQ(l.n, 152);
+	for (prev = 0, i = 0; i < l.n; i++) {
+		ASSERT(l.ev[i].seq > prev);
+		prev = l.ev[i].seq;
+	}
+	ASSERT(l.ev[77].run_id == NULL);
+	mid = l.ev[100].seq;
+	events_release(&l);
+
+	list_events(s, a.id, 0, NULL, &l);
+	ASSERT_EQ(l.n, 1 + 99);
+	for (prev = 0, i = 0; i < l.n; i++) {
+		ASSERT_STREQ(l.ev[i].run_id, a.id);
+		ASSERT(l.ev[i].seq > prev);
+		prev = l.ev[i].seq;
+	}
+	events_release(&l);
+	ASSERT_EQ(count_events(s, b.id, NULL), 1 + 50);
+	ASSERT_EQ(count_events(s, NULL, "steer"), 75);
+	ASSERT_EQ(count_events(s, NULL, "transition"), 2);
+	ASSERT_EQ(count_events(s, b.id, "transition"), 1);
+	ASSERT_EQ(count_events(s, "r9-nothing", NULL), 0);
+
+	list_events(s, NULL, mid, NULL, &l);
+	ASSERT_EQ(l.n, 51);
+	ASSERT(l.ev[0].seq > mid);
+	events_release(&l);
+
+	/* A callback that returns nonzero stops the list, which is not an
+	 * error. */
+	memset(&l, 0, sizeof(l));
+	l.stop_after = 3;
+	ASSERT_OK(store_event_list(s, NULL, 0, NULL, collect_event, &l, &e),
+		  &e);
+	ASSERT_EQ(l.n, 3);
+	events_release(&l);
+
+	/* An event of a run that does not exist is refused. */
+	{
+		struct event ev = { 0 };
+
+		ev.run_id = xstrdup("r9-nothing");
+		ev.type = xstrdup("log");
+		ASSERT_EQ(store_event_add(s, &ev, &e), BATON_ENOTFOUND);
+		ASSERT_CONTAINS(e.msg, "r9-nothing");
+		event_release(&ev);
+	}
+	run_release(&a);
+	run_release(&b);
+}
+
+static void
+case_outputs_versioned(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct store_output o = { 0 };
+	struct outputs l = { 0 };
+	struct run r, r2;
+
+	(void)spec;
+	make_run(s, "write a plan", "planning", &r);
+	make_run(s, "another", "planning", &r2);
+	ASSERT_EQ(add_output(s, r.id, "plan", "plan.md", "v1", &e), 1);
+	ASSERT_EQ(add_output(s, r.id, "plan", "plan.md", "v2", &e), 2);
+	ASSERT_EQ(add_output(s, r2.id, "plan", "plan.md", "other", &e), 1);
+	ASSERT_EQ(add_output(s, r.id, "review", "review.md", "ok", &e), 1);
+
+	o.run_id = xstrdup(r.id);
+	o.stage = xstrdup("plan");
+	o.artifact = xstrdup("plan.md");
+	o.decision = xstrdup("APPROVED");
+	o.content = xstrdup("v3");
+	ASSERT_OK(store_output_add(s, &o, &e), &e);
+	ASSERT_EQ(o.version, 3);
+	ASSERT(o.created_at > 0);
+	store_output_release(&o);
+
+	ASSERT_OK(store_output_list(s, r.id, collect_output, &l, &e), &e);
+	ASSERT_EQ(l.n, 4);
+	ASSERT_STREQ(l.o[0].content, "v1");
+	ASSERT_EQ(l.o[0].version, 1);
+	ASSERT(l.o[0].decision == NULL);
+	ASSERT_STREQ(l.o[1].content, "v2");
+	ASSERT_EQ(l.o[1].version, 2);
+	ASSERT_STREQ(l.o[2].stage, "review");
+	ASSERT_STREQ(l.o[2].artifact, "review.md");
+	ASSERT_EQ(l.o[2].version, 1);
+	ASSERT_STREQ(l.o[3].content, "v3");
+	ASSERT_STREQ(l.o[3].decision, "APPROVED");
+	ASSERT_EQ(l.o[3].version, 3);
+	ASSERT_STREQ(l.o[3].run_id, r.id);
+	ASSERT(l.o[3].created_at > 0);
+	outputs_release(&l);
+
+	ASSERT_EQ(add_output(s, "r9-nothing", "plan", "plan.md", "x", &e),
+		  BATON_ENOTFOUND);
+	run_release(&r);
+	run_release(&r2);
+}
+
+static void
+case_migrations_stable(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct store *again;
+	struct run r, got;
+	int v, i;
+
+	make_run(s, "persist", "queued", &r);
+	v = store_schema_version(s, &e);
+	ASSERT(v >= 1);
+	ASSERT_EQ(v, latest_migration());
+	for (i = 0; i < 3; i++) {
+		again = open_spec(spec);
+		ASSERT_EQ(store_schema_version(again, &e), v);
+		get_run(again, "r1", &got);
+		ASSERT_STREQ(got.id, r.id);
+		run_release(&got);
+		store_close(again);
+	}
+	ASSERT_EQ(store_schema_version(s, &e), v);
+	run_release(&r);
+}
+
+/* Every field of struct run set to a value no other field has. */
+static void
+fill_run(struct run *r, int salt)
+{
+	char v[64];
+
+#define SET(f)                                                                 \
+	snprintf(v, sizeof(v), "%s-%d 'q\" é", #f, salt);                     \
+	run_set(&r->f, v);
+	SET(pipeline) SET(status) SET(stage) SET(phase)
+	SET(paused_at_status) SET(gate_status) SET(gate_back) SET(reason)
+	SET(worktree) SET(branch) SET(base_ref) SET(base_commit)
+	SET(checkpoint) SET(config_hash)
+#undef SET
+	r->review_loops = 1 + salt;
+	r->max_review_loops = 2 + salt;
+	r->pause_requested = 3 + salt;
+	r->abort_requested = 4 + salt;
+	r->attempt = 5 + salt;
+	r->agent_pid = 6 + salt + 4000000000LL;
+	r->steer_seq = 7 + salt;
+	r->tokens_in = 8 + salt + 5000000000LL;
+	r->tokens_out = 9 + salt;
+	r->cost_usd = 1.25 + salt;
+	r->started_at = 10 + salt;
+	r->phase_started_at = 11 + salt;
+	r->ended_at = 12 + salt;
+}
+
+static void
+assert_same_run(const struct run *a, const struct run *b)
+{
+#define SAME_STR(f)                                                            \
+	if (a->f || b->f)                                                      \
+		ASSERT_STREQ(a->f, b->f);
+#define SAME_NUM(f) ASSERT_EQ(a->f, b->f);
+	SAME_STR(id) SAME_STR(task) SAME_STR(pipeline) SAME_STR(status)
+	SAME_STR(stage) SAME_STR(phase) SAME_STR(paused_at_status)
+	SAME_STR(gate_status) SAME_STR(gate_back) SAME_STR(reason)
+	SAME_STR(worktree) SAME_STR(branch) SAME_STR(base_ref)
+	SAME_STR(base_commit) SAME_STR(checkpoint) SAME_STR(config_hash)
+	SAME_NUM(seq) SAME_NUM(review_loops) SAME_NUM(max_review_loops)
+	SAME_NUM(pause_requested) SAME_NUM(abort_requested) SAME_NUM(attempt)
+	SAME_NUM(agent_pid) SAME_NUM(steer_seq) SAME_NUM(tokens_in)
+	SAME_NUM(tokens_out) SAME_NUM(created_at) SAME_NUM(started_at)
+	SAME_NUM(phase_started_at) SAME_NUM(updated_at) SAME_NUM(ended_at)
+	SAME_NUM(version)
+#undef SAME_STR
+#undef SAME_NUM
+	ASSERT(a->cost_usd == b->cost_usd);
+}
+
+static void
+case_run_fields_roundtrip(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct run r = { 0 }, got;
+
+	(void)spec;
+	run_set(&r.task, "Round-trip every field: 'quotes', \"dq\", ünïcode");
+	fill_run(&r, 0);
+	ASSERT_OK(store_run_create(s, &r, &e), &e);
+	get_run(s, r.id, &got);
+	assert_same_run(&got, &r);
+	ASSERT_EQ(got.cost_usd * 100, 125);
+	run_release(&got);
+
+	/* An update writes every field but the two request flags. */
+	fill_run(&r, 100);
+	ASSERT_OK(store_run_update(s, &r, NULL, &e), &e);
+	get_run(s, "r1", &got);
+	ASSERT_EQ(got.pause_requested, 3);
+	ASSERT_EQ(got.abort_requested, 4);
+	got.pause_requested = r.pause_requested;
+	got.abort_requested = r.abort_requested;
+	assert_same_run(&got, &r);
+	ASSERT_EQ(got.tokens_in, 5000000108LL);
+	run_release(&got);
+	r.pause_requested = 3;
+	r.abort_requested = 4;
+
+	/* Clearing strings stores NULL, not "". */
+	run_set(&r.stage, NULL);
+	run_set(&r.reason, NULL);
+	r.cost_usd = 0;
+	ASSERT_OK(store_run_update(s, &r, NULL, &e), &e);
+	get_run(s, "r1", &got);
+	ASSERT(got.stage == NULL);
+	ASSERT(got.reason == NULL);
+	assert_same_run(&got, &r);
+	run_release(&got);
+	run_release(&r);
+}
+
+static void
+case_list_status_limit(struct store *s, const char *spec)
+{
+	struct runs l = { 0 };
+	struct run r;
+	int i;
+
+	(void)spec;
+	for (i = 1; i <= 150; i++) {
+		make_run(s, "job", i % 3 ? "queued" : "running", &r);
+		run_release(&r);
+	}
+	list_runs(s, NULL, 0, &l);
+	ASSERT_EQ(l.n, 150);
+	for (i = 0; i < l.n; i++)
+		ASSERT_EQ(l.r[i].seq, 150 - i);
+	runs_release(&l);
+
+	list_runs(s, "running", 0, &l);
+	ASSERT_EQ(l.n, 50);
+	for (i = 0; i < l.n; i++) {
+		ASSERT_EQ(l.r[i].seq, 150 - 3 * i);
+		ASSERT_STREQ(l.r[i].status, "running");
+	}
+	runs_release(&l);
+
+	list_runs(s, "queued", 70, &l);
+	ASSERT_EQ(l.n, 70);
+	ASSERT_EQ(l.r[0].seq, 149);
+	ASSERT_EQ(l.r[1].seq, 148);
+	ASSERT_EQ(l.r[2].seq, 146);
+	runs_release(&l);
+
+	list_runs(s, NULL, 2, &l);
+	ASSERT_EQ(l.n, 2);
+	ASSERT_EQ(l.r[0].seq, 150);
+	ASSERT_EQ(l.r[1].seq, 149);
+	runs_release(&l);
+
+	list_runs(s, "nobody", 0, &l);
+	ASSERT_EQ(l.n, 0);
+	runs_release(&l);
+
+	l.stop_after = 1;
+	list_runs(s, NULL, 0, &l);
+	ASSERT_EQ(l.n, 1);
+	runs_release(&l);
+}
+
+static void
+case_callbacks_may_write(struct store *s, const char *spec)
+{
+	struct runs l = { 0 };
+	struct run r, got;
+	int i;
+
+	(void)spec;
+	for (i = 0; i < 70; i++) {
+		make_run(s, "touch me", "queued", &r);
+		run_release(&r);
+	}
+	l.write_to = s;
+	list_runs(s, "queued", 0, &l);
+	ASSERT_EQ(l.n, 70);
+	runs_release(&l);
+	get_run(s, "r70", &got);
+	ASSERT_EQ(got.version, 2);
+	ASSERT_STREQ(got.reason, "touched from a callback");
+	run_release(&got);
+	get_run(s, "r1", &got);
+	ASSERT_EQ(got.version, 2);
+	run_release(&got);
+}
+
+#define RACERS 2
+#define RACER_UPDATES 200
+
+/*
+ * One racer: RACER_UPDATES updates of run r1 through its own store
+ * handle, re-reading whenever another process got there first. Exits 0
+ * when all landed.
+ */
+static void
+racer(const char *spec, int who)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	struct run r;
+	int done = 0, rc, conflicts = 0;
+
+	if (store_open(spec, &s, &e) < 0) {
+		fprintf(stderr, "racer %d: %s\n", who, e.msg);
+		_exit(2);
+	}
+	while (done < RACER_UPDATES) {
+		struct event ev = { 0 };
+
+		if (store_run_get(s, "r1", &r, &e) < 0) {
+			fprintf(stderr, "racer %d: %s\n", who, e.msg);
+			_exit(3);
+		}
+		r.tokens_in++;
+		ev.type = xstrdup("tick");
+		ev.data = xasprintf("{\"racer\":%d}", who);
+		rc = store_run_update(s, &r, &ev, &e);
+		if (rc == 0) {
+			done++;
+		} else if (rc == BATON_ECONFLICT) {
+			conflicts++;
+		} else {
+			fprintf(stderr, "racer %d: %s\n", who, e.msg);
+			_exit(4);
+		}
+		event_release(&ev);
+		run_release(&r);
+	}
+	store_close(s);
+	_exit(0);
+}
+
+static void
+case_processes_race(struct store *s, const char *spec)
+{
+	pid_t pids[RACERS];
+	struct run r, got;
+	int i, status;
+
+	make_run(s, "contended", "running", &r);
+	fflush(NULL);
+	for (i = 0; i < RACERS; i++) {
+		pids[i] = fork();
+		ASSERT(pids[i] >= 0);
+		if (pids[i] == 0)
+			racer(spec, i); /* never returns */
+	}
+	for (i = 0; i < RACERS; i++) {
+		ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
+		ASSERT(WIFEXITED(status));
+		ASSERT_EQ(WEXITSTATUS(status), 0);
+	}
+	get_run(s, "r1", &got);
+	ASSERT_EQ(got.version, 1 + RACERS * RACER_UPDATES);
+	ASSERT_EQ(got.tokens_in, RACERS * RACER_UPDATES);
+	run_release(&got);
+	ASSERT_EQ(count_events(s, r.id, "tick"), RACERS * RACER_UPDATES);
+	ASSERT_EQ(count_events(s, r.id, NULL), 1 + RACERS * RACER_UPDATES);
+	run_release(&r);
+}
+
+#define STORE_CASES(X)                                                         \
+	X(create_allocates_seq)                                                \
+	X(create_rejects_missing_fields)                                       \
+	X(get_by_ref)                                                          \
+	X(update_appends_event)                                                \
+	X(update_stale_conflicts)                                              \
+	X(two_handles_race)                                                    \
+	X(requests_keep_version)                                               \
+	X(fault_rolls_back)                                                    \
+	X(events_global_seq)                                                   \
+	X(outputs_versioned)                                                   \
+	X(migrations_stable)                                                   \
+	X(run_fields_roundtrip)                                                \
+	X(list_status_limit)                                                   \
+	X(callbacks_may_write)                                                 \
+	X(processes_race)
+
+#define CASE_ENTRY(name) { #name, case_##name },
+static const struct store_case cases[] = { STORE_CASES(CASE_ENTRY) };
+#undef CASE_ENTRY
+
+/* Each case against SQLite, as a test of its own. */
+#define SQLITE_TEST(name)                                                      \
+	TEST(sqlite_##name)                                                    \
+	{                                                                      \
+		char *spec = sqlite_spec();                                    \
+		run_case(case_##name, spec);                                   \
+		free(spec);                                                    \
+	}
+STORE_CASES(SQLITE_TEST)
+#undef SQLITE_TEST
+
+/*
+ * Every case against PostgreSQL when BATON_TEST_PG_DSN names a database
+ * the suite may wipe; each case runs in a child process of its own so
+ * that fault injection counts from zero. (That backend is not built yet:
+ * with the variable set, this fails at store_open and says so.)
+ */
+TEST(postgres_conformance)
+{
+	const char *dsn = getenv("BATON_TEST_PG_DSN");
+	size_t i;
+	int status;
+	pid_t pid;
+
+	if (!dsn || !*dsn)
+		return;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		fflush(NULL);
+		pid = fork();
+		ASSERT(pid >= 0);
+		if (pid == 0) {
+			run_case(cases[i].fn, dsn);
+			_exit(0);
+		}
+		ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			test_fail(__FILE__, __LINE__, "case %s failed",
+				  cases[i].name);
+	}
+}
+
+/* ---- the front end and SQLite specifics --------------------------------- */
+
+TEST(open_bad_path_names_it)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	char *path = xasprintf("%s/no/such/dir/baton.db", test_tmpdir());
+	char *spec = xasprintf("sqlite:%s", path);
+
+	ASSERT_EQ(store_open(spec, &s, &e), BATON_ESTORE);
+	ASSERT(s == NULL);
+	ASSERT_CONTAINS(e.msg, path);
+	ASSERT_CONTAINS(e.msg, "unable to open database file");
+	ASSERT_CONTAINS(e.msg, "No such file or directory");
+
+	e = (struct err)ERR_INIT;
+	ASSERT_EQ(store_open(path, &s, &e), BATON_ESTORE); /* plain path */
+	ASSERT_CONTAINS(e.msg, path);
+	free(spec);
+	free(path);
+}
+
+TEST(open_not_a_database)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	char *path = xasprintf("%s/junk.db", test_tmpdir());
+	FILE *f = fopen(path, "w");
+
+	ASSERT(f != NULL);
+	fputs("this is not a database, not even close to one, no.......\n"
+	      "...............................................................",
+	      f);
+	fclose(f);
+	ASSERT_EQ(store_open(path, &s, &e), BATON_ESTORE);
+	ASSERT_CONTAINS(e.msg, path);
+	ASSERT_CONTAINS(e.msg, "not a database");
+	free(path);
+}
+
+TEST(open_spec_forms)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	char *path = xasprintf("%s/plain.db", test_tmpdir());
+	struct run r;
+
+	ASSERT_EQ(store_open("postgres://db/baton", &s, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "postgres stores are not built into this "
+			       "baton yet");
+	ASSERT_EQ(store_open("postgresql://db/baton", &s, &e), BATON_EINVAL);
+	ASSERT_EQ(store_open("mysql://db", &s, &e), BATON_EINVAL);
+	ASSERT_EQ(store_open("sqlite:", &s, &e), BATON_EINVAL);
+	ASSERT_EQ(store_open("", &s, &e), BATON_EINVAL);
+	ASSERT(s == NULL);
+
+	/* A plain path and "sqlite:" + that path are the same store. */
+	s = open_spec(path);
+	ASSERT_STREQ(store_backend(s), "sqlite");
+	make_run(s, "plain", "queued", &r);
+	run_release(&r);
+	store_close(s);
+	free(path);
+	path = xasprintf("sqlite:%s/plain.db", test_tmpdir());
+	s = open_spec(path);
+	get_run(s, "r1", &r);
+	ASSERT_STREQ(r.task, "plain");
+	run_release(&r);
+	store_close(s);
+	store_close(NULL);
+	free(path);
+}
+
+/*
+ * Runs one query on the raw database file; returns the last column of
+ * each row, joined by '|' (for EXPLAIN QUERY PLAN, the plan's text).
+ */
+static char *
+raw_query(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	char *out = NULL;
+
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+	ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int last = sqlite3_column_count(st) - 1;
+		char *row;
+
+		row = xstrdup((const char *)sqlite3_column_text(st, last));
+		if (out) {
+			char *both = xasprintf("%s|%s", out, row);
+
+			free(out);
+			free(row);
+			row = both;
+		}
+		out = row;
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return out ? out : xstrdup("");
+}
+
+TEST(sqlite_file_settings)
+{
+	char *path = xasprintf("%s/baton.db", test_tmpdir());
+	char *want = xasprintf("%d", latest_migration());
+	struct store *s = open_spec(path);
+	char *v;
+
+	v = raw_query(path, "PRAGMA journal_mode");
+	ASSERT_STREQ(v, "wal");
+	free(v);
+	v = raw_query(path, "SELECT COUNT(*) FROM schema_migrations");
+	ASSERT_STREQ(v, want);
+	free(v);
+	v = raw_query(path, "SELECT name FROM schema_migrations"
+			    " WHERE version = 1");
+	ASSERT_STREQ(v, "001-init.sql");
+	free(v);
+
+	/* Reopening applies nothing twice. */
+	store_close(s);
+	s = open_spec(path);
+	store_close(s);
+	v = raw_query(path, "SELECT COUNT(*) FROM schema_migrations");
+	ASSERT_STREQ(v, want);
+	free(v);
+
+	/* Listing by status, newest first, walks an index: no scan, no
+	 * sort. */
+	v = raw_query(path, "EXPLAIN QUERY PLAN SELECT * FROM runs"
+			    " WHERE status = 'queued' AND seq < 99"
+			    " ORDER BY seq DESC LIMIT 64");
+	ASSERT_CONTAINS(v, "runs_status_seq");
+	ASSERT(!strstr(v, "TEMP B-TREE"));
+	free(v);
+	v = raw_query(path, "EXPLAIN QUERY PLAN SELECT * FROM events"
+			    " WHERE seq > 0 AND run_id = 'x'"
+			    " ORDER BY seq LIMIT 64");
+	ASSERT_CONTAINS(v, "events_run_seq");
+	ASSERT(!strstr(v, "TEMP B-TREE"));
+	free(v);
+	free(want);
+	free(path);
+}
+
+TEST(sqlite_newer_schema_refused)
+{
+	char *path = xasprintf("%s/baton.db", test_tmpdir());
+	struct err e = ERR_INIT;
+	struct store *s = open_spec(path);
+	char *v;
+
+	store_close(s);
+	s = NULL;
+	v = raw_query(path, "INSERT INTO schema_migrations"
+			    " VALUES (999, '999-future.sql', 0) RETURNING 1");
+	free(v);
+	ASSERT_EQ(store_open(path, &s, &e), BATON_ESTORE);
+	ASSERT_CONTAINS(e.msg, path);
+	ASSERT_CONTAINS(e.msg, "schema version 999 is newer");
+	free(path);
+}
+
+/*
+ * Another process holding the write lock past the busy timeout: the
+ * update waits, then fails with a message that says what it was doing
+ * and why. Takes the full timeout (10 s).
+ */
+TEST(sqlite_busy_is_clear)
+{
+	char *path = xasprintf("%s/baton.db", test_tmpdir());
+	struct err e = ERR_INIT;
+	struct store *s = open_spec(path);
+	sqlite3 *db = NULL;
+	struct run r, got;
+
+	make_run(s, "locked out", "queued", &r);
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+	ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+		  SQLITE_OK);
+	run_set(&r.status, "planning");
+	ASSERT_EQ(store_run_update(s, &r, NULL, &e), BATON_ESTORE);
+	ASSERT_CONTAINS(e.msg, "cannot update run 'r1-locked-out': "
+			       "database is locked");
+	ASSERT_EQ(r.version, 1);
+	/* Readers are not blocked by the writer (WAL). */
+	get_run(s, "r1", &got);
+	ASSERT_STREQ(got.status, "queued");
+	run_release(&got);
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(db);
+	ASSERT_OK(store_run_update(s, &r, NULL, &e), &e);
+	run_release(&r);
+	store_close(s);
+	free(path);
+}
