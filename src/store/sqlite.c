@@ -400,8 +400,10 @@ migrate(struct sqlite_store *ss, struct err *e)
 		if (rc < 0)
 			goto out;
 		have = 0;
-		sqlite3_bind_int(st, 1, n);
-		rc = step_int(ss, st, &have, what, e);
+		if (sqlite3_bind_int(st, 1, n) != SQLITE_OK)
+			rc = sqlfail(ss, e, what);
+		else
+			rc = step_int(ss, st, &have, what, e);
 		sqlite3_finalize(st);
 		st = NULL;
 		if (rc < 0)
@@ -729,8 +731,6 @@ sqlite_run_update(struct store *s, struct run *r, struct event *ev,
 	r->version++;
 	r->updated_at = now;
 	if (ev) {
-		if (!ev->run_id)
-			ev->run_id = xstrdup(r->id);
 		ev->ts = ts;
 		ev->seq = evseq;
 	}
@@ -809,8 +809,6 @@ sqlite_run_request(struct store *s, const char *run_id, const char *flag,
 	if (rc < 0)
 		goto out;
 	if (ev) {
-		if (!ev->run_id)
-			ev->run_id = xstrdup(run_id);
 		ev->ts = ts;
 		ev->seq = evseq;
 	}

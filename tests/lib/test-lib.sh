@@ -127,26 +127,68 @@ _tl_pgids=$TRASH_DIRECTORY/.test-pgids
 
 # --- cleanup ------------------------------------------------------------
 
-# Kill everything the script started: the process group of every test body
-# (which holds whatever it ran in the background), and every fake agent
-# recorded in $FAKE_STATE/agent.pids (baton starts agents in their own
-# session, so they are not in the body's group; kill -9 of baton in a test
-# can leave one behind).
+# Kill everything the script started. Processes are picked so that a pid
+# reused by someone else is never hit:
+#   - members of a test body's process group, in this script's session
+#     (whatever a body ran in the background, and bg_start wrappers);
+#   - processes whose environment holds this script's TRASH_DIRECTORY: baton,
+#     and the agents it starts in sessions of their own (a kill -9 of baton
+#     in a test can leave one behind), with their children;
+#   - the fake agent's recorded hang pids, if still a fake agent or sleep.
 _tl_kill_all() {
-	local pg pid f
-	if [ -f "$_tl_pgids" ]; then
-		while read -r pg; do
+	local sid line f pid pg rest cmd
+	local -a fields victims=()
+	local -A groups=()
+	[ -r /proc/$$/stat ] || {
+		# No /proc: kill the body groups, and hope.
+		[ -f "$_tl_pgids" ] && while read -r pg; do
 			kill -KILL -- "-$pg" 2>/dev/null
 		done <"$_tl_pgids"
+		return 0
+	}
+	read -r line </proc/$$/stat
+	read -r -a fields <<<"${line##*) }"
+	sid=${fields[3]}
+	if [ -f "$_tl_pgids" ]; then
+		while read -r pg; do groups[$pg]=1; done <"$_tl_pgids"
 	fi
-	for f in "$FAKE_STATE"/agent.pids "$FAKE_STATE"/*.pid; do
-		[ -f "$f" ] || continue
-		while read -r pid; do
-			case $pid in '' | *[!0-9]*) continue ;; esac
-			kill -KILL -- "-$pid" 2>/dev/null
-			kill -KILL "$pid" 2>/dev/null
-		done <"$f"
+	for f in /proc/[0-9]*/stat; do
+		pid=${f#/proc/}
+		pid=${pid%/stat}
+		[ "$pid" = $$ ] && continue
+		read -r line <"$f" 2>/dev/null || continue
+		read -r -a fields <<<"${line##*) }"
+		# fields: state ppid pgrp session ...
+		if [ "${fields[3]}" = "$sid" ] && [ -n "${groups[${fields[2]}]:-}" ]; then
+			victims+=("$pid")
+		fi
 	done
+	# shellcheck disable=SC2013 # /proc paths have no spaces
+	for f in $(grep -lzxF "TRASH_DIRECTORY=$TRASH_DIRECTORY" /proc/[0-9]*/environ 2>/dev/null); do
+		pid=${f#/proc/}
+		victims+=("${pid%/environ}")
+	done
+	for f in "$FAKE_STATE"/*.pid; do
+		[ -f "$f" ] || continue
+		read -r pid <"$f" || continue
+		case $pid in '' | *[!0-9]*) continue ;; esac
+		cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || continue
+		case $cmd in
+		*fake-agent*)
+			# A fake agent leading its own group: the group is its own.
+			read -r line <"/proc/$pid/stat" 2>/dev/null || continue
+			read -r -a fields <<<"${line##*) }"
+			[ "${fields[2]}" = "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null
+			victims+=("$pid")
+			;;
+		"sleep 1000 ") victims+=("$pid") ;;
+		esac
+	done
+	rest=()
+	for pid in "${victims[@]}"; do
+		[ "$pid" = $$ ] || rest+=("$pid")
+	done
+	[ ${#rest[@]} -eq 0 ] || kill -KILL "${rest[@]}" 2>/dev/null
 	return 0
 }
 
@@ -502,7 +544,7 @@ baton_init_with_agent() {
 			echo 'validate: {commands: ["make test"], timeout_seconds: 120}'
 			;;
 		esac
-		[ -n "$extra" ] && printf '%s\n' "$extra"
+		if [ -n "$extra" ]; then printf '%s\n' "$extra"; fi
 	} >"$cfg.tmp" && mv "$cfg.tmp" "$cfg"
 }
 
@@ -518,4 +560,41 @@ fake_calls() {
 	else
 		cat "$f"
 	fi
+}
+
+# --- reading baton's JSON (jq) -------------------------------------------
+
+# The integration tests read baton's --json output with jq (.ci/run
+# installs it).
+if ! command -v jq >/dev/null 2>&1; then
+	echo "test-lib: jq is required (apt-get install jq)" >&2
+	echo "0 passed, 1 failed"
+	_tl_done=1
+	exit 1
+fi
+
+# run_field RUN FIELD: one field of `baton show RUN --json` (jq -r).
+run_field() {
+	"$BATON" show "$1" --json | jq -r ".$2"
+}
+
+# run_status RUN: the run's status.
+run_status() {
+	run_field "$1" status
+}
+
+# newest_run: the id of the newest run (`baton status --json`, newest first).
+newest_run() {
+	"$BATON" status --json | jq -r '.[0].id // empty'
+}
+
+# transitions RUN: the `to` of each transition event, one per line.
+transitions() {
+	"$BATON" events "$1" --json | jq -r 'select(.type == "transition") | .to'
+}
+
+# transition_pairs RUN: "from -> to" of each transition event, one per line.
+transition_pairs() {
+	"$BATON" events "$1" --json |
+		jq -r 'select(.type == "transition") | "\(.from // "(new)") -> \(.to)"'
 }

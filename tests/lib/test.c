@@ -13,6 +13,11 @@
 
 #include "test.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define HAVE_LSAN 1
+#endif
+
 struct test {
 	const char *name;
 	test_fn *fn;
@@ -93,6 +98,12 @@ run_one(const struct test *t, int timeout)
 	if (pid == 0) {
 		alarm((unsigned)timeout);
 		t->fn();
+#ifdef HAVE_LSAN
+		/* Tests end with _exit, which skips LeakSanitizer's own
+		 * check at exit: run it here so a leak fails its test. */
+		if (__lsan_do_recoverable_leak_check())
+			_exit(1);
+#endif
 		rm_tmpdir();
 		fflush(NULL);
 		_exit(0);
