@@ -156,7 +156,7 @@ _tl_kill_all() {
 		pid=${f#/proc/}
 		pid=${pid%/stat}
 		[ "$pid" = $$ ] && continue
-		read -r line <"$f" 2>/dev/null || continue
+		read -r line 2>/dev/null <"$f" || continue
 		read -r -a fields <<<"${line##*) }"
 		# fields: state ppid pgrp session ...
 		if [ "${fields[3]}" = "$sid" ] && [ -n "${groups[${fields[2]}]:-}" ]; then
@@ -176,7 +176,7 @@ _tl_kill_all() {
 		case $cmd in
 		*fake-agent*)
 			# A fake agent leading its own group: the group is its own.
-			read -r line <"/proc/$pid/stat" 2>/dev/null || continue
+			read -r line 2>/dev/null <"/proc/$pid/stat" || continue
 			read -r -a fields <<<"${line##*) }"
 			[ "${fields[2]}" = "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null
 			victims+=("$pid")
