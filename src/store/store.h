@@ -58,8 +58,9 @@ int store_run_get(struct store *s, const char *ref, struct run *out,
  * store_run_request) if the stored version still equals
  * r->version; then r->version is incremented and r->updated_at set. If ev
  * is not NULL it is appended in the same transaction (ev->run_id NULL
- * means r->id; ev->seq and ev->ts are filled in, nothing is allocated). A version mismatch returns
- * BATON_ECONFLICT ("run 'x' changed concurrently") and writes nothing.
+ * means r->id; ev->seq and ev->ts are filled in, nothing is allocated).
+ * A version mismatch returns BATON_ECONFLICT ("run 'x' changed
+ * concurrently") and writes nothing.
  */
 int store_run_update(struct store *s, struct run *r, struct event *ev,
 		     struct err *e);
