@@ -48,7 +48,8 @@ TMPLS    := $(sort $(wildcard src/core/prompts/*.md))
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+	@echo "  LINK    $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -56,7 +57,8 @@ $(LIB): $(LIB_OBJ)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) -c -o $@ $<
 
 # Text compiled into the binary: migrations, built-in pipelines, prompt
 # templates. tools/embed.sh turns each file into a C string.
@@ -73,7 +75,8 @@ $(BUILD)/tests/lib/test.o: tests/lib/test.c
 
 $(BUILD)/tests/t_%: tests/unit/t_%.c $(TESTLIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests/lib -o $@ $< $(TESTLIB) $(LIB) $(LDLIBS)
+	@echo "  LINK    $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -Itests/lib -o $@ $< $(TESTLIB) $(LIB) $(LDLIBS)
 
 units: $(UNIT_BIN)
 

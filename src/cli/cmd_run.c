@@ -91,6 +91,7 @@ cli_drive(struct cli *c, const char *ref)
 	int rc;
 
 	c->en.note = cli_progress;
+	workspace_detect_identity(&c->ws);
 	rc = engine_drive(&c->en, ref, &r, &e);
 	if (rc && rc != BATON_EABORTED) {
 		cli_error("%s", e.msg);

@@ -14,7 +14,7 @@
 #include "util/timeutil.h"
 
 struct status_ctx {
-	json_t *list;
+	int json;
 	int64_t now;
 	int rows;
 };
@@ -25,8 +25,15 @@ print_run(const struct run *r, void *arg)
 	struct status_ctx *c = arg;
 	char age[32], loops[16], status[64];
 
-	if (c->list) {
-		json_array_append_new(c->list, cli_run_json(r));
+	if (c->json) {
+		/* Streamed one run at a time, so memory stays flat however
+		 * many runs there are. */
+		json_t *o = cli_run_json(r);
+		char *s = json_dumps(o, JSON_INDENT(2));
+
+		printf("%s%s", c->rows++ ? ",\n" : "[\n", s);
+		free(s);
+		json_decref(o);
 		return 0;
 	}
 	if (!c->rows++)
@@ -53,7 +60,7 @@ status_exec(struct cli *c, int argc, char **argv)
 		{ "--json", &json, NULL },
 		{ "--status=", NULL, &only },
 	};
-	struct status_ctx ctx = { NULL, time_now_ms(), 0 };
+	struct status_ctx ctx = { 0, time_now_ms(), 0 };
 	struct store_run_filter f = { NULL, 0 };
 	struct err e = ERR_INIT;
 
@@ -61,19 +68,13 @@ status_exec(struct cli *c, int argc, char **argv)
 	if (n != 0)
 		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_status);
 	f.status = only;
-	if (json)
-		ctx.list = json_array();
+	ctx.json = json;
 	if (store_run_list(c->store, &f, print_run, &ctx, &e)) {
 		cli_error("%s", e.msg);
-		json_decref(ctx.list);
 		return EXIT_FAIL;
 	}
-	if (ctx.list) {
-		char *s = json_dumps(ctx.list, JSON_INDENT(2));
-
-		puts(s);
-		free(s);
-		json_decref(ctx.list);
+	if (json) {
+		puts(ctx.rows ? "\n]" : "[]");
 	} else if (!ctx.rows) {
 		printf("no runs yet: baton run \"your task\"\n");
 	}

@@ -34,6 +34,12 @@ struct workspace {
  */
 int workspace_open(const char *cwd, struct workspace *out, struct err *e);
 void workspace_release(struct workspace *ws);
+/*
+ * Checks whether git knows who commits here; if not, checkpoints commit
+ * as "baton <baton@localhost>". Costs a git call, so only commands that
+ * drive runs make it.
+ */
+void workspace_detect_identity(struct workspace *ws);
 
 /* New strings the caller frees: the run folder, the worktree path. */
 char *workspace_run_dir(const struct workspace *ws, const char *run_id);

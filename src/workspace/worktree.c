@@ -54,8 +54,7 @@ git(const struct workspace *ws, const char *dir, struct buf *out,
 int
 workspace_open(const char *cwd, struct workspace *out, struct err *e)
 {
-	struct buf top = BUF_INIT, email = BUF_INIT;
-	struct err ignored = ERR_INIT;
+	struct buf top = BUF_INIT;
 	int rc;
 
 	rc = git(NULL, cwd ? cwd : ".", &top, e, "rev-parse",
@@ -69,13 +68,22 @@ workspace_open(const char *cwd, struct workspace *out, struct err *e)
 	}
 	out->repo = buf_detach(&top, NULL);
 	out->dir = xasprintf("%s/.baton", out->repo);
-	out->identity = git(NULL, out->repo, &email, &ignored, "config",
-			    "user.email", NULL) < 0 ||
-			!email.len;
+	out->identity = 0;
 out:
 	buf_release(&top);
-	buf_release(&email);
 	return rc;
+}
+
+void
+workspace_detect_identity(struct workspace *ws)
+{
+	struct buf email = BUF_INIT;
+	struct err ignored = ERR_INIT;
+
+	ws->identity = git(NULL, ws->repo, &email, &ignored, "config",
+			   "user.email", NULL) < 0 ||
+		       !email.len;
+	buf_release(&email);
 }
 
 void

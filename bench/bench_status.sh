@@ -1,0 +1,152 @@
+#!/bin/sh
+#
+# bench_status.sh: how long `baton status` takes with many runs in the
+# database (10,000 by default), and how much memory it needs.
+#
+# It makes a scratch git repository, runs `baton init`, times the read
+# commands once on the empty store (the fixed cost of a baton process:
+# two git calls, config, store open), then fills .baton/baton.db with
+# `bench_store --fill` (a realistic mix of statuses, about 19 events a
+# run, no agents needed) and times `baton status`, `status --json`,
+# `status --status=blocked`, and `baton show` of one run. Timings come
+# from hyperfine when it is installed, else from a loop of date +%s%N.
+# Peak RSS comes from /usr/bin/time -v when it is there.
+#
+# Environment:
+#   BATON_BIN     the baton binary (default: ../baton next to bench/)
+#   BENCH_STORE   the bench_store binary (default: build/bench/bench_store)
+#   BENCH_RUNS    runs to fill (default 10000)
+#   BENCH_REPEAT  timed runs per command (default 20)
+#   BENCH_TMPDIR  where the scratch repository goes (default $TMPDIR, /tmp)
+#   HYPERFINE     the hyperfine to use (default hyperfine; empty: the loop)
+#
+# Figures are printed, never judged. Exit status 1 if a command fails.
+
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+BATON_BIN=${BATON_BIN:-$root/baton}
+BENCH_STORE=${BENCH_STORE:-$root/build/bench/bench_store}
+RUNS=${BENCH_RUNS:-10000}
+REPEAT=${BENCH_REPEAT:-20}
+base=${BENCH_TMPDIR:-${TMPDIR:-/tmp}}
+HYPERFINE=${HYPERFINE-hyperfine}
+
+die() {
+	echo "bench_status.sh: $*" >&2
+	exit 1
+}
+
+[ -x "$BATON_BIN" ] || die "no baton binary at '$BATON_BIN' (run make)"
+[ -x "$BENCH_STORE" ] ||
+	die "no bench_store at '$BENCH_STORE' (bench/run.sh builds it)"
+
+tmp=$(mktemp -d "$base/baton-status.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+repo=$tmp/repo
+mkdir "$repo"
+cd "$repo"
+git init -q
+git config user.email bench@example.com
+git config user.name bench
+git commit -q --allow-empty -m init
+"$BATON_BIN" init >/dev/null || die "baton init failed in $repo"
+
+if [ -n "$HYPERFINE" ] && command -v "$HYPERFINE" >/dev/null 2>&1; then
+	tool="hyperfine $("$HYPERFINE" --version | awk '{print $2}')"
+	# -N (no intermediate shell) when this hyperfine has it.
+	if "$HYPERFINE" --help 2>/dev/null | grep -q -- '--shell=none'; then
+		hf_shell=-N
+	else
+		hf_shell=
+	fi
+else
+	tool="date +%s%N loop"
+fi
+
+# time_cmd LABEL CMD...: one table line: mean, min and max in ms.
+# The command must succeed once before it is timed.
+time_cmd() {
+	label=$1
+	shift
+	"$@" >/dev/null 2>"$tmp/err" ||
+		die "'$*' failed: $(cat "$tmp/err")"
+	if [ "$tool" != "date +%s%N loop" ]; then
+		# Word-splitting of "$*" is fine: no argument has a space.
+		# shellcheck disable=SC2086
+		"$HYPERFINE" $hf_shell --style none --warmup 3 --runs "$REPEAT" \
+			--export-csv "$tmp/hf.csv" "$*" >/dev/null 2>&1 ||
+			die "hyperfine failed on '$*'"
+		awk -F, -v label="$label" -v n="$REPEAT" 'NR == 2 {
+			printf "%-40s %5d %9.2f %9.2f %9.2f\n", label, n,
+			       $2 * 1000, $7 * 1000, $8 * 1000 }' "$tmp/hf.csv"
+	else
+		"$@" >/dev/null 2>&1
+		"$@" >/dev/null 2>&1
+		: >"$tmp/times"
+		i=0
+		while [ "$i" -lt "$REPEAT" ]; do
+			t0=$(date +%s%N)
+			"$@" >/dev/null 2>&1
+			t1=$(date +%s%N)
+			echo $((t1 - t0)) >>"$tmp/times"
+			i=$((i + 1))
+		done
+		awk -v label="$label" 'NR == 1 { min = max = $1 }
+			{ s += $1; if ($1 < min) min = $1; if ($1 > max) max = $1 }
+			END { printf "%-40s %5d %9.2f %9.2f %9.2f\n", label, NR,
+			      s / NR / 1e6, min / 1e6, max / 1e6 }' "$tmp/times"
+	fi
+}
+
+# rss LABEL CMD...: peak resident set size of one run, in MiB.
+rss() {
+	label=$1
+	shift
+	if [ -x /usr/bin/time ]; then
+		/usr/bin/time -v "$@" >/dev/null 2>"$tmp/time" ||
+			die "'$*' failed under /usr/bin/time"
+		awk -v label="$label" -F: '/Maximum resident set size/ {
+			printf "%-40s %9.1f MiB\n", label, $2 / 1024 }' \
+			"$tmp/time"
+	else
+		printf "%-40s %9s\n" "$label" "n/a (no /usr/bin/time)"
+	fi
+}
+
+echo "baton status benchmark: $RUNS runs, $tool, $REPEAT timed runs each"
+echo "repository: $repo ($(stat -f -c %T "$repo"))"
+echo
+printf "%-40s %5s %9s %9s %9s\n" "command" "runs" "mean ms" "min ms" \
+	"max ms"
+time_cmd "baton status (empty store)" "$BATON_BIN" status
+"$BENCH_STORE" --fill .baton/baton.db "$RUNS" >"$tmp/fill" 2>&1 ||
+	die "fill failed: $(cat "$tmp/fill")"
+
+lines=$("$BATON_BIN" status | wc -l)
+[ "$lines" -eq $((RUNS + 1)) ] ||
+	die "baton status printed $lines lines, expected $((RUNS + 1))"
+one=r$((RUNS / 2))
+time_cmd "baton status ($RUNS runs)" "$BATON_BIN" status
+time_cmd "baton status --json ($RUNS runs)" "$BATON_BIN" status --json
+time_cmd "baton status --status=blocked" "$BATON_BIN" status \
+	--status=blocked
+time_cmd "baton show $one" "$BATON_BIN" show "$one"
+time_cmd "baton show $one --json" "$BATON_BIN" show "$one" --json
+
+echo
+echo "peak RSS (/usr/bin/time -v, one run each):"
+rss "baton status ($RUNS runs)" "$BATON_BIN" status
+rss "baton status --json ($RUNS runs)" "$BATON_BIN" status --json
+rss "baton show $one --json" "$BATON_BIN" show "$one" --json
+
+echo
+sed 's/^/(/; s/$/)/' "$tmp/fill"
+printf "(database: %s KiB, %s blocked runs, output of status: %s lines, " \
+	"$(($(wc -c <.baton/baton.db) / 1024))" \
+	"$("$BATON_BIN" status --status=blocked | tail -n +2 | wc -l)" \
+	"$lines"
+printf "%s bytes; status --json: %s bytes)\n" \
+	"$("$BATON_BIN" status | wc -c)" \
+	"$("$BATON_BIN" status --json | wc -c)"

@@ -1,0 +1,136 @@
+#!/bin/sh
+#
+# bench/run.sh: builds bench_store against build/libbaton.a, runs the
+# store benchmark, a raw-SQLite reference (the sqlite3 CLI doing as many
+# single-row INSERTs, each its own transaction, with synchronous=FULL and
+# WAL on the same disk), and the `baton status` benchmark; writes
+# everything to bench/out/<date>.txt and prints it. `make bench` runs it.
+#
+# Environment:
+#   BATON_BIN     the baton binary (default: ./baton at the top)
+#   BENCH_N       transitions and creations per workload (default 2000)
+#   BENCH_RUNS    runs for the list and status benchmarks (default 10000)
+#   BENCH_TMPDIR  where the databases go (default $TMPDIR, else /tmp);
+#                 put it on the disk your repositories live on
+#   CC            the compiler (default cc)
+#
+# Figures are reported, never asserted: the exit status is 0 unless a
+# step could not run at all.
+
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+cd "$root"
+
+BATON_BIN=${BATON_BIN:-$root/baton}
+N=${BENCH_N:-2000}
+RUNS=${BENCH_RUNS:-10000}
+tmpbase=${BENCH_TMPDIR:-${TMPDIR:-/tmp}}
+PKGS="sqlite3 yaml-0.1 jansson"
+BENCH_STORE=$root/build/bench/bench_store
+
+die() {
+	echo "bench/run.sh: $*" >&2
+	exit 1
+}
+
+[ -x "$BATON_BIN" ] || die "no baton binary at '$BATON_BIN': run make"
+[ -f build/libbaton.a ] || die "no build/libbaton.a: run make"
+
+mkdir -p build/bench bench/out
+# Word splitting of the pkg-config output is intended.
+# shellcheck disable=SC2046,SC2086
+${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -Isrc \
+	$(pkg-config --cflags $PKGS) -o "$BENCH_STORE" bench/bench_store.c \
+	build/libbaton.a $(pkg-config --libs $PKGS) ||
+	die "cannot build bench_store"
+
+out=bench/out/$(date +%Y-%m-%dT%H%M%S).txt
+part=$(mktemp "$tmpbase/baton-bench-part.XXXXXX")
+trap 'rm -f "$part"' EXIT INT TERM
+
+# section TITLE: a heading in the results file.
+section() {
+	printf '\n== %s ==\n\n' "$1" >>"$out"
+}
+
+{
+	echo "baton benchmarks, $(date '+%Y-%m-%d %H:%M:%S %Z')"
+	echo "host: $(uname -srm), $(nproc) CPU," \
+		"$(awk -F': ' '/^model name/ { print $2; exit }' \
+			/proc/cpuinfo 2>/dev/null)"
+	echo "baton: $("$BATON_BIN" version 2>/dev/null | head -n 1)," \
+		"commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+	echo "databases under: $tmpbase ($(stat -f -c %T "$tmpbase"))"
+} >"$out"
+
+echo "bench: store (bench_store -n $N -l $RUNS) ..." >&2
+section "store: bench_store -n $N -l $RUNS"
+"$BENCH_STORE" -n "$N" -l "$RUNS" -d "$tmpbase" >>"$out" 2>&1 ||
+	die "bench_store failed: see $out"
+
+echo "bench: raw sqlite3 reference ..." >&2
+section "reference: sqlite3 CLI, $N single-row INSERTs, each its own transaction"
+if command -v sqlite3 >/dev/null 2>&1; then
+	refdir=$(mktemp -d "$tmpbase/baton-sqlite-ref.XXXXXX")
+	db=$refdir/ref.db
+	pragmas="PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+	sqlite3 "$db" "$pragmas CREATE TABLE events (seq INTEGER PRIMARY KEY,
+		run_id TEXT, ts INTEGER, type TEXT, from_status TEXT,
+		to_status TEXT);" >/dev/null
+	awk -v n="$N" -v p="$pragmas" 'BEGIN {
+		print p
+		for (i = 1; i <= n; i++)
+			printf "INSERT INTO events (run_id, ts, type, " \
+			       "from_status, to_status) VALUES " \
+			       "(\047r1-bench\047, %d, \047transition\047, " \
+			       "\047reviewing\047, \047fixing\047);\n", i
+	}' >"$refdir/ins.sql"
+	# Three rounds, each on a fresh table; the start-up of sqlite3 is
+	# timed alone and taken off. The median round is the reference:
+	# fsync latency on a shared disk wanders from run to run.
+	v=$(sqlite3 --version | awk '{ print $1 }')
+	: >"$refdir/rates"
+	for round in 1 2 3; do
+		sqlite3 "$db" "DELETE FROM events; VACUUM;" >/dev/null
+		t0=$(date +%s%N)
+		sqlite3 "$db" "$pragmas SELECT 1;" >/dev/null
+		t1=$(date +%s%N)
+		sqlite3 "$db" <"$refdir/ins.sql" >/dev/null
+		t2=$(date +%s%N)
+		rows=$(sqlite3 "$db" "SELECT COUNT(*) FROM events;")
+		[ "$rows" -eq "$N" ] ||
+			die "sqlite3 reference wrote $rows rows, not $N"
+		ns=$(((t2 - t1) - (t1 - t0)))
+		awk -v n="$N" -v ns="$ns" 'BEGIN {
+			printf "%.1f\n", n / (ns / 1e9) }' >>"$refdir/rates"
+		awk -v n="$N" -v ns="$ns" -v v="$v" -v r="$round" 'BEGIN {
+			printf "round %d, sqlite3 %s: %d INSERTs in %.1f ms: " \
+			       "%.1f commits/s, %.1f us each\n", r, v, n,
+			       ns / 1e6, n / (ns / 1e9), ns / 1e3 / n }' >>"$out"
+	done
+	echo "raw_commits_per_s=$(sort -n "$refdir/rates" | sed -n 2p)" \
+		"(the median round)" >>"$out"
+	rm -rf "$refdir"
+	raw=$(awk -F'[= ]' '/^raw_commits_per_s=/ { print $2 }' "$out")
+	for k in 1run 100runs; do
+		baton=$(awk -F= "/^transitions_per_s_$k=/ { print \$2 }" "$out")
+		awk -v b="$baton" -v r="$raw" -v k="$k" 'BEGIN {
+			printf "baton transitions (%s) / raw sqlite commits: " \
+			       "%.2f\n", k, b / r }' >>"$out"
+	done
+else
+	echo "skipped: no sqlite3 CLI (apt-get install sqlite3)" >>"$out"
+fi
+
+echo "bench: baton status with $RUNS runs ..." >&2
+section "baton status with $RUNS runs"
+BATON_BIN=$BATON_BIN BENCH_STORE=$BENCH_STORE BENCH_RUNS=$RUNS \
+	BENCH_TMPDIR=$tmpbase sh bench/bench_status.sh >"$part" 2>&1 ||
+	{ cat "$part" >>"$out"; die "bench_status.sh failed: see $out"; }
+cat "$part" >>"$out"
+
+cat "$out"
+echo
+echo "written to $out"
