@@ -43,6 +43,7 @@ struct agent_request {
 struct agent_result {
 	enum agent_outcome outcome;
 	int status;	      /* exit code or 128+signal */
+	int signal;	      /* the signal that killed it, or 0 */
 	struct buf text;      /* the agent's final text (bounded) */
 	struct buf err_tail;  /* end of stderr, for messages */
 	uint64_t out_bytes;

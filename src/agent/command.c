@@ -6,8 +6,6 @@
  */
 #include "util/compat.h"
 
-#include <signal.h>
-
 #include "agent/agent.h"
 #include "agent/agent_int.h"
 #include "core/config.h"
@@ -41,13 +39,14 @@ command_run(const struct agent_request *req, struct agent_result *r,
 	o.arg = req->arg;
 	rc = spawn_run(&o, &res, e);
 	r->status = res.status;
+	r->signal = res.signal;
 	r->out_bytes = res.out_bytes;
 	r->duration_ms = res.duration_ms;
 	if (res.stopped)
 		r->outcome = AGENT_STOPPED;
 	else if (res.timed_out)
 		r->outcome = AGENT_TIMEOUT;
-	else if (res.status > 128 && res.status - 128 < NSIG)
+	else if (res.signal)
 		r->outcome = AGENT_CRASHED;
 	else
 		r->outcome = res.status ? AGENT_EXIT : AGENT_OK;

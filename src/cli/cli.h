@@ -4,7 +4,8 @@
  * prints the result; it holds no lifecycle logic.
  *
  * Exit codes (docs/cli.md): 0 success, 1 failure, 2 usage, 3 the run ended
- * blocked, failed or aborted.
+ * blocked, failed or aborted, 130 the foreground driver was stopped by a
+ * signal (Ctrl-C) and the run waits for `baton resume`.
  */
 #ifndef BATON_CLI_CLI_H
 #define BATON_CLI_CLI_H
@@ -21,6 +22,7 @@ enum {
 	EXIT_FAIL = 1,
 	EXIT_USAGE = 2,
 	EXIT_RUN_ENDED_BAD = 3,
+	EXIT_INTERRUPTED = 130,
 };
 
 /* What a command needs opened before it runs. */

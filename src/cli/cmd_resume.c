@@ -23,12 +23,6 @@ resume_exec(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	if (r.config_hash && strcmp(r.config_hash, c->cfg.hash))
-		fprintf(stderr,
-			"%s  note: the config changed since this run started "
-			"(hash %s, now %s); it continues under the current "
-			"one\n",
-			r.id, r.config_hash, c->cfg.hash);
 	if (!drive) {
 		printf("%s: resumed (%s); its driver (pid %lld) carries on\n",
 		       r.id, r.status,
@@ -36,6 +30,12 @@ resume_exec(struct cli *c, int argc, char **argv)
 		run_release(&r);
 		return EXIT_OK;
 	}
+	if (r.config_hash && strcmp(r.config_hash, c->cfg.hash))
+		fprintf(stderr,
+			"%s  note: the config changed since this run started "
+			"(hash %s, now %s); it continues under the current "
+			"one\n",
+			r.id, r.config_hash, c->cfg.hash);
 	fprintf(stderr, "%s  resuming at %s\n", r.id, r.status);
 	rc = cli_drive(c, r.id);
 	run_release(&r);

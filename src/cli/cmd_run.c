@@ -99,7 +99,7 @@ cli_drive(struct cli *c, const char *ref)
 	}
 	if (rc == BATON_EABORTED) {
 		cli_error("%s", e.msg);
-		return EXIT_RUN_ENDED_BAD;
+		return EXIT_INTERRUPTED;
 	}
 	cli_print_run_line(&r);
 	rc = cli_run_exit(&r);

@@ -171,7 +171,11 @@ prepare(struct cli *c, const struct cmd *cmd, struct err *e)
 	if (rc || !(cmd->needs & (CLI_NEEDS_CONFIG | CLI_NEEDS_STORE)))
 		return rc;
 	rc = cli_load_config(c, e);
-	if (rc || !(cmd->needs & CLI_NEEDS_STORE))
+	if (rc)
+		return rc;
+	/* Without a store the engine can still load pipelines. */
+	engine_init(&c->en, NULL, &c->ws, &c->cfg);
+	if (!(cmd->needs & CLI_NEEDS_STORE))
 		return rc;
 	if (!fs_is_dir(c->ws.dir))
 		return err_set(e, BATON_ENOTFOUND,
@@ -208,7 +212,8 @@ help(void)
 		printf("  %-52s %s\n", commands[i]->usage,
 		       commands[i]->summary);
 	printf("\nexit codes: 0 ok, 1 failure, 2 usage, 3 the run ended "
-	       "blocked, failed or aborted\ndocs: docs/cli.md\n");
+	       "blocked, failed or aborted,\n130 stopped by Ctrl-C (the run "
+	       "waits for 'baton resume')\ndocs: docs/cli.md\n");
 	return EXIT_OK;
 }
 

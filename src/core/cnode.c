@@ -304,7 +304,7 @@ describe(const struct cnode *n, char *out, size_t len)
 		snprintf(out, len, "a sequence");
 		return;
 	}
-	for (show = 0; n->value[show] && show < CNODE_SHOW_MAX; show++)
+	for (show = 0; show < CNODE_SHOW_MAX && n->value[show]; show++)
 		if ((unsigned char)n->value[show] < 0x20)
 			break;
 	cut = n->value[show] != '\0';

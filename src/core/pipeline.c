@@ -425,7 +425,7 @@ check_names(const struct pipeline *p, const struct cnode *stages,
 					       "is reserved for every pipeline",
 					       where, path, i, s->name, mine[k]);
 		}
-		if (s->done && !strcmp(s->done, s->status))
+		if (s->done && s->status && !strcmp(s->done, s->status))
 			return err_set(e, BATON_EINVAL,
 				       "%s: %s[%zu] (%s): done and status are "
 				       "both '%s'",

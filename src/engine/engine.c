@@ -226,6 +226,11 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	}
 	run_release(r);
 	*r = next;
+	/* A pause asked for too late to take effect dies with the run. */
+	if (status_is_terminal(to) && r->pause_requested &&
+	    !store_run_request(en->store, r->id, "pause_requested", 0, NULL,
+			       NULL))
+		r->pause_requested = 0;
 	engine_mirror_events(en, r->id, NULL);
 	note(en, ENGINE_NOTE_TRANSITION, r);
 	return 0;

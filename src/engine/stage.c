@@ -124,12 +124,15 @@ build_context(struct drive *d, const struct stage *s, const char *steers,
 	prompt_section(ctx, "Guidance from the people running this task",
 		       steers, &budget);
 	if (s->kind == KIND_FIX) {
-		file_section(d, ctx, "Review findings to address", "review.md",
-			     &budget);
+		/* Checks run before review, so failing checks mean this
+		 * round fixes them; passing checks mean review sent us. */
 		if (read_artifact(d, "validation.json", &val) == 0 &&
 		    strstr(val.ptr, "\"passed\": false"))
 			prompt_section(ctx, "Failing checks (validation.json)",
 				       val.ptr, &budget);
+		else
+			file_section(d, ctx, "Review findings to address",
+				     "review.md", &budget);
 	}
 	if (s->kind != KIND_PLAN)
 		file_section(d, ctx, "Plan", "plan.md", &budget);
@@ -490,7 +493,7 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 						 e);
 			free(doc);
 		}
-		if (rc)
+		if (rc || !v.decision)
 			break;
 		if (!strcmp(v.decision, "CHANGES_REQUESTED")) {
 			*res = STAGE_LOOP;
@@ -704,7 +707,7 @@ run_agent(struct drive *d, const struct stage *s, const char *steers,
 				ar.outcome == AGENT_CRASHED ?
 					"was killed by signal" :
 					"exited with",
-				ar.outcome == AGENT_CRASHED ? ar.status - 128 :
+				ar.outcome == AGENT_CRASHED ? ar.signal :
 							      ar.status,
 				tail[0] ? ": " : "", tail);
 			goto out;
@@ -832,7 +835,9 @@ engine__run_stage(struct drive *d, const struct stage *s,
 	}
 	run_set(&d->r.phase, RUN_PHASE_RUNNING);
 	d->r.phase_started_at = time_now_ms();
-	d->r.steer_seq = upto;
+	/* Guidance waits for the next stage an agent does. */
+	if (s->kind != KIND_VALIDATE)
+		d->r.steer_seq = upto;
 	rc = engine__note(d, "stage_started",
 			  json_pack("{s:s, s:s, s:i, s:i}", "stage", s->name,
 				    "kind", stage_kind_name(s->kind), "attempt",

@@ -692,6 +692,7 @@ run_loop(struct run *run, struct err *e)
 		if (!run->reaped && try_reap(run->pid, &st)) {
 			run->reaped = 1;
 			run->r->status = normal_status(st);
+			run->r->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 			close_fd(&run->in_fd);
 		}
 		if (!run->reaped && run->deadline && now >= run->deadline &&
@@ -728,6 +729,7 @@ run_loop(struct run *run, struct err *e)
 				;
 			run->reaped = 1;
 			run->r->status = normal_status(st);
+			run->r->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 			return err_set(e, rc, "cannot wait for '%s': %s",
 				       o->argv.v[0], strerror(-rc));
 		}

@@ -66,6 +66,7 @@ struct spawn_opts {
 
 struct spawn_result {
 	int status;	  /* exit code, or 128 + signal number (shell style) */
+	int signal;	  /* the signal that killed it, or 0 if it exited */
 	int timed_out;	  /* the timeout fired and the group was killed */
 	int stopped;	  /* on_event asked to stop and the group was killed */
 	struct buf out;	  /* tail of stdout (capped, see tail_max) */

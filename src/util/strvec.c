@@ -18,9 +18,12 @@ strvec_init(struct strvec *sv)
 static void
 push_nodup(struct strvec *sv, char *s)
 {
-	if (sv->v == strvec_empty)
+	if (sv->v == strvec_empty) {
 		sv->v = NULL;
+		sv->alloc = 0;
+	}
 	ALLOC_GROW(sv->v, sv->nr + 2, sv->alloc);
+	/* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): grown above */
 	sv->v[sv->nr++] = s;
 	sv->v[sv->nr] = NULL;
 }

@@ -36,6 +36,18 @@
 # state in files. A body that runs longer than BATON_TEST_TIMEOUT seconds
 # (default 300) is killed with everything it started and fails.
 #
+# Helpers (each documented where it is defined):
+#   assertions  test_must_fail, test_expect_code, test_cmp, test_grep,
+#               test_path_is_file/_dir/_missing, test_line_count,
+#               process_is_alive (zombies count as dead)
+#   waiting     wait_for CMD SECONDS (CMD is eval'd inside wait_for: $1...
+#               are not the caller's), wait_for_status RUN STATUS,
+#               bg_start NAME CMD..., bg_wait NAME
+#   fixtures    make_repo DIR, baton_init_with_agent DIR [YAML],
+#               fake_calls RUN [KIND] (see tests/lib/fake-agent)
+#   baton JSON  run_field, run_status, newest_run, transitions,
+#               transition_pairs, test_jq EXPR FILE (these need jq)
+#
 # Options (arguments to the script, or environment):
 #   -v, --verbose    BATON_TEST_VERBOSE=1   show the output of passing tests too
 #   -x, --trace      BATON_TEST_TRACE=1     trace test bodies with set -x
@@ -206,10 +218,24 @@ trap 'exit 143' TERM
 
 say() { printf '%s\n' "$*"; }
 
-# The ERR trap of test bodies: name the command that ended the test. A
-# helper that fails by `return 1` has said why already.
+# The ERR trap of test bodies: name the command that ended the test. When a
+# link of an && chain fails, the failing command bash reports is the whole
+# `eval "$body"`; the body's DEBUG trap keeps the last simple command run at
+# its top level in _tl_cmd, which is the link that failed, or the one before
+# it when the failing link was a subshell. A helper that fails by
+# `return 1` has said why already.
 _tl_err() {
+	# shellcheck disable=SC2016 # the literal text of the command
 	case $2 in
+	'eval "$body"')
+		if [ -n "${_tl_cmd:-}" ]; then
+			# (a subshell or pipeline link runs no top-level command, hence
+			# "or after"; only the first line of a here-document command)
+			echo "error: test-lib: failed (status $1) at or after: ${_tl_cmd%%$'\n'*}" >&2
+		else
+			echo "error: test-lib: the test body failed (status $1)" >&2
+		fi
+		;;
 	return*) echo "error: test-lib: the command above failed (status $1)" >&2 ;;
 	*) echo "error: test-lib: command failed (status $1): $2" >&2 ;;
 	esac
@@ -234,7 +260,12 @@ test_expect_success() {
 	(
 		set -eE
 		trap '_tl_err $? "$BASH_COMMAND"' ERR
-		[ "${BATON_TEST_TRACE:-0}" = 1 ] && set -x
+		if [ "${BATON_TEST_TRACE:-0}" = 1 ]; then
+			set -x
+		else
+			trap '[ "$BASH_COMMAND" = "eval \"\$body\"" ] || _tl_cmd=$BASH_COMMAND' DEBUG
+		fi
+		_tl_cmd=
 		eval "$body"
 	) >"$out" 2>&1 </dev/null &
 	pid=$!
@@ -431,22 +462,34 @@ _tl_now_us() {
 # (default 30; whole seconds or with a fraction, e.g. 2.5) pass (return 1,
 # after showing CMD's output once for diagnosis). Only for waiting on a
 # background process to reach a state, never for asserting speed.
+#
+# CMD is evaluated inside wait_for: the caller's variables are visible, but
+# $1, $2, ... are NOT the caller's arguments. In a function, expand those
+# before the call (double quotes) or copy them to variables.
 wait_for() {
-	local cmd=$1 timeout=${2:-30} whole frac deadline
-	whole=${timeout%%.*}
-	frac=0
-	case $timeout in *.*) frac=${timeout#*.}000000 frac=${frac:0:6} ;; esac
-	deadline=$(($(_tl_now_us) + ${whole:-0} * 1000000 + 10#$frac))
+	local _wf_cmd=$1 _wf_timeout=${2:-30} _wf_whole _wf_frac _wf_deadline
+	_wf_whole=${_wf_timeout%%.*}
+	_wf_frac=0
+	case $_wf_timeout in
+	*.*) _wf_frac=${_wf_timeout#*.}000000 _wf_frac=${_wf_frac:0:6} ;;
+	esac
+	_wf_deadline=$(($(_tl_now_us) + ${_wf_whole:-0} * 1000000 + 10#$_wf_frac))
 	while :; do
-		if (eval "$cmd") >/dev/null 2>&1; then
+		if (eval "$_wf_cmd") >/dev/null 2>&1; then
 			return 0
 		fi
-		if [ "$(_tl_now_us)" -ge "$deadline" ]; then
-			echo "wait_for: timed out after ${timeout}s: $cmd" >&2
+		if [ "$(_tl_now_us)" -ge "$_wf_deadline" ]; then
+			echo "wait_for: timed out after ${_wf_timeout}s: $_wf_cmd" >&2
+			# shellcheck disable=SC2016 # a literal $1 in CMD
+			case $_wf_cmd in
+			*'$'[1-9]* | *'${'[1-9]*)
+				echo "wait_for: note: \$1, \$2... in CMD are not the caller's arguments" >&2
+				;;
+			esac
 			(
 				set +eE
 				trap - ERR
-				eval "$cmd"
+				eval "$_wf_cmd"
 			) 2>&1 | tail -n 20 | sed 's/^/    | /' >&2
 			return 1
 		fi
@@ -467,7 +510,8 @@ bg_start() {
 	(
 		"$@" >"$name.out" 2>&1 </dev/null &
 		echo $! >"$name.pid"
-		wait $!
+		# (stderr of wait: no "Killed" notice when the cleanup kills CMD)
+		wait $! 2>/dev/null
 		echo $? >"$name.rc.tmp" && mv "$name.rc.tmp" "$name.rc"
 	) &
 	wait_for "test -s '$name.pid'" 10
@@ -597,4 +641,34 @@ transitions() {
 transition_pairs() {
 	"$BATON" events "$1" --json |
 		jq -r 'select(.type == "transition") | "\(.from // "(new)") -> \(.to)"'
+}
+
+# wait_for_status RUN STATUS [TIMEOUT_SECONDS]
+#
+# Waits until the run RUN has status STATUS (e.g. a background `baton run`
+# reaching waiting_for_approval). Prefer it to a hand-written
+# `wait_for "... | jq -e ..."`: jq 1.6 exits 0 on empty input, so such a
+# condition holds before the run even exists.
+wait_for_status() {
+	wait_for "test \"\$(run_status '$1' 2>/dev/null)\" = '$2'" "${3:-60}"
+}
+
+# test_jq EXPR FILE
+#
+# FILE must hold JSON for which jq's EXPR is true (neither false nor null).
+# Unlike a bare `jq -e`, an empty FILE fails (jq 1.6 exits 0 on no input).
+test_jq() {
+	if [ $# -ne 2 ]; then
+		echo "test_jq: needs EXPR and FILE" >&2
+		return 1
+	fi
+	if ! [ -s "$2" ]; then
+		echo "test_jq: '$2' is missing or empty" >&2
+		return 1
+	fi
+	jq -e "$1" "$2" >/dev/null && return 0
+	echo "test_jq: not true: $1" >&2
+	echo "test_jq: contents of '$2':" >&2
+	head -n 60 "$2" | sed 's/^/    | /' >&2
+	return 1
 }
