@@ -176,7 +176,7 @@ prepare(struct cli *c, const struct cmd *cmd, struct err *e)
 	/* Without a store the engine can still load pipelines. */
 	engine_init(&c->en, NULL, &c->ws, &c->cfg);
 	if (!(cmd->needs & CLI_NEEDS_STORE))
-		return rc;
+		return 0;
 	if (!fs_is_dir(c->ws.dir))
 		return err_set(e, BATON_ENOTFOUND,
 			       "no .baton/ in '%s': run 'baton init' first",
