@@ -129,6 +129,7 @@ engine_create(struct engine *en, const char *task, const char *pipeline,
 {
 	struct pipeline *p = NULL;
 	struct run r = { 0 };
+	char *base = NULL;
 	size_t i;
 	int rc;
 
@@ -152,6 +153,11 @@ engine_create(struct engine *en, const char *task, const char *pipeline,
 			goto out;
 		}
 	}
+	/* Refuse what cannot start before anything is on record. */
+	rc = worktree_resolve_base(en->ws, NULL, &base, e);
+	free(base);
+	if (rc)
+		goto out;
 	r.task = xstrdup(task);
 	r.pipeline = xstrdup(p->name);
 	r.status = xstrdup(ST_CREATED);

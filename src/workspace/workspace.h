@@ -46,6 +46,14 @@ char *workspace_run_dir(const struct workspace *ws, const char *run_id);
 char *workspace_worktree_dir(const struct workspace *ws, const char *run_id);
 
 /*
+ * The commit base_ref (NULL: HEAD) names, as a full hash the caller frees.
+ * BATON_EINVAL with a message saying so when the repository has no
+ * commits yet or base_ref is not a commit.
+ */
+int worktree_resolve_base(const struct workspace *ws, const char *base_ref,
+			  char **commit_out, struct err *e);
+
+/*
  * Creates the run's worktree at .baton/worktrees/<id> on a new branch
  * baton/<id> from base_ref (NULL: HEAD). Idempotent: when both already
  * exist (a resumed run) they are reused. Fills the three outputs (caller

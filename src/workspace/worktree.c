@@ -106,32 +106,45 @@ workspace_worktree_dir(const struct workspace *ws, const char *run_id)
 }
 
 int
+worktree_resolve_base(const struct workspace *ws, const char *base_ref,
+		      char **commit_out, struct err *e)
+{
+	char *spec = xasprintf("%s^{commit}", base_ref ? base_ref : "HEAD");
+	struct buf base = BUF_INIT;
+	int rc;
+
+	rc = git(ws, ws->repo, &base, e, "rev-parse", "--verify", "--quiet",
+		 spec, NULL);
+	if (rc < 0 && !base_ref)
+		rc = err_set(e, BATON_EINVAL,
+			     "the repository '%s' has no commits yet: a run "
+			     "branches from HEAD, so commit something first",
+			     ws->repo);
+	else if (rc < 0)
+		rc = err_set(e, BATON_EINVAL, "base '%s' is not a commit in '%s'",
+			     base_ref, ws->repo);
+	else
+		*commit_out = buf_detach(&base, NULL);
+	free(spec);
+	buf_release(&base);
+	return rc;
+}
+
+int
 worktree_create(const struct workspace *ws, const char *run_id,
 		const char *base_ref, char **path_out, char **branch_out,
 		char **base_commit_out, struct err *e)
 {
 	char *path = workspace_worktree_dir(ws, run_id);
 	char *branch = xasprintf("baton/%s", run_id);
-	char *spec = xasprintf("%s^{commit}", base_ref ? base_ref : "HEAD");
-	struct buf base = BUF_INIT, head = BUF_INIT;
+	char *base = NULL;
+	struct buf head = BUF_INIT;
 	struct err ignored = ERR_INIT;
 	int rc;
 
-	rc = git(ws, ws->repo, &base, e, "rev-parse", "--verify", "--quiet",
-		 spec, NULL);
-	if (rc < 0) {
-		if (!base_ref)
-			rc = err_set(e, BATON_EINVAL,
-				     "the repository '%s' has no commits yet: "
-				     "a run branches from HEAD, so commit "
-				     "something first",
-				     ws->repo);
-		else
-			rc = err_set(e, BATON_EINVAL,
-				     "base '%s' is not a commit in '%s'",
-				     base_ref, ws->repo);
+	rc = worktree_resolve_base(ws, base_ref, &base, e);
+	if (rc < 0)
 		goto out;
-	}
 	if (fs_is_dir(path) &&
 	    git(ws, path, &head, &ignored, "symbolic-ref", "--short", "HEAD",
 		NULL) == 0 &&
@@ -145,7 +158,7 @@ worktree_create(const struct workspace *ws, const char *run_id,
 			 path, branch, NULL);
 	else
 		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
-			 "-b", branch, path, base.ptr, NULL);
+			 "-b", branch, path, base, NULL);
 	if (rc < 0) {
 		err_prefix(e, "cannot create worktree '%s'", path);
 		goto out;
@@ -153,13 +166,12 @@ worktree_create(const struct workspace *ws, const char *run_id,
 done:
 	*path_out = path;
 	*branch_out = branch;
-	*base_commit_out = buf_detach(&base, NULL);
-	path = branch = NULL;
+	*base_commit_out = base;
+	path = branch = base = NULL;
 out:
 	free(path);
 	free(branch);
-	free(spec);
-	buf_release(&base);
+	free(base);
 	buf_release(&head);
 	return rc;
 }

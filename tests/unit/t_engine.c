@@ -17,6 +17,7 @@
 #include "test.h"
 #include "util/err.h"
 #include "util/fs.h"
+#include "util/spawn.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
 
@@ -39,6 +40,20 @@ static const char base_config[] =
 	"      - {name: check, kind: validate, on_fail: repair}\n"
 	"      - {name: repair, kind: fix, side: true, next: check}\n";
 
+/* A git repository with one commit: runs branch from its HEAD. */
+static void
+make_repo(const char *dir)
+{
+	const char *init[] = { "git", "init", "-q", dir, NULL };
+	const char *commit[] = { "git", "-C", dir, "-c", "user.name=t",
+				 "-c", "user.email=t@t", "commit", "-q",
+				 "--allow-empty", "-m", "init", NULL };
+	struct err e = ERR_INIT;
+
+	ASSERT_OK(spawn_capture(init, NULL, NULL, 0, 30000, &e), &e);
+	ASSERT_OK(spawn_capture(commit, NULL, NULL, 0, 30000, &e), &e);
+}
+
 static void
 setup(struct fixture *f, const char *pipeline)
 {
@@ -47,6 +62,7 @@ setup(struct fixture *f, const char *pipeline)
 	char *db;
 
 	memset(f, 0, sizeof(*f));
+	make_repo(test_tmpdir());
 	f->ws.repo = xstrdup(test_tmpdir());
 	f->ws.dir = xasprintf("%s/.baton", test_tmpdir());
 	ASSERT_OK(fs_mkdir_p(f->ws.dir, 0755, &e), &e);

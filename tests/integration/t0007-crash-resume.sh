@@ -1,0 +1,172 @@
+#!/bin/bash
+test_description='kill -9 of baton run mid-stage, then baton resume'
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+# The execute agent works until the test releases it (fake-agent's
+# FAKE_WAIT_FOR), on its first call only (FAKE_FAIL_ATTEMPTS=1): the stage
+# re-run after recovery goes straight through. The first call is never
+# released: baton is killed under it, and recovery must kill it.
+export FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow FAKE_FAIL_ATTEMPTS=1
+export FAKE_WAIT_FOR=$TRASH_DIRECTORY/release
+
+# crash_mid_execute REPO TASK: starts a run of TASK in REPO in the
+# background, waits until its execute agent works, and kill -9s baton (not
+# the agent). Leaves the id in REPO.id and the agent pid in REPO.agent.
+crash_mid_execute() {
+	local repo=$1 task=$2 id
+	cd "$repo" &&
+		bg_start "$TRASH_DIRECTORY/$repo.run" "$BATON" run "$task" &&
+		wait_for 'test -n "$(newest_run)"' &&
+		id=$(newest_run) &&
+		echo "$id" >"$TRASH_DIRECTORY/$repo.id" &&
+		wait_for_status "$id" executing &&
+		wait_for "\"\$BATON\" events $id --json | grep -q agent_started.*execute" &&
+		"$BATON" events "$id" --json |
+		jq -r "select(.type == \"agent_started\") | .data.pid" | tail -n 1 >"$TRASH_DIRECTORY/$repo.agent" &&
+			process_is_alive "$(cat "$TRASH_DIRECTORY/$repo.agent")" &&
+			kill -KILL "$(cat "$TRASH_DIRECTORY/$repo.run.pid")" &&
+			rc=$(bg_wait "$TRASH_DIRECTORY/$repo.run") &&
+			test "$rc" = 137
+}
+
+test_expect_success 'setup: kill -9 of baton run while the execute agent works' '
+	make_repo repo &&
+	baton_init_with_agent repo &&
+	crash_mid_execute repo "Survive a crash" &&
+	id=$(cat ../repo.id) &&
+	# the store still says the stage runs: nobody has noticed yet
+	test "$(run_status "$id")" = executing &&
+	test "$(run_field "$id" phase)" = running
+'
+
+test_expect_success 'status and show still work on the crashed run' '
+	cd repo &&
+	id=$(cat ../repo.id) &&
+	"$BATON" status >../status &&
+	test_grep "$id" ../status &&
+	"$BATON" show "$id" >/dev/null
+'
+
+test_expect_success 'baton resume recovers the run and carries it to merge_ready (exit 0)' '
+	cd repo &&
+	id=$(cat ../repo.id) &&
+	test_expect_code 0 "$BATON" resume "$id" >../resume.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready
+'
+
+test_expect_success 'the events show executing -> interrupted -> executing' '
+	cd repo &&
+	id=$(cat ../repo.id) &&
+	cat >../expect <<-\EOF &&
+	created
+	planning
+	planned
+	architecting
+	architected
+	executing
+	interrupted
+	executing
+	validating
+	reviewing
+	verifying
+	merge_ready
+	EOF
+	transitions "$id" >../actual &&
+	test_cmp ../expect ../actual
+'
+
+test_expect_success 'the orphan agent is gone' '
+	agent=$(cat repo.agent) &&
+	! process_is_alive "$agent"
+'
+
+test_expect_success 'the execute stage ran twice; the change is the second run only' '
+	cd repo &&
+	id=$(cat ../repo.id) &&
+	fake_calls "$id" execute >../calls &&
+	test_line_count = 2 ../calls &&
+	git show "baton/$id:feature.txt" >../feature &&
+	echo "feature line from $id (execute 2)" >../expect &&
+	test_cmp ../expect ../feature
+'
+
+test_expect_success 'the worktree is clean at the end' '
+	cd repo &&
+	id=$(cat ../repo.id) &&
+	git -C "$(run_field "$id" worktree)" status --porcelain >../dirty &&
+	test_line_count = 0 ../dirty
+'
+
+test_expect_success 'no event lost or duplicated: seqs strictly increase, events.jsonl agrees' '
+	cd repo &&
+	id=$(cat ../repo.id) &&
+	"$BATON" events "$id" --json >../events &&
+	jq -r .seq ../events >../seqs &&
+	sort -n -u ../seqs >../sorted &&
+	test_cmp ../sorted ../seqs &&
+	# and they are consecutive: nothing missing in between
+	seq 1 "$(wc -l <../seqs)" >../expect &&
+	test_cmp ../expect ../seqs &&
+	jq -c . ../events >../events.expect &&
+	jq -c . ".baton/runs/$id/events.jsonl" >../events.actual &&
+	test_cmp ../events.expect ../events.actual
+'
+
+test_expect_success 'the partial work of the killed stage is reset to the last checkpoint' '
+	make_repo repo2 &&
+	baton_init_with_agent repo2 &&
+	FAKE_SLOW_MARKER=partial.txt,README crash_mid_execute repo2 "Crash with partial work" &&
+	id=$(cat ../repo2.id) &&
+	wt=$(run_field "$id" worktree) &&
+	# the killed stage left a new file and an edit to a tracked one
+	test_path_is_file "$wt/partial.txt" &&
+	test_grep "partial work" "$wt/README" &&
+	FAKE_SLOW_MARKER=partial.txt,README \
+		test_expect_code 0 "$BATON" resume "$id" >../resume2.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	test_path_is_missing "$wt/partial.txt" &&
+	test_grep ! "partial work" "$wt/README" &&
+	git diff --name-only "main" "baton/$id" >../changed &&
+	echo feature.txt >../expect &&
+	test_cmp ../expect ../changed
+'
+
+test_expect_success 'what the killed agent left running in its group is killed by recovery' '
+	make_repo repo4 &&
+	baton_init_with_agent repo4 &&
+	FAKE_FAIL_MODE=hang crash_mid_execute repo4 "Crash under a hang" &&
+	id=$(cat ../repo4.id) &&
+	wait_for "test -s \"$FAKE_STATE/$id.grandchild.pid\"" &&
+	grandchild=$(cat "$FAKE_STATE/$id.grandchild.pid") &&
+	# (the agent itself may die with baton; its grandchild lives on)
+	process_is_alive "$grandchild" &&
+	test_expect_code 0 "$BATON" resume "$id" >../resume4.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	! process_is_alive "$grandchild"
+'
+
+test_expect_success 'a second resume while the first drives the run leaves it to the first' '
+	make_repo repo3 &&
+	baton_init_with_agent repo3 &&
+	crash_mid_execute repo3 "Two resumes" &&
+	id=$(cat ../repo3.id) &&
+	# this time the re-run works until released too
+	FAKE_FAIL_ATTEMPTS=2 FAKE_WAIT_FOR=$TRASH_DIRECTORY/release3 \
+		bg_start ../resume3 "$BATON" resume "$id" &&
+	wait_for "transitions $id | grep -q \"^interrupted\$\"" &&
+	wait_for_status "$id" executing &&
+	wait_for "test \"\$(fake_calls $id execute | wc -l)\" = 2" &&
+	"$BATON" resume "$id" >../resume-again.out 2>&1 &&
+	test_grep "carries on" ../resume-again.out &&
+	touch ../release3 &&
+	rc=$(bg_wait ../resume3) &&
+	test "$rc" = 0 &&
+	test "$(run_status "$id")" = merge_ready &&
+	transitions "$id" | grep -c "^interrupted$" >../n &&
+	echo 1 >../expect &&
+	test_cmp ../expect ../n &&
+	fake_calls "$id" execute >../calls &&
+	test_line_count = 2 ../calls
+'
+
+test_done
