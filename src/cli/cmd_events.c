@@ -1,11 +1,15 @@
 /*
  * baton events RUN: the run's events in order; --json prints one JSON
  * object per line; -f keeps following, printing new events as the run's
- * driver commits them, until the run is terminal.
+ * driver commits them, until the run is terminal. Following does not
+ * poll the store: the driver appends to the run's events.jsonl after
+ * every commit, and inotify wakes us when it does.
  */
 #include "util/compat.h"
 
 #include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/pipeline.h"
@@ -13,6 +17,24 @@
 #include "store/store.h"
 #include "util/err.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
+
+/* Waits until events.jsonl of the run changes (or 5 s pass, in case the
+ * file is replaced rather than appended to). */
+static void
+wait_for_change(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char drain[4096];
+
+	if (fd < 0) {
+		poll(NULL, 0, 200);
+		return;
+	}
+	if (poll(&pfd, 1, 5000) > 0)
+		while (read(fd, drain, sizeof(drain)) > 0)
+			;
+}
 
 struct events_ctx {
 	int json;
@@ -55,6 +77,7 @@ events_exec(struct cli *c, int argc, char **argv)
 	struct events_ctx ctx = { 0, 0 };
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
+	int watch = -1;
 
 	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
 	if (n != 1)
@@ -62,6 +85,20 @@ events_exec(struct cli *c, int argc, char **argv)
 	ctx.json = json;
 	if (store_run_get(c->store, argv[1], &r, &e))
 		goto fail;
+	if (follow && !status_is_terminal(r.status)) {
+		char *dir = workspace_run_dir(&c->ws, r.id);
+		char *path = xasprintf("%s/events.jsonl", dir);
+
+		/* Watch before the first read, so no append is missed. */
+		watch = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+		if (watch >= 0 &&
+		    inotify_add_watch(watch, path, IN_MODIFY) < 0) {
+			close(watch);
+			watch = -1;
+		}
+		free(path);
+		free(dir);
+	}
 	for (;;) {
 		if (store_event_list(c->store, r.id, ctx.last, NULL,
 				     print_event, &ctx, &e))
@@ -69,18 +106,19 @@ events_exec(struct cli *c, int argc, char **argv)
 		fflush(stdout);
 		if (!follow || status_is_terminal(r.status))
 			break;
-		/* Following reads the store again every 200 ms: the store
-		 * is shared with other processes and has no wake-up of its
-		 * own on SQLite; `baton serve` will stream instead. */
-		poll(NULL, 0, 200);
+		wait_for_change(watch);
 		run_release(&r);
 		if (store_run_get(c->store, argv[1], &r, &e))
 			goto fail;
 	}
+	if (watch >= 0)
+		close(watch);
 	run_release(&r);
 	return EXIT_OK;
 fail:
 	cli_error("%s", e.msg);
+	if (watch >= 0)
+		close(watch);
 	run_release(&r);
 	return EXIT_FAIL;
 }
