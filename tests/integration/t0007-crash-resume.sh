@@ -169,4 +169,26 @@ test_expect_success 'a second resume while the first drives the run leaves it to
 	test_line_count = 2 ../calls
 '
 
+test_expect_success 'SIGTERM (Ctrl-C) of baton run mid-stage: exit 130, run interrupted, agent stopped; resume finishes it' '
+	make_repo repo5 &&
+	baton_init_with_agent repo5 &&
+	cd repo5 &&
+	FAKE_WAIT_FOR=$TRASH_DIRECTORY/release5 \
+		bg_start ../term "$BATON" run "Stop politely" &&
+	wait_for "test -n \"\$(newest_run)\"" &&
+	id=$(newest_run) &&
+	wait_for_status "$id" executing &&
+	wait_for "\"\$BATON\" events $id --json | grep -q agent_started" &&
+	agent=$("$BATON" events "$id" --json |
+		jq -r "select(.type == \"agent_started\") | .data.pid" | tail -n 1) &&
+	kill -TERM "$(cat ../term.pid)" &&
+	rc=$(bg_wait ../term) &&
+	test "$rc" = 130 &&
+	test_grep "baton resume" ../term.out &&
+	test "$(run_status "$id")" = interrupted &&
+	! process_is_alive "$agent" &&
+	test_expect_code 0 "$BATON" resume "$id" >../resume5.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready
+'
+
 test_done
