@@ -558,8 +558,14 @@ step(struct drive *d, struct err *e)
 	}
 	if (!strcmp(d->r.status, ST_WAITING) ||
 	    !strcmp(d->r.status, ST_PAUSED)) {
+		int64_t before = d->r.version;
+
 		sleep_until_woken(d);
-		return engine__reload(d, e);
+		rc = engine__reload(d, e);
+		/* Another process moved it (approve, resume): say so. */
+		if (!rc && d->r.version != before)
+			note(d->en, ENGINE_NOTE_TRANSITION, &d->r);
+		return rc;
 	}
 	if (!strcmp(d->r.status, ST_INTERRUPTED))
 		return resume_interrupted(d, e);
