@@ -18,13 +18,13 @@
  */
 #include "util/compat.h"
 
-#include <ctype.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "core/config.h"
 #include "core/pipeline.h"
 #include "core/prompt.h"
+#include "core/verdict.h"
 #include "engine/engine.h"
 #include "engine/engine_int.h"
 #include "store/store.h"
@@ -50,12 +50,6 @@ static const char *const artifacts[KIND__COUNT][2] = {
 	[KIND_FIX] = { "finding-responses.md", NULL },
 	[KIND_VERIFY] = { "verification.json", "verification.md" },
 };
-
-/* The verdicts a review or verify stage may give. */
-static const char *const review_verdicts[] = { "APPROVED", "CHANGES_REQUESTED",
-					       "BLOCKED", NULL };
-static const char *const verify_verdicts[] = { "PASSED", "FAILED",
-					       "NEEDS_HUMAN", NULL };
 
 /* Reads a run-folder file into out; 0, or negative when absent/too big. */
 static int
@@ -200,148 +194,6 @@ render_prompt(struct drive *d, const struct stage *s, const char *steers,
 }
 
 /*
- * The verdict from a "PREFIX: VALUE" line in text: the last such line
- * wins, so an agent can think aloud before its answer. Markdown emphasis
- * around the line is tolerated. NULL when there is none.
- */
-static char *
-verdict_line(const char *text, const char *prefix)
-{
-	size_t plen = strlen(prefix);
-	const char *p = text, *found = NULL, *end;
-	struct buf v = BUF_INIT;
-
-	while (p && *p) {
-		const char *q = p;
-
-		while (*q == ' ' || *q == '\t' || *q == '*' || *q == '#')
-			q++;
-		if (!strncasecmp(q, prefix, plen) && q[plen] == ':')
-			found = q + plen + 1;
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	if (!found)
-		return NULL;
-	while (*found == ' ' || *found == '*' || *found == '`')
-		found++;
-	for (end = found; *end && (isalpha((unsigned char)*end) || *end == '_');
-	     end++)
-		buf_addch(&v, toupper((unsigned char)*end));
-	return buf_detach(&v, NULL);
-}
-
-static int
-in_set(const char *const *set, const char *s)
-{
-	for (; *set; set++)
-		if (!strcmp(*set, s))
-			return 1;
-	return 0;
-}
-
-struct verdict {
-	char *decision;
-	char *summary;
-	json_t *doc; /* the parsed JSON, when there was one */
-};
-
-static void
-verdict_release(struct verdict *v)
-{
-	free(v->decision);
-	free(v->summary);
-	json_decref(v->doc);
-}
-
-/*
- * Checks a review.json / verification.json document. On a contract
- * breach, *why gets what was wrong (caller frees) and 0 is returned with
- * v->decision NULL.
- */
-static void
-check_verdict_json(const char *file, const char *text,
-		   const char *const *verdicts, int findings,
-		   struct verdict *v, char **why)
-{
-	json_error_t jerr;
-	json_t *doc = json_loads(text, 0, &jerr), *f;
-	const char *decision;
-	size_t i;
-
-	if (!doc) {
-		*why = xasprintf("%s is not valid JSON: line %d, column %d: %s",
-				 file, jerr.line, jerr.column, jerr.text);
-		return;
-	}
-	if (!json_is_object(doc)) {
-		*why = xasprintf("%s must be a JSON object", file);
-		goto bad;
-	}
-	decision = json_get_str(doc, "decision");
-	if (!decision || !in_set(verdicts, decision)) {
-		*why = xasprintf("%s: \"decision\" must be one of %s%s%s%s%s, "
-				 "got %s",
-				 file, verdicts[0], ", ", verdicts[1], " or ",
-				 verdicts[2],
-				 decision ? decision : "nothing");
-		goto bad;
-	}
-	if (json_object_get(doc, "summary") &&
-	    !json_is_string(json_object_get(doc, "summary"))) {
-		*why = xasprintf("%s: \"summary\" must be a string", file);
-		goto bad;
-	}
-	f = json_object_get(doc, "findings");
-	if (findings && f && !json_is_array(f)) {
-		*why = xasprintf("%s: \"findings\" must be a list", file);
-		goto bad;
-	}
-	for (i = 0; findings && f && i < json_array_size(f); i++)
-		if (!json_is_object(json_array_get(f, i))) {
-			*why = xasprintf("%s: findings[%zu] must be an object",
-					 file, i);
-			goto bad;
-		}
-	v->decision = xstrdup(decision);
-	v->summary = xstrdup_or_null(json_get_str(doc, "summary"));
-	v->doc = doc;
-	return;
-bad:
-	json_decref(doc);
-}
-
-/* A readable review.md from review.json, when the agent wrote none. */
-static void
-review_markdown(const struct verdict *v, const char *title, struct buf *md)
-{
-	json_t *f = v->doc ? json_object_get(v->doc, "findings") : NULL;
-	size_t i;
-
-	buf_addf(md, "# %s\n\nDecision: **%s**\n\n", title, v->decision);
-	if (v->summary)
-		buf_addf(md, "%s\n\n", v->summary);
-	for (i = 0; f && i < json_array_size(f); i++) {
-		json_t *x = json_array_get(f, i);
-		const char *sev = json_get_str(x, "severity");
-		const char *file = json_get_str(x, "file");
-		const char *msg = json_get_str(x, "message");
-		json_t *line = json_object_get(x, "line");
-
-		if (!i)
-			buf_adds(md, "## Findings\n\n");
-		buf_addf(md, "- [%s] %s", sev ? sev : "note",
-			 file ? file : "(general)");
-		if (json_is_integer(line))
-			buf_addf(md, ":%lld", (long long)json_integer_value(line));
-		buf_addf(md, ": %s\n", msg ? msg : json_get_str(x, "title") ?
-							 json_get_str(x, "title") :
-							 "(no message)");
-	}
-}
-
-/*
  * Reads the verdict of a review or verify stage: the JSON file first; a
  * "DECISION:" / "VERIFICATION:" line in the final text as the fallback.
  * Returns 0 with v filled, or BATON_ECONTRACT with what was wrong in e.
@@ -350,44 +202,42 @@ static int
 read_verdict(struct drive *d, const struct stage *s, const char *text,
 	     struct verdict *v, struct err *e)
 {
-	int review = s->kind == KIND_REVIEW;
+	enum verdict_kind k =
+		s->kind == KIND_REVIEW ? VERDICT_REVIEW : VERDICT_VERIFY;
+	const char *const *ds = verdict_decisions(k);
 	const char *file = artifacts[s->kind][0];
-	const char *const *verdicts = review ? review_verdicts : verify_verdicts;
-	const char *prefix = review ? "DECISION" : "VERIFICATION";
+	const char *prefix = verdict_line_prefix(k);
+	struct err why = ERR_INIT;
 	struct buf json = BUF_INIT;
-	char *why = NULL, *line = NULL;
-	int rc = 0;
+	char *line = NULL;
+	int rc = 0, had_json;
 
-	if (read_artifact(d, file, &json) == 0) {
-		check_verdict_json(file, json.ptr, verdicts, review, v, &why);
-		if (v->decision)
-			goto out;
-	}
-	line = verdict_line(text, prefix);
-	if (line && in_set(verdicts, line)) {
+	had_json = read_artifact(d, file, &json) == 0;
+	if (had_json && verdict_parse_json(k, file, json.ptr, v, &why) == 0)
+		goto out;
+	line = verdict_line(k, text);
+	if (line && verdict_is_decision(k, line)) {
 		v->decision = line;
 		line = NULL;
-		if (why)
+		if (had_json)
 			engine__note(d, "contract_warning",
 				     json_pack("{s:s, s:s}", "stage", s->name,
-					       "error", why),
+					       "error", why.msg),
 				     NULL);
 		goto out;
 	}
-	if (why)
-		rc = err_set(e, BATON_ECONTRACT, "%s", why);
+	if (had_json)
+		rc = err_set(e, BATON_ECONTRACT, "%s", why.msg);
 	else if (line)
 		rc = err_set(e, BATON_ECONTRACT,
 			     "'%s: %s' is not a verdict (expected %s, %s or %s)",
-			     prefix, line, verdicts[0], verdicts[1],
-			     verdicts[2]);
+			     prefix, line, ds[0], ds[1], ds[2]);
 	else
 		rc = err_set(e, BATON_ECONTRACT,
 			     "no %s in the run folder and no '%s: ...' line "
 			     "in the agent's output",
 			     file, prefix);
 out:
-	free(why);
 	free(line);
 	buf_release(&json);
 	return rc;
@@ -474,7 +324,7 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 		    !md.len) {
 			buf_reset(&md);
 			if (v.doc)
-				review_markdown(&v, s->kind == KIND_REVIEW ?
+				verdict_markdown(&v, s->kind == KIND_REVIEW ?
 							    "Review" :
 							    "Verification",
 						&md);
