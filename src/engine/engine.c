@@ -213,7 +213,6 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	if (status_is_terminal(to)) {
 		next.ended_at = now;
 		next.agent_pid = 0;
-		next.pause_requested = 0;
 	}
 	if (strcmp(to, ST_PAUSED))
 		run_set(&next.paused_at_status, NULL);
@@ -232,8 +231,9 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	}
 	run_release(r);
 	*r = next;
-	/* A pause asked for too late to take effect dies with the run. */
-	if (status_is_terminal(to) && r->pause_requested &&
+	/* A pause asked for too late to take effect dies with the run. The
+	 * flag is not versioned, so our copy may not show it: clear it. */
+	if (status_is_terminal(to) &&
 	    !store_run_request(en->store, r->id, "pause_requested", 0, NULL,
 			       NULL))
 		r->pause_requested = 0;

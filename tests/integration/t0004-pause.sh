@@ -162,4 +162,25 @@ test_expect_success 'a pause requested at a gate takes effect at the boundary af
 	test_grep "^paused -> reviewing$" ../pairs
 '
 
+test_expect_success 'a pause asked for during the last stage is dropped when the run ends' '
+	make_repo late &&
+	baton_init_with_agent late &&
+	cd late &&
+	FAKE_FAIL_STAGE=verify FAKE_WAIT_FOR=$TRASH_DIRECTORY/late.release \
+		bg_start ../late "$BATON" run "Pause too late" &&
+	wait_for "test -n \"\$(newest_run)\"" &&
+	id=$(newest_run) &&
+	wait_for_status "$id" verifying &&
+	wait_for "\"\$BATON\" events $id --json | grep -q \"agent_started.*-verify-\"" &&
+	"$BATON" pause "$id" >/dev/null &&
+	test "$(run_field "$id" pause_requested)" = true &&
+	touch ../late.release &&
+	rc=$(bg_wait ../late) &&
+	test "$rc" = 0 &&
+	test "$(run_status "$id")" = merge_ready &&
+	test "$(run_field "$id" pause_requested)" = false &&
+	"$BATON" status >../status &&
+	! grep -q pausing ../status
+'
+
 test_done
