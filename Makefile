@@ -7,6 +7,15 @@
 #   make hdrcheck   every header compiles on its own
 #   make format-check
 #   make bench      benchmarks under bench/ (figures, never asserted)
+#   make fuzz       libFuzzer targets tests/fuzz/fuzz_*.c, built with clang
+#                   and ASan+UBSan into build-fuzz/fuzz/
+#   make fuzz-run FUZZ_SECONDS=60
+#                   runs each target that long on a copy of its corpus;
+#                   new inputs go to build-fuzz/corpus/, crashes to
+#                   build-fuzz/crash-*
+#
+# make test also replays tests/fuzz/corpus/<target>/ through every target
+# under gcc (build/tests/t_fuzz_<target>).
 #
 # Dependencies come from pkg-config: sqlite3, yaml-0.1, jansson.
 
@@ -43,7 +52,21 @@ SQL      := $(sort $(wildcard src/store/sql/*.sql))
 PIPES    := $(sort $(wildcard src/core/pipelines/*.yaml))
 TMPLS    := $(sort $(wildcard src/core/prompts/*.md))
 
-.PHONY: all test check asan lint hdrcheck format format-check bench clean
+FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_NAMES  := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
+FUZZ_REPLAY := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(BUILD)/tests/t_fuzz_%)
+FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(BUILD)/fuzz/fuzz_%)
+FUZZ_SECONDS ?= 60
+# clang for make fuzz; the library is built again with it in build-fuzz/
+FUZZ_CC     ?= clang
+FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=all \
+               -fno-omit-frame-pointer
+# what clang warns about beyond gcc and is no bug: vsnprintf on the format
+# of a va_list function (buf_vaddf)
+FUZZ_WNO     = -Wno-format-nonliteral
+
+.PHONY: all test check asan lint hdrcheck format format-check bench clean \
+	fuzz fuzz-bins fuzz-run
 
 all: $(BIN)
 
@@ -78,9 +101,25 @@ $(BUILD)/tests/t_%: tests/unit/t_%.c $(TESTLIB) $(LIB)
 	@echo "  LINK    $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -Itests/lib -o $@ $< $(TESTLIB) $(LIB) $(LDLIBS)
 
+# A fuzz target linked with replay.c instead of libFuzzer: it runs every
+# file of tests/fuzz/corpus/<target>/ once, as a unit test binary.
+$(FUZZ_REPLAY): $(BUILD)/tests/t_fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o \
+		tests/fuzz/replay.c $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -DFUZZ_TARGET='"$*"' \
+		-DCORPUS_DIR='"$(abspath tests/fuzz/corpus)"' -o $@ \
+		tests/fuzz/replay.c $< $(LIB) $(LDLIBS)
+
+# The libFuzzer binaries; make fuzz builds them with BUILD=build-fuzz.
+$(FUZZ_BIN): $(BUILD)/fuzz/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+
 units: $(UNIT_BIN)
 
-test check: $(BIN) $(UNIT_BIN)
+test check: $(BIN) $(UNIT_BIN) $(FUZZ_REPLAY)
 	BATON_BIN=$(abspath $(BIN)) UNIT_DIR=$(abspath $(BUILD)/tests) \
 		sh tests/run.sh
 
@@ -88,6 +127,27 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/baton \
 		OPT="-O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" test
+
+fuzz-bins: $(FUZZ_BIN)
+
+fuzz:
+	$(MAKE) BUILD=build-fuzz CC=$(FUZZ_CC) \
+		OPT="-O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+		WARN="$(WARN) $(FUZZ_WNO)" \
+		LDFLAGS="$(FUZZ_SAN)" fuzz-bins
+
+# Seeds are copied so that libFuzzer adds its finds to build-fuzz/corpus/
+# and never to the repository; a crash stops the run with its input saved.
+fuzz-run: fuzz
+	@set -e; for t in $(FUZZ_NAMES); do \
+		mkdir -p build-fuzz/corpus/$$t; \
+		cp tests/fuzz/corpus/$$t/* build-fuzz/corpus/$$t/; \
+		echo "== fuzz_$$t for $(FUZZ_SECONDS)s"; \
+		build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+			-print_final_stats=1 \
+			-artifact_prefix=build-fuzz/crash-$$t- \
+			build-fuzz/corpus/$$t; \
+	done
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
@@ -111,6 +171,6 @@ bench: $(BIN)
 	BATON_BIN=$(abspath $(BIN)) sh bench/run.sh
 
 clean:
-	rm -rf build build-asan $(BIN)
+	rm -rf build build-asan build-fuzz $(BIN)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

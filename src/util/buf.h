@@ -33,7 +33,8 @@ int buf_adds(struct buf *b, const char *s);
 int buf_addch(struct buf *b, int c);
 int buf_addf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-int buf_vaddf(struct buf *b, const char *fmt, va_list ap);
+int buf_vaddf(struct buf *b, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 
 /*
  * Appends, keeping only the last b->max bytes: the bounded tail of a
