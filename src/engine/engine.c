@@ -283,7 +283,7 @@ engine__reload(struct drive *d, struct err *e)
 	return 0;
 }
 
-/* Sets a field in a copy of d->r via fn, then a transition to `to`. */
+/* Records why the run ends (reason may be NULL), then moves it to `to`. */
 static int
 set_reason_and_move(struct drive *d, const char *to, const char *reason,
 		    struct err *e)
@@ -319,8 +319,6 @@ refresh_requests(struct drive *d, struct err *e)
 	return 0;
 }
 
-static int abort_now(struct drive *d, struct err *e);
-
 static int
 cross(struct drive *d, const struct stage *x, const struct stage *back,
       int loop, struct err *e)
@@ -332,7 +330,7 @@ cross(struct drive *d, const struct stage *x, const struct stage *back,
 	if (rc)
 		return rc;
 	if (d->r.abort_requested)
-		return abort_now(d, e);
+		return engine__abort(d, e);
 	if (loop)
 		d->r.review_loops++;
 	if (config_requires_approval(cfg, x->status, x->name)) {
@@ -530,9 +528,8 @@ make_worktree(struct drive *d, struct err *e)
 	return rc;
 }
 
-/* Kills nothing (no agent runs between stages) and ends the run aborted. */
-static int
-abort_now(struct drive *d, struct err *e)
+int
+engine__abort(struct drive *d, struct err *e)
 {
 	return set_reason_and_move(d, ST_ABORTED, "aborted on request", e);
 }
@@ -547,7 +544,7 @@ step(struct drive *d, struct err *e)
 	int rc;
 
 	if (d->r.abort_requested)
-		return abort_now(d, e);
+		return engine__abort(d, e);
 	if (!strcmp(d->r.status, ST_CREATED)) {
 		if (!d->r.worktree) {
 			rc = make_worktree(d, e);

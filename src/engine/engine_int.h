@@ -42,6 +42,8 @@ int engine__run_stage(struct drive *d, const struct stage *s,
 /* engine.c: transition with a data object (consumed; may be NULL). */
 int engine__move(struct drive *d, const char *to, json_t *data,
 		 struct err *e);
+/* Ends the run aborted on a person's request (no agent is running). */
+int engine__abort(struct drive *d, struct err *e);
 /* Writes d->r with an event of type (data consumed; may be NULL). */
 int engine__note(struct drive *d, const char *type, json_t *data,
 		 struct err *e);

@@ -51,19 +51,6 @@ event_json(const struct event *ev)
 }
 
 /* Appends one line per event to a buffer; the list callback. */
-static int
-append_event(const struct event *ev, void *arg)
-{
-	json_t *o = event_json(ev);
-	char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-
-	buf_adds(arg, line);
-	buf_addch(arg, '\n');
-	free(line);
-	json_decref(o);
-	return 0;
-}
-
 char *
 engine_event_line(const struct event *ev)
 {
@@ -72,6 +59,18 @@ engine_event_line(const struct event *ev)
 
 	json_decref(o);
 	return line;
+}
+
+/* Appends one line per event to a buffer; the list callback. */
+static int
+append_event(const struct event *ev, void *arg)
+{
+	char *line = engine_event_line(ev);
+
+	buf_adds(arg, line);
+	buf_addch(arg, '\n');
+	free(line);
+	return 0;
 }
 
 /*
@@ -140,10 +139,13 @@ engine_mirror_events(struct engine *en, const char *run_id, struct err *e)
 			      append_event, &lines, e);
 	if (rc || !lines.len)
 		goto out;
-	if (lseek(fd, 0, SEEK_END) < 0 ||
-	    write(fd, lines.ptr, lines.len) != (ssize_t)lines.len)
-		rc = err_set(e, -EIO, "cannot append to '%s': %s", path,
-			     strerror(errno));
+	if (lseek(fd, 0, SEEK_END) < 0)
+		rc = -errno;
+	else
+		rc = fs_write_all(fd, lines.ptr, lines.len);
+	if (rc)
+		err_set(e, rc, "cannot append to '%s': %s", path,
+			strerror(-rc));
 out:
 	if (fd >= 0)
 		close(fd);

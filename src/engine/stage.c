@@ -653,13 +653,8 @@ stopped(struct drive *d, struct err *e)
 
 	if (rc)
 		return rc;
-	if (d->r.abort_requested) {
-		run_set(&d->r.reason, "aborted on request");
-		return engine__move(d, ST_ABORTED,
-				    json_pack("{s:s}", "reason",
-					      "aborted on request"),
-				    e);
-	}
+	if (d->r.abort_requested)
+		return engine__abort(d, e);
 	return engine__move(d, ST_INTERRUPTED,
 			    json_pack("{s:s, s:s}", "stage", d->r.stage,
 				      "cause", "driver stopped by signal"),

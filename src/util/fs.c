@@ -13,9 +13,11 @@
 #include "util/fs.h"
 #include "util/xalloc.h"
 
-static int
-write_all(int fd, const char *p, size_t len)
+int
+fs_write_all(int fd, const void *data, size_t len)
 {
+	const char *p = data;
+
 	while (len) {
 		ssize_t n = write(fd, p, len);
 
@@ -55,7 +57,7 @@ fs_write_atomic(const char *path, const void *data, size_t len, struct err *e)
 			     strerror(errno));
 		goto out;
 	}
-	rc = write_all(fd, data, len);
+	rc = fs_write_all(fd, data, len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)

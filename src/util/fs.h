@@ -18,6 +18,11 @@ struct err;
 int fs_write_atomic(const char *path, const void *data, size_t len,
 		    struct err *e);
 /*
+ * Writes all len bytes to fd, retrying short writes and EINTR. Returns 0
+ * or -errno. Only calls write(2), so a forked child may use it.
+ */
+int fs_write_all(int fd, const void *data, size_t len);
+/*
  * Appends the contents of path to out. A file larger than max bytes
  * (0: no limit) is refused with -EFBIG. Missing file: -ENOENT.
  */

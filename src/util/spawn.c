@@ -45,6 +45,7 @@
 
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/fs.h"
 #include "util/limits.h"
 #include "util/spawn.h"
 #include "util/strvec.h"
@@ -238,24 +239,6 @@ sigchld_pipe_open(void)
 		close_fd(&sigchld_pipe[1]);
 	}
 	return rc;
-}
-
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* Length of the name in "K=V" (or all of "K", which means unset K). */
@@ -533,7 +516,7 @@ stream_put(struct stream *s, const char *p, size_t n)
 	int rc;
 
 	if (s->file >= 0) {
-		rc = write_all(s->file, p, n);
+		rc = fs_write_all(s->file, p, n);
 		if (rc < 0) {
 			log_warn("cannot write '%s': %s; the rest of the "
 				 "output is not kept there",

@@ -31,8 +31,8 @@ log_header(const char *log_path, const char *cmd)
 	if (fd < 0)
 		return;
 	buf_addf(&line, "\n$ %s\n", cmd);
-	if (write(fd, line.ptr, line.len) < 0)
-		line.len = 0; /* the log is best effort; the JSON is the record */
+	/* The log is best effort; validation.json is the record. */
+	fs_write_all(fd, line.ptr, line.len);
 	close(fd);
 	buf_release(&line);
 }
