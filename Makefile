@@ -17,12 +17,12 @@
 # make test also replays tests/fuzz/corpus/<target>/ through every target
 # under gcc (build/tests/t_fuzz_<target>).
 #
-# Dependencies come from pkg-config: sqlite3, yaml-0.1, jansson.
+# Dependencies come from pkg-config: sqlite3, yaml-0.1, jansson, libcurl.
 
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= baton
-PKGS     = sqlite3 yaml-0.1 jansson
+PKGS     = sqlite3 yaml-0.1 jansson libcurl
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
@@ -117,10 +117,19 @@ $(FUZZ_BIN): $(BUILD)/fuzz/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB)
 	@echo "  LINK    $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
 
+# The mock model server the agent tests talk to (tests/mock/).
+MOCK     := $(BUILD)/tests/mockllm
+
+$(MOCK): tests/mock/mockllm.c
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
+
 units: $(UNIT_BIN)
 
-test check: $(BIN) $(UNIT_BIN) $(FUZZ_REPLAY)
+test check: $(BIN) $(UNIT_BIN) $(FUZZ_REPLAY) $(MOCK)
 	BATON_BIN=$(abspath $(BIN)) UNIT_DIR=$(abspath $(BUILD)/tests) \
+		MOCKLLM=$(abspath $(MOCK)) \
 		sh tests/run.sh
 
 asan:

@@ -27,7 +27,7 @@ BATON_BIN=${BATON_BIN:-$root/baton}
 N=${BENCH_N:-2000}
 RUNS=${BENCH_RUNS:-10000}
 tmpbase=${BENCH_TMPDIR:-${TMPDIR:-/tmp}}
-PKGS="sqlite3 yaml-0.1 jansson"
+PKGS="sqlite3 yaml-0.1 jansson libcurl"
 BENCH_STORE=$root/build/bench/bench_store
 
 die() {
@@ -129,6 +129,12 @@ section "baton status with $RUNS runs"
 BATON_BIN=$BATON_BIN BENCH_STORE=$BENCH_STORE BENCH_RUNS=$RUNS \
 	BENCH_TMPDIR=$tmpbase sh bench/bench_status.sh >"$part" 2>&1 ||
 	{ cat "$part" >>"$out"; die "bench_status.sh failed: see $out"; }
+cat "$part" >>"$out"
+
+echo "bench: orchestration overhead per run ..." >&2
+section "orchestration overhead: baton run with an instant agent"
+BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_overhead.sh \
+	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_overhead.sh failed: see $out"; }
 cat "$part" >>"$out"
 
 cat "$out"

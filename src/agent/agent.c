@@ -1,5 +1,6 @@
 /*
- * The provider registry: maps a provider's type to its adapter.
+ * The provider registry: maps a provider's type to its adapter, and the
+ * parts every adapter shares.
  */
 #include "util/compat.h"
 
@@ -9,16 +10,20 @@
 #include "util/err.h"
 
 static const struct agent_adapter *const adapters[] = {
-	&agent_command_adapter,
+	&agent_claude_adapter, &agent_codex_adapter,  &agent_gemini_adapter,
+	&agent_qwen_adapter,   &agent_opencode_adapter, &agent_aider_adapter,
+	&agent_openai_adapter, &agent_anthropic_adapter, &agent_command_adapter,
 };
+
+static const struct agent_info *infos[ARRAY_SIZE(adapters)];
 
 static const struct agent_adapter *
 find(const char *type)
 {
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(adapters); i++)
-		if (!strcmp(adapters[i]->type, type))
+	for (i = 0; type && i < ARRAY_SIZE(adapters); i++)
+		if (!strcmp(adapters[i]->info.type, type))
 			return adapters[i];
 	return NULL;
 }
@@ -27,6 +32,25 @@ int
 agent_type_known(const char *type)
 {
 	return find(type) != NULL;
+}
+
+const struct agent_info *
+agent_info(const char *type)
+{
+	const struct agent_adapter *a = find(type);
+
+	return a ? &a->info : NULL;
+}
+
+const struct agent_info *const *
+agent_infos(size_t *n)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(adapters); i++)
+		infos[i] = &adapters[i]->info;
+	*n = ARRAY_SIZE(adapters);
+	return infos;
 }
 
 int
@@ -43,9 +67,20 @@ agent_run(const struct agent_request *req, struct agent_result *r,
 }
 
 void
+agent_parse_stream(const char *type, const char *out, size_t len,
+		   struct agent_result *r)
+{
+	const struct agent_adapter *a = find(type);
+
+	if (a && a->parse)
+		a->parse(out, len, r);
+}
+
+void
 agent_result_release(struct agent_result *r)
 {
 	buf_release(&r->text);
+	buf_release(&r->message);
 	buf_release(&r->err_tail);
 }
 
@@ -59,4 +94,22 @@ agent_outcome_name(enum agent_outcome o)
 	};
 
 	return names[o];
+}
+
+const char *
+agent_failure_name(enum agent_failure f)
+{
+	static const char *const names[] = {
+		[AGENT_FAIL_NONE] = "none",
+		[AGENT_FAIL_QUOTA] = "quota",
+		[AGENT_FAIL_UNAVAILABLE] = "unavailable",
+		[AGENT_FAIL_AUTH] = "auth",
+		[AGENT_FAIL_MISSING] = "missing",
+		[AGENT_FAIL_TIMEOUT] = "timeout",
+		[AGENT_FAIL_CRASH] = "crash",
+		[AGENT_FAIL_BAD_OUTPUT] = "bad_output",
+		[AGENT_FAIL_LIMIT] = "limit",
+	};
+
+	return names[f];
 }

@@ -1,10 +1,21 @@
 /*
  * Providers: one interface to start an agent on a prompt in a working
- * directory, stream its output to the run folder, enforce a timeout, and
- * return how it ended, its final text, usage and cost (DESIGN.md section 5).
- * Adapters are registered in one table by provider type; this issue ships
- * `command` (any program: prompt on stdin and in BATON_PROMPT_FILE, final
- * text on stdout).
+ * directory, record its output in the run folder, enforce a timeout, and
+ * return how it ended, its final text, usage, cost and, when it failed,
+ * why (DESIGN.md section 5, docs/agents.md).
+ *
+ * Adapters are registered in one table by provider type:
+ *
+ *   command      any program: prompt on stdin and in BATON_PROMPT_FILE,
+ *                final text on stdout
+ *   claude-code  claude -p --output-format stream-json   (cli.c)
+ *   codex        codex exec --json                        (cli.c)
+ *   gemini       gemini -p --output-format stream-json    (cli.c)
+ *   qwen         qwen -p --output-format stream-json      (cli.c)
+ *   opencode     opencode run --format json               (cli.c)
+ *   aider        aider --message, plain text              (cli.c)
+ *   openai       baton's own tool loop, Chat Completions  (http.c)
+ *   anthropic    baton's own tool loop, Messages          (http.c)
  */
 #ifndef BATON_AGENT_AGENT_H
 #define BATON_AGENT_AGENT_H
@@ -16,15 +27,37 @@
 
 struct config_provider;
 struct err;
+struct sandbox;
 struct strvec;
 
-/* How a call ended. */
+/* How a call ended, as a process. */
 enum agent_outcome {
 	AGENT_OK,	/* exit 0 */
 	AGENT_EXIT,	/* exited nonzero */
 	AGENT_CRASHED,	/* killed by a signal it did not ask for */
 	AGENT_TIMEOUT,	/* ran out of time; its group was killed */
-	AGENT_STOPPED,	/* stopped on request (abort) */
+	AGENT_STOPPED,	/* stopped on request (abort, signal) */
+};
+
+/*
+ * Why a call failed, read from the exit status AND the agent's own
+ * report (exit codes lie: qwen exits 0 after an API error). The engine
+ * acts on the class: quota and unavailable wait and retry the stage,
+ * auth and missing block the run with the fix in the message, the rest
+ * fail or block it.
+ */
+enum agent_failure {
+	AGENT_FAIL_NONE,
+	AGENT_FAIL_QUOTA,	/* rate limit or usage quota (HTTP 429);
+				   reset_at_ms when the agent said when */
+	AGENT_FAIL_UNAVAILABLE, /* the model API failed (5xx, overloaded)
+				   after the agent's own retries */
+	AGENT_FAIL_AUTH,	/* credentials missing or refused (401/403) */
+	AGENT_FAIL_MISSING,	/* the program is not installed */
+	AGENT_FAIL_TIMEOUT,	/* ran past timeout_seconds */
+	AGENT_FAIL_CRASH,	/* died or exited nonzero, no known cause */
+	AGENT_FAIL_BAD_OUTPUT,	/* ran, but said nothing baton can read */
+	AGENT_FAIL_LIMIT,	/* hit max steps / max tokens / max turns */
 };
 
 struct agent_request {
@@ -33,8 +66,16 @@ struct agent_request {
 	const char *prompt;	  /* the full prompt text */
 	const char *prompt_file;  /* where the prompt was saved */
 	const struct strvec *env; /* BATON_* variables for the agent */
-	const char *out_path;	  /* raw stdout goes here */
-	const char *err_path;	  /* raw stderr goes here */
+	const char *out_path;	  /* raw stdout (or the HTTP transcript) */
+	const char *err_path;	  /* raw stderr */
+	/*
+	 * A directory the agent may own: a CLI with a private home keeps
+	 * its config there; baton's own agent records every HTTP request
+	 * and response there (NNN-request.json, NNN-response.json). Created
+	 * on demand. NULL: none.
+	 */
+	const char *home;
+	const struct sandbox *sandbox; /* NULL or off: no sandbox */
 	int wake_fd, tick_ms;	  /* see spawn_opts */
 	spawn_event_cb *on_event;
 	void *arg;
@@ -42,30 +83,82 @@ struct agent_request {
 
 struct agent_result {
 	enum agent_outcome outcome;
+	enum agent_failure failure;
 	int status;	      /* exit code or 128+signal */
 	int signal;	      /* the signal that killed it, or 0 */
+	int http_status;      /* API status the agent reported failing, or 0 */
+	int64_t reset_at_ms;  /* quota: when it resets (epoch ms); 0: unknown */
+	char session_id[128]; /* the agent's session/thread id, or "" */
 	struct buf text;      /* the agent's final text (bounded) */
+	struct buf message;   /* on failure: what went wrong, one line */
 	struct buf err_tail;  /* end of stderr, for messages */
 	uint64_t out_bytes;
 	int64_t duration_ms;
 	int64_t tokens_in, tokens_out;
-	double cost_usd;
+	double cost_usd;      /* reported by the agent, else from pricing */
+	int cost_known;	      /* cost_usd came from the agent or pricing */
+	int steps;	      /* turns / tool-loop steps, when known */
 };
 
-#define AGENT_RESULT_INIT { .text = BUF_INIT, .err_tail = BUF_INIT }
+#define AGENT_RESULT_INIT                                                      \
+	{ .text = BUF_INIT, .message = BUF_INIT, .err_tail = BUF_INIT }
 
 /*
- * Runs the provider on the request. Returns 0 when the agent ran (read
- * r->outcome), or a negative code when it could not be started, e.g. a
- * missing program or an unknown provider type. r is always filled and
- * must be released.
+ * Runs the provider on the request. Returns 0 when the call was made
+ * (read r->outcome and r->failure; a program that is not installed is
+ * r->failure == AGENT_FAIL_MISSING, not an error), or a negative code when
+ * baton itself could not do its part (unknown type, a disk error). r is
+ * always filled and must be released.
  */
 int agent_run(const struct agent_request *req, struct agent_result *r,
 	      struct err *e);
 void agent_result_release(struct agent_result *r);
 const char *agent_outcome_name(enum agent_outcome o);
+const char *agent_failure_name(enum agent_failure f);
+
+/*
+ * Fills r->failure (and message, reset_at_ms) from what the adapter
+ * already read: outcome, http_status, message and err_tail. Adapters call
+ * it last; it keeps a class an adapter set itself.
+ */
+void agent_classify(struct agent_result *r);
+
+/*
+ * Reads a quota reset time out of an error message: "try again in 2
+ * hours 5 minutes", "retry after 30 seconds", "resets at
+ * 2026-11-21T15:00:00Z", "Claude AI usage limit reached|1735689600".
+ * Returns epoch ms, or 0 when the text names none. now_ms anchors
+ * relative times.
+ */
+int64_t agent_parse_reset(const char *text, int64_t now_ms);
+
+/*
+ * Turns a CLI's captured stdout (the whole stream) into r: final text,
+ * session id, usage, cost, reported errors. type is the provider type.
+ * For tests and for `baton doctor`; adapters use it after the call.
+ */
+void agent_parse_stream(const char *type, const char *out, size_t len,
+			struct agent_result *r);
+
+/* What baton knows about an agent type, for doctor and messages. */
+struct agent_info {
+	const char *type;
+	const char *program;	  /* default program name, or NULL (HTTP) */
+	const char *install_hint; /* how to install it */
+	const char *auth_hint;	  /* what to set when auth fails */
+	int is_cli;
+};
+
+/*
+ * The absolute path of program: itself when it holds a '/', else the
+ * first executable match on PATH. NULL when there is none. Caller frees.
+ */
+char *agent_which(const char *program);
 
 /* The adapter table (agent_int.h has the entry type). */
 int agent_type_known(const char *type);
+const struct agent_info *agent_info(const char *type);
+/* The known types in table order; *n is set to their number. */
+const struct agent_info *const *agent_infos(size_t *n);
 
 #endif

@@ -1,19 +1,30 @@
 /*
- * Shared between agent.c and the adapters: the table entry type.
+ * Shared between agent.c and the adapters: the table entry type and the
+ * adapters themselves.
  */
 #ifndef BATON_AGENT_AGENT_INT_H
 #define BATON_AGENT_AGENT_INT_H
 
-struct agent_request;
-struct agent_result;
-struct err;
+#include <stddef.h>
+
+#include "agent/agent.h"
 
 struct agent_adapter {
-	const char *type;
+	struct agent_info info;
 	int (*run)(const struct agent_request *req, struct agent_result *r,
 		   struct err *e);
+	/* Reads a CLI's whole stdout stream into r; NULL for the others. */
+	void (*parse)(const char *out, size_t len, struct agent_result *r);
 };
 
 extern const struct agent_adapter agent_command_adapter;
+extern const struct agent_adapter agent_claude_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_codex_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_gemini_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_qwen_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_opencode_adapter; /* cli.c */
+extern const struct agent_adapter agent_aider_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_openai_adapter;	  /* http.c */
+extern const struct agent_adapter agent_anthropic_adapter; /* http.c */
 
 #endif

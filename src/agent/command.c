@@ -58,10 +58,19 @@ command_run(const struct agent_request *req, struct agent_result *r,
 	res.err = (struct buf)BUF_INIT;
 	spawn_result_release(&res);
 	spawn_opts_release(&o);
+	if (rc == 0)
+		agent_classify(r);
 	return rc;
 }
 
 const struct agent_adapter agent_command_adapter = {
-	.type = "command",
+	.info = {
+		.type = "command",
+		.program = NULL,
+		.install_hint = "set providers.NAME.command to the program "
+				"and its arguments",
+		.auth_hint = NULL,
+		.is_cli = 1,
+	},
 	.run = command_run,
 };

@@ -39,6 +39,7 @@ struct cli {
 	struct engine en;
 	int have_cfg;
 	int json;
+	struct strvec roles; /* --role ROLE=PROVIDER[,PROVIDER] flags */
 };
 
 struct cmd {
@@ -46,6 +47,7 @@ struct cmd {
 	const char *usage;   /* "run [--pipeline NAME] TASK" */
 	const char *summary; /* one line for --help */
 	int needs;
+	int takes_roles; /* accepts --role ROLE=PROVIDER (a config layer) */
 	int (*exec)(struct cli *c, int argc, char **argv);
 };
 
@@ -91,6 +93,6 @@ struct json_t *cli_run_json(const struct run *r);
 /* Commands, one per file. */
 extern const struct cmd cmd_init, cmd_run, cmd_status, cmd_show, cmd_events,
 	cmd_pause, cmd_resume, cmd_abort, cmd_steer, cmd_approvals, cmd_diff,
-	cmd_pipeline, cmd_config, cmd_version, cmd_help;
+	cmd_pipeline, cmd_config, cmd_version, cmd_help, cmd_doctor;
 
 #endif

@@ -5,33 +5,79 @@
  */
 #include "util/compat.h"
 
+#include "agent/agent.h"
 #include "cli/cli.h"
 #include "store/store.h"
+#include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
-static const char config_template[] =
+static const char config_head[] =
 	"# baton config for this repository (docs/config.md).\n"
 	"# Each stage of a pipeline is done by a role (planner, architect,\n"
 	"# implementer, reviewer, fixer, verifier); roles map to providers.\n"
-	"providers:\n"
-	"  # Any program can be an agent: it reads the prompt on stdin, works\n"
-	"  # in the run's worktree and writes its artifacts into "
-	"$BATON_RUN_DIR\n"
-	"  # (docs/agents.md). For example:\n"
-	"  # scripted: {type: command, command: [\"/path/to/agent\"]}\n"
-	"roles:\n"
-	"  # default: scripted        # any role not named here\n"
-	"  # reviewer: scripted\n"
+	"# Provider types: claude-code, codex, gemini, qwen, opencode, aider,\n"
+	"# openai and anthropic (baton's own agent on any OpenAI-compatible or\n"
+	"# Anthropic server), command (any program). See docs/agents.md.\n"
+	"providers:\n";
+
+static const char config_examples[] =
+	"  # local: {type: openai, base_url: \"http://127.0.0.1:11434/v1\",\n"
+	"  #         model: qwen2.5-coder}\n"
+	"  # scripted: {type: command, command: [\"/path/to/agent\"]}\n";
+
+static const char config_tail[] =
 	"workflow:\n"
 	"  pipeline: feature\n"
 	"  max_review_loops: 2\n"
 	"policies:\n"
 	"  require_approval_at_stages: []   # e.g. [executing]\n"
+	"  allowed_paths: []                # e.g. [src/, tests/]; empty: any\n"
+	"budget: {}                         # e.g. {max_cost_usd: 5, "
+	"max_tokens: 2000000}\n"
 	"validate:\n"
 	"  commands: []                     # e.g. [\"make test\"]\n"
 	"  timeout_seconds: 600\n";
+
+/*
+ * The config template: a provider for each agent CLI found on PATH, the
+ * first of them playing every role, so `baton run` works at once where a
+ * CLI is installed; commented examples otherwise.
+ */
+static void
+config_template(struct buf *out)
+{
+	const struct agent_info *const *infos;
+	const char *first = NULL;
+	size_t i, n;
+
+	buf_adds(out, config_head);
+	infos = agent_infos(&n);
+	for (i = 0; i < n; i++) {
+		char *path;
+
+		if (!infos[i]->program || !(path = agent_which(infos[i]->program)))
+			continue;
+		buf_addf(out, "  %s: {type: %s}   # found %s\n",
+			 infos[i]->program, infos[i]->type, path);
+		if (!first)
+			first = infos[i]->program;
+		free(path);
+	}
+	buf_adds(out, config_examples);
+	buf_adds(out, "roles:\n");
+	if (first)
+		buf_addf(out, "  default: %s        # any role not named here\n"
+			      "  # reviewer: [%s, another]   # several must "
+			      "all approve\n",
+			 first, first);
+	else
+		buf_adds(out, "  # default: scripted        # any role not "
+			      "named here\n"
+			      "  # reviewer: scripted\n");
+	buf_adds(out, config_tail);
+}
 
 static const char gitignore[] =
 	"# Run state stays out of git; config.yaml and prompts/ may be "
@@ -68,6 +114,7 @@ init_exec(struct cli *c, int argc, char **argv)
 	char *ign = xasprintf("%s/.gitignore", c->ws.dir);
 	char *runs = xasprintf("%s/runs", c->ws.dir);
 	char *db = xasprintf("%s/baton.db", c->ws.dir);
+	struct buf tmpl = BUF_INIT;
 	int existed = fs_exists(db), rc;
 
 	(void)argv;
@@ -76,9 +123,9 @@ init_exec(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	rc = fs_mkdir_p(runs, 0755, &e);
+	config_template(&tmpl);
 	if (!rc)
-		rc = ensure_file(cfg, ".baton/config.yaml", config_template,
-				 &e);
+		rc = ensure_file(cfg, ".baton/config.yaml", tmpl.ptr, &e);
 	if (!rc)
 		rc = ensure_file(ign, ".baton/.gitignore", gitignore, &e);
 	if (!rc)
@@ -99,15 +146,18 @@ init_exec(struct cli *c, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	printf("\nbaton is ready in %s\nnext: name a provider in "
-	       ".baton/config.yaml, then: baton run \"your task\"\n",
-	       c->ws.repo);
+	printf("\nbaton is ready in %s\nnext: %s\n", c->ws.repo,
+	       c->cfg.nr_roles ? "baton doctor, then: baton run \"your task\"" :
+				 "name a provider in .baton/config.yaml (no "
+				 "agent CLI is on PATH), then: baton run "
+				 "\"your task\"");
 out:
 	store_close(s);
 	free(cfg);
 	free(ign);
 	free(runs);
 	free(db);
+	buf_release(&tmpl);
 	return rc;
 }
 

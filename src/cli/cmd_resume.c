@@ -44,8 +44,9 @@ resume_exec(struct cli *c, int argc, char **argv)
 
 const struct cmd cmd_resume = {
 	.name = "resume",
-	.usage = "resume RUN",
+	.usage = "resume [--role ROLE=PROVIDER]... RUN",
 	.summary = "resume a paused run, or continue one whose driver died",
 	.needs = CLI_NEEDS_STORE,
+	.takes_roles = 1,
 	.exec = resume_exec,
 };

@@ -68,7 +68,10 @@ cli_run_exit(const struct run *r)
 	if (!strcmp(r->status, ST_MERGE_READY) ||
 	    !strcmp(r->status, ST_COMPLETED))
 		return EXIT_OK;
-	return status_is_terminal(r->status) ? EXIT_RUN_ENDED_BAD : EXIT_OK;
+	/* paused here means a budget stopped it (see engine_drive) */
+	return status_is_terminal(r->status) || !strcmp(r->status, ST_PAUSED) ?
+		       EXIT_RUN_ENDED_BAD :
+		       EXIT_OK;
 }
 
 void
@@ -79,6 +82,10 @@ cli_print_run_line(const struct run *r)
 		printf(" (branch %s; see: baton diff %s)", r->branch, r->id);
 	if (r->reason && status_is_terminal(r->status))
 		printf(": %s", r->reason);
+	if (r->reason && !strcmp(r->status, ST_PAUSED))
+		printf(": %s (raise it in .baton/config.yaml, then: baton "
+		       "resume %s)",
+		       r->reason, r->id);
 	putchar('\n');
 }
 
@@ -138,8 +145,9 @@ run_exec(struct cli *c, int argc, char **argv)
 
 const struct cmd cmd_run = {
 	.name = "run",
-	.usage = "run [--pipeline NAME] TASK...",
+	.usage = "run [--pipeline NAME] [--role ROLE=PROVIDER]... TASK...",
 	.summary = "carry a task through a pipeline in the foreground",
 	.needs = CLI_NEEDS_STORE,
+	.takes_roles = 1,
 	.exec = run_exec,
 };

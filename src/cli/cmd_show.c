@@ -11,12 +11,13 @@
 #include "store/store.h"
 #include "util/err.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
 struct show_ctx {
 	const char *run_dir;
-	json_t *artifacts, *events;
+	json_t *artifacts, *events, *calls;
 	int human;
 };
 
@@ -64,6 +65,43 @@ add_event(const struct event *ev, void *arg)
 	return 0;
 }
 
+/*
+ * One agent call (an agent_exited event): who did which stage, how it
+ * ended, and what it cost.
+ */
+static int
+add_call(const struct event *ev, void *arg)
+{
+	struct show_ctx *c = arg;
+	json_t *o = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
+	json_t *cost = json_object_get(o, "cost_usd");
+	const char *failure = json_get_str(o, "failure");
+	char costs[32] = "-";
+
+	if (!o)
+		return 0;
+	if (!c->human) {
+		json_array_append(c->calls, o);
+		json_decref(o);
+		return 0;
+	}
+	if (cost)
+		snprintf(costs, sizeof(costs), "$%.4f",
+			 json_number_value(cost));
+	printf("  %-32s %-12s %-11s %-8s %7.1fs %8lld in %7lld out %9s\n",
+	       json_get_str(o, "call") ? json_get_str(o, "call") : "?",
+	       json_get_str(o, "provider") ? json_get_str(o, "provider") : "?",
+	       json_get_str(o, "type") ? json_get_str(o, "type") : "?",
+	       failure && strcmp(failure, "none") ? failure : "ok",
+	       (double)json_integer_value(json_object_get(o, "duration_ms")) /
+		       1000,
+	       (long long)json_integer_value(json_object_get(o, "tokens_in")),
+	       (long long)json_integer_value(json_object_get(o, "tokens_out")),
+	       costs);
+	json_decref(o);
+	return 0;
+}
+
 static void
 print_human(const struct run *r)
 {
@@ -81,8 +119,9 @@ print_human(const struct run *r)
 	printf("ended     %s\n", ts[0] ? ts : "-");
 	printf("worktree  %s\nbranch    %s\n", r->worktree ? r->worktree : "-",
 	       r->branch ? r->branch : "-");
-	printf("cost      $%.4f (%lld tokens in, %lld out)\n", r->cost_usd,
-	       (long long)r->tokens_in, (long long)r->tokens_out);
+	printf("usage     $%.4f, %lld tokens in, %lld out, %.1f s in stages\n",
+	       r->cost_usd, (long long)r->tokens_in, (long long)r->tokens_out,
+	       (double)r->active_ms / 1000);
 }
 
 static int
@@ -107,11 +146,17 @@ show_exec(struct cli *c, int argc, char **argv)
 	ctx.human = !json;
 	ctx.artifacts = json_array();
 	ctx.events = json_array();
+	ctx.calls = json_array();
 	if (!json) {
 		print_human(&r);
 		printf("folder    %s\n\nartifacts:\n", dir);
 	}
 	if (store_output_list(c->store, r.id, add_output, &ctx, &e))
+		goto fail;
+	if (!json)
+		printf("\nagent calls:\n");
+	if (store_event_list(c->store, r.id, 0, "agent_exited", add_call, &ctx,
+			     &e))
 		goto fail;
 	if (!json)
 		printf("\nevents:\n");
@@ -124,6 +169,7 @@ show_exec(struct cli *c, int argc, char **argv)
 		json_object_set_new(o, "run_dir", json_string(dir));
 		json_object_set(o, "artifacts", ctx.artifacts);
 		json_object_set(o, "events", ctx.events);
+		json_object_set(o, "calls", ctx.calls);
 		s = json_dumps(o, JSON_INDENT(2));
 		puts(s);
 		free(s);
@@ -136,6 +182,7 @@ fail:
 out:
 	json_decref(ctx.artifacts);
 	json_decref(ctx.events);
+	json_decref(ctx.calls);
 	free(dir);
 	run_release(&r);
 	return rc;

@@ -15,6 +15,8 @@
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/limits.h"
+#include "util/redact.h"
+#include "util/strvec.h"
 #include "util/xalloc.h"
 
 extern char **environ;
@@ -22,7 +24,8 @@ extern char **environ;
 static const struct cmd *const commands[] = {
 	&cmd_init,  &cmd_run,	&cmd_status,	&cmd_show,   &cmd_events,
 	&cmd_pause, &cmd_resume, &cmd_abort,	&cmd_steer,  &cmd_approvals,
-	&cmd_diff,  &cmd_pipeline, &cmd_config, &cmd_version, &cmd_help,
+	&cmd_diff,  &cmd_pipeline, &cmd_config, &cmd_doctor, &cmd_version,
+	&cmd_help,
 };
 
 void
@@ -128,12 +131,82 @@ out:
 	return rc;
 }
 
+/* --role ROLE=PROVIDER[,PROVIDER...]: the flags layer of the config. */
+static int
+add_role_flag(struct config_builder *b, const char *arg, struct err *e)
+{
+	const char *eq = strchr(arg, '=');
+	char *path;
+	int rc;
+
+	if (!eq || eq == arg || !eq[1])
+		return err_set(e, BATON_EINVAL,
+			       "--role '%s': expected ROLE=PROVIDER (e.g. "
+			       "--role reviewer=claude)",
+			       arg);
+	path = xasprintf("roles.%.*s", (int)(eq - arg), arg);
+	rc = config_set(b, path, eq + 1, "flag --role", e);
+	free(path);
+	return rc;
+}
+
+/* Secrets to keep out of the record: the environment's, and every
+ * variable a provider names as its key. */
+static void
+learn_secrets(const struct config *cfg)
+{
+	const char *extra[64];
+	size_t i, n = 0;
+
+	for (i = 0; i < cfg->nr_providers && n + 1 < ARRAY_SIZE(extra); i++)
+		if (cfg->providers[i].api_key_env)
+			extra[n++] = cfg->providers[i].api_key_env;
+	extra[n] = NULL;
+	redact_init(environ, extra);
+}
+
+/*
+ * Takes every --role ROLE=P / --role=ROLE=P out of argv into c->roles, so
+ * the command's own parser never sees them. Returns -1 on a --role with
+ * no value.
+ */
+static int
+take_role_flags(struct cli *c, int *argc, char **argv)
+{
+	int i, out = 1;
+
+	for (i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (!strncmp(argv[i], "--role=", 7)) {
+			strvec_push(&c->roles, argv[i] + 7);
+			continue;
+		}
+		if (!strcmp(argv[i], "--role")) {
+			if (i + 1 >= *argc) {
+				cli_error("--role needs ROLE=PROVIDER");
+				return -1;
+			}
+			strvec_push(&c->roles, argv[++i]);
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	argv[out] = NULL;
+	*argc = out;
+	return 0;
+}
+
 int
 cli_load_config(struct cli *c, struct err *e)
 {
 	struct config_builder b = CONFIG_BUILDER_INIT;
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
 	char *user = NULL, *repo = NULL;
+	size_t i;
 	int rc;
 
 	if (xdg && *xdg)
@@ -147,12 +220,16 @@ cli_load_config(struct cli *c, struct err *e)
 		rc = add_file(&b, repo, ".baton/config.yaml", e);
 	if (!rc)
 		rc = config_add_env(&b, environ, e);
+	for (i = 0; !rc && i < c->roles.nr; i++)
+		rc = add_role_flag(&b, c->roles.v[i], e);
 	if (!rc)
 		rc = config_finish(&b, &c->cfg, e);
 	else
 		config_builder_release(&b);
-	if (!rc)
+	if (!rc) {
 		c->have_cfg = 1;
+		learn_secrets(&c->cfg);
+	}
 	free(user);
 	free(repo);
 	return rc;
@@ -198,6 +275,8 @@ release(struct cli *c)
 	if (c->have_cfg)
 		config_release(&c->cfg);
 	workspace_release(&c->ws);
+	strvec_clear(&c->roles);
+	redact_reset();
 }
 
 static int
@@ -212,7 +291,7 @@ help(void)
 		printf("  %-52s %s\n", commands[i]->usage,
 		       commands[i]->summary);
 	printf("\nexit codes: 0 ok, 1 failure, 2 usage, 3 the run ended "
-	       "blocked, failed or aborted,\n130 stopped by Ctrl-C (the run "
+	       "blocked, failed or aborted,\nor stopped at a budget, 130 stopped by Ctrl-C (the run "
 	       "waits for 'baton resume')\ndocs: docs/cli.md\n");
 	return EXIT_OK;
 }
@@ -265,6 +344,9 @@ main(int argc, char **argv)
 			       cmd->summary);
 			return EXIT_OK;
 		}
+	strvec_init(&c.roles);
+	if (cmd->takes_roles && take_role_flags(&c, &argc, argv) < 0)
+		return EXIT_USAGE;
 	rc = prepare(&c, cmd, &e);
 	if (rc) {
 		cli_error("%s", e.msg);

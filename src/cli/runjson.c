@@ -62,6 +62,7 @@ cli_run_json(const struct run *r)
 	json_object_set_new(o, "tokens_in", json_integer(r->tokens_in));
 	json_object_set_new(o, "tokens_out", json_integer(r->tokens_out));
 	json_object_set_new(o, "cost_usd", json_real(r->cost_usd));
+	json_object_set_new(o, "active_ms", json_integer(r->active_ms));
 	json_object_set_new(o, "config_hash", str(r->config_hash));
 	json_object_set_new(o, "version", json_integer(r->version));
 	return o;

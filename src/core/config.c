@@ -10,6 +10,10 @@
  */
 #include "util/compat.h"
 
+#include <ctype.h>
+#include <fnmatch.h>
+#include <limits.h>
+
 #include "core/cnode.h"
 #include "core/config.h"
 #include "util/buf.h"
@@ -20,18 +24,41 @@
 #define MAX_PROVIDER_TIMEOUT	 604800
 #define MAX_VALIDATE_TIMEOUT	 86400
 #define MAX_REVIEW_LOOPS	 100
+#define DEFAULT_MAX_STEPS	 50
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME  0x100000001b3ULL
 
 static const char *const top_keys[] = {
-    "providers", "roles",     "workflow", "policies",
-    "validate",	 "pipelines", "store",	  NULL,
+    "providers", "roles",     "workflow", "policies",  "validate",
+    "pipelines", "store",     "budget",	  "execution", NULL,
 };
 static const char *const provider_keys[] = {
-    "type", "command", "timeout_seconds", "env", NULL,
+    "type",	"command",     "args",		  "env",	 "model",
+    "effort",	"base_url",    "api_key_env",	  "timeout_seconds",
+    "max_retries", "max_steps", "max_tokens",	  "pricing",	 "isolated",
+    NULL,
 };
-static const char *const provider_types[] = {"command", NULL};
+/* The adapter table's types (agent.c); t_config checks they agree. */
+static const char *const provider_types[] = {
+    "claude-code", "codex",  "gemini",	  "qwen",    "opencode",
+    "aider",	   "openai", "anthropic", "command", NULL,
+};
+static const char *const pricing_keys[] = {"input", "output", NULL};
+static const char *const efforts[] = {"low", "medium", "high", NULL};
+static const char *const budget_keys[] = {
+    "max_cost_usd",
+    "max_tokens",
+    "max_wall_minutes",
+    NULL,
+};
+static const char *const execution_keys[] = {
+    "sandbox",
+    "quota_retries",
+    "backoff_seconds",
+    NULL,
+};
+static const char *const sandboxes[] = {"none", "bwrap", NULL};
 static const char *const role_names[] = {
     "default",	"planner", "architect", "implementer",
     "reviewer", "fixer",   "verifier",	NULL,
@@ -43,6 +70,7 @@ static const char *const workflow_keys[] = {
 };
 static const char *const policy_keys[] = {
     "require_approval_at_stages",
+    "allowed_paths",
     NULL,
 };
 static const char *const validate_keys[] = {
@@ -72,6 +100,9 @@ static const struct default_key {
     {"validate.timeout_seconds", "600"},
     {"validate.commands", "[]"},
     {"policies.require_approval_at_stages", "[]"},
+    {"execution.sandbox", "none"},
+    {"execution.quota_retries", "5"},
+    {"execution.backoff_seconds", "60"},
 };
 
 /*
@@ -340,21 +371,184 @@ in_list(const char *s, const char *const *list)
 	return 0;
 }
 
+/* "a, b, c" for an error message. */
+static void
+join_list(const char *const *list, struct buf *out)
+{
+	const char *const *t;
+
+	for (t = list; *t; t++)
+		buf_addf(out, "%s%s", t == list ? "" : ", ", *t);
+}
+
+/* A scalar that must be one of list. */
+static int
+read_choice(const struct cnode *n, const char *path, const char *const *list,
+	    char **out, struct err *e)
+{
+	struct buf msg = BUF_INIT;
+	int rc = read_string(n, path, out, e);
+
+	if (rc < 0 || in_list(*out, list))
+		return rc;
+	buf_addf(&msg, "'%s' is not one of: ", *out);
+	join_list(list, &msg);
+	rc = node_error(n, path, msg.ptr, e);
+	buf_release(&msg);
+	return rc;
+}
+
+/* A number in [min, max]: "0.5", "12", "1e3". */
+static int
+read_number(const struct cnode *n, const char *path, double min, double max,
+	    double *out, struct err *e)
+{
+	char *end = NULL, msg[128];
+	double v;
+	int rc;
+
+	rc = cnode_expect(n, CNODE_SCALAR, path, e);
+	if (rc < 0)
+		return rc;
+	errno = 0;
+	v = strtod(n->value, &end);
+	if (!n->value[0] || *end || errno || v != v)
+		return node_error(n, path, "expected a number", e);
+	if (v < min || v > max) {
+		snprintf(msg, sizeof(msg), "%g is out of range [%g, %g]", v,
+			 min, max);
+		return node_error(n, path, msg, e);
+	}
+	*out = v;
+	return 0;
+}
+
+/* An environment variable's name: [A-Za-z_][A-Za-z0-9_]*. */
+static int
+is_var_name(const char *s)
+{
+	const char *p;
+
+	if (!*s || isdigit((unsigned char)*s))
+		return 0;
+	for (p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			return 0;
+	return 1;
+}
+
+/* env: {NAME: value} appended to out as "NAME=value". */
+static int
+read_env(const struct cnode *env, const char *path, struct strvec *out,
+	 struct err *e)
+{
+	struct buf kpath = BUF_INIT;
+	size_t i;
+	int rc;
+
+	rc = cnode_expect(env, CNODE_MAP, path, e);
+	for (i = 0; rc >= 0 && i < env->nr; i++) {
+		const struct cnode *n = env->kids[i];
+
+		buf_reset(&kpath);
+		buf_addf(&kpath, "%s.%s", path, n->key);
+		if (!is_var_name(n->key)) {
+			rc = node_error(n, kpath.ptr,
+					"not a valid variable name", e);
+			break;
+		}
+		rc = cnode_expect(n, CNODE_SCALAR, kpath.ptr, e);
+		if (rc >= 0)
+			strvec_pushf(out, "%s=%s", n->key, n->value);
+	}
+	buf_release(&kpath);
+	return rc;
+}
+
+/* The optional keys of a provider, after type and command. */
+static int
+read_provider_options(const struct cnode *pn, const char *path,
+		      struct config_provider *p, struct err *e)
+{
+	struct buf k = BUF_INIT;
+	const struct cnode *n;
+	double v;
+	long l;
+	int rc = 0;
+
+#define KEY(name) (buf_reset(&k), buf_addf(&k, "%s.%s", path, name), k.ptr)
+	if ((n = cnode_get(pn, "args")) && !is_null(n))
+		rc = read_strings(n, KEY("args"), 0, &p->args, e);
+	if (rc >= 0 && (n = cnode_get(pn, "env")) && !is_null(n))
+		rc = read_env(n, KEY("env"), &p->env, e);
+	if (rc >= 0 && (n = cnode_get(pn, "model")))
+		rc = read_string(n, KEY("model"), &p->model, e);
+	if (rc >= 0 && (n = cnode_get(pn, "effort")))
+		rc = read_choice(n, KEY("effort"), efforts, &p->effort, e);
+	if (rc >= 0 && (n = cnode_get(pn, "base_url"))) {
+		rc = read_string(n, KEY("base_url"), &p->base_url, e);
+		if (rc >= 0 && strncmp(p->base_url, "http://", 7) &&
+		    strncmp(p->base_url, "https://", 8))
+			rc = node_error(n, k.ptr,
+					"expected an http:// or https:// URL",
+					e);
+		p->isolated = 1;
+	}
+	if (rc >= 0 && (n = cnode_get(pn, "api_key_env"))) {
+		rc = read_string(n, KEY("api_key_env"), &p->api_key_env, e);
+		if (rc >= 0 && !is_var_name(p->api_key_env))
+			rc = node_error(n, k.ptr,
+					"not a valid variable name", e);
+	}
+	if (rc >= 0 && (n = cnode_get(pn, "timeout_seconds")))
+		rc = read_int(n, KEY("timeout_seconds"), 1,
+			      MAX_PROVIDER_TIMEOUT, &p->timeout_seconds, e);
+	if (rc >= 0 && (n = cnode_get(pn, "max_retries")))
+		rc = read_int(n, KEY("max_retries"), 0, 20, &p->max_retries,
+			      e);
+	if (rc >= 0 && (n = cnode_get(pn, "max_steps")))
+		rc = read_int(n, KEY("max_steps"), 1, 10000, &p->max_steps, e);
+	if (rc >= 0 && (n = cnode_get(pn, "max_tokens"))) {
+		rc = cnode_int(n, KEY("max_tokens"), 0, LONG_MAX, &l, e);
+		p->max_tokens = l;
+	}
+	if (rc >= 0 && (n = cnode_get(pn, "pricing")) && !is_null(n)) {
+		rc = cnode_expect(n, CNODE_MAP, KEY("pricing"), e);
+		if (rc >= 0)
+			rc = cnode_check_keys(n, k.ptr, pricing_keys, e);
+		if (rc >= 0 && cnode_get(n, "input")) {
+			rc = read_number(cnode_get(n, "input"),
+					 KEY("pricing.input"), 0, 1e6, &v, e);
+			p->price_in = v;
+		}
+		if (rc >= 0 && cnode_get(n, "output")) {
+			rc = read_number(cnode_get(n, "output"),
+					 KEY("pricing.output"), 0, 1e6, &v, e);
+			p->price_out = v;
+		}
+	}
+	if (rc >= 0 && (n = cnode_get(pn, "isolated")))
+		rc = cnode_bool(n, KEY("isolated"), &p->isolated, e);
+#undef KEY
+	buf_release(&k);
+	return rc;
+}
+
 /* One provider: the map pn named by its key, into p. */
 static int
 read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
 {
 	struct buf path = BUF_INIT, kpath = BUF_INIT, list = BUF_INIT;
-	const struct cnode *n, *env;
+	const struct cnode *n;
 	char where[512];
-	const char *const *t;
-	size_t i;
-	int rc;
+	int rc, http;
 
 	buf_addf(&path, "providers.%s", pn->key);
 	p->name = xstrdup(pn->key);
 	p->node = pn;
 	p->timeout_seconds = DEFAULT_PROVIDER_TIMEOUT;
+	p->max_retries = -1;
+	p->max_steps = DEFAULT_MAX_STEPS;
 	rc = cnode_check_keys(pn, path.ptr, provider_keys, e);
 	if (rc < 0)
 		goto out;
@@ -363,8 +557,10 @@ read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
 	if (!n) {
 		cnode_where(pn, where, sizeof(where));
 		rc = err_set(e, BATON_EINVAL,
-			     "%s: %s: missing required key 'type'", where,
-			     path.ptr);
+			     "%s: %s: missing required key 'type' (one of: "
+			     "claude-code, codex, gemini, qwen, opencode, "
+			     "aider, openai, anthropic, command)",
+			     where, path.ptr);
 		goto out;
 	}
 	buf_addf(&kpath, "%s.type", path.ptr);
@@ -372,9 +568,7 @@ read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
 	if (rc < 0)
 		goto out;
 	if (!in_list(p->type, provider_types)) {
-		for (t = provider_types; *t; t++)
-			buf_addf(&list, "%s%s", t == provider_types ? "" : ", ",
-				 *t);
+		join_list(provider_types, &list);
 		cnode_where(n, where, sizeof(where));
 		rc = err_set(e, BATON_EINVAL,
 			     "%s: %s: unknown provider type '%s' "
@@ -382,9 +576,10 @@ read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
 			     where, kpath.ptr, p->type, list.ptr);
 		goto out;
 	}
+	http = !strcmp(p->type, "openai") || !strcmp(p->type, "anthropic");
 
 	n = cnode_get(pn, "command");
-	if (!n || is_null(n)) {
+	if ((!n || is_null(n)) && !strcmp(p->type, "command")) {
 		cnode_where(n ? n : pn, where, sizeof(where));
 		rc = err_set(e, BATON_EINVAL,
 			     "%s: %s: missing required key 'command' "
@@ -392,47 +587,32 @@ read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
 			     where, path.ptr);
 		goto out;
 	}
-	buf_reset(&kpath);
-	buf_addf(&kpath, "%s.command", path.ptr);
-	rc = read_strings(n, kpath.ptr, 1, &p->command, e);
-	if (rc < 0)
-		goto out;
-	if (!p->command.v[0][0]) {
-		rc = node_error(n, kpath.ptr, "the program name is empty", e);
-		goto out;
-	}
-
-	n = cnode_get(pn, "timeout_seconds");
-	if (n) {
+	if (n && !is_null(n)) {
 		buf_reset(&kpath);
-		buf_addf(&kpath, "%s.timeout_seconds", path.ptr);
-		rc = read_int(n, kpath.ptr, 1, MAX_PROVIDER_TIMEOUT,
-			      &p->timeout_seconds, e);
-		if (rc < 0)
+		buf_addf(&kpath, "%s.command", path.ptr);
+		if (http) {
+			rc = node_error(n, kpath.ptr,
+					"baton's own agent runs no program "
+					"(set base_url and model instead)",
+					e);
 			goto out;
-	}
-
-	env = cnode_get(pn, "env");
-	if (env && !is_null(env)) {
-		buf_reset(&kpath);
-		buf_addf(&kpath, "%s.env", path.ptr);
-		rc = cnode_expect(env, CNODE_MAP, kpath.ptr, e);
-		if (rc < 0)
-			goto out;
-		for (i = 0; i < env->nr; i++) {
-			n = env->kids[i];
-			buf_reset(&kpath);
-			buf_addf(&kpath, "%s.env.%s", path.ptr, n->key);
-			if (!n->key[0] || strchr(n->key, '=')) {
-				rc = node_error(n, kpath.ptr,
-						"not a valid variable name", e);
-				goto out;
-			}
-			rc = cnode_expect(n, CNODE_SCALAR, kpath.ptr, e);
-			if (rc < 0)
-				goto out;
-			strvec_pushf(&p->env, "%s=%s", n->key, n->value);
 		}
+		rc = read_strings(n, kpath.ptr, 1, &p->command, e);
+		if (rc < 0)
+			goto out;
+		if (!p->command.v[0][0]) {
+			rc = node_error(n, kpath.ptr, "the program name is empty",
+					e);
+			goto out;
+		}
+	}
+	rc = read_provider_options(pn, path.ptr, p, e);
+	if (rc >= 0 && http && !p->model) {
+		cnode_where(pn, where, sizeof(where));
+		rc = err_set(e, BATON_EINVAL,
+			     "%s: %s: missing required key 'model' (the "
+			     "model name the server at base_url serves)",
+			     where, path.ptr);
 	}
 out:
 	buf_release(&path);
@@ -456,6 +636,7 @@ read_providers(struct config *c, struct err *e)
 		struct config_provider *p = &c->providers[c->nr_providers++];
 
 		strvec_init(&p->command);
+		strvec_init(&p->args);
 		strvec_init(&p->env);
 		rc = read_provider(sec->kids[i], p, e);
 		if (rc < 0)
@@ -464,8 +645,8 @@ read_providers(struct config *c, struct err *e)
 	return 0;
 }
 
-static const struct config_provider *
-find_provider(const struct config *c, const char *name)
+const struct config_provider *
+config_find_provider(const struct config *c, const char *name)
 {
 	size_t i;
 
@@ -475,16 +656,52 @@ find_provider(const struct config *c, const char *name)
 	return NULL;
 }
 
+/* s without leading and trailing blanks (in place). */
+static char *
+trim(char *s)
+{
+	size_t n;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	n = strlen(s);
+	while (n && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+/* Fails at n: no provider called name, listing those that exist. */
+static int
+no_such_provider(const struct config *c, const struct cnode *n,
+		 const char *path, const char *name, struct err *e)
+{
+	struct buf list = BUF_INIT;
+	char where[512];
+	size_t j;
+	int rc;
+
+	for (j = 0; j < c->nr_providers; j++)
+		buf_addf(&list, "%s%s", j ? ", " : "", c->providers[j].name);
+	cnode_where(n, where, sizeof(where));
+	rc = err_set(e, BATON_EINVAL, "%s: %s: no provider named '%s' (%s%s)",
+		     where, path, name,
+		     c->nr_providers ? "providers: "
+				     : "no providers are configured",
+		     list.ptr);
+	buf_release(&list);
+	return rc;
+}
+
 /*
- * roles: role name → provider name. A role that names no configured
- * provider is reported at the role's value, listing what does exist.
+ * roles: role name → a provider name, a list of them, or "a,b" (what
+ * --role reviewer=a,b sets). Each must name a configured provider.
  */
 static int
 read_roles(struct config *c, struct err *e)
 {
-	struct buf path = BUF_INIT, list = BUF_INIT;
+	struct buf path = BUF_INIT;
+	struct strvec names = STRVEC_INIT;
 	const struct cnode *sec, *n;
-	char where[512];
 	size_t i, j;
 	int rc;
 
@@ -496,29 +713,83 @@ read_roles(struct config *c, struct err *e)
 		struct config_role *r = &c->roles[c->nr_roles++];
 
 		n = sec->kids[i];
+		strvec_init(&r->providers);
 		buf_reset(&path);
 		buf_addf(&path, "roles.%s", n->key);
 		r->role = xstrdup(n->key);
-		rc = read_string(n, path.ptr, &r->provider, e);
+		strvec_clear(&names);
+		rc = read_strings(n, path.ptr, 1, &names, e);
 		if (rc < 0)
 			goto out;
-		if (find_provider(c, r->provider))
-			continue;
-		for (j = 0; j < c->nr_providers; j++)
-			buf_addf(&list, "%s%s", j ? ", " : "",
-				 c->providers[j].name);
-		cnode_where(n, where, sizeof(where));
-		rc = err_set(e, BATON_EINVAL,
-			     "%s: %s: no provider named '%s' (%s%s)", where,
-			     path.ptr, r->provider,
-			     c->nr_providers ? "providers: "
-					     : "no providers are configured",
-			     list.ptr);
-		goto out;
+		for (j = 0; j < names.nr; j++) {
+			const char *p = names.v[j], *comma;
+
+			do {
+				char *one;
+
+				comma = strchr(p, ',');
+				one = comma ? xstrndup(p, (size_t)(comma - p))
+					    : xstrdup(p);
+				strvec_push(&r->providers, trim(one));
+				free(one);
+				p = comma + 1;
+			} while (comma);
+		}
+		for (j = 0; j < r->providers.nr; j++) {
+			if (config_find_provider(c, r->providers.v[j]))
+				continue;
+			rc = no_such_provider(c, n, path.ptr,
+					      r->providers.v[j], e);
+			goto out;
+		}
 	}
 out:
 	buf_release(&path);
-	buf_release(&list);
+	strvec_clear(&names);
+	return rc;
+}
+
+static int
+read_budget(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	long l;
+	int rc;
+
+	rc = get_section(c->root, "budget", budget_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	if ((n = cnode_get(sec, "max_cost_usd")))
+		rc = read_number(n, "budget.max_cost_usd", 0, 1e9,
+				 &c->budget.max_cost_usd, e);
+	if (rc >= 0 && (n = cnode_get(sec, "max_tokens"))) {
+		rc = cnode_int(n, "budget.max_tokens", 0, LONG_MAX, &l, e);
+		c->budget.max_tokens = l;
+	}
+	if (rc >= 0 && (n = cnode_get(sec, "max_wall_minutes")))
+		rc = read_int(n, "budget.max_wall_minutes", 0, 525600,
+			      &c->budget.max_wall_minutes, e);
+	return rc;
+}
+
+static int
+read_execution(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "execution", execution_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	if ((n = cnode_get(sec, "sandbox")))
+		rc = read_choice(n, "execution.sandbox", sandboxes, &c->sandbox,
+				 e);
+	if (rc >= 0 && (n = cnode_get(sec, "quota_retries")))
+		rc = read_int(n, "execution.quota_retries", 0, 100,
+			      &c->quota_retries, e);
+	if (rc >= 0 && (n = cnode_get(sec, "backoff_seconds")))
+		rc = read_int(n, "execution.backoff_seconds", 1, 86400,
+			      &c->backoff_seconds, e);
 	return rc;
 }
 
@@ -557,6 +828,10 @@ read_policies(struct config *c, struct err *e)
 	if (n)
 		rc = read_strings(n, "policies.require_approval_at_stages", 0,
 				  &c->approval_stages, e);
+	n = cnode_get(sec, "allowed_paths");
+	if (rc >= 0 && n)
+		rc = read_strings(n, "policies.allowed_paths", 0,
+				  &c->allowed_paths, e);
 	return rc;
 }
 
@@ -670,7 +945,10 @@ config_init(struct config *c)
 	memset(c, 0, sizeof(*c));
 	strvec_init(&c->approval_stages);
 	strvec_init(&c->validate_commands);
+	strvec_init(&c->allowed_paths);
 	c->max_review_loops = 2;
+	c->quota_retries = 5;
+	c->backoff_seconds = 60;
 	c->validate_timeout_seconds = 600;
 }
 
@@ -708,6 +986,12 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	rc = read_validate(&c, e);
 	if (rc < 0)
 		goto out;
+	rc = read_budget(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_execution(&c, e);
+	if (rc < 0)
+		goto out;
 	rc = read_rest(&c, e);
 	if (rc < 0)
 		goto out;
@@ -734,35 +1018,54 @@ config_release(struct config *c)
 		free(c->providers[i].name);
 		free(c->providers[i].type);
 		strvec_clear(&c->providers[i].command);
+		strvec_clear(&c->providers[i].args);
 		strvec_clear(&c->providers[i].env);
+		free(c->providers[i].model);
+		free(c->providers[i].effort);
+		free(c->providers[i].base_url);
+		free(c->providers[i].api_key_env);
 	}
 	free(c->providers);
 	for (i = 0; i < c->nr_roles; i++) {
 		free(c->roles[i].role);
-		free(c->roles[i].provider);
+		strvec_clear(&c->roles[i].providers);
 	}
 	free(c->roles);
 	free(c->pipeline);
 	strvec_clear(&c->approval_stages);
 	strvec_clear(&c->validate_commands);
+	strvec_clear(&c->allowed_paths);
+	free(c->sandbox);
 	free(c->store);
 	cnode_free(c->root);
 	config_init(c);
 }
 
+size_t
+config_providers_for(const struct config *c, const char *role,
+		     const struct config_provider **out, size_t max)
+{
+	const struct config_role *r = NULL;
+	size_t i, n = 0;
+
+	for (i = 0; role && i < c->nr_roles; i++)
+		if (!strcmp(c->roles[i].role, role))
+			r = &c->roles[i];
+	for (i = 0; !r && i < c->nr_roles; i++)
+		if (!strcmp(c->roles[i].role, "default"))
+			r = &c->roles[i];
+	for (i = 0; r && i < r->providers.nr && n < max; i++)
+		out[n++] = config_find_provider(c, r->providers.v[i]);
+	return n;
+}
+
 const struct config_provider *
 config_provider_for(const struct config *c, const char *role)
 {
-	const char *name = NULL;
-	size_t i;
+	const struct config_provider *p = NULL;
 
-	for (i = 0; i < c->nr_roles; i++)
-		if (role && !strcmp(c->roles[i].role, role))
-			name = c->roles[i].provider;
-	for (i = 0; !name && i < c->nr_roles; i++)
-		if (!strcmp(c->roles[i].role, "default"))
-			name = c->roles[i].provider;
-	return name ? find_provider(c, name) : NULL;
+	config_providers_for(c, role, &p, 1);
+	return p;
 }
 
 int
@@ -776,6 +1079,28 @@ config_requires_approval(const struct config *c, const char *status,
 
 		if ((status && !strcmp(s, status)) ||
 		    (stage && !strcmp(s, stage)))
+			return 1;
+	}
+	return 0;
+}
+
+int
+config_path_allowed(const struct config *c, const char *path)
+{
+	size_t i;
+
+	if (!c->allowed_paths.nr)
+		return 1;
+	for (i = 0; i < c->allowed_paths.nr; i++) {
+		const char *g = c->allowed_paths.v[i];
+		size_t n = strlen(g);
+
+		if (n >= 3 && !strcmp(g + n - 3, "/**"))
+			n -= 3;
+		else if (n && g[n - 1] == '/')
+			n--;
+		if (!fnmatch(g, path, 0) ||
+		    (n && !strncmp(path, g, n) && path[n] == '/'))
 			return 1;
 	}
 	return 0;

@@ -31,17 +31,37 @@ struct err;
 
 struct config_provider {
 	char *name;
-	char *type;		/* "command" */
-	struct strvec command;	/* argv */
+	char *type;		/* see agent.h: command, claude-code, ... */
+	struct strvec command;	/* argv prefix; empty: the type's program */
+	struct strvec args;	/* extra argv, after baton's own */
 	struct strvec env;	/* "K=V" added to the agent's environment */
+	char *model;		/* NULL: the agent's default */
+	char *effort;		/* low | medium | high, or NULL */
+	char *base_url;		/* the model server, or NULL: the default */
+	char *api_key_env;	/* the variable holding the key, or NULL */
 	int timeout_seconds;	/* default 1800 */
+	int max_retries;	/* the agent's own API retries; -1: default */
+	int max_steps;		/* baton's agent: tool-loop steps per call */
+	long long max_tokens;	/* baton's agent: tokens per call; 0: none */
+	double price_in;	/* USD per million input tokens; 0: unknown */
+	double price_out;	/* USD per million output tokens */
+	int isolated;		/* private home for the CLI's config; default:
+				   on when base_url is set */
 	const struct cnode *node; /* borrowed from config.root */
 };
 
 struct config_role {
 	char *role;	/* planner, architect, implementer, reviewer, fixer,
 			   verifier, default */
-	char *provider;
+	struct strvec providers; /* one or more; several reviewers must
+				    all approve */
+};
+
+/* budget: crossing one pauses the run with the reason on record. */
+struct config_budget {
+	double max_cost_usd;	/* 0: no limit */
+	long long max_tokens;	/* input + output, per run; 0: no limit */
+	int max_wall_minutes;	/* time spent in stages, per run; 0: none */
 };
 
 struct config {
@@ -52,6 +72,12 @@ struct config {
 	char *pipeline;		/* workflow.pipeline, default "feature" */
 	int max_review_loops;	/* workflow.max_review_loops, default 2 */
 	struct strvec approval_stages; /* policies.require_approval_at_stages */
+	struct strvec allowed_paths;   /* policies.allowed_paths (globs);
+					  empty: anywhere in the worktree */
+	struct config_budget budget;
+	char *sandbox;		/* execution.sandbox: "none" | "bwrap" */
+	int quota_retries;	/* execution.quota_retries, default 5 */
+	int backoff_seconds;	/* execution.backoff_seconds, default 60 */
 	struct strvec validate_commands; /* shell strings, run with sh -c */
 	int validate_timeout_seconds;	 /* default 600 */
 	char *store;		/* store spec; NULL: .baton/baton.db */
@@ -102,15 +128,29 @@ int config_finish(struct config_builder *b, struct config *out,
 void config_release(struct config *c);
 
 /*
- * The provider that plays role: roles.<role>, else roles.default. NULL
- * when neither is set. Borrowed from c.
+ * The providers that play role: roles.<role>, else roles.default. Returns
+ * how many (0 when neither is set) and fills out[0..max) with borrowed
+ * pointers.
  */
+size_t config_providers_for(const struct config *c, const char *role,
+			    const struct config_provider **out, size_t max);
+/* The first of them, or NULL. */
 const struct config_provider *config_provider_for(const struct config *c,
 						  const char *role);
+/* The provider called name, or NULL. */
+const struct config_provider *config_find_provider(const struct config *c,
+						   const char *name);
 
 /* 1 if policies.require_approval_at_stages names status or stage name. */
 int config_requires_approval(const struct config *c, const char *status,
 			     const char *stage);
+
+/*
+ * 1 when policies.allowed_paths lets an agent change path (relative to
+ * the worktree): no globs at all, or a glob that matches it ('*' crosses
+ * '/'), or names one of its directories (docs, docs/ or docs/ followed by **).
+ */
+int config_path_allowed(const struct config *c, const char *path);
 
 /* The effective config with origins (see cnode_dump). */
 void config_show(const struct config *c, struct buf *out);

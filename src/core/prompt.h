@@ -1,7 +1,7 @@
 /*
  * Prompt templates: one per stage kind, compiled in (src/core/prompts/)
  * and overridable per repository in .baton/prompts/<kind>.md. A template
- * holds {{name}} placeholders: task, run_id, stage, run_dir, artifact,
+ * holds {{name}} placeholders: task, run_id, stage, run_dir, worktree, artifact,
  * context, retry. Context handed to an agent has a fixed
  * character budget (BUF_MAX_PROMPT_CONTEXT): each section is cut to what
  * is left, and the cut is marked.

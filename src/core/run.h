@@ -39,6 +39,7 @@ struct run {
 	int64_t steer_seq;  /* steer events up to this seq have been used */
 	int64_t tokens_in, tokens_out;
 	double cost_usd;
+	int64_t active_ms;  /* time spent inside stages (the wall budget) */
 	int64_t created_at, started_at, phase_started_at, updated_at, ended_at;
 	int64_t version;    /* bumped by every write; guards each update */
 };

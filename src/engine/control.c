@@ -131,6 +131,7 @@ engine_resume(struct engine *en, const char *ref, int *drive_out,
 {
 	struct pipeline *p = NULL;
 	struct run r = { 0 };
+	char *over;
 	int rc = load(en, ref, &r, &p, e);
 
 	if (rc)
@@ -146,9 +147,20 @@ engine_resume(struct engine *en, const char *ref, int *drive_out,
 			goto out;
 		r.pause_requested = 0;
 	}
+	if (!strcmp(r.status, ST_PAUSED) &&
+	    (over = engine__budget_crossed(en->cfg, &r))) {
+		rc = err_set(e, BATON_EBADSTATE,
+			     "run '%s' stays paused: %s; raise the budget in "
+			     ".baton/config.yaml first",
+			     r.id, over);
+		free(over);
+		goto out;
+	}
 	if (!strcmp(r.status, ST_PAUSED)) {
 		char *to = xstrdup(r.paused_at_status ? r.paused_at_status :
 							"");
+
+		run_set(&r.reason, NULL); /* a budget pause said why */
 
 		rc = engine_transition(en, p, &r, to, NULL, e);
 		free(to);

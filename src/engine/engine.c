@@ -21,6 +21,7 @@
 #include "util/compat.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
+#include "util/redact.h"
 #include "util/spawn.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -242,10 +244,26 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	return 0;
 }
 
+/* An event's data as text, with secrets redacted; NULL for none. */
+static char *
+event_text(const json_t *data)
+{
+	struct buf clean = BUF_INIT;
+	char *text;
+
+	if (!data)
+		return NULL;
+	text = json_dumps(data, JSON_COMPACT);
+	buf_adds(&clean, text);
+	free(text);
+	redact_buf(&clean);
+	return buf_detach(&clean, NULL);
+}
+
 int
 engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
 {
-	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	char *text = event_text(data);
 	int rc;
 
 	rc = engine_transition(d->en, d->p, &d->r, to, text, e);
@@ -261,7 +279,7 @@ engine__note(struct drive *d, const char *type, json_t *data, struct err *e)
 	int rc;
 
 	ev.type = (char *)type;
-	ev.data = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	ev.data = event_text(data);
 	rc = store_run_update(d->en->store, &d->r, &ev, e);
 	free(ev.data);
 	json_decref(data);
@@ -288,11 +306,20 @@ static int
 set_reason_and_move(struct drive *d, const char *to, const char *reason,
 		    struct err *e)
 {
+	struct buf clean = BUF_INIT;
+	int rc;
+
+	if (reason) {
+		buf_adds(&clean, reason);
+		redact_buf(&clean);
+		reason = clean.ptr;
+	}
 	run_set(&d->r.reason, reason);
-	return engine__move(d, to, reason ? json_pack("{s:s}", "reason",
-						      reason) :
-					    NULL,
-			    e);
+	rc = engine__move(d, to,
+			  reason ? json_pack("{s:s}", "reason", reason) : NULL,
+			  e);
+	buf_release(&clean);
+	return rc;
 }
 
 /*
@@ -301,6 +328,30 @@ set_reason_and_move(struct drive *d, const char *to, const char *reason,
  * gate's request-changes would re-run); loop marks entry into the fix
  * loop, which spends one round of the review budget.
  */
+/*
+ * Pauses the run before stage s when a budget line is crossed: the
+ * reason is on record and `baton resume` (after raising the budget)
+ * goes on with s. Returns 1 when it paused.
+ */
+static int
+pause_for_budget(struct drive *d, const struct stage *s, int *rc,
+		 struct err *e)
+{
+	char *why = engine__budget_crossed(d->en->cfg, &d->r);
+
+	if (!why)
+		return 0;
+	run_set(&d->r.paused_at_status, s->status);
+	run_set(&d->r.reason, why);
+	*rc = engine__move(d, ST_PAUSED,
+			   json_pack("{s:s, s:s, s:s}", "resume_to", s->status,
+				     "cause", "budget", "reason", why),
+			   e);
+	free(why);
+	d->leave = 1;
+	return 1;
+}
+
 /*
  * Requests (pause, abort) are written without bumping the run's version,
  * so read them fresh at each boundary.
@@ -351,6 +402,8 @@ cross(struct drive *d, const struct stage *x, const struct stage *back,
 			d->r.pause_requested = 0;
 		return rc;
 	}
+	if (pause_for_budget(d, x, &rc, e))
+		return rc;
 	return engine__move(d, x->status, NULL, e);
 }
 
@@ -462,6 +515,58 @@ sleep_until_woken(struct drive *d)
 			break;
 	while (read(d->wake_fd, drain, sizeof(drain)) > 0)
 		;
+}
+
+int
+engine__sleep(struct drive *d, int64_t until_ms)
+{
+	struct pollfd pfd = { .fd = d->wake_fd, .events = POLLIN };
+	struct run fresh = { 0 };
+	struct err ignored = ERR_INIT;
+	char drain[64];
+	int64_t left;
+
+	while ((left = until_ms - time_now_ms()) > 0) {
+		int n = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+
+		if (n < 0 && errno != EINTR)
+			return 0;
+		while (read(d->wake_fd, drain, sizeof(drain)) > 0)
+			;
+		if (got_signal)
+			return 1;
+		if (n > 0 &&
+		    store_run_get(d->en->store, d->r.id, &fresh, &ignored) == 0 &&
+		    fresh.abort_requested) {
+			run_release(&fresh);
+			return 1;
+		}
+		run_release(&fresh);
+	}
+	return 0;
+}
+
+char *
+engine__budget_crossed(const struct config *cfg, const struct run *r)
+{
+	const struct config_budget *b = &cfg->budget;
+
+	if (b->max_cost_usd > 0 && r->cost_usd >= b->max_cost_usd)
+		return xasprintf("budget.max_cost_usd ($%.4f) reached: $%.4f "
+				 "spent",
+				 b->max_cost_usd, r->cost_usd);
+	if (b->max_tokens > 0 && r->tokens_in + r->tokens_out >= b->max_tokens)
+		return xasprintf("budget.max_tokens (%lld) reached: %lld "
+				 "tokens used",
+				 b->max_tokens,
+				 (long long)(r->tokens_in + r->tokens_out));
+	if (b->max_wall_minutes > 0 &&
+	    r->active_ms >= (int64_t)b->max_wall_minutes * 60000)
+		return xasprintf("budget.max_wall_minutes (%d) reached: %lld "
+				 "minutes in stages",
+				 b->max_wall_minutes,
+				 (long long)(r->active_ms / 60000));
+	return NULL;
 }
 
 /*
@@ -634,7 +739,7 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 		if (rc)
 			goto out;
 	}
-	while (!status_is_terminal(d.r.status)) {
+	while (!status_is_terminal(d.r.status) && !d.leave) {
 		if (got_signal) {
 			rc = err_set(e, BATON_EABORTED,
 				     "stopped by signal %d; run '%s' is %s "
@@ -658,7 +763,7 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 			break;
 		}
 	}
-	if (!rc || status_is_terminal(d.r.status)) {
+	if (!rc || status_is_terminal(d.r.status) || d.leave) {
 		run_copy(out, &d.r);
 		rc = rc == BATON_EABORTED ? rc : 0;
 	}

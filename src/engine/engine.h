@@ -67,7 +67,10 @@ int engine_create(struct engine *en, const char *task, const char *pipeline,
 
 /*
  * Drives the run ref until it is terminal, sleeping at gates and pauses
- * until another process wakes it. Returns 0 with the final record in *out,
+ * until another process wakes it. A run paused because a budget was
+ * crossed is handed back instead (status paused, reason set): the next
+ * driver, after `baton resume`, reads the raised budget. Returns 0 with
+ * the final record in *out,
  * BATON_EBUSY when another live process drives the run, or
  * BATON_EABORTED when SIGINT/SIGTERM stopped this driver (the run is left
  * interrupted or at its resting point, ready for `baton resume`).

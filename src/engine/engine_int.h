@@ -10,6 +10,7 @@
 #include "core/run.h"
 
 struct buf;
+struct config;
 struct engine;
 struct err;
 struct pipeline;
@@ -23,6 +24,8 @@ struct drive {
 	char *run_dir;
 	int wake_fd;	/* read end of the self-pipe signals write to */
 	int stop;	/* an abort or a signal asked the stage to stop */
+	int leave;	/* hand the run back (paused at a budget): the next
+			   driver starts with the config as it is then */
 };
 
 /* How a stage ended, as the engine routes it. */
@@ -49,6 +52,20 @@ int engine__note(struct drive *d, const char *type, json_t *data,
 		 struct err *e);
 /* Re-reads d->r from the store. */
 int engine__reload(struct drive *d, struct err *e);
+
+/*
+ * engine.c: sleeps until until_ms (epoch). Returns 1 early when the run
+ * should stop (an abort request or a signal), else 0. Other wake-ups
+ * (a steer, a pause request) do not end the sleep.
+ */
+int engine__sleep(struct drive *d, int64_t until_ms);
+
+/*
+ * engine.c: the budget line (config budget) run r has crossed, as a
+ * sentence, or NULL (caller frees). Cost and tokens count what the
+ * agents reported; time counts the stages.
+ */
+char *engine__budget_crossed(const struct config *cfg, const struct run *r);
 
 /* engine.c: the signal (SIGINT, SIGTERM, SIGHUP) that asked the driver
  * to stop, or 0. */

@@ -32,6 +32,8 @@
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/redact.h"
+#include "util/sandbox.h"
 #include "util/limits.h"
 #include "util/strvec.h"
 #include "util/timeutil.h"
@@ -39,6 +41,10 @@
 #include "workspace/workspace.h"
 
 #define TICK_MS 1000
+/* A quota wait never sleeps longer than this before trying again. */
+#define MAX_QUOTA_WAIT_MS (24LL * 3600 * 1000)
+/* Reviewers on one review stage. */
+#define MAX_REVIEWERS 8
 
 /* The files each kind leaves in the run folder: [0] is the main one. */
 static const char *const artifacts[KIND__COUNT][2] = {
@@ -86,6 +92,23 @@ clear_artifacts(const struct drive *d, enum stage_kind k)
 			continue;
 		path = engine__run_file(d, artifacts[k][i]);
 		fs_unlink(path, NULL);
+		free(path);
+	}
+}
+
+/* Keeps secrets out of what the agent left in the run folder. */
+static void
+redact_artifacts(const struct drive *d, enum stage_kind k)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		char *path;
+
+		if (!artifacts[k][i])
+			continue;
+		path = engine__run_file(d, artifacts[k][i]);
+		redact_file(path, NULL);
 		free(path);
 	}
 }
@@ -174,6 +197,7 @@ render_prompt(struct drive *d, const struct stage *s, const char *steers,
 		{ "run_id", d->r.id },
 		{ "stage", s->name },
 		{ "run_dir", d->run_dir },
+		{ "worktree", d->r.worktree },
 		{ "artifact", artifacts[s->kind][0] },
 		{ "context", NULL },
 		{ "retry", NULL },
@@ -185,8 +209,8 @@ render_prompt(struct drive *d, const struct stage *s, const char *steers,
 			 "\n## Your previous answer was not accepted\n\n%s\n\n"
 			 "Fix this and answer again.\n",
 			 retry);
-	vars[5].value = ctx.ptr;
-	vars[6].value = retry_text.ptr;
+	vars[6].value = ctx.ptr;
+	vars[7].value = retry_text.ptr;
 	prompt_render(tmpl, vars, ARRAY_SIZE(vars), out);
 	free(tmpl);
 	buf_release(&ctx);
@@ -243,26 +267,62 @@ out:
 	return rc;
 }
 
-/* Records a checkpoint commit after a stage that edits code. */
+/*
+ * Records a checkpoint commit after a stage that edits code, then holds
+ * the edits to policies.allowed_paths: a path outside them blocks the run
+ * with every such path named (the commit stays, for people to look at).
+ */
 static int
-checkpoint(struct drive *d, const struct stage *s, struct err *e)
+checkpoint(struct drive *d, const struct stage *s, enum stage_result *res,
+	   char **reason, struct err *e)
 {
+	const struct config *cfg = d->en->cfg;
 	char *msg = xasprintf("baton %s: %s\n\nRun: %s\nTask: %s", d->r.id,
 			      s->name, d->r.id, d->r.task);
+	char *prev = xstrdup(d->r.checkpoint ? d->r.checkpoint :
+					       d->r.base_commit);
+	struct strvec paths = STRVEC_INIT;
+	struct buf outside = BUF_INIT;
 	char *commit = NULL;
 	int changed = 0, rc;
+	size_t i, n = 0;
 
 	rc = worktree_checkpoint(d->en->ws, d->r.worktree, msg, &commit,
 				 &changed, e);
-	free(msg);
 	if (rc)
-		return rc;
+		goto out;
 	run_set(&d->r.checkpoint, commit);
 	rc = engine__note(d, "checkpoint",
 			  json_pack("{s:s, s:s, s:b}", "stage", s->name,
 				    "commit", commit, "changed", changed),
 			  e);
+	if (rc || !changed || !cfg->allowed_paths.nr || !prev)
+		goto out;
+	rc = worktree_changed_paths(d->en->ws, d->r.worktree, prev, commit,
+				    &paths, e);
+	for (i = 0; !rc && i < paths.nr; i++) {
+		if (config_path_allowed(cfg, paths.v[i]))
+			continue;
+		buf_addf(&outside, "%s%s", n++ ? ", " : "", paths.v[i]);
+	}
+	if (!rc && n) {
+		*res = STAGE_BLOCK;
+		*reason = xasprintf("stage %s edited %zu file%s outside "
+				    "policies.allowed_paths: %s",
+				    s->name, n, n == 1 ? "" : "s",
+				    outside.ptr);
+		rc = engine__note(d, "policy_violation",
+				  json_pack("{s:s, s:s, s:s}", "stage",
+					    s->name, "policy", "allowed_paths",
+					    "paths", outside.ptr),
+				  e);
+	}
+out:
+	strvec_clear(&paths);
+	buf_release(&outside);
 	free(commit);
+	free(prev);
+	free(msg);
 	return rc;
 }
 
@@ -304,7 +364,7 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 		if (!rc)
 			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
 		if (!rc && s->kind == KIND_FIX)
-			rc = checkpoint(d, s, e);
+			rc = checkpoint(d, s, res, reason, e);
 		break;
 	case KIND_EXECUTE:
 		buf_addf(&body, "# Execution of %s (%s)\n\n%s\n", d->r.id,
@@ -313,7 +373,7 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 		if (!rc)
 			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
 		if (!rc)
-			rc = checkpoint(d, s, e);
+			rc = checkpoint(d, s, res, reason, e);
 		break;
 	case KIND_REVIEW:
 	case KIND_VERIFY:
@@ -450,36 +510,159 @@ last_line(const struct buf *b, char *out, size_t n)
 }
 
 /*
- * Runs an agent stage: prompt, call, contract; one retry on broken
- * output. The stop paths (abort, signal) return STAGE_STOPPED after moving
- * the run themselves.
+ * The sandbox a stage's children run in (execution.sandbox): the
+ * worktree, its git directory, the run folder and home read-write.
  */
+static void
+sandbox_for(const struct drive *d, const char *gitdir, const char *home,
+	    int no_net, struct sandbox *sb)
+{
+	int n = 0;
+
+	memset(sb, 0, sizeof(*sb));
+	sb->on = !strcmp(d->en->cfg->sandbox, "bwrap");
+	sb->no_net = no_net;
+	sb->rw[n++] = d->r.worktree;
+	sb->rw[n++] = d->run_dir;
+	if (gitdir)
+		sb->rw[n++] = gitdir;
+	if (home)
+		sb->rw[n++] = home;
+}
+
+/* Adds a call's usage to the run, for status, show and the budgets. */
+static void
+count_usage(struct drive *d, const struct agent_result *ar)
+{
+	d->r.tokens_in += ar->tokens_in;
+	d->r.tokens_out += ar->tokens_out;
+	if (ar->cost_known)
+		d->r.cost_usd += ar->cost_usd;
+}
+
 static int
-run_agent(struct drive *d, const struct stage *s, const char *steers,
-	  int64_t call_no, enum stage_result *res, char **reason,
+note_exit(struct drive *d, const char *call,
+	  const struct config_provider *prov, const struct agent_result *ar,
 	  struct err *e)
 {
-	const struct config_provider *prov =
-		config_provider_for(d->en->cfg, s->role);
+	json_t *o = json_pack(
+		"{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:i}",
+		"call", call, "provider", prov->name, "type", prov->type,
+		"outcome", agent_outcome_name(ar->outcome), "failure",
+		agent_failure_name(ar->failure), "exit_code", ar->status,
+		"duration_ms", (json_int_t)ar->duration_ms, "output_bytes",
+		(json_int_t)ar->out_bytes, "tokens_in",
+		(json_int_t)ar->tokens_in, "tokens_out",
+		(json_int_t)ar->tokens_out, "steps", ar->steps);
+
+	if (prov->model)
+		json_object_set_new(o, "model", json_string(prov->model));
+	if (ar->cost_known)
+		json_object_set_new(o, "cost_usd", json_real(ar->cost_usd));
+	if (ar->session_id[0])
+		json_object_set_new(o, "session",
+				    json_lossy_str(ar->session_id));
+	if (ar->failure != AGENT_FAIL_NONE && ar->message.len)
+		json_object_set_new(o, "message",
+				    json_lossy(ar->message.ptr,
+					       ar->message.len));
+	if (ar->http_status)
+		json_object_set_new(o, "http_status",
+				    json_integer(ar->http_status));
+	return engine__note(d, "agent_exited", o, e);
+}
+
+/*
+ * A quota or an outage: waits until the agent said the limit resets,
+ * else backs off (execution.backoff_seconds, doubling, with jitter),
+ * then the caller tries the stage again. *stop is set when an abort or
+ * a signal cut the wait short.
+ */
+static int
+wait_for_quota(struct drive *d, const struct stage *s,
+	       const struct config_provider *prov,
+	       const struct agent_result *ar, int n, int *stop, struct err *e)
+{
+	const struct config *cfg = d->en->cfg;
+	int64_t now = time_now_ms(), until, backoff;
+	char when[40];
+	int rc;
+
+	backoff = (int64_t)cfg->backoff_seconds * 1000 << (n < 6 ? n : 6);
+	backoff += backoff / 10 * (rand() % 100) / 100;
+	until = ar->reset_at_ms > now ? ar->reset_at_ms + 1000 : now + backoff;
+	if (until - now > MAX_QUOTA_WAIT_MS)
+		until = now + MAX_QUOTA_WAIT_MS;
+	time_fmt_iso(until, when, sizeof(when));
+	rc = engine__note(
+		d, "quota_wait",
+		json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "stage",
+			  s->name, "provider", prov->name, "failure",
+			  agent_failure_name(ar->failure), "message",
+			  ar->message.len ? ar->message.ptr : "", "until", when,
+			  "wait_ms", (json_int_t)(until - now), "attempt", n + 1,
+			  "of",
+			  cfg->quota_retries),
+		e);
+	if (rc)
+		return rc;
+	if (d->en->note)
+		d->en->note(d->en->note_arg, ENGINE_NOTE_TICK, &d->r);
+	*stop = engine__sleep(d, until);
+	return 0;
+}
+
+/* "provider 'p' (type): message. Fix: hint" for a run that must stop. */
+static char *
+setup_failure(const struct stage *s, const struct config_provider *prov,
+	      const struct agent_result *ar)
+{
+	const struct agent_info *info = agent_info(prov->type);
+	const char *hint = NULL;
+
+	if (ar->failure == AGENT_FAIL_AUTH && info && info->auth_hint)
+		hint = info->auth_hint;
+	else if (ar->failure == AGENT_FAIL_MISSING && info &&
+		 info->install_hint)
+		hint = info->install_hint;
+	return xasprintf("stage %s: provider '%s' (%s): %s%s%s", s->name,
+			 prov->name, prov->type,
+			 ar->message.len ? ar->message.ptr :
+					   agent_failure_name(ar->failure),
+			 hint && !strstr(ar->message.ptr, hint) ? ". Fix: " :
+								    "",
+			 hint && !strstr(ar->message.ptr, hint) ? hint : "");
+}
+
+/*
+ * One provider on one agent stage: prompt, call, contract. Broken output
+ * is retried once with the error in the prompt; a quota or an outage
+ * waits and tries again (execution.quota_retries times); missing
+ * programs and refused credentials block the run with the fix named.
+ * The stop paths (abort, signal) return STAGE_STOPPED after moving the
+ * run themselves.
+ */
+static int
+call_provider(struct drive *d, const struct stage *s,
+	      const struct config_provider *prov, const char *steers,
+	      enum stage_result *res, char **reason, struct err *e)
+{
+	const struct agent_info *info = agent_info(prov->type);
 	struct agent_result ar = AGENT_RESULT_INIT;
 	struct buf prompt = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
+	struct sandbox sb;
 	char *retry = NULL, *call = NULL, *pfile = NULL, *ofile = NULL,
-	     *efile = NULL, *calls_dir = engine__run_file(d, "calls");
+	     *efile = NULL, *home = NULL, *gitdir = NULL,
+	     *calls_dir = engine__run_file(d, "calls");
 	char tail[512];
-	int rc;
+	int rc, waits = 0, stop = 0;
 
-	if (!prov) {
-		*res = STAGE_FAIL;
-		*reason = xasprintf("no provider plays the %s role (set "
-				    "roles.%s or roles.default)",
-				    s->role, s->role);
-		rc = 0;
-		goto out;
-	}
 	rc = fs_mkdir_p(calls_dir, 0755, e);
 	if (rc)
 		goto out;
+	if (strcmp(d->en->cfg->sandbox, "none"))
+		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
 	for (;;) {
 		struct watch w = { d, prov->name, NULL, 0 };
 		struct agent_request req = { 0 };
@@ -492,16 +675,21 @@ run_agent(struct drive *d, const struct stage *s, const char *steers,
 		free(pfile);
 		free(ofile);
 		free(efile);
-		call = xasprintf("%04lld-%s-%d", (long long)call_no, s->name,
-				 d->r.attempt);
+		free(home);
+		call = xasprintf("%04lld-%s-%s-%d", (long long)d->r.version,
+				 s->name, prov->name, d->r.attempt);
 		pfile = xasprintf("%s/%s.prompt.md", calls_dir, call);
 		ofile = xasprintf("%s/%s.stdout", calls_dir, call);
 		efile = xasprintf("%s/%s.stderr", calls_dir, call);
+		home = info && info->is_cli ?
+			       xasprintf("%s/agents/%s", d->run_dir, prov->name) :
+			       xasprintf("%s/%s.http", calls_dir, call);
 		rc = fs_write_atomic(pfile, prompt.ptr, prompt.len, e);
 		if (rc)
 			goto out;
 		strvec_clear(&env);
 		agent_env(d, s, pfile, &env);
+		sandbox_for(d, gitdir, home, 0, &sb);
 		w.call = call;
 		req.provider = prov;
 		req.cwd = d->r.worktree;
@@ -510,46 +698,83 @@ run_agent(struct drive *d, const struct stage *s, const char *steers,
 		req.env = &env;
 		req.out_path = ofile;
 		req.err_path = efile;
+		req.home = home;
+		req.sandbox = &sb;
 		req.wake_fd = d->wake_fd;
 		req.tick_ms = TICK_MS;
 		req.on_event = watch_child;
 		req.arg = &w;
 		agent_result_release(&ar);
+		ar = (struct agent_result)AGENT_RESULT_INIT;
 		rc = agent_run(&req, &ar, e);
 		d->r.agent_pid = 0;
 		if (rc == 0 && w.rc)
 			rc = w.rc;
 		if (rc) {
-			/* Could not start it: that is the stage's failure. */
+			/* baton could not do its part: the stage fails. */
 			*res = STAGE_FAIL;
 			*reason = xasprintf("stage %s: %s", s->name, e->msg);
 			rc = 0;
 			goto out;
 		}
-		rc = engine__note(
-			d, "agent_exited",
-			json_pack("{s:s, s:s, s:i, s:I, s:I}", "call", call,
-				  "outcome", agent_outcome_name(ar.outcome),
-				  "exit_code", ar.status, "duration_ms",
-				  (json_int_t)ar.duration_ms, "output_bytes",
-				  (json_int_t)ar.out_bytes),
-			e);
+		redact_file(ofile, NULL);
+		redact_file(efile, NULL);
+		if (info && !info->is_cli)
+			redact_dir(home, NULL);
+		redact_buf(&ar.text);
+		redact_buf(&ar.message);
+		redact_buf(&ar.err_tail);
+		redact_artifacts(d, s->kind);
+		count_usage(d, &ar);
+		rc = note_exit(d, call, prov, &ar, e);
 		if (rc)
 			goto out;
 		last_line(&ar.err_tail, tail, sizeof(tail));
-		switch (ar.outcome) {
-		case AGENT_STOPPED:
+		if (ar.outcome == AGENT_STOPPED) {
 			*res = STAGE_STOPPED;
 			goto out;
-		case AGENT_TIMEOUT:
+		}
+		switch (ar.failure) {
+		case AGENT_FAIL_NONE:
+			break;
+		case AGENT_FAIL_QUOTA:
+		case AGENT_FAIL_UNAVAILABLE:
+			if (waits >= d->en->cfg->quota_retries) {
+				*res = STAGE_BLOCK;
+				*reason = xasprintf(
+					"stage %s: provider '%s' is still %s "
+					"after %d wait%s (execution."
+					"quota_retries): %s",
+					s->name, prov->name,
+					ar.failure == AGENT_FAIL_QUOTA ?
+						"rate limited" :
+						"unavailable",
+					waits, waits == 1 ? "" : "s",
+					ar.message.ptr);
+				goto out;
+			}
+			rc = wait_for_quota(d, s, prov, &ar, waits++, &stop, e);
+			if (rc)
+				goto out;
+			if (stop) {
+				*res = STAGE_STOPPED;
+				goto out;
+			}
+			continue;
+		case AGENT_FAIL_AUTH:
+		case AGENT_FAIL_MISSING:
+		case AGENT_FAIL_LIMIT:
+			*res = STAGE_BLOCK;
+			*reason = setup_failure(s, prov, &ar);
+			goto out;
+		case AGENT_FAIL_TIMEOUT:
 			*res = STAGE_FAIL;
 			*reason = xasprintf("stage %s: agent '%s' timed out "
 					    "after %d s",
 					    s->name, prov->name,
 					    prov->timeout_seconds);
 			goto out;
-		case AGENT_CRASHED:
-		case AGENT_EXIT:
+		case AGENT_FAIL_CRASH:
 			*res = STAGE_FAIL;
 			*reason = xasprintf(
 				"stage %s: agent '%s' %s %d%s%s", s->name,
@@ -559,12 +784,20 @@ run_agent(struct drive *d, const struct stage *s, const char *steers,
 					"exited with",
 				ar.outcome == AGENT_CRASHED ? ar.signal :
 							      ar.status,
-				tail[0] ? ": " : "", tail);
+				ar.message.len || tail[0] ? ": " : "",
+				ar.message.len ? ar.message.ptr : tail);
 			goto out;
-		case AGENT_OK:
+		case AGENT_FAIL_BAD_OUTPUT:
+			err_set(&cerr, BATON_ECONTRACT,
+				"the agent's output could not be read: %s",
+				ar.message.len ? ar.message.ptr : "no result");
 			break;
 		}
-		rc = accept_output(d, s, ar.text.ptr, res, reason, &cerr);
+		if (ar.failure == AGENT_FAIL_NONE)
+			rc = accept_output(d, s, ar.text.ptr, res, reason,
+					   &cerr);
+		else
+			rc = BATON_ECONTRACT;
 		if (rc != BATON_ECONTRACT) {
 			if (rc)
 				*e = cerr;
@@ -596,8 +829,118 @@ out:
 	free(pfile);
 	free(ofile);
 	free(efile);
+	free(home);
+	free(gitdir);
 	free(calls_dir);
 	return rc;
+}
+
+/* Moves a run-folder file to its name for one of several reviewers. */
+static void
+keep_as(struct drive *d, const char *name, const char *provider,
+	struct buf *md)
+{
+	char *from = engine__run_file(d, name);
+	const char *dot = strrchr(name, '.');
+	char *as = xasprintf("%s/%.*s-%s%s", d->run_dir, (int)(dot - name),
+			     name, provider, dot);
+
+	if (md)
+		fs_read(from, md, BUF_MAX_ARTIFACT, NULL);
+	if (rename(from, as) < 0 && errno != ENOENT)
+		engine__note(d, "contract_warning",
+			     json_pack("{s:s, s:s}", "file", from, "error",
+				       strerror(errno)),
+			     NULL);
+	free(from);
+	free(as);
+}
+
+/*
+ * Several reviewers on one review stage: each reviews in turn, its
+ * review-<provider>.json/.md kept apart; all must approve. One asking for
+ * changes sends the run to the fix loop with every review in review.md;
+ * one blocking blocks it.
+ */
+static int
+review_by_all(struct drive *d, const struct stage *s,
+	      const struct config_provider *const *provs, size_t n,
+	      const char *steers, enum stage_result *res, char **reason,
+	      struct err *e)
+{
+	static const char *const said[] = {
+		[STAGE_PASS] = "APPROVED",	 [STAGE_LOOP] = "CHANGES_REQUESTED",
+		[STAGE_BLOCK] = "BLOCKED",	 [STAGE_FAIL] = "FAILED",
+		[STAGE_STOPPED] = "STOPPED",
+	};
+	struct buf all = BUF_INIT, md = BUF_INIT;
+	json_t *who = json_object();
+	enum stage_result worst = STAGE_PASS;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n && !rc; i++) {
+		enum stage_result r = STAGE_FAIL;
+		char *why = NULL;
+
+		d->r.attempt = 0;
+		rc = call_provider(d, s, provs[i], steers, &r, &why, e);
+		if (rc || r == STAGE_STOPPED || r == STAGE_FAIL) {
+			*res = r;
+			*reason = why;
+			goto out;
+		}
+		buf_reset(&md);
+		keep_as(d, "review.json", provs[i]->name, NULL);
+		keep_as(d, "review.md", provs[i]->name, &md);
+		buf_addf(&all, "# Review by %s: %s\n\n%s\n", provs[i]->name,
+			 said[r], md.ptr);
+		json_object_set_new(who, provs[i]->name, json_string(said[r]));
+		if (r == STAGE_BLOCK && worst != STAGE_BLOCK) {
+			worst = STAGE_BLOCK;
+			free(*reason);
+			*reason = why;
+			why = NULL;
+		} else if (r == STAGE_LOOP && worst == STAGE_PASS) {
+			worst = STAGE_LOOP;
+		}
+		free(why);
+	}
+	if (rc)
+		goto out;
+	*res = worst;
+	rc = write_artifact(d, "review.md", all.ptr, e);
+	if (!rc)
+		rc = engine__note(d, "reviews",
+				  json_pack("{s:s, s:s, s:O}", "stage", s->name,
+					    "decision", said[worst], "by", who),
+				  e);
+out:
+	json_decref(who);
+	buf_release(&all);
+	buf_release(&md);
+	return rc;
+}
+
+/* An agent stage: the role's provider, or all of a review's reviewers. */
+static int
+run_agent(struct drive *d, const struct stage *s, const char *steers,
+	  enum stage_result *res, char **reason, struct err *e)
+{
+	const struct config_provider *provs[MAX_REVIEWERS];
+	size_t n = config_providers_for(d->en->cfg, s->role, provs,
+					ARRAY_SIZE(provs));
+
+	if (!n) {
+		*res = STAGE_FAIL;
+		*reason = xasprintf("no provider plays the %s role (set "
+				    "roles.%s or roles.default)",
+				    s->role, s->role);
+		return 0;
+	}
+	if (s->kind == KIND_REVIEW && n > 1)
+		return review_by_all(d, s, provs, n, steers, res, reason, e);
+	return call_provider(d, s, provs[0], steers, res, reason, e);
 }
 
 static int
@@ -606,14 +949,20 @@ run_validate(struct drive *d, const struct stage *s, enum stage_result *res,
 {
 	const struct config *cfg = d->en->cfg;
 	struct watch w = { d, NULL, NULL, 0 };
-	struct workspace_hooks hooks = { d->wake_fd, TICK_MS, watch_child, &w };
+	struct sandbox sb;
+	struct workspace_hooks hooks = { d->wake_fd, TICK_MS, watch_child, &w,
+					 &sb };
 	struct validate_result vr = { 0 };
+	char *gitdir = NULL;
 	char *json = engine__run_file(d, "validation.json");
 	char *log = engine__run_file(d, "validation.log");
 	struct buf text = BUF_INIT;
 	int rc;
 
 	fs_unlink(log, NULL);
+	if (strcmp(cfg->sandbox, "none"))
+		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
+	sandbox_for(d, gitdir, NULL, 1, &sb);
 	rc = validate_run(d->r.worktree, &cfg->validate_commands,
 			  cfg->validate_timeout_seconds, json, log, &hooks, &vr,
 			  e);
@@ -636,6 +985,7 @@ run_validate(struct drive *d, const struct stage *s, enum stage_result *res,
 	*res = vr.passed ? STAGE_PASS : STAGE_LOOP;
 out:
 	validate_result_release(&vr);
+	free(gitdir);
 	buf_release(&text);
 	free(json);
 	free(log);
@@ -666,7 +1016,7 @@ engine__run_stage(struct drive *d, const struct stage *s,
 		  enum stage_result *res, char **reason, struct err *e)
 {
 	struct buf steers = BUF_INIT;
-	int64_t upto = d->r.steer_seq;
+	int64_t upto = d->r.steer_seq, started;
 	int rc;
 
 	*res = STAGE_FAIL;
@@ -692,10 +1042,12 @@ engine__run_stage(struct drive *d, const struct stage *s,
 	if (rc)
 		goto out;
 	d->stop = 0;
+	started = time_now_ms();
 	if (s->kind == KIND_VALIDATE)
 		rc = run_validate(d, s, res, e);
 	else
-		rc = run_agent(d, s, steers.ptr, d->r.version, res, reason, e);
+		rc = run_agent(d, s, steers.ptr, res, reason, e);
+	d->r.active_ms += time_now_ms() - started;
 	if (!rc && *res == STAGE_STOPPED)
 		rc = stopped(d, e);
 out:

@@ -62,7 +62,7 @@ struct sqlite_store {
 	X(base_ref) X(base_commit) X(checkpoint) X(config_hash)
 #define RUN_INT_MUTABLE(X)                                                     \
 	X(review_loops) X(max_review_loops) X(attempt) X(agent_pid)            \
-	X(steer_seq) X(tokens_in) X(tokens_out) X(started_at)                  \
+	X(steer_seq) X(tokens_in) X(tokens_out) X(active_ms) X(started_at)                  \
 	X(phase_started_at) X(ended_at)
 /*
  * Written at creation and by store_run_request only, never by an update:

@@ -15,7 +15,9 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/limits.h"
+#include "util/sandbox.h"
 #include "util/spawn.h"
+#include "util/strvec.h"
 #include "util/strvec.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
@@ -44,6 +46,7 @@ validate_run(const char *worktree, const struct strvec *commands,
 	     struct err *e)
 {
 	json_t *doc = json_object(), *list = json_array();
+	struct strvec sh = STRVEC_INIT;
 	char *text = NULL;
 	size_t i;
 	int rc = 0;
@@ -57,7 +60,9 @@ validate_run(const char *worktree, const struct strvec *commands,
 		const char *cmd = commands->v[i];
 		int ok;
 
-		strvec_pushl(&o.argv, "sh", "-c", cmd, NULL);
+		strvec_clear(&sh);
+		strvec_pushl(&sh, "sh", "-c", cmd, NULL);
+		sandbox_wrap(hooks ? hooks->sandbox : NULL, &sh, &o.argv);
 		o.cwd = worktree;
 		o.merge_err = 1;
 		o.out_path = log_path;
@@ -105,6 +110,7 @@ validate_run(const char *worktree, const struct strvec *commands,
 	text = json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 	rc = fs_write_atomic(json_path, text, strlen(text), e);
 out:
+	strvec_clear(&sh);
 	free(text);
 	json_decref(list);
 	json_decref(doc);

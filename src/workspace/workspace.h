@@ -20,6 +20,7 @@
 
 struct buf;
 struct err;
+struct sandbox;
 struct strvec;
 
 struct workspace {
@@ -72,6 +73,18 @@ int worktree_checkpoint(const struct workspace *ws, const char *path,
 			const char *message, char **commit_out,
 			int *changed_out, struct err *e);
 
+/*
+ * The paths that differ between commits from and to (git diff
+ * --name-only), appended to out.
+ */
+int worktree_changed_paths(const struct workspace *ws, const char *path,
+			   const char *from, const char *to,
+			   struct strvec *out, struct err *e);
+
+/* The worktree's own git directory (.git/worktrees/<id>); caller frees. */
+int worktree_git_dir(const struct workspace *ws, const char *path,
+		     char **out, struct err *e);
+
 /* Resets the worktree to commit: reset --hard, then clean -fd. */
 int worktree_reset(const struct workspace *ws, const char *path,
 		   const char *commit, struct err *e);
@@ -83,12 +96,16 @@ int worktree_reset(const struct workspace *ws, const char *path,
 int worktree_diff(const struct workspace *ws, const char *path,
 		  const char *base, int stat, struct buf *out, struct err *e);
 
-/* Hooks that let a caller watch and stop long children (abort, ticks). */
+/*
+ * Hooks that let a caller watch and stop long children (abort, ticks),
+ * and the sandbox they run in (may be NULL).
+ */
 struct workspace_hooks {
 	int wake_fd;
 	int tick_ms;
 	spawn_event_cb *on_event;
 	void *arg;
+	const struct sandbox *sandbox;
 };
 
 struct validate_result {

@@ -233,3 +233,38 @@ worktree_diff(const struct workspace *ws, const char *path, const char *base,
 		return git(ws, path, out, e, "diff", "--stat", base, NULL);
 	return git(ws, path, out, e, "diff", "--binary", base, NULL);
 }
+
+int
+worktree_changed_paths(const struct workspace *ws, const char *path,
+		       const char *from, const char *to, struct strvec *out,
+		       struct err *e)
+{
+	struct buf names = BUF_INIT;
+	size_t i = 0;
+	int rc;
+
+	rc = git(ws, path, &names, e, "diff", "--name-only", "-z", from, to,
+		 NULL);
+	while (!rc && i < names.len) {
+		size_t n = strnlen(names.ptr + i, names.len - i);
+
+		if (n)
+			strvec_pushf(out, "%.*s", (int)n, names.ptr + i);
+		i += n + 1;
+	}
+	buf_release(&names);
+	return rc;
+}
+
+int
+worktree_git_dir(const struct workspace *ws, const char *path, char **out,
+		 struct err *e)
+{
+	struct buf dir = BUF_INIT;
+	int rc = git(ws, path, &dir, e, "rev-parse", "--absolute-git-dir",
+		     NULL);
+
+	*out = rc ? NULL : buf_detach(&dir, NULL);
+	buf_release(&dir);
+	return rc;
+}

@@ -592,6 +592,81 @@ baton_init_with_agent() {
 	} >"$cfg.tmp" && mv "$cfg.tmp" "$cfg"
 }
 
+# --- agent CLIs and the mock model server ------------------------------
+
+# The CLIs tools/agents.sh installs, and the mock model server
+# (tests/mock/mockllm.c) they are driven against, offline.
+AGENTS_BIN=${BATON_TEST_AGENTS_BIN:-$BATON_SRC_ROOT/.agents/node_modules/.bin}
+MOCKLLM=${MOCKLLM:-$BATON_SRC_ROOT/build/tests/mockllm}
+export AGENTS_BIN MOCKLLM
+
+# need_agents NAME...
+#
+# Call at the top of a script that drives real CLIs. When one is not
+# installed the script is skipped ("0 passed, 0 failed" and why), unless
+# BATON_TEST_REQUIRE_AGENTS=1 (CI sets it), where that is a failure.
+need_agents() {
+	local a
+	for a in "$@"; do
+		[ -x "$AGENTS_BIN/$a" ] && continue
+		if [ "${BATON_TEST_REQUIRE_AGENTS:-0}" = 1 ]; then
+			echo "test-lib: agent CLI '$a' is not installed in $AGENTS_BIN (run tools/agents.sh)" >&2
+			echo "0 passed, 1 failed"
+			exit 1
+		fi
+		echo "skipped: agent CLI '$a' is not installed (run tools/agents.sh)"
+		echo "0 passed, 0 failed"
+		exit 0
+	done
+}
+
+# mock_start NAME SCRIPT_JSON [MOCK_ARGS...]
+#
+# Starts the mock model server on 127.0.0.1 with the rules in SCRIPT_JSON;
+# it logs every request to NAME.log (one JSON object per line). Call it at
+# the top level of a script, not inside a test body: the mock dies with
+# its parent. mock_url NAME prints its base URL.
+mock_start() {
+	local name=$1 script=$2
+	shift 2
+	rm -f "$TRASH_DIRECTORY/$name.port"
+	"$MOCKLLM" --port-file "$TRASH_DIRECTORY/$name.port" --script "$script" \
+		--log "$TRASH_DIRECTORY/$name.log" "$@" \
+		>"$TRASH_DIRECTORY/$name.mock.out" 2>&1 &
+	disown $! # the cleanup kills it quietly (its environment names us)
+	wait_for "test -s '$TRASH_DIRECTORY/$name.port'" 10 || {
+		echo "mock_start: the mock did not start:" >&2
+		cat "$TRASH_DIRECTORY/$name.mock.out" >&2
+		return 1
+	}
+}
+
+mock_url() {
+	echo "http://127.0.0.1:$(cat "$TRASH_DIRECTORY/$1.port")"
+}
+
+# A mock script that carries a feature run through every stage: a plan,
+# a design, one file written by the implementer (hello.txt with TEXT), an
+# approving review and a passing verification. feature_script FILE TEXT
+feature_script() {
+	cat >"$1" <<-EOF
+	{"rules": [
+	  {"match": "You are the planner",
+	   "text": "# Plan\n\n1. Add hello.txt with a greeting.\n"},
+	  {"match": "You are the architect",
+	   "text": "# Design\n\nOne new file at the top: hello.txt.\n"},
+	  {"match": "You are the implementer",
+	   "actions": [{"write": {"path": "hello.txt", "content": "$2\n"}}],
+	   "text": "Wrote hello.txt."},
+	  {"match": "You are fixing", "text": "Nothing left to fix."},
+	  {"match": "You are the reviewer",
+	   "text": "The change does what the task asks.\nDECISION: APPROVED"},
+	  {"match": "You are the verifier",
+	   "text": "hello.txt is there.\nVERIFICATION: PASSED"}
+	]}
+	EOF
+}
+
 # fake_calls RUN_ID [KIND]
 #
 # Prints the fake agent's calls for a run ("kind attempt" per line), or only

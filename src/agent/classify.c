@@ -1,0 +1,496 @@
+/*
+ * Why an agent call failed. Exit codes alone lie (qwen exits 0 after an
+ * API error, claude exits 1 for a bad key and for an overloaded server
+ * alike), so the class is read from everything an adapter gathered: how
+ * the process ended, the HTTP status the agent reported, its error text
+ * and the end of its stderr. The engine acts on the class (agent.h):
+ *
+ *   stopped ──────────────────────────────▶ none (the engine asked)
+ *   timeout ──────────────────────────────▶ TIMEOUT
+ *   ok, nothing reported ─────────────────▶ none
+ *   otherwise: status 429 / "rate limit"... ▶ QUOTA (+ reset time)
+ *              401, 403 / "invalid api key" ▶ AUTH
+ *              5xx / "overloaded" ...       ▶ UNAVAILABLE
+ *              anything else                ▶ CRASH
+ *
+ * It also reads quota reset times out of the agents' messages.
+ */
+#include "util/compat.h"
+
+#include <ctype.h>
+#include <time.h>
+
+#include "agent/agent.h"
+#include "agent/cli_int.h"
+#include "util/buf.h"
+#include "util/timeutil.h"
+
+/* Bytes at the end of stderr searched for a cause. */
+#define CLASSIFY_ERR_TAIL 4096
+/* Longest one-line summary taken from stderr. */
+#define SUMMARY_MAX 400
+
+static const char *const quota_words[] = {
+	"rate limit",
+	"rate_limit",
+	"ratelimit",
+	"quota",
+	"usage limit",
+	"resource_exhausted",
+	"resource exhausted",
+	"too many requests",
+	NULL,
+};
+
+static const char *const auth_words[] = {
+	"invalid api key",	  "invalid_api_key",
+	"invalid x-api-key",	  "unauthorized",
+	"unauthenticated",	  "authentication",
+	"failed to authenticate", "invalid auth method",
+	"not logged in",	  "/login",
+	"permission_denied",	  NULL,
+};
+
+static const char *const unavailable_words[] = {
+	"overloaded",	       "internal server error",
+	"service unavailable", "bad gateway",
+	"gateway timeout",     "server_error",
+	"server error",	       "high demand",
+	"unable to connect",   "connection refused",
+	"econnrefused",	       "connection error",
+	"fetch failed",	       NULL,
+};
+
+/* Prefixes after which an error text gives its HTTP status. */
+static const char *const status_prefixes[] = {
+	"api error: ", "api error ", "status code: ", "status code ",
+	"status: ",    "status ",    "statuscode\":", "\"code\":",
+	"\"code\": ",  "http ",	     "http/1.1 ",     "error code: ",
+	NULL,
+};
+
+static int
+has_word(const char *text, const char *const *words)
+{
+	size_t i;
+
+	if (!text || !*text)
+		return 0;
+	for (i = 0; words[i]; i++)
+		if (strcasestr(text, words[i]))
+			return 1;
+	return 0;
+}
+
+/* The status at s: exactly three digits, 400-599; else 0. */
+static int
+status_at(const char *s)
+{
+	int v;
+
+	if (!isdigit((unsigned char)s[0]) || !isdigit((unsigned char)s[1]) ||
+	    !isdigit((unsigned char)s[2]) || isdigit((unsigned char)s[3]))
+		return 0;
+	v = (s[0] - '0') * 100 + (s[1] - '0') * 10 + (s[2] - '0');
+	return v >= 400 && v <= 599 ? v : 0;
+}
+
+int
+agent__status_in_text(const char *text)
+{
+	const char *p, *best = NULL;
+	size_t i, len;
+	int v, best_v = 0;
+
+	if (!text)
+		return 0;
+	/* the earliest mention wins, whichever prefix it has */
+	for (i = 0; status_prefixes[i]; i++) {
+		len = strlen(status_prefixes[i]);
+		for (p = strcasestr(text, status_prefixes[i]); p;
+		     p = strcasestr(p + 1, status_prefixes[i])) {
+			v = status_at(p + len);
+			if (!v)
+				continue;
+			if (!best || p < best) {
+				best = p;
+				best_v = v;
+			}
+			break;
+		}
+	}
+	return best_v;
+}
+
+static enum agent_failure
+by_status(int status)
+{
+	if (status == 429 || status == 402)
+		return AGENT_FAIL_QUOTA;
+	if (status == 401 || status == 403)
+		return AGENT_FAIL_AUTH;
+	if (status == 408 || (status >= 500 && status <= 599))
+		return AGENT_FAIL_UNAVAILABLE;
+	return AGENT_FAIL_NONE;
+}
+
+static enum agent_failure
+by_text(const char *text)
+{
+	if (has_word(text, quota_words))
+		return AGENT_FAIL_QUOTA;
+	if (has_word(text, auth_words))
+		return AGENT_FAIL_AUTH;
+	if (has_word(text, unavailable_words))
+		return AGENT_FAIL_UNAVAILABLE;
+	return AGENT_FAIL_NONE;
+}
+
+/* The last CLASSIFY_ERR_TAIL bytes of the stderr tail. */
+static const char *
+err_end(const struct agent_result *r)
+{
+	const struct buf *b = &r->err_tail;
+
+	return b->len > CLASSIFY_ERR_TAIL ? b->ptr + b->len - CLASSIFY_ERR_TAIL
+					  : b->ptr;
+}
+
+static enum agent_failure
+classify(const struct agent_result *r)
+{
+	int reported = r->message.len || r->http_status;
+	enum agent_failure f;
+	const char *tail;
+	int status;
+
+	switch (r->outcome) {
+	case AGENT_STOPPED:
+		return AGENT_FAIL_NONE;
+	case AGENT_TIMEOUT:
+		return AGENT_FAIL_TIMEOUT;
+	case AGENT_OK:
+		if (!reported)
+			return AGENT_FAIL_NONE;
+		break;
+	case AGENT_EXIT:
+	case AGENT_CRASHED:
+		break;
+	}
+	status = r->http_status;
+	if (!status)
+		status = agent__status_in_text(r->message.ptr);
+	f = by_status(status);
+	if (f == AGENT_FAIL_NONE)
+		f = by_text(r->message.ptr);
+	if (f == AGENT_FAIL_NONE && r->outcome != AGENT_OK) {
+		tail = err_end(r);
+		f = by_status(agent__status_in_text(tail));
+		if (f == AGENT_FAIL_NONE)
+			f = by_text(tail);
+	}
+	return f == AGENT_FAIL_NONE ? AGENT_FAIL_CRASH : f;
+}
+
+/* The last non-empty line of s (len bytes) into out, on one line. */
+static void
+last_line(const char *s, size_t len, struct buf *out)
+{
+	size_t end = len, start;
+
+	while (end > 0 && isspace((unsigned char)s[end - 1]))
+		end--;
+	start = end;
+	while (start > 0 && s[start - 1] != '\n')
+		start--;
+	while (start < end && isspace((unsigned char)s[start]))
+		start++;
+	if (end - start > SUMMARY_MAX)
+		end = start + SUMMARY_MAX;
+	buf_add(out, s + start, end - start);
+}
+
+static void
+summarize(struct agent_result *r)
+{
+	if (r->outcome == AGENT_TIMEOUT) {
+		buf_adds(&r->message, "timed out");
+		return;
+	}
+	last_line(r->err_tail.ptr, r->err_tail.len, &r->message);
+	if (r->message.len)
+		return;
+	if (r->outcome == AGENT_CRASHED)
+		buf_addf(&r->message, "killed by signal %d", r->signal);
+	else if (r->outcome == AGENT_EXIT)
+		buf_addf(&r->message, "exited with status %d", r->status);
+	else if (r->http_status)
+		buf_addf(&r->message, "the API answered %d", r->http_status);
+	else
+		buf_adds(&r->message, "the agent reported an error");
+}
+
+void
+agent_classify(struct agent_result *r)
+{
+	int64_t now;
+
+	if (r->failure == AGENT_FAIL_NONE)
+		r->failure = classify(r);
+	if (r->failure == AGENT_FAIL_QUOTA && !r->reset_at_ms) {
+		now = time_now_ms();
+		r->reset_at_ms = agent_parse_reset(r->message.ptr, now);
+		if (!r->reset_at_ms)
+			r->reset_at_ms = agent_parse_reset(err_end(r), now);
+	}
+	if (r->failure != AGENT_FAIL_NONE && !r->message.len)
+		summarize(r);
+}
+
+/*
+ * Reset times. Three shapes are understood, tried in this order:
+ *
+ *   "...usage limit reached|1735689600"      epoch seconds after a '|'
+ *   "resets at 2026-11-21T15:00:00Z"         RFC 3339 (or epoch seconds)
+ *                                            after the word "reset"
+ *   "try again in 2 hours 5 minutes"         a duration after a phrase
+ *   "retry after 30", "Retry-After: 30"      (a bare number is seconds)
+ */
+
+/* Epoch seconds as exactly ten digits at s, or 0. */
+static int64_t
+epoch_at(const char *s)
+{
+	int64_t v = 0;
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return 0;
+		v = v * 10 + (s[i] - '0');
+	}
+	return isdigit((unsigned char)s[10]) ? 0 : v * 1000;
+}
+
+static int64_t
+epoch_after_bar(const char *text)
+{
+	const char *p;
+	int64_t v;
+
+	for (p = strchr(text, '|'); p; p = strchr(p + 1, '|')) {
+		v = epoch_at(p + 1);
+		if (v)
+			return v;
+	}
+	return 0;
+}
+
+/* Reads n digits at *s into *out; advances *s. */
+static int
+digits(const char **s, int n, int *out)
+{
+	int v = 0, i;
+
+	for (i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)(*s)[i]))
+			return -1;
+		v = v * 10 + ((*s)[i] - '0');
+	}
+	*s += n;
+	*out = v;
+	return 0;
+}
+
+/*
+ * An RFC 3339 timestamp at s ("2026-11-21T15:00:00Z", fraction and offset
+ * optional; no offset means UTC) as epoch ms, or 0.
+ */
+static int64_t
+rfc3339_at(const char *s)
+{
+	struct tm tm;
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0, ms = 0, scale;
+	time_t t;
+
+	if (digits(&s, 4, &y) || *s++ != '-' || digits(&s, 2, &mo) ||
+	    *s++ != '-' || digits(&s, 2, &d) ||
+	    (*s != 'T' && *s != 't' && *s != ' '))
+		return 0;
+	s++;
+	if (digits(&s, 2, &h) || *s++ != ':' || digits(&s, 2, &mi) ||
+	    *s++ != ':' || digits(&s, 2, &sec))
+		return 0;
+	if (*s == '.') {
+		s++;
+		for (scale = 100; isdigit((unsigned char)*s); s++, scale /= 10)
+			ms += (*s - '0') * scale;
+	}
+	if (*s == '+' || *s == '-') {
+		sign = *s == '+' ? 1 : -1;
+		s++;
+		if (digits(&s, 2, &oh))
+			return 0;
+		if (*s == ':')
+			s++;
+		if (digits(&s, 2, &om))
+			return 0;
+	}
+	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
+	    sec > 60)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	if (t == (time_t)-1)
+		return 0;
+	t -= sign * (oh * 3600 + om * 60);
+	return (int64_t)t * 1000 + ms;
+}
+
+/* How far after "reset" a time may start ("resets at ", "reset: "). */
+#define RESET_WINDOW 32
+
+static int64_t
+time_after_reset(const char *text)
+{
+	const char *p, *q;
+	int64_t v;
+
+	for (p = strcasestr(text, "reset"); p; p = strcasestr(p + 1, "reset")) {
+		for (q = p + 5; *q && q < p + 5 + RESET_WINDOW; q++) {
+			if (!isdigit((unsigned char)*q))
+				continue;
+			v = rfc3339_at(q);
+			if (!v)
+				v = epoch_at(q);
+			if (v)
+				return v;
+			break;
+		}
+	}
+	return 0;
+}
+
+struct unit {
+	const char *name;
+	int64_t ms;
+};
+
+static const struct unit units[] = {
+	{ "ms", 1 },	      { "millisecond", 1 }, { "milliseconds", 1 },
+	{ "s", 1000 },	      { "sec", 1000 },	    { "secs", 1000 },
+	{ "second", 1000 },   { "seconds", 1000 },  { "m", 60000 },
+	{ "min", 60000 },     { "mins", 60000 },    { "minute", 60000 },
+	{ "minutes", 60000 }, { "h", 3600000 },	    { "hr", 3600000 },
+	{ "hrs", 3600000 },   { "hour", 3600000 },  { "hours", 3600000 },
+	{ "d", 86400000 },    { "day", 86400000 },  { "days", 86400000 },
+};
+
+/* The unit named by the n letters at s, in ms; 0 if none. */
+static int64_t
+unit_ms(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(units); i++)
+		if (strlen(units[i].name) == n &&
+		    !strncasecmp(units[i].name, s, n))
+			return units[i].ms;
+	return 0;
+}
+
+/*
+ * A duration at s: "2 hours 5 minutes", "1h2m", "45s", "30 seconds",
+ * "1.5 hours", "2 hours and 5 minutes"; a bare number is seconds. Returns
+ * ms, or 0 when s starts with none.
+ */
+static int64_t
+duration_at(const char *s)
+{
+	int64_t total = 0, whole, frac, scale, mult;
+	size_t n;
+	int parts = 0;
+
+	for (;;) {
+		while (*s == ' ' || *s == ',')
+			s++;
+		if (parts && !strncasecmp(s, "and ", 4))
+			s += 4;
+		if (!isdigit((unsigned char)*s))
+			break;
+		for (whole = 0; isdigit((unsigned char)*s) && whole < 100000000;
+		     s++)
+			whole = whole * 10 + (*s - '0');
+		frac = 0;
+		scale = 1;
+		if (*s == '.' && isdigit((unsigned char)s[1]))
+			for (s++; isdigit((unsigned char)*s); s++)
+				if (scale < 1000) {
+					frac = frac * 10 + (*s - '0');
+					scale *= 10;
+				}
+		while (*s == ' ')
+			s++;
+		for (n = 0; isalpha((unsigned char)s[n]); n++)
+			;
+		mult = n ? unit_ms(s, n) : 0;
+		if (!mult) {
+			/* "retry after 30", "Retry-After: 30 (seconds)" */
+			if (!parts)
+				total = whole * 1000 + frac * 1000 / scale;
+			break;
+		}
+		total += whole * mult + frac * mult / scale;
+		parts++;
+		s += n;
+	}
+	return total;
+}
+
+/* Phrases a wait follows. */
+static const char *const wait_phrases[] = {
+	"again in",	"retry in",    "retrying in",  "resets in",
+	"reset in",	"retry after", "retry-after:", "retry-after",
+	"available in", "wait for",    NULL,
+};
+
+static int64_t
+duration_after_phrase(const char *text)
+{
+	const char *p;
+	size_t i, len;
+	int64_t v;
+
+	for (i = 0; wait_phrases[i]; i++) {
+		len = strlen(wait_phrases[i]);
+		for (p = strcasestr(text, wait_phrases[i]); p;
+		     p = strcasestr(p + 1, wait_phrases[i])) {
+			v = duration_at(p + len);
+			if (v > 0)
+				return v;
+		}
+	}
+	return 0;
+}
+
+int64_t
+agent_parse_reset(const char *text, int64_t now_ms)
+{
+	int64_t v;
+
+	if (!text || !*text)
+		return 0;
+	v = epoch_after_bar(text);
+	if (!v)
+		v = time_after_reset(text);
+	if (v)
+		return v;
+	v = duration_after_phrase(text);
+	return v > 0 ? now_ms + v : 0;
+}

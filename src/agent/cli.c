@@ -1,0 +1,1435 @@
+/*
+ * The coding-agent CLIs as providers: claude-code, codex, gemini, qwen,
+ * opencode and aider (DESIGN.md section 5; research/agent-clis.md records
+ * how each one was driven headless and offline). One runner drives them
+ * all. A preset per type knows the program, its headless flags, how to
+ * point it at a model server and a private home, and how to read what it
+ * prints.
+ *
+ *   agent_which(program) ──not found──▶ failure MISSING, install hint
+ *        │
+ *        ▼
+ *   cli__build: home files, argv, env ──▶ sandbox_wrap ──▶ spawn_run
+ *                                                              │
+ *   agent_classify ◀── pricing ◀── preset parser ◀── stdout file, by line
+ *
+ * The prompt is always the last argument, either after "--" or glued to
+ * its option ("--prompt=PROMPT"). A prompt that starts with '-' and a
+ * variadic option at the end of providers.NAME.args (claude's
+ * --allowedTools a b) therefore cannot swallow or split it. stdin is
+ * /dev/null.
+ *
+ * Output streams are JSON lines; lines that are not JSON objects are
+ * skipped, lines longer than CLI_LINE_MAX are dropped, and the file is
+ * read in chunks, so a long session costs a bounded amount of memory.
+ */
+#include "util/compat.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/agent_int.h"
+#include "agent/cli_int.h"
+#include "core/config.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/limits.h"
+#include "util/sandbox.h"
+#include "util/spawn.h"
+#include "util/strvec.h"
+#include "util/xalloc.h"
+
+/* The final text kept from a stream (the head when longer). */
+#define CLI_TEXT_MAX BUF_MAX_ARTIFACT
+/* One line of a CLI's stdout; a longer line is skipped. */
+#define CLI_LINE_MAX (16 * 1024 * 1024)
+/* r->message: one line. */
+#define CLI_MESSAGE_MAX 1024
+/* The variable holding a placeholder key when codex needs one. */
+#define CODEX_KEY_VAR "BATON_CODEX_KEY"
+
+/* What a preset's setup needs to add its part of argv, env and home. */
+struct cli_build {
+	const struct agent_request *req;
+	const struct config_provider *p;
+	struct strvec *argv, *env;
+	const char *key; /* the value of $api_key_env, or NULL */
+	int isolated;	 /* p->isolated with a home to put it in */
+};
+
+/* The reading of one stream. */
+struct cli_stream {
+	const struct cli_preset *cp;
+	struct agent_result *r;
+	struct buf turn;  /* text of the current turn (gemini, opencode) or
+			     the tail of plain output (aider) */
+	struct buf last;  /* the last non-empty assistant text */
+	struct buf error; /* the last error the stream reported */
+	struct buf line;  /* the line being read */
+	int skipping;	  /* the line is too long: drop it */
+	int have_result;  /* a final event (or any plain output) was seen */
+	int failed;	  /* the agent reported that the call failed */
+	int in_turn;	  /* gemini: a model turn is open */
+	double cost;
+	int cost_seen;
+};
+
+/* Preset flags. */
+enum {
+	/* usage.input_tokens leaves out cache reads and writes (Anthropic) */
+	CLI_F_CACHE_TOKENS = 1 << 0,
+	/* a result text starting "[API Error" is a failure (qwen exits 0) */
+	CLI_F_API_ERROR_TEXT = 1 << 1,
+};
+
+struct cli_preset {
+	const struct agent_adapter *adapter; /* type, program, hints */
+	const char *const *argv;	     /* headless flags, after argv[0] */
+	const char *const *env;		     /* fixed "K=V" */
+	const char *model_flag;		     /* NULL: setup adds the model */
+	const char *prompt_opt; /* "--prompt=": glued; NULL: "--" PROMPT */
+	unsigned flags;		/* CLI_F_* */
+	/* base_url, key, retries, effort, the private home */
+	int (*setup)(struct cli_build *b, struct err *e);
+	/* one JSON line; NULL: plain text output */
+	void (*line)(struct cli_stream *st, json_t *j);
+	/* after the exit: maps the type's own exit codes (optional) */
+	void (*exited)(struct agent_result *r);
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static const char *
+jstr(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static int64_t
+jint(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_number(v) ? (int64_t)json_number_value(v) : 0;
+}
+
+static int
+streq(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* dst = s (len bytes), trimmed, at most CLI_TEXT_MAX bytes. */
+static void
+set_text(struct buf *dst, const char *s, size_t len)
+{
+	while (len && isspace((unsigned char)*s)) {
+		s++;
+		len--;
+	}
+	while (len && isspace((unsigned char)s[len - 1]))
+		len--;
+	buf_reset(dst);
+	buf_add(dst, s, len < CLI_TEXT_MAX ? len : CLI_TEXT_MAX);
+}
+
+/* r->message = s on one line: control characters become spaces. */
+static void
+set_message(struct agent_result *r, const char *s)
+{
+	size_t i;
+
+	set_text(&r->message, s, strlen(s));
+	if (r->message.len > CLI_MESSAGE_MAX)
+		buf_setlen(&r->message, CLI_MESSAGE_MAX);
+	for (i = 0; i < r->message.len; i++)
+		if (iscntrl((unsigned char)r->message.ptr[i]))
+			r->message.ptr[i] = ' ';
+}
+
+static void
+note_session(struct agent_result *r, const char *id)
+{
+	if (id && *id && !r->session_id[0])
+		snprintf(r->session_id, sizeof(r->session_id), "%s", id);
+}
+
+/* Appends s to b as a TOML basic string, quotes included. */
+static void
+toml_str(struct buf *b, const char *s)
+{
+	buf_addch(b, '"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_addf(b, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			buf_addf(b, "\\u%04x", (unsigned char)*s);
+		else
+			buf_addch(b, *s);
+	}
+	buf_addch(b, '"');
+}
+
+/*
+ * Writes data to path readable by its owner only (it may hold a key's
+ * name and settings nobody else should change), creating the parent.
+ */
+static int
+write_private(const char *path, const char *data, struct err *e)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	int fd = -1, rc = 0;
+
+	if (slash && slash != dir) {
+		*slash = '\0';
+		rc = fs_mkdir_p(dir, 0700, e);
+		if (rc)
+			goto out;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0) {
+		rc = err_set(e, -errno, "cannot create '%s': %s", path,
+			     strerror(errno));
+		goto out;
+	}
+	if (fchmod(fd, 0600) < 0) {
+		rc = err_set(e, -errno, "cannot chmod '%s': %s", path,
+			     strerror(errno));
+		goto out;
+	}
+	rc = fs_write_all(fd, data, strlen(data));
+	if (rc)
+		err_set(e, rc, "cannot write '%s': %s", path, strerror(-rc));
+out:
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}
+
+/* Writes j (consumed) as indented JSON to home/rel. */
+static int
+write_json(const struct cli_build *b, const char *rel, json_t *j, struct err *e)
+{
+	char *path = xasprintf("%s/%s", b->req->home, rel);
+	char *s = json_dumps(j, JSON_INDENT(2));
+	int rc;
+
+	if (!s)
+		BUG("cannot serialize %s", rel);
+	rc = write_private(path, s, e);
+	free(s);
+	free(path);
+	json_decref(j);
+	return rc;
+}
+
+/* ---- presets: argv, env and home --------------------------------------- */
+
+/*
+ * Claude Code: flags and env as verified (research section 1). As root,
+ * --dangerously-skip-permissions is refused unless IS_SANDBOX=1.
+ */
+static int
+claude_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+
+	(void)e;
+	if (geteuid() == 0)
+		strvec_push(b->env, "IS_SANDBOX=1");
+	if (p->effort)
+		strvec_pushl(b->argv, "--effort", p->effort, NULL);
+	if (p->base_url)
+		strvec_pushf(b->env, "ANTHROPIC_BASE_URL=%s", p->base_url);
+	if (b->key)
+		strvec_pushf(b->env, "ANTHROPIC_API_KEY=%s", b->key);
+	if (p->max_retries >= 0)
+		strvec_pushf(b->env, "CLAUDE_CODE_MAX_RETRIES=%d",
+			     p->max_retries);
+	if (b->isolated)
+		strvec_pushf(b->env, "CLAUDE_CONFIG_DIR=%s", b->req->home);
+	return 0;
+}
+
+/*
+ * Codex: everything on the command line (-c overrides), so an isolated
+ * CODEX_HOME only needs a small config.toml. A base_url becomes a model
+ * provider called "baton" whose key is read from api_key_env; codex
+ * refuses a provider whose key variable is empty, so without one a
+ * placeholder is set. Without a base_url the key goes in CODEX_API_KEY,
+ * which codex exec reads for its built-in provider.
+ */
+static int
+codex_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+	const char *var = p->api_key_env ? p->api_key_env : CODEX_KEY_VAR;
+	struct buf v = BUF_INIT;
+	char *path;
+	int rc = 0;
+
+	if (b->req->cwd)
+		strvec_pushl(b->argv, "-C", b->req->cwd, NULL);
+	if (p->effort) {
+		buf_adds(&v, "model_reasoning_effort=");
+		toml_str(&v, p->effort);
+		strvec_pushl(b->argv, "-c", v.ptr, NULL);
+		buf_reset(&v);
+	}
+	if (p->base_url) {
+		buf_adds(&v, "model_providers.baton={name=\"baton\",base_url=");
+		toml_str(&v, p->base_url);
+		buf_adds(&v, ",wire_api=\"responses\",env_key=");
+		toml_str(&v, var);
+		if (p->max_retries >= 0)
+			buf_addf(&v,
+				 ",request_max_retries=%d,"
+				 "stream_max_retries=%d",
+				 p->max_retries, p->max_retries);
+		buf_addch(&v, '}');
+		strvec_pushl(b->argv, "-c", "model_provider=baton", "-c", v.ptr,
+			     NULL);
+		if (!p->api_key_env)
+			strvec_push(b->env, CODEX_KEY_VAR "=baton");
+	} else if (b->key) {
+		strvec_pushf(b->env, "CODEX_API_KEY=%s", b->key);
+	}
+	if (b->isolated) {
+		path = xasprintf("%s/config.toml", b->req->home);
+		rc = write_private(path,
+				   "# written by baton: a private CODEX_HOME\n"
+				   "check_for_update_on_startup = false\n"
+				   "\n[analytics]\nenabled = false\n",
+				   e);
+		free(path);
+		strvec_pushf(b->env, "CODEX_HOME=%s", b->req->home);
+		/*
+		 * codex refuses to put the helper its bubblewrap sandbox
+		 * execs (codex-linux-sandbox) under the temporary directory,
+		 * and without it every shell command fails. A home under
+		 * /tmp (tests, scratch repos) is fine once TMPDIR is not.
+		 */
+		path = xasprintf("%s/tmp", b->req->home);
+		if (!rc)
+			rc = fs_mkdir_p(path, 0700, e);
+		strvec_pushf(b->env, "TMPDIR=%s", path);
+		free(path);
+	}
+	buf_release(&v);
+	return rc;
+}
+
+/*
+ * Gemini CLI: HOME is the private home, with .gemini/settings.json as in
+ * research section 3. selectedType is required: with only a base URL the
+ * CLI picks "gateway" auth and headless mode refuses it (exit 41).
+ */
+static int
+gemini_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+	json_t *j;
+
+	if (p->base_url)
+		strvec_pushf(b->env, "GOOGLE_GEMINI_BASE_URL=%s", p->base_url);
+	if (b->key)
+		strvec_pushf(b->env, "GEMINI_API_KEY=%s", b->key);
+	if (!b->isolated)
+		return 0;
+	j = json_pack("{s:{s:{s:s}, s:{s:b}}, s:{s:b}, s:{s:b}, s:{s:b, s:b}}",
+		      "security", "auth", "selectedType", "gemini-api-key",
+		      "folderTrust", "enabled", 0, "privacy",
+		      "usageStatisticsEnabled", 0, "telemetry", "enabled", 0,
+		      "general", "disableAutoUpdate", 1, "disableUpdateNag", 1);
+	if (p->max_retries >= 0)
+		json_object_set_new(json_object_get(j, "general"),
+				    "maxAttempts",
+				    json_integer(p->max_retries + 1));
+	strvec_pushf(b->env, "HOME=%s", b->req->home);
+	return write_json(b, ".gemini/settings.json", j, e);
+}
+
+/*
+ * Qwen Code: the OpenAI variables, and HOME with .qwen/settings.json as
+ * in research section 4.
+ */
+static int
+qwen_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+	json_t *j;
+
+	if (p->base_url)
+		strvec_pushf(b->env, "OPENAI_BASE_URL=%s", p->base_url);
+	if (b->key)
+		strvec_pushf(b->env, "OPENAI_API_KEY=%s", b->key);
+	if (p->model)
+		strvec_pushf(b->env, "OPENAI_MODEL=%s", p->model);
+	if (!b->isolated)
+		return 0;
+	j = json_pack("{s:{s:{s:s}}, s:{s:b}, s:{s:b}, s:{s:b, s:b}}",
+		      "security", "auth", "selectedType", "openai", "privacy",
+		      "usageStatisticsEnabled", 0, "telemetry", "enabled", 0,
+		      "general", "disableAutoUpdate", 1, "disableUpdateNag", 1);
+	if (p->max_retries >= 0)
+		json_object_set_new(j, "model",
+				    json_pack("{s:{s:i}}", "generationConfig",
+					      "maxRetries", p->max_retries));
+	strvec_pushf(b->env, "HOME=%s", b->req->home);
+	return write_json(b, ".qwen/settings.json", j, e);
+}
+
+/*
+ * opencode: baton always hands it a config (research section 5): no
+ * autoupdate or sharing, edits and shell allowed (a headless run cannot
+ * answer a permission prompt), and with a base_url an OpenAI-compatible
+ * provider "baton" whose key opencode reads itself ({env:VAR}). The
+ * config is home/opencode.json when there is a home, else it travels in
+ * OPENCODE_CONFIG_CONTENT. Isolation adds private XDG directories.
+ */
+static int
+opencode_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+	const char *home = b->req->home;
+	json_t *j, *models;
+	char *key, *s;
+	int rc = 0;
+
+	if (p->model) {
+		strvec_push(b->argv, "--model");
+		if (p->base_url)
+			strvec_pushf(b->argv, "baton/%s", p->model);
+		else
+			strvec_push(b->argv, p->model);
+	}
+	j = json_pack("{s:s, s:b, s:s, s:{s:s, s:s, s:s}}", "$schema",
+		      "https://opencode.ai/config.json", "autoupdate", 0,
+		      "share", "disabled", "permission", "edit", "allow",
+		      "bash", "allow", "webfetch", "deny");
+	if (p->base_url) {
+		key = p->api_key_env ? xasprintf("{env:%s}", p->api_key_env)
+				     : xstrdup("baton");
+		models = json_object();
+		if (p->model)
+			json_object_set_new(models, p->model,
+					    json_pack("{s:s, s:b}", "name",
+						      p->model, "tool_call",
+						      1));
+		json_object_set_new(
+		    j, "provider",
+		    json_pack("{s:{s:s, s:s, s:{s:s, s:s}, s:o}}", "baton",
+			      "npm", "@ai-sdk/openai-compatible", "name",
+			      "baton", "options", "baseURL", p->base_url,
+			      "apiKey", key, "models", models));
+		if (p->model)
+			json_object_set_new(j, "model",
+					    json_sprintf("baton/%s", p->model));
+		free(key);
+	}
+	if (home) {
+		strvec_pushf(b->env, "OPENCODE_CONFIG=%s/opencode.json", home);
+		rc = write_json(b, "opencode.json", j, e);
+	} else {
+		s = json_dumps(j, JSON_COMPACT);
+		strvec_pushf(b->env, "OPENCODE_CONFIG_CONTENT=%s", s);
+		free(s);
+		json_decref(j);
+	}
+	if (b->isolated) {
+		strvec_pushf(b->env, "XDG_CONFIG_HOME=%s/config", home);
+		strvec_pushf(b->env, "XDG_DATA_HOME=%s/data", home);
+		strvec_pushf(b->env, "XDG_CACHE_HOME=%s/cache", home);
+		strvec_pushf(b->env, "XDG_STATE_HOME=%s/state", home);
+	}
+	return rc;
+}
+
+/*
+ * Aider (not verified here: it is not installable offline). litellm needs
+ * "openai/" before a model served at a custom OpenAI base. The key goes
+ * through OPENAI_API_KEY rather than --openai-api-key, so it never shows
+ * in the process list. Its history files go to the home, not the worktree.
+ */
+static int
+aider_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+	const char *home = b->req->home;
+	int rc;
+
+	if (p->model) {
+		strvec_push(b->argv, "--model");
+		if (p->base_url && !strchr(p->model, '/'))
+			strvec_pushf(b->argv, "openai/%s", p->model);
+		else
+			strvec_push(b->argv, p->model);
+	}
+	if (p->base_url)
+		strvec_pushl(b->argv, "--openai-api-base", p->base_url, NULL);
+	if (b->key)
+		strvec_pushf(b->env, "OPENAI_API_KEY=%s", b->key);
+	if (!home)
+		return 0;
+	rc = fs_mkdir_p(home, 0700, e);
+	if (rc)
+		return rc;
+	strvec_push(b->argv, "--input-history-file");
+	strvec_pushf(b->argv, "%s/aider.input.history", home);
+	strvec_push(b->argv, "--chat-history-file");
+	strvec_pushf(b->argv, "%s/aider.chat.history.md", home);
+	return 0;
+}
+
+/* ---- presets: reading the output --------------------------------------- */
+
+/* The current turn's text becomes the last text seen; a new turn starts. */
+static void
+flush_turn(struct cli_stream *st)
+{
+	if (st->turn.len) {
+		buf_reset(&st->last);
+		buf_add(&st->last, st->turn.ptr, st->turn.len);
+	}
+	buf_reset(&st->turn);
+}
+
+/* The text blocks of a message's content (array or string) into last. */
+static void
+content_text(struct cli_stream *st, const json_t *content)
+{
+	struct buf t = BUF_INIT;
+	const char *s;
+	json_t *block;
+	size_t i;
+
+	if (json_is_string(content)) {
+		buf_adds(&t, json_string_value(content));
+	} else {
+		for (i = 0; i < json_array_size(content); i++) {
+			block = json_array_get(content, i);
+			s = jstr(block, "text");
+			if (!streq(jstr(block, "type"), "text") || !s || !*s)
+				continue;
+			if (t.len)
+				buf_addch(&t, '\n');
+			buf_adds(&t, s);
+		}
+	}
+	if (t.len) {
+		buf_reset(&st->last);
+		buf_add(&st->last, t.ptr, t.len);
+	}
+	buf_release(&t);
+}
+
+/*
+ * The result line of claude and qwen: final text, usage, cost, turns,
+ * and whether it failed (is_error; error_max_turns is a limit; qwen's
+ * "[API Error ..." results).
+ */
+static void
+claude_result(struct cli_stream *st, const json_t *j)
+{
+	struct agent_result *r = st->r;
+	const json_t *usage = json_object_get(j, "usage");
+	const json_t *cost = json_object_get(j, "total_cost_usd");
+	const char *res = jstr(j, "result"), *sub = jstr(j, "subtype");
+	const char *first_error;
+	int is_error = json_is_true(json_object_get(j, "is_error"));
+
+	st->have_result = 1;
+	r->tokens_in = jint(usage, "input_tokens");
+	if (st->cp->flags & CLI_F_CACHE_TOKENS)
+		r->tokens_in += jint(usage, "cache_creation_input_tokens") +
+				jint(usage, "cache_read_input_tokens");
+	r->tokens_out = jint(usage, "output_tokens");
+	if (json_is_number(cost)) {
+		st->cost = json_number_value(cost);
+		st->cost_seen = 1;
+	}
+	if (jint(j, "num_turns") > 0)
+		r->steps = (int)jint(j, "num_turns");
+	if ((st->cp->flags & CLI_F_API_ERROR_TEXT) && res &&
+	    !strncmp(res, "[API Error", 10))
+		is_error = 1;
+	if (streq(sub, "error_max_turns")) {
+		r->failure = AGENT_FAIL_LIMIT;
+		is_error = 1;
+	}
+	if (!is_error) {
+		if (res)
+			set_text(&r->text, res, strlen(res));
+		return;
+	}
+	st->failed = 1;
+	r->http_status = (int)jint(j, "api_error_status");
+	if (!r->http_status)
+		r->http_status = agent__status_in_text(res);
+	first_error =
+	    json_string_value(json_array_get(json_object_get(j, "errors"), 0));
+	set_message(r, res && *res   ? res
+		       : first_error ? first_error
+		       : sub	     ? sub
+				     : "the agent reported an error");
+}
+
+/*
+ * Claude Code stream-json (and qwen's copy of it): system/init, one
+ * assistant line per content block, system/api_retry while retrying,
+ * and a result line.
+ */
+static void
+claude_line(struct cli_stream *st, json_t *j)
+{
+	const char *type = jstr(j, "type");
+
+	note_session(st->r, jstr(j, "session_id"));
+	if (streq(type, "assistant")) {
+		content_text(st, json_object_get(json_object_get(j, "message"),
+						 "content"));
+	} else if (streq(type, "system") &&
+		   streq(jstr(j, "subtype"), "api_retry")) {
+		buf_reset(&st->error);
+		buf_addf(&st->error, "API error %d (%s), retrying",
+			 (int)jint(j, "error_status"),
+			 jstr(j, "error") ? jstr(j, "error") : "unknown");
+	} else if (streq(type, "result")) {
+		claude_result(st, j);
+	}
+}
+
+/*
+ * codex exec --json: thread.started, item.* (the last agent_message is the
+ * answer), turn.completed with usage, or error and turn.failed.
+ */
+static void
+codex_line(struct cli_stream *st, json_t *j)
+{
+	struct agent_result *r = st->r;
+	const char *type = jstr(j, "type"), *msg;
+	const json_t *item = json_object_get(j, "item");
+	const json_t *usage = json_object_get(j, "usage");
+
+	if (streq(type, "thread.started")) {
+		note_session(r, jstr(j, "thread_id"));
+	} else if (streq(type, "item.completed") &&
+		   streq(jstr(item, "type"), "agent_message")) {
+		msg = jstr(item, "text");
+		if (msg && *msg) {
+			buf_reset(&st->last);
+			buf_adds(&st->last, msg);
+		}
+	} else if (streq(type, "turn.completed")) {
+		st->have_result = 1;
+		r->tokens_in += jint(usage, "input_tokens");
+		r->tokens_out += jint(usage, "output_tokens");
+		r->steps++;
+	} else if (streq(type, "turn.failed") || streq(type, "error")) {
+		msg = streq(type, "error")
+			  ? jstr(j, "message")
+			  : jstr(json_object_get(j, "error"), "message");
+		if (msg) {
+			buf_reset(&st->error);
+			buf_adds(&st->error, msg);
+		}
+		if (streq(type, "turn.failed")) {
+			st->have_result = 1;
+			st->failed = 1;
+			r->http_status = agent__status_in_text(msg);
+		}
+	}
+}
+
+/* gemini: a model turn starts with its first text or tool call. */
+static void
+gemini_open_turn(struct cli_stream *st)
+{
+	if (st->in_turn)
+		return;
+	st->in_turn = 1;
+	st->r->steps++;
+	flush_turn(st);
+}
+
+/*
+ * Gemini CLI stream-json: init, messages (the assistant's arrive as
+ * deltas), tool_use and tool_result, and a result with stats or an error.
+ * The answer is the text of the last model turn.
+ */
+static void
+gemini_line(struct cli_stream *st, json_t *j)
+{
+	struct agent_result *r = st->r;
+	const char *type = jstr(j, "type"), *s;
+	const json_t *stats = json_object_get(j, "stats");
+
+	if (streq(type, "init")) {
+		note_session(r, jstr(j, "session_id"));
+	} else if (streq(type, "message") &&
+		   streq(jstr(j, "role"), "assistant")) {
+		gemini_open_turn(st);
+		if (!json_is_true(json_object_get(j, "delta")))
+			buf_reset(&st->turn);
+		s = jstr(j, "content");
+		if (s)
+			buf_adds(&st->turn, s);
+	} else if (streq(type, "tool_use")) {
+		gemini_open_turn(st);
+	} else if (streq(type, "tool_result")) {
+		st->in_turn = 0;
+	} else if (streq(type, "error")) {
+		s = jstr(j, "message");
+		if (s) {
+			buf_reset(&st->error);
+			buf_adds(&st->error, s);
+		}
+	} else if (streq(type, "result")) {
+		st->have_result = 1;
+		r->tokens_in = jint(stats, "input_tokens");
+		r->tokens_out = jint(stats, "output_tokens");
+		if (streq(jstr(j, "status"), "success"))
+			return;
+		st->failed = 1;
+		s = jstr(json_object_get(j, "error"), "message");
+		buf_reset(&st->error);
+		buf_adds(&st->error, s ? s : "the agent reported an error");
+		r->http_status = agent__status_in_text(s);
+	}
+}
+
+/*
+ * opencode run --format json: step_start, text and tool parts, and
+ * step_finish with tokens and cost per step; error events. There is no
+ * final event: the answer is the text of the last step that had some.
+ */
+static void
+opencode_line(struct cli_stream *st, json_t *j)
+{
+	struct agent_result *r = st->r;
+	const char *type = jstr(j, "type"), *s;
+	const json_t *part = json_object_get(j, "part");
+	const json_t *tokens = json_object_get(part, "tokens");
+	const json_t *cache = json_object_get(tokens, "cache");
+	const json_t *err = json_object_get(j, "error");
+	const json_t *data = json_object_get(err, "data");
+
+	note_session(r, jstr(j, "sessionID"));
+	if (streq(type, "step_start")) {
+		flush_turn(st);
+	} else if (streq(type, "text")) {
+		s = jstr(part, "text");
+		if (s && *s) {
+			if (st->turn.len)
+				buf_addch(&st->turn, '\n');
+			buf_adds(&st->turn, s);
+		}
+	} else if (streq(type, "step_finish")) {
+		st->have_result = 1;
+		r->steps++;
+		r->tokens_in += jint(tokens, "input") + jint(cache, "read") +
+				jint(cache, "write");
+		r->tokens_out +=
+		    jint(tokens, "output") + jint(tokens, "reasoning");
+		if (json_is_number(json_object_get(part, "cost"))) {
+			st->cost +=
+			    json_number_value(json_object_get(part, "cost"));
+			st->cost_seen = 1;
+		}
+	} else if (streq(type, "error")) {
+		st->have_result = 1;
+		st->failed = 1;
+		s = jstr(data, "message");
+		if (!s)
+			s = jstr(err, "name");
+		buf_reset(&st->error);
+		buf_adds(&st->error, s ? s : "the agent reported an error");
+		r->http_status = (int)jint(data, "statusCode");
+		if (!r->http_status)
+			r->http_status = agent__status_in_text(s);
+	}
+}
+
+/* aider: plain text; the answer is the whole output (its tail). */
+static void
+plain_line(struct cli_stream *st, const char *s, size_t len)
+{
+	size_t i;
+
+	buf_add_tail(&st->turn, s, len);
+	buf_add_tail(&st->turn, "\n", 1);
+	for (i = 0; i < len && !st->have_result; i++)
+		if (!isspace((unsigned char)s[i]))
+			st->have_result = 1;
+}
+
+static void
+parse_line(struct cli_stream *st, const char *s, size_t len)
+{
+	json_t *j;
+
+	if (!st->cp->line) {
+		plain_line(st, s, len);
+		return;
+	}
+	while (len && isspace((unsigned char)*s)) {
+		s++;
+		len--;
+	}
+	if (!len || *s != '{')
+		return;
+	j = json_loadb(s, len, 0, NULL);
+	if (json_is_object(j))
+		st->cp->line(st, j);
+	json_decref(j);
+}
+
+static void
+stream_init(struct cli_stream *st, const struct cli_preset *cp,
+	    struct agent_result *r)
+{
+	memset(st, 0, sizeof(*st));
+	st->cp = cp;
+	st->r = r;
+	buf_init(&st->turn, CLI_TEXT_MAX);
+	buf_init(&st->last, CLI_TEXT_MAX);
+	buf_init(&st->error, CLI_MESSAGE_MAX * 4);
+	buf_init(&st->line, CLI_LINE_MAX);
+}
+
+static void
+stream_release(struct cli_stream *st)
+{
+	buf_release(&st->turn);
+	buf_release(&st->last);
+	buf_release(&st->error);
+	buf_release(&st->line);
+}
+
+/* Feeds len bytes of output; complete lines are parsed as they end. */
+static void
+stream_feed(struct cli_stream *st, const char *p, size_t len)
+{
+	const char *end = p + len, *nl;
+
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!st->skipping &&
+		    buf_add(&st->line, p, (size_t)((nl ? nl : end) - p)) < 0)
+			st->skipping = 1;
+		if (!nl)
+			break;
+		if (!st->skipping)
+			parse_line(st, st->line.ptr, st->line.len);
+		buf_reset(&st->line);
+		st->skipping = 0;
+		p = nl + 1;
+	}
+}
+
+/*
+ * The end of the stream: the last line, then the answer (the result's
+ * text, else the last turn's, else the last assistant text seen), the
+ * reported error as the message, and the reported cost.
+ */
+static void
+stream_finish(struct cli_stream *st)
+{
+	struct agent_result *r = st->r;
+
+	if (st->line.len && !st->skipping)
+		parse_line(st, st->line.ptr, st->line.len);
+	buf_reset(&st->line);
+	if (st->failed) {
+		if (!r->message.len)
+			set_message(r, st->error.len
+					   ? st->error.ptr
+					   : "the agent reported an error");
+	} else if (!r->text.len) {
+		if (st->turn.len)
+			set_text(&r->text, st->turn.ptr, st->turn.len);
+		else
+			set_text(&r->text, st->last.ptr, st->last.len);
+	}
+	/* no result at all (killed, crashed): say what it last reported */
+	if (!st->have_result && !r->message.len && st->error.len)
+		set_message(r, st->error.ptr);
+	if (st->cost_seen) {
+		r->cost_usd = st->cost;
+		r->cost_known = 1;
+	}
+}
+
+/* Reads the stdout file line by line through the preset's parser. */
+static int
+stream_read_file(struct cli_stream *st, const char *path, struct err *e)
+{
+	char chunk[65536];
+	ssize_t n;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT
+			   ? 0
+			   : err_set(e, -errno, "cannot open '%s': %s", path,
+				     strerror(errno));
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = err_set(e, -errno, "cannot read '%s': %s", path,
+				     strerror(errno));
+			break;
+		}
+		if (!n)
+			break;
+		stream_feed(st, chunk, (size_t)n);
+	}
+	close(fd);
+	return rc;
+}
+
+/*
+ * Gemini's exit codes (research section 3): 41 is an auth configuration
+ * error, 53 the turn limit, and an API error exits with its HTTP status
+ * mod 256 (401 → 145, 429 → 173, 500 → 244).
+ */
+static void
+gemini_exited(struct agent_result *r)
+{
+	if (r->outcome != AGENT_EXIT || r->failure != AGENT_FAIL_NONE)
+		return;
+	if (r->status == 41) {
+		r->failure = AGENT_FAIL_AUTH;
+		if (!r->message.len)
+			set_message(r, "gemini refused its auth configuration "
+				       "(exit 41)");
+	} else if (r->status == 53) {
+		r->failure = AGENT_FAIL_LIMIT;
+	} else if (!r->http_status && r->status >= 400 - 256 &&
+		   r->status <= 599 - 256) {
+		r->http_status = r->status + 256;
+	}
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+static const char *const claude_flags[] = {
+	"-p",
+	"--output-format",
+	"stream-json",
+	"--verbose",
+	"--dangerously-skip-permissions",
+	NULL,
+};
+static const char *const claude_env[] = {
+	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	"DISABLE_AUTOUPDATER=1",
+	"DISABLE_TELEMETRY=1",
+	"DISABLE_ERROR_REPORTING=1",
+	NULL,
+};
+static const char *const codex_flags[] = {
+	"exec",
+	"--json",
+	"--skip-git-repo-check",
+	"-s",
+	"workspace-write",
+	"-c",
+	"approval_policy=\"never\"",
+	"-c",
+	"analytics.enabled=false",
+	"--disable",
+	"plugins",
+	"--disable",
+	"remote_plugin",
+	"--disable",
+	"apps",
+	NULL,
+};
+static const char *const gemini_flags[] = {
+	"--output-format", "stream-json", "--yolo", "--skip-trust", NULL,
+};
+static const char *const gemini_env[] = {
+	"GEMINI_CLI_NO_RELAUNCH=true",
+	"GEMINI_CLI_TRUST_WORKSPACE=true",
+	NULL,
+};
+static const char *const qwen_flags[] = {
+	"--output-format", "stream-json", "--yolo",
+	"--auth-type",	   "openai",	  NULL,
+};
+static const char *const opencode_flags[] = {
+	"run",
+	"--format",
+	"json",
+	NULL,
+};
+static const char *const opencode_env[] = {
+	"OPENCODE_DISABLE_AUTOUPDATE=1",   "OPENCODE_DISABLE_MODELS_FETCH=1",
+	"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+	"OPENCODE_DISABLE_SHARE=1",	   NULL,
+};
+static const char *const aider_flags[] = {
+	"--yes-always",	       "--no-auto-commits",	   "--no-check-update",
+	"--analytics-disable", "--no-show-model-warnings", "--no-pretty",
+	"--no-stream",	       "--no-gitignore",	   NULL,
+};
+static const char *const no_env[] = { NULL };
+
+static const struct cli_preset claude_preset = {
+	.adapter = &agent_claude_adapter,
+	.argv = claude_flags,
+	.env = claude_env,
+	.model_flag = "--model",
+	.flags = CLI_F_CACHE_TOKENS,
+	.setup = claude_setup,
+	.line = claude_line,
+};
+
+static const struct cli_preset codex_preset = {
+	.adapter = &agent_codex_adapter,
+	.argv = codex_flags,
+	.env = no_env,
+	.model_flag = "-m",
+	.setup = codex_setup,
+	.line = codex_line,
+};
+
+static const struct cli_preset gemini_preset = {
+	.adapter = &agent_gemini_adapter,
+	.argv = gemini_flags,
+	.env = gemini_env,
+	.model_flag = "--model",
+	.prompt_opt = "--prompt=",
+	.setup = gemini_setup,
+	.line = gemini_line,
+	.exited = gemini_exited,
+};
+
+static const struct cli_preset qwen_preset = {
+	.adapter = &agent_qwen_adapter,
+	.argv = qwen_flags,
+	.env = no_env,
+	.model_flag = "--model",
+	.prompt_opt = "--prompt=",
+	.flags = CLI_F_API_ERROR_TEXT,
+	.setup = qwen_setup,
+	.line = claude_line,
+};
+
+static const struct cli_preset opencode_preset = {
+	.adapter = &agent_opencode_adapter,
+	.argv = opencode_flags,
+	.env = opencode_env,
+	.setup = opencode_setup,
+	.line = opencode_line,
+};
+
+static const struct cli_preset aider_preset = {
+	.adapter = &agent_aider_adapter,
+	.argv = aider_flags,
+	.env = no_env,
+	.prompt_opt = "--message=",
+	.setup = aider_setup,
+};
+
+static const struct cli_preset *const presets[] = {
+	&claude_preset, &codex_preset,	  &gemini_preset,
+	&qwen_preset,	&opencode_preset, &aider_preset,
+};
+
+static const struct cli_preset *
+preset_for(const char *type)
+{
+	size_t i;
+
+	for (i = 0; type && i < ARRAY_SIZE(presets); i++)
+		if (!strcmp(presets[i]->adapter->info.type, type))
+			return presets[i];
+	return NULL;
+}
+
+/* ---- the runner -------------------------------------------------------- */
+
+int
+cli__build(const struct agent_request *req, const char *program,
+	   struct strvec *argv, struct strvec *env, struct err *e)
+{
+	const struct config_provider *p = req->provider;
+	const struct cli_preset *cp = preset_for(p->type);
+	struct cli_build b = { req, p, argv, env, NULL, 0 };
+	size_t i;
+	int rc;
+
+	if (!cp)
+		return err_set(e, BATON_EINVAL,
+			       "provider '%s': '%s' is not a CLI type", p->name,
+			       p->type);
+	b.key = p->api_key_env ? getenv(p->api_key_env) : NULL;
+	if (b.key && !*b.key)
+		b.key = NULL;
+	b.isolated = p->isolated && req->home;
+	if (b.isolated) {
+		rc = fs_mkdir_p(req->home, 0700, e);
+		if (rc)
+			return rc;
+	}
+	strvec_push(argv, program);
+	for (i = 1; i < p->command.nr; i++)
+		strvec_push(argv, p->command.v[i]);
+	strvec_pushv(argv, cp->argv);
+	strvec_pushv(env, cp->env);
+	/* node and bun take the cwd from an inherited, stale $PWD */
+	if (req->cwd)
+		strvec_pushf(env, "PWD=%s", req->cwd);
+	rc = cp->setup(&b, e);
+	if (rc)
+		return err_prefix(e, "provider '%s' (%s)", p->name, p->type);
+	if (cp->model_flag && p->model)
+		strvec_pushl(argv, cp->model_flag, p->model, NULL);
+	strvec_pushv(argv, p->args.v);
+	if (cp->prompt_opt)
+		strvec_pushf(argv, "%s%s", cp->prompt_opt,
+			     req->prompt ? req->prompt : "");
+	else
+		strvec_pushl(argv, "--", req->prompt ? req->prompt : "", NULL);
+	strvec_pushv(env, p->env.v);
+	if (req->env)
+		strvec_pushv(env, req->env->v);
+	return 0;
+}
+
+static int
+is_executable(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK);
+}
+
+char *
+agent_which(const char *program)
+{
+	const char *path, *dir, *end;
+	struct buf b = BUF_INIT;
+	char *found = NULL;
+
+	if (!program || !*program)
+		return NULL;
+	if (strchr(program, '/')) {
+		/* a relative path is the user's: taken as is */
+		if (program[0] != '/' || is_executable(program))
+			return xstrdup(program);
+		return NULL;
+	}
+	path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (dir = path;; dir = end + 1) {
+		end = strchrnul(dir, ':');
+		buf_reset(&b);
+		if (end == dir)
+			buf_addch(&b, '.');
+		else
+			buf_add(&b, dir, (size_t)(end - dir));
+		buf_addf(&b, "/%s", program);
+		if (is_executable(b.ptr)) {
+			found = b.ptr[0] == '/' ? buf_detach(&b, NULL)
+						: realpath(b.ptr, NULL);
+			if (found)
+				break;
+		}
+		if (!*end)
+			break;
+	}
+	buf_release(&b);
+	return found;
+}
+
+/* hint with every "NAME" replaced by the provider's name. */
+static void
+add_hint(struct buf *out, const char *hint, const char *name)
+{
+	const char *p;
+
+	while ((p = strstr(hint, "NAME"))) {
+		buf_add(out, hint, (size_t)(p - hint));
+		buf_adds(out, name);
+		hint = p + 4;
+	}
+	buf_adds(out, hint);
+}
+
+/* Cost from providers.NAME.pricing when the agent reported none (or 0). */
+static void
+price(const struct config_provider *p, struct agent_result *r)
+{
+	if (p->price_in <= 0 && p->price_out <= 0)
+		return;
+	if (r->cost_known &&
+	    (r->cost_usd > 0 || r->tokens_in + r->tokens_out == 0))
+		return;
+	r->cost_usd = ((double)r->tokens_in * p->price_in +
+		       (double)r->tokens_out * p->price_out) /
+		      1e6;
+	r->cost_known = 1;
+}
+
+static void
+set_outcome(struct agent_result *r, const struct spawn_result *res)
+{
+	r->status = res->status;
+	r->signal = res->signal;
+	r->out_bytes = res->out_bytes;
+	r->duration_ms = res->duration_ms;
+	if (res->stopped)
+		r->outcome = AGENT_STOPPED;
+	else if (res->timed_out)
+		r->outcome = AGENT_TIMEOUT;
+	else if (res->signal)
+		r->outcome = AGENT_CRASHED;
+	else
+		r->outcome = res->status ? AGENT_EXIT : AGENT_OK;
+}
+
+/*
+ * The one runner (see the top of the file). A program that is not
+ * installed is a result (failure MISSING), not an error; errors are
+ * what baton could not do: write the home, start the process, read the
+ * output back.
+ */
+static int
+cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
+{
+	const struct config_provider *p = req->provider;
+	const struct cli_preset *cp = preset_for(p->type);
+	const struct agent_info *info;
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result res = SPAWN_RESULT_INIT;
+	struct strvec argv = STRVEC_INIT;
+	struct cli_stream st;
+	const char *prog;
+	char *path = NULL;
+	long long timeout;
+	int rc;
+
+	if (!cp)
+		return err_set(e, BATON_EINVAL,
+			       "provider '%s': '%s' is not a CLI type", p->name,
+			       p->type);
+	info = &cp->adapter->info;
+	stream_init(&st, cp, r);
+	prog = p->command.nr ? p->command.v[0] : info->program;
+	path = agent_which(prog);
+	if (!path) {
+		r->outcome = AGENT_EXIT;
+		r->status = 127;
+		r->failure = AGENT_FAIL_MISSING;
+		buf_reset(&r->message);
+		buf_addf(
+		    &r->message,
+		    "provider '%s' (%s): '%s' is not installed or not on "
+		    "PATH; install it with `%s` or set providers.%s.command",
+		    p->name, p->type, prog, info->install_hint, p->name);
+		rc = 0;
+		goto out;
+	}
+	rc = cli__build(req, path, &argv, &o.env, e);
+	if (rc)
+		goto out;
+	sandbox_wrap(req->sandbox, &argv, &o.argv);
+	o.cwd = req->cwd;
+	o.out_path = req->out_path;
+	o.err_path = req->err_path;
+	o.tail_max = BUF_MAX_AGENT_TAIL;
+	timeout = (long long)p->timeout_seconds * 1000;
+	o.timeout_ms = timeout > INT_MAX ? INT_MAX : (int)timeout;
+	o.wake_fd = req->wake_fd;
+	o.tick_ms = req->tick_ms;
+	o.on_event = req->on_event;
+	o.arg = req->arg;
+	rc = spawn_run(&o, &res, e);
+	if (rc < 0) {
+		r->outcome = AGENT_EXIT;
+		r->status = 127;
+		r->failure = AGENT_FAIL_CRASH;
+		set_message(r, e ? e->msg : "cannot start the agent");
+		goto out;
+	}
+	set_outcome(r, &res);
+	buf_release(&r->err_tail);
+	r->err_tail = res.err;
+	res.err = (struct buf)BUF_INIT;
+
+	if (req->out_path)
+		rc = stream_read_file(&st, req->out_path, e);
+	else
+		stream_feed(&st, res.out.ptr, res.out.len);
+	if (rc)
+		goto out;
+	stream_finish(&st);
+	if (cp->exited)
+		cp->exited(r);
+	if (r->outcome == AGENT_OK && !st.have_result &&
+	    r->failure == AGENT_FAIL_NONE) {
+		r->failure = AGENT_FAIL_BAD_OUTPUT;
+		if (!r->message.len)
+			buf_addf(&r->message,
+				 "provider '%s' (%s): '%s' exited 0 without a "
+				 "result in its output",
+				 p->name, p->type, prog);
+	}
+	price(p, r);
+	agent_classify(r);
+	if (r->failure == AGENT_FAIL_AUTH && info->auth_hint) {
+		buf_adds(&r->message, r->message.len ? "; " : "");
+		add_hint(&r->message, info->auth_hint, p->name);
+	}
+out:
+	stream_release(&st);
+	free(path);
+	strvec_clear(&argv);
+	spawn_result_release(&res);
+	spawn_opts_release(&o);
+	return rc;
+}
+
+/*
+ * Parses a whole captured stream (agent_parse_stream). Reported failures
+ * (LIMIT, an HTTP status, the message) are filled in; the class of the
+ * others is left to agent_classify, which needs the exit status.
+ */
+static void
+cli_parse(const struct cli_preset *cp, const char *out, size_t len,
+	  struct agent_result *r)
+{
+	struct cli_stream st;
+
+	stream_init(&st, cp, r);
+	stream_feed(&st, out, len);
+	stream_finish(&st);
+	stream_release(&st);
+}
+
+static void
+claude_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&claude_preset, out, len, r);
+}
+
+static void
+codex_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&codex_preset, out, len, r);
+}
+
+static void
+gemini_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&gemini_preset, out, len, r);
+}
+
+static void
+qwen_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&qwen_preset, out, len, r);
+}
+
+static void
+opencode_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&opencode_preset, out, len, r);
+}
+
+static void
+aider_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&aider_preset, out, len, r);
+}
+
+const struct agent_adapter agent_claude_adapter = {
+	.info = {
+		.type = "claude-code",
+		.program = "claude",
+		.install_hint = "npm install -g @anthropic-ai/claude-code",
+		.auth_hint = "set ANTHROPIC_API_KEY (providers.NAME.api_key_env) "
+			     "or log in with `claude` once",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = claude_parse,
+};
+
+const struct agent_adapter agent_codex_adapter = {
+	.info = {
+		.type = "codex",
+		.program = "codex",
+		.install_hint = "npm install -g @openai/codex",
+		.auth_hint = "run `codex login` or set "
+			     "providers.NAME.api_key_env",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = codex_parse,
+};
+
+const struct agent_adapter agent_gemini_adapter = {
+	.info = {
+		.type = "gemini",
+		.program = "gemini",
+		.install_hint = "npm install -g @google/gemini-cli",
+		.auth_hint = "set GEMINI_API_KEY (providers.NAME.api_key_env) "
+			     "or log in with `gemini` once",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = gemini_parse,
+};
+
+const struct agent_adapter agent_qwen_adapter = {
+	.info = {
+		.type = "qwen",
+		.program = "qwen",
+		.install_hint = "npm install -g @qwen-code/qwen-code",
+		.auth_hint = "set OPENAI_API_KEY (providers.NAME.api_key_env)",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = qwen_parse,
+};
+
+const struct agent_adapter agent_opencode_adapter = {
+	.info = {
+		.type = "opencode",
+		.program = "opencode",
+		.install_hint = "npm install -g opencode-ai",
+		.auth_hint = "run `opencode auth login` or set "
+			     "providers.NAME.api_key_env",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = opencode_parse,
+};
+
+const struct agent_adapter agent_aider_adapter = {
+	.info = {
+		.type = "aider",
+		.program = "aider",
+		.install_hint = "pipx install aider-chat",
+		.auth_hint = "set OPENAI_API_KEY (providers.NAME.api_key_env)",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = aider_parse,
+};

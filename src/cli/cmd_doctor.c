@@ -1,0 +1,326 @@
+/*
+ * baton doctor: what is installed and whether it works. Three parts:
+ *
+ *   tools       git, and bwrap when execution.sandbox asks for it
+ *   agent CLIs  each known CLI: found on PATH? does `--version` answer?
+ *   providers   each configured provider: its program, its key variable,
+ *               and (unless --quick) one real call with a tiny prompt,
+ *               its failure classified with the fix named
+ *
+ * Works outside a repository too (then only the first two parts). Exit 0
+ * when every configured provider works, or when none is configured and
+ * at least one CLI is installed; 1 otherwise, with what to do.
+ */
+#include "util/compat.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "cli/cli.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/sandbox.h"
+#include "util/spawn.h"
+#include "util/strvec.h"
+#include "util/xalloc.h"
+
+#define VERSION_TIMEOUT_MS 20000
+#define PING_TIMEOUT_S	   120
+#define PING_PROMPT	   "Reply with the single word OK and nothing else."
+
+/* The first line of text, cut to fit a report line. */
+static void
+first_line(const char *text, char *out, size_t n)
+{
+	size_t len;
+
+	while (*text == '\n' || *text == ' ')
+		text++;
+	len = strcspn(text, "\r\n");
+	if (len >= n)
+		len = n - 1;
+	memcpy(out, text, len);
+	out[len] = '\0';
+}
+
+/*
+ * Runs `program --version`; 0 with its first line in out, or -1 with the
+ * reason (its last words, or its exit status) in out.
+ */
+static int
+program_version(const char *program, char *out, size_t n)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r = SPAWN_RESULT_INIT;
+	struct err e = ERR_INIT;
+	int rc;
+
+	strvec_pushl(&o.argv, program, "--version", NULL);
+	o.timeout_ms = VERSION_TIMEOUT_MS;
+	o.kill_grace_ms = 1000;
+	rc = spawn_run(&o, &r, &e);
+	if (rc) {
+		snprintf(out, n, "%s", e.msg);
+		rc = -1;
+	} else if (r.timed_out) {
+		snprintf(out, n, "--version did not answer in %d s",
+			 VERSION_TIMEOUT_MS / 1000);
+		rc = -1;
+	} else if (r.status) {
+		buf_rtrim(&r.err);
+		first_line(strrchr(r.err.ptr, '\n') ? strrchr(r.err.ptr, '\n') :
+						      r.err.ptr,
+			   out, n);
+		if (!out[0])
+			snprintf(out, n, "--version exited with %d", r.status);
+		rc = -1;
+	} else {
+		first_line(r.out.len ? r.out.ptr : r.err.ptr, out, n);
+	}
+	spawn_result_release(&r);
+	spawn_opts_release(&o);
+	return rc;
+}
+
+/* The agent CLIs baton knows: installed, answering, or missing. */
+static int
+check_clis(int *installed)
+{
+	const struct agent_info *const *infos;
+	size_t i, n;
+	char what[256];
+
+	infos = agent_infos(&n);
+	printf("\nagent CLIs\n");
+	for (i = 0; i < n; i++) {
+		const struct agent_info *a = infos[i];
+		char *path;
+
+		if (!a->program)
+			continue;
+		path = agent_which(a->program);
+		if (!path) {
+			printf("  %-12s %-9s not installed (%s)\n", a->type,
+			       a->program, a->install_hint);
+			continue;
+		}
+		if (program_version(path, what, sizeof(what)) == 0) {
+			printf("  %-12s %-9s ok      %s (%s)\n", a->type,
+			       a->program, what, path);
+			(*installed)++;
+		} else {
+			printf("  %-12s %-9s FAILING %s (%s)\n", a->type,
+			       a->program, what, path);
+		}
+		free(path);
+	}
+	return 0;
+}
+
+/* The roles a provider plays, for the report. */
+static void
+roles_of(const struct config *cfg, const char *name, struct buf *out)
+{
+	size_t i, j;
+
+	for (i = 0; i < cfg->nr_roles; i++)
+		for (j = 0; j < cfg->roles[i].providers.nr; j++)
+			if (!strcmp(cfg->roles[i].providers.v[j], name))
+				buf_addf(out, "%s%s", out->len ? ", " : "",
+					 cfg->roles[i].role);
+	if (!out->len)
+		buf_adds(out, "no role");
+}
+
+/*
+ * One real call of provider p in a scratch directory. 0 when it answered;
+ * -1 with the classified failure and its fix in why.
+ */
+static int
+ping(const struct config_provider *p, char *answer, size_t n,
+     struct buf *why)
+{
+	struct config_provider quick = *p;
+	struct agent_request req = { 0 };
+	struct agent_result r = AGENT_RESULT_INIT;
+	const struct agent_info *info = agent_info(p->type);
+	struct err e = ERR_INIT;
+	char dir[] = "/tmp/baton-doctor-XXXXXX";
+	char *out = NULL, *errf = NULL, *home = NULL, *prompt = NULL;
+	int rc = -1;
+
+	if (!mkdtemp(dir)) {
+		buf_addf(why, "cannot make a scratch directory: %s",
+			 strerror(errno));
+		return -1;
+	}
+	if (quick.timeout_seconds > PING_TIMEOUT_S)
+		quick.timeout_seconds = PING_TIMEOUT_S;
+	out = xasprintf("%s/stdout", dir);
+	errf = xasprintf("%s/stderr", dir);
+	home = xasprintf("%s/home", dir);
+	prompt = xasprintf("%s/prompt.md", dir);
+	fs_write_atomic(prompt, PING_PROMPT, strlen(PING_PROMPT), NULL);
+	req.provider = &quick;
+	req.cwd = dir;
+	req.prompt = PING_PROMPT;
+	req.prompt_file = prompt;
+	req.out_path = out;
+	req.err_path = errf;
+	req.home = home;
+	req.wake_fd = -1;
+	if (agent_run(&req, &r, &e)) {
+		buf_addf(why, "%s", e.msg);
+	} else if (r.failure != AGENT_FAIL_NONE) {
+		buf_addf(why, "%s: %s", agent_failure_name(r.failure),
+			 r.message.len ? r.message.ptr : "(no message)");
+		if (r.failure == AGENT_FAIL_AUTH && info && info->auth_hint)
+			buf_addf(why, ". Fix: %s", info->auth_hint);
+		if (r.failure == AGENT_FAIL_MISSING && info &&
+		    info->install_hint && !strstr(why->ptr, info->install_hint))
+			buf_addf(why, ". Fix: %s", info->install_hint);
+	} else if (!r.text.len) {
+		buf_adds(why, "it answered with no text");
+	} else {
+		first_line(r.text.ptr, answer, n);
+		rc = 0;
+	}
+	agent_result_release(&r);
+	{
+		const char *rm[] = { "rm", "-rf", dir, NULL };
+
+		spawn_capture(rm, NULL, NULL, 0, 10000, NULL);
+	}
+	free(out);
+	free(errf);
+	free(home);
+	free(prompt);
+	return rc;
+}
+
+/* Each configured provider; returns how many do not work. */
+static int
+check_providers(const struct config *cfg, int quick)
+{
+	struct buf roles = BUF_INIT, why = BUF_INIT;
+	size_t i;
+	int bad = 0;
+
+	printf("\nproviders (.baton/config.yaml)\n");
+	if (!cfg->nr_providers)
+		printf("  none configured: add providers and roles to "
+		       ".baton/config.yaml (see docs/agents.md)\n");
+	for (i = 0; i < cfg->nr_providers; i++) {
+		const struct config_provider *p = &cfg->providers[i];
+		char answer[80];
+		const char *key = p->api_key_env;
+
+		buf_reset(&roles);
+		buf_reset(&why);
+		roles_of(cfg, p->name, &roles);
+		printf("  %-12s %-12s %-28s ", p->name, p->type, roles.ptr);
+		if (key && !getenv(key)) {
+			printf("FAILING its key variable %s is not set\n",
+			       key);
+			bad++;
+			continue;
+		}
+		if (quick) {
+			char *path = agent_info(p->type) &&
+						     agent_info(p->type)->program &&
+						     !p->command.nr ?
+					     agent_which(agent_info(p->type)
+								 ->program) :
+					     NULL;
+
+			printf("ok      (not called: --quick)%s%s\n",
+			       path ? " " : "", path ? path : "");
+			free(path);
+			continue;
+		}
+		fflush(stdout);
+		if (ping(p, answer, sizeof(answer), &why) == 0) {
+			printf("ok      answered \"%s\"\n", answer);
+		} else {
+			printf("FAILING %s\n", why.ptr);
+			bad++;
+		}
+	}
+	buf_release(&roles);
+	buf_release(&why);
+	return bad;
+}
+
+static int
+doctor_exec(struct cli *c, int argc, char **argv)
+{
+	int quick = 0, n, installed = 0, bad = 0, have_cfg = 0;
+	struct cli_opt opts[] = { { "--quick", &quick, NULL } };
+	struct err e = ERR_INIT;
+	char what[256];
+	char *git;
+
+	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	if (n != 0)
+		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_doctor);
+
+	printf("tools\n");
+	git = agent_which("git");
+	if (git && program_version(git, what, sizeof(what)) == 0) {
+		printf("  %-12s ok      %s\n", "git", what);
+	} else {
+		printf("  %-12s FAILING not found: apt-get install git\n",
+		       "git");
+		bad++;
+	}
+	free(git);
+	if (workspace_open(NULL, &c->ws, &e) == 0) {
+		if (cli_load_config(c, &e) == 0)
+			have_cfg = 1;
+		else
+			printf("  %-12s FAILING %s\n", "config", e.msg);
+		bad += !have_cfg;
+	} else {
+		printf("  %-12s -       not in a git repository: only the "
+		       "CLIs are checked\n",
+		       "repository");
+	}
+	if (have_cfg && !strcmp(c->cfg.sandbox, "bwrap")) {
+		if (sandbox_available()) {
+			printf("  %-12s ok      bwrap works here\n", "sandbox");
+		} else {
+			printf("  %-12s FAILING execution.sandbox is bwrap "
+			       "but bwrap cannot run here (apt-get install "
+			       "bubblewrap; user namespaces must be allowed)\n",
+			       "sandbox");
+			bad++;
+		}
+	}
+	check_clis(&installed);
+	if (have_cfg)
+		bad += check_providers(&c->cfg, quick);
+	if (!installed && (!have_cfg || !c->cfg.nr_providers)) {
+		printf("\nno agent CLI is installed: install one (for example "
+		       "npm install -g @anthropic-ai/claude-code), or "
+		       "configure an openai or anthropic provider for "
+		       "baton's own agent\n");
+		return EXIT_FAIL;
+	}
+	if (bad) {
+		printf("\n%d problem%s found\n", bad, bad == 1 ? "" : "s");
+		return EXIT_FAIL;
+	}
+	printf("\nall good\n");
+	return EXIT_OK;
+}
+
+const struct cmd cmd_doctor = {
+	.name = "doctor",
+	.usage = "doctor [--quick]",
+	.summary = "find the agent CLIs, check each configured provider "
+		   "answers, say what is missing",
+	.needs = 0,
+	.exec = doctor_exec,
+};

@@ -1,0 +1,45 @@
+#!/bin/bash
+test_description='Gemini CLI, Qwen Code and opencode against the mock: each carries a run to merge_ready with its own edit'
+. "$(dirname "$0")/../lib/test-lib.sh"
+need_agents gemini qwen opencode
+
+export MOCK_KEY=sk-mock-more-0123456789
+feature_script script.json "hello from a cli"
+mock_start mock script.json --require-key "$MOCK_KEY"
+
+# type, binary, base URL suffix, model
+while read -r type bin suffix model; do
+	export type bin suffix model
+
+	test_expect_success "$type: a run reaches merge_ready" '
+		make_repo $type &&
+		baton_init_with_agent $type "providers:
+  cli:
+    type: $type
+    command: [\"$AGENTS_BIN/$bin\"]
+    model: $model
+    base_url: \"$(mock_url mock)${suffix#-}\"
+    api_key_env: MOCK_KEY
+    max_retries: 0
+    timeout_seconds: 180
+roles: {default: cli}" &&
+		cd $type &&
+		test_expect_code 0 "$BATON" run "Add hello.txt" >../$type.out 2>../$type.err &&
+		test_grep merge_ready ../$type.out
+	'
+
+	test_expect_success "$type: the edit is in the diff, the calls on record" '
+		cd $type &&
+		id=$(newest_run) &&
+		"$BATON" diff "$id" >../$type.diff &&
+		test_grep "+hello from a cli" ../$type.diff &&
+		"$BATON" show --json "$id" >../$type.json &&
+		test_jq "[.calls[] | select(.type == \"$type\" and .failure == \"none\" and .tokens_in > 0)] | length == 5" ../$type.json
+	'
+done <<EOF
+gemini gemini - gemini-2.5-flash
+qwen qwen /v1 mock-model
+opencode opencode /v1 mock-model
+EOF
+
+test_done

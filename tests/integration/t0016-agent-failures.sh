@@ -1,0 +1,133 @@
+#!/bin/bash
+test_description='agent failures by class: a rate limit waits for its reset and completes, a missing program and a refused key block with the fix named, edits outside allowed_paths block, a crossed budget pauses until raised, secrets stay out of the record, the sandbox'
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+export MOCK_KEY=sk-mock-fail-0123456789
+feature_script script.json "hello"
+mock_start limited script.json --fail 1:429:2
+mock_start mock script.json --require-key "$MOCK_KEY"
+
+# own_agent DIR URL [EXTRA_YAML]: baton's own agent plays every role.
+own_agent() {
+	make_repo "$1" &&
+	baton_init_with_agent "$1" "providers:
+  own: {type: openai, model: mock-model, base_url: \"$2/v1\", api_key_env: MOCK_KEY, max_retries: 0}
+roles: {default: own}
+${3:-}"
+}
+
+test_expect_success 'a 429 with a reset time: the run waits (on record) and completes' '
+	own_agent quota "$(mock_url limited)" &&
+	cd quota &&
+	test_expect_code 0 "$BATON" run "Add hello.txt" >../quota.out 2>&1 &&
+	"$BATON" show --json "$(newest_run)" >../quota.json &&
+	test_jq "[.events[] | select(.type == \"quota_wait\") | .data | select(.provider == \"own\" and .failure == \"quota\" and (.message | test(\"429\")) and .wait_ms >= 2000 and .wait_ms < 10000)] | length == 1" ../quota.json &&
+	test_jq "[.calls[] | select(.failure == \"quota\")] | length == 1" ../quota.json &&
+	test_jq ".status == \"merge_ready\"" ../quota.json
+'
+
+test_expect_success 'a provider that is not installed blocks the run, naming it and the fix' '
+	make_repo missing &&
+	baton_init_with_agent missing "providers:
+  claude: {type: claude-code, command: [\"/nonexistent/bin/claude\"]}
+roles: {default: claude}" &&
+	cd missing &&
+	test_expect_code 3 "$BATON" run "Add hello.txt" >../missing.out 2>&1 &&
+	"$BATON" show --json "$(newest_run)" >../missing.json &&
+	test_jq ".status == \"blocked\"" ../missing.json &&
+	test_jq ".reason | test(\"provider .claude. \\\\(claude-code\\\\)\") and test(\"not installed\") and test(\"npm install\")" ../missing.json
+'
+
+test_expect_success 'a refused key blocks the run with what to set' '
+	MOCK_KEY=sk-wrong-key-0000000000 &&
+	own_agent auth "$(mock_url mock)" &&
+	cd auth &&
+	test_expect_code 3 "$BATON" run "Add hello.txt" >../auth.out 2>&1 &&
+	"$BATON" show --json "$(newest_run)" >../auth.json &&
+	test_jq ".status == \"blocked\" and (.reason | test(\"provider .own. \\\\(openai\\\\)\") and test(\"OPENAI_API_KEY|api_key_env\"))" ../auth.json &&
+	test_jq "[.calls[] | select(.failure == \"auth\" and .http_status == 401)] | length == 1" ../auth.json
+'
+
+test_expect_success 'an unset key variable blocks before any request' '
+	own_agent nokey "$(mock_url mock)" &&
+	cd nokey &&
+	(unset MOCK_KEY && test_expect_code 3 "$BATON" run "Add hello.txt" >../nokey.out 2>&1) &&
+	"$BATON" show --json "$(newest_run)" >../nokey.json &&
+	test_jq ".reason | test(\"MOCK_KEY\")" ../nokey.json
+'
+
+test_expect_success 'an edit outside policies.allowed_paths blocks the run, naming the file' '
+	own_agent paths "$(mock_url mock)" "policies: {allowed_paths: [src/, docs/**]}" &&
+	cd paths &&
+	test_expect_code 3 "$BATON" run "Add hello.txt" >../paths.out 2>&1 &&
+	"$BATON" show --json "$(newest_run)" >../paths.json &&
+	test_jq ".status == \"blocked\" and (.reason | test(\"outside policies.allowed_paths: hello.txt\"))" ../paths.json &&
+	test_jq "[.events[] | select(.type == \"policy_violation\")] | length == 1" ../paths.json
+'
+
+test_expect_success 'a crossed budget pauses the run with the reason; raised, resume completes it' '
+	own_agent budget "$(mock_url mock)" "budget: {max_tokens: 200}" &&
+	cd budget &&
+	test_expect_code 3 "$BATON" run "Add hello.txt" >../budget.out 2>&1 &&
+	test_grep "budget.max_tokens (200) reached: 240 tokens used" ../budget.out &&
+	id=$(newest_run) &&
+	"$BATON" show --json "$id" >../budget.json &&
+	test_jq ".status == \"paused\" and .paused_at_status == \"executing\"" ../budget.json &&
+	test_jq "[.events[] | select(.type == \"transition\" and .to == \"paused\") | .data.cause] == [\"budget\"]" ../budget.json &&
+	test_expect_code 1 "$BATON" resume "$id" 2>../still.err &&
+	test_grep "stays paused: budget.max_tokens" ../still.err &&
+	sed -i "s/max_tokens: 200/max_tokens: 100000/" .baton/config.yaml &&
+	test_expect_code 0 "$BATON" resume "$id" >../resume.out 2>&1 &&
+	"$BATON" show --json "$id" >../budget2.json &&
+	test_jq ".status == \"merge_ready\"" ../budget2.json
+'
+
+test_expect_success 'secrets in the environment are redacted from agent logs and events' '
+	make_repo secret &&
+	cat >leaky <<-\EOF &&
+	#!/bin/sh
+	echo "my key is $MOCK_KEY" >&2
+	case "$BATON_STAGE_KIND" in
+	review) echo "DECISION: APPROVED $MOCK_KEY" ;;
+	verify) echo "VERIFICATION: PASSED" ;;
+	*) echo "done with $MOCK_KEY" ;;
+	esac
+	EOF
+	chmod +x leaky &&
+	baton_init_with_agent secret "providers:
+  leaky: {type: command, command: [\"$PWD/leaky\"]}
+roles: {default: leaky}" &&
+	cd secret &&
+	test_expect_code 0 "$BATON" run "Add hello.txt" >../secret.out 2>&1 &&
+	test_must_fail grep -r -l "$MOCK_KEY" .baton/runs .baton/baton.db &&
+	grep -r -l "\[redacted:MOCK_KEY\]" .baton/runs >../hits &&
+	test_grep "calls/.*stderr" ../hits
+'
+
+if bwrap --ro-bind / / --unshare-net -- true 2>/dev/null; then
+	test_expect_success 'execution.sandbox bwrap: the agent cannot write outside its worktree, checks have no network' '
+		cat >sandbox.json <<-EOF &&
+		{"rules": [
+		  {"match": "You are the implementer",
+		   "actions": [{"call": {"name": "run", "args": {"argv": ["sh", "-c", "touch $TRASH_DIRECTORY/escaped; echo hi > inside.txt"]}}}],
+		   "text": "tried"},
+		  {"match": "You are the reviewer", "text": "DECISION: APPROVED"},
+		  {"match": "You are the verifier", "text": "VERIFICATION: PASSED"},
+		  {"text": "# ok"}
+		]}
+		EOF
+		"$MOCKLLM" --port-file sb.port --script sandbox.json --log sb.log &
+		wait_for "test -s sb.port" 10 &&
+		own_agent sandbox "http://127.0.0.1:$(cat sb.port)" "execution: {sandbox: bwrap}
+validate: {commands: [\"make test\", \"! curl -s -m 2 http://127.0.0.1:$(cat sb.port)/v1/models\"]}" &&
+		cd sandbox &&
+		test_expect_code 0 "$BATON" run "Add inside.txt" >../sandbox.out 2>&1 &&
+		test_path_is_missing ../escaped &&
+		"$BATON" diff "$(newest_run)" >../sandbox.diff &&
+		test_grep "+hi" ../sandbox.diff
+	'
+else
+	say "# skipped the sandbox test: bwrap cannot run here"
+fi
+
+test_done
