@@ -10,8 +10,11 @@
  *          │ assistant + tool results             ▼
  *          └──────── tools_call() ◀──── tool calls? ──no──▶ final text
  *
- * Each POST is retried on 408, 409, 429, 5xx and transport errors with
- * exponential backoff, honouring Retry-After, never past the deadline.
+ * Each POST is retried on 408, 409, 429, 5xx and transient transport
+ * errors with exponential backoff (1 s, 2 s, 4 s ... 60 s, jittered),
+ * honouring Retry-After, never past the deadline. A server that asks for
+ * more than a minute ends the call: a 429 becomes AGENT_FAIL_QUOTA with
+ * reset_at_ms, and the engine's quota wait takes over.
  * Every request and response is kept in req->home (NNN-request.json,
  * NNN-response.json; the key is never in them) and a human transcript
  * goes to req->out_path. The transfer's progress callback and the
@@ -37,6 +40,7 @@
 #include "util/json.h"
 #include "util/limits.h"
 #include "util/redact.h"
+#include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -83,19 +87,20 @@ struct call {
 	CURL *curl;
 	struct curl_slist *headers;
 	char *url;
-	char *root;	   /* realpath of req->cwd */
-	json_t *messages;  /* the conversation, without the system prompt
-			      on the anthropic wire */
-	json_t *tools;	   /* tools_schema() for the wire */
-	int64_t start;	   /* time_mono_ms() when the call began */
-	int64_t deadline;  /* time_mono_ms() limit; 0: none */
-	int64_t next_tick; /* 0: no ticks */
-	int wake_fd;	   /* req->wake_fd while it is open, else -1 */
-	int stopped;	   /* on_event asked to stop */
-	int nreq;	   /* requests so far, for NNN- file names */
-	int out_fd;	   /* the transcript, or -1 */
-	uint64_t rng;	   /* jitter */
-	struct buf body;   /* the response body being read (capped) */
+	char *root;		/* realpath of req->cwd */
+	json_t *messages;	/* the conversation, without the system prompt
+				   on the anthropic wire */
+	json_t *tools;		/* tools_schema() for the wire */
+	struct strvec tool_env; /* req->env, and the key variable blanked */
+	int64_t start;		/* time_mono_ms() when the call began */
+	int64_t deadline;	/* time_mono_ms() limit; 0: none */
+	int64_t next_tick;	/* 0: no ticks */
+	int wake_fd;		/* req->wake_fd while it is open, else -1 */
+	int stopped;		/* on_event asked to stop */
+	int nreq;		/* requests so far, for NNN- file names */
+	int out_fd;		/* the transcript, or -1 */
+	uint64_t rng;		/* jitter */
+	struct buf body;	/* the response body being read (capped) */
 	char curl_err[CURL_ERROR_SIZE];
 };
 
@@ -523,7 +528,7 @@ record_response(struct call *c, long status, const char *ra, json_t *parsed,
 
 /* The request body for the conversation so far. */
 static json_t *
-build_body(struct call *c, const char *system)
+build_body(struct call *c, const char *sys_prompt)
 {
 	const struct config_provider *p = c->p;
 	json_t *body;
@@ -532,7 +537,7 @@ build_body(struct call *c, const char *system)
 		return json_pack("{s:o, s:i, s:o, s:O, s:O, s:b}", "model",
 				 json_lossy_str(p->model), "max_tokens",
 				 HTTP_ANTHROPIC_MAX_TOKENS, "system",
-				 json_lossy_str(system), "messages",
+				 json_lossy_str(sys_prompt), "messages",
 				 c->messages, "tools", c->tools, "stream", 0);
 	body = json_pack("{s:o, s:O, s:O, s:s, s:b}", "model",
 			 json_lossy_str(p->model), "messages", c->messages,
@@ -613,12 +618,12 @@ auth_hint(struct call *c, struct buf *out)
  * not be written (e filled).
  */
 static int
-post(struct call *c, const char *system, json_t **out, struct err *e)
+post(struct call *c, const char *sys_prompt, json_t **out, struct err *e)
 {
 	const char *name = c->p->name;
 	int max_retries =
 	    c->p->max_retries < 0 ? HTTP_DEFAULT_RETRIES : c->p->max_retries;
-	json_t *body = build_body(c, system), *parsed = NULL;
+	json_t *body = build_body(c, sys_prompt), *parsed = NULL;
 	char *compact = NULL, *pretty = NULL, *ra_raw = NULL;
 	struct buf msg = BUF_INIT;
 	int64_t now, left, ra, delay;
@@ -735,9 +740,13 @@ post(struct call *c, const char *system, json_t **out, struct err *e)
 				goto out;
 			}
 		}
-		/* Retryable: a transport error, 408, 409, 429 or 5xx. */
+		/*
+		 * Retryable: a transport error, 408, 409, 429 or 5xx. A
+		 * server asking for more than a minute is left to the
+		 * engine, whose quota wait shows in the run's status.
+		 */
 		delay = ra >= 0 ? ra : backoff(c, attempt);
-		if (attempt < max_retries &&
+		if (attempt < max_retries && delay <= HTTP_BACKOFF_MAX_MS &&
 		    (!c->deadline || time_mono_ms() + delay < c->deadline)) {
 			note(c, "retry %d of %d in %.1f s: %s", attempt + 1,
 			     max_retries, (double)delay / 1000, msg.ptr);
@@ -937,7 +946,7 @@ run_tools(struct call *c, struct turn *t)
 	struct tools_ctx ctx = {
 		.cwd = c->root,
 		.sandbox = c->req->sandbox,
-		.env = c->req->env,
+		.env = &c->tool_env,
 		.wake_fd = c->wake_fd,
 		.tick_ms = c->req->tick_ms,
 		.on_event = tool_event,
@@ -1083,11 +1092,12 @@ http_run(const struct wire *w, const struct agent_request *req,
 		.wake_fd = req->wake_fd,
 		.out_fd = -1,
 		.body = BUF_INIT,
+		.tool_env = STRVEC_INIT,
 	};
 	struct turn t = { .text = BUF_INIT };
 	int max_steps = p->max_steps > 0 ? p->max_steps : HTTP_DEFAULT_STEPS;
 	json_t *resp = NULL;
-	char *system = NULL;
+	char *sys_prompt = NULL;
 	const char *key;
 	int rc = 0;
 
@@ -1136,7 +1146,7 @@ http_run(const struct wire *w, const struct agent_request *req,
 	if (rc < 0)
 		goto fail;
 	event(&c, SPAWN_EV_STARTED);
-	system = xasprintf(
+	sys_prompt = xasprintf(
 	    "You are a coding agent working in the directory %s, a git "
 	    "worktree. Do the task you are given by using the tools: "
 	    "read, search and change files there and run commands; "
@@ -1144,12 +1154,18 @@ http_run(const struct wire *w, const struct agent_request *req,
 	    "task is done, answer with a final message and no tool "
 	    "calls: that message is your report.",
 	    c.root);
+	/* Commands the model runs have no use for the key: blank it. */
+	if (req->env)
+		strvec_pushv(&c.tool_env, req->env->v);
+	strvec_pushf(&c.tool_env,
+		     "%s=", p->api_key_env ? p->api_key_env : w->key_env);
 	c.tools = tools_schema(w->anthropic);
 	c.messages = json_array();
 	if (!w->anthropic)
-		json_array_append_new(
-		    c.messages, json_pack("{s:s, s:o}", "role", "system",
-					  "content", json_lossy_str(system)));
+		json_array_append_new(c.messages,
+				      json_pack("{s:s, s:o}", "role", "system",
+						"content",
+						json_lossy_str(sys_prompt)));
 	json_array_append_new(c.messages,
 			      json_pack("{s:s, s:o}", "role", "user", "content",
 					json_lossy_str(req->prompt)));
@@ -1171,7 +1187,7 @@ http_run(const struct wire *w, const struct agent_request *req,
 			       p->max_tokens, p->name);
 			break;
 		}
-		rc = post(&c, system, &resp, e);
+		rc = post(&c, sys_prompt, &resp, e);
 		if (rc < 0)
 			goto fail;
 		if (rc > 0) {
@@ -1227,13 +1243,16 @@ out:
 		r->cost_known = 1;
 	}
 	r->duration_ms = time_mono_ms() - c.start;
+	/* Keeps the class set here; adds a reset time read from the text. */
+	agent_classify(r);
 	json_decref(resp);
 	json_decref(t.assistant);
 	json_decref(t.calls);
 	buf_release(&t.text);
 	json_decref(c.messages);
 	json_decref(c.tools);
-	free(system);
+	strvec_clear(&c.tool_env);
+	free(sys_prompt);
 	if (c.curl)
 		curl_easy_cleanup(c.curl);
 	curl_slist_free_all(c.headers);

@@ -42,7 +42,7 @@ test_expect_success 'every agent call is on record as claude, with usage and cos
 	test_jq "[.calls[] | select(.failure == \"none\" and .tokens_in > 0 and .cost_usd > 0 and (.session | length) > 0)] | length == 5" ../show.json &&
 	test_jq ".tokens_in > 0 and .tokens_out > 0 and .cost_usd > 0" ../show.json &&
 	"$BATON" show "$(cat ../run-id)" >../show.txt &&
-	test_grep "^usage     \\$0\\.[0-9]*[1-9]" ../show.txt &&
+	test_grep "^usage     [$]0[.]0*[1-9]" ../show.txt &&
 	test_grep "claude-code" ../show.txt
 '
 
