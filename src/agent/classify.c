@@ -13,7 +13,9 @@
  *              5xx / "overloaded" ...       ▶ UNAVAILABLE
  *              anything else                ▶ CRASH
  *
- * It also reads quota reset times out of the agents' messages.
+ * A type's own exit codes (gemini exits with the HTTP status mod 256) are
+ * mapped by its adapter before this runs (cli.c). It also reads quota
+ * reset times out of the agents' messages.
  */
 #include "util/compat.h"
 

@@ -47,8 +47,6 @@
 
 /* The final text kept from a stream (the head when longer). */
 #define CLI_TEXT_MAX BUF_MAX_ARTIFACT
-/* One line of a CLI's stdout; a longer line is skipped. */
-#define CLI_LINE_MAX (16 * 1024 * 1024)
 /* r->message: one line. */
 #define CLI_MESSAGE_MAX 1024
 /* The variable holding a placeholder key when codex needs one. */
@@ -105,18 +103,18 @@ struct cli_preset {
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static const char *
-jstr(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
+/* The number member key of obj as an integer; 0 if none or absurd. */
 static int64_t
 jint(const json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
+	double d;
 
-	return json_is_number(v) ? (int64_t)json_number_value(v) : 0;
+	if (json_is_integer(v))
+		return (int64_t)json_integer_value(v);
+	d = json_number_value(v);
+	/* the comparisons are false for NaN */
+	return d > -9e18 && d < 9e18 ? (int64_t)d : 0;
 }
 
 static int
@@ -516,8 +514,9 @@ content_text(struct cli_stream *st, const json_t *content)
 	} else {
 		for (i = 0; i < json_array_size(content); i++) {
 			block = json_array_get(content, i);
-			s = jstr(block, "text");
-			if (!streq(jstr(block, "type"), "text") || !s || !*s)
+			s = json_get_str(block, "text");
+			if (!streq(json_get_str(block, "type"), "text") || !s ||
+			    !*s)
 				continue;
 			if (t.len)
 				buf_addch(&t, '\n');
@@ -542,7 +541,8 @@ claude_result(struct cli_stream *st, const json_t *j)
 	struct agent_result *r = st->r;
 	const json_t *usage = json_object_get(j, "usage");
 	const json_t *cost = json_object_get(j, "total_cost_usd");
-	const char *res = jstr(j, "result"), *sub = jstr(j, "subtype");
+	const char *res = json_get_str(j, "result");
+	const char *sub = json_get_str(j, "subtype");
 	const char *first_error;
 	int is_error = json_is_true(json_object_get(j, "is_error"));
 
@@ -590,18 +590,20 @@ claude_result(struct cli_stream *st, const json_t *j)
 static void
 claude_line(struct cli_stream *st, json_t *j)
 {
-	const char *type = jstr(j, "type");
+	const char *type = json_get_str(j, "type");
+	const char *error = json_get_str(j, "error");
 
-	note_session(st->r, jstr(j, "session_id"));
+	note_session(st->r, json_get_str(j, "session_id"));
 	if (streq(type, "assistant")) {
 		content_text(st, json_object_get(json_object_get(j, "message"),
 						 "content"));
 	} else if (streq(type, "system") &&
-		   streq(jstr(j, "subtype"), "api_retry")) {
+		   streq(json_get_str(j, "subtype"), "api_retry")) {
+		/* the last of these says why a run killed mid-retry failed */
 		buf_reset(&st->error);
 		buf_addf(&st->error, "API error %d (%s), retrying",
 			 (int)jint(j, "error_status"),
-			 jstr(j, "error") ? jstr(j, "error") : "unknown");
+			 error ? error : "unknown");
 	} else if (streq(type, "result")) {
 		claude_result(st, j);
 	}
@@ -615,15 +617,15 @@ static void
 codex_line(struct cli_stream *st, json_t *j)
 {
 	struct agent_result *r = st->r;
-	const char *type = jstr(j, "type"), *msg;
+	const char *type = json_get_str(j, "type"), *msg;
 	const json_t *item = json_object_get(j, "item");
 	const json_t *usage = json_object_get(j, "usage");
 
 	if (streq(type, "thread.started")) {
-		note_session(r, jstr(j, "thread_id"));
+		note_session(r, json_get_str(j, "thread_id"));
 	} else if (streq(type, "item.completed") &&
-		   streq(jstr(item, "type"), "agent_message")) {
-		msg = jstr(item, "text");
+		   streq(json_get_str(item, "type"), "agent_message")) {
+		msg = json_get_str(item, "text");
 		if (msg && *msg) {
 			buf_reset(&st->last);
 			buf_adds(&st->last, msg);
@@ -633,19 +635,22 @@ codex_line(struct cli_stream *st, json_t *j)
 		r->tokens_in += jint(usage, "input_tokens");
 		r->tokens_out += jint(usage, "output_tokens");
 		r->steps++;
-	} else if (streq(type, "turn.failed") || streq(type, "error")) {
-		msg = streq(type, "error")
-			  ? jstr(j, "message")
-			  : jstr(json_object_get(j, "error"), "message");
+	} else if (streq(type, "error")) {
+		/* also sent for retries ("Reconnecting... 2/5") */
+		msg = json_get_str(j, "message");
 		if (msg) {
 			buf_reset(&st->error);
 			buf_adds(&st->error, msg);
 		}
-		if (streq(type, "turn.failed")) {
-			st->have_result = 1;
-			st->failed = 1;
-			r->http_status = agent__status_in_text(msg);
+	} else if (streq(type, "turn.failed")) {
+		st->have_result = 1;
+		st->failed = 1;
+		msg = json_get_str(json_object_get(j, "error"), "message");
+		if (msg) {
+			buf_reset(&st->error);
+			buf_adds(&st->error, msg);
 		}
+		r->http_status = agent__status_in_text(st->error.ptr);
 	}
 }
 
@@ -669,17 +674,17 @@ static void
 gemini_line(struct cli_stream *st, json_t *j)
 {
 	struct agent_result *r = st->r;
-	const char *type = jstr(j, "type"), *s;
+	const char *type = json_get_str(j, "type"), *s;
 	const json_t *stats = json_object_get(j, "stats");
 
 	if (streq(type, "init")) {
-		note_session(r, jstr(j, "session_id"));
+		note_session(r, json_get_str(j, "session_id"));
 	} else if (streq(type, "message") &&
-		   streq(jstr(j, "role"), "assistant")) {
+		   streq(json_get_str(j, "role"), "assistant")) {
 		gemini_open_turn(st);
 		if (!json_is_true(json_object_get(j, "delta")))
 			buf_reset(&st->turn);
-		s = jstr(j, "content");
+		s = json_get_str(j, "content");
 		if (s)
 			buf_adds(&st->turn, s);
 	} else if (streq(type, "tool_use")) {
@@ -687,7 +692,7 @@ gemini_line(struct cli_stream *st, json_t *j)
 	} else if (streq(type, "tool_result")) {
 		st->in_turn = 0;
 	} else if (streq(type, "error")) {
-		s = jstr(j, "message");
+		s = json_get_str(j, "message");
 		if (s) {
 			buf_reset(&st->error);
 			buf_adds(&st->error, s);
@@ -696,10 +701,10 @@ gemini_line(struct cli_stream *st, json_t *j)
 		st->have_result = 1;
 		r->tokens_in = jint(stats, "input_tokens");
 		r->tokens_out = jint(stats, "output_tokens");
-		if (streq(jstr(j, "status"), "success"))
+		if (streq(json_get_str(j, "status"), "success"))
 			return;
 		st->failed = 1;
-		s = jstr(json_object_get(j, "error"), "message");
+		s = json_get_str(json_object_get(j, "error"), "message");
 		buf_reset(&st->error);
 		buf_adds(&st->error, s ? s : "the agent reported an error");
 		r->http_status = agent__status_in_text(s);
@@ -715,18 +720,18 @@ static void
 opencode_line(struct cli_stream *st, json_t *j)
 {
 	struct agent_result *r = st->r;
-	const char *type = jstr(j, "type"), *s;
+	const char *type = json_get_str(j, "type"), *s;
 	const json_t *part = json_object_get(j, "part");
 	const json_t *tokens = json_object_get(part, "tokens");
 	const json_t *cache = json_object_get(tokens, "cache");
 	const json_t *err = json_object_get(j, "error");
 	const json_t *data = json_object_get(err, "data");
 
-	note_session(r, jstr(j, "sessionID"));
+	note_session(r, json_get_str(j, "sessionID"));
 	if (streq(type, "step_start")) {
 		flush_turn(st);
 	} else if (streq(type, "text")) {
-		s = jstr(part, "text");
+		s = json_get_str(part, "text");
 		if (s && *s) {
 			if (st->turn.len)
 				buf_addch(&st->turn, '\n');
@@ -747,9 +752,9 @@ opencode_line(struct cli_stream *st, json_t *j)
 	} else if (streq(type, "error")) {
 		st->have_result = 1;
 		st->failed = 1;
-		s = jstr(data, "message");
+		s = json_get_str(data, "message");
 		if (!s)
-			s = jstr(err, "name");
+			s = json_get_str(err, "name");
 		buf_reset(&st->error);
 		buf_adds(&st->error, s ? s : "the agent reported an error");
 		r->http_status = (int)jint(data, "statusCode");
@@ -868,9 +873,13 @@ stream_finish(struct cli_stream *st)
 	}
 }
 
-/* Reads the stdout file line by line through the preset's parser. */
+/*
+ * Reads the stdout file from offset on (spawn appends: what an earlier
+ * call left there is not this call's) through the preset's parser.
+ */
 static int
-stream_read_file(struct cli_stream *st, const char *path, struct err *e)
+stream_read_file(struct cli_stream *st, const char *path, off_t offset,
+		 struct err *e)
 {
 	char chunk[65536];
 	ssize_t n;
@@ -882,6 +891,12 @@ stream_read_file(struct cli_stream *st, const char *path, struct err *e)
 			   ? 0
 			   : err_set(e, -errno, "cannot open '%s': %s", path,
 				     strerror(errno));
+	if (offset > 0 && lseek(fd, offset, SEEK_SET) < 0) {
+		rc = err_set(e, -errno, "cannot seek in '%s': %s", path,
+			     strerror(errno));
+		close(fd);
+		return rc;
+	}
 	for (;;) {
 		n = read(fd, chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
@@ -1090,9 +1105,6 @@ cli__build(const struct agent_request *req, const char *program,
 		strvec_push(argv, p->command.v[i]);
 	strvec_pushv(argv, cp->argv);
 	strvec_pushv(env, cp->env);
-	/* node and bun take the cwd from an inherited, stale $PWD */
-	if (req->cwd)
-		strvec_pushf(env, "PWD=%s", req->cwd);
 	rc = cp->setup(&b, e);
 	if (rc)
 		return err_prefix(e, "provider '%s' (%s)", p->name, p->type);
@@ -1221,7 +1233,7 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 	struct cli_stream st;
 	const char *prog;
 	char *path = NULL;
-	long long timeout;
+	long long timeout, offset;
 	int rc;
 
 	if (!cp)
@@ -1259,6 +1271,9 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 	o.tick_ms = req->tick_ms;
 	o.on_event = req->on_event;
 	o.arg = req->arg;
+	offset = req->out_path ? fs_size(req->out_path) : 0;
+	if (offset < 0)
+		offset = 0;
 	rc = spawn_run(&o, &res, e);
 	if (rc < 0) {
 		r->outcome = AGENT_EXIT;
@@ -1273,7 +1288,7 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 	res.err = (struct buf)BUF_INIT;
 
 	if (req->out_path)
-		rc = stream_read_file(&st, req->out_path, e);
+		rc = stream_read_file(&st, req->out_path, (off_t)offset, e);
 	else
 		stream_feed(&st, res.out.ptr, res.out.len);
 	if (rc)

@@ -10,6 +10,7 @@
 #include "agent/agent_int.h"
 #include "core/config.h"
 #include "util/limits.h"
+#include "util/sandbox.h"
 #include "util/spawn.h"
 #include "util/strvec.h"
 
@@ -20,9 +21,20 @@ command_run(const struct agent_request *req, struct agent_result *r,
 	const struct config_provider *p = req->provider;
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_result res = SPAWN_RESULT_INIT;
+	char *path = agent_which(p->command.v[0]);
 	int rc;
 
-	strvec_pushv(&o.argv, p->command.v);
+	if (!path) {
+		r->outcome = AGENT_EXIT;
+		r->status = 127;
+		r->failure = AGENT_FAIL_MISSING;
+		buf_addf(&r->message, "'%s' is not an executable program "
+				      "(not found, or not on PATH)",
+			 p->command.v[0]);
+		return 0;
+	}
+	free(path);
+	sandbox_wrap(req->sandbox, &p->command, &o.argv);
 	strvec_pushv(&o.env, p->env.v);
 	if (req->env)
 		strvec_pushv(&o.env, req->env->v);

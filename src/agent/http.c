@@ -44,8 +44,6 @@
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
-/* The largest response body read; a bigger one is bad output. */
-#define HTTP_MAX_RESPONSE	  (32 * 1024 * 1024)
 #define HTTP_DEFAULT_STEPS	  50
 #define HTTP_DEFAULT_RETRIES	  4
 #define HTTP_BACKOFF_MAX_MS	  (60 * 1000)

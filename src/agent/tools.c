@@ -18,6 +18,7 @@
 #include "agent/tools.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/limits.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/sandbox.h"
@@ -26,10 +27,6 @@
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
-/* What read_file returns at most; the model reads on with offset. */
-#define TOOLS_READ_MAX (256 * 1024)
-/* The largest file read_file, edit and search load into memory. */
-#define TOOLS_FILE_MAX (16 * 1024 * 1024)
 /* Entries list shows. */
 #define TOOLS_LIST_MAX 1000
 /* Matches search shows, bytes of each matching line, files it opens. */
@@ -39,8 +36,6 @@
 #define TOOLS_SEARCH_DEPTH 64
 /* A file with a NUL byte in its first this many bytes is binary. */
 #define TOOLS_BINARY_PROBE 8192
-/* Tail of run's merged output the model sees. */
-#define TOOLS_RUN_TAIL (32 * 1024)
 /* run's default timeout. */
 #define TOOLS_RUN_TIMEOUT 120
 

@@ -18,4 +18,15 @@
 /* Characters of context (plan, findings, guidance) handed to an agent. */
 #define BUF_MAX_PROMPT_CONTEXT (48 * 1024)
 
+/* A file baton's own agent reads with read_file (the rest is cut). */
+#define TOOLS_READ_MAX (256 * 1024)
+/* A file the edit and search tools load whole. */
+#define TOOLS_FILE_MAX (16 * 1024 * 1024)
+/* Output of the run tool handed back to the model. */
+#define TOOLS_RUN_TAIL (32 * 1024)
+/* One response body from a model server. */
+#define HTTP_MAX_RESPONSE (32 * 1024 * 1024)
+/* One line of an agent CLI's JSON stream; longer lines are dropped. */
+#define CLI_LINE_MAX (16 * 1024 * 1024)
+
 #endif

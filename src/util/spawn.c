@@ -889,7 +889,20 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *out, struct err *e)
 		rc = err_set(e, BATON_EINVAL, "cannot run an empty command");
 		goto out;
 	}
-	build_env(&o->env, &envp);
+	if (o->cwd) {
+		/* Programs that trust $PWD (node, bun) must see the cwd
+		 * they start in, not ours. */
+		struct strvec env = STRVEC_INIT;
+		char *abs = realpath(o->cwd, NULL);
+
+		strvec_pushf(&env, "PWD=%s", abs ? abs : o->cwd);
+		strvec_pushv(&env, o->env.v);
+		build_env(&env, &envp);
+		strvec_clear(&env);
+		free(abs);
+	} else {
+		build_env(&o->env, &envp);
+	}
 	rc = open_log(o->out_path, &out_file, e);
 	if (!rc && !o->merge_err)
 		rc = open_log(o->err_path, &err_file, e);

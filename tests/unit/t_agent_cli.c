@@ -458,6 +458,49 @@ TEST(parse_claude_retries_without_a_result)
 	LEAK_CHECK();
 }
 
+TEST(parse_survives_odd_shapes)
+{
+	static const char odd[] =
+	    "{\"type\":\"result\",\"usage\":\"x\",\"result\":5,"
+	    "\"is_error\":\"yes\",\"errors\":{},\"num_turns\":-3}\n"
+	    "{\"type\":\"assistant\",\"message\":{\"content\":7}}\n"
+	    "{\"type\":\"assistant\",\"message\":[]}\n"
+	    "{\"type\":\"item.completed\",\"item\":[1]}\n"
+	    "{\"type\":\"turn.failed\",\"error\":\"str\"}\n"
+	    "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":"
+	    "1e300}}\n"
+	    "{\"type\":\"message\",\"role\":\"assistant\",\"content\":"
+	    "null}\n"
+	    "{\"type\":\"result\",\"status\":3,\"error\":[]}\n"
+	    "{\"type\":\"step_finish\",\"part\":{\"tokens\":[],"
+	    "\"cost\":\"1\"}}\n"
+	    "{\"type\":\"error\",\"error\":{\"data\":7}}\n"
+	    "{\"type\":\"text\",\"part\":null}\n"
+	    "{\"type\":7,\"session_id\":[],\"sessionID\":{}}\n"
+	    "{\"type\":\"thread.started\",\"thread_id\":\""
+	    "0123456789012345678901234567890123456789012345678901234567890123"
+	    "456789012345678901234567890123456789012345678901234567890123456"
+	    "789\"}\n"
+	    "\xff\xfe{\"type\":\"result\"}\n\n\n";
+	static const char *const types[] = {
+		"claude-code", "codex", "gemini", "qwen", "opencode", "aider",
+	};
+	struct agent_result r;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
+		r = (struct agent_result)AGENT_RESULT_INIT;
+		agent_parse_stream(types[i], odd, sizeof(odd) - 1, &r);
+		r.outcome = AGENT_EXIT;
+		r.status = 1;
+		agent_classify(&r);
+		ASSERT(r.failure != AGENT_FAIL_NONE);
+		ASSERT(strlen(r.session_id) < sizeof(r.session_id));
+		agent_result_release(&r);
+	}
+	LEAK_CHECK();
+}
+
 /* ---- classification ------------------------------------------------------ */
 
 struct classify_case {
@@ -1287,6 +1330,37 @@ TEST(run_pricing_when_the_agent_reports_no_cost)
 	ASSERT_EQ(r.failure, AGENT_FAIL_NONE);
 	ASSERT(r.cost_known);
 	ASSERT(fabs(r.cost_usd - (200 * 3 + 40 * 15) / 1e6) < 1e-12);
+	agent_result_release(&r);
+	provider_release(&p);
+	LEAK_CHECK();
+}
+
+TEST(run_reads_only_its_own_output)
+{
+	struct config_provider p;
+	struct agent_request req;
+	struct agent_result r = AGENT_RESULT_INIT;
+	struct err e = ERR_INIT;
+
+	fake_cli("codex");
+	provider_init(&p, "codex");
+	fake_env(&p, "codex-json.stdout", 0);
+	ASSERT_OK(run(&p, &r, &e), &e);
+	ASSERT_EQ(r.tokens_in, 200);
+	agent_result_release(&r);
+	strvec_clear(&p.env);
+	fake_env(&p, "codex-apply-patch.stdout", 0);
+
+	/* the same out_path again: spawn appends to it */
+	r = (struct agent_result)AGENT_RESULT_INIT;
+	request_init(&req, &p);
+	req.out_path = tmp_path("out");
+	req.err_path = tmp_path("err");
+	ASSERT_OK(agent_run(&req, &r, &e), &e);
+	ASSERT_STREQ(r.session_id, "01a20026-21fa-7a52-87f8-fdccf76221cc");
+	ASSERT_EQ(r.tokens_in, 200);
+	ASSERT_EQ(r.steps, 1);
+	ASSERT(fs_size(req.out_path) > (long long)r.out_bytes);
 	agent_result_release(&r);
 	provider_release(&p);
 	LEAK_CHECK();

@@ -9,10 +9,12 @@
 
 #include <limits.h>
 
+#include "agent/agent.h"
 #include "core/cnode.h"
 #include "core/config.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/xalloc.h"
 #include "test.h"
 
 #if defined(__has_feature)
@@ -147,7 +149,8 @@ check_example(const struct config *c)
 	ASSERT(p->node == cnode_path(c->root, "providers.scripted"));
 	ASSERT_EQ(c->nr_roles, 2);
 	ASSERT_STREQ(c->roles[0].role, "default");
-	ASSERT_STREQ(c->roles[0].provider, "scripted");
+	ASSERT_EQ(c->roles[0].providers.nr, 1);
+	ASSERT_STREQ(c->roles[0].providers.v[0], "scripted");
 	ASSERT_STREQ(c->roles[1].role, "reviewer");
 	ASSERT_STREQ(c->pipeline, "feature");
 	ASSERT_EQ(c->max_review_loops, 2);
@@ -562,12 +565,15 @@ TEST(unknown_key)
 	load_err("store: x\nworkflw:\n  pipeline: x\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":2:1: unknown key 'workflw' (expected one "
 				 "of: providers, roles, workflow, policies, "
-				 "validate, pipelines, store)");
+				 "validate, pipelines, store, budget, "
+				 "execution)");
 	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
 	ASSERT_STREQ(e.msg,
 		     REPO ":2:34: unknown key 'providers.a.cmd' "
-			  "(expected one of: type, command, timeout_seconds, "
-			  "env)");
+			  "(expected one of: type, command, args, env, model, "
+			  "effort, base_url, api_key_env, timeout_seconds, "
+			  "max_retries, max_steps, max_tokens, pricing, "
+			  "isolated)");
 	load_err("roles: {boss: x}\n", &e);
 	ASSERT_CONTAINS(e.msg, REPO ":1:9: unknown key 'roles.boss' (expected "
 				    "one of: default, planner, architect, ");
@@ -689,10 +695,136 @@ TEST(provider_problems)
 			       "empty");
 	load_err("providers:\n  a: {command: [x]}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":2:6: providers.a: missing required key "
-				 "'type'");
+				 "'type' (one of: claude-code, codex, gemini, "
+				 "qwen, opencode, aider, openai, anthropic, "
+				 "command)");
 	load_err("providers:\n  a: {type: http, command: [x]}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":2:13: providers.a.type: unknown provider "
-				 "type 'http' (expected: command)");
+				 "type 'http' (expected: claude-code, codex, "
+				 "gemini, qwen, opencode, aider, openai, "
+				 "anthropic, command)");
+	load_err("providers:\n  a: {type: openai}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":2:6: providers.a: missing required key "
+				    "'model'");
+	load_err("providers:\n  a: {type: anthropic, model: m, command: x}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "providers.a.command: baton's own agent runs "
+			       "no program");
+	load_err("providers:\n  a: {type: codex, base_url: ftp://x}\n", &e);
+	ASSERT_CONTAINS(e.msg, "providers.a.base_url: expected an http:// or "
+			       "https:// URL");
+	load_err("providers:\n  a: {type: codex, effort: max}\n", &e);
+	ASSERT_CONTAINS(e.msg, "providers.a.effort: 'max' is not one of: low, "
+			       "medium, high");
+	load_err("providers:\n  a: {type: codex, api_key_env: 1KEY}\n", &e);
+	ASSERT_CONTAINS(e.msg, "providers.a.api_key_env: not a valid variable "
+			       "name");
+	load_err("providers:\n  a: {type: codex, pricing: {input: -1}}\n", &e);
+	ASSERT_CONTAINS(e.msg, "providers.a.pricing.input: -1 is out of range");
+	load_err("providers:\n  a: {type: codex, pricing: {in: 1}}\n", &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'providers.a.pricing.in'");
+	load_err("providers:\n  a: {type: codex, max_steps: 0}\n", &e);
+	ASSERT_CONTAINS(e.msg, "providers.a.max_steps: expected an integer "
+			       "from 1 to 10000");
+	load_err("execution: {sandbox: docker}\n", &e);
+	ASSERT_CONTAINS(e.msg, "execution.sandbox: 'docker' is not one of: "
+			       "none, bwrap");
+	load_err("budget: {max_cost_usd: lots}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:24: budget.max_cost_usd: expected a "
+				    "number");
+	LEAK_CHECK();
+}
+
+TEST(agent_providers)
+{
+	struct err e = ERR_INIT;
+	const struct config_provider *ps[4];
+	struct config c;
+	const char *y =
+	    "providers:\n"
+	    "  claude: {type: claude-code, model: claude-sonnet-4-5}\n"
+	    "  local:\n"
+	    "    type: openai\n"
+	    "    base_url: http://127.0.0.1:11434/v1\n"
+	    "    model: qwen\n"
+	    "    api_key_env: LOCAL_KEY\n"
+	    "    args: [--x]\n"
+	    "    max_retries: 0\n"
+	    "    max_tokens: 5000\n"
+	    "    pricing: {input: 1.5, output: 6}\n"
+	    "roles: {default: claude, reviewer: [claude, local], "
+	    "fixer: 'local, claude'}\n"
+	    "budget: {max_cost_usd: 2.5, max_tokens: 100000, "
+	    "max_wall_minutes: 30}\n"
+	    "policies: {allowed_paths: [src/, 'docs/**', '*.md']}\n"
+	    "execution: {sandbox: bwrap, quota_retries: 2}\n";
+
+	ASSERT_OK(load(REPO, y, &c, &e), &e);
+	ASSERT_EQ(c.nr_providers, 2);
+	ASSERT_EQ(c.providers[0].command.nr, 0);
+	ASSERT_EQ(c.providers[0].isolated, 0);
+	ASSERT_EQ(c.providers[0].max_retries, -1);
+	ASSERT_EQ(c.providers[0].max_steps, 50);
+	ASSERT_EQ(c.providers[1].isolated, 1);
+	ASSERT_STREQ(c.providers[1].api_key_env, "LOCAL_KEY");
+	ASSERT_EQ(c.providers[1].max_tokens, 5000);
+	ASSERT(c.providers[1].price_out == 6);
+	ASSERT_EQ(config_providers_for(&c, "reviewer", ps, 4), 2);
+	ASSERT_STREQ(ps[0]->name, "claude");
+	ASSERT_STREQ(ps[1]->name, "local");
+	ASSERT_EQ(config_providers_for(&c, "fixer", ps, 4), 2);
+	ASSERT_STREQ(ps[0]->name, "local");
+	ASSERT_EQ(config_providers_for(&c, "reviewer", ps, 1), 1);
+	ASSERT_STREQ(config_provider_for(&c, "planner")->name, "claude");
+	ASSERT(c.budget.max_cost_usd == 2.5);
+	ASSERT_EQ(c.budget.max_tokens, 100000);
+	ASSERT_EQ(c.budget.max_wall_minutes, 30);
+	ASSERT_STREQ(c.sandbox, "bwrap");
+	ASSERT_EQ(c.quota_retries, 2);
+	ASSERT_EQ(c.backoff_seconds, 60);
+	ASSERT(config_path_allowed(&c, "src/a/b.c"));
+	ASSERT(!config_path_allowed(&c, "src"));
+	ASSERT(!config_path_allowed(&c, "srcx/a.c"));
+	ASSERT(config_path_allowed(&c, "docs/x/y.txt"));
+	ASSERT(config_path_allowed(&c, "README.md"));
+	ASSERT(config_path_allowed(&c, "notes/a.md"));
+	ASSERT(!config_path_allowed(&c, "hello.txt"));
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+/* The provider types config accepts are exactly the adapters there are. */
+TEST(provider_types_match_the_adapters)
+{
+	static const char *const types[] = {
+		"claude-code", "codex",	 "gemini",    "qwen",	 "opencode",
+		"aider",       "openai", "anthropic", "command",
+	};
+	const struct agent_info *const *infos;
+	size_t i, n;
+
+	infos = agent_infos(&n);
+	ASSERT_EQ(n, ARRAY_SIZE(types));
+	for (i = 0; i < n; i++) {
+		struct err e = ERR_INIT;
+		struct config c;
+		char *y = xasprintf("providers:\n  p: {type: %s, model: m, "
+				    "command: x}\n",
+				    types[i]);
+		int http = !strcmp(types[i], "openai") ||
+			   !strcmp(types[i], "anthropic");
+
+		ASSERT_STREQ(infos[i]->type, types[i]);
+		if (http) {
+			free(y);
+			y = xasprintf("providers:\n  p: {type: %s, model: "
+				      "m}\n",
+				      types[i]);
+		}
+		ASSERT_OK(load(REPO, y, &c, &e), &e);
+		config_release(&c);
+		free(y);
+	}
 	LEAK_CHECK();
 }
 
