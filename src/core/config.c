@@ -472,8 +472,8 @@ read_provider_options(const struct cnode *pn, const char *path,
 {
 	struct buf k = BUF_INIT;
 	const struct cnode *n;
-	double v;
-	long l;
+	double v = 0;
+	long l = 0;
 	int rc = 0;
 
 #define KEY(name) (buf_reset(&k), buf_addf(&k, "%s.%s", path, name), k.ptr)
@@ -753,7 +753,7 @@ static int
 read_budget(struct config *c, struct err *e)
 {
 	const struct cnode *sec, *n;
-	long l;
+	long l = 0;
 	int rc;
 
 	rc = get_section(c->root, "budget", budget_keys, &sec, e);

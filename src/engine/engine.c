@@ -559,7 +559,7 @@ engine__budget_crossed(const struct config *cfg, const struct run *r)
 		return xasprintf("budget.max_tokens (%lld) reached: %lld "
 				 "tokens used",
 				 b->max_tokens,
-				 (long long)(r->tokens_in + r->tokens_out));
+				 (long long)r->tokens_in + r->tokens_out);
 	if (b->max_wall_minutes > 0 &&
 	    r->active_ms >= (int64_t)b->max_wall_minutes * 60000)
 		return xasprintf("budget.max_wall_minutes (%d) reached: %lld "
