@@ -228,15 +228,23 @@ check_providers(const struct config *cfg, int quick)
 			continue;
 		}
 		if (quick) {
-			char *path = agent_info(p->type) &&
-						     agent_info(p->type)->program &&
-						     !p->command.nr ?
-					     agent_which(agent_info(p->type)
-								 ->program) :
-					     NULL;
+			const struct agent_info *info = agent_info(p->type);
+			const char *prog = p->command.nr ? p->command.v[0] :
+					   info ? info->program : NULL;
+			char *path = prog ? agent_which(prog) : NULL;
 
-			printf("ok      (not called: --quick)%s%s\n",
-			       path ? " " : "", path ? path : "");
+			if (prog && !path) {
+				printf("FAILING '%s' is not installed or not "
+				       "on PATH (%s)\n",
+				       prog,
+				       info && info->install_hint ?
+					       info->install_hint :
+					       "check providers.NAME.command");
+				bad++;
+			} else {
+				printf("ok      (not called: --quick)%s%s\n",
+				       path ? " " : "", path ? path : "");
+			}
 			free(path);
 			continue;
 		}
