@@ -76,6 +76,21 @@ agent_parse_stream(const char *type, const char *out, size_t len,
 		a->parse(out, len, r);
 }
 
+/* Cost from providers.NAME.pricing when the agent reported none (or 0). */
+void
+agent__price(const struct config_provider *p, struct agent_result *r)
+{
+	if (p->price_in <= 0 && p->price_out <= 0)
+		return;
+	if (r->cost_known &&
+	    (r->cost_usd > 0 || r->tokens_in + r->tokens_out == 0))
+		return;
+	r->cost_usd = ((double)r->tokens_in * p->price_in +
+		       (double)r->tokens_out * p->price_out) /
+		      1e6;
+	r->cost_known = 1;
+}
+
 void
 agent_result_release(struct agent_result *r)
 {

@@ -9,6 +9,8 @@
 
 #include "agent/agent.h"
 
+struct config_provider;
+
 struct agent_adapter {
 	struct agent_info info;
 	int (*run)(const struct agent_request *req, struct agent_result *r,
@@ -16,6 +18,12 @@ struct agent_adapter {
 	/* Reads a CLI's whole stdout stream into r; NULL for the others. */
 	void (*parse)(const char *out, size_t len, struct agent_result *r);
 };
+
+/*
+ * Cost from providers.NAME.pricing when the agent reported none (or 0
+ * for tokens it did use). Every adapter calls it before classifying.
+ */
+void agent__price(const struct config_provider *p, struct agent_result *r);
 
 extern const struct agent_adapter agent_command_adapter;
 extern const struct agent_adapter agent_claude_adapter;	  /* cli.c */

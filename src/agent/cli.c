@@ -1183,21 +1183,6 @@ add_hint(struct buf *out, const char *hint, const char *name)
 	buf_adds(out, hint);
 }
 
-/* Cost from providers.NAME.pricing when the agent reported none (or 0). */
-static void
-price(const struct config_provider *p, struct agent_result *r)
-{
-	if (p->price_in <= 0 && p->price_out <= 0)
-		return;
-	if (r->cost_known &&
-	    (r->cost_usd > 0 || r->tokens_in + r->tokens_out == 0))
-		return;
-	r->cost_usd = ((double)r->tokens_in * p->price_in +
-		       (double)r->tokens_out * p->price_out) /
-		      1e6;
-	r->cost_known = 1;
-}
-
 static void
 set_outcome(struct agent_result *r, const struct spawn_result *res)
 {
@@ -1305,7 +1290,7 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 				 "result in its output",
 				 p->name, p->type, prog);
 	}
-	price(p, r);
+	agent__price(p, r);
 	agent_classify(r);
 	if (r->failure == AGENT_FAIL_AUTH && info->auth_hint) {
 		buf_adds(&r->message, r->message.len ? "; " : "");

@@ -291,42 +291,6 @@ header(struct call *c, const char *name)
 }
 
 /*
- * "2026-01-02T03:04:05.678Z" or with a "+01:00" offset, as epoch ms; 0
- * when s is not such a time.
- */
-static int64_t
-parse_rfc3339(const char *s)
-{
-	struct tm tm = { 0 };
-	int n = 0, oh = 0, om = 0, sign = 0;
-	int64_t ms = 0, scale = 100;
-	const char *p;
-	time_t t;
-
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
-		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
-	    !n)
-		return 0;
-	p = s + n;
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
-			ms += (*p - '0') * scale;
-	if (*p == '+' || *p == '-') {
-		sign = *p == '+' ? 1 : -1;
-		if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
-			return 0;
-	} else if (*p != 'Z' && *p != 'z') {
-		return 0;
-	}
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return 0;
-	return ((int64_t)t - sign * (oh * 3600 + om * 60)) * 1000 + ms;
-}
-
-/*
  * A Go duration as OpenAI's x-ratelimit-reset-* headers send it ("1s",
  * "6m0s", "20ms", "1h2m3.5s") in ms, or -1.
  */
@@ -423,7 +387,7 @@ reset_from_headers(struct call *c)
 
 	for (i = 0; i < ARRAY_SIZE(times); i++) {
 		v = header(c, times[i]);
-		t = v ? parse_rfc3339(v) : 0;
+		t = v ? time_parse_iso(v) : 0;
 		if (t > best)
 			best = t;
 		free(v);
@@ -1235,11 +1199,7 @@ fail:
 	buf_reset(&r->message);
 	buf_adds(&r->message, e && e->msg[0] ? e->msg : baton_strerror(rc));
 out:
-	if (p->price_in > 0 || p->price_out > 0) {
-		r->cost_usd = (double)r->tokens_in * p->price_in / 1e6 +
-			      (double)r->tokens_out * p->price_out / 1e6;
-		r->cost_known = 1;
-	}
+	agent__price(p, r);
 	r->duration_ms = time_mono_ms() - c.start;
 	/* Keeps the class set here; adds a reset time read from the text. */
 	agent_classify(r);

@@ -498,6 +498,16 @@ out:
 	return rc;
 }
 
+/* Empties the wake pipe (non-blocking): the wake-ups have been seen. */
+static void
+drain_wakes(struct drive *d)
+{
+	char drain[64];
+
+	while (read(d->wake_fd, drain, sizeof(drain)) > 0)
+		;
+}
+
 /*
  * Sleeps until a signal writes to the wake pipe. Wake-ups that arrive
  * between the caller's read of the run and this call are not lost: the
@@ -507,14 +517,12 @@ static void
 sleep_until_woken(struct drive *d)
 {
 	struct pollfd pfd = { .fd = d->wake_fd, .events = POLLIN };
-	char drain[64];
 
 	note(d->en, ENGINE_NOTE_WAITING, &d->r);
 	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
 		if (got_signal)
 			break;
-	while (read(d->wake_fd, drain, sizeof(drain)) > 0)
-		;
+	drain_wakes(d);
 }
 
 int
@@ -523,7 +531,6 @@ engine__sleep(struct drive *d, int64_t until_ms)
 	struct pollfd pfd = { .fd = d->wake_fd, .events = POLLIN };
 	struct run fresh = { 0 };
 	struct err ignored = ERR_INIT;
-	char drain[64];
 	int64_t left;
 
 	while ((left = until_ms - time_now_ms()) > 0) {
@@ -531,8 +538,7 @@ engine__sleep(struct drive *d, int64_t until_ms)
 
 		if (n < 0 && errno != EINTR)
 			return 0;
-		while (read(d->wake_fd, drain, sizeof(drain)) > 0)
-			;
+		drain_wakes(d);
 		if (got_signal)
 			return 1;
 		if (n > 0 &&

@@ -79,9 +79,13 @@ write_artifact(const struct drive *d, const char *name, const char *text,
 	return rc;
 }
 
-/* Removes the kind's artifacts before a call so stale ones never count. */
+/*
+ * Applies fn to each of the kind's artifacts in the run folder: fs_unlink
+ * before a call, so stale ones never count; redact_file after it.
+ */
 static void
-clear_artifacts(const struct drive *d, enum stage_kind k)
+each_artifact(const struct drive *d, enum stage_kind k,
+	      int (*fn)(const char *path, struct err *e))
 {
 	int i;
 
@@ -91,24 +95,7 @@ clear_artifacts(const struct drive *d, enum stage_kind k)
 		if (!artifacts[k][i])
 			continue;
 		path = engine__run_file(d, artifacts[k][i]);
-		fs_unlink(path, NULL);
-		free(path);
-	}
-}
-
-/* Keeps secrets out of what the agent left in the run folder. */
-static void
-redact_artifacts(const struct drive *d, enum stage_kind k)
-{
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		char *path;
-
-		if (!artifacts[k][i])
-			continue;
-		path = engine__run_file(d, artifacts[k][i]);
-		redact_file(path, NULL);
+		fn(path, NULL);
 		free(path);
 	}
 }
@@ -668,7 +655,7 @@ call_provider(struct drive *d, const struct stage *s,
 		struct agent_request req = { 0 };
 		struct err cerr = ERR_INIT;
 
-		clear_artifacts(d, s->kind);
+		each_artifact(d, s->kind, fs_unlink);
 		buf_reset(&prompt);
 		render_prompt(d, s, steers, retry, &prompt);
 		free(call);
@@ -724,7 +711,7 @@ call_provider(struct drive *d, const struct stage *s,
 		redact_buf(&ar.text);
 		redact_buf(&ar.message);
 		redact_buf(&ar.err_tail);
-		redact_artifacts(d, s->kind);
+		each_artifact(d, s->kind, redact_file);
 		count_usage(d, &ar);
 		rc = note_exit(d, call, prov, &ar, e);
 		if (rc)

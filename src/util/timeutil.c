@@ -3,6 +3,7 @@
  */
 #include "util/compat.h"
 
+#include <ctype.h>
 #include <time.h>
 
 #include "util/timeutil.h"
@@ -58,4 +59,67 @@ time_fmt_age(int64_t ms, char *out, size_t n)
 	else
 		snprintf(out, n, "%lldd%02lldh", (long long)(s / 86400),
 			 (long long)(s % 86400 / 3600));
+}
+
+/* Reads n digits at *s into *out; advances *s. */
+static int
+digits(const char **s, int n, int *out)
+{
+	int v = 0, i;
+
+	for (i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)(*s)[i]))
+			return -1;
+		v = v * 10 + ((*s)[i] - '0');
+	}
+	*s += n;
+	*out = v;
+	return 0;
+}
+
+int64_t
+time_parse_iso(const char *s)
+{
+	struct tm tm;
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0, ms = 0, scale;
+	time_t t;
+
+	if (digits(&s, 4, &y) || *s++ != '-' || digits(&s, 2, &mo) ||
+	    *s++ != '-' || digits(&s, 2, &d) ||
+	    (*s != 'T' && *s != 't' && *s != ' '))
+		return 0;
+	s++;
+	if (digits(&s, 2, &h) || *s++ != ':' || digits(&s, 2, &mi) ||
+	    *s++ != ':' || digits(&s, 2, &sec))
+		return 0;
+	if (*s == '.') {
+		s++;
+		for (scale = 100; isdigit((unsigned char)*s); s++, scale /= 10)
+			ms += (*s - '0') * scale;
+	}
+	if (*s == '+' || *s == '-') {
+		sign = *s == '+' ? 1 : -1;
+		s++;
+		if (digits(&s, 2, &oh))
+			return 0;
+		if (*s == ':')
+			s++;
+		if (digits(&s, 2, &om))
+			return 0;
+	}
+	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
+	    sec > 60)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	if (t == (time_t)-1)
+		return 0;
+	t -= sign * (oh * 3600 + om * 60);
+	return (int64_t)t * 1000 + ms;
 }

@@ -14,6 +14,12 @@ int64_t time_now_ms(void);
 int64_t time_mono_ms(void);
 /* "2026-11-21T22:41:05.123Z" into out (at least 25 bytes); "" for 0. */
 void time_fmt_iso(int64_t ms, char *out, size_t n);
+/*
+ * An RFC 3339 time at the start of s ("2026-11-21T15:00:00Z"; fraction and
+ * offset optional, no offset means UTC; what follows is ignored) as epoch
+ * ms, or 0 when s does not start with one.
+ */
+int64_t time_parse_iso(const char *s);
 /* "3s", "4m12s", "2h05m", "3d04h": a short human duration. */
 void time_fmt_age(int64_t ms, char *out, size_t n);
 
