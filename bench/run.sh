@@ -1,15 +1,18 @@
 #!/bin/sh
 #
-# bench/run.sh: builds bench_store against build/libbaton.a, runs the
-# store benchmark, a raw-SQLite reference (the sqlite3 CLI doing as many
-# single-row INSERTs, each its own transaction, with synchronous=FULL and
-# WAL on the same disk), and the `baton status` benchmark; writes
-# everything to bench/out/<date>.txt and prints it. `make bench` runs it.
+# bench/run.sh: builds bench_store and bench_queue against
+# build/libbaton.a, runs the store benchmark, a raw-SQLite reference (the
+# sqlite3 CLI doing as many single-row INSERTs, each its own transaction,
+# with synchronous=FULL and WAL on the same disk), the `baton status`
+# benchmark, the orchestration overhead, the task queue (bench_queue) and
+# `baton serve` end to end (bench_serve.sh); writes everything to
+# bench/out/<date>.txt and prints it. `make bench` runs it.
 #
 # Environment:
 #   BATON_BIN     the baton binary (default: ./baton at the top)
 #   BENCH_N       transitions and creations per workload (default 2000)
 #   BENCH_RUNS    runs for the list and status benchmarks (default 10000)
+#   BENCH_TASKS   tasks per queue drain in bench_queue (default 2000)
 #   BENCH_TMPDIR  where the databases go (default $TMPDIR, else /tmp);
 #                 put it on the disk your repositories live on
 #   CC            the compiler (default cc)
@@ -28,7 +31,9 @@ N=${BENCH_N:-2000}
 RUNS=${BENCH_RUNS:-10000}
 tmpbase=${BENCH_TMPDIR:-${TMPDIR:-/tmp}}
 PKGS="sqlite3 yaml-0.1 jansson libcurl"
+TASKS=${BENCH_TASKS:-2000}
 BENCH_STORE=$root/build/bench/bench_store
+BENCH_QUEUE=$root/build/bench/bench_queue
 
 die() {
 	echo "bench/run.sh: $*" >&2
@@ -45,6 +50,11 @@ ${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -Isrc \
 	$(pkg-config --cflags $PKGS) -o "$BENCH_STORE" bench/bench_store.c \
 	build/libbaton.a $(pkg-config --libs $PKGS) ||
 	die "cannot build bench_store"
+# shellcheck disable=SC2046,SC2086
+${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -Isrc \
+	$(pkg-config --cflags $PKGS) -o "$BENCH_QUEUE" bench/bench_queue.c \
+	build/libbaton.a $(pkg-config --libs $PKGS) ||
+	die "cannot build bench_queue"
 
 out=bench/out/$(date +%Y-%m-%dT%H%M%S).txt
 part=$(mktemp "$tmpbase/baton-bench-part.XXXXXX")
@@ -63,6 +73,7 @@ section() {
 	echo "baton: $("$BATON_BIN" version 2>/dev/null | head -n 1)," \
 		"commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 	echo "databases under: $tmpbase ($(stat -f -c %T "$tmpbase"))"
+	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$out"
 
 echo "bench: store (bench_store -n $N -l $RUNS) ..." >&2
@@ -135,6 +146,19 @@ echo "bench: orchestration overhead per run ..." >&2
 section "orchestration overhead: baton run with an instant agent"
 BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_overhead.sh \
 	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_overhead.sh failed: see $out"; }
+cat "$part" >>"$out"
+
+echo "bench: task queue (bench_queue -n $TASKS) ..." >&2
+section "task queue: bench_queue -n $TASKS"
+"$BENCH_QUEUE" -n "$TASKS" -d "$tmpbase" >>"$out" 2>&1 ||
+	die "bench_queue failed: see $out"
+
+echo "bench: baton serve end to end ..." >&2
+section "baton serve end to end: bench_serve.sh"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
+BATON_BIN=$BATON_BIN BENCH_QUEUE=$BENCH_QUEUE BENCH_TMPDIR=$tmpbase \
+	sh bench/bench_serve.sh >"$part" 2>&1 ||
+	{ cat "$part" >>"$out"; die "bench_serve.sh failed: see $out"; }
 cat "$part" >>"$out"
 
 cat "$out"

@@ -36,6 +36,7 @@ struct cli {
 	struct workspace ws;
 	struct config cfg;
 	struct store *store;
+	char *store_spec; /* what the store was opened from */
 	struct engine en;
 	int have_cfg;
 	int json;
@@ -76,6 +77,14 @@ struct cli_opt {
 	const char **val; /* the value, for names ending in '=' */
 };
 int cli_parse(int argc, char **argv, const struct cli_opt *opts, size_t n);
+/*
+ * Takes every "NAME VALUE" and "NAME=VALUE" out of argv[1..] (an option
+ * that may be given many times), pushing the values on out. Stops at
+ * "--". Returns -1 (after saying why) when the last one lacks a value.
+ */
+struct strvec;
+int cli_take_repeated(int *argc, char **argv, const char *name,
+		      struct strvec *out);
 
 /* Maps a finished run to the exit code: 0 for merge_ready/completed. */
 int cli_run_exit(const struct run *r);
@@ -94,5 +103,8 @@ struct json_t *cli_run_json(const struct run *r);
 extern const struct cmd cmd_init, cmd_run, cmd_status, cmd_show, cmd_events,
 	cmd_pause, cmd_resume, cmd_abort, cmd_steer, cmd_approvals, cmd_diff,
 	cmd_pipeline, cmd_config, cmd_version, cmd_help, cmd_doctor;
+extern const struct cmd cmd_task, cmd_serve;
+extern const struct cmd cmd_plan;
+extern const struct cmd cmd_merge;
 
 #endif

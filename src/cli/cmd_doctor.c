@@ -18,12 +18,14 @@
 
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
 #include "util/spawn.h"
 #include "util/strvec.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #define VERSION_TIMEOUT_MS 20000
@@ -261,6 +263,133 @@ check_providers(const struct config *cfg, int quick)
 	return bad;
 }
 
+/* ---- the queue: what serve will find (the seed's preflight) ---------- */
+
+struct backlog {
+	struct store *store;
+	int64_t now;
+	int ready, waiting_deps, cooling, stale, judge, blocked_dep;
+	int by_reason[6];
+};
+
+static const char *const block_reasons[] = {
+	BLOCK_AWAITING_JUDGE, BLOCK_AWAITING_APPROVAL, BLOCK_PAUSED,
+	BLOCK_QUOTA_WAIT,     BLOCK_NEEDS_REWORK,      BLOCK_DEPENDENCY,
+};
+
+static int
+deps_done(struct backlog *b, const struct task *t)
+{
+	struct err ignored = ERR_INIT;
+	size_t i;
+	int ok = 1;
+
+	for (i = 0; i < t->nr_deps && ok; i++) {
+		struct task d = { 0 };
+
+		ok = !store_task_get(b->store, t->deps[i], &d, &ignored) &&
+		     !strcmp(d.status, TASK_DONE);
+		task_release(&d);
+	}
+	return ok;
+}
+
+static int
+look_at_task(const struct task *t, void *arg)
+{
+	struct backlog *b = arg;
+	size_t i;
+
+	if (!strcmp(t->status, TASK_QUEUED)) {
+		if (!deps_done(b, t))
+			b->waiting_deps++;
+		else if (t->not_before > b->now)
+			b->cooling++;
+		else
+			b->ready++;
+	} else if (!strcmp(t->status, TASK_RUNNING)) {
+		b->stale += t->lease_expires_at <= b->now;
+	} else if (!strcmp(t->status, TASK_BLOCKED) && t->block_reason) {
+		for (i = 0; i < ARRAY_SIZE(block_reasons); i++)
+			if (!strcmp(t->block_reason, block_reasons[i]))
+				b->by_reason[i]++;
+	}
+	return 0;
+}
+
+static int
+count_item(const struct merge_item *m, void *arg)
+{
+	(void)m;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Prints the backlog and what `baton serve` would start. */
+static void
+check_queue(struct cli *c)
+{
+	static const char *const statuses[] = {
+		TASK_QUEUED, TASK_RUNNING, TASK_DONE,
+		TASK_FAILED, TASK_BLOCKED, TASK_CANCELLED,
+	};
+	int64_t n[ARRAY_SIZE(statuses)];
+	struct backlog b = { .now = time_now_ms() };
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	char *spec = c->cfg.store ? xstrdup(c->cfg.store) :
+				    xasprintf("%s/baton.db", c->ws.dir);
+	const struct config_runtime *rt = &c->cfg.runtime;
+	int pending = 0, failed = 0, starts;
+	size_t i;
+
+	printf("\nqueue\n");
+	if (!fs_is_dir(c->ws.dir) || store_open(spec, &s, &e)) {
+		printf("  %-12s -       %s\n", "store",
+		       e.msg[0] ? e.msg : "no .baton/ yet: baton init");
+		free(spec);
+		return;
+	}
+	b.store = s;
+	if (store_task_counts(s, statuses, n, ARRAY_SIZE(statuses), &e) ||
+	    store_task_list(s, NULL, look_at_task, &b, &e)) {
+		printf("  %-12s FAILING %s\n", "store", e.msg);
+		goto out;
+	}
+	printf("  %-12s", "tasks");
+	for (i = 0; i < ARRAY_SIZE(statuses); i++)
+		printf(" %s %lld%s", statuses[i], (long long)n[i],
+		       i + 1 < ARRAY_SIZE(statuses) ? "," : "\n");
+	for (i = 0; i < ARRAY_SIZE(block_reasons); i++)
+		if (b.by_reason[i])
+			printf("  %-12s blocked(%s) %d\n", "", block_reasons[i],
+			       b.by_reason[i]);
+	starts = b.ready < rt->workers ? b.ready : rt->workers;
+	printf("  %-12s %d ready now: serve (%d worker%s) starts %d at once; "
+	       "%d wait for dependencies, %d cool down\n",
+	       "backlog", b.ready, rt->workers, rt->workers == 1 ? "" : "s",
+	       starts, b.waiting_deps, b.cooling);
+	if (b.stale)
+		printf("  %-12s %d running task%s lost %s worker: serve "
+		       "requeues %s and resumes the run%s\n",
+		       "recovery", b.stale, b.stale == 1 ? "" : "s",
+		       b.stale == 1 ? "its" : "their",
+		       b.stale == 1 ? "it" : "them", b.stale == 1 ? "" : "s");
+	printf("  %-12s %s%s\n", "judge", rt->judge ? "on" : "off",
+	       rt->judge && !config_provider_for(&c->cfg, "judge") ?
+		       " (FAILING: no provider plays judge or default)" :
+		       "");
+	store_merge_list(s, MERGE_PENDING, count_item, &pending, &e);
+	store_merge_list(s, MERGE_FAILED, count_item, &failed, &e);
+	printf("  %-12s %d pending, %d failed; %s\n", "merge queue",
+	       pending, failed,
+	       rt->auto_merge ? "serve lands them" :
+				"land them with: baton merge --queue");
+out:
+	store_close(s);
+	free(spec);
+}
+
 static int
 doctor_exec(struct cli *c, int argc, char **argv)
 {
@@ -309,6 +438,8 @@ doctor_exec(struct cli *c, int argc, char **argv)
 	check_clis(&installed);
 	if (have_cfg)
 		bad += check_providers(&c->cfg, quick);
+	if (have_cfg)
+		check_queue(c);
 	if (!installed && (!have_cfg || !c->cfg.nr_providers)) {
 		printf("\nno agent CLI is installed: install one (for example "
 		       "npm install -g @anthropic-ai/claude-code), or "

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "core/pipeline.h"
 #include "core/run.h"
+#include "sched/sched.h"
 #include "store/store.h"
 #include "util/err.h"
 #include "util/timeutil.h"
@@ -65,14 +66,39 @@ print_event(const struct event *ev, void *arg)
 	return 0;
 }
 
+/* With no RUN: every event (--all) or a task's (--task ID). */
+static int
+list_wide(struct cli *c, struct events_ctx *ctx, const char *task)
+{
+	struct err e = ERR_INIT;
+	int64_t id = 0;
+	int rc;
+
+	if (task && !(id = sched_task_ref(task))) {
+		cli_error("--task: '%s' is not a task id", task);
+		return EXIT_USAGE;
+	}
+	rc = id ? store_task_events(c->store, id, 0, print_event, ctx, &e) :
+		  store_event_list(c->store, NULL, 0, NULL, print_event, ctx,
+				   &e);
+	if (rc) {
+		cli_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
 static int
 events_exec(struct cli *c, int argc, char **argv)
 {
-	int json = 0, follow = 0, n;
+	int json = 0, follow = 0, all = 0, n;
+	const char *task = NULL;
 	struct cli_opt opts[] = {
 		{ "--json", &json, NULL },
 		{ "-f", &follow, NULL },
 		{ "--follow", &follow, NULL },
+		{ "--all", &all, NULL },
+		{ "--task=", NULL, &task },
 	};
 	struct events_ctx ctx = { 0, 0 };
 	struct err e = ERR_INIT;
@@ -80,9 +106,11 @@ events_exec(struct cli *c, int argc, char **argv)
 	int watch = -1;
 
 	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	ctx.json = json;
+	if (n == 0 && (all || task) && !follow)
+		return list_wide(c, &ctx, task);
 	if (n != 1)
 		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_events);
-	ctx.json = json;
 	if (store_run_get(c->store, argv[1], &r, &e))
 		goto fail;
 	if (follow && !status_is_terminal(r.status)) {
@@ -125,8 +153,9 @@ fail:
 
 const struct cmd cmd_events = {
 	.name = "events",
-	.usage = "events RUN [--json] [-f]",
-	.summary = "the run's events in order (-f: follow until it ends)",
+	.usage = "events RUN [--json] [-f] | --all [--json] | --task ID [--json]",
+	.summary = "a run's events in order (-f: follow until it ends), "
+		   "every event, or a task's",
 	.needs = CLI_NEEDS_STORE,
 	.exec = events_exec,
 };

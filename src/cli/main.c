@@ -25,6 +25,8 @@ static const struct cmd *const commands[] = {
 	&cmd_init,  &cmd_run,	&cmd_status,	&cmd_show,   &cmd_events,
 	&cmd_pause, &cmd_resume, &cmd_abort,	&cmd_steer,  &cmd_approvals,
 	&cmd_diff,  &cmd_pipeline, &cmd_config, &cmd_doctor, &cmd_version,
+	&cmd_merge,
+	&cmd_task,  &cmd_serve, &cmd_plan,
 	&cmd_help,
 };
 
@@ -173,30 +175,38 @@ learn_secrets(const struct config *cfg)
 static int
 take_role_flags(struct cli *c, int *argc, char **argv)
 {
-	int i, out = 1;
+	return cli_take_repeated(argc, argv, "--role", &c->roles);
+}
+
+int
+cli_take_repeated(int *argc, char **argv, const char *name,
+		  struct strvec *out)
+{
+	size_t len = strlen(name);
+	int i, kept = 1;
 
 	for (i = 1; i < *argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			while (i < *argc)
-				argv[out++] = argv[i++];
+				argv[kept++] = argv[i++];
 			break;
 		}
-		if (!strncmp(argv[i], "--role=", 7)) {
-			strvec_push(&c->roles, argv[i] + 7);
+		if (!strncmp(argv[i], name, len) && argv[i][len] == '=') {
+			strvec_push(out, argv[i] + len + 1);
 			continue;
 		}
-		if (!strcmp(argv[i], "--role")) {
+		if (!strcmp(argv[i], name)) {
 			if (i + 1 >= *argc) {
-				cli_error("--role needs ROLE=PROVIDER");
+				cli_error("option '%s' needs a value", name);
 				return -1;
 			}
-			strvec_push(&c->roles, argv[++i]);
+			strvec_push(out, argv[++i]);
 			continue;
 		}
-		argv[out++] = argv[i];
+		argv[kept++] = argv[i];
 	}
-	argv[out] = NULL;
-	*argc = out;
+	argv[kept] = NULL;
+	*argc = kept;
 	return 0;
 }
 
@@ -239,7 +249,6 @@ cli_load_config(struct cli *c, struct err *e)
 static int
 prepare(struct cli *c, const struct cmd *cmd, struct err *e)
 {
-	char *spec = NULL;
 	int rc = 0;
 
 	if (!cmd->needs)
@@ -258,10 +267,9 @@ prepare(struct cli *c, const struct cmd *cmd, struct err *e)
 		return err_set(e, BATON_ENOTFOUND,
 			       "no .baton/ in '%s': run 'baton init' first",
 			       c->ws.repo);
-	spec = c->cfg.store ? xstrdup(c->cfg.store) :
-			      xasprintf("%s/baton.db", c->ws.dir);
-	rc = store_open(spec, &c->store, e);
-	free(spec);
+	c->store_spec = c->cfg.store ? xstrdup(c->cfg.store) :
+				       xasprintf("%s/baton.db", c->ws.dir);
+	rc = store_open(c->store_spec, &c->store, e);
 	if (!rc)
 		engine_init(&c->en, c->store, &c->ws, &c->cfg);
 	return rc;
@@ -272,6 +280,7 @@ release(struct cli *c)
 {
 	engine_release(&c->en);
 	store_close(c->store);
+	free(c->store_spec);
 	if (c->have_cfg)
 		config_release(&c->cfg);
 	workspace_release(&c->ws);

@@ -31,7 +31,8 @@
 
 static const char *const top_keys[] = {
     "providers", "roles",     "workflow", "policies",  "validate",
-    "pipelines", "store",     "budget",	  "execution", NULL,
+    "pipelines", "store",     "budget",	  "execution", "runtime",
+    "merge",	 NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -61,7 +62,19 @@ static const char *const execution_keys[] = {
 static const char *const sandboxes[] = {"none", "bwrap", NULL};
 static const char *const role_names[] = {
     "default",	"planner", "architect", "implementer",
-    "reviewer", "fixer",   "verifier",	NULL,
+    "reviewer", "fixer",   "verifier",	"judge",       NULL,
+};
+static const char *const runtime_keys[] = {
+    "workers",	       "lease_seconds",	       "sweep_seconds",
+    "max_attempts",    "failure_repeat_limit", "cooldown_seconds",
+    "judge",	       "max_rework_depth",     "auto_merge",
+    NULL,
+};
+static const char *const merge_keys[] = {
+    "base_branch",
+    "retries",
+    "backoff_seconds",
+    NULL,
 };
 static const char *const workflow_keys[] = {
     "pipeline",
@@ -794,6 +807,63 @@ read_execution(struct config *c, struct err *e)
 }
 
 static int
+read_runtime(struct config *c, struct err *e)
+{
+	struct config_runtime *rt = &c->runtime;
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "runtime", runtime_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	if ((n = cnode_get(sec, "workers")))
+		rc = read_int(n, "runtime.workers", 1, 256, &rt->workers, e);
+	if (rc >= 0 && (n = cnode_get(sec, "lease_seconds")))
+		rc = read_int(n, "runtime.lease_seconds", 1, 86400,
+			      &rt->lease_seconds, e);
+	if (rc >= 0 && (n = cnode_get(sec, "sweep_seconds")))
+		rc = read_int(n, "runtime.sweep_seconds", 1, 3600,
+			      &rt->sweep_seconds, e);
+	if (rc >= 0 && (n = cnode_get(sec, "max_attempts")))
+		rc = read_int(n, "runtime.max_attempts", 1, 100,
+			      &rt->max_attempts, e);
+	if (rc >= 0 && (n = cnode_get(sec, "failure_repeat_limit")))
+		rc = read_int(n, "runtime.failure_repeat_limit", 1, 100,
+			      &rt->failure_repeat_limit, e);
+	if (rc >= 0 && (n = cnode_get(sec, "cooldown_seconds")))
+		rc = read_int(n, "runtime.cooldown_seconds", 0, 86400,
+			      &rt->cooldown_seconds, e);
+	if (rc >= 0 && (n = cnode_get(sec, "judge")))
+		rc = cnode_bool(n, "runtime.judge", &rt->judge, e);
+	if (rc >= 0 && (n = cnode_get(sec, "max_rework_depth")))
+		rc = read_int(n, "runtime.max_rework_depth", 0, 20,
+			      &rt->max_rework_depth, e);
+	if (rc >= 0 && (n = cnode_get(sec, "auto_merge")))
+		rc = cnode_bool(n, "runtime.auto_merge", &rt->auto_merge, e);
+	return rc;
+}
+
+static int
+read_merge(struct config *c, struct err *e)
+{
+	struct config_merge *m = &c->merge;
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "merge", merge_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	if ((n = cnode_get(sec, "base_branch")) && !is_null(n))
+		rc = read_string(n, "merge.base_branch", &m->base_branch, e);
+	if (rc >= 0 && (n = cnode_get(sec, "retries")))
+		rc = read_int(n, "merge.retries", 0, 100, &m->retries, e);
+	if (rc >= 0 && (n = cnode_get(sec, "backoff_seconds")))
+		rc = read_int(n, "merge.backoff_seconds", 0, 86400,
+			      &m->backoff_seconds, e);
+	return rc;
+}
+
+static int
 read_workflow(struct config *c, struct err *e)
 {
 	const struct cnode *sec, *n;
@@ -950,6 +1020,16 @@ config_init(struct config *c)
 	c->quota_retries = 5;
 	c->backoff_seconds = 60;
 	c->validate_timeout_seconds = 600;
+	c->runtime.workers = 2;
+	c->runtime.lease_seconds = 30;
+	c->runtime.sweep_seconds = 5;
+	c->runtime.max_attempts = 3;
+	c->runtime.failure_repeat_limit = 3;
+	c->runtime.cooldown_seconds = 10;
+	c->runtime.judge = 1;
+	c->runtime.max_rework_depth = 2;
+	c->merge.retries = 3;
+	c->merge.backoff_seconds = 5;
 }
 
 /*
@@ -992,6 +1072,12 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	rc = read_execution(&c, e);
 	if (rc < 0)
 		goto out;
+	rc = read_runtime(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_merge(&c, e);
+	if (rc < 0)
+		goto out;
 	rc = read_rest(&c, e);
 	if (rc < 0)
 		goto out;
@@ -1032,6 +1118,7 @@ config_release(struct config *c)
 	}
 	free(c->roles);
 	free(c->pipeline);
+	free(c->merge.base_branch);
 	strvec_clear(&c->approval_stages);
 	strvec_clear(&c->validate_commands);
 	strvec_clear(&c->allowed_paths);

@@ -64,6 +64,26 @@ struct config_budget {
 	int max_wall_minutes;	/* time spent in stages, per run; 0: none */
 };
 
+/* runtime: how `baton serve` drains the task queue (docs/config.md). */
+struct config_runtime {
+	int workers;		  /* default for serve --workers: 2 */
+	int lease_seconds;	  /* a claim lasts this long unrenewed: 30 */
+	int sweep_seconds;	  /* recovery sweep period: 5 */
+	int max_attempts;	  /* runs per task before it fails: 3 */
+	int failure_repeat_limit; /* same failure this often: needs_rework */
+	int cooldown_seconds;	  /* before a failed task is retried: 10 */
+	int judge;		  /* review finished runs once: on */
+	int max_rework_depth;	  /* rework of rework of ...: 2 */
+	int auto_merge;		  /* serve lands approved branches: off */
+};
+
+/* merge: how approved branches land on the base branch. */
+struct config_merge {
+	char *base_branch; /* NULL: the branch checked out in the repo */
+	int retries;	   /* a conflicting item is retried: 3 */
+	int backoff_seconds; /* first retry delay, doubling: 5 */
+};
+
 struct config {
 	struct config_provider *providers;
 	size_t nr_providers;
@@ -81,6 +101,8 @@ struct config {
 	struct strvec validate_commands; /* shell strings, run with sh -c */
 	int validate_timeout_seconds;	 /* default 600 */
 	char *store;		/* store spec; NULL: .baton/baton.db */
+	struct config_runtime runtime;
+	struct config_merge merge;
 	const struct cnode *pipelines; /* pipelines: map, or NULL */
 	struct cnode *root;	/* the merged tree (owned) */
 	char hash[17];		/* 16 hex digits: FNV-1a of the merged tree */

@@ -14,6 +14,9 @@
 /* Where a run is inside its current status. */
 #define RUN_PHASE_PENDING "pending" /* entered; the stage has not started */
 #define RUN_PHASE_RUNNING "running" /* the stage's work is under way */
+/* the stage's edits are committed and passed: it is never run again, the
+ * next driver goes straight on to what follows it */
+#define RUN_PHASE_CHECKPOINTED "checkpointed"
 #define RUN_PHASE_DONE	  "done"    /* the status is a resting point */
 
 struct run {
@@ -42,11 +45,13 @@ struct run {
 	int64_t active_ms;  /* time spent inside stages (the wall budget) */
 	int64_t created_at, started_at, phase_started_at, updated_at, ended_at;
 	int64_t version;    /* bumped by every write; guards each update */
+	int64_t task_id;    /* the task this run attempts; 0: none */
 };
 
 struct event {
 	int64_t seq;	/* global, strictly increasing; set by the store */
 	char *run_id;
+	int64_t task_id; /* the task it is about, or 0 */
 	int64_t ts;
 	char *type;	/* "transition", "stage_started", "steer", ... */
 	char *from, *to; /* transitions only */

@@ -54,6 +54,12 @@ engine_driver_pid(const struct engine *en, const char *run_id)
 }
 
 void
+engine_wake(const struct engine *en, const char *run_id)
+{
+	engine__wake(en, run_id);
+}
+
+void
 engine__wake(const struct engine *en, const char *run_id)
 {
 	int64_t pid = engine_driver_pid(en, run_id);

@@ -129,6 +129,16 @@ int
 engine_create(struct engine *en, const char *task, const char *pipeline,
 	      struct run *out, struct err *e)
 {
+	struct run_spec spec = { .task = task, .pipeline = pipeline };
+
+	return engine_create_spec(en, &spec, out, e);
+}
+
+int
+engine_create_spec(struct engine *en, const struct run_spec *spec,
+		   struct run *out, struct err *e)
+{
+	const char *task = spec->task, *pipeline = spec->pipeline;
 	struct pipeline *p = NULL;
 	struct run r = { 0 };
 	char *base = NULL;
@@ -156,11 +166,13 @@ engine_create(struct engine *en, const char *task, const char *pipeline,
 		}
 	}
 	/* Refuse what cannot start before anything is on record. */
-	rc = worktree_resolve_base(en->ws, NULL, &base, e);
+	rc = worktree_resolve_base(en->ws, spec->base_ref, &base, e);
 	free(base);
 	if (rc)
 		goto out;
 	r.task = xstrdup(task);
+	r.base_ref = spec->base_ref ? xstrdup(spec->base_ref) : NULL;
+	r.task_id = spec->task_id;
 	r.pipeline = xstrdup(p->name);
 	r.status = xstrdup(ST_CREATED);
 	r.phase = xstrdup(RUN_PHASE_DONE);
@@ -668,6 +680,10 @@ step(struct drive *d, struct err *e)
 	    !strcmp(d->r.status, ST_PAUSED)) {
 		int64_t before = d->r.version;
 
+		if (d->en->detach) {
+			d->leave = 1; /* the worker blocks the task */
+			return 0;
+		}
 		sleep_until_woken(d);
 		rc = engine__reload(d, e);
 		/* Another process moved it (approve, resume): say so. */
@@ -685,6 +701,8 @@ step(struct drive *d, struct err *e)
 					   "the run is in a status its "
 					   "pipeline does not know",
 					   e);
+	if (!strcmp(d->r.phase, RUN_PHASE_CHECKPOINTED))
+		return route(d, s, STAGE_PASS, NULL, e); /* see checkpoint() */
 	rc = engine__run_stage(d, s, &res, &reason, e);
 	if (!rc)
 		rc = route(d, s, res, reason, e);

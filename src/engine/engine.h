@@ -51,6 +51,15 @@ struct engine {
 	engine_note_cb *note;
 	void *note_arg;
 	int lock_fd;		      /* held while driving; else -1 */
+	/*
+	 * Set by a worker of `baton serve`: instead of sleeping where the
+	 * run must wait (a gate, a pause, a quota reset), the driver hands
+	 * the run back so the worker can take other work. After a quota
+	 * hand-back the run is interrupted and resume_after_ms says when
+	 * to try again.
+	 */
+	int detach;
+	int64_t resume_after_ms;
 };
 
 void engine_init(struct engine *en, struct store *s,
@@ -64,6 +73,18 @@ void engine_release(struct engine *en);
  */
 int engine_create(struct engine *en, const char *task, const char *pipeline,
 		  struct run *out, struct err *e);
+
+/* What a new run is made of when it attempts a queued task. */
+struct run_spec {
+	const char *task;     /* the text the agents read */
+	const char *pipeline; /* NULL: workflow.pipeline */
+	const char *base_ref; /* NULL: HEAD */
+	int64_t task_id;      /* the task it attempts; 0: none */
+};
+
+/* engine_create with a base and a task: the same checks, the same event. */
+int engine_create_spec(struct engine *en, const struct run_spec *spec,
+		       struct run *out, struct err *e);
 
 /*
  * Drives the run ref until it is terminal, sleeping at gates and pauses
@@ -126,6 +147,8 @@ int engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 
 /* Pid of the live process driving run_id, or 0 when there is none. */
 int64_t engine_driver_pid(const struct engine *en, const char *run_id);
+/* Wakes the live driver of run_id (it re-reads its requests), if any. */
+void engine_wake(const struct engine *en, const char *run_id);
 
 /*
  * Loads the pipeline a run follows (user definition or built-in).

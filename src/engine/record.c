@@ -40,6 +40,8 @@ event_json(const struct event *ev)
 	json_object_set_new(o, "seq", json_integer(ev->seq));
 	json_object_set_new(o, "ts", json_string(ts));
 	json_object_set_new(o, "run", json_string(ev->run_id));
+	if (ev->task_id) /* events of the task queue say which task */
+		json_object_set_new(o, "task", json_integer(ev->task_id));
 	json_object_set_new(o, "type", json_string(ev->type));
 	if (!strcmp(ev->type, "transition")) {
 		json_object_set_new(o, "from", json_lossy_str(ev->from));

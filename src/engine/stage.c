@@ -278,20 +278,25 @@ checkpoint(struct drive *d, const struct stage *s, enum stage_result *res,
 				 &changed, e);
 	if (rc)
 		goto out;
-	run_set(&d->r.checkpoint, commit);
-	rc = engine__note(d, "checkpoint",
-			  json_pack("{s:s, s:s, s:b}", "stage", s->name,
-				    "commit", commit, "changed", changed),
-			  e);
-	if (rc || !changed || !cfg->allowed_paths.nr || !prev)
-		goto out;
-	rc = worktree_changed_paths(d->en->ws, d->r.worktree, prev, commit,
-				    &paths, e);
+	if (changed && cfg->allowed_paths.nr && prev)
+		rc = worktree_changed_paths(d->en->ws, d->r.worktree, prev,
+					    commit, &paths, e);
 	for (i = 0; !rc && i < paths.nr; i++) {
 		if (config_path_allowed(cfg, paths.v[i]))
 			continue;
 		buf_addf(&outside, "%s%s", n++ ? ", " : "", paths.v[i]);
 	}
+	if (rc)
+		goto out;
+	/* A stage whose edits are in and allowed is done for good: a driver
+	 * killed after this write goes on from here, never re-running it. */
+	run_set(&d->r.checkpoint, commit);
+	if (!n)
+		run_set(&d->r.phase, RUN_PHASE_CHECKPOINTED);
+	rc = engine__note(d, "checkpoint",
+			  json_pack("{s:s, s:s, s:b}", "stage", s->name,
+				    "commit", commit, "changed", changed),
+			  e);
 	if (!rc && n) {
 		*res = STAGE_BLOCK;
 		*reason = xasprintf("stage %s edited %zu file%s outside "
@@ -593,6 +598,18 @@ wait_for_quota(struct drive *d, const struct stage *s,
 		e);
 	if (rc)
 		return rc;
+	if (d->en->detach) {
+		/* A worker of serve: give the run back, interrupted, and
+		 * let the queue wait instead of a worker. */
+		d->en->resume_after_ms = until;
+		d->leave = 1;
+		*stop = 1;
+		return engine__move(d, ST_INTERRUPTED,
+				    json_pack("{s:s, s:s, s:s}", "stage",
+					      s->name, "cause", "quota_wait",
+					      "until", when),
+				    e);
+	}
 	if (d->en->note)
 		d->en->note(d->en->note_arg, ENGINE_NOTE_TICK, &d->r);
 	*stop = engine__sleep(d, until);
@@ -992,6 +1009,8 @@ stopped(struct drive *d, struct err *e)
 		return rc;
 	if (d->r.abort_requested)
 		return engine__abort(d, e);
+	if (!strcmp(d->r.status, ST_INTERRUPTED))
+		return 0; /* handed back for a quota wait (detach) */
 	return engine__move(d, ST_INTERRUPTED,
 			    json_pack("{s:s, s:s}", "stage", d->r.stage,
 				      "cause", "driver stopped by signal"),

@@ -8,9 +8,13 @@
  *   - WAL, so readers never block the writer and the writer never blocks
  *     readers; synchronous=FULL, so a COMMIT that returned is on disk.
  *   - Every write is one BEGIN IMMEDIATE transaction: it takes the write
- *     lock up front (waiting up to BUSY_TIMEOUT_MS for another process
- *     to finish), so a transaction never fails halfway because someone
- *     else started writing after it read.
+ *     lock up front (waiting up to STORE_BUSY_TIMEOUT_MS for another
+ *     process to finish), so a transaction never fails halfway because
+ *     someone else started writing after it read.
+ *   - Under a fence (store_fence), each of those transactions first
+ *     checks that the fencing task's lease is still ours
+ *     (sqlite__begin_fenced), so a worker whose lease was taken over
+ *     writes nothing, however late it wakes.
  *   - A run update is "UPDATE ... WHERE id = ? AND version = ?" plus its
  *     event, committed together; zero rows changed means another writer
  *     got there first (BATON_ECONFLICT) and the transaction is rolled
@@ -22,6 +26,9 @@
  * The schema comes from the numbered migrations in sql/, compiled into
  * the binary; open applies those not yet recorded in schema_migrations,
  * each in its own transaction.
+ *
+ * The task queue, workers, the merge queue and plans are in
+ * sqlite_queue.c; what both files share is in sqlite_int.h.
  */
 #include "util/compat.h"
 
@@ -30,24 +37,12 @@
 #include "core/ids.h"
 #include "core/run.h"
 #include "store/store.h"
+#include "store/sqlite_int.h"
 #include "store/store_int.h"
 #include "util/embed.h"
 #include "util/err.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
-
-/* How long a write waits for another process's write lock. */
-#define BUSY_TIMEOUT_MS 10000
-/* Rows read per step of a list before its callbacks run. */
-#define LIST_PAGE 64
-
-struct sqlite_store {
-	struct store base; /* first: store.c sees only this */
-	sqlite3 *db;
-	char *path;
-	/* Statements on the hot paths, prepared on first use. */
-	sqlite3_stmt *get_by_id, *get_by_seq, *update, *event_insert;
-};
 
 /*
  * The columns of struct run. The mutable ones are written by every
@@ -62,52 +57,49 @@ struct sqlite_store {
 	X(base_ref) X(base_commit) X(checkpoint) X(config_hash)
 #define RUN_INT_MUTABLE(X)                                                     \
 	X(review_loops) X(max_review_loops) X(attempt) X(agent_pid)            \
-	X(steer_seq) X(tokens_in) X(tokens_out) X(active_ms) X(started_at)                  \
-	X(phase_started_at) X(ended_at)
+	X(steer_seq) X(tokens_in) X(tokens_out) X(active_ms) X(started_at)     \
+	X(phase_started_at) X(ended_at) X(task_id)
 /*
  * Written at creation and by store_run_request only, never by an update:
  * a request from another process must survive the driver's next write.
  */
 #define RUN_REQUESTS(X) X(pause_requested) X(abort_requested)
 
-#define COMMA_NAME(f) ", " #f
-#define COMMA_QMARK(f) ", ?"
-#define SET_QMARK(f) ", " #f " = ?"
-
 #define RUN_COLUMNS                                                            \
 	"seq, id, task, created_at, updated_at, version"                       \
-	RUN_TEXT_MUTABLE(COMMA_NAME) RUN_INT_MUTABLE(COMMA_NAME) ", cost_usd"  \
-	RUN_REQUESTS(COMMA_NAME)
+	RUN_TEXT_MUTABLE(SQL_COMMA_NAME) RUN_INT_MUTABLE(SQL_COMMA_NAME)       \
+	", cost_usd" RUN_REQUESTS(SQL_COMMA_NAME)
 
 static const char sql_run_insert[] =
 	"INSERT INTO runs (" RUN_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?"
-	RUN_TEXT_MUTABLE(COMMA_QMARK) RUN_INT_MUTABLE(COMMA_QMARK) ", ?"
-	RUN_REQUESTS(COMMA_QMARK) ")";
+	RUN_TEXT_MUTABLE(SQL_COMMA_QMARK) RUN_INT_MUTABLE(SQL_COMMA_QMARK) ", ?"
+	RUN_REQUESTS(SQL_COMMA_QMARK) ")";
 static const char sql_run_update[] =
 	"UPDATE runs SET version = version + 1, updated_at = ?"
-	RUN_TEXT_MUTABLE(SET_QMARK) RUN_INT_MUTABLE(SET_QMARK)
+	RUN_TEXT_MUTABLE(SQL_SET_QMARK) RUN_INT_MUTABLE(SQL_SET_QMARK)
 	", cost_usd = ? WHERE id = ? AND version = ?";
 static const char sql_run_by_id[] =
 	"SELECT " RUN_COLUMNS " FROM runs WHERE id = ?";
 static const char sql_run_by_seq[] =
 	"SELECT " RUN_COLUMNS " FROM runs WHERE seq = ?";
+/*
+ * An event without a task_id (?7 NULL) takes its run's, if the run has
+ * one: the run's row is written before its events in every transaction,
+ * so the subquery sees the task_id being written.
+ */
 static const char sql_event_insert[] =
-	"INSERT INTO events (run_id, ts, type, from_status, to_status, data)"
-	" VALUES (?, ?, ?, ?, ?, ?)";
+	"INSERT INTO events (run_id, ts, type, from_status, to_status, data,"
+	" task_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, COALESCE(?7,"
+	" (SELECT NULLIF(task_id, 0) FROM runs WHERE id = ?1)))";
 
-static struct sqlite_store *
-to_sqlite(struct store *s)
+struct sqlite_store *
+sqlite__store(struct store *s)
 {
 	return (struct sqlite_store *)s;
 }
 
-/*
- * Fills e with what failed ("cannot WHAT") and the database's reason,
- * and returns BATON_ESTORE. Call it before anything else touches the
- * connection (a ROLLBACK replaces the message).
- */
-static int
-sqlfail(struct sqlite_store *ss, struct err *e, const char *what)
+int
+sqlite__fail(struct sqlite_store *ss, struct err *e, const char *what)
 {
 	int code = sqlite3_extended_errcode(ss->db);
 
@@ -116,64 +108,52 @@ sqlfail(struct sqlite_store *ss, struct err *e, const char *what)
 			       "cannot %s: %s (another process kept it busy "
 			       "for more than %d s)",
 			       what, sqlite3_errmsg(ss->db),
-			       BUSY_TIMEOUT_MS / 1000);
+			       STORE_BUSY_TIMEOUT_MS / 1000);
 	return err_set(e, BATON_ESTORE, "cannot %s: %s", what,
 		       sqlite3_errmsg(ss->db));
 }
 
-static int
-exec(struct sqlite_store *ss, const char *sql, const char *what,
-     struct err *e)
+int
+sqlite__exec(struct sqlite_store *ss, const char *sql, const char *what,
+	     struct err *e)
 {
 	if (sqlite3_exec(ss->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return sqlfail(ss, e, what);
+		return sqlite__fail(ss, e, what);
 	return 0;
 }
 
-/* Ends a write transaction that failed, if one is still open. */
-static void
-rollback(struct sqlite_store *ss)
+void
+sqlite__rollback(struct sqlite_store *ss)
 {
 	if (!sqlite3_get_autocommit(ss->db))
 		sqlite3_exec(ss->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-/*
- * Commits the current write transaction, unless fault injection picked
- * this one: then the transaction's work is done but it fails here, and
- * the caller's rollback undoes all of it.
- */
-static int
-commit(struct sqlite_store *ss, const char *what, struct err *e)
+int
+sqlite__commit(struct sqlite_store *ss, const char *what, struct err *e)
 {
 	if (ss->base.fault) {
 		ss->base.fault = 0;
 		return store__fault(e, what);
 	}
-	return exec(ss, "COMMIT", what, e);
+	return sqlite__exec(ss, "COMMIT", what, e);
 }
 
-/*
- * Makes *st a ready statement for sql: a cached one is prepared once and
- * kept for the life of the connection (the caller resets it after use
- * with done()); an uncached one is finalized by the caller.
- */
-static int
-prepare(struct sqlite_store *ss, sqlite3_stmt **st, const char *sql,
-	int cached, const char *what, struct err *e)
+int
+sqlite__prepare(struct sqlite_store *ss, sqlite3_stmt **st, const char *sql,
+		int cached, const char *what, struct err *e)
 {
 	unsigned flags = cached ? SQLITE_PREPARE_PERSISTENT : 0;
 
 	if (*st)
 		return 0;
 	if (sqlite3_prepare_v3(ss->db, sql, -1, flags, st, NULL) != SQLITE_OK)
-		return sqlfail(ss, e, what);
+		return sqlite__fail(ss, e, what);
 	return 0;
 }
 
-/* Readies a cached statement for its next use; NULL is fine. */
-static void
-done(sqlite3_stmt *st)
+void
+sqlite__done(sqlite3_stmt *st)
 {
 	if (st) {
 		sqlite3_reset(st);
@@ -181,10 +161,77 @@ done(sqlite3_stmt *st)
 	}
 }
 
-static char *
-column_text(sqlite3_stmt *st, int i)
+char *
+sqlite__column_text(sqlite3_stmt *st, int i)
 {
 	return xstrdup_or_null((const char *)sqlite3_column_text(st, i));
+}
+
+int
+sqlite__bind_id(sqlite3_stmt *st, int i, int64_t id)
+{
+	if (!id)
+		return sqlite3_bind_null(st, i);
+	return sqlite3_bind_int64(st, i, (sqlite3_int64)id);
+}
+
+int
+sqlite__begin(struct sqlite_store *ss, const char *what, struct err *e)
+{
+	return sqlite__exec(ss, "BEGIN IMMEDIATE", what, e);
+}
+
+/*
+ * The fence check, inside the caller's write transaction so that no
+ * claim can slip in between the check and the commit. A task that is
+ * gone fences as surely as one claimed by somebody else.
+ */
+static int
+check_fence(struct sqlite_store *ss, const char *what, struct err *e)
+{
+	int64_t task = ss->base.fence_task, token = ss->base.fence_token;
+	int64_t have = -1;
+	int rc;
+
+	rc = sqlite__prepare(ss, &ss->fence,
+			     "SELECT lease_token FROM tasks WHERE id = ?", 1,
+			     what, e);
+	if (rc < 0)
+		return rc;
+	if (sqlite3_bind_int64(ss->fence, 1, task) != SQLITE_OK)
+		rc = sqlite__fail(ss, e, what);
+	else
+		rc = sqlite__step_int(ss, ss->fence, &have, what, e);
+	sqlite__done(ss->fence);
+	if (rc < 0)
+		return rc;
+	if (have < 0)
+		return err_set(e, BATON_EFENCED,
+			       "cannot %s: task %lld (whose lease this worker "
+			       "holds) no longer exists: this worker may not "
+			       "write",
+			       what, (long long)task);
+	if (have != token)
+		return err_set(e, BATON_EFENCED,
+			       "cannot %s: the lease on task %lld was taken "
+			       "over (token %lld is stale, the task now has "
+			       "%lld): this worker may not write",
+			       what, (long long)task, (long long)token,
+			       (long long)have);
+	return 0;
+}
+
+int
+sqlite__begin_fenced(struct sqlite_store *ss, const char *what,
+		     struct err *e)
+{
+	int rc = sqlite__begin(ss, what, e);
+
+	if (rc == 0 && ss->base.fence_task)
+		rc = check_fence(ss, what, e);
+	if (rc < 0)
+		sqlite__rollback(ss);
+	return rc;
 }
 
 /*
@@ -224,12 +271,12 @@ read_run(sqlite3_stmt *st, struct run *r)
 
 	memset(r, 0, sizeof(*r));
 	r->seq = sqlite3_column_int64(st, 0);
-	r->id = column_text(st, 1);
-	r->task = column_text(st, 2);
+	r->id = sqlite__column_text(st, 1);
+	r->task = sqlite__column_text(st, 2);
 	r->created_at = sqlite3_column_int64(st, 3);
 	r->updated_at = sqlite3_column_int64(st, 4);
 	r->version = sqlite3_column_int64(st, 5);
-#define READ_TEXT(f) r->f = column_text(st, i++);
+#define READ_TEXT(f) r->f = sqlite__column_text(st, i++);
 #define READ_INT(f) r->f = sqlite3_column_int64(st, i++);
 	RUN_TEXT_MUTABLE(READ_TEXT)
 	RUN_INT_MUTABLE(READ_INT)
@@ -255,16 +302,12 @@ step_run(struct sqlite_store *ss, sqlite3_stmt *st, struct run *out,
 	}
 	if (src == SQLITE_DONE)
 		return 0;
-	return sqlfail(ss, e, what);
+	return sqlite__fail(ss, e, what);
 }
 
-/*
- * Steps a statement that returns one integer (a MAX, a COUNT) into *out.
- * A statement that returns no row leaves *out alone.
- */
-static int
-step_int(struct sqlite_store *ss, sqlite3_stmt *st, int64_t *out,
-	 const char *what, struct err *e)
+int
+sqlite__step_int(struct sqlite_store *ss, sqlite3_stmt *st, int64_t *out,
+		 const char *what, struct err *e)
 {
 	int src = sqlite3_step(st);
 
@@ -274,37 +317,34 @@ step_int(struct sqlite_store *ss, sqlite3_stmt *st, int64_t *out,
 	}
 	if (src == SQLITE_DONE)
 		return 0;
-	return sqlfail(ss, e, what);
+	return sqlite__fail(ss, e, what);
 }
 
-/*
- * Inserts an event inside the caller's transaction and returns its seq
- * in *seq_out. A run_id that names no run is BATON_ENOTFOUND.
- */
-static int
-insert_event(struct sqlite_store *ss, const char *run_id, int64_t ts,
-	     const char *type, const char *from, const char *to,
-	     const char *data, int64_t *seq_out, const char *what,
-	     struct err *e)
+int
+sqlite__insert_event(struct sqlite_store *ss, const struct event *ev,
+		     int64_t *seq_out, const char *what, struct err *e)
 {
 	sqlite3_stmt *st;
 	int rc, src;
 
-	rc = prepare(ss, &ss->event_insert, sql_event_insert, 1, what, e);
+	rc = sqlite__prepare(ss, &ss->event_insert, sql_event_insert, 1, what,
+			     e);
 	if (rc < 0)
 		return rc;
 	st = ss->event_insert;
-	src = sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+	src = sqlite3_bind_text(st, 1, ev->run_id, -1, SQLITE_STATIC);
 	if (src == SQLITE_OK)
-		src = sqlite3_bind_int64(st, 2, ts);
+		src = sqlite3_bind_int64(st, 2, ev->ts);
 	if (src == SQLITE_OK)
-		src = sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
+		src = sqlite3_bind_text(st, 3, ev->type, -1, SQLITE_STATIC);
 	if (src == SQLITE_OK)
-		src = sqlite3_bind_text(st, 4, from, -1, SQLITE_STATIC);
+		src = sqlite3_bind_text(st, 4, ev->from, -1, SQLITE_STATIC);
 	if (src == SQLITE_OK)
-		src = sqlite3_bind_text(st, 5, to, -1, SQLITE_STATIC);
+		src = sqlite3_bind_text(st, 5, ev->to, -1, SQLITE_STATIC);
 	if (src == SQLITE_OK)
-		src = sqlite3_bind_text(st, 6, data, -1, SQLITE_STATIC);
+		src = sqlite3_bind_text(st, 6, ev->data, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite__bind_id(st, 7, ev->task_id);
 	if (src == SQLITE_OK)
 		src = sqlite3_step(st);
 	if (src == SQLITE_DONE)
@@ -312,10 +352,10 @@ insert_event(struct sqlite_store *ss, const char *run_id, int64_t ts,
 	else if (sqlite3_extended_errcode(ss->db) ==
 		 SQLITE_CONSTRAINT_FOREIGNKEY)
 		rc = err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
-			     what, run_id);
+			     what, ev->run_id);
 	else
-		rc = sqlfail(ss, e, what);
-	done(st);
+		rc = sqlite__fail(ss, e, what);
+	sqlite__done(st);
 	return rc;
 }
 
@@ -327,11 +367,12 @@ sqlite_version(struct sqlite_store *ss, int64_t *out, struct err *e)
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	rc = prepare(ss, &st,
-		     "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-		     0, what, e);
+	rc = sqlite__prepare(ss, &st,
+			     "SELECT COALESCE(MAX(version), 0)"
+			     " FROM schema_migrations",
+			     0, what, e);
 	if (rc == 0)
-		rc = step_int(ss, st, out, what, e);
+		rc = sqlite__step_int(ss, st, out, what, e);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -355,12 +396,14 @@ migrate(struct sqlite_store *ss, struct err *e)
 		if (n > latest)
 			latest = n;
 	}
-	rc = prepare(ss, &st,
-		     "SELECT COUNT(*) FROM sqlite_master"
-		     " WHERE type = 'table' AND name = 'schema_migrations'",
-		     0, "read the schema version", e);
+	rc = sqlite__prepare(ss, &st,
+			     "SELECT COUNT(*) FROM sqlite_master"
+			     " WHERE type = 'table'"
+			     " AND name = 'schema_migrations'",
+			     0, "read the schema version", e);
 	if (rc == 0)
-		rc = step_int(ss, st, &have, "read the schema version", e);
+		rc = sqlite__step_int(ss, st, &have,
+				      "read the schema version", e);
 	sqlite3_finalize(st);
 	st = NULL;
 	if (rc == 0 && have)
@@ -384,39 +427,40 @@ migrate(struct sqlite_store *ss, struct err *e)
 		if (!f->name)
 			continue;
 		snprintf(what, sizeof(what), "apply migration %s", f->name);
-		rc = exec(ss,
-			  "BEGIN IMMEDIATE;"
-			  "CREATE TABLE IF NOT EXISTS schema_migrations ("
-			  " version INTEGER PRIMARY KEY,"
-			  " name TEXT NOT NULL,"
-			  " applied_at INTEGER NOT NULL)",
-			  what, e);
+		rc = sqlite__exec(ss,
+				  "BEGIN IMMEDIATE;"
+				  "CREATE TABLE IF NOT EXISTS"
+				  " schema_migrations ("
+				  " version INTEGER PRIMARY KEY,"
+				  " name TEXT NOT NULL,"
+				  " applied_at INTEGER NOT NULL)",
+				  what, e);
 		if (rc < 0)
 			goto out;
-		rc = prepare(ss, &st,
-			     "SELECT COUNT(*) FROM schema_migrations"
-			     " WHERE version = ?",
-			     0, what, e);
+		rc = sqlite__prepare(ss, &st,
+				     "SELECT COUNT(*) FROM schema_migrations"
+				     " WHERE version = ?",
+				     0, what, e);
 		if (rc < 0)
 			goto out;
 		have = 0;
 		if (sqlite3_bind_int(st, 1, n) != SQLITE_OK)
-			rc = sqlfail(ss, e, what);
+			rc = sqlite__fail(ss, e, what);
 		else
-			rc = step_int(ss, st, &have, what, e);
+			rc = sqlite__step_int(ss, st, &have, what, e);
 		sqlite3_finalize(st);
 		st = NULL;
 		if (rc < 0)
 			goto out;
 		if (!have) {
-			rc = exec(ss, f->text, what, e);
+			rc = sqlite__exec(ss, f->text, what, e);
 			if (rc < 0)
 				goto out;
-			rc = prepare(ss, &st,
-				     "INSERT INTO schema_migrations"
-				     " (version, name, applied_at)"
-				     " VALUES (?, ?, ?)",
-				     0, what, e);
+			rc = sqlite__prepare(ss, &st,
+					     "INSERT INTO schema_migrations"
+					     " (version, name, applied_at)"
+					     " VALUES (?, ?, ?)",
+					     0, what, e);
 			if (rc < 0)
 				goto out;
 			src = sqlite3_bind_int(st, 1, n);
@@ -429,31 +473,33 @@ migrate(struct sqlite_store *ss, struct err *e)
 			if (src == SQLITE_OK)
 				src = sqlite3_step(st);
 			if (src != SQLITE_DONE) {
-				rc = sqlfail(ss, e, what);
+				rc = sqlite__fail(ss, e, what);
 				goto out;
 			}
 			sqlite3_finalize(st);
 			st = NULL;
 		}
-		rc = exec(ss, "COMMIT", what, e);
+		rc = sqlite__exec(ss, "COMMIT", what, e);
 		if (rc < 0)
 			goto out;
 	}
 out:
 	sqlite3_finalize(st);
-	rollback(ss);
+	sqlite__rollback(ss);
 	return rc;
 }
 
 static void
 sqlite_close(struct store *s)
 {
-	struct sqlite_store *ss = to_sqlite(s);
+	struct sqlite_store *ss = sqlite__store(s);
 
 	sqlite3_finalize(ss->get_by_id);
 	sqlite3_finalize(ss->get_by_seq);
 	sqlite3_finalize(ss->update);
 	sqlite3_finalize(ss->event_insert);
+	sqlite3_finalize(ss->fence);
+	sqlite3_finalize(ss->claim);
 	sqlite3_close(ss->db);
 	free(ss->path);
 	free(ss);
@@ -490,12 +536,12 @@ sqlite_open(const char *path, struct store **out, struct err *e)
 		goto out;
 	}
 	sqlite3_extended_result_codes(ss->db, 1);
-	sqlite3_busy_timeout(ss->db, BUSY_TIMEOUT_MS);
-	rc = exec(ss,
-		  "PRAGMA journal_mode = WAL;"
-		  "PRAGMA synchronous = FULL;"
-		  "PRAGMA foreign_keys = ON",
-		  "set up the connection", e);
+	sqlite3_busy_timeout(ss->db, STORE_BUSY_TIMEOUT_MS);
+	rc = sqlite__exec(ss,
+			  "PRAGMA journal_mode = WAL;"
+			  "PRAGMA synchronous = FULL;"
+			  "PRAGMA foreign_keys = ON",
+			  "set up the connection", e);
 	if (rc == 0)
 		rc = migrate(ss, e);
 	if (rc < 0) {
@@ -514,7 +560,7 @@ static int
 sqlite_schema_version(struct store *s, struct err *e)
 {
 	int64_t v = 0;
-	int rc = sqlite_version(to_sqlite(s), &v, e);
+	int rc = sqlite_version(sqlite__store(s), &v, e);
 
 	return rc < 0 ? rc : (int)v;
 }
@@ -527,28 +573,31 @@ sqlite_schema_version(struct store *s, struct err *e)
 static int
 sqlite_run_create(struct store *s, struct run *r, struct err *e)
 {
-	struct sqlite_store *ss = to_sqlite(s);
+	struct sqlite_store *ss = sqlite__store(s);
 	const char *what = "create run";
 	sqlite3_stmt *st = NULL;
 	int64_t seq = 0, now = time_now_ms(), evseq = 0;
 	int64_t created = r->created_at ? r->created_at : now;
+	char type[] = "transition";
+	struct event ev = { 0 };
 	char *id = NULL;
 	int rc, src, i = 1;
 
-	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	rc = sqlite__begin_fenced(ss, what, e);
 	if (rc < 0)
 		goto out;
-	rc = prepare(ss, &st, "SELECT COALESCE(MAX(seq), 0) + 1 FROM runs", 0,
-		     what, e);
+	rc = sqlite__prepare(ss, &st,
+			     "SELECT COALESCE(MAX(seq), 0) + 1 FROM runs", 0,
+			     what, e);
 	if (rc == 0)
-		rc = step_int(ss, st, &seq, what, e);
+		rc = sqlite__step_int(ss, st, &seq, what, e);
 	sqlite3_finalize(st);
 	st = NULL;
 	if (rc < 0)
 		goto out;
 	id = run_id_make(seq, r->task);
 
-	rc = prepare(ss, &st, sql_run_insert, 0, what, e);
+	rc = sqlite__prepare(ss, &st, sql_run_insert, 0, what, e);
 	if (rc < 0)
 		goto out;
 	src = sqlite3_bind_int64(st, i++, seq);
@@ -571,15 +620,19 @@ sqlite_run_create(struct store *s, struct run *r, struct err *e)
 	if (src == SQLITE_OK)
 		src = sqlite3_step(st);
 	if (src != SQLITE_DONE) {
-		rc = sqlfail(ss, e, what);
+		rc = sqlite__fail(ss, e, what);
 		goto out;
 	}
 
-	rc = insert_event(ss, id, now, "transition", NULL, r->status, NULL,
-			  &evseq, what, e);
+	ev.run_id = id;
+	ev.task_id = r->task_id;
+	ev.ts = now;
+	ev.type = type;
+	ev.to = r->status;
+	rc = sqlite__insert_event(ss, &ev, &evseq, what, e);
 	if (rc < 0)
 		goto out;
-	rc = commit(ss, what, e);
+	rc = sqlite__commit(ss, what, e);
 	if (rc < 0)
 		goto out;
 
@@ -592,7 +645,7 @@ sqlite_run_create(struct store *s, struct run *r, struct err *e)
 	r->updated_at = now;
 out:
 	sqlite3_finalize(st);
-	rollback(ss);
+	sqlite__rollback(ss);
 	free(id);
 	return rc;
 }
@@ -605,18 +658,18 @@ static int
 sqlite_run_get(struct store *s, const char *ref, struct run *out,
 	       struct err *e)
 {
-	struct sqlite_store *ss = to_sqlite(s);
+	struct sqlite_store *ss = sqlite__store(s);
 	struct run r = { 0 };
 	char what[256];
 	int64_t seq;
 	int rc;
 
 	snprintf(what, sizeof(what), "read run '%s'", ref);
-	rc = prepare(ss, &ss->get_by_id, sql_run_by_id, 1, what, e);
+	rc = sqlite__prepare(ss, &ss->get_by_id, sql_run_by_id, 1, what, e);
 	if (rc < 0)
 		goto out;
 	if (sqlite3_bind_text(ss->get_by_id, 1, ref, -1, SQLITE_STATIC)) {
-		rc = sqlfail(ss, e, what);
+		rc = sqlite__fail(ss, e, what);
 		goto out;
 	}
 	rc = step_run(ss, ss->get_by_id, &r, what, e);
@@ -625,11 +678,12 @@ sqlite_run_get(struct store *s, const char *ref, struct run *out,
 
 	seq = run_id_seq(ref);
 	if (seq > 0) {
-		rc = prepare(ss, &ss->get_by_seq, sql_run_by_seq, 1, what, e);
+		rc = sqlite__prepare(ss, &ss->get_by_seq, sql_run_by_seq, 1,
+				     what, e);
 		if (rc < 0)
 			goto out;
 		if (sqlite3_bind_int64(ss->get_by_seq, 1, seq)) {
-			rc = sqlfail(ss, e, what);
+			rc = sqlite__fail(ss, e, what);
 			goto out;
 		}
 		rc = step_run(ss, ss->get_by_seq, &r, what, e);
@@ -643,8 +697,8 @@ sqlite_run_get(struct store *s, const char *ref, struct run *out,
 	if (rc == 0)
 		rc = err_set(e, BATON_ENOTFOUND, "no run '%s'", ref);
 out:
-	done(ss->get_by_id);
-	done(ss->get_by_seq);
+	sqlite__done(ss->get_by_id);
+	sqlite__done(ss->get_by_seq);
 	if (rc == 1) {
 		*out = r;
 		return 0;
@@ -664,18 +718,19 @@ static int
 sqlite_run_update(struct store *s, struct run *r, struct event *ev,
 		  struct err *e)
 {
-	struct sqlite_store *ss = to_sqlite(s);
+	struct sqlite_store *ss = sqlite__store(s);
 	sqlite3_stmt *st = NULL;
-	const char *ev_run = ev && ev->run_id ? ev->run_id : r->id;
+	char *ev_run = ev && ev->run_id ? ev->run_id : r->id;
 	int64_t now = time_now_ms(), ts = 0, evseq = 0, found = -1;
+	struct event row;
 	char what[256];
 	int rc, src, i = 1;
 
 	snprintf(what, sizeof(what), "update run '%s'", r->id);
-	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	rc = sqlite__begin_fenced(ss, what, e);
 	if (rc < 0)
 		goto out;
-	rc = prepare(ss, &ss->update, sql_run_update, 1, what, e);
+	rc = sqlite__prepare(ss, &ss->update, sql_run_update, 1, what, e);
 	if (rc < 0)
 		goto out;
 	st = ss->update;
@@ -689,20 +744,21 @@ sqlite_run_update(struct store *s, struct run *r, struct event *ev,
 	if (src == SQLITE_OK)
 		src = sqlite3_step(st);
 	if (src != SQLITE_DONE) {
-		rc = sqlfail(ss, e, what);
+		rc = sqlite__fail(ss, e, what);
 		goto out;
 	}
-	done(st);
+	sqlite__done(st);
 	st = NULL;
 
 	if (sqlite3_changes(ss->db) == 0) {
-		rc = prepare(ss, &st, "SELECT version FROM runs WHERE id = ?",
-			     0, what, e);
+		rc = sqlite__prepare(ss, &st,
+				     "SELECT version FROM runs WHERE id = ?", 0,
+				     what, e);
 		if (rc == 0 &&
 		    sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC))
-			rc = sqlfail(ss, e, what);
+			rc = sqlite__fail(ss, e, what);
 		if (rc == 0)
-			rc = step_int(ss, st, &found, what, e);
+			rc = sqlite__step_int(ss, st, &found, what, e);
 		sqlite3_finalize(st);
 		st = NULL;
 		if (rc < 0)
@@ -718,13 +774,16 @@ sqlite_run_update(struct store *s, struct run *r, struct event *ev,
 	}
 
 	if (ev) {
-		ts = ev->ts ? ev->ts : now;
-		rc = insert_event(ss, ev_run, ts, ev->type, ev->from, ev->to,
-				  ev->data, &evseq, what, e);
+		row = *ev;
+		row.run_id = ev_run;
+		row.ts = ts = ev->ts ? ev->ts : now;
+		if (!row.task_id)
+			row.task_id = r->task_id;
+		rc = sqlite__insert_event(ss, &row, &evseq, what, e);
 		if (rc < 0)
 			goto out;
 	}
-	rc = commit(ss, what, e);
+	rc = sqlite__commit(ss, what, e);
 	if (rc < 0)
 		goto out;
 
@@ -736,10 +795,10 @@ sqlite_run_update(struct store *s, struct run *r, struct event *ev,
 	}
 out:
 	if (st == ss->update)
-		done(st);
+		sqlite__done(st);
 	else
 		sqlite3_finalize(st);
-	rollback(ss);
+	sqlite__rollback(ss);
 	return rc;
 }
 
@@ -761,11 +820,12 @@ sqlite_run_request(struct store *s, const char *run_id, const char *flag,
 		{ "abort_requested", "UPDATE runs SET abort_requested = ?,"
 				     " updated_at = ? WHERE id = ?" },
 	};
-	struct sqlite_store *ss = to_sqlite(s);
+	struct sqlite_store *ss = sqlite__store(s);
 	const char *ev_run = ev && ev->run_id ? ev->run_id : run_id;
 	const char *sql = NULL;
 	sqlite3_stmt *st = NULL;
 	int64_t now = time_now_ms(), ts = 0, evseq = 0;
+	struct event row;
 	char what[256];
 	size_t k;
 	int rc, src;
@@ -777,10 +837,10 @@ sqlite_run_request(struct store *s, const char *run_id, const char *flag,
 	if (!sql)
 		return err_set(e, BATON_EINVAL, "cannot %s: not a request flag",
 			       what);
-	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	rc = sqlite__begin_fenced(ss, what, e);
 	if (rc < 0)
 		goto out;
-	rc = prepare(ss, &st, sql, 0, what, e);
+	rc = sqlite__prepare(ss, &st, sql, 0, what, e);
 	if (rc < 0)
 		goto out;
 	src = sqlite3_bind_int(st, 1, value);
@@ -791,7 +851,7 @@ sqlite_run_request(struct store *s, const char *run_id, const char *flag,
 	if (src == SQLITE_OK)
 		src = sqlite3_step(st);
 	if (src != SQLITE_DONE) {
-		rc = sqlfail(ss, e, what);
+		rc = sqlite__fail(ss, e, what);
 		goto out;
 	}
 	if (sqlite3_changes(ss->db) == 0) {
@@ -799,13 +859,15 @@ sqlite_run_request(struct store *s, const char *run_id, const char *flag,
 		goto out;
 	}
 	if (ev) {
-		ts = ev->ts ? ev->ts : now;
-		rc = insert_event(ss, ev_run, ts, ev->type, ev->from, ev->to,
-				  ev->data, &evseq, what, e);
+		/* row is only read: the cast drops no promise */
+		row = *ev;
+		row.run_id = (char *)ev_run;
+		row.ts = ts = ev->ts ? ev->ts : now;
+		rc = sqlite__insert_event(ss, &row, &evseq, what, e);
 		if (rc < 0)
 			goto out;
 	}
-	rc = commit(ss, what, e);
+	rc = sqlite__commit(ss, what, e);
 	if (rc < 0)
 		goto out;
 	if (ev) {
@@ -814,7 +876,7 @@ sqlite_run_request(struct store *s, const char *run_id, const char *flag,
 	}
 out:
 	sqlite3_finalize(st);
-	rollback(ss);
+	sqlite__rollback(ss);
 	return rc;
 }
 
@@ -822,8 +884,9 @@ out:
 static int
 sqlite_event_add(struct store *s, struct event *ev, struct err *e)
 {
-	struct sqlite_store *ss = to_sqlite(s);
+	struct sqlite_store *ss = sqlite__store(s);
 	int64_t ts = ev->ts ? ev->ts : time_now_ms(), seq = 0;
+	struct event row;
 	char what[256];
 	int rc;
 
@@ -832,20 +895,21 @@ sqlite_event_add(struct store *s, struct event *ev, struct err *e)
 			 ev->run_id);
 	else
 		snprintf(what, sizeof(what), "add event");
-	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	rc = sqlite__begin_fenced(ss, what, e);
 	if (rc < 0)
 		goto out;
-	rc = insert_event(ss, ev->run_id, ts, ev->type, ev->from, ev->to,
-			  ev->data, &seq, what, e);
+	row = *ev;
+	row.ts = ts;
+	rc = sqlite__insert_event(ss, &row, &seq, what, e);
 	if (rc < 0)
 		goto out;
-	rc = commit(ss, what, e);
+	rc = sqlite__commit(ss, what, e);
 	if (rc < 0)
 		goto out;
 	ev->ts = ts;
 	ev->seq = seq;
 out:
-	rollback(ss);
+	sqlite__rollback(ss);
 	return rc;
 }
 
@@ -858,26 +922,28 @@ static int
 sqlite_run_list(struct store *s, const struct store_run_filter *f,
 		store_run_cb *cb, void *arg, struct err *e)
 {
-	struct sqlite_store *ss = to_sqlite(s);
+	struct sqlite_store *ss = sqlite__store(s);
 	const char *what = "list runs";
-	struct run *rows = xcalloc(LIST_PAGE, sizeof(*rows));
+	struct run *rows = xcalloc(STORE_LIST_PAGE, sizeof(*rows));
 	sqlite3_stmt *st = NULL;
 	int64_t cursor = INT64_MAX;
 	int remaining = f->limit > 0 ? f->limit : -1;
 	int rc, src, n = 0, i, page, stop = 0;
 
-	rc = prepare(ss, &st,
-		     f->status ? "SELECT " RUN_COLUMNS " FROM runs"
-				 " WHERE status = ?3 AND seq < ?1"
-				 " ORDER BY seq DESC LIMIT ?2"
-			       : "SELECT " RUN_COLUMNS " FROM runs"
-				 " WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
-		     0, what, e);
+	rc = sqlite__prepare(ss, &st,
+			     f->status ? "SELECT " RUN_COLUMNS " FROM runs"
+			     " WHERE status = ?3 AND seq < ?1"
+			     " ORDER BY seq DESC LIMIT ?2"
+			     : "SELECT " RUN_COLUMNS " FROM runs"
+			     " WHERE seq < ?1"
+			     " ORDER BY seq DESC LIMIT ?2",
+			     0, what, e);
 	if (rc < 0)
 		goto out;
 	while (!stop && remaining != 0) {
-		page = remaining > 0 && remaining < LIST_PAGE ? remaining
-							      : LIST_PAGE;
+		page = remaining > 0 && remaining < STORE_LIST_PAGE
+			       ? remaining
+			       : STORE_LIST_PAGE;
 		src = sqlite3_bind_int64(st, 1, cursor);
 		if (src == SQLITE_OK)
 			src = sqlite3_bind_int(st, 2, page);
@@ -892,7 +958,7 @@ sqlite_run_list(struct store *s, const struct store_run_filter *f,
 			src = SQLITE_OK;
 		}
 		if (src != SQLITE_OK && src != SQLITE_DONE) {
-			rc = sqlfail(ss, e, what);
+			rc = sqlite__fail(ss, e, what);
 			goto out;
 		}
 		sqlite3_reset(st);
@@ -919,24 +985,25 @@ out:
  * Events in seq order, a page at a time, each page continuing after the
  * last seq handed out.
  */
-static int
-sqlite_event_list(struct store *s, const char *run_id, int64_t after_seq,
-		  const char *type, store_event_cb *cb, void *arg,
-		  struct err *e)
+int
+sqlite__list_events(struct sqlite_store *ss, const char *run_id,
+		    int64_t task_id, int64_t after_seq, const char *type,
+		    store_event_cb *cb, void *arg, struct err *e)
 {
-	struct sqlite_store *ss = to_sqlite(s);
 	const char *what = "list events";
-	struct event *rows = xcalloc(LIST_PAGE, sizeof(*rows));
+	struct event *rows = xcalloc(STORE_LIST_PAGE, sizeof(*rows));
 	sqlite3_stmt *st = NULL;
 	char sql[512];
 	int rc, src, n = 0, i, stop = 0;
 
 	snprintf(sql, sizeof(sql),
-		 "SELECT seq, run_id, ts, type, from_status, to_status, data"
-		 " FROM events WHERE seq > ?1%s%s ORDER BY seq LIMIT %d",
+		 "SELECT seq, run_id, ts, type, from_status, to_status, data,"
+		 " task_id FROM events WHERE seq > ?1%s%s%s ORDER BY seq"
+		 " LIMIT %d",
 		 run_id ? " AND run_id = ?2" : "",
-		 type ? " AND type = ?3" : "", LIST_PAGE);
-	rc = prepare(ss, &st, sql, 0, what, e);
+		 type ? " AND type = ?3" : "",
+		 task_id ? " AND task_id = ?4" : "", STORE_LIST_PAGE);
+	rc = sqlite__prepare(ss, &st, sql, 0, what, e);
 	if (rc < 0)
 		goto out;
 	while (!stop) {
@@ -947,7 +1014,9 @@ sqlite_event_list(struct store *s, const char *run_id, int64_t after_seq,
 		if (src == SQLITE_OK && type)
 			src = sqlite3_bind_text(st, 3, type, -1,
 						SQLITE_STATIC);
-		while (src == SQLITE_OK && n < LIST_PAGE) {
+		if (src == SQLITE_OK && task_id)
+			src = sqlite3_bind_int64(st, 4, task_id);
+		while (src == SQLITE_OK && n < STORE_LIST_PAGE) {
 			struct event *ev = &rows[n];
 
 			src = sqlite3_step(st);
@@ -955,22 +1024,23 @@ sqlite_event_list(struct store *s, const char *run_id, int64_t after_seq,
 				break;
 			n++;
 			ev->seq = sqlite3_column_int64(st, 0);
-			ev->run_id = column_text(st, 1);
+			ev->run_id = sqlite__column_text(st, 1);
 			ev->ts = sqlite3_column_int64(st, 2);
-			ev->type = column_text(st, 3);
-			ev->from = column_text(st, 4);
-			ev->to = column_text(st, 5);
-			ev->data = column_text(st, 6);
+			ev->type = sqlite__column_text(st, 3);
+			ev->from = sqlite__column_text(st, 4);
+			ev->to = sqlite__column_text(st, 5);
+			ev->data = sqlite__column_text(st, 6);
+			ev->task_id = sqlite3_column_int64(st, 7);
 			src = SQLITE_OK;
 		}
 		if (src != SQLITE_OK && src != SQLITE_DONE) {
-			rc = sqlfail(ss, e, what);
+			rc = sqlite__fail(ss, e, what);
 			goto out;
 		}
 		sqlite3_reset(st);
 		for (i = 0; i < n && !stop; i++)
 			stop = cb(&rows[i], arg);
-		if (n < LIST_PAGE)
+		if (n < STORE_LIST_PAGE)
 			break;
 		after_seq = rows[n - 1].seq;
 		for (i = 0; i < n; i++)
@@ -985,6 +1055,15 @@ out:
 	return rc;
 }
 
+static int
+sqlite_event_list(struct store *s, const char *run_id, int64_t after_seq,
+		  const char *type, store_event_cb *cb, void *arg,
+		  struct err *e)
+{
+	return sqlite__list_events(sqlite__store(s), run_id, 0, after_seq,
+				   type, cb, arg, e);
+}
+
 /*
  * Adds version MAX + 1 of (run, stage, artifact), reading MAX under the
  * write lock so two writers cannot pick the same number.
@@ -992,7 +1071,7 @@ out:
 static int
 sqlite_output_add(struct store *s, struct store_output *o, struct err *e)
 {
-	struct sqlite_store *ss = to_sqlite(s);
+	struct sqlite_store *ss = sqlite__store(s);
 	sqlite3_stmt *st = NULL;
 	int64_t version = 0, created = o->created_at ? o->created_at
 						      : time_now_ms();
@@ -1001,13 +1080,14 @@ sqlite_output_add(struct store *s, struct store_output *o, struct err *e)
 
 	snprintf(what, sizeof(what), "add output '%s/%s' to run '%s'",
 		 o->stage, o->artifact, o->run_id);
-	rc = exec(ss, "BEGIN IMMEDIATE", what, e);
+	rc = sqlite__begin_fenced(ss, what, e);
 	if (rc < 0)
 		goto out;
-	rc = prepare(ss, &st,
-		     "SELECT COALESCE(MAX(version), 0) + 1 FROM stage_outputs"
-		     " WHERE run_id = ? AND stage = ? AND artifact = ?",
-		     0, what, e);
+	rc = sqlite__prepare(ss, &st,
+			     "SELECT COALESCE(MAX(version), 0) + 1"
+			     " FROM stage_outputs WHERE run_id = ?"
+			     " AND stage = ? AND artifact = ?",
+			     0, what, e);
 	if (rc < 0)
 		goto out;
 	src = sqlite3_bind_text(st, 1, o->run_id, -1, SQLITE_STATIC);
@@ -1016,20 +1096,21 @@ sqlite_output_add(struct store *s, struct store_output *o, struct err *e)
 	if (src == SQLITE_OK)
 		src = sqlite3_bind_text(st, 3, o->artifact, -1, SQLITE_STATIC);
 	if (src != SQLITE_OK) {
-		rc = sqlfail(ss, e, what);
+		rc = sqlite__fail(ss, e, what);
 		goto out;
 	}
-	rc = step_int(ss, st, &version, what, e);
+	rc = sqlite__step_int(ss, st, &version, what, e);
 	sqlite3_finalize(st);
 	st = NULL;
 	if (rc < 0)
 		goto out;
 
-	rc = prepare(ss, &st,
-		     "INSERT INTO stage_outputs (run_id, stage, artifact,"
-		     " version, decision, content, created_at)"
-		     " VALUES (?, ?, ?, ?, ?, ?, ?)",
-		     0, what, e);
+	rc = sqlite__prepare(ss, &st,
+			     "INSERT INTO stage_outputs (run_id, stage,"
+			     " artifact, version, decision, content,"
+			     " created_at)"
+			     " VALUES (?, ?, ?, ?, ?, ?, ?)",
+			     0, what, e);
 	if (rc < 0)
 		goto out;
 	src = sqlite3_bind_text(st, 1, o->run_id, -1, SQLITE_STATIC);
@@ -1054,17 +1135,17 @@ sqlite_output_add(struct store *s, struct store_output *o, struct err *e)
 				     "cannot %s: no run '%s'", what,
 				     o->run_id);
 		else
-			rc = sqlfail(ss, e, what);
+			rc = sqlite__fail(ss, e, what);
 		goto out;
 	}
-	rc = commit(ss, what, e);
+	rc = sqlite__commit(ss, what, e);
 	if (rc < 0)
 		goto out;
 	o->version = (int)version;
 	o->created_at = created;
 out:
 	sqlite3_finalize(st);
-	rollback(ss);
+	sqlite__rollback(ss);
 	return rc;
 }
 
@@ -1073,21 +1154,21 @@ static int
 sqlite_output_list(struct store *s, const char *run_id, store_output_cb *cb,
 		   void *arg, struct err *e)
 {
-	struct sqlite_store *ss = to_sqlite(s);
-	struct store_output *rows = xcalloc(LIST_PAGE, sizeof(*rows));
-	int64_t *rowids = xcalloc(LIST_PAGE, sizeof(*rowids));
+	struct sqlite_store *ss = sqlite__store(s);
+	struct store_output *rows = xcalloc(STORE_LIST_PAGE, sizeof(*rows));
+	int64_t *rowids = xcalloc(STORE_LIST_PAGE, sizeof(*rowids));
 	sqlite3_stmt *st = NULL;
 	int64_t cursor = 0;
 	char what[256];
 	int rc, src, n = 0, i, stop = 0;
 
 	snprintf(what, sizeof(what), "list outputs of run '%s'", run_id);
-	rc = prepare(ss, &st,
-		     "SELECT rowid, run_id, stage, artifact, version,"
-		     " decision, content, created_at FROM stage_outputs"
-		     " WHERE run_id = ?1 AND rowid > ?2 ORDER BY rowid"
-		     " LIMIT ?3",
-		     0, what, e);
+	rc = sqlite__prepare(ss, &st,
+			     "SELECT rowid, run_id, stage, artifact, version,"
+			     " decision, content, created_at FROM stage_outputs"
+			     " WHERE run_id = ?1 AND rowid > ?2 ORDER BY rowid"
+			     " LIMIT ?3",
+			     0, what, e);
 	if (rc < 0)
 		goto out;
 	while (!stop) {
@@ -1095,31 +1176,31 @@ sqlite_output_list(struct store *s, const char *run_id, store_output_cb *cb,
 		if (src == SQLITE_OK)
 			src = sqlite3_bind_int64(st, 2, cursor);
 		if (src == SQLITE_OK)
-			src = sqlite3_bind_int(st, 3, LIST_PAGE);
-		while (src == SQLITE_OK && n < LIST_PAGE) {
+			src = sqlite3_bind_int(st, 3, STORE_LIST_PAGE);
+		while (src == SQLITE_OK && n < STORE_LIST_PAGE) {
 			struct store_output *o = &rows[n];
 
 			src = sqlite3_step(st);
 			if (src != SQLITE_ROW)
 				break;
 			rowids[n++] = sqlite3_column_int64(st, 0);
-			o->run_id = column_text(st, 1);
-			o->stage = column_text(st, 2);
-			o->artifact = column_text(st, 3);
+			o->run_id = sqlite__column_text(st, 1);
+			o->stage = sqlite__column_text(st, 2);
+			o->artifact = sqlite__column_text(st, 3);
 			o->version = sqlite3_column_int(st, 4);
-			o->decision = column_text(st, 5);
-			o->content = column_text(st, 6);
+			o->decision = sqlite__column_text(st, 5);
+			o->content = sqlite__column_text(st, 6);
 			o->created_at = sqlite3_column_int64(st, 7);
 			src = SQLITE_OK;
 		}
 		if (src != SQLITE_OK && src != SQLITE_DONE) {
-			rc = sqlfail(ss, e, what);
+			rc = sqlite__fail(ss, e, what);
 			goto out;
 		}
 		sqlite3_reset(st);
 		for (i = 0; i < n && !stop; i++)
 			stop = cb(&rows[i], arg);
-		if (n < LIST_PAGE)
+		if (n < STORE_LIST_PAGE)
 			break;
 		cursor = rowids[n - 1];
 		for (i = 0; i < n; i++)
@@ -1150,4 +1231,22 @@ const struct store_ops store_sqlite_ops = {
 	.output_add = sqlite_output_add,
 	.output_list = sqlite_output_list,
 	.schema_version = sqlite_schema_version,
+	.task_add = sqlite__task_add,
+	.task_get = sqlite__task_get,
+	.task_update = sqlite__task_update,
+	.task_list = sqlite__task_list,
+	.task_counts = sqlite__task_counts,
+	.task_claim = sqlite__task_claim,
+	.task_renew = sqlite__task_renew,
+	.task_next_due = sqlite__task_next_due,
+	.task_events = sqlite__task_events,
+	.worker_beat = sqlite__worker_beat,
+	.worker_stop = sqlite__worker_stop,
+	.worker_list = sqlite__worker_list,
+	.merge_add = sqlite__merge_add,
+	.merge_get = sqlite__merge_get,
+	.merge_update = sqlite__merge_update,
+	.merge_list = sqlite__merge_list,
+	.merge_claim = sqlite__merge_claim,
+	.plan_add = sqlite__plan_add,
 };

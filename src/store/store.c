@@ -5,15 +5,25 @@
  * reading of run references, and fault injection for tests.
  *
  * Fault injection: when the environment variable BATON_FAULT_STORE is
- * N > 0, the Nth write operation of the process (store_run_create,
- * store_run_update, store_run_request, store_event_add and
- * store_output_add, counted together from process start) runs its
- * statements and then fails with BATON_ESTORE instead of committing, so
- * tests can show that nothing is ever half-applied.
+ * N > 0, the Nth write operation of the process runs its statements and
+ * then fails with BATON_ESTORE instead of committing, so tests can show
+ * that nothing is ever half-applied. The write operations, counted
+ * together from process start, are store_run_create, store_run_update,
+ * store_run_request, store_event_add, store_output_add,
+ * store_task_add, store_task_update, store_task_claim,
+ * store_worker_stop, store_merge_add, store_merge_update,
+ * store_merge_claim and store_plan_add. The two heartbeats,
+ * store_task_renew and store_worker_beat, are not counted: they run on
+ * timers (a worker's lease thread), so counting them would make "the
+ * Nth write" depend on timing; they never fail by injection.
+ *
+ * Fencing (store_fence) is only recorded here; the backend checks it
+ * inside each write transaction.
  */
 #include "util/compat.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 
 #include "core/run.h"
 #include "store/store.h"
@@ -35,8 +45,12 @@ static const struct backend {
 	{ "postgresql://", 0, NULL },
 };
 
-/* The write operations counted so far by fault injection. */
-static long fault_writes;
+/*
+ * The write operations counted so far by fault injection. Atomic: a
+ * worker's lease thread writes through a store handle of its own while
+ * the main thread writes through another.
+ */
+static atomic_long fault_writes;
 
 /*
  * Counts one write operation and says whether it is the one that
@@ -47,13 +61,12 @@ static int
 fault_next(void)
 {
 	const char *v = getenv("BATON_FAULT_STORE");
-	long n;
+	long n, count = atomic_fetch_add(&fault_writes, 1) + 1;
 
-	fault_writes++;
 	if (!v || !*v)
 		return 0;
 	n = strtol(v, NULL, 10);
-	return n > 0 && n == fault_writes;
+	return n > 0 && n == count;
 }
 
 int
@@ -145,6 +158,8 @@ store_open(const char *spec, struct store **out, struct err *e)
 		return rc;
 	s->ops = b->ops;
 	s->fault = 0;
+	s->fence_task = 0;
+	s->fence_token = 0;
 	*out = s;
 	return 0;
 }
@@ -288,4 +303,315 @@ store_output_release(struct store_output *o)
 	FREE_AND_NULL(o->artifact);
 	FREE_AND_NULL(o->decision);
 	FREE_AND_NULL(o->content);
+}
+
+/* ---- the runtime -------------------------------------------------------- */
+
+/*
+ * The argument checks of the runtime operations. A NULL where a pointer
+ * is required is the caller's bug, but the store says which argument it
+ * was rather than crash inside a backend.
+ */
+static int
+null_arg(struct err *e, const char *what, const char *name)
+{
+	return err_set(e, BATON_EINVAL, "cannot %s: %s is NULL", what, name);
+}
+
+void
+store_fence(struct store *s, int64_t task_id, int64_t token)
+{
+	s->fence_task = task_id;
+	s->fence_token = task_id ? token : 0;
+}
+
+int
+store_task_add(struct store *s, struct task *t, struct event *ev,
+	       struct err *e)
+{
+	const char *what = "add task";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!t)
+		return null_arg(e, what, "the task");
+	if (!t->title || !*t->title)
+		return err_set(e, BATON_EINVAL, "cannot add task: no title");
+	if (t->nr_deps && !t->deps)
+		return null_arg(e, what, "the dependency array");
+	if (ev && !ev->type)
+		return err_set(e, BATON_EINVAL,
+			       "cannot add task '%s': event has no type",
+			       t->title);
+	s->fault = fault_next();
+	return s->ops->task_add(s, t, ev, e);
+}
+
+int
+store_task_get(struct store *s, int64_t id, struct task *out, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "read a task", "the store");
+	if (!out)
+		return null_arg(e, "read a task", "out");
+	if (id <= 0)
+		return err_set(e, BATON_ENOTFOUND, "no task %lld",
+			       (long long)id);
+	return s->ops->task_get(s, id, out, e);
+}
+
+int
+store_task_update(struct store *s, struct task *t, struct event *ev,
+		  struct err *e)
+{
+	const char *what = "update task";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!t)
+		return null_arg(e, what, "the task");
+	if (t->id <= 0)
+		return err_set(e, BATON_EINVAL, "cannot update task: no id");
+	if (!t->title || !t->status)
+		return err_set(e, BATON_EINVAL,
+			       "cannot update task %lld: no %s",
+			       (long long)t->id, t->title ? "status" : "title");
+	if (ev && !ev->type)
+		return err_set(e, BATON_EINVAL,
+			       "cannot update task %lld: event has no type",
+			       (long long)t->id);
+	s->fault = fault_next();
+	return s->ops->task_update(s, t, ev, e);
+}
+
+int
+store_task_list(struct store *s, const struct store_task_filter *f,
+		store_task_cb *cb, void *arg, struct err *e)
+{
+	static const struct store_task_filter all = { NULL, 0, 0 };
+
+	if (!s)
+		return null_arg(e, "list tasks", "the store");
+	if (!cb)
+		return null_arg(e, "list tasks", "the callback");
+	return s->ops->task_list(s, f ? f : &all, cb, arg, e);
+}
+
+int
+store_task_counts(struct store *s, const char *const *statuses,
+		  int64_t *counts, size_t n, struct err *e)
+{
+	size_t i;
+
+	if (!s)
+		return null_arg(e, "count tasks", "the store");
+	if (n && (!statuses || !counts))
+		return null_arg(e, "count tasks",
+				statuses ? "counts" : "statuses");
+	for (i = 0; i < n; i++)
+		if (!statuses[i])
+			return null_arg(e, "count tasks", "a status");
+	return s->ops->task_counts(s, statuses, counts, n, e);
+}
+
+int
+store_task_claim(struct store *s, const char *holder, int64_t lease_ms,
+		 struct task *out, struct err *e)
+{
+	const char *what = "claim a task";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!holder || !*holder)
+		return err_set(e, BATON_EINVAL, "cannot %s: no holder", what);
+	if (!out)
+		return null_arg(e, what, "out");
+	if (lease_ms <= 0)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: lease of %lld ms", what,
+			       (long long)lease_ms);
+	s->fault = fault_next();
+	return s->ops->task_claim(s, holder, lease_ms, out, e);
+}
+
+int
+store_task_renew(struct store *s, int64_t id, int64_t token,
+		 int64_t lease_ms, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "renew a lease", "the store");
+	if (lease_ms <= 0)
+		return err_set(e, BATON_EINVAL,
+			       "cannot renew the lease on task %lld: lease of "
+			       "%lld ms",
+			       (long long)id, (long long)lease_ms);
+	s->fault = 0; /* a heartbeat: not counted, see the top */
+	return s->ops->task_renew(s, id, token, lease_ms, e);
+}
+
+int
+store_task_next_due(struct store *s, int64_t *out, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "find when a task is due", "the store");
+	if (!out)
+		return null_arg(e, "find when a task is due", "out");
+	return s->ops->task_next_due(s, out, e);
+}
+
+int
+store_task_events(struct store *s, int64_t task_id, int64_t after_seq,
+		  store_event_cb *cb, void *arg, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "list task events", "the store");
+	if (!cb)
+		return null_arg(e, "list task events", "the callback");
+	if (task_id <= 0)
+		return err_set(e, BATON_EINVAL,
+			       "cannot list task events: no task");
+	return s->ops->task_events(s, task_id, after_seq, cb, arg, e);
+}
+
+int
+store_worker_beat(struct store *s, const struct worker_rec *w, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "record a worker", "the store");
+	if (!w)
+		return null_arg(e, "record a worker", "the worker");
+	if (!w->id || !*w->id)
+		return err_set(e, BATON_EINVAL,
+			       "cannot record a worker: no id");
+	s->fault = 0; /* a heartbeat: not counted, see the top */
+	return s->ops->worker_beat(s, w, e);
+}
+
+int
+store_worker_stop(struct store *s, const char *id, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "stop a worker", "the store");
+	if (!id)
+		return null_arg(e, "stop a worker", "the id");
+	s->fault = fault_next();
+	return s->ops->worker_stop(s, id, e);
+}
+
+int
+store_worker_list(struct store *s, store_worker_cb *cb, void *arg,
+		  struct err *e)
+{
+	if (!s)
+		return null_arg(e, "list workers", "the store");
+	if (!cb)
+		return null_arg(e, "list workers", "the callback");
+	return s->ops->worker_list(s, cb, arg, e);
+}
+
+int
+store_merge_add(struct store *s, struct merge_item *m, struct event *ev,
+		struct err *e)
+{
+	const char *what = "queue a run for merging";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!m)
+		return null_arg(e, what, "the item");
+	if (!m->run_id || !m->branch)
+		return err_set(e, BATON_EINVAL, "cannot %s: no %s", what,
+			       m->run_id ? "branch" : "run");
+	if (ev && !ev->type)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: event has no type", what);
+	s->fault = fault_next();
+	return s->ops->merge_add(s, m, ev, e);
+}
+
+int
+store_merge_get(struct store *s, int64_t id, const char *run_id,
+		struct merge_item *out, struct err *e)
+{
+	const char *what = "read a merge item";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!out)
+		return null_arg(e, what, "out");
+	if (!id && !run_id)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: neither an item nor a run", what);
+	return s->ops->merge_get(s, id, run_id, out, e);
+}
+
+int
+store_merge_update(struct store *s, struct merge_item *m, struct event *ev,
+		   struct err *e)
+{
+	const char *what = "update a merge item";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!m)
+		return null_arg(e, what, "the item");
+	if (m->id <= 0 || !m->branch || !m->status)
+		return err_set(e, BATON_EINVAL, "cannot %s: no %s", what,
+			       m->id <= 0 ? "id" : m->branch ? "status"
+							    : "branch");
+	if (ev && !ev->type)
+		return err_set(e, BATON_EINVAL,
+			       "cannot update merge item %lld: event has no "
+			       "type",
+			       (long long)m->id);
+	s->fault = fault_next();
+	return s->ops->merge_update(s, m, ev, e);
+}
+
+int
+store_merge_list(struct store *s, const char *status, store_merge_cb *cb,
+		 void *arg, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "list the merge queue", "the store");
+	if (!cb)
+		return null_arg(e, "list the merge queue", "the callback");
+	return s->ops->merge_list(s, status, cb, arg, e);
+}
+
+int
+store_merge_claim(struct store *s, const char *holder, int64_t claim_ms,
+		  struct merge_item *out, struct err *e)
+{
+	const char *what = "claim a merge item";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!holder || !*holder)
+		return err_set(e, BATON_EINVAL, "cannot %s: no holder", what);
+	if (!out)
+		return null_arg(e, what, "out");
+	if (claim_ms <= 0)
+		return err_set(e, BATON_EINVAL, "cannot %s: claim of %lld ms",
+			       what, (long long)claim_ms);
+	s->fault = fault_next();
+	return s->ops->merge_claim(s, holder, claim_ms, out, e);
+}
+
+int
+store_plan_add(struct store *s, const char *source, const char *content,
+	       int64_t *id, int *version, struct err *e)
+{
+	const char *what = "store a plan";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!source)
+		return null_arg(e, what, "the source");
+	if (!content)
+		return null_arg(e, what, "the content");
+	if (!id || !version)
+		return null_arg(e, what, id ? "version" : "id");
+	s->fault = fault_next();
+	return s->ops->plan_add(s, source, content, id, version, e);
 }

@@ -17,12 +17,15 @@
 #ifndef BATON_STORE_STORE_H
 #define BATON_STORE_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct err;
 struct event;
+struct merge_item;
 struct run;
 struct store;
+struct task;
 
 /*
  * Opens (creating if needed) the store named by spec: a file path or
@@ -119,5 +122,246 @@ int store_output_add(struct store *s, struct store_output *o, struct err *e);
 int store_output_list(struct store *s, const char *run_id, store_output_cb *cb,
 		      void *arg, struct err *e);
 void store_output_release(struct store_output *o);
+
+/*
+ * Fencing (DESIGN.md section 4). After store_fence(s, task, token) every
+ * write through this handle (run create/update/request, event, output,
+ * task add/update, merge add/update, plan add) first checks, inside its
+ * own transaction, that the task's lease_token still equals token; when
+ * it does not (or the task is gone), the write is refused with
+ * BATON_EFENCED ("the lease on task 7 was taken over") and nothing is
+ * written. A worker whose lease expired and was claimed by another thus
+ * cannot write, however late it wakes. store_fence(s, 0, 0) lifts the
+ * fence. Not fenced: the claims (store_task_claim, store_merge_claim:
+ * taking new work is how a worker gets a lease), store_task_renew (it
+ * checks its own token) and the worker records, which say the process
+ * is alive whatever its lease.
+ *
+ * The check compares tokens exactly: a holder that gives its lease up
+ * itself (a task update that clears lease_token) is fenced from then on,
+ * and lifts the fence before it writes again.
+ */
+void store_fence(struct store *s, int64_t task_id, int64_t token);
+
+/* ---- tasks: the queue ------------------------------------------------ */
+
+/* Task statuses and block reasons (tasks.status, tasks.block_reason). */
+#define TASK_QUEUED    "queued"
+#define TASK_RUNNING   "running"
+#define TASK_DONE      "done"
+#define TASK_FAILED    "failed"
+#define TASK_BLOCKED   "blocked"
+#define TASK_CANCELLED "cancelled"
+
+#define BLOCK_AWAITING_JUDGE	"awaiting_judge"
+#define BLOCK_AWAITING_APPROVAL "awaiting_approval"
+#define BLOCK_PAUSED		"paused"
+#define BLOCK_QUOTA_WAIT	"quota_wait"
+#define BLOCK_NEEDS_REWORK	"needs_rework"
+#define BLOCK_DEPENDENCY	"dependency_failed"
+
+struct task {
+	int64_t id;	    /* allocated by the store; shown as "t7" or 7 */
+	char *title, *body; /* body: NULL or longer text for the agent */
+	char *kind;	    /* "code" (default) */
+	char *pipeline;	    /* NULL: workflow.pipeline */
+	char *status;	    /* TASK_* */
+	char *block_reason; /* BLOCK_* when blocked, else NULL */
+	char *reason;	    /* a sentence: why blocked / failed / retried */
+	int priority;	    /* higher runs first; default 0 */
+	char *area;	    /* target area (a path); NULL: none */
+	char *allowed_paths; /* JSON array of globs, or NULL */
+	char *verify;	     /* JSON array of shell commands, or NULL */
+	char *base_ref;	     /* branch or commit the run starts from */
+	char *origin;	     /* user, plan, rework, conflict */
+	int64_t parent_id;   /* rework/conflict: the task it came from */
+	int depth;	     /* rework depth (parent's + 1) */
+	int64_t plan_id;     /* the plan that proposed it, or 0 */
+	int attempts, max_attempts;
+	char *run_id;	     /* the current (latest) run, or NULL */
+	int64_t not_before;  /* not claimable before (cooldown, quota) */
+	char *failure_sig;   /* signature of the last failure */
+	int failure_count;   /* how many times in a row it was that one */
+	char *lease_holder;  /* worker id while running */
+	int64_t lease_token, lease_expires_at;
+	int64_t judged_at;
+	int judgement_version;
+	char *judged_by;
+	int64_t created_at, updated_at, started_at, ended_at;
+	int64_t version;
+	/* dependencies (ids); filled by get and list */
+	int64_t *deps;
+	size_t nr_deps;
+};
+
+/* Frees the strings and deps of t, which may be NULL. */
+void task_release(struct task *t);
+/* Deep copy of src into dst (dst is overwritten, not released). */
+void task_copy(struct task *dst, const struct task *src);
+
+/*
+ * Inserts t (title required; NULL status is queued, NULL kind "code",
+ * NULL origin "user", max_attempts 0 is 3; created_at 0 is now) with
+ * its dependencies, and appends ev (may be NULL; type "task_added" by
+ * convention) carrying the new id in ev->task_id, in one transaction.
+ * On success fills t->id, version, created_at, updated_at and the
+ * defaults it applied (the strings allocated), and ev->task_id, seq and
+ * ts. A dependency or parent_id that does not exist is BATON_ENOTFOUND
+ * naming it ("task 9 (a dependency) does not exist"); nothing is
+ * written. t->deps / t->nr_deps are the dependencies to record (a
+ * repeated one once).
+ */
+int store_task_add(struct store *s, struct task *t, struct event *ev,
+		   struct err *e);
+
+/* Reads task id (deps included). BATON_ENOTFOUND when there is none. */
+int store_task_get(struct store *s, int64_t id, struct task *out,
+		   struct err *e);
+
+/*
+ * Writes every mutable field of t (everything but id, created_at and the
+ * dependencies) if the stored version is still t->version, bumps it, sets
+ * updated_at, and appends ev (may be NULL; its task_id is set to t->id,
+ * its seq and ts filled) in the same transaction. Stale version:
+ * BATON_ECONFLICT; no such task: BATON_ENOTFOUND. Under a fence
+ * (store_fence) a stale token is BATON_EFENCED.
+ */
+int store_task_update(struct store *s, struct task *t, struct event *ev,
+		      struct err *e);
+
+struct store_task_filter {
+	const char *status; /* NULL: any */
+	int64_t parent_id;  /* 0: any */
+	int limit;	    /* 0: no limit */
+};
+
+typedef int store_task_cb(const struct task *t, void *arg);
+
+/* Tasks in id order (deps included); callbacks may write. */
+int store_task_list(struct store *s, const struct store_task_filter *f,
+		    store_task_cb *cb, void *arg, struct err *e);
+
+/* Number of tasks per status: fills counts in the order of statuses. */
+int store_task_counts(struct store *s, const char *const *statuses,
+		      int64_t *counts, size_t n, struct err *e);
+
+/*
+ * The claim, in ONE transaction: picks the first task, by priority (high
+ * first) then id, that is queued, whose not_before has passed, whose
+ * dependencies are all done, and whose area overlaps no running task's
+ * area (one is the other or a parent directory of it: "src/export"
+ * overlaps "src" and "src/export/csv", not "src/exporter"; a NULL area
+ * overlaps nothing); moves it to running with attempts + 1, started_at,
+ * lease_holder = holder, lease_expires_at = now + lease_ms (> 0) and a
+ * fresh lease_token, larger than any token drawn before; appends a
+ * "task_claimed" event {worker, token, attempt}. Fills *out (caller
+ * releases). BATON_ENOTFOUND ("nothing to claim") when nothing is
+ * claimable (not an error to report). Not fenced.
+ */
+int store_task_claim(struct store *s, const char *holder, int64_t lease_ms,
+		     struct task *out, struct err *e);
+
+/*
+ * Heartbeat: extends the lease of task id to now + lease_ms if token is
+ * still its lease_token and it is running; else BATON_EFENCED. Writes no
+ * event and does not bump the version.
+ */
+int store_task_renew(struct store *s, int64_t id, int64_t token,
+		     int64_t lease_ms, struct err *e);
+
+/*
+ * The earliest time something not claimable now becomes claimable: the
+ * smallest not_before in the future of a queued task, the smallest
+ * lease_expires_at of a running task, or 0 when there is none. The
+ * supervisor sleeps until then (or until woken).
+ */
+int store_task_next_due(struct store *s, int64_t *out, struct err *e);
+
+/* Events about task id (task_id set), seq > after_seq, in order. */
+int store_task_events(struct store *s, int64_t task_id, int64_t after_seq,
+		      store_event_cb *cb, void *arg, struct err *e);
+
+/* ---- workers ---------------------------------------------------------- */
+
+struct worker_rec {
+	char *id, *host;
+	int64_t pid, task_id;
+	int64_t started_at, heartbeat_at, stopped_at;
+};
+
+/*
+ * Inserts or refreshes w (id required; heartbeat_at = now; started_at 0
+ * is now on insert and kept on refresh; stopped_at back to 0).
+ */
+int store_worker_beat(struct store *s, const struct worker_rec *w,
+		      struct err *e);
+/* Marks a worker stopped (stopped_at = now); BATON_ENOTFOUND if unknown. */
+int store_worker_stop(struct store *s, const char *id, struct err *e);
+typedef int store_worker_cb(const struct worker_rec *w, void *arg);
+/* Workers not stopped, by id. */
+int store_worker_list(struct store *s, store_worker_cb *cb, void *arg,
+		      struct err *e);
+
+/* ---- the merge queue -------------------------------------------------- */
+
+#define MERGE_PENDING	 "pending"
+#define MERGE_PROCESSING "processing"
+#define MERGE_MERGED	 "merged"
+#define MERGE_FAILED	 "failed"
+
+struct merge_item {
+	int64_t id;
+	char *run_id, *branch, *base_ref;
+	int64_t task_id;
+	char *status;	      /* MERGE_* */
+	int attempts;
+	int64_t not_before;
+	char *claimed_by;
+	int64_t claim_expires_at;
+	char *merged_commit, *reason;
+	int64_t created_at, updated_at, version;
+};
+
+void merge_item_release(struct merge_item *m);
+
+/*
+ * Adds m (run_id and branch required; NULL status is pending) and ev
+ * (may be NULL; its run_id defaults to m->run_id) in one transaction;
+ * fills id, version, created_at, updated_at (and status) on success. A
+ * run already queued is BATON_EBUSY naming its item, nothing written
+ * and nothing filled (store_merge_get by run_id finds the item); a run
+ * that does not exist is BATON_ENOTFOUND.
+ */
+int store_merge_add(struct store *s, struct merge_item *m, struct event *ev,
+		    struct err *e);
+/* By item id, or by run id when id is 0; BATON_ENOTFOUND. */
+int store_merge_get(struct store *s, int64_t id, const char *run_id,
+		    struct merge_item *out, struct err *e);
+/* Versioned update of every mutable field, with ev; BATON_ECONFLICT. */
+int store_merge_update(struct store *s, struct merge_item *m,
+		       struct event *ev, struct err *e);
+typedef int store_merge_cb(const struct merge_item *m, void *arg);
+/* Items of a status (NULL: all) in id order. */
+int store_merge_list(struct store *s, const char *status, store_merge_cb *cb,
+		     void *arg, struct err *e);
+/*
+ * Claims the next item to land, in one transaction: the oldest (lowest
+ * id) item that is pending with its not_before passed, or processing
+ * with its claim expired; moves it to processing, claimed_by = holder,
+ * claim_expires_at = now + claim_ms (> 0), with a "merge_claimed" event
+ * {item, worker}. Fills *out (caller releases). BATON_ENOTFOUND when
+ * none is due. Not fenced.
+ */
+int store_merge_claim(struct store *s, const char *holder, int64_t claim_ms,
+		      struct merge_item *out, struct err *e);
+
+/* ---- plans ------------------------------------------------------------ */
+
+/*
+ * Stores content (the task graph, JSON) as the next version of source
+ * (1 + the highest so far, 1 for a new source); fills *id and *version.
+ */
+int store_plan_add(struct store *s, const char *source, const char *content,
+		   int64_t *id, int *version, struct err *e);
 
 #endif

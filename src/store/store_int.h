@@ -1,6 +1,7 @@
 /*
- * What the store front end (store.c) and its backends (sqlite.c, and
- * postgres.c later) share, and nothing else sees. A backend is a table of
+ * What the store front end (store.c, records.c) and its backends
+ * (sqlite.c with sqlite_queue.c, and postgres.c later) share, and
+ * nothing else sees. A backend is a table of
  * operations, struct store_ops, plus a handle whose first member is
  * struct store, so that store.c can dispatch every call through
  * s->ops without knowing the backend's layout:
@@ -14,7 +15,8 @@
  * store.c has already checked the arguments every backend would check
  * (NULL pointers, a run without a status, a flag that is not a request
  * flag) before an operation runs, and has decided whether this write
- * must fail under fault injection.
+ * must fail under fault injection. The fence (store_fence) is recorded
+ * in struct store; each backend checks it inside its write transactions.
  */
 #ifndef BATON_STORE_STORE_INT_H
 #define BATON_STORE_STORE_INT_H
@@ -25,10 +27,40 @@
 
 struct err;
 struct event;
+struct merge_item;
 struct run;
+struct task;
+struct worker_rec;
 
 /* Bumped whenever struct store_ops changes shape. */
-#define STORE_OPS_VERSION 1
+#define STORE_OPS_VERSION 2
+
+/*
+ * The fields of struct task by kind, for the code that copies, frees,
+ * binds and reads them (records.c and each backend): one list, so a
+ * field added to the struct cannot be forgotten by one of them. The
+ * strings are all owned; the "mutable" ones are what an update writes.
+ * id, created_at, updated_at and version are set by the store, and the
+ * dependencies live in a table of their own.
+ */
+#define TASK_STRINGS(X)                                                        \
+	X(title) X(body) X(kind) X(pipeline) X(status) X(block_reason)         \
+	X(reason) X(area) X(allowed_paths) X(verify) X(base_ref) X(origin)     \
+	X(run_id) X(failure_sig) X(lease_holder) X(judged_by)
+#define TASK_INTS_MUTABLE(X)                                                   \
+	X(priority) X(depth) X(attempts) X(max_attempts) X(not_before)         \
+	X(failure_count) X(lease_token) X(lease_expires_at) X(judged_at)       \
+	X(judgement_version) X(started_at) X(ended_at)
+/* Ids of other rows: 0 in the struct is NULL in the database. */
+#define TASK_IDS_MUTABLE(X) X(parent_id) X(plan_id)
+
+/* The fields of struct merge_item, in the same spirit (run_id is fixed). */
+#define MERGE_STRINGS_MUTABLE(X)                                               \
+	X(branch) X(base_ref) X(status) X(claimed_by) X(merged_commit)         \
+	X(reason)
+#define MERGE_STRINGS(X) X(run_id) MERGE_STRINGS_MUTABLE(X)
+#define MERGE_INTS_MUTABLE(X) X(attempts) X(not_before) X(claim_expires_at)
+#define MERGE_IDS_MUTABLE(X) X(task_id)
 
 /*
  * A backend. Each operation has the contract of the store_* function of
@@ -63,6 +95,47 @@ struct store_ops {
 	int (*output_list)(struct store *s, const char *run_id,
 			   store_output_cb *cb, void *arg, struct err *e);
 	int (*schema_version)(struct store *s, struct err *e);
+
+	int (*task_add)(struct store *s, struct task *t, struct event *ev,
+			struct err *e);
+	int (*task_get)(struct store *s, int64_t id, struct task *out,
+			struct err *e);
+	int (*task_update)(struct store *s, struct task *t, struct event *ev,
+			   struct err *e);
+	int (*task_list)(struct store *s, const struct store_task_filter *f,
+			 store_task_cb *cb, void *arg, struct err *e);
+	int (*task_counts)(struct store *s, const char *const *statuses,
+			   int64_t *counts, size_t n, struct err *e);
+	int (*task_claim)(struct store *s, const char *holder,
+			  int64_t lease_ms, struct task *out, struct err *e);
+	int (*task_renew)(struct store *s, int64_t id, int64_t token,
+			  int64_t lease_ms, struct err *e);
+	int (*task_next_due)(struct store *s, int64_t *out, struct err *e);
+	int (*task_events)(struct store *s, int64_t task_id,
+			   int64_t after_seq, store_event_cb *cb, void *arg,
+			   struct err *e);
+
+	int (*worker_beat)(struct store *s, const struct worker_rec *w,
+			   struct err *e);
+	int (*worker_stop)(struct store *s, const char *id, struct err *e);
+	int (*worker_list)(struct store *s, store_worker_cb *cb, void *arg,
+			   struct err *e);
+
+	int (*merge_add)(struct store *s, struct merge_item *m,
+			 struct event *ev, struct err *e);
+	int (*merge_get)(struct store *s, int64_t id, const char *run_id,
+			 struct merge_item *out, struct err *e);
+	int (*merge_update)(struct store *s, struct merge_item *m,
+			    struct event *ev, struct err *e);
+	int (*merge_list)(struct store *s, const char *status,
+			  store_merge_cb *cb, void *arg, struct err *e);
+	int (*merge_claim)(struct store *s, const char *holder,
+			   int64_t claim_ms, struct merge_item *out,
+			   struct err *e);
+
+	int (*plan_add)(struct store *s, const char *source,
+			const char *content, int64_t *id, int *version,
+			struct err *e);
 };
 
 /* The part of every backend handle that store.c reads and writes. */
@@ -74,6 +147,12 @@ struct store {
 	 * store__fault() instead of committing (BATON_FAULT_STORE).
 	 */
 	int fault;
+	/*
+	 * The fence (store_fence): when fence_task is not 0, every fenced
+	 * write checks inside its transaction that the task's lease_token
+	 * is still fence_token, and fails with BATON_EFENCED if not.
+	 */
+	int64_t fence_task, fence_token;
 };
 
 extern const struct store_ops store_sqlite_ops;

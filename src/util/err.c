@@ -18,6 +18,7 @@ static const char *const names[] = {
 	[BATON_ECHILD - BATON_EFIRST] = "child process failed",
 	[BATON_EABORTED - BATON_EFIRST] = "aborted",
 	[BATON_ENOREPO - BATON_EFIRST] = "not a git repository",
+	[BATON_EFENCED - BATON_EFIRST] = "lease taken over",
 };
 
 const char *

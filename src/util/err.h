@@ -20,6 +20,7 @@ enum {
 	BATON_ECHILD,     /* a child process failed */
 	BATON_EABORTED,   /* stopped on request */
 	BATON_ENOREPO,    /* not inside a git repository */
+	BATON_EFENCED,    /* our lease was taken over: we may not write */
 	BATON_ELAST
 };
 

@@ -42,6 +42,14 @@ void workspace_release(struct workspace *ws);
  */
 void workspace_detect_identity(struct workspace *ws);
 
+/*
+ * Serialises `git worktree` bookkeeping (add, prune) between processes:
+ * an flock on .baton/worktrees.lock. Returns the fd to pass to unlock, or
+ * a negative error.
+ */
+int workspace_lock_worktrees(const struct workspace *ws, struct err *e);
+void workspace_unlock_worktrees(int fd);
+
 /* New strings the caller frees: the run folder, the worktree path. */
 char *workspace_run_dir(const struct workspace *ws, const char *run_id);
 char *workspace_worktree_dir(const struct workspace *ws, const char *run_id);
@@ -85,7 +93,11 @@ int worktree_changed_paths(const struct workspace *ws, const char *path,
 int worktree_git_dir(const struct workspace *ws, const char *path,
 		     char **out, struct err *e);
 
-/* Resets the worktree to commit: reset --hard, then clean -fd. */
+/*
+ * Resets the worktree to commit: reset --hard, then clean -fd. The caller
+ * owns the worktree (it holds the run's lock): a leftover index.lock,
+ * from a git killed with the previous driver, is removed first.
+ */
 int worktree_reset(const struct workspace *ws, const char *path,
 		   const char *commit, struct err *e);
 
@@ -128,5 +140,113 @@ int validate_run(const char *worktree, const struct strvec *commands,
 		 const struct workspace_hooks *hooks,
 		 struct validate_result *r, struct err *e);
 void validate_result_release(struct validate_result *r);
+
+/* ---- merge.c: landing a branch on the base branch -------------------- */
+
+/*
+ * How a landing ended. Only LAND_MERGED changes the repository (the base
+ * branch moved); every other outcome leaves the base where it was.
+ */
+enum land_outcome {
+	LAND_MERGED,	    /* the base moved to commit */
+	LAND_CONFLICT,	    /* the merge conflicts in conflicts[] */
+	LAND_CHECKS_FAILED, /* the merged state failed a check: summary */
+	LAND_RACED,	    /* the base moved meanwhile: try again */
+	LAND_NOTHING,	    /* the branch is already in the base */
+};
+
+struct land_request {
+	const char *branch;	 /* what lands: "baton/r3-x" */
+	const char *base_branch; /* where; NULL: the branch checked out in
+				    ws->repo */
+	const char *message;	 /* of the merge commit; NULL: "Merge branch
+				    'X' into B" */
+	const struct strvec *checks; /* shell commands run on the merged
+					state; NULL or empty: none */
+	int timeout_s;		 /* per check; 0: no limit */
+	const char *log_path;	 /* full output of the checks (appended);
+				    NULL: not kept */
+	const char *json_path;	 /* their validation.json; NULL: in the
+				    merge worktree's git directory */
+	int sandbox;		 /* checks under bwrap, without network */
+	const struct workspace_hooks *hooks; /* wake/tick while the checks
+						run (its sandbox is ignored);
+						may be NULL */
+};
+
+struct land_result {
+	enum land_outcome outcome;
+	char *base_branch;	 /* the branch it was landed on */
+	char *base_commit;	 /* the base tip it started from */
+	char *commit;		 /* MERGED/NOTHING: the base's tip now;
+				    CHECKS_FAILED/RACED: the merge that was
+				    tried; CONFLICT: NULL */
+	struct strvec conflicts; /* CONFLICT: the unmerged paths */
+	struct buf summary;	 /* CHECKS_FAILED: the failures */
+};
+
+#define LAND_RESULT_INIT                                                       \
+	{ .conflicts = STRVEC_INIT, .summary = BUF_INIT }
+
+void land_result_release(struct land_result *r);
+
+/*
+ * The branch landings go to: configured (merge.base_branch; a leading
+ * "refs/heads/" is dropped), else the branch checked out in ws->repo.
+ * *out is a new string. BATON_EINVAL when configured is NULL and the
+ * repository is on a detached HEAD.
+ */
+int worktree_base_branch(const struct workspace *ws, const char *configured,
+			 char **out, struct err *e);
+
+/*
+ * Takes the repository's landing lock (.baton/worktrees/.merge.lock, an
+ * flock), which serialises every use of the merge worktree. wait: block
+ * until it is free; else BATON_EBUSY at once when someone holds it.
+ * *fd_out gets the descriptor that holds the lock; worktree_land_unlock
+ * (or the process's exit) releases it.
+ */
+int worktree_land_lock(const struct workspace *ws, int wait, int *fd_out,
+		       struct err *e);
+/* Releases a lock taken by worktree_land_lock; -1 is fine. */
+void worktree_land_unlock(int fd);
+
+/*
+ * Lands rq->branch on the base branch, the merge queue's git work. The
+ * caller holds the landing lock. The merge commit is made as "baton"
+ * when git knows nobody here, whatever ws->identity says.
+ *
+ * In the merge worktree (.baton/worktrees/.merge: detached, created
+ * when missing, reset and cleaned, ignored files included, before each
+ * use) the base tip OLD is checked out and the branch merged with
+ * `git merge --no-ff`, so that each landing is one merge commit and the
+ * base's first-parent history is exactly the sequence of checked states.
+ * A conflict aborts the merge (LAND_CONFLICT with the paths). The checks
+ * then run there (validate_run): failing, LAND_CHECKS_FAILED and the base
+ * is untouched. Passing, the base moves from OLD to the merge commit by
+ * compare-and-swap (git update-ref B NEW OLD), or, when B is checked out
+ * in a worktree (the main one, typically), by `git merge --ff-only` there
+ * so its files follow; either way a base that moved meanwhile gives
+ * LAND_RACED and nothing changes. A branch already contained in the base
+ * is LAND_NOTHING.
+ *
+ * Returns 0 and fills *out (caller releases) for every outcome; negative
+ * on errors: the branch does not exist (BATON_ENOTFOUND), no base branch
+ * (BATON_EINVAL), local changes in the checked-out base that the
+ * fast-forward would overwrite (BATON_EBUSY, naming the files; nothing
+ * was changed), checks stopped by a hook (BATON_EABORTED), git failing.
+ */
+int worktree_land(const struct workspace *ws, const struct land_request *rq,
+		  struct land_result *out, struct err *e);
+
+/*
+ * The change branch makes against its merge base with base (git diff
+ * base...branch): the whole diff is written to the file path (replaced),
+ * and its first max bytes (0: all) are appended to out; *cut_out (may be
+ * NULL) is set to 1 when there was more.
+ */
+int worktree_branch_diff(const struct workspace *ws, const char *base,
+			 const char *branch, const char *path, size_t max,
+			 struct buf *out, int *cut_out, struct err *e);
 
 #endif

@@ -6,10 +6,15 @@
  */
 #include "util/compat.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/limits.h"
+#include "util/log.h"
 #include "util/spawn.h"
 #include "util/strvec.h"
 #include "util/xalloc.h"
@@ -131,20 +136,38 @@ worktree_resolve_base(const struct workspace *ws, const char *base_ref,
 }
 
 int
-worktree_create(const struct workspace *ws, const char *run_id,
-		const char *base_ref, char **path_out, char **branch_out,
-		char **base_commit_out, struct err *e)
+workspace_lock_worktrees(const struct workspace *ws, struct err *e)
 {
-	char *path = workspace_worktree_dir(ws, run_id);
-	char *branch = xasprintf("baton/%s", run_id);
-	char *base = NULL;
+	char *path = xasprintf("%s/worktrees.lock", ws->dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		fd = err_set(e, -errno, "cannot open '%s': %s", path,
+			     strerror(errno));
+	} else {
+		while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+			;
+	}
+	free(path);
+	return fd;
+}
+
+void
+workspace_unlock_worktrees(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* releases the flock */
+}
+
+/* worktree_create's git work, under the worktrees lock. */
+static int
+make_worktree(const struct workspace *ws, const char *path,
+	      const char *branch, const char *base, struct err *e)
+{
 	struct buf head = BUF_INIT;
 	struct err ignored = ERR_INIT;
-	int rc;
+	int rc = 0;
 
-	rc = worktree_resolve_base(ws, base_ref, &base, e);
-	if (rc < 0)
-		goto out;
 	if (fs_is_dir(path) &&
 	    git(ws, path, &head, &ignored, "symbolic-ref", "--short", "HEAD",
 		NULL) == 0 &&
@@ -159,11 +182,37 @@ worktree_create(const struct workspace *ws, const char *run_id,
 	else
 		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
 			 "-b", branch, path, base, NULL);
-	if (rc < 0) {
+	if (rc < 0)
 		err_prefix(e, "cannot create worktree '%s'", path);
+done:
+	buf_release(&head);
+	return rc;
+}
+
+int
+worktree_create(const struct workspace *ws, const char *run_id,
+		const char *base_ref, char **path_out, char **branch_out,
+		char **base_commit_out, struct err *e)
+{
+	char *path = workspace_worktree_dir(ws, run_id);
+	char *branch = xasprintf("baton/%s", run_id);
+	char *base = NULL;
+	int rc, lock;
+
+	rc = worktree_resolve_base(ws, base_ref, &base, e);
+	if (rc < 0)
+		goto out;
+	/* Workers make worktrees side by side: a prune must never see
+	 * another's worktree half-made. */
+	lock = workspace_lock_worktrees(ws, e);
+	if (lock < 0) {
+		rc = lock;
 		goto out;
 	}
-done:
+	rc = make_worktree(ws, path, branch, base, e);
+	workspace_unlock_worktrees(lock);
+	if (rc < 0)
+		goto out;
 	*path_out = path;
 	*branch_out = branch;
 	*base_commit_out = base;
@@ -172,9 +221,9 @@ out:
 	free(path);
 	free(branch);
 	free(base);
-	buf_release(&head);
 	return rc;
 }
+
 
 int
 worktree_checkpoint(const struct workspace *ws, const char *path,
@@ -213,8 +262,20 @@ int
 worktree_reset(const struct workspace *ws, const char *path,
 	       const char *commit, struct err *e)
 {
+	struct err ignored = ERR_INIT;
+	char *gitdir = NULL;
 	int rc;
 
+	/* A git killed with its driver leaves index.lock behind; the
+	 * caller holds the run, so no live git works here: it is stale. */
+	if (!worktree_git_dir(ws, path, &gitdir, &ignored)) {
+		char *lock = xasprintf("%s/index.lock", gitdir);
+
+		if (unlink(lock) == 0)
+			log_warn("removed a stale %s", lock);
+		free(lock);
+		free(gitdir);
+	}
 	rc = git(ws, path, NULL, e, "reset", "--quiet", "--hard", commit,
 		 NULL);
 	if (!rc)

@@ -566,7 +566,7 @@ TEST(unknown_key)
 	ASSERT_STREQ(e.msg, REPO ":2:1: unknown key 'workflw' (expected one "
 				 "of: providers, roles, workflow, policies, "
 				 "validate, pipelines, store, budget, "
-				 "execution)");
+				 "execution, runtime, merge)");
 	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
 	ASSERT_STREQ(e.msg,
 		     REPO ":2:34: unknown key 'providers.a.cmd' "
@@ -622,6 +622,39 @@ TEST(wrong_types)
 	load_err("providers:\n  p: [x]\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":2:6: providers.p: expected a mapping, "
 				 "got a sequence");
+	LEAK_CHECK();
+}
+
+TEST(runtime_and_merge)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+
+	ASSERT_OK(load(REPO, "runtime: {workers: 8, lease_seconds: 5, judge: "
+			     "false, auto_merge: true, max_rework_depth: 0}\n"
+			     "merge: {base_branch: trunk, retries: 1}\n",
+		       &c, &e),
+		  &e);
+	ASSERT_EQ(c.runtime.workers, 8);
+	ASSERT_EQ(c.runtime.lease_seconds, 5);
+	ASSERT_EQ(c.runtime.judge, 0);
+	ASSERT_EQ(c.runtime.auto_merge, 1);
+	ASSERT_EQ(c.runtime.max_rework_depth, 0);
+	ASSERT_EQ(c.runtime.sweep_seconds, 5);	/* default */
+	ASSERT_EQ(c.runtime.max_attempts, 3);	/* default */
+	ASSERT_STREQ(c.merge.base_branch, "trunk");
+	ASSERT_EQ(c.merge.retries, 1);
+	ASSERT_EQ(c.merge.backoff_seconds, 5); /* default */
+	config_release(&c);
+	load_err("runtime: {workers: 0}\n", &e);
+	ASSERT_CONTAINS(e.msg, "runtime.workers: expected an integer from 1 "
+			       "to 256, got '0'");
+	load_err("runtime: {judge: maybe}\n", &e);
+	ASSERT_CONTAINS(e.msg, "runtime.judge");
+	load_err("runtime: {lease: 3}\n", &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'runtime.lease'");
+	load_err("merge: {retries: -1}\n", &e);
+	ASSERT_CONTAINS(e.msg, "merge.retries");
 	LEAK_CHECK();
 }
 

@@ -102,6 +102,7 @@ collect_event(const struct event *ev, void *arg)
 	c = &l->ev[l->n++];
 	c->seq = ev->seq;
 	c->ts = ev->ts;
+	c->task_id = ev->task_id;
 	c->run_id = xstrdup_or_null(ev->run_id);
 	c->type = xstrdup_or_null(ev->type);
 	c->from = xstrdup_or_null(ev->from);
@@ -296,6 +297,7 @@ case_create_allocates_seq(struct store *s, const char *spec)
 
 	/* What the store returns is what it wrote. */
 	get_run(s, r[2].id, &got);
+	ASSERT_EQ(got.task_id, 0); /* a foreground run: no task */
 	ASSERT_EQ(got.seq, 3);
 	ASSERT_EQ(got.version, 1);
 	ASSERT_EQ(got.created_at, r[2].created_at);
@@ -310,15 +312,17 @@ case_create_allocates_seq(struct store *s, const char *spec)
 		ASSERT(l.ev[0].from == NULL);
 		ASSERT_STREQ(l.ev[0].to, "queued");
 		ASSERT_STREQ(l.ev[0].run_id, r[i].id);
+		ASSERT_EQ(l.ev[0].task_id, 0);
 		events_release(&l);
 		run_release(&r[i]);
 	}
 
-	/* A created_at the caller chose is kept. */
+	/* A created_at and a task the caller chose are kept. */
 	memset(&r[0], 0, sizeof(r[0]));
 	run_set(&r[0].task, "imported");
 	run_set(&r[0].status, "done");
 	r[0].created_at = 1000;
+	r[0].task_id = 7;
 	{
 		struct err e = ERR_INIT;
 
@@ -328,6 +332,7 @@ case_create_allocates_seq(struct store *s, const char *spec)
 	ASSERT_EQ(r[0].created_at, 1000);
 	get_run(s, "r4", &got);
 	ASSERT_EQ(got.created_at, 1000);
+	ASSERT_EQ(got.task_id, 7);
 	run_release(&got);
 	run_release(&r[0]);
 }
@@ -865,6 +870,7 @@ fill_run(struct run *r, int salt)
 	r->started_at = 10 + salt;
 	r->phase_started_at = 11 + salt;
 	r->ended_at = 12 + salt;
+	r->task_id = 13 + salt + 6000000000LL;
 }
 
 static void
@@ -884,7 +890,7 @@ assert_same_run(const struct run *a, const struct run *b)
 	SAME_NUM(agent_pid) SAME_NUM(steer_seq) SAME_NUM(tokens_in)
 	SAME_NUM(tokens_out) SAME_NUM(created_at) SAME_NUM(started_at)
 	SAME_NUM(phase_started_at) SAME_NUM(updated_at) SAME_NUM(ended_at)
-	SAME_NUM(version)
+	SAME_NUM(version) SAME_NUM(task_id)
 #undef SAME_STR
 #undef SAME_NUM
 	ASSERT(a->cost_usd == b->cost_usd);
@@ -895,6 +901,7 @@ case_run_fields_roundtrip(struct store *s, const char *spec)
 {
 	struct err e = ERR_INIT;
 	struct run r = { 0 }, got;
+	struct events l;
 
 	(void)spec;
 	run_set(&r.task, "Round-trip every field: 'quotes', \"dq\", ünïcode");
@@ -903,7 +910,13 @@ case_run_fields_roundtrip(struct store *s, const char *spec)
 	get_run(s, r.id, &got);
 	assert_same_run(&got, &r);
 	ASSERT_EQ(got.cost_usd * 100, 125);
+	ASSERT_EQ(got.task_id, 6000000013LL);
 	run_release(&got);
+	/* The creation event is about the run's task too. */
+	list_events(s, r.id, 0, NULL, &l);
+	ASSERT_EQ(l.n, 1);
+	ASSERT_EQ(l.ev[0].task_id, r.task_id);
+	events_release(&l);
 
 	/* An update writes every field but the two request flags. */
 	fill_run(&r, 100);

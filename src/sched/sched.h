@@ -1,0 +1,166 @@
+/*
+ * The runtime (DESIGN.md section 3, "sched/"): the task queue drained by
+ * workers under leases, the recovery sweeps, the judge, the merge queue
+ * and the planner. The store does the claiming and the fencing
+ * (store.h); this layer decides what a worker does with what it claimed
+ * and what becomes of a task when its run ends.
+ *
+ *   baton serve ─┬─ supervisor: sweeps, wakes idle workers, reaps them
+ *                ├─ worker 1: claim ─▶ drive the task's run ─▶ settle
+ *                ├─ worker 2:   ... or judge a finished run
+ *                └─ worker N:   ... or land an approved branch
+ *
+ * Workers are processes, each with its own store connection and its own
+ * lease thread. A worker idle for lack of work sleeps on a pipe; anyone
+ * who makes work (`baton task add`, a run that ends, an approval) writes
+ * to the repository's wake FIFO (.baton/wake), the supervisor reads it
+ * and wakes every idle worker: nothing polls between an enqueue and the
+ * claim.
+ */
+#ifndef BATON_SCHED_SCHED_H
+#define BATON_SCHED_SCHED_H
+
+#include <stdint.h>
+
+struct agent_result;
+struct config;
+struct err;
+struct merge_item;
+struct run;
+struct store;
+struct task;
+struct workspace;
+
+/* What a piece of the runtime works with; all borrowed. */
+struct sched_ctx {
+	struct store *store;
+	const struct workspace *ws;
+	const struct config *cfg;
+	const char *holder; /* this worker's id: "host:pid:n" */
+	const char *store_spec; /* what a worker's own threads reopen */
+};
+
+/* ---- wake.c ------------------------------------------------------------ */
+
+/*
+ * Tells a `baton serve` of this repository that there is new work (a
+ * byte into .baton/wake). Never blocks and never fails: with nobody
+ * listening there is nobody to wake.
+ */
+void sched_wake(const struct workspace *ws);
+
+/* ---- tasks.c ----------------------------------------------------------- */
+
+/*
+ * Adds a task (title required; the rest of t as given) with a
+ * "task_added" event, then wakes serve. Fills t->id.
+ */
+int sched_task_add(struct sched_ctx *x, struct task *t, struct err *e);
+
+/*
+ * Writes t (a versioned update) with an event of type (data: a JSON
+ * object text or NULL), then wakes serve. The usual way to change a task.
+ */
+int sched_task_write(struct sched_ctx *x, struct task *t, const char *type,
+		     const char *data, struct err *e);
+
+/* "t7" / "7" -> 7; 0 when ref is not a task reference. */
+int64_t sched_task_ref(const char *ref);
+
+/* ---- call.c ------------------------------------------------------------ */
+
+/* One call of a role's provider outside any run (planner, judge). */
+struct role_call {
+	const char *role;   /* "planner", "judge" ... (falls back to default) */
+	const char *cwd;    /* where the agent works */
+	const char *prompt; /* the full prompt */
+	const char *dir;    /* where prompt, stdout and stderr are kept */
+	const char *name;   /* file stem inside dir */
+};
+
+/*
+ * Runs the first provider of c->role on the prompt, with the same
+ * redaction, sandbox and failure classes as a stage. Returns 0 when the
+ * call was made (read out->failure) or an error when baton could not do
+ * its part. out is always filled and must be released.
+ */
+int sched_call_role(const struct config *cfg, const struct role_call *c,
+		    struct agent_result *out, struct err *e);
+
+/* ---- merge.c ----------------------------------------------------------- */
+
+/*
+ * Queues the branch of run (which must be merge_ready or completed with
+ * a branch) for landing, with a "merge_queued" event. BATON_EBUSY when it
+ * is already queued (*out still filled with the item).
+ */
+int sched_merge_enqueue(struct sched_ctx *x, const struct run *run,
+			struct merge_item *out, struct err *e);
+
+/*
+ * Claims and processes the next due item of the merge queue: merges the
+ * branch onto the current base in the merge worktree, runs the project's
+ * checks there, and fast-forwards the base only if they pass. A conflict
+ * is retried with exponential backoff (merge.retries,
+ * merge.backoff_seconds); after the last retry the item fails and a
+ * conflict-resolution task is queued. Returns 1 when an item was
+ * processed, 0 when none was due, negative on error.
+ */
+int sched_merge_next(struct sched_ctx *x, struct err *e);
+
+/* ---- judge.c ----------------------------------------------------------- */
+
+/*
+ * Finds a task blocked(awaiting_judge) that nobody judged yet, claims
+ * the judgement (judged_at, judgement_version, a versioned update: of two
+ * judges one wins) and reviews the run's final diff with the judge role.
+ * Approve: the task is done and its branch queued for merging. Changes:
+ * a rework task linked to it (depth capped by runtime.max_rework_depth)
+ * and the task blocked(needs_rework). Returns 1 when it judged one, 0
+ * when there was nothing to judge.
+ */
+int sched_judge_next(struct sched_ctx *x, struct err *e);
+
+/* ---- worker.c ---------------------------------------------------------- */
+
+/*
+ * One worker's work while there is some: claims a task and drives its
+ * run to a resting point, settling the task after; else judges; else
+ * (auto_merge) lands. Returns 1 when it did something, 0 when there was
+ * nothing to do, negative on error.
+ */
+int sched_work_once(struct sched_ctx *x, struct err *e);
+
+/* ---- sweep.c ----------------------------------------------------------- */
+
+/*
+ * The cycle manager's pass: requeues running tasks whose lease expired
+ * or whose worker is gone, blocked tasks whose wait is over (quota_wait
+ * after its reset, awaiting_approval and paused once their run moved
+ * on); blocks queued tasks whose dependency failed. Every change is an
+ * event with the reason. *next_ms gets the earliest time a sweep has
+ * something to do again (0: nothing known). Returns how many tasks it
+ * changed plus how many queued tasks became claimable since since_ms (a
+ * cooldown ran out): either way idle workers should look again.
+ */
+int sched_sweep(struct sched_ctx *x, int64_t since_ms, int64_t *next_ms,
+		struct err *e);
+
+/* ---- serve.c ----------------------------------------------------------- */
+
+struct serve_opts {
+	int workers;	     /* worker processes */
+	int exit_when_idle;  /* stop once nothing is left to do */
+	const char *store;   /* the spec workers open */
+};
+
+/*
+ * Runs the supervisor and its workers until SIGINT/SIGTERM (the first
+ * drains: no new claims, in-flight runs finish; the second stops them
+ * at once, their runs left for the next serve) or, with exit_when_idle,
+ * until no task is queued, running or due.
+ */
+int sched_serve(struct sched_ctx *x, const struct serve_opts *o,
+		struct err *e);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * Shared inside sched/: helpers between the worker, the sweeps, the
+ * judge and the supervisor.
+ */
+#ifndef BATON_SCHED_SCHED_INT_H
+#define BATON_SCHED_SCHED_INT_H
+
+#include <stdint.h>
+
+struct config;
+struct event;
+struct err;
+struct run;
+struct sched_ctx;
+struct task;
+struct workspace;
+
+/* wake.c: the directory of the serve FIFOs (caller frees). */
+char *sched__wake_dir(const struct workspace *ws);
+
+/* tasks.c: what the agents read of a task: its title, then its body. */
+char *sched__task_text(const struct task *t);
+
+/*
+ * tasks.c: a failure's signature: the reason with its numbers, hashes
+ * and quoted names blurred, hashed to 16 hex digits, so that "timed out
+ * after 31 s" and "timed out after 30 s" are one failure.
+ */
+void sched__failure_sig(const char *reason, char out[17]);
+
+/*
+ * tasks.c: clears the lease fields of t (holder, token, expiry), as
+ * every write that takes a task out of running does.
+ */
+void sched__drop_lease(struct task *t);
+
+
+/*
+ * worker.c: how the task whose run just stopped goes on, from the run's
+ * status: judged, done, blocked (and why), queued again after a
+ * cooldown, or failed. resume_after_ms is the engine's quota hand-back
+ * time (0: none).
+ */
+int sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
+		  int64_t resume_after_ms, struct err *e);
+
+/* worker.c: this host's name, for worker ids and dead-worker checks. */
+const char *sched__host(void);
+
+#endif

@@ -1,0 +1,544 @@
+/*
+ * `baton serve`: the supervisor and its worker processes.
+ *
+ * The supervisor runs no agent and holds no lease. It sweeps (at start,
+ * which turns a kill -9 of the last serve into resumed runs, then every
+ * runtime.sweep_seconds or when a sweep said something falls due), and
+ * it relays wake-ups: a byte in its FIFO (.baton/wake.d/<pid>, see
+ * wake.c) is passed to every idle worker's control pipe. Workers report
+ * "idle" on a shared status pipe (one byte: the worker's index) after a
+ * claim found nothing; the supervisor knows who sleeps and whom to wake.
+ *
+ *   supervisor ──ctl pipe 'w' wake / 'd' drain──▶ worker i
+ *   supervisor ◀──status pipe: byte i = "i is idle"── workers
+ *
+ * Workers are separate processes in process groups of their own (a
+ * terminal's Ctrl-C reaches the supervisor alone, which decides) that
+ * die with the supervisor (PR_SET_PDEATHSIG): a kill -9 of serve takes
+ * the whole tree down as a crash would, and the next serve's first
+ * sweep finds their tasks' holders gone.
+ *
+ * Signals: the first SIGINT/SIGTERM drains (no new claims; running runs
+ * go on to their next rest), the second stops the workers at once (each
+ * run is left interrupted and its task queued, for the next serve).
+ */
+#include "util/compat.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "sched/sched.h"
+#include "sched/sched_int.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+#undef LOG_MODULE
+#define LOG_MODULE "serve"
+
+/* A worker that died is replaced, but not faster than this. */
+#define RESPAWN_MS 1000
+
+struct kid {
+	pid_t pid;
+	int ctl;	/* write end of its control pipe */
+	int idle;
+	int missed;	/* a wake-up came while it was busy */
+	int told_drain;	/* it has been told to go */
+	int64_t died_at; /* when it died unasked; 0: alive or never */
+};
+
+struct sup {
+	struct sched_ctx *x;
+	const struct serve_opts *o;
+	struct kid *kids;
+	int nr;
+	int status[2];	 /* workers -> supervisor */
+	int fifo_rd, fifo_wr;
+	char *fifo;
+	int draining, stopping;
+	int64_t next_sweep, last_sweep;
+};
+
+static int sig_pipe[2] = { -1, -1 };
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	if (write(sig_pipe[1], &c, 1) < 0)
+		c = 0; /* full: a signal is pending anyway */
+	errno = saved;
+}
+
+static void
+set_handlers(void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* ---- the worker process ------------------------------------------------- */
+
+/* Blocks until the supervisor says wake ('w') or go ('d', or EOF). */
+static int
+await_word(int fd)
+{
+	char c;
+	ssize_t n;
+
+	while ((n = read(fd, &c, 1)) < 0 && errno == EINTR)
+		;
+	return n == 1 && c == 'w';
+}
+
+/* Between two pieces of work: has the supervisor said drain meanwhile? */
+static int
+told_to_go(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char c = 0;
+
+	if (poll(&pfd, 1, 0) <= 0)
+		return 0;
+	return read(fd, &c, 1) != 1 || c == 'd';
+}
+
+static void
+worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
+{
+	struct sched_ctx x = *sp->x;
+	struct err e = ERR_INIT;
+	char holder[300];
+	unsigned char me = (unsigned char)idx;
+	int rc;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	setpgid(0, 0);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	/* the supervisor's connection is its own: never touch it here */
+	rc = store_open(sp->x->store_spec, &x.store, &e);
+	if (rc) {
+		log_error("worker %d: %s", idx, e.msg);
+		_exit(1);
+	}
+	snprintf(holder, sizeof(holder), "%s:%ld:%d", sched__host(),
+		 (long)getpid(), idx);
+	x.holder = holder;
+	for (;;) {
+		rc = sched_work_once(&x, &e);
+		if (rc > 0 && told_to_go(ctl_rd))
+			break;
+		if (rc > 0)
+			continue;
+		if (rc < 0) {
+			log_error("worker %d: %s", idx, e.msg);
+			e = (struct err)ERR_INIT;
+			sleep(1); /* a broken store must not spin */
+		}
+		if (write(sp->status[1], &me, 1) < 0 || !await_word(ctl_rd))
+			break;
+	}
+	store_close(x.store);
+	_exit(0);
+}
+
+static int
+spawn_worker(struct sup *sp, int idx, struct err *e)
+{
+	int ctl[2];
+	pid_t pid, parent = getpid();
+
+	if (pipe2(ctl, O_CLOEXEC) < 0)
+		return err_set(e, -errno, "cannot create a pipe: %s",
+			       strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(ctl[0]);
+		close(ctl[1]);
+		return err_set(e, -errno, "cannot start a worker: %s",
+			       strerror(errno));
+	}
+	if (pid == 0) {
+		int i;
+
+		close(ctl[1]);
+		for (i = 0; i < sp->nr; i++)
+			if (sp->kids[i].ctl >= 0)
+				close(sp->kids[i].ctl);
+		close(sp->fifo_rd);
+		close(sp->fifo_wr);
+		close(sp->status[0]);
+		close(sig_pipe[0]);
+		close(sig_pipe[1]);
+		worker_main(sp, idx, ctl[0], parent);
+	}
+	close(ctl[0]);
+	sp->kids[idx].pid = pid;
+	sp->kids[idx].ctl = ctl[1];
+	sp->kids[idx].idle = 0;
+	sp->kids[idx].missed = 0;
+	sp->kids[idx].told_drain = 0;
+	sp->kids[idx].died_at = 0;
+	return 0;
+}
+
+/* ---- the supervisor ------------------------------------------------------ */
+
+static void
+tell(struct kid *k, char word)
+{
+	if (k->ctl >= 0 && write(k->ctl, &word, 1) < 0)
+		log_warn("cannot reach worker %ld: %s", (long)k->pid,
+			 strerror(errno));
+	k->idle = 0;
+	k->missed = 0;
+}
+
+/*
+ * Wakes the idle workers. A busy one may already have looked for work
+ * and found none before this wake-up's work existed: it is marked, and
+ * woken again the moment it reports idle (on_status).
+ */
+static void
+wake_idle(struct sup *sp)
+{
+	int i;
+
+	for (i = 0; i < sp->nr; i++) {
+		struct kid *k = &sp->kids[i];
+
+		if (k->pid <= 0)
+			continue;
+		if (k->idle || (sp->draining && !k->told_drain)) {
+			tell(k, sp->draining ? 'd' : 'w');
+			k->told_drain = sp->draining;
+		} else {
+			k->missed = 1;
+		}
+	}
+}
+
+/* Empties fd; returns whether anything was in it. */
+static int
+drain_fd(int fd)
+{
+	char buf[256];
+	int any = 0;
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		any = 1;
+	return any;
+}
+
+static int
+open_fifo(struct sup *sp, struct err *e)
+{
+	char *dir = sched__wake_dir(sp->x->ws);
+	int rc = fs_mkdir_p(dir, 0755, e);
+
+	if (rc) {
+		free(dir);
+		return rc;
+	}
+	sp->fifo = xasprintf("%s/%ld", dir, (long)getpid());
+	free(dir);
+	unlink(sp->fifo);
+	if (mkfifo(sp->fifo, 0600) < 0)
+		return err_set(e, -errno, "cannot make the FIFO '%s': %s",
+			       sp->fifo, strerror(errno));
+	/* our own writer keeps the FIFO from ever reading as closed */
+	sp->fifo_rd = open(sp->fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	sp->fifo_wr = open(sp->fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (sp->fifo_rd < 0 || sp->fifo_wr < 0)
+		return err_set(e, -errno, "cannot open the FIFO '%s': %s",
+			       sp->fifo, strerror(errno));
+	return 0;
+}
+
+/* Reaps dead workers; one that died unasked is replaced later. */
+static void
+reap(struct sup *sp)
+{
+	int status, i;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (i = 0; i < sp->nr; i++) {
+			struct kid *k = &sp->kids[i];
+
+			if (k->pid != pid)
+				continue;
+			k->pid = 0;
+			close(k->ctl);
+			k->ctl = -1;
+			k->idle = 0;
+			if (!sp->draining &&
+			    !(WIFEXITED(status) && !WEXITSTATUS(status))) {
+				log_warn("worker %d (pid %ld) died (%s %d); "
+					 "replacing it",
+					 i, (long)pid,
+					 WIFSIGNALED(status) ? "signal" :
+							       "exit",
+					 WIFSIGNALED(status) ?
+						 WTERMSIG(status) :
+						 WEXITSTATUS(status));
+				k->died_at = time_mono_ms();
+				sp->next_sweep = 0; /* requeue its task */
+			}
+		}
+	}
+}
+
+static int
+alive(const struct sup *sp)
+{
+	int i, n = 0;
+
+	for (i = 0; i < sp->nr; i++)
+		n += sp->kids[i].pid > 0;
+	return n;
+}
+
+static void
+respawn(struct sup *sp)
+{
+	struct err e = ERR_INIT;
+	int i;
+
+	for (i = 0; i < sp->nr && !sp->draining; i++) {
+		struct kid *k = &sp->kids[i];
+
+		if (k->pid || !k->died_at ||
+		    time_mono_ms() - k->died_at < RESPAWN_MS)
+			continue;
+		if (spawn_worker(sp, i, &e))
+			log_error("%s", e.msg);
+	}
+}
+
+/*
+ * Nothing is left to do: every worker found nothing, no wake-up is
+ * pending, and the sweep knows of nothing falling due (no running task,
+ * no cooldown or quota wait, no merge waiting when serve merges).
+ */
+static int
+idle_for_good(struct sup *sp, int64_t next)
+{
+	int i;
+
+	for (i = 0; i < sp->nr; i++)
+		if (sp->kids[i].pid > 0 && !sp->kids[i].idle)
+			return 0;
+	return !next;
+}
+
+static void
+on_signals(struct sup *sp)
+{
+	char sigs[16];
+	ssize_t n, i;
+	int k;
+
+	while ((n = read(sig_pipe[0], sigs, sizeof(sigs))) > 0) {
+		for (i = 0; i < n; i++) {
+			if (sigs[i] == SIGCHLD) {
+				reap(sp);
+				continue;
+			}
+			if (!sp->draining) {
+				sp->draining = 1;
+				fprintf(stderr,
+					"serve: draining: no new work; %d "
+					"worker%s finishing (Ctrl-C again to "
+					"stop now; their runs resume on the "
+					"next serve)\n",
+					alive(sp), alive(sp) == 1 ? "" : "s");
+				wake_idle(sp);
+			} else if (!sp->stopping) {
+				sp->stopping = 1;
+				fprintf(stderr, "serve: stopping the workers\n");
+				for (k = 0; k < sp->nr; k++)
+					if (sp->kids[k].pid > 0)
+						kill(sp->kids[k].pid, SIGTERM);
+			}
+		}
+	}
+}
+
+static void
+on_status(struct sup *sp)
+{
+	unsigned char who[64];
+	ssize_t n, i;
+
+	while ((n = read(sp->status[0], who, sizeof(who))) > 0) {
+		for (i = 0; i < n; i++) {
+			struct kid *k;
+
+			if (who[i] >= sp->nr)
+				continue;
+			k = &sp->kids[who[i]];
+			k->idle = 1;
+			if (sp->draining && !k->told_drain) {
+				tell(k, 'd');
+				k->told_drain = 1;
+			} else if (k->missed && !sp->draining) {
+				tell(k, 'w');
+			}
+		}
+	}
+}
+
+/* One sweep; returns the time of the next one. */
+static int64_t
+sweep(struct sup *sp, int64_t *next_due)
+{
+	struct err e = ERR_INIT;
+	int64_t next = 0, period = (int64_t)sp->x->cfg->runtime.sweep_seconds *
+				     1000;
+	int64_t now = time_now_ms();
+	int n = sched_sweep(sp->x, sp->last_sweep, &next, &e);
+
+	sp->last_sweep = now;
+	if (n < 0)
+		log_error("sweep: %s", e.msg);
+	if (n > 0)
+		wake_idle(sp);
+	*next_due = n > 0 ? time_now_ms() : next;
+	if (next && next - time_now_ms() < period)
+		return next;
+	return time_now_ms() + period;
+}
+
+static int
+loop(struct sup *sp)
+{
+	struct pollfd pf[3];
+	int64_t due = 0;
+
+	pf[0] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = sp->status[0], .events = POLLIN };
+	pf[2] = (struct pollfd){ .fd = sp->fifo_rd, .events = POLLIN };
+	for (;;) {
+		int64_t now = time_now_ms(), wait;
+		int woke;
+
+		if (!sp->draining && now >= sp->next_sweep)
+			sp->next_sweep = sweep(sp, &due);
+		respawn(sp);
+		on_signals(sp);
+		on_status(sp);
+		/* read the FIFO after the status pipe: a worker writes
+		 * its wake-up before it says it is idle */
+		woke = drain_fd(sp->fifo_rd);
+		if (woke && !sp->draining)
+			wake_idle(sp);
+		if (sp->draining) {
+			wake_idle(sp); /* idle ones are told to go */
+			if (!alive(sp))
+				return 0;
+		} else if (sp->o->exit_when_idle && !woke &&
+			   idle_for_good(sp, due)) {
+			/* make sure with a fresh sweep */
+			sp->next_sweep = sweep(sp, &due);
+			if (idle_for_good(sp, due) && !drain_fd(sp->fifo_rd)) {
+				sp->draining = 1;
+				wake_idle(sp);
+				continue;
+			}
+		}
+		wait = sp->draining ? 1000 : sp->next_sweep - time_now_ms();
+		if (wait < 0)
+			wait = 0;
+		if (wait > RESPAWN_MS)
+			wait = RESPAWN_MS;
+		if (poll(pf, 3, (int)wait) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+int
+sched_serve(struct sched_ctx *x, const struct serve_opts *o, struct err *e)
+{
+	struct sup sp = { .x = x, .o = o, .fifo_rd = -1, .fifo_wr = -1 };
+	int64_t i64_unused;
+	int i, rc;
+
+	if (o->workers < 1 || o->workers > 256)
+		return err_set(e, BATON_EINVAL,
+			       "--workers must be between 1 and 256, not %d",
+			       o->workers);
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    pipe2(sp.status, O_CLOEXEC) < 0)
+		return err_set(e, -errno, "cannot create a pipe: %s",
+			       strerror(errno));
+	fcntl(sp.status[0], F_SETFL, O_NONBLOCK);
+	rc = open_fifo(&sp, e);
+	if (rc)
+		goto out;
+	set_handlers(on_signal);
+	sp.nr = o->workers;
+	sp.kids = xcalloc((size_t)sp.nr, sizeof(*sp.kids));
+	for (i = 0; i < sp.nr; i++)
+		sp.kids[i].ctl = -1;
+	/* the first sweep before any worker: a crashed serve's tasks are
+	 * back in the queue when the workers first look */
+	sp.next_sweep = sweep(&sp, &i64_unused);
+	for (i = 0; i < sp.nr && !rc; i++)
+		rc = spawn_worker(&sp, i, e);
+	if (!rc)
+		rc = loop(&sp);
+	if (rc < 0 && !e->rc)
+		err_set(e, rc, "serve: %s", strerror(-rc));
+	for (i = 0; i < sp.nr; i++)
+		if (sp.kids[i].pid > 0)
+			kill(sp.kids[i].pid, SIGTERM);
+	while (waitpid(-1, NULL, 0) > 0)
+		;
+out:
+	set_handlers(SIG_DFL);
+	if (sp.fifo)
+		unlink(sp.fifo);
+	free(sp.fifo);
+	if (sp.fifo_rd >= 0)
+		close(sp.fifo_rd);
+	if (sp.fifo_wr >= 0)
+		close(sp.fifo_wr);
+	for (i = 0; i < sp.nr; i++)
+		if (sp.kids[i].ctl >= 0)
+			close(sp.kids[i].ctl);
+	free(sp.kids);
+	close(sp.status[0]);
+	close(sp.status[1]);
+	close(sig_pipe[0]);
+	close(sig_pipe[1]);
+	sig_pipe[0] = sig_pipe[1] = -1;
+	return rc;
+}

@@ -1,0 +1,270 @@
+/*
+ * The cycle manager's sweep: the runtime's self-repair. Nothing here
+ * runs an agent; each rule looks at one task and, when its wait is over
+ * or its holder is gone, moves it on with an event that says why:
+ *
+ *   running, lease expired           -> queued   (lease_expired)
+ *   running, worker process gone     -> queued   (worker_gone)
+ *   blocked(quota_wait), reset passed -> queued
+ *   blocked(awaiting_approval | paused), run moved on -> queued
+ *   queued, a dependency failed/cancelled -> blocked(dependency_failed)
+ *
+ * A requeued task keeps its run: the next worker resumes it where it
+ * stopped. The sweep runs when serve starts (which is what turns a kill
+ * -9 into a resume), every runtime.sweep_seconds, and whenever a worker
+ * wakes the supervisor.
+ */
+#include "util/compat.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "core/config.h"
+#include "core/pipeline.h"
+#include "core/run.h"
+#include "sched/sched.h"
+#include "sched/sched_int.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#undef LOG_MODULE
+#define LOG_MODULE "sweep"
+
+struct sweep {
+	struct sched_ctx *x;
+	int64_t since, now, next;
+	int changed;
+	struct err *e;
+	int rc;
+};
+
+/* Notes t as the earliest time this sweep has work again. */
+static void
+due_at(struct sweep *sw, int64_t when)
+{
+	if (when > sw->now && (!sw->next || when < sw->next))
+		sw->next = when;
+}
+
+/*
+ * Whether the worker named holder ("host:pid:n") is known to be gone: it
+ * ran on this host and its process no longer exists. A worker elsewhere
+ * is only ever given up by its lease.
+ */
+static int
+holder_gone(const char *holder)
+{
+	const char *host = sched__host();
+	size_t n = strlen(host);
+	long pid;
+
+	if (!holder || strncmp(holder, host, n) || holder[n] != ':')
+		return 0;
+	pid = strtol(holder + n + 1, NULL, 10);
+	return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+static int
+requeue(struct sweep *sw, struct task *t, const char *type,
+	const char *why)
+{
+	char *data = json_dumps(json_pack("{s:s?, s:s}", "worker",
+					  t->lease_holder, "reason", why),
+				JSON_COMPACT);
+	int rc;
+
+	sched__drop_lease(t);
+	run_set(&t->status, TASK_QUEUED);
+	run_set(&t->block_reason, NULL);
+	run_set(&t->reason, why);
+	t->not_before = 0;
+	rc = sched_task_write(sw->x, t, type, data, sw->e);
+	free(data);
+	return rc;
+}
+
+static int
+sweep_running(struct sweep *sw, struct task *t)
+{
+	char *why;
+	int rc;
+
+	if (holder_gone(t->lease_holder)) {
+		why = xasprintf("worker %s is gone; the run resumes where it "
+				"stopped",
+				t->lease_holder);
+		rc = requeue(sw, t, "worker_gone", why);
+		free(why);
+		return rc ? rc : 1;
+	}
+	if (t->lease_expires_at <= sw->now) {
+		why = xasprintf("the lease of %s expired", t->lease_holder);
+		rc = requeue(sw, t, "lease_expired", why);
+		free(why);
+		return rc ? rc : 1;
+	}
+	due_at(sw, t->lease_expires_at + 1);
+	return 0;
+}
+
+/* A blocked task whose run went on without it (approved, resumed). */
+static int
+run_moved_on(struct sweep *sw, const struct task *t)
+{
+	struct run r = { 0 };
+	struct err ignored = ERR_INIT;
+	int moved;
+
+	if (!t->run_id ||
+	    store_run_get(sw->x->store, t->run_id, &r, &ignored))
+		return 0;
+	if (!strcmp(t->block_reason, BLOCK_AWAITING_APPROVAL))
+		moved = strcmp(r.status, ST_WAITING) != 0;
+	else
+		moved = strcmp(r.status, ST_PAUSED) != 0;
+	run_release(&r);
+	return moved;
+}
+
+static int
+sweep_blocked(struct sweep *sw, struct task *t)
+{
+	const char *why = t->block_reason ? t->block_reason : "";
+	int rc;
+
+	if (!strcmp(why, BLOCK_QUOTA_WAIT)) {
+		if (t->not_before > sw->now) {
+			due_at(sw, t->not_before);
+			return 0;
+		}
+		rc = requeue(sw, t, "quota_reset",
+			     "the rate limit has reset; resuming");
+		return rc ? rc : 1;
+	}
+	if ((!strcmp(why, BLOCK_AWAITING_APPROVAL) ||
+	     !strcmp(why, BLOCK_PAUSED)) &&
+	    run_moved_on(sw, t)) {
+		rc = requeue(sw, t, "task_resumed",
+			     !strcmp(why, BLOCK_PAUSED) ?
+				     "the run was resumed" :
+				     "the gate was decided");
+		return rc ? rc : 1;
+	}
+	return 0;
+}
+
+/* A dependency of t that failed or was cancelled, or 0. */
+static int64_t
+failed_dependency(struct sweep *sw, const struct task *t)
+{
+	struct err ignored = ERR_INIT;
+	size_t i;
+
+	for (i = 0; i < t->nr_deps; i++) {
+		struct task d = { 0 };
+		int bad = 0;
+
+		if (!store_task_get(sw->x->store, t->deps[i], &d, &ignored))
+			bad = !strcmp(d.status, TASK_FAILED) ||
+			      !strcmp(d.status, TASK_CANCELLED) ||
+			      (!strcmp(d.status, TASK_BLOCKED) &&
+			       !strcmp(d.block_reason, BLOCK_DEPENDENCY));
+		task_release(&d);
+		if (bad)
+			return t->deps[i];
+	}
+	return 0;
+}
+
+/* A queued task whose cooldown ran out since the last sweep counts as a
+ * change: nobody else will wake the workers for it. */
+static int
+cooled(struct sweep *sw, const struct task *t)
+{
+	due_at(sw, t->not_before);
+	return t->not_before > sw->since && t->not_before <= sw->now;
+}
+
+static int
+sweep_queued(struct sweep *sw, struct task *t)
+{
+	int64_t dep = failed_dependency(sw, t);
+	char *why, *data;
+	int rc;
+
+	if (!dep)
+		return cooled(sw, t);
+	why = xasprintf("depends on t%lld, which did not succeed",
+			(long long)dep);
+	data = json_dumps(json_pack("{s:I, s:s}", "dependency",
+				    (json_int_t)dep, "reason", why),
+			  JSON_COMPACT);
+	run_set(&t->status, TASK_BLOCKED);
+	run_set(&t->block_reason, BLOCK_DEPENDENCY);
+	run_set(&t->reason, why);
+	rc = sched_task_write(sw->x, t, "task_blocked", data, sw->e);
+	free(why);
+	free(data);
+	return rc ? rc : 1;
+}
+
+static int
+sweep_one(const struct task *t0, void *arg)
+{
+	struct sweep *sw = arg;
+	struct task t;
+	int rc = 0;
+
+	task_copy(&t, t0);
+	if (!strcmp(t.status, TASK_RUNNING))
+		rc = sweep_running(sw, &t);
+	else if (!strcmp(t.status, TASK_BLOCKED))
+		rc = sweep_blocked(sw, &t);
+	else if (!strcmp(t.status, TASK_QUEUED) && t.nr_deps)
+		rc = sweep_queued(sw, &t);
+	else if (!strcmp(t.status, TASK_QUEUED))
+		rc = cooled(sw, &t);
+	task_release(&t);
+	if (rc == BATON_ECONFLICT) {
+		/* a worker wrote it meanwhile: its write wins */
+		return 0;
+	}
+	if (rc < 0) {
+		sw->rc = rc;
+		return 1;
+	}
+	sw->changed += rc;
+	return 0;
+}
+
+int
+sched_sweep(struct sched_ctx *x, int64_t since_ms, int64_t *next_ms,
+	    struct err *e)
+{
+	static const char *const live[] = { TASK_RUNNING, TASK_BLOCKED,
+					    TASK_QUEUED };
+	struct sweep sw = { x, since_ms, time_now_ms(), 0, 0, e, 0 };
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < sizeof(live) / sizeof(live[0]) && !rc; i++) {
+		struct store_task_filter f = { .status = live[i] };
+
+		rc = store_task_list(x->store, &f, sweep_one, &sw, e);
+		if (!rc)
+			rc = sw.rc;
+	}
+	if (next_ms)
+		*next_ms = sw.next;
+	if (rc)
+		return rc;
+	if (sw.changed)
+		log_info("sweep moved %d task%s", sw.changed,
+			 sw.changed == 1 ? "" : "s");
+	return sw.changed;
+}

@@ -1,0 +1,478 @@
+/*
+ * A worker's unit of work: claim a task, drive its run until the run
+ * rests, settle the task from where the run stopped.
+ *
+ * The lease. The claim gives the worker a lease with a fencing token;
+ * from then until the task is settled every write of this worker's
+ * store handle is fenced with that token (store_fence), and a keeper
+ * thread renews the lease every third of its length on a connection of
+ * its own. A worker that stalls (SIGSTOP, a swapped-out machine) stops
+ * renewing with everything else; once the lease expires a sweep gives
+ * the task to another worker, and when the stalled one wakes its first
+ * write is refused. When the keeper finds the lease gone it wakes the
+ * engine, which re-reads the run and stops at the abort the new holder
+ * asked for.
+ *
+ * The run. A task keeps its run across workers: a run left mid-stage by
+ * a dead worker is resumed where it was (the engine resets the worktree
+ * to the stage's checkpoint); only a run still locked by a live but
+ * stalled driver is given up, with an abort request, for a fresh one.
+ */
+#include "util/compat.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "core/config.h"
+#include "core/pipeline.h"
+#include "core/run.h"
+#include "engine/engine.h"
+#include "sched/sched.h"
+#include "sched/sched_int.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/strvec.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#undef LOG_MODULE
+#define LOG_MODULE "worker"
+
+const char *
+sched__host(void)
+{
+	static char host[256];
+
+	if (!host[0] && gethostname(host, sizeof(host) - 1) < 0)
+		snprintf(host, sizeof(host), "localhost");
+	return host;
+}
+
+/* ---- the lease keeper ------------------------------------------------- */
+
+struct keeper {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct store *store; /* the keeper's own connection */
+	int64_t task_id, token, lease_ms;
+	int quit, lost;
+};
+
+static void *
+keeper_main(void *arg)
+{
+	struct keeper *k = arg;
+	struct timespec ts;
+	sigset_t all;
+
+	/* signals are for the engine's thread: its handlers wake it */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&k->mu);
+	while (!k->quit) {
+		int64_t at = time_now_ms() + k->lease_ms / 3;
+
+		ts.tv_sec = at / 1000;
+		ts.tv_nsec = (at % 1000) * 1000000;
+		pthread_cond_timedwait(&k->cv, &k->mu, &ts);
+		if (k->quit || k->lost)
+			continue;
+		if (time_now_ms() >= at) {
+			struct err e = ERR_INIT;
+			int rc = store_task_renew(k->store, k->task_id,
+						  k->token, k->lease_ms, &e);
+
+			if (rc == BATON_EFENCED) {
+				k->lost = 1;
+				log_warn("%s", e.msg);
+				/* wake the engine: it re-reads the run */
+				kill(getpid(), SIGUSR1);
+			} else if (rc) {
+				log_warn("cannot renew the lease on task %lld: "
+					 "%s",
+					 (long long)k->task_id, e.msg);
+			}
+		}
+	}
+	pthread_mutex_unlock(&k->mu);
+	return NULL;
+}
+
+static int
+keeper_start(struct keeper *k, const char *spec, int64_t task_id,
+	     int64_t token, int64_t lease_ms, struct err *e)
+{
+	int rc;
+
+	memset(k, 0, sizeof(*k));
+	rc = store_open(spec, &k->store, e);
+	if (rc)
+		return rc;
+	pthread_mutex_init(&k->mu, NULL);
+	pthread_cond_init(&k->cv, NULL);
+	k->task_id = task_id;
+	k->token = token;
+	k->lease_ms = lease_ms;
+	rc = pthread_create(&k->thread, NULL, keeper_main, k);
+	if (rc) {
+		store_close(k->store);
+		return err_set(e, -rc, "cannot start the lease keeper: %s",
+			       strerror(rc));
+	}
+	return 0;
+}
+
+static void
+keeper_stop(struct keeper *k)
+{
+	pthread_mutex_lock(&k->mu);
+	k->quit = 1;
+	pthread_cond_signal(&k->cv);
+	pthread_mutex_unlock(&k->mu);
+	pthread_join(k->thread, NULL);
+	pthread_mutex_destroy(&k->mu);
+	pthread_cond_destroy(&k->cv);
+	store_close(k->store);
+}
+
+/* ---- settling a task -------------------------------------------------- */
+
+/* How long a failed task waits before its next try: longer for
+ * failures that take long to clear, doubling with each attempt. */
+static int64_t
+cooldown_ms(const struct config *cfg, const char *reason, int attempts)
+{
+	int64_t base = (int64_t)cfg->runtime.cooldown_seconds * 1000;
+	int shift = attempts > 1 ? attempts - 1 : 0;
+
+	if (reason && (strstr(reason, "timed out") ||
+		       strstr(reason, "unavailable")))
+		base *= 3;
+	return base << (shift < 6 ? shift : 6);
+}
+
+/* A run that ended failed or blocked: retry, give up, or ask for rework. */
+static int
+settle_failure(struct sched_ctx *x, struct task *t, const struct run *r,
+	       struct err *e)
+{
+	const struct config_runtime *rt = &x->cfg->runtime;
+	const char *why = r->reason ? r->reason : r->status;
+	char sig[17], *data;
+	int rc;
+
+	sched__failure_sig(why, sig);
+	if (t->failure_sig && !strcmp(t->failure_sig, sig))
+		t->failure_count++;
+	else
+		t->failure_count = 1;
+	free(t->failure_sig);
+	t->failure_sig = xstrdup(sig);
+	free(t->reason);
+	if (t->failure_count >= rt->failure_repeat_limit) {
+		run_set(&t->status, TASK_BLOCKED);
+		run_set(&t->block_reason, BLOCK_NEEDS_REWORK);
+		t->reason = xasprintf("the same failure %d times in a row: %s",
+				      t->failure_count, why);
+	} else if (t->attempts >= t->max_attempts) {
+		run_set(&t->status, TASK_FAILED);
+		t->ended_at = time_now_ms();
+		t->reason = xasprintf("failed after %d attempt%s: %s",
+				      t->attempts, t->attempts == 1 ? "" : "s",
+				      why);
+	} else {
+		run_set(&t->status, TASK_QUEUED);
+		run_set(&t->run_id, NULL); /* the next try is a new run */
+		t->not_before = time_now_ms() +
+				cooldown_ms(x->cfg, why, t->attempts);
+		t->reason = xasprintf("retrying (attempt %d of %d failed): %s",
+				      t->attempts, t->max_attempts, why);
+	}
+	data = json_dumps(json_pack("{s:s, s:s, s:s, s:i, s:I}", "run", r->id,
+				    "status", t->status, "reason", t->reason,
+				    "failures", t->failure_count,
+				    "not_before", (json_int_t)t->not_before),
+			  JSON_COMPACT);
+	rc = sched_task_write(x, t, "task_settled", data, e);
+	free(data);
+	return rc;
+}
+
+/* Where a run rests, as the task's status and block reason. */
+static void
+rest_of(const struct run *r, int judge, const char **status,
+	const char **block)
+{
+	*block = NULL;
+	if (!strcmp(r->status, ST_MERGE_READY) ||
+	    !strcmp(r->status, ST_COMPLETED)) {
+		*status = judge && r->branch ? TASK_BLOCKED : TASK_DONE;
+		*block = judge && r->branch ? BLOCK_AWAITING_JUDGE : NULL;
+	} else if (!strcmp(r->status, ST_WAITING)) {
+		*status = TASK_BLOCKED;
+		*block = BLOCK_AWAITING_APPROVAL;
+	} else if (!strcmp(r->status, ST_PAUSED)) {
+		*status = TASK_BLOCKED;
+		*block = BLOCK_PAUSED;
+	} else if (!strcmp(r->status, ST_ABORTED)) {
+		*status = TASK_CANCELLED;
+	} else {
+		*status = NULL; /* failed, blocked: settle_failure */
+	}
+}
+
+int
+sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
+	      int64_t resume_after_ms, struct err *e)
+{
+	const char *status, *block;
+	char *data;
+	int rc;
+
+	sched__drop_lease(t);
+	if (!strcmp(r->status, ST_INTERRUPTED) && resume_after_ms) {
+		/* a quota hand-back: wait without holding a worker, and
+		 * without spending an attempt */
+		run_set(&t->status, TASK_BLOCKED);
+		run_set(&t->block_reason, BLOCK_QUOTA_WAIT);
+		t->not_before = resume_after_ms;
+		t->attempts--;
+		free(t->reason);
+		t->reason = xasprintf("the provider is rate limited; resumes "
+				      "at stage %s after the reset",
+				      r->stage ? r->stage : "?");
+	} else {
+		rest_of(r, x->cfg->runtime.judge && !strcmp(t->kind, "code"),
+			&status, &block);
+		if (!status)
+			return settle_failure(x, t, r, e);
+		run_set(&t->status, status);
+		run_set(&t->block_reason, block);
+		run_set(&t->reason, block ? r->reason : NULL);
+		t->judged_at = 0;
+		t->failure_count = 0;
+		if (!strcmp(t->status, TASK_DONE) ||
+		    !strcmp(t->status, TASK_CANCELLED))
+			t->ended_at = time_now_ms();
+		if (!strcmp(t->status, TASK_CANCELLED))
+			run_set(&t->reason, "its run was aborted");
+	}
+	data = json_dumps(json_pack("{s:s, s:s, s:s?, s:s?}", "run", r->id,
+				    "status", t->status, "block_reason",
+				    t->block_reason, "reason", t->reason),
+			  JSON_COMPACT);
+	rc = sched_task_write(x, t, "task_settled", data, e);
+	free(data);
+	return rc;
+}
+
+/* ---- one task ----------------------------------------------------------- */
+
+/*
+ * The config a task's run sees: the project's, with the task's allowed
+ * paths instead of the project's and its verification commands after
+ * the project's checks. A shallow copy: it borrows every other field.
+ */
+static void
+task_config(const struct config *cfg, const struct task *t,
+	    struct config *out, struct strvec *paths, struct strvec *checks)
+{
+	json_t *a;
+	size_t i;
+
+	*out = *cfg;
+	if (t->allowed_paths &&
+	    (a = json_loads(t->allowed_paths, 0, NULL))) {
+		for (i = 0; i < json_array_size(a); i++)
+			if (json_is_string(json_array_get(a, i)))
+				strvec_push(paths, json_string_value(
+							   json_array_get(a, i)));
+		json_decref(a);
+		out->allowed_paths = *paths;
+	}
+	if (t->verify && (a = json_loads(t->verify, 0, NULL))) {
+		for (i = 0; i < cfg->validate_commands.nr; i++)
+			strvec_push(checks, cfg->validate_commands.v[i]);
+		for (i = 0; i < json_array_size(a); i++)
+			if (json_is_string(json_array_get(a, i)))
+				strvec_push(checks, json_string_value(
+							    json_array_get(a, i)));
+		json_decref(a);
+		out->validate_commands = *checks;
+	}
+}
+
+/* Makes the task's next run and records it as the task's current one. */
+static int
+new_run(struct sched_ctx *x, struct engine *en, struct task *t,
+	struct err *e)
+{
+	struct run_spec spec = { 0 };
+	struct run r = { 0 };
+	char *text = sched__task_text(t), *data;
+	int rc;
+
+	spec.task = text;
+	spec.pipeline = t->pipeline;
+	spec.base_ref = t->base_ref;
+	spec.task_id = t->id;
+	rc = engine_create_spec(en, &spec, &r, e);
+	free(text);
+	if (rc)
+		return rc;
+	run_set(&t->run_id, r.id);
+	data = json_dumps(json_pack("{s:s}", "run", r.id), JSON_COMPACT);
+	rc = sched_task_write(x, t, "task_run", data, e);
+	free(data);
+	run_release(&r);
+	return rc;
+}
+
+/*
+ * The run this claim works on. The task's current run when it can go on
+ * (resumed where it stopped); when it already ended, its worker died
+ * before settling the task, so the caller settles from it (1) instead
+ * of running the task twice; a new run when there is none. A current
+ * run still locked by a live driver belongs to a worker whose lease we
+ * took over: it is asked to abort, and we start afresh.
+ */
+static int
+pick_run(struct sched_ctx *x, struct engine *en, struct task *t,
+	 struct err *e)
+{
+	struct run cur = { 0 };
+	struct err ignored = ERR_INIT;
+	int rc = 0;
+
+	if (!t->run_id || store_run_get(x->store, t->run_id, &cur, &ignored))
+		rc = new_run(x, en, t, e);
+	else if (status_is_terminal(cur.status))
+		rc = 1;
+	else if (engine_driver_pid(en, cur.id) > 0) {
+		struct event ev = { 0 };
+
+		ev.type = (char *)"superseded";
+		ev.data = (char *)"{\"cause\":\"lease taken over\"}";
+		store_run_request(x->store, cur.id, "abort_requested", 1, &ev,
+				  &ignored);
+		engine_wake(en, cur.id);
+		rc = new_run(x, en, t, e);
+	}
+	run_release(&cur);
+	return rc;
+}
+
+/*
+ * baton could not drive the run (the disk, the store, git): the task goes
+ * back to the queue after a cooldown, the attempt spent, the error on
+ * record; the run, if the engine ended it, stays as it ended.
+ */
+static int
+give_back(struct sched_ctx *x, struct task *t, const struct err *cause)
+{
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	int rc;
+
+	if (t->run_id && !store_run_get(x->store, t->run_id, &r, &e) &&
+	    status_is_terminal(r.status)) {
+		rc = sched__settle(x, t, &r, 0, &e);
+		run_release(&r);
+		return rc;
+	}
+	run_release(&r);
+	r.id = t->run_id ? t->run_id : (char *)"-";
+	r.status = (char *)ST_FAILED;
+	r.reason = (char *)cause->msg;
+	sched__drop_lease(t);
+	return settle_failure(x, t, &r, &e);
+}
+
+/* The claim is ours: drive the task's run and settle the task. */
+static int
+work_task(struct sched_ctx *x, struct task *t, struct err *e)
+{
+	struct strvec paths = STRVEC_INIT, checks = STRVEC_INIT;
+	struct config tcfg;
+	struct engine en;
+	struct keeper k;
+	struct run r = { 0 };
+	int64_t lease_ms = (int64_t)x->cfg->runtime.lease_seconds * 1000;
+	int rc;
+
+	rc = keeper_start(&k, x->store_spec, t->id, t->lease_token, lease_ms, e);
+	if (rc)
+		return rc;
+	store_fence(x->store, t->id, t->lease_token);
+	task_config(x->cfg, t, &tcfg, &paths, &checks);
+	engine_init(&en, x->store, x->ws, &tcfg);
+	en.detach = 1;
+	rc = pick_run(x, &en, t, e);
+	fprintf(stderr, "t%lld  claimed by %s (attempt %d) -> %s\n",
+		(long long)t->id, x->holder, t->attempts,
+		t->run_id ? t->run_id : "?");
+	if (rc == 1)
+		rc = store_run_get(x->store, t->run_id, &r, e);
+	else if (!rc)
+		rc = engine_drive(&en, t->run_id, &r, e);
+	if (rc == BATON_EFENCED || k.lost) {
+		log_warn("task %lld: %s", (long long)t->id,
+			 rc ? e->msg : "lease lost");
+		rc = 0; /* the new holder owns the task now */
+	} else if (rc == BATON_EABORTED) {
+		/* serve is stopping: the next worker resumes the run */
+		struct err ignored = ERR_INIT;
+
+		sched__drop_lease(t);
+		run_set(&t->status, TASK_QUEUED);
+		t->attempts--;
+		store_task_update(x->store, t, NULL, &ignored);
+	} else if (rc == 0) {
+		rc = sched__settle(x, t, &r, en.resume_after_ms, e);
+	} else {
+		rc = give_back(x, t, e);
+	}
+	fprintf(stderr, "t%lld  %s%s%s%s%s\n", (long long)t->id, t->status,
+		t->block_reason ? "(" : "",
+		t->block_reason ? t->block_reason : "",
+		t->block_reason ? ")" : "", rc ? " (lease lost)" : "");
+	store_fence(x->store, 0, 0);
+	keeper_stop(&k);
+	engine_release(&en);
+	run_release(&r);
+	strvec_clear(&paths);
+	strvec_clear(&checks);
+	return rc;
+}
+
+int
+sched_work_once(struct sched_ctx *x, struct err *e)
+{
+	struct task t = { 0 };
+	int rc;
+
+	rc = store_task_claim(x->store, x->holder,
+			      (int64_t)x->cfg->runtime.lease_seconds * 1000,
+			      &t, e);
+	if (rc == 0) {
+		rc = work_task(x, &t, e);
+		task_release(&t);
+		return rc ? rc : 1;
+	}
+	if (rc != BATON_ENOTFOUND)
+		return rc;
+	if (x->cfg->runtime.judge) {
+		rc = sched_judge_next(x, e);
+		if (rc)
+			return rc;
+	}
+	if (x->cfg->runtime.auto_merge)
+		return sched_merge_next(x, e);
+	return 0;
+}

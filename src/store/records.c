@@ -1,0 +1,51 @@
+/*
+ * The records of the runtime tables that callers hold: struct task and
+ * struct merge_item (store.h). Plain data with owned strings; the field
+ * lists of store_int.h say which those are, so a field added there is
+ * freed and copied here without anyone having to remember.
+ */
+#include "util/compat.h"
+
+#include "store/store.h"
+#include "store/store_int.h"
+#include "util/xalloc.h"
+
+void
+task_release(struct task *t)
+{
+	if (!t)
+		return;
+#define FREE_FIELD(f) FREE_AND_NULL(t->f);
+	TASK_STRINGS(FREE_FIELD)
+#undef FREE_FIELD
+	FREE_AND_NULL(t->deps);
+	t->nr_deps = 0;
+}
+
+/*
+ * A deep copy: dst gets its own strings and its own deps array. dst is
+ * overwritten, not released (as run_copy).
+ */
+void
+task_copy(struct task *dst, const struct task *src)
+{
+	*dst = *src;
+#define DUP_FIELD(f) dst->f = xstrdup_or_null(src->f);
+	TASK_STRINGS(DUP_FIELD)
+#undef DUP_FIELD
+	dst->deps = NULL;
+	if (src->nr_deps) {
+		dst->deps = xmalloc(src->nr_deps * sizeof(*dst->deps));
+		memcpy(dst->deps, src->deps, src->nr_deps * sizeof(*dst->deps));
+	}
+}
+
+void
+merge_item_release(struct merge_item *m)
+{
+	if (!m)
+		return;
+#define FREE_FIELD(f) FREE_AND_NULL(m->f);
+	MERGE_STRINGS(FREE_FIELD)
+#undef FREE_FIELD
+}

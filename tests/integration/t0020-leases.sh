@@ -1,0 +1,191 @@
+#!/bin/bash
+test_description='leases and recovery: a stalled worker is fenced out, a rate-limited provider parks tasks in quota_wait, gates block tasks until decided'
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+# The agent: logs each call; waits for $TRASH_DIRECTORY/go when the task
+# says "slow"; answers "rate limited" while $TRASH_DIRECTORY/limit-until
+# (epoch seconds) is in the future.
+write_agent() {
+	cat >"$TRASH_DIRECTORY/agent" <<-\EOF
+	#!/bin/sh
+	T=$TRASH_DIRECTORY
+	echo "$BATON_RUN_ID $BATON_STAGE_KIND $(date +%s)" >>"$T/calls"
+	if grep -q slow "$BATON_PROMPT_FILE"; then
+		echo $$ >"$T/slow.pid"
+		while [ ! -e "$T/go" ]; do sleep 0.1; done
+	fi
+	if [ -f "$T/limit-until" ] && [ "$(date +%s)" -lt "$(cat "$T/limit-until")" ]; then
+		echo "$BATON_RUN_ID" >>"$T/limited"
+		echo "Error: 429 Too Many Requests: rate limit exceeded, try again in 2 seconds" >&2
+		exit 1
+	fi
+	echo "$BATON_RUN_ID" >>"$BATON_WORKTREE/work.txt"
+	echo done
+	EOF
+	chmod +x "$TRASH_DIRECTORY/agent"
+}
+
+setup_repo() {
+	make_repo "$1" &&
+	baton_init_with_agent "$1" "providers:
+  instant: {type: command, command: [\"$TRASH_DIRECTORY/agent\"]}
+roles: {default: instant}
+pipelines:
+  quick:
+    terminal: merge_ready
+    stages:
+      - {name: execute, kind: execute}
+workflow: {pipeline: quick}
+validate: {commands: []}
+execution: {backoff_seconds: 1}
+runtime: {${3:-judge: false, sweep_seconds: 1, lease_seconds: 2}}
+$2"
+}
+
+test_expect_success 'setup' '
+	write_agent &&
+	setup_repo repo
+'
+
+test_expect_success 'a worker stalled past its lease loses the task to another' '
+	cd repo &&
+	"$BATON" task add "slow job" >/dev/null &&
+	bg_start ../serveA "$BATON" serve --workers 1 &&
+	wait_for "test -s \"$TRASH_DIRECTORY/slow.pid\"" 30 &&
+	holder=$("$BATON" task show 1 --json | jq -r .lease_holder) &&
+	old_run=$("$BATON" task show 1 --json | jq -r .run) &&
+	echo "$old_run" >../old_run &&
+	wpid=$(echo "$holder" | cut -d: -f2) &&
+	kill -STOP "$wpid" &&
+	# the lease (2 s) runs out; a second serve takes the task over
+	sleep 3 &&
+	touch "$TRASH_DIRECTORY/go" &&
+	"$BATON" serve --workers 1 --exit-when-idle 2>../serveB.err &&
+	"$BATON" task show 1 --json >../t1.json &&
+	test_jq ".status == \"done\" and (.runs | length) == 2 and .run != \"$old_run\"" ../t1.json &&
+	"$BATON" events --task 1 --json >../t1.ev &&
+	test_grep "\"lease_expired\"" ../t1.ev &&
+	# the stalled worker wakes: its late writes are refused
+	v_before=$("$BATON" show "$old_run" --json | jq .version) &&
+	echo "$v_before" >../v_before &&
+	kill -CONT "$wpid" &&
+	wait_for "grep -q \"taken over\" ../serveA.out" 30 &&
+	"$BATON" show "$old_run" --json >../old.json &&
+	test_jq ".version == $v_before" ../old.json &&
+	"$BATON" task show 1 --json >../t1b.json &&
+	test_jq ".status == \"done\"" ../t1b.json &&
+	kill -TERM "$(cat ../serveA.pid)" &&
+	bg_wait ../serveA 30
+'
+
+test_expect_success 'a rate-limited provider parks tasks in quota_wait, then all complete' '
+	setup_repo quota &&
+	cd quota &&
+	echo $(( $(date +%s) + 4 )) >"$TRASH_DIRECTORY/limit-until" &&
+	: >"$TRASH_DIRECTORY/limited" &&
+	for i in 1 2 3 4 5; do "$BATON" task add "q $i" >/dev/null || exit 1; done &&
+	"$BATON" serve --workers 2 --exit-when-idle 2>../quota.err &&
+	"$BATON" task list --json >../q.json &&
+	test_jq "length == 5 and all(.[]; .status == \"done\")" ../q.json &&
+	"$BATON" events --all --json >../q.ev &&
+	test_grep "quota_wait" ../q.ev &&
+	# no tight loop: each task was told to wait 2 s at a time, in a 4 s
+	# window: a handful of refused calls per task, never dozens
+	n=$(wc -l <"$TRASH_DIRECTORY/limited") &&
+	echo "refused calls: $n" &&
+	test "$n" -ge 5 && test "$n" -le 20 &&
+	# and a quota wait never spends an attempt
+	test_jq "all(.[]; .attempts == 1)" ../q.json
+'
+
+test_expect_success 'a gate blocks the task until a person decides' '
+	rm -f "$TRASH_DIRECTORY/limit-until" &&
+	setup_repo gated "policies: {require_approval_at_stages: [execute]}" &&
+	cd gated &&
+	"$BATON" task add "gated job" >/dev/null &&
+	"$BATON" serve --workers 1 --exit-when-idle 2>../gate.err &&
+	"$BATON" task show 1 --json >../g.json &&
+	test_jq ".status == \"blocked\" and .block_reason == \"awaiting_approval\"" ../g.json &&
+	run=$(jq -r .run ../g.json) &&
+	"$BATON" approvals approve "$run" &&
+	"$BATON" serve --workers 1 --exit-when-idle 2>>../gate.err &&
+	"$BATON" task show 1 --json >../g2.json &&
+	test_jq ".status == \"done\" and (.runs | length) == 1" ../g2.json
+'
+
+test_expect_success 'a dependency that fails blocks its dependents with the reason' '
+	setup_repo deps "" "judge: false, sweep_seconds: 1, max_attempts: 1, cooldown_seconds: 0" &&
+	cd deps &&
+	cat >fail.sh <<-\EOF &&
+	#!/bin/sh
+	echo "broken on purpose" >&2
+	exit 3
+	EOF
+	chmod +x fail.sh &&
+	"$BATON" task add "first" >/dev/null &&
+	"$BATON" task add "second" --after 1 >/dev/null &&
+	sed -i "s|command: \\[\"$TRASH_DIRECTORY/agent\"\\]|command: [\"$PWD/fail.sh\"]|" .baton/config.yaml &&
+	"$BATON" serve --workers 1 --exit-when-idle 2>../deps.err &&
+	"$BATON" task list --json >../d.json &&
+	test_jq ".[0].status == \"failed\" and .[1].status == \"blocked\" and .[1].block_reason == \"dependency_failed\"" ../d.json &&
+	test_jq ".[1].reason | test(\"t1\")" ../d.json
+'
+
+test_expect_success 'the same failure again and again asks for rework instead of retrying forever' '
+	setup_repo repeat "" "judge: false, sweep_seconds: 1, max_attempts: 10, failure_repeat_limit: 3, cooldown_seconds: 0" &&
+	cd repeat &&
+	cat >fail.sh <<-\EOF &&
+	#!/bin/sh
+	echo "$BATON_RUN_ID" >>"$TRASH_DIRECTORY/repeat-calls"
+	echo "the same error, run $BATON_RUN_ID" >&2
+	exit 3
+	EOF
+	chmod +x fail.sh &&
+	sed -i "s|command: \\[\"$TRASH_DIRECTORY/agent\"\\]|command: [\"$PWD/fail.sh\"]|" .baton/config.yaml &&
+	"$BATON" task add "doomed" >/dev/null &&
+	"$BATON" serve --workers 1 --exit-when-idle 2>../repeat.err &&
+	"$BATON" task show 1 --json >../r.json &&
+	test_jq ".status == \"blocked\" and .block_reason == \"needs_rework\" and .attempts == 3" ../r.json &&
+	test_jq ".reason | test(\"same failure 3 times\")" ../r.json &&
+	test_line_count = 3 "$TRASH_DIRECTORY/repeat-calls"
+'
+
+test_expect_success 'Ctrl-C drains: the running task finishes, nothing new starts' '
+	rm -f "$TRASH_DIRECTORY/go" "$TRASH_DIRECTORY/slow.pid" &&
+	setup_repo drain &&
+	cd drain &&
+	"$BATON" task add "slow one" >/dev/null &&
+	"$BATON" task add "next one" --after 1 >/dev/null &&
+	bg_start ../drain "$BATON" serve --workers 2 &&
+	wait_for "test -s \"$TRASH_DIRECTORY/slow.pid\"" 30 &&
+	kill -INT "$(cat ../drain.pid)" &&
+	wait_for "grep -q draining ../drain.out" 10 &&
+	touch "$TRASH_DIRECTORY/go" &&
+	test "$(bg_wait ../drain 60)" = 0 &&
+	"$BATON" task list --json >../dr.json &&
+	test_jq ".[0].status == \"done\" and .[1].status == \"queued\"" ../dr.json
+'
+
+test_expect_success 'a second Ctrl-C stops at once; the next serve resumes the run' '
+	rm -f "$TRASH_DIRECTORY/go" "$TRASH_DIRECTORY/slow.pid" &&
+	setup_repo stop &&
+	cd stop &&
+	"$BATON" task add "slow again" >/dev/null &&
+	bg_start ../stop "$BATON" serve --workers 1 &&
+	wait_for "test -s \"$TRASH_DIRECTORY/slow.pid\"" 30 &&
+	kill -INT "$(cat ../stop.pid)" &&
+	wait_for "grep -q draining ../stop.out" 10 &&
+	kill -INT "$(cat ../stop.pid)" &&
+	test "$(bg_wait ../stop 60)" = 0 &&
+	"$BATON" task show 1 --json >../st.json &&
+	test_jq ".status == \"queued\" and .attempts == 0" ../st.json &&
+	run=$(jq -r .run ../st.json) &&
+	"$BATON" show "$run" --json >../st-run.json &&
+	test_jq ".status == \"interrupted\"" ../st-run.json &&
+	touch "$TRASH_DIRECTORY/go" &&
+	"$BATON" serve --workers 1 --exit-when-idle 2>../stop2.err &&
+	"$BATON" task show 1 --json >../st2.json &&
+	test_jq ".status == \"done\" and .run == \"$run\" and (.runs | length) == 1" ../st2.json
+'
+
+test_done

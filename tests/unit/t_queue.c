@@ -1,0 +1,1438 @@
+/*
+ * The runtime tables of the store (store.h from "Fencing" on): tasks and
+ * their dependencies, the claim and its area and dependency rules, the
+ * fencing tokens and what a stale one may no longer write, workers, the
+ * merge queue and plans. Every test works on a real SQLite file in its
+ * own temporary directory; the concurrency test forks processes that
+ * each open that file, as the workers of a `baton serve` do.
+ *
+ * Each test runs in a process of its own, so fault injection
+ * (BATON_FAULT_STORE) counts that test's writes from zero.
+ */
+#include "util/compat.h"
+
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/run.h"
+#include "store/store.h"
+#include "test.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#define HOUR_MS (3600 * 1000)
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static char *
+db_path(void)
+{
+	return xasprintf("%s/baton.db", test_tmpdir());
+}
+
+static struct store *
+open_store(void)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	char *path = db_path();
+
+	ASSERT_OK(store_open(path, &s, &e), &e);
+	free(path);
+	return s;
+}
+
+/*
+ * Adds a queued task; deps is a 0-terminated list of ids (NULL: none).
+ * Returns its id.
+ */
+static int64_t
+add_task(struct store *s, const char *title, int priority, const char *area,
+	 const int64_t *deps)
+{
+	struct err e = ERR_INIT;
+	struct task t = { 0 };
+	int64_t id;
+
+	t.title = xstrdup(title);
+	t.area = xstrdup_or_null(area);
+	t.priority = priority;
+	while (deps && deps[t.nr_deps])
+		t.nr_deps++;
+	if (t.nr_deps) {
+		t.deps = xcalloc(t.nr_deps, sizeof(*t.deps));
+		memcpy(t.deps, deps, t.nr_deps * sizeof(*t.deps));
+	}
+	ASSERT_OK(store_task_add(s, &t, NULL, &e), &e);
+	ASSERT(t.id > 0);
+	id = t.id;
+	task_release(&t);
+	return id;
+}
+
+static void
+get_task(struct store *s, int64_t id, struct task *out)
+{
+	struct err e = ERR_INIT;
+
+	ASSERT_OK(store_task_get(s, id, out, &e), &e);
+}
+
+/* Claims one task as holder and returns its id (0: nothing to claim). */
+static int64_t
+claim(struct store *s, const char *holder, struct task *out)
+{
+	struct err e = ERR_INIT;
+	struct task t = { 0 };
+	int rc = store_task_claim(s, holder, HOUR_MS, &t, &e);
+	int64_t id = t.id;
+
+	if (rc == BATON_ENOTFOUND) {
+		ASSERT_STREQ(e.msg, "nothing to claim");
+		return 0;
+	}
+	ASSERT_OK(rc, &e);
+	id = t.id;
+	if (out)
+		*out = t;
+	else
+		task_release(&t);
+	return id;
+}
+
+/* Sets the status of task id (versioned update with an event). */
+static void
+set_status(struct store *s, int64_t id, const char *status)
+{
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct task t;
+
+	get_task(s, id, &t);
+	ev.type = xstrdup("transition");
+	ev.from = xstrdup(t.status);
+	ev.to = xstrdup(status);
+	run_set(&t.status, status);
+	ASSERT_OK(store_task_update(s, &t, &ev, &e), &e);
+	ASSERT_EQ(ev.task_id, id);
+	event_release(&ev);
+	task_release(&t);
+}
+
+/* A count from the raw database file (the test's view behind the API). */
+static int64_t
+raw_count(const char *sql)
+{
+	char *path = db_path();
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t n = -1;
+
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+	ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	free(path);
+	return n;
+}
+
+/* The last column of each row of sql, joined by '|'. */
+static char *
+raw_text(const char *sql)
+{
+	char *path = db_path();
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	char *out = xstrdup("");
+
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+	ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int last = sqlite3_column_count(st) - 1;
+		char *both = xasprintf("%s%s%s", out, *out ? "|" : "",
+				       sqlite3_column_text(st, last));
+
+		free(out);
+		out = both;
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	free(path);
+	return out;
+}
+
+/* Copies of the events a list handed out. */
+struct events {
+	int n, alloc;
+	struct event *ev;
+};
+
+static int
+collect_event(const struct event *ev, void *arg)
+{
+	struct events *l = arg;
+	struct event *c;
+
+	ALLOC_GROW(l->ev, l->n + 1, l->alloc);
+	c = &l->ev[l->n++];
+	memset(c, 0, sizeof(*c));
+	c->seq = ev->seq;
+	c->ts = ev->ts;
+	c->task_id = ev->task_id;
+	c->run_id = xstrdup_or_null(ev->run_id);
+	c->type = xstrdup_or_null(ev->type);
+	c->from = xstrdup_or_null(ev->from);
+	c->to = xstrdup_or_null(ev->to);
+	c->data = xstrdup_or_null(ev->data);
+	return 0;
+}
+
+static void
+events_release(struct events *l)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		event_release(&l->ev[i]);
+	FREE_AND_NULL(l->ev);
+	l->n = l->alloc = 0;
+}
+
+static int
+count_events(struct store *s, const char *type)
+{
+	struct err e = ERR_INIT;
+	struct events l = { 0 };
+	int n;
+
+	ASSERT_OK(store_event_list(s, NULL, 0, type, collect_event, &l, &e),
+		  &e);
+	n = l.n;
+	events_release(&l);
+	return n;
+}
+
+/* Copies of the tasks a list handed out. */
+struct tasks {
+	int n, alloc;
+	struct task *t;
+	struct store *write_to; /* non-NULL: update each task from the cb */
+};
+
+static int
+collect_task(const struct task *t, void *arg)
+{
+	struct tasks *l = arg;
+
+	ALLOC_GROW(l->t, l->n + 1, l->alloc);
+	task_copy(&l->t[l->n++], t);
+	if (l->write_to) {
+		struct err e = ERR_INIT;
+		struct task w;
+
+		task_copy(&w, t);
+		run_set(&w.reason, "touched from a callback");
+		ASSERT_OK(store_task_update(l->write_to, &w, NULL, &e), &e);
+		task_release(&w);
+	}
+	return 0;
+}
+
+static void
+tasks_release(struct tasks *l)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		task_release(&l->t[i]);
+	FREE_AND_NULL(l->t);
+	l->n = l->alloc = 0;
+}
+
+static void
+list_tasks(struct store *s, const char *status, int64_t parent, int limit,
+	   struct tasks *out)
+{
+	struct store_task_filter f = { status, parent, limit };
+	struct err e = ERR_INIT;
+	struct store *w = out->write_to;
+
+	memset(out, 0, sizeof(*out));
+	out->write_to = w;
+	ASSERT_OK(store_task_list(s, &f, collect_task, out, &e), &e);
+}
+
+static void
+get_run(struct store *s, const char *ref, struct run *out)
+{
+	struct err e = ERR_INIT;
+
+	ASSERT_OK(store_run_get(s, ref, out, &e), &e);
+}
+
+static void
+make_run(struct store *s, const char *task, int64_t task_id, struct run *out)
+{
+	struct err e = ERR_INIT;
+
+	memset(out, 0, sizeof(*out));
+	run_set(&out->task, task);
+	run_set(&out->status, "running");
+	out->task_id = task_id;
+	ASSERT_OK(store_run_create(s, out, &e), &e);
+}
+
+/* ---- tasks ------------------------------------------------------------- */
+
+/* Add, get and list round-trip every field, the defaults and the deps. */
+TEST(task_add_get_list_deps)
+{
+	struct store *s = open_store();
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct task t = { 0 }, got;
+	struct tasks l = { 0 };
+	int64_t a, b, deps[4];
+	int i;
+
+	a = add_task(s, "first", 0, NULL, NULL);
+	deps[0] = a;
+	deps[1] = 0;
+	b = add_task(s, "second", 0, "src", deps);
+	ASSERT_EQ(a, 1);
+	ASSERT_EQ(b, 2);
+
+	/* A task with every field set, deps repeated, and its event. */
+	t.title = xstrdup("third 'q\" é");
+	t.body = xstrdup("the long text");
+	t.kind = xstrdup("plan");
+	t.pipeline = xstrdup("quick");
+	t.status = xstrdup(TASK_BLOCKED);
+	t.block_reason = xstrdup(BLOCK_PAUSED);
+	t.reason = xstrdup("why");
+	t.priority = 7;
+	t.area = xstrdup("src/x");
+	t.allowed_paths = xstrdup("[\"src/**\"]");
+	t.verify = xstrdup("[\"make\"]");
+	t.base_ref = xstrdup("main");
+	t.origin = xstrdup("rework");
+	t.parent_id = a;
+	t.depth = 2;
+	t.plan_id = 5;
+	t.max_attempts = 9;
+	t.not_before = 123;
+	t.failure_sig = xstrdup("sig");
+	t.failure_count = 4;
+	t.judged_by = xstrdup("judge");
+	t.created_at = 1000;
+	t.nr_deps = 3;
+	t.deps = xcalloc(3, sizeof(*t.deps));
+	t.deps[0] = b;
+	t.deps[1] = a;
+	t.deps[2] = b;
+	ev.type = xstrdup("task_added");
+	ev.data = xstrdup("{\"by\":\"test\"}");
+	ASSERT_OK(store_task_add(s, &t, &ev, &e), &e);
+	ASSERT_EQ(t.id, 3);
+	ASSERT_EQ(t.version, 1);
+	ASSERT_EQ(t.created_at, 1000);
+	ASSERT(t.updated_at > 1000);
+	ASSERT_EQ(ev.task_id, 3);
+	ASSERT(ev.seq > 0);
+	event_release(&ev);
+
+	get_task(s, 3, &got);
+	ASSERT_STREQ(got.title, "third 'q\" é");
+	ASSERT_STREQ(got.body, "the long text");
+	ASSERT_STREQ(got.kind, "plan");
+	ASSERT_STREQ(got.pipeline, "quick");
+	ASSERT_STREQ(got.status, TASK_BLOCKED);
+	ASSERT_STREQ(got.block_reason, BLOCK_PAUSED);
+	ASSERT_STREQ(got.reason, "why");
+	ASSERT_EQ(got.priority, 7);
+	ASSERT_STREQ(got.area, "src/x");
+	ASSERT_STREQ(got.allowed_paths, "[\"src/**\"]");
+	ASSERT_STREQ(got.verify, "[\"make\"]");
+	ASSERT_STREQ(got.base_ref, "main");
+	ASSERT_STREQ(got.origin, "rework");
+	ASSERT_EQ(got.parent_id, a);
+	ASSERT_EQ(got.depth, 2);
+	ASSERT_EQ(got.plan_id, 5);
+	ASSERT_EQ(got.max_attempts, 9);
+	ASSERT_EQ(got.not_before, 123);
+	ASSERT_STREQ(got.failure_sig, "sig");
+	ASSERT_EQ(got.failure_count, 4);
+	ASSERT_STREQ(got.judged_by, "judge");
+	ASSERT(got.run_id == NULL);
+	ASSERT(got.lease_holder == NULL);
+	ASSERT_EQ(got.created_at, 1000);
+	ASSERT_EQ(got.updated_at, t.updated_at);
+	ASSERT_EQ(got.version, 1);
+	ASSERT_EQ(got.nr_deps, 2); /* b once, a: in id order */
+	ASSERT_EQ(got.deps[0], a);
+	ASSERT_EQ(got.deps[1], b);
+	task_release(&got);
+	task_release(&t);
+
+	/* The defaults of a bare task. */
+	get_task(s, a, &got);
+	ASSERT_STREQ(got.kind, "code");
+	ASSERT_STREQ(got.origin, "user");
+	ASSERT_STREQ(got.status, TASK_QUEUED);
+	ASSERT_EQ(got.max_attempts, 3);
+	ASSERT_EQ(got.parent_id, 0);
+	ASSERT_EQ(got.nr_deps, 0);
+	ASSERT(got.deps == NULL);
+	ASSERT(got.area == NULL);
+	task_release(&got);
+
+	ASSERT_EQ(store_task_get(s, 99, &got, &e), BATON_ENOTFOUND);
+	ASSERT_STREQ(e.msg, "no task 99");
+
+	/* More than a page, each with a dependency on the one before. */
+	for (i = 4; i <= 150; i++) {
+		deps[0] = i - 1;
+		deps[1] = i % 2 ? a : 0;
+		deps[2] = 0;
+		ASSERT_EQ(add_task(s, "many", 0, NULL, deps), i);
+	}
+	list_tasks(s, NULL, 0, 0, &l);
+	ASSERT_EQ(l.n, 150);
+	for (i = 0; i < l.n; i++)
+		ASSERT_EQ(l.t[i].id, i + 1);
+	ASSERT_EQ(l.t[0].nr_deps, 0);
+	ASSERT_EQ(l.t[1].nr_deps, 1);
+	ASSERT_EQ(l.t[2].nr_deps, 2);
+	for (i = 3; i < l.n; i++) {
+		ASSERT_EQ(l.t[i].nr_deps, (i + 1) % 2 ? 2 : 1);
+		ASSERT_EQ(l.t[i].deps[l.t[i].nr_deps - 1], i);
+	}
+	tasks_release(&l);
+
+	list_tasks(s, TASK_BLOCKED, 0, 0, &l);
+	ASSERT_EQ(l.n, 1);
+	ASSERT_EQ(l.t[0].id, 3);
+	ASSERT_EQ(l.t[0].nr_deps, 2);
+	tasks_release(&l);
+	list_tasks(s, NULL, a, 0, &l); /* children of a */
+	ASSERT_EQ(l.n, 1);
+	ASSERT_EQ(l.t[0].id, 3);
+	tasks_release(&l);
+	list_tasks(s, TASK_QUEUED, 0, 70, &l);
+	ASSERT_EQ(l.n, 70);
+	ASSERT_EQ(l.t[69].id, 71);
+	ASSERT_EQ(l.t[69].nr_deps, 2);
+	tasks_release(&l);
+
+	/* Callbacks may write, across pages. */
+	l.write_to = s;
+	list_tasks(s, TASK_QUEUED, 0, 0, &l);
+	ASSERT_EQ(l.n, 149);
+	tasks_release(&l);
+	get_task(s, 150, &got);
+	ASSERT_EQ(got.version, 2);
+	ASSERT_STREQ(got.reason, "touched from a callback");
+	ASSERT_EQ(got.nr_deps, 1); /* an update leaves deps alone */
+	task_release(&got);
+	store_close(s);
+}
+
+/* A dependency (or parent) that does not exist: refused, nothing written. */
+TEST(task_missing_dependency_refused)
+{
+	struct store *s = open_store();
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct task t = { 0 };
+	int64_t a = add_task(s, "exists", 0, NULL, NULL);
+
+	t.title = xstrdup("waits for a ghost");
+	t.nr_deps = 2;
+	t.deps = xcalloc(2, sizeof(*t.deps));
+	t.deps[0] = a;
+	t.deps[1] = 9;
+	ev.type = xstrdup("task_added");
+	ASSERT_EQ(store_task_add(s, &t, &ev, &e), BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "task 9 (a dependency) does not exist");
+	ASSERT_EQ(t.id, 0);
+	ASSERT(t.kind == NULL); /* no defaults filled in either */
+	ASSERT_EQ(ev.seq, 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 1);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM task_deps"), 0);
+	ASSERT_EQ(count_events(s, NULL), 0);
+
+	t.deps[1] = a;
+	t.parent_id = 42;
+	ASSERT_EQ(store_task_add(s, &t, &ev, &e), BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "task 42 (the parent) does not exist");
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 1);
+
+	/* Fixed, it goes in, with the next id. */
+	t.parent_id = a;
+	ASSERT_OK(store_task_add(s, &t, &ev, &e), &e);
+	ASSERT_EQ(t.id, 2);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM task_deps"), 1);
+	ASSERT_EQ(count_events(s, "task_added"), 1);
+	event_release(&ev);
+	task_release(&t);
+	store_close(s);
+}
+
+TEST(task_update_conflict)
+{
+	struct store *s = open_store();
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct task a, b, got;
+	int64_t id = add_task(s, "contested", 0, NULL, NULL);
+
+	get_task(s, id, &a);
+	get_task(s, id, &b);
+	run_set(&a.status, TASK_CANCELLED);
+	ASSERT_OK(store_task_update(s, &a, NULL, &e), &e);
+	ASSERT_EQ(a.version, 2);
+
+	run_set(&b.status, TASK_RUNNING);
+	ev.type = xstrdup("transition");
+	ASSERT_EQ(store_task_update(s, &b, &ev, &e), BATON_ECONFLICT);
+	ASSERT_STREQ(e.msg, "task 1 changed concurrently (expected version 1)");
+	ASSERT_EQ(b.version, 1);
+	ASSERT_EQ(ev.seq, 0);
+	ASSERT_EQ(count_events(s, NULL), 0);
+	get_task(s, id, &got);
+	ASSERT_STREQ(got.status, TASK_CANCELLED);
+	ASSERT_EQ(got.version, 2);
+	task_release(&got);
+
+	/* A task that does not exist is not a conflict. */
+	b.id = 77;
+	ASSERT_EQ(store_task_update(s, &b, &ev, &e), BATON_ENOTFOUND);
+	ASSERT_STREQ(e.msg, "no task 77");
+
+	/* The loser re-reads and writes. */
+	task_release(&b);
+	get_task(s, id, &b);
+	run_set(&b.reason, "re-read");
+	ASSERT_OK(store_task_update(s, &b, &ev, &e), &e);
+	ASSERT_EQ(b.version, 3);
+	ASSERT_EQ(count_events(s, NULL), 1);
+	event_release(&ev);
+	task_release(&a);
+	task_release(&b);
+	store_close(s);
+}
+
+TEST(task_counts_and_events)
+{
+	static const char *const statuses[] = { TASK_QUEUED, TASK_RUNNING,
+						TASK_DONE, "nonsense" };
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct events l = { 0 };
+	int64_t counts[4] = { -1, -1, -1, -1 };
+	int i;
+
+	for (i = 0; i < 5; i++)
+		add_task(s, "t", 0, NULL, NULL);
+	ASSERT_EQ(claim(s, "w", NULL), 1);
+	ASSERT_EQ(claim(s, "w", NULL), 2);
+	set_status(s, 1, TASK_DONE);
+	ASSERT_OK(store_task_counts(s, statuses, counts, 4, &e), &e);
+	ASSERT_EQ(counts[0], 3);
+	ASSERT_EQ(counts[1], 1);
+	ASSERT_EQ(counts[2], 1);
+	ASSERT_EQ(counts[3], 0);
+
+	/* Task 1's story: claimed, then done. */
+	ASSERT_OK(store_task_events(s, 1, 0, collect_event, &l, &e), &e);
+	ASSERT_EQ(l.n, 2);
+	ASSERT_STREQ(l.ev[0].type, "task_claimed");
+	ASSERT_EQ(l.ev[0].task_id, 1);
+	ASSERT(l.ev[0].run_id == NULL);
+	ASSERT_STREQ(l.ev[1].type, "transition");
+	ASSERT_STREQ(l.ev[1].to, TASK_DONE);
+	ASSERT(l.ev[1].seq > l.ev[0].seq);
+	i = (int)l.ev[0].seq;
+	events_release(&l);
+	ASSERT_OK(store_task_events(s, 1, i, collect_event, &l, &e), &e);
+	ASSERT_EQ(l.n, 1);
+	ASSERT_STREQ(l.ev[0].type, "transition");
+	events_release(&l);
+	ASSERT_OK(store_task_events(s, 4, 0, collect_event, &l, &e), &e);
+	ASSERT_EQ(l.n, 0);
+	store_close(s);
+}
+
+/* ---- the claim ---------------------------------------------------------- */
+
+/* Priority first, then id; every field the claim sets; then nothing. */
+TEST(claim_order)
+{
+	struct store *s = open_store();
+	struct events l = { 0 };
+	struct err e = ERR_INIT;
+	struct task t, got;
+	int64_t before = time_now_ms();
+
+	add_task(s, "low", 0, NULL, NULL);   /* 1 */
+	add_task(s, "high", 5, NULL, NULL);  /* 2 */
+	add_task(s, "high2", 5, NULL, NULL); /* 3 */
+	add_task(s, "mid", 1, NULL, NULL);   /* 4 */
+	add_task(s, "neg", -3, NULL, NULL);  /* 5 */
+
+	ASSERT_EQ(claim(s, "host:1:0", &t), 2);
+	ASSERT_STREQ(t.status, TASK_RUNNING);
+	ASSERT_STREQ(t.lease_holder, "host:1:0");
+	ASSERT_EQ(t.lease_token, 1);
+	ASSERT_EQ(t.attempts, 1);
+	ASSERT_EQ(t.version, 2);
+	ASSERT(t.started_at >= before);
+	ASSERT(t.lease_expires_at >= t.started_at + HOUR_MS);
+	get_task(s, 2, &got);
+	ASSERT_STREQ(got.status, TASK_RUNNING);
+	ASSERT_EQ(got.lease_token, 1);
+	ASSERT_EQ(got.lease_expires_at, t.lease_expires_at);
+	task_release(&got);
+	task_release(&t);
+
+	ASSERT_EQ(claim(s, "w", NULL), 3);
+	ASSERT_EQ(claim(s, "w", NULL), 4);
+	ASSERT_EQ(claim(s, "w", NULL), 1);
+	ASSERT_EQ(claim(s, "w", NULL), 5);
+	ASSERT_EQ(claim(s, "w", NULL), 0);
+
+	/* One event per claim, naming worker, token and attempt. */
+	ASSERT_OK(store_task_events(s, 2, 0, collect_event, &l, &e), &e);
+	ASSERT_EQ(l.n, 1);
+	ASSERT_STREQ(l.ev[0].type, "task_claimed");
+	ASSERT_STREQ(l.ev[0].data,
+		     "{\"worker\":\"host:1:0\",\"token\":1,\"attempt\":1}");
+	events_release(&l);
+	ASSERT_EQ(count_events(s, "task_claimed"), 5);
+
+	/* Cancelled, blocked and done tasks are never claimed. */
+	set_status(s, 1, TASK_QUEUED);
+	set_status(s, 1, TASK_CANCELLED);
+	add_task(s, "later", 0, NULL, NULL);
+	set_status(s, 6, TASK_BLOCKED);
+	ASSERT_EQ(claim(s, "w", NULL), 0);
+	store_close(s);
+}
+
+/* The claim walks the claim index: no scan of tasks, no sort. */
+TEST(claim_uses_index)
+{
+	struct store *s = open_store();
+	char *plan;
+
+	store_close(s);
+	plan = raw_text("EXPLAIN QUERY PLAN SELECT t.id FROM tasks AS t"
+			" WHERE t.status = 'queued' AND t.not_before <= 5"
+			" ORDER BY t.priority DESC, t.id LIMIT 1");
+	ASSERT_CONTAINS(plan, "tasks_claim");
+	ASSERT(!strstr(plan, "TEMP B-TREE"));
+	free(plan);
+	plan = raw_text("EXPLAIN QUERY PLAN SELECT seq FROM events"
+			" WHERE seq > 0 AND task_id = 3 ORDER BY seq LIMIT 64");
+	ASSERT_CONTAINS(plan, "events_task_seq");
+	ASSERT(!strstr(plan, "TEMP B-TREE"));
+	free(plan);
+}
+
+/* A dependency that is not done holds a task back until it is. */
+TEST(claim_waits_for_dependencies)
+{
+	struct store *s = open_store();
+	int64_t deps[3] = { 0 };
+	int64_t a, b, c, d;
+
+	a = add_task(s, "a", 0, NULL, NULL);
+	deps[0] = a;
+	b = add_task(s, "b needs a", 10, NULL, deps);
+	c = add_task(s, "c", 0, NULL, NULL);
+	deps[1] = c;
+	d = add_task(s, "d needs a and c", 20, NULL, deps);
+
+	ASSERT_EQ(claim(s, "w", NULL), a); /* b and d outrank it, but wait */
+	ASSERT_EQ(claim(s, "w", NULL), c);
+	ASSERT_EQ(claim(s, "w", NULL), 0); /* a running is not a done */
+	set_status(s, a, TASK_FAILED);
+	ASSERT_EQ(claim(s, "w", NULL), 0); /* failed is not done either */
+	set_status(s, a, TASK_DONE);
+	ASSERT_EQ(claim(s, "w", NULL), b); /* d still waits for c */
+	set_status(s, c, TASK_DONE);
+	ASSERT_EQ(claim(s, "w", NULL), d);
+	store_close(s);
+}
+
+/*
+ * Areas: a running task excludes the same path, its parents and its
+ * children, not a sibling that merely shares a prefix.
+ */
+TEST(claim_area_exclusive)
+{
+	struct store *s = open_store();
+	int64_t export, csv, src, exporter, none, docs, same, srcx;
+
+	export = add_task(s, "export", 100, "src/export", NULL);
+	csv = add_task(s, "csv", 90, "src/export/csv", NULL);
+	src = add_task(s, "src", 80, "src", NULL);
+	exporter = add_task(s, "exporter", 70, "src/exporter", NULL);
+	none = add_task(s, "no area", 60, NULL, NULL);
+	same = add_task(s, "same", 50, "src/export", NULL);
+	docs = add_task(s, "docs", 40, "docs", NULL);
+	srcx = add_task(s, "srcx", 30, "srcx", NULL);
+
+	ASSERT_EQ(claim(s, "w", NULL), export);
+	ASSERT_EQ(claim(s, "w", NULL), exporter); /* csv, src: excluded */
+	ASSERT_EQ(claim(s, "w", NULL), none);
+	ASSERT_EQ(claim(s, "w", NULL), docs);
+	ASSERT_EQ(claim(s, "w", NULL), srcx);
+	ASSERT_EQ(claim(s, "w", NULL), 0);
+
+	/* "src/export" done: csv can go, and then excludes src and same. */
+	set_status(s, export, TASK_DONE);
+	ASSERT_EQ(claim(s, "w", NULL), csv);
+	ASSERT_EQ(claim(s, "w", NULL), 0);
+	/* csv done: same can go; src still has "src/exporter" under it. */
+	set_status(s, csv, TASK_DONE);
+	ASSERT_EQ(claim(s, "w", NULL), same);
+	ASSERT_EQ(claim(s, "w", NULL), 0);
+	set_status(s, exporter, TASK_DONE);
+	ASSERT_EQ(claim(s, "w", NULL), 0); /* and "src/export" (same) */
+	set_status(s, same, TASK_BLOCKED); /* only running tasks exclude */
+	ASSERT_EQ(claim(s, "w", NULL), src);
+	store_close(s);
+}
+
+TEST(claim_respects_not_before)
+{
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task t;
+	int64_t id = add_task(s, "later", 0, NULL, NULL), due = -1;
+	int64_t at = time_now_ms() + 60 * 1000;
+
+	get_task(s, id, &t);
+	t.not_before = at;
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	ASSERT_EQ(claim(s, "w", NULL), 0);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, at);
+
+	t.not_before = time_now_ms() - 1;
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	ASSERT_EQ(claim(s, "w", NULL), id);
+	task_release(&t);
+	store_close(s);
+}
+
+/* Every claim draws a larger token, a re-claim of the same task too. */
+TEST(claim_tokens_increase)
+{
+	struct store *s = open_store();
+	struct task t, got;
+	int64_t prev = 0;
+	int i;
+
+	for (i = 0; i < 10; i++)
+		add_task(s, "t", 0, NULL, NULL);
+	for (i = 0; i < 10; i++) {
+		ASSERT(claim(s, "w", &t) > 0);
+		ASSERT(t.lease_token > prev);
+		prev = t.lease_token;
+		task_release(&t);
+	}
+	/* Task 3 goes back to the queue (its lease expired) and comes out
+	 * again: a new token, a second attempt. */
+	set_status(s, 3, TASK_QUEUED);
+	ASSERT_EQ(claim(s, "other", &t), 3);
+	ASSERT(t.lease_token > prev);
+	ASSERT_EQ(t.attempts, 2);
+	ASSERT_STREQ(t.lease_holder, "other");
+	get_task(s, 3, &got);
+	ASSERT_EQ(got.lease_token, t.lease_token);
+	task_release(&got);
+	task_release(&t);
+	ASSERT_EQ(raw_count("SELECT value FROM counters"
+			    " WHERE name = 'lease_token'"),
+		  11);
+	store_close(s);
+}
+
+TEST(renew_extends_or_fences)
+{
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task t, got;
+	int64_t old;
+
+	add_task(s, "long job", 0, NULL, NULL);
+	ASSERT_EQ(claim(s, "w", &t), 1);
+	old = t.lease_expires_at;
+	ASSERT_OK(store_task_renew(s, 1, t.lease_token, 2 * HOUR_MS, &e), &e);
+	get_task(s, 1, &got);
+	ASSERT(got.lease_expires_at >= old + HOUR_MS - 1000);
+	ASSERT_EQ(got.version, t.version); /* no version bump, no event */
+	ASSERT_EQ(count_events(s, NULL), 1);
+	task_release(&got);
+
+	/* Another token: fenced, and the lease is not touched. */
+	ASSERT_EQ(store_task_renew(s, 1, t.lease_token + 1, HOUR_MS, &e),
+		  BATON_EFENCED);
+	ASSERT_CONTAINS(e.msg, "cannot renew the lease on task 1");
+	get_task(s, 1, &got);
+	ASSERT(got.lease_expires_at >= old + HOUR_MS - 1000);
+	task_release(&got);
+
+	/* Taken over: the old holder's token is stale. */
+	set_status(s, 1, TASK_QUEUED);
+	ASSERT_EQ(claim(s, "w2", NULL), 1);
+	ASSERT_EQ(store_task_renew(s, 1, t.lease_token, HOUR_MS, &e),
+		  BATON_EFENCED);
+	/* No longer running: nobody renews it. */
+	get_task(s, 1, &got);
+	set_status(s, 1, TASK_DONE);
+	ASSERT_EQ(store_task_renew(s, 1, got.lease_token, HOUR_MS, &e),
+		  BATON_EFENCED);
+	ASSERT_EQ(store_task_renew(s, 9, 1, HOUR_MS, &e), BATON_EFENCED);
+	task_release(&got);
+	task_release(&t);
+	store_close(s);
+}
+
+/*
+ * Fencing: a worker whose lease was taken over writes nothing through a
+ * fenced handle, whatever it tries; with the current token it writes.
+ */
+TEST(fence_refuses_stale_writer)
+{
+	struct store *s = open_store(), *late = open_store();
+	struct store_output o = { 0 };
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct events l = { 0 };
+	struct merge_item m = { 0 };
+	struct task t, mine, now;
+	struct run r, r2 = { 0 }, got;
+	int64_t id, old_token, plan_id = 0;
+	int plan_v = 0;
+
+	id = add_task(s, "contested", 0, NULL, NULL);
+	ASSERT_EQ(claim(late, "slow", &mine), id);
+	old_token = mine.lease_token;
+	make_run(late, "contested", id, &r);
+	ASSERT_EQ(r.task_id, id);
+
+	/* The lease expires, a sweep requeues, another worker claims. */
+	set_status(s, id, TASK_QUEUED);
+	ASSERT_EQ(claim(s, "fast", &now), id);
+	ASSERT(now.lease_token > old_token);
+
+	/* The slow worker wakes up, fenced with its old token. */
+	store_fence(late, id, old_token);
+	run_set(&r.status, "verifying");
+	ev.type = xstrdup("transition");
+	ev.to = xstrdup("verifying");
+	ASSERT_EQ(store_run_update(late, &r, &ev, &e), BATON_EFENCED);
+	ASSERT_CONTAINS(e.msg, "the lease on task 1 was taken over (token 1 "
+			       "is stale, the task now has 2): this worker "
+			       "may not write");
+	ASSERT_EQ(r.version, 1);
+	ASSERT_EQ(ev.seq, 0);
+	ASSERT_EQ(store_event_add(late, &ev, &e), BATON_EFENCED);
+	ASSERT_EQ(ev.seq, 0);
+	o.run_id = xstrdup(r.id);
+	o.stage = xstrdup("build");
+	o.artifact = xstrdup("diff");
+	o.content = xstrdup("stale work");
+	ASSERT_EQ(store_output_add(late, &o, &e), BATON_EFENCED);
+	run_set(&mine.status, TASK_DONE);
+	ASSERT_EQ(store_task_update(late, &mine, NULL, &e), BATON_EFENCED);
+	ASSERT_EQ(mine.version, 2);
+	ASSERT_EQ(store_run_request(late, r.id, "abort_requested", 1, NULL,
+				    &e),
+		  BATON_EFENCED);
+	run_set(&r2.task, "another");
+	run_set(&r2.status, "queued");
+	ASSERT_EQ(store_run_create(late, &r2, &e), BATON_EFENCED);
+	ASSERT(r2.id == NULL);
+	m.run_id = xstrdup(r.id);
+	m.branch = xstrdup("baton/r1");
+	ASSERT_EQ(store_merge_add(late, &m, NULL, &e), BATON_EFENCED);
+	ASSERT_EQ(m.id, 0);
+	ASSERT_EQ(store_plan_add(late, "plan.md", "[]", &plan_id, &plan_v, &e),
+		  BATON_EFENCED);
+	t = (struct task){ 0 };
+	t.title = xstrdup("rework");
+	ASSERT_EQ(store_task_add(late, &t, NULL, &e), BATON_EFENCED);
+	task_release(&t);
+
+	/* Nothing of it reached the database. */
+	get_run(s, r.id, &got);
+	ASSERT_EQ(got.version, 1);
+	ASSERT_STREQ(got.status, "running");
+	ASSERT_EQ(got.abort_requested, 0);
+	run_release(&got);
+	get_task(s, id, &t);
+	ASSERT_STREQ(t.status, TASK_RUNNING);
+	ASSERT_EQ(t.version, now.version);
+	task_release(&t);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM runs"), 1);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM stage_outputs"), 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM merge_queue"), 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM plans"), 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 1);
+	/* claimed, run created, requeued, claimed again: no more */
+	ASSERT_EQ(count_events(s, NULL), 4);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM events WHERE run_id IS NOT"
+			    " NULL"),
+		  1);
+
+	/* Reads are never fenced. */
+	get_run(late, r.id, &got);
+	run_release(&got);
+
+	/* The current holder, fenced with the current token, writes. */
+	store_fence(s, id, now.lease_token);
+	ASSERT_OK(store_run_update(s, &r, &ev, &e), &e);
+	ASSERT_EQ(r.version, 2);
+	ASSERT_EQ(ev.task_id, 0); /* the caller's event is not changed */
+	ASSERT_OK(store_event_add(s, &ev, &e), &e);
+	ASSERT_OK(store_output_add(s, &o, &e), &e);
+	ASSERT_OK(store_merge_add(s, &m, NULL, &e), &e);
+	ASSERT_OK(store_plan_add(s, "plan.md", "[]", &plan_id, &plan_v, &e),
+		  &e);
+	run_set(&now.status, TASK_DONE);
+	ASSERT_OK(store_task_update(s, &now, NULL, &e), &e);
+
+	/* The run's events (task_id 0 given) are found by its task. */
+	ASSERT_OK(store_task_events(s, id, 0, collect_event, &l, &e), &e);
+	ASSERT_EQ(l.n, 5); /* claimed, run created, requeued, claimed, run */
+	events_release(&l);
+	ASSERT_OK(store_event_list(s, r.id, 0, NULL, collect_event, &l, &e),
+		  &e);
+	ASSERT_EQ(l.n, 2);
+	ASSERT_EQ(l.ev[0].task_id, id); /* the creation */
+	ASSERT_EQ(l.ev[1].task_id, id); /* the update */
+	events_release(&l);
+
+	/* store_fence(s, 0, 0) lifts the fence. */
+	store_fence(late, 0, 0);
+	ASSERT_OK(store_run_update(late, &r, NULL, &e), &e);
+
+	store_output_release(&o);
+	merge_item_release(&m);
+	event_release(&ev);
+	run_release(&r);
+	run_release(&r2);
+	task_release(&mine);
+	task_release(&now);
+	store_close(late);
+	store_close(s);
+}
+
+/* A fence on a task that is gone fences too. */
+TEST(fence_on_missing_task)
+{
+	struct store *s = open_store();
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+
+	add_task(s, "t", 0, NULL, NULL);
+	store_fence(s, 12, 1);
+	ev.type = xstrdup("note");
+	ASSERT_EQ(store_event_add(s, &ev, &e), BATON_EFENCED);
+	ASSERT_CONTAINS(e.msg, "task 12");
+	ASSERT_CONTAINS(e.msg, "no longer exists");
+	ASSERT_EQ(count_events(s, NULL), 0);
+	/* Claiming is not fenced: it is how a worker gets a lease. */
+	ASSERT_EQ(claim(s, "w", NULL), 1);
+	event_release(&ev);
+	store_close(s);
+}
+
+#define CLAIMERS 8
+#define CLAIM_TASKS 200
+
+/*
+ * One worker process: its own connection, claiming and finishing tasks
+ * until there is nothing left. Exits 0 when all went well.
+ */
+static void
+claimer(int who)
+{
+	char *path = db_path();
+	char holder[32];
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	int rc;
+
+	snprintf(holder, sizeof(holder), "w%d", who);
+	if (store_open(path, &s, &e) < 0) {
+		fprintf(stderr, "claimer %d: %s\n", who, e.msg);
+		_exit(2);
+	}
+	for (;;) {
+		struct task t = { 0 };
+
+		rc = store_task_claim(s, holder, HOUR_MS, &t, &e);
+		if (rc == BATON_ENOTFOUND)
+			break;
+		if (rc < 0) {
+			fprintf(stderr, "claimer %d: %s\n", who, e.msg);
+			_exit(3);
+		}
+		store_fence(s, t.id, t.lease_token);
+		run_set(&t.status, TASK_DONE);
+		t.ended_at = time_now_ms();
+		rc = store_task_update(s, &t, NULL, &e);
+		store_fence(s, 0, 0);
+		task_release(&t);
+		if (rc < 0) {
+			fprintf(stderr, "claimer %d: %s\n", who, e.msg);
+			_exit(4);
+		}
+	}
+	store_close(s);
+	free(path);
+	_exit(0);
+}
+
+/* Many processes claiming at once: each task exactly once. */
+TEST(claim_concurrent_processes)
+{
+	static const char *const done[] = { TASK_DONE };
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct events l = { 0 };
+	pid_t pids[CLAIMERS];
+	int claims[CLAIM_TASKS + 1] = { 0 };
+	int64_t ndone = 0;
+	int i, status;
+
+	for (i = 0; i < CLAIM_TASKS; i++)
+		add_task(s, "race", i % 3, NULL, NULL);
+	fflush(NULL);
+	for (i = 0; i < CLAIMERS; i++) {
+		pids[i] = fork();
+		ASSERT(pids[i] >= 0);
+		if (pids[i] == 0)
+			claimer(i); /* never returns */
+	}
+	for (i = 0; i < CLAIMERS; i++) {
+		ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
+		ASSERT(WIFEXITED(status));
+		ASSERT_EQ(WEXITSTATUS(status), 0);
+	}
+
+	ASSERT_OK(store_event_list(s, NULL, 0, "task_claimed", collect_event,
+				   &l, &e),
+		  &e);
+	ASSERT_EQ(l.n, CLAIM_TASKS);
+	for (i = 0; i < l.n; i++) {
+		ASSERT(l.ev[i].task_id >= 1 && l.ev[i].task_id <= CLAIM_TASKS);
+		claims[l.ev[i].task_id]++;
+	}
+	for (i = 1; i <= CLAIM_TASKS; i++)
+		ASSERT_EQ(claims[i], 1);
+	events_release(&l);
+	ASSERT_OK(store_task_counts(s, done, &ndone, 1, &e), &e);
+	ASSERT_EQ(ndone, CLAIM_TASKS);
+	/* No token was drawn twice. */
+	ASSERT_EQ(raw_count("SELECT COUNT(DISTINCT lease_token) FROM tasks"),
+		  CLAIM_TASKS);
+	ASSERT_EQ(raw_count("SELECT MAX(lease_token) FROM tasks"), CLAIM_TASKS);
+	store_close(s);
+}
+
+TEST(next_due)
+{
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task t;
+	int64_t due = -1, soon = time_now_ms() + 50000;
+
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, 0);
+
+	/* A queued task due now is claimable now, not "due later". */
+	add_task(s, "ready", 0, NULL, NULL);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, 0);
+
+	add_task(s, "cooling down", 0, NULL, NULL);
+	get_task(s, 2, &t);
+	t.not_before = soon;
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	task_release(&t);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, soon);
+
+	/* A running task's lease that ends first wins. */
+	ASSERT_OK(store_task_claim(s, "w", 1000, &t, &e), &e);
+	ASSERT_EQ(t.id, 1);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, t.lease_expires_at);
+	task_release(&t);
+	store_close(s);
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+struct workers {
+	int n;
+	char ids[8][32];
+	int64_t task[8], started[8], beat[8];
+};
+
+static int
+collect_worker(const struct worker_rec *w, void *arg)
+{
+	struct workers *l = arg;
+
+	ASSERT(l->n < 8);
+	snprintf(l->ids[l->n], sizeof(l->ids[0]), "%s", w->id);
+	l->task[l->n] = w->task_id;
+	l->started[l->n] = w->started_at;
+	l->beat[l->n] = w->heartbeat_at;
+	l->n++;
+	return 0;
+}
+
+TEST(workers_beat_list_stop)
+{
+	struct store *s = open_store();
+	struct worker_rec w = { 0 };
+	struct workers l = { 0 };
+	struct err e = ERR_INIT;
+
+	w.id = xstrdup("host:2:0");
+	w.host = xstrdup("host");
+	w.pid = 2;
+	w.started_at = 500;
+	ASSERT_OK(store_worker_beat(s, &w, &e), &e);
+	free(w.id);
+	w.id = xstrdup("host:1:0");
+	w.started_at = 0;
+	ASSERT_OK(store_worker_beat(s, &w, &e), &e);
+	ASSERT_OK(store_worker_list(s, collect_worker, &l, &e), &e);
+	ASSERT_EQ(l.n, 2);
+	ASSERT_STREQ(l.ids[0], "host:1:0");
+	ASSERT_STREQ(l.ids[1], "host:2:0");
+	ASSERT_EQ(l.started[1], 500);
+	ASSERT(l.started[0] > 500); /* 0: now */
+
+	/* A refresh keeps started_at and moves the heartbeat. */
+	free(w.id);
+	w.id = xstrdup("host:2:0");
+	w.task_id = 7;
+	w.started_at = 0;
+	usleep(2000);
+	ASSERT_OK(store_worker_beat(s, &w, &e), &e);
+	memset(&l, 0, sizeof(l));
+	ASSERT_OK(store_worker_list(s, collect_worker, &l, &e), &e);
+	ASSERT_EQ(l.n, 2);
+	ASSERT_EQ(l.started[1], 500);
+	ASSERT_EQ(l.task[1], 7);
+	ASSERT(l.beat[1] > l.beat[0]);
+
+	ASSERT_OK(store_worker_stop(s, "host:1:0", &e), &e);
+	memset(&l, 0, sizeof(l));
+	ASSERT_OK(store_worker_list(s, collect_worker, &l, &e), &e);
+	ASSERT_EQ(l.n, 1);
+	ASSERT_STREQ(l.ids[0], "host:2:0");
+	ASSERT_EQ(store_worker_stop(s, "nobody", &e), BATON_ENOTFOUND);
+	ASSERT_STREQ(e.msg, "no worker 'nobody'");
+	free(w.id);
+	free(w.host);
+	store_close(s);
+}
+
+/* ---- the merge queue ---------------------------------------------------- */
+
+struct items {
+	int n;
+	int64_t id[8];
+};
+
+static int
+collect_item(const struct merge_item *m, void *arg)
+{
+	struct items *l = arg;
+
+	ASSERT(l->n < 8);
+	l->id[l->n++] = m->id;
+	return 0;
+}
+
+static void
+queue_run(struct store *s, const struct run *r, struct merge_item *m)
+{
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+
+	memset(m, 0, sizeof(*m));
+	m->run_id = xstrdup(r->id);
+	m->branch = xasprintf("baton/%s", r->id);
+	m->task_id = r->task_id;
+	ev.type = xstrdup("merge_queued");
+	ASSERT_OK(store_merge_add(s, m, &ev, &e), &e);
+	ASSERT(ev.seq > 0);
+	event_release(&ev);
+}
+
+TEST(merge_add_claim_update)
+{
+	struct store *s = open_store();
+	struct merge_item a, b, dup = { 0 }, got, c;
+	struct events l = { 0 };
+	struct items items = { 0 };
+	struct err e = ERR_INIT;
+	struct run r1, r2, r3;
+
+	make_run(s, "one", 4, &r1);
+	make_run(s, "two", 0, &r2);
+	make_run(s, "three", 0, &r3);
+	queue_run(s, &r1, &a);
+	queue_run(s, &r2, &b);
+	ASSERT_EQ(a.id, 1);
+	ASSERT_EQ(b.id, 2);
+	ASSERT_EQ(a.version, 1);
+	ASSERT_STREQ(a.status, MERGE_PENDING);
+
+	/* Queued twice: busy, naming the item, and nothing written. */
+	dup.run_id = xstrdup(r1.id);
+	dup.branch = xstrdup("other");
+	ASSERT_EQ(store_merge_add(s, &dup, NULL, &e), BATON_EBUSY);
+	ASSERT_CONTAINS(e.msg, "already queued (item 1)");
+	ASSERT_EQ(dup.id, 0);
+	ASSERT(dup.status == NULL);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM merge_queue"), 2);
+	free(dup.run_id);
+	dup.run_id = xstrdup("r9-ghost");
+	ASSERT_EQ(store_merge_add(s, &dup, NULL, &e), BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "r9-ghost");
+	merge_item_release(&dup);
+
+	/* The event of an item is its run's (and its task's). */
+	ASSERT_OK(store_event_list(s, r1.id, 0, "merge_queued", collect_event,
+				   &l, &e),
+		  &e);
+	ASSERT_EQ(l.n, 1);
+	ASSERT_EQ(l.ev[0].task_id, 4);
+	events_release(&l);
+
+	/* By id and by run. */
+	ASSERT_OK(store_merge_get(s, 2, NULL, &got, &e), &e);
+	ASSERT_STREQ(got.run_id, r2.id);
+	merge_item_release(&got);
+	ASSERT_OK(store_merge_get(s, 0, r1.id, &got, &e), &e);
+	ASSERT_EQ(got.id, 1);
+	ASSERT_EQ(got.task_id, 4);
+	ASSERT_STREQ(got.branch, a.branch);
+	merge_item_release(&got);
+	ASSERT_EQ(store_merge_get(s, 0, r3.id, &got, &e), BATON_ENOTFOUND);
+	ASSERT_EQ(store_merge_get(s, 5, NULL, &got, &e), BATON_ENOTFOUND);
+
+	/* Claims go in queue order; a claimed item is not claimed again. */
+	ASSERT_OK(store_merge_claim(s, "lander", HOUR_MS, &c, &e), &e);
+	ASSERT_EQ(c.id, 1);
+	ASSERT_STREQ(c.status, MERGE_PROCESSING);
+	ASSERT_STREQ(c.claimed_by, "lander");
+	ASSERT(c.claim_expires_at > time_now_ms());
+	ASSERT_EQ(c.version, 2);
+	merge_item_release(&c);
+	ASSERT_OK(store_event_list(s, r1.id, 0, "merge_claimed", collect_event,
+				   &l, &e),
+		  &e);
+	ASSERT_EQ(l.n, 1);
+	ASSERT_STREQ(l.ev[0].data, "{\"item\":1,\"worker\":\"lander\"}");
+	events_release(&l);
+
+	/* Item 2 waits (backoff); nothing else is due. */
+	merge_item_release(&b);
+	ASSERT_OK(store_merge_get(s, 2, NULL, &b, &e), &e);
+	b.not_before = time_now_ms() + HOUR_MS;
+	ASSERT_OK(store_merge_update(s, &b, NULL, &e), &e);
+	ASSERT_EQ(store_merge_claim(s, "lander", HOUR_MS, &c, &e),
+		  BATON_ENOTFOUND);
+
+	/* A lander that died: its claim runs out and item 3 is taken over. */
+	queue_run(s, &r3, &c);
+	merge_item_release(&c);
+	ASSERT_OK(store_merge_claim(s, "dies", 1, &c, &e), &e);
+	ASSERT_EQ(c.id, 3);
+	merge_item_release(&c);
+	usleep(5000);
+	ASSERT_OK(store_merge_claim(s, "rescuer", HOUR_MS, &c, &e), &e);
+	ASSERT_EQ(c.id, 3);
+	ASSERT_STREQ(c.claimed_by, "rescuer");
+
+	/* Versioned update; the stale copy conflicts. */
+	run_set(&c.status, MERGE_MERGED);
+	run_set(&c.merged_commit, "abc123");
+	ASSERT_OK(store_merge_update(s, &c, NULL, &e), &e);
+	ASSERT_EQ(c.version, 4);
+	run_set(&a.status, MERGE_FAILED);
+	ASSERT_EQ(store_merge_update(s, &a, NULL, &e), BATON_ECONFLICT);
+	ASSERT_CONTAINS(e.msg, "merge item 1 changed concurrently");
+	ASSERT_OK(store_merge_get(s, 3, NULL, &got, &e), &e);
+	ASSERT_STREQ(got.status, MERGE_MERGED);
+	ASSERT_STREQ(got.merged_commit, "abc123");
+	merge_item_release(&got);
+
+	ASSERT_OK(store_merge_list(s, NULL, collect_item, &items, &e), &e);
+	ASSERT_EQ(items.n, 3);
+	ASSERT_EQ(items.id[2], 3);
+	memset(&items, 0, sizeof(items));
+	ASSERT_OK(store_merge_list(s, MERGE_PENDING, collect_item, &items, &e),
+		  &e);
+	ASSERT_EQ(items.n, 1);
+	ASSERT_EQ(items.id[0], 2);
+
+	merge_item_release(&a);
+	merge_item_release(&b);
+	merge_item_release(&c);
+	run_release(&r1);
+	run_release(&r2);
+	run_release(&r3);
+	store_close(s);
+}
+
+/* ---- plans -------------------------------------------------------------- */
+
+TEST(plan_versions)
+{
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	int64_t id1 = 0, id2 = 0, id3 = 0;
+	int v1 = 0, v2 = 0, v3 = 0;
+
+	ASSERT_OK(store_plan_add(s, "docs/plan.md", "[1]", &id1, &v1, &e), &e);
+	ASSERT_OK(store_plan_add(s, "docs/plan.md", "[2]", &id2, &v2, &e), &e);
+	ASSERT_OK(store_plan_add(s, "other.md", "[3]", &id3, &v3, &e), &e);
+	ASSERT_EQ(v1, 1);
+	ASSERT_EQ(v2, 2);
+	ASSERT_EQ(v3, 1);
+	ASSERT(id1 > 0 && id2 > id1 && id3 > id2);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM plans"
+			    " WHERE source = 'docs/plan.md'"),
+		  2);
+	store_close(s);
+}
+
+/* ---- fault injection and the front end ---------------------------------- */
+
+/* An injected fault in a task add leaves no task, dep or event. */
+TEST(fault_task_add_writes_nothing)
+{
+	struct store *s = open_store();
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct task t = { 0 }, got;
+	int64_t deps[2] = { 0 };
+
+	setenv("BATON_FAULT_STORE", "2", 1);
+	deps[0] = add_task(s, "write 1", 0, NULL, NULL);
+	t.title = xstrdup("write 2, doomed");
+	t.nr_deps = 1;
+	t.deps = xcalloc(1, sizeof(*t.deps));
+	t.deps[0] = deps[0];
+	ev.type = xstrdup("task_added");
+	ASSERT_EQ(store_task_add(s, &t, &ev, &e), BATON_ESTORE);
+	ASSERT_CONTAINS(e.msg, "injected fault");
+	ASSERT_EQ(t.id, 0);
+	ASSERT_EQ(ev.seq, 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 1);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM task_deps"), 0);
+	ASSERT_EQ(count_events(s, NULL), 0);
+
+	/* Write 3 succeeds; write 4, a claim, fails whole: no token. */
+	ASSERT_OK(store_task_add(s, &t, &ev, &e), &e);
+	ASSERT_EQ(t.id, 2);
+	setenv("BATON_FAULT_STORE", "4", 1);
+	ASSERT_EQ(store_task_claim(s, "w", HOUR_MS, &got, &e), BATON_ESTORE);
+	get_task(s, 1, &got);
+	ASSERT_STREQ(got.status, TASK_QUEUED);
+	ASSERT_EQ(got.attempts, 0);
+	task_release(&got);
+	ASSERT_EQ(count_events(s, "task_claimed"), 0);
+	unsetenv("BATON_FAULT_STORE");
+	ASSERT_EQ(claim(s, "w", &got), 1);
+	ASSERT_EQ(got.lease_token, 1);
+	task_release(&got);
+	event_release(&ev);
+	task_release(&t);
+	store_close(s);
+}
+
+/* NULL arguments are refused by name, before any backend runs. */
+TEST(front_end_checks)
+{
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task t = { 0 };
+	struct merge_item m = { 0 };
+	int64_t id, n;
+	int v;
+
+	ASSERT_EQ(store_task_add(s, NULL, NULL, &e), BATON_EINVAL);
+	ASSERT_STREQ(e.msg, "cannot add task: the task is NULL");
+	ASSERT_EQ(store_task_add(s, &t, NULL, &e), BATON_EINVAL);
+	ASSERT_STREQ(e.msg, "cannot add task: no title");
+	ASSERT_EQ(store_task_get(s, 1, NULL, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "out is NULL");
+	ASSERT_EQ(store_task_claim(s, NULL, 1000, &t, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "no holder");
+	ASSERT_EQ(store_task_claim(s, "w", 1000, NULL, &e), BATON_EINVAL);
+	ASSERT_EQ(store_task_claim(s, "w", 0, &t, &e), BATON_EINVAL);
+	ASSERT_EQ(store_task_update(s, &t, NULL, &e), BATON_EINVAL);
+	ASSERT_EQ(store_task_list(s, NULL, NULL, NULL, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "the callback is NULL");
+	ASSERT_EQ(store_task_next_due(s, NULL, &e), BATON_EINVAL);
+	ASSERT_EQ(store_task_counts(s, NULL, &n, 1, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "statuses is NULL");
+	ASSERT_EQ(store_merge_add(s, &m, NULL, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "no run");
+	ASSERT_EQ(store_merge_get(s, 0, NULL, &m, &e), BATON_EINVAL);
+	ASSERT_EQ(store_merge_claim(s, "w", 1000, NULL, &e), BATON_EINVAL);
+	ASSERT_EQ(store_plan_add(s, NULL, "x", &id, &v, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "the source is NULL");
+	ASSERT_EQ(store_plan_add(s, "a", "x", &id, NULL, &e), BATON_EINVAL);
+	ASSERT_EQ(store_worker_beat(s, NULL, &e), BATON_EINVAL);
+	ASSERT_EQ(store_worker_stop(s, NULL, &e), BATON_EINVAL);
+	ASSERT_EQ(store_task_events(s, 0, 0, collect_event, NULL, &e),
+		  BATON_EINVAL);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 0);
+	store_close(s);
+}
+
+TEST(task_copy_is_deep)
+{
+	struct task a = { 0 }, b;
+
+	a.title = xstrdup("copied");
+	a.area = xstrdup("src");
+	a.priority = 3;
+	a.nr_deps = 2;
+	a.deps = xcalloc(2, sizeof(*a.deps));
+	a.deps[0] = 4;
+	a.deps[1] = 5;
+	task_copy(&b, &a);
+	task_release(&a);
+	ASSERT_STREQ(b.title, "copied");
+	ASSERT_STREQ(b.area, "src");
+	ASSERT_EQ(b.priority, 3);
+	ASSERT_EQ(b.nr_deps, 2);
+	ASSERT_EQ(b.deps[1], 5);
+	ASSERT(b.body == NULL);
+	task_release(&b);
+	ASSERT(b.title == NULL && b.deps == NULL && b.nr_deps == 0);
+	task_release(NULL);
+	merge_item_release(NULL);
+}
