@@ -45,13 +45,14 @@ PATIENCE=${BENCH_SERVE_PATIENCE:-120}
 
 tmp=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/baton-bench-serve.XXXXXX")
 serve_pid=
+gate_pid=
 export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
 export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
 
 # Releases blocked agents, kills what this script started (the serve by
 # its pid, the agents by their process groups) and removes the scratch.
 cleanup() {
-	: >"$tmp/release" 2>/dev/null || true
+	gate_open
 	if [ -n "$serve_pid" ]; then
 		kill -9 "$serve_pid" 2>/dev/null || true
 	fi
@@ -69,18 +70,40 @@ die() {
 [ -x "$BATON_BIN" ] || die "no baton binary at '$BATON_BIN'"
 command -v jq >/dev/null || die "needs jq"
 
-# The agents. instant answers at once; block waits for $tmp/release, so
-# a run stays in its stage for as long as the benchmark needs.
+# The agents. instant answers at once; block waits, without spending
+# CPU (a hundred agents polling with sleep(1) would fork thousands of
+# times a second and slow what is measured), until the gate process
+# named in $tmp/gate.pid exits, so a run stays in its stage for as long
+# as the benchmark needs.
 cat >"$tmp/agent-instant" <<'AGENT'
 #!/bin/sh
 echo done
 AGENT
 cat >"$tmp/agent-block" <<AGENT
 #!/bin/sh
-while [ ! -e "$tmp/release" ]; do sleep 0.05; done
+if g=\$(cat "$tmp/gate.pid" 2>/dev/null); then
+	tail -s 0.1 --pid="\$g" -f /dev/null
+fi
 echo done
 AGENT
 chmod +x "$tmp/agent-instant" "$tmp/agent-block"
+
+# gate_close: from now on blocking agents wait (for a sleep we started).
+gate_close() {
+	sleep 100000 &
+	gate_pid=$!
+	echo "$gate_pid" >"$tmp/gate.pid"
+}
+
+# gate_open: releases every blocking agent, present and future.
+gate_open() {
+	rm -f "$tmp/gate.pid"
+	if [ -n "$gate_pid" ]; then
+		kill "$gate_pid" 2>/dev/null || true
+		wait "$gate_pid" 2>/dev/null || true
+	fi
+	gate_pid=
+}
 
 now_ms() {
 	date +%s%3N
@@ -313,7 +336,7 @@ bench_memory() {
 		"HWM MiB" "PSS MiB"
 	: >"$tmp/rss"
 	for n in 4 "$MEM_N"; do
-		rm -f "$tmp/release"
+		gate_close
 		new_repo "mem$n" block
 		"$BENCH_QUEUE" --fill .baton/baton.db "$n" >/dev/null
 		start_serve "$tmp/mem$n.log" --workers 4
@@ -329,7 +352,7 @@ bench_memory() {
 				"killed"
 			kill_agents
 		}
-		: >"$tmp/release"
+		gate_open
 		cd "$tmp"
 	done
 	db=$(du -k "$tmp/mem$MEM_N/.baton/baton.db" | awk '{ print $1 }')
@@ -348,7 +371,7 @@ bench_recovery() {
 	echo "recovery: $FLIGHT runs in flight (serve --workers $FLIGHT, every"
 	echo "agent blocked), kill -9 of serve, agents killed, serve again"
 	echo
-	rm -f "$tmp/release"
+	gate_close
 	new_repo rec block
 	"$BENCH_QUEUE" --fill .baton/baton.db "$FLIGHT" >/dev/null
 	t0=$(now_ms)
@@ -404,7 +427,7 @@ bench_recovery() {
 	echo "restart_to_resumed_ms_$FLIGHT=$all_ms" >>"$tmp/keys"
 
 	t3=$(now_ms)
-	: >"$tmp/release"
+	gate_open
 	wait_serve
 	t4=$(now_ms)
 	done_n=$(count_status "done")
@@ -418,6 +441,7 @@ bench_recovery() {
 
 : >"$tmp/keys"
 for part in $PARTS; do
+	p0=$(now_ms)
 	case $part in
 	latency) bench_latency ;;
 	throughput) bench_throughput ;;
@@ -425,6 +449,8 @@ for part in $PARTS; do
 	recovery) bench_recovery ;;
 	*) die "unknown part '$part'" ;;
 	esac
+	echo "($part took $((($(now_ms) - p0) / 1000)) s; load average" \
+		"$(cut -d' ' -f1-3 /proc/loadavg))"
 	echo
 done
 echo "key figures:"
