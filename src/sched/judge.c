@@ -27,6 +27,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/fs.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -62,10 +63,9 @@ try_claim(const struct task *t0, void *arg)
 	t.judged_at = p->now;
 	t.judgement_version++;
 	run_set(&t.judged_by, p->x->holder);
-	data = json_dumps(json_pack("{s:s, s:i, s:s?}", "judge", p->x->holder,
+	data = json_take_text(json_pack("{s:s, s:i, s:s?}", "judge", p->x->holder,
 				    "judgement_version", t.judgement_version,
-				    "run", t.run_id),
-			  JSON_COMPACT);
+				    "run", t.run_id));
 	rc = sched_task_write(p->x, &t, "judge_claimed", data, p->e);
 	free(data);
 	if (rc == BATON_ECONFLICT) {
@@ -124,8 +124,7 @@ static int
 undecided(struct sched_ctx *x, struct task *t, const char *why,
 	  struct err *e)
 {
-	char *data = json_dumps(json_pack("{s:s}", "reason", why),
-				JSON_COMPACT);
+	char *data = json_take_text(json_pack("{s:s}", "reason", why));
 	int rc;
 
 	t->judged_at = 0;
@@ -230,11 +229,10 @@ decide(struct sched_ctx *x, struct task *t, const struct run *r,
 					      "%d) is reached",
 					      rt->max_rework_depth);
 	}
-	data = json_dumps(json_pack("{s:s, s:s, s:i, s:s, s:I}", "run", r->id,
+	data = json_take_text(json_pack("{s:s, s:s, s:i, s:s, s:I}", "run", r->id,
 				    "decision", decision, "judgement_version",
 				    t->judgement_version, "judge", x->holder,
-				    "rework", (json_int_t)rework),
-			  JSON_COMPACT);
+				    "rework", (json_int_t)rework));
 	rc = sched_task_write(x, t, "judged", data, e);
 	free(data);
 	if (rc || strcmp(decision, "APPROVED"))

@@ -42,6 +42,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/strvec.h"
@@ -153,9 +154,8 @@ sched_merge_enqueue(struct sched_ctx *x, const struct run *run,
 	ev.run_id = run->id;
 	ev.task_id = run->task_id;
 	ev.type = (char *)"merge_queued";
-	ev.data = json_dumps(json_pack("{s:s, s:s?}", "branch", m.branch,
-				       "base", m.base_ref),
-			     JSON_COMPACT);
+	ev.data = json_take_text(json_pack("{s:s, s:s?}", "branch", m.branch,
+				       "base", m.base_ref));
 	rc = store_merge_add(x->store, &m, &ev, e);
 	free(ev.data);
 	if (rc == BATON_EBUSY) {
@@ -329,14 +329,13 @@ add_conflict_task(struct sched_ctx *x, const struct merge_item *m,
 	}
 	ev.run_id = m->run_id;
 	ev.type = (char *)"task_added";
-	ev.data = json_dumps(
+	ev.data = json_take_text(
 		json_pack("{s:s, s:o, s:I, s:s, s:o}", "origin", "conflict",
 			  "parent",
 			  m->task_id ? json_integer(m->task_id) : json_null(),
 			  "merge_item",
 			  (json_int_t)m->id, "run", m->run_id, "files",
-			  json_names(&res->conflicts)),
-		JSON_COMPACT);
+			  json_names(&res->conflicts)));
 	rc = store_task_add(x->store, &t, &ev, e);
 	if (!rc) {
 		*id_out = t.id;

@@ -28,6 +28,7 @@
 #include "sched/sched_int.h"
 #include "store/store.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/log.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -73,9 +74,8 @@ static int
 requeue(struct sweep *sw, struct task *t, const char *type,
 	const char *why)
 {
-	char *data = json_dumps(json_pack("{s:s?, s:s}", "worker",
-					  t->lease_holder, "reason", why),
-				JSON_COMPACT);
+	char *data = json_take_text(json_pack("{s:s?, s:s}", "worker",
+					  t->lease_holder, "reason", why));
 	int rc;
 
 	sched__drop_lease(t);
@@ -201,9 +201,8 @@ sweep_queued(struct sweep *sw, struct task *t)
 		return cooled(sw, t);
 	why = xasprintf("depends on t%lld, which did not succeed",
 			(long long)dep);
-	data = json_dumps(json_pack("{s:I, s:s}", "dependency",
-				    (json_int_t)dep, "reason", why),
-			  JSON_COMPACT);
+	data = json_take_text(json_pack("{s:I, s:s}", "dependency",
+				    (json_int_t)dep, "reason", why));
 	run_set(&t->status, TASK_BLOCKED);
 	run_set(&t->block_reason, BLOCK_DEPENDENCY);
 	run_set(&t->reason, why);

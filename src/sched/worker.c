@@ -35,6 +35,7 @@
 #include "sched/sched_int.h"
 #include "store/store.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/log.h"
 #include "util/strvec.h"
 #include "util/timeutil.h"
@@ -194,11 +195,10 @@ settle_failure(struct sched_ctx *x, struct task *t, const struct run *r,
 		t->reason = xasprintf("retrying (attempt %d of %d failed): %s",
 				      t->attempts, t->max_attempts, why);
 	}
-	data = json_dumps(json_pack("{s:s, s:s, s:s, s:i, s:I}", "run", r->id,
+	data = json_take_text(json_pack("{s:s, s:s, s:s, s:i, s:I}", "run", r->id,
 				    "status", t->status, "reason", t->reason,
 				    "failures", t->failure_count,
-				    "not_before", (json_int_t)t->not_before),
-			  JSON_COMPACT);
+				    "not_before", (json_int_t)t->not_before));
 	rc = sched_task_write(x, t, "task_settled", data, e);
 	free(data);
 	return rc;
@@ -263,10 +263,9 @@ sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 		if (!strcmp(t->status, TASK_CANCELLED))
 			run_set(&t->reason, "its run was aborted");
 	}
-	data = json_dumps(json_pack("{s:s, s:s, s:s?, s:s?}", "run", r->id,
+	data = json_take_text(json_pack("{s:s, s:s, s:s?, s:s?}", "run", r->id,
 				    "status", t->status, "block_reason",
-				    t->block_reason, "reason", t->reason),
-			  JSON_COMPACT);
+				    t->block_reason, "reason", t->reason));
 	rc = sched_task_write(x, t, "task_settled", data, e);
 	free(data);
 	return rc;
@@ -327,7 +326,7 @@ new_run(struct sched_ctx *x, struct engine *en, struct task *t,
 	if (rc)
 		return rc;
 	run_set(&t->run_id, r.id);
-	data = json_dumps(json_pack("{s:s}", "run", r.id), JSON_COMPACT);
+	data = json_take_text(json_pack("{s:s}", "run", r.id));
 	rc = sched_task_write(x, t, "task_run", data, e);
 	free(data);
 	run_release(&r);

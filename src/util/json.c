@@ -75,3 +75,15 @@ json_get_str(const json_t *obj, const char *key)
 {
 	return json_string_value(json_object_get(obj, key));
 }
+
+char *
+json_take_text(json_t *v)
+{
+	char *text;
+
+	if (!v)
+		return NULL;
+	text = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	return text;
+}

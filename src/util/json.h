@@ -17,6 +17,12 @@ json_t *json_lossy(const char *s, size_t len);
 /* json_lossy on a NUL-terminated string; NULL gives JSON null. */
 json_t *json_lossy_str(const char *s);
 
+/*
+ * v as compact JSON text (caller frees), consuming v: for the event data
+ * built with json_pack in one expression. NULL gives NULL.
+ */
+char *json_take_text(json_t *v);
+
 /* The string member key of obj, or NULL. Borrowed. */
 const char *json_get_str(const json_t *obj, const char *key);
 
