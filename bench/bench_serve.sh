@@ -311,6 +311,11 @@ bench_throughput() {
 
 # ---- memory --------------------------------------------------------------
 
+# cpu_ticks PID: user + system CPU time of PID so far, in clock ticks.
+cpu_ticks() {
+	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+
 # rss_report LABEL: VmRSS and VmHWM (from /proc/PID/status) and Pss
 # (from smaps_rollup: shared pages split among their users) of the
 # serve and of each of its workers.
@@ -342,16 +347,20 @@ bench_memory() {
 	printf '%-20s %-10s %7s %8s %8s %8s\n' queue process pid "RSS MiB" \
 		"HWM MiB" "PSS MiB"
 	: >"$tmp/rss"
+	: >"$tmp/cpu"
 	for n in 4 "$MEM_N"; do
 		gate_close
 		new_repo "mem$n" block
 		"$BENCH_QUEUE" --fill .baton/baton.db "$n" >/dev/null
 		start_serve "$tmp/mem$n.log" --workers 4
 		wait_agents 4
+		c0=$(cpu_ticks "$serve_pid")
 		sleep 6 # one periodic sweep (runtime.sweep_seconds: 5)
+		c1=$(cpu_ticks "$serve_pid")
 		running=$(count_status running)
 		[ "$running" -eq 4 ] || die "$running tasks running, not 4"
 		rss_report "$n queued tasks"
+		echo "$n $(((c1 - c0) * 1000 / $(getconf CLK_TCK)))" >>"$tmp/cpu"
 		stop_serve
 		left=$(agent_pids | wc -l)
 		[ "$left" -eq 0 ] || {
@@ -362,6 +371,9 @@ bench_memory() {
 		gate_open
 		cd "$tmp"
 	done
+	while read -r n ms; do
+		echo "supervisor CPU over those 6 s with $n queued tasks: $ms ms"
+	done <"$tmp/cpu"
 	db=$(du -k "$tmp/mem$MEM_N/.baton/baton.db" | awk '{ print $1 }')
 	echo "(the database with $MEM_N tasks: $((db / 1024)) MiB)"
 	awk -v n="$MEM_N" '$1 == n && $4 == "supervisor" {

@@ -208,7 +208,8 @@ queue_one(struct cli *c, struct sched_ctx *x, const char *ref,
 	if (!rc)
 		printf("%s: queued to land on %s\n", r->id,
 		       m->base_ref ? m->base_ref : "the checked-out branch");
-	else if (rc == BATON_EBUSY && !strcmp(m->status, MERGE_MERGED))
+	else if (rc == BATON_EBUSY && m->status &&
+		 !strcmp(m->status, MERGE_MERGED))
 		printf("%s: already merged as %.7s onto %s\n", r->id,
 		       m->merged_commit ? m->merged_commit : "",
 		       m->base_ref ? m->base_ref : "the base");
@@ -231,7 +232,7 @@ merge_run(struct cli *c, const char *ref)
 
 	ctx_init(c, &x);
 	rc = queue_one(c, &x, ref, &m, &r, &e);
-	if (rc && rc != BATON_EBUSY)
+	if ((rc && rc != BATON_EBUSY) || !m.status)
 		goto fail;
 	w.retries = c->cfg.merge.retries;
 	if (watch_look(c, &w, &e))

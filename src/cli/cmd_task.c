@@ -232,7 +232,7 @@ task_add(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	if (json)
-		rc = print_json(task_json(c, &t));
+		print_json(task_json(c, &t));
 	else
 		printf("t%lld  queued: %s\n", (long long)t.id, t.title);
 	rc = EXIT_OK;

@@ -218,6 +218,8 @@ worktree_land_unlock(int fd)
 static char *
 branch_ref(const char *name)
 {
+	if (!name)
+		return xstrdup("HEAD");
 	if (!strncmp(name, "refs/", 5))
 		return xstrdup(name);
 	return xasprintf("refs/heads/%s", name);
@@ -602,7 +604,7 @@ fast_forward(const struct workspace *ws, const char *wt, const char *base,
 	rc = base_tip(ws, base, &tip, e);
 	if (rc < 0)
 		goto out;
-	if (!tip || strcmp(tip, old)) {
+	if (!tip || !old || strcmp(tip, old)) {
 		res->outcome = LAND_RACED;
 		goto out;
 	}
@@ -614,7 +616,7 @@ fast_forward(const struct workspace *ws, const char *wt, const char *base,
 	rc = base_tip(ws, base, &tip, e);
 	if (rc < 0)
 		goto out;
-	if (!tip || strcmp(tip, old)) {
+	if (!tip || !old || strcmp(tip, old)) {
 		res->outcome = LAND_RACED;
 		goto out;
 	}
@@ -655,7 +657,7 @@ move_base(const struct workspace *ws, const char *base, const char *old,
 	rc = base_tip(ws, base, &tip, e);
 	if (rc < 0)
 		goto out;
-	if (!tip || strcmp(tip, old))
+	if (!tip || !old || strcmp(tip, old))
 		res->outcome = LAND_RACED;
 	else
 		rc = err_set(e, BATON_ECHILD, "cannot move '%s' to %.12s: %s",
