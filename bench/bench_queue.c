@@ -62,6 +62,7 @@
 #define AREAS	     8
 #define LEASE_MS     (30 * 1000)
 #define DEFAULT_LIST "1,4,16"
+#define STUCK_PAUSES (5 * 10000) /* 5 s of 100 us pauses */
 
 /*
  * What the workers of one drain write and the parent reads: shared,
@@ -388,6 +389,7 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 	int64_t *claim_ns = sh->claim_ns + (size_t)idx * n;
 	int64_t *settle_ns = sh->settle_ns + (size_t)idx * n;
 	int64_t t0, t1, t2;
+	long waited;
 	int rc;
 
 	if (store_open(path, &s, &e)) {
@@ -420,8 +422,19 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 			 * spin on the write lock and starve that settle.
 			 */
 			sh->empty[idx]++;
-			while (atomic_load(sh->settled) == settled)
+			for (waited = 0; atomic_load(sh->settled) == settled;
+			     waited++) {
+				if (waited == STUCK_PAUSES) {
+					fprintf(stderr,
+						"bench_queue: worker %d: a "
+						"claim finds nothing, tasks "
+						"are queued and none was "
+						"settled for 5 s\n",
+						idx);
+					_exit(1);
+				}
 				nanosleep(&pause, NULL);
+			}
 			continue;
 		}
 		if (rc) {
@@ -429,11 +442,14 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 				e.msg);
 			_exit(1);
 		}
-		if (t.id < 1 || (size_t)t.id > n) {
+		if (t.id < 1 || (size_t)t.id > n ||
+		    (size_t)sh->count[idx] == n) {
 			fprintf(stderr,
-				"bench_queue: worker %d claimed task %lld, "
-				"not one of 1..%zu\n",
-				idx, (long long)t.id, n);
+				"bench_queue: WRONG COUNT: worker %d claimed "
+				"task %lld (1..%zu queued), its claim number "
+				"%lld\n",
+				idx, (long long)t.id, n,
+				(long long)sh->count[idx] + 1);
 			_exit(1);
 		}
 		atomic_fetch_add(&sh->seen[t.id], 1);

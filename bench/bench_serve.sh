@@ -11,11 +11,15 @@
 #               finished (so each lands on an idle pool); enqueue-to-start
 #               is task_claimed.ts - task_added.ts from `baton events`.
 #   throughput  for each W: BENCH_SERVE_TP tasks queued up front, then
-#               `serve --workers W --exit-when-idle`, timed; tasks/s.
+#               `serve --workers W --exit-when-idle`; tasks/s from serve's
+#               start to the last task_settled event (serve notices it is
+#               idle only at its next periodic sweep: that lag is printed
+#               apart).
 #   memory      BENCH_SERVE_MEM queued tasks (bench_queue --fill), serve
-#               --workers 4 with agents that block; once 4 agents run,
-#               VmRSS and VmHWM of the supervisor and of each worker.
-#               The same with only 4 tasks queued, for comparison.
+#               --workers 4 with agents that block; once 4 agents run and
+#               a periodic sweep has passed, VmRSS, VmHWM and Pss of the
+#               supervisor and of each worker, and the supervisor's CPU
+#               time meanwhile. The same with 4 tasks queued, to compare.
 #   recovery    BENCH_SERVE_INFLIGHT tasks, serve --workers as many, every
 #               agent blocked; kill -9 of serve (the workers die with it,
 #               the agents are killed as a crash would), a new serve, and
@@ -25,7 +29,9 @@
 # --fill), BENCH_TMPDIR, BENCH_SERVE_WORKERS (default "1 4 16"),
 # BENCH_SERVE_LAT (50), BENCH_SERVE_TP (200), BENCH_SERVE_MEM (10000),
 # BENCH_SERVE_INFLIGHT (100), BENCH_SERVE_PARTS (default "latency
-# throughput memory recovery").
+# throughput memory recovery"), BENCH_SERVE_PATIENCE (120: seconds any
+# wait may take before the script calls it a hang). Needs jq, pgrep and
+# GNU tail (--pid).
 #
 # Figures are reported, never asserted. The script stops (exit 1) with a
 # message when baton does not do what the measurement needs: a task that
