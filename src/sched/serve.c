@@ -67,6 +67,7 @@ struct sup {
 	int fifo_rd, fifo_wr;
 	char *fifo;
 	int draining, stopping;
+	int recheck;	/* a worker went idle: is everything done? */
 	int64_t next_sweep, last_sweep;
 };
 
@@ -406,6 +407,7 @@ on_status(struct sup *sp)
 				continue;
 			k = &sp->kids[who[i]];
 			k->idle = 1;
+			sp->recheck = 1;
 			if (sp->draining && !k->told_drain) {
 				tell(k, 'd');
 				k->told_drain = 1;
@@ -465,8 +467,10 @@ loop(struct sup *sp)
 			if (!alive(sp))
 				return 0;
 		} else if (sp->o->exit_when_idle && !woke &&
-			   idle_for_good(sp, due)) {
-			/* make sure with a fresh sweep */
+			   idle_for_good(sp, sp->recheck ? 0 : due)) {
+			/* make sure with a fresh sweep: the last one may
+			 * have seen a task that has settled since */
+			sp->recheck = 0;
 			sp->next_sweep = sweep(sp, &due);
 			if (idle_for_good(sp, due) && !drain_fd(sp->fifo_rd)) {
 				sp->draining = 1;
