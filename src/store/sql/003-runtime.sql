@@ -51,7 +51,6 @@ CREATE TABLE tasks (
 -- The claim looks for the best queued task: this index hands it over in
 -- priority order without sorting the backlog.
 CREATE INDEX tasks_claim ON tasks (status, priority DESC, id);
-CREATE INDEX tasks_area ON tasks (area, status);
 
 -- task_id waits until depends_on is done.
 CREATE TABLE task_deps (
