@@ -47,12 +47,12 @@ mkdir -p build/bench bench/out
 # Word splitting of the pkg-config output is intended.
 # shellcheck disable=SC2046,SC2086
 ${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -Isrc \
-	$(pkg-config --cflags $PKGS) -o "$BENCH_STORE" bench/bench_store.c \
+	$(pkg-config --cflags $PKGS) -o "$BENCH_STORE" bench/bench_store.c bench/bench_util.c \
 	build/libbaton.a $(pkg-config --libs $PKGS) ||
 	die "cannot build bench_store"
 # shellcheck disable=SC2046,SC2086
 ${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -Isrc \
-	$(pkg-config --cflags $PKGS) -o "$BENCH_QUEUE" bench/bench_queue.c \
+	$(pkg-config --cflags $PKGS) -o "$BENCH_QUEUE" bench/bench_queue.c bench/bench_util.c \
 	build/libbaton.a $(pkg-config --libs $PKGS) ||
 	die "cannot build bench_queue"
 

@@ -64,6 +64,8 @@ const struct cmd *cli_find(const char *name);
  * BATON_* variables. Errors name file, line, column and key.
  */
 int cli_load_config(struct cli *c, struct err *e);
+/* The store spec of the loaded config: `store`, else .baton/baton.db. */
+char *cli_store_spec(const struct cli *c);
 
 /*
  * Pulls "--json" and "-f" style flags out of argv. Returns the number of
@@ -96,6 +98,10 @@ void cli_print_run_line(const struct run *r);
 void cli_progress(void *arg, enum engine_note what, const struct run *r);
 
 /* The run record as a JSON object (runjson.c); caller decrefs. */
+/* "queued 3, running 1, done 7, ..." (cmd_task.c) into out. */
+struct buf;
+int cli_task_counts(struct store *s, struct buf *out, struct err *e);
+
 struct json_t;
 struct json_t *cli_run_json(const struct run *r);
 

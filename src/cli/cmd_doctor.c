@@ -329,16 +329,11 @@ count_item(const struct merge_item *m, void *arg)
 static void
 check_queue(struct cli *c)
 {
-	static const char *const statuses[] = {
-		TASK_QUEUED, TASK_RUNNING, TASK_DONE,
-		TASK_FAILED, TASK_BLOCKED, TASK_CANCELLED,
-	};
-	int64_t n[ARRAY_SIZE(statuses)];
+	struct buf counts = BUF_INIT;
 	struct backlog b = { .now = time_now_ms() };
 	struct err e = ERR_INIT;
 	struct store *s = NULL;
-	char *spec = c->cfg.store ? xstrdup(c->cfg.store) :
-				    xasprintf("%s/baton.db", c->ws.dir);
+	char *spec = cli_store_spec(c);
 	const struct config_runtime *rt = &c->cfg.runtime;
 	int pending = 0, failed = 0, starts;
 	size_t i;
@@ -351,15 +346,12 @@ check_queue(struct cli *c)
 		return;
 	}
 	b.store = s;
-	if (store_task_counts(s, statuses, n, ARRAY_SIZE(statuses), &e) ||
+	if (cli_task_counts(s, &counts, &e) ||
 	    store_task_list(s, NULL, look_at_task, &b, &e)) {
 		printf("  %-12s FAILING %s\n", "store", e.msg);
 		goto out;
 	}
-	printf("  %-12s", "tasks");
-	for (i = 0; i < ARRAY_SIZE(statuses); i++)
-		printf(" %s %lld%s", statuses[i], (long long)n[i],
-		       i + 1 < ARRAY_SIZE(statuses) ? "," : "\n");
+	printf("  %-12s %s\n", "tasks", counts.ptr);
 	for (i = 0; i < ARRAY_SIZE(block_reasons); i++)
 		if (b.by_reason[i])
 			printf("  %-12s blocked(%s) %d\n", "", block_reasons[i],
@@ -386,6 +378,7 @@ check_queue(struct cli *c)
 	       rt->auto_merge ? "serve lands them" :
 				"land them with: baton merge --queue");
 out:
+	buf_release(&counts);
 	store_close(s);
 	free(spec);
 }

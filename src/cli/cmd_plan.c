@@ -129,20 +129,11 @@ stamp_now(void)
 static char *
 load_template(const struct planning *pl)
 {
-	char *path = xasprintf("%s/prompts/plan-tasks.md", pl->c->ws.dir);
-	struct buf text = BUF_INIT;
-	const char *builtin;
+	char *tmpl = prompt_template(pl->c->ws.dir, "plan-tasks");
 
-	if (fs_read(path, &text, BUF_MAX_CONFIG, NULL) == 0 && text.len) {
-		free(path);
-		return buf_detach(&text, NULL);
-	}
-	free(path);
-	buf_release(&text);
-	builtin = prompt_builtin("plan-tasks");
-	if (!builtin)
+	if (!tmpl)
 		BUG("no built-in prompt plan-tasks.md");
-	return xstrdup(builtin);
+	return tmpl;
 }
 
 static void

@@ -9,25 +9,18 @@
 #include "cli/cli.h"
 #include "sched/sched.h"
 #include "store/store.h"
+#include "util/buf.h"
 #include "util/err.h"
 
 static void
 print_counts(struct cli *c)
 {
-	static const char *const statuses[] = {
-		TASK_QUEUED, TASK_RUNNING, TASK_DONE,
-		TASK_FAILED, TASK_BLOCKED, TASK_CANCELLED,
-	};
-	int64_t n[ARRAY_SIZE(statuses)];
+	struct buf line = BUF_INIT;
 	struct err e = ERR_INIT;
-	size_t i;
 
-	if (store_task_counts(c->store, statuses, n, ARRAY_SIZE(statuses), &e))
-		return;
-	fprintf(stderr, "serve: tasks");
-	for (i = 0; i < ARRAY_SIZE(statuses); i++)
-		fprintf(stderr, " %s %lld%s", statuses[i], (long long)n[i],
-			i + 1 < ARRAY_SIZE(statuses) ? "," : "\n");
+	if (!cli_task_counts(c->store, &line, &e))
+		fprintf(stderr, "serve: tasks %s\n", line.ptr);
+	buf_release(&line);
 }
 
 static int

@@ -24,6 +24,24 @@
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
+int
+cli_task_counts(struct store *s, struct buf *out, struct err *e)
+{
+	static const char *const statuses[] = {
+		TASK_QUEUED, TASK_RUNNING, TASK_DONE,
+		TASK_FAILED, TASK_BLOCKED, TASK_CANCELLED,
+	};
+	int64_t n[ARRAY_SIZE(statuses)];
+	size_t i;
+	int rc;
+
+	rc = store_task_counts(s, statuses, n, ARRAY_SIZE(statuses), e);
+	for (i = 0; !rc && i < ARRAY_SIZE(statuses); i++)
+		buf_addf(out, "%s%s %lld", i ? ", " : "", statuses[i],
+			 (long long)n[i]);
+	return rc;
+}
+
 static struct sched_ctx
 ctx_of(struct cli *c)
 {

@@ -245,6 +245,13 @@ cli_load_config(struct cli *c, struct err *e)
 	return rc;
 }
 
+char *
+cli_store_spec(const struct cli *c)
+{
+	return c->cfg.store ? xstrdup(c->cfg.store) :
+			      xasprintf("%s/baton.db", c->ws.dir);
+}
+
 /* Opens what cmd needs. */
 static int
 prepare(struct cli *c, const struct cmd *cmd, struct err *e)
@@ -267,8 +274,7 @@ prepare(struct cli *c, const struct cmd *cmd, struct err *e)
 		return err_set(e, BATON_ENOTFOUND,
 			       "no .baton/ in '%s': run 'baton init' first",
 			       c->ws.repo);
-	c->store_spec = c->cfg.store ? xstrdup(c->cfg.store) :
-				       xasprintf("%s/baton.db", c->ws.dir);
+	c->store_spec = cli_store_spec(c);
 	rc = store_open(c->store_spec, &c->store, e);
 	if (!rc)
 		engine_init(&c->en, c->store, &c->ws, &c->cfg);

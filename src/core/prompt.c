@@ -6,6 +6,9 @@
 #include "core/prompt.h"
 #include "util/buf.h"
 #include "util/embed.h"
+#include "util/fs.h"
+#include "util/limits.h"
+#include "util/xalloc.h"
 
 const char *
 prompt_builtin(const char *kind)
@@ -14,6 +17,23 @@ prompt_builtin(const char *kind)
 
 	snprintf(name, sizeof(name), "%s.md", kind);
 	return embed_get(name);
+}
+
+char *
+prompt_template(const char *baton_dir, const char *name)
+{
+	char *path = xasprintf("%s/prompts/%s.md", baton_dir, name);
+	struct buf text = BUF_INIT;
+	const char *builtin;
+
+	if (fs_read(path, &text, BUF_MAX_CONFIG, NULL) == 0 && text.len) {
+		free(path);
+		return buf_detach(&text, NULL);
+	}
+	free(path);
+	buf_release(&text);
+	builtin = prompt_builtin(name);
+	return builtin ? xstrdup(builtin) : NULL;
 }
 
 void

@@ -21,6 +21,13 @@ struct prompt_var {
 const char *prompt_builtin(const char *kind);
 
 /*
+ * The template NAME as a repository sees it: baton_dir/prompts/NAME.md
+ * when that file exists and is not empty, else the built-in. A new
+ * string the caller frees; NULL when there is neither.
+ */
+char *prompt_template(const char *baton_dir, const char *name);
+
+/*
  * Appends tmpl to out with each {{name}} replaced by its value from vars
  * (n entries); an unknown placeholder is kept as written.
  */

@@ -157,20 +157,11 @@ static char *
 load_template(const struct drive *d, const struct stage *s)
 {
 	const char *kind = stage_kind_name(s->kind);
-	char *path = xasprintf("%s/prompts/%s.md", d->en->ws->dir, kind);
-	struct buf text = BUF_INIT;
-	const char *builtin;
+	char *tmpl = prompt_template(d->en->ws->dir, kind);
 
-	if (fs_read(path, &text, BUF_MAX_CONFIG, NULL) == 0 && text.len) {
-		free(path);
-		return buf_detach(&text, NULL);
-	}
-	free(path);
-	buf_release(&text);
-	builtin = prompt_builtin(kind);
-	if (!builtin)
+	if (!tmpl)
 		BUG("no built-in prompt for kind '%s'", kind);
-	return xstrdup(builtin);
+	return tmpl;
 }
 
 static void

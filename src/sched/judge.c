@@ -89,8 +89,7 @@ judge_prompt(struct sched_ctx *x, const struct task *t, const struct run *r,
 {
 	struct buf diff = BUF_INIT, review = BUF_INIT, ctx = BUF_INIT;
 	struct err ignored = ERR_INIT;
-	char *text = sched__task_text(t), *path;
-	struct buf tmpl = BUF_INIT;
+	char *text = sched__task_text(t), *path, *tmpl;
 	size_t budget = BUF_MAX_PROMPT_CONTEXT;
 	struct prompt_var vars[] = {
 		{ "task", text },
@@ -105,15 +104,12 @@ judge_prompt(struct sched_ctx *x, const struct task *t, const struct run *r,
 	prompt_section(&ctx, "The run's last review", review.ptr, &budget);
 	vars[2].value = ctx.ptr ? ctx.ptr : "";
 	free(path);
-	path = xasprintf("%s/prompts/judge.md", x->ws->dir);
-	if (fs_read(path, &tmpl, BUF_MAX_CONFIG, &ignored) == 0)
-		prompt_render(tmpl.ptr, vars, ARRAY_SIZE(vars), out);
-	else
-		prompt_render(prompt_builtin("judge"), vars, ARRAY_SIZE(vars),
-			      out);
-	free(path);
+	tmpl = prompt_template(x->ws->dir, "judge");
+	if (!tmpl)
+		BUG("no built-in prompt judge.md");
+	prompt_render(tmpl, vars, ARRAY_SIZE(vars), out);
+	free(tmpl);
 	free(text);
-	buf_release(&tmpl);
 	buf_release(&diff);
 	buf_release(&review);
 	buf_release(&ctx);

@@ -278,33 +278,32 @@ sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
  * paths instead of the project's and its verification commands after
  * the project's checks. A shallow copy: it borrows every other field.
  */
+/* Pushes the strings of a JSON array text onto v; 0 when text is none. */
+static int
+push_json_strings(struct strvec *v, const char *text)
+{
+	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+	size_t i;
+
+	if (!a)
+		return 0;
+	for (i = 0; i < json_array_size(a); i++)
+		if (json_is_string(json_array_get(a, i)))
+			strvec_push(v, json_string_value(json_array_get(a, i)));
+	json_decref(a);
+	return 1;
+}
+
 static void
 task_config(const struct config *cfg, const struct task *t,
 	    struct config *out, struct strvec *paths, struct strvec *checks)
 {
-	json_t *a;
-	size_t i;
-
 	*out = *cfg;
-	if (t->allowed_paths &&
-	    (a = json_loads(t->allowed_paths, 0, NULL))) {
-		for (i = 0; i < json_array_size(a); i++)
-			if (json_is_string(json_array_get(a, i)))
-				strvec_push(paths, json_string_value(
-							   json_array_get(a, i)));
-		json_decref(a);
+	if (push_json_strings(paths, t->allowed_paths))
 		out->allowed_paths = *paths;
-	}
-	if (t->verify && (a = json_loads(t->verify, 0, NULL))) {
-		for (i = 0; i < cfg->validate_commands.nr; i++)
-			strvec_push(checks, cfg->validate_commands.v[i]);
-		for (i = 0; i < json_array_size(a); i++)
-			if (json_is_string(json_array_get(a, i)))
-				strvec_push(checks, json_string_value(
-							    json_array_get(a, i)));
-		json_decref(a);
+	strvec_pushv(checks, (const char *const *)cfg->validate_commands.v);
+	if (push_json_strings(checks, t->verify))
 		out->validate_commands = *checks;
-	}
 }
 
 /* Makes the task's next run and records it as the task's current one. */
