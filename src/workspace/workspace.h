@@ -95,8 +95,9 @@ int worktree_git_dir(const struct workspace *ws, const char *path,
 
 /*
  * Resets the worktree to commit: reset --hard, then clean -fd. The caller
- * owns the worktree (it holds the run's lock): a leftover index.lock,
- * from a git killed with the previous driver, is removed first.
+ * owns the worktree (it holds the run's lock): lock files a git killed
+ * with the previous driver left (index.lock, HEAD.lock, the branch's
+ * ref lock) are removed first.
  */
 int worktree_reset(const struct workspace *ws, const char *path,
 		   const char *commit, struct err *e);

@@ -6,6 +6,7 @@
  */
 #include "util/compat.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -258,24 +259,71 @@ out:
 	return rc;
 }
 
+static void
+unlink_stale(const char *lock)
+{
+	if (unlink(lock) == 0)
+		log_warn("removed a stale %s", lock);
+}
+
+/*
+ * A git killed with its driver leaves its lock files behind: index.lock,
+ * HEAD.lock, ORIG_HEAD.lock in the worktree's own git directory, and the
+ * lock of the branch it was moving in the common one. The caller holds
+ * the run, so no live git works in this worktree: they are all stale.
+ */
+static void
+clear_stale_locks(const struct workspace *ws, const char *path)
+{
+	struct buf head = BUF_INIT, common = BUF_INIT;
+	struct err ignored = ERR_INIT;
+	char *gitdir = NULL, *p;
+	struct dirent *de;
+	DIR *d;
+
+	if (worktree_git_dir(ws, path, &gitdir, &ignored))
+		return;
+	d = opendir(gitdir);
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		if (n > 5 && !strcmp(de->d_name + n - 5, ".lock")) {
+			p = xasprintf("%s/%s", gitdir, de->d_name);
+			unlink_stale(p);
+			free(p);
+		}
+	}
+	if (d)
+		closedir(d);
+	p = xasprintf("%s/HEAD", gitdir);
+	fs_read(p, &head, 4096, &ignored);
+	free(p);
+	p = xasprintf("%s/commondir", gitdir);
+	fs_read(p, &common, 4096, &ignored);
+	free(p);
+	buf_rtrim(&head);
+	buf_rtrim(&common);
+	if (head.len > 5 && !strncmp(head.ptr, "ref: ", 5) && common.len &&
+	    !strstr(head.ptr, "..")) {
+		p = common.ptr[0] == '/' ?
+			    xasprintf("%s/%s.lock", common.ptr, head.ptr + 5) :
+			    xasprintf("%s/%s/%s.lock", gitdir, common.ptr,
+				      head.ptr + 5);
+		unlink_stale(p);
+		free(p);
+	}
+	buf_release(&head);
+	buf_release(&common);
+	free(gitdir);
+}
+
 int
 worktree_reset(const struct workspace *ws, const char *path,
 	       const char *commit, struct err *e)
 {
-	struct err ignored = ERR_INIT;
-	char *gitdir = NULL;
 	int rc;
 
-	/* A git killed with its driver leaves index.lock behind; the
-	 * caller holds the run, so no live git works here: it is stale. */
-	if (!worktree_git_dir(ws, path, &gitdir, &ignored)) {
-		char *lock = xasprintf("%s/index.lock", gitdir);
-
-		if (unlink(lock) == 0)
-			log_warn("removed a stale %s", lock);
-		free(lock);
-		free(gitdir);
-	}
+	clear_stale_locks(ws, path);
 	rc = git(ws, path, NULL, e, "reset", "--quiet", "--hard", commit,
 		 NULL);
 	if (!rc)

@@ -145,6 +145,23 @@ test_expect_success 'what the killed agent left running in its group is killed b
 	! process_is_alive "$grandchild"
 '
 
+test_expect_success 'lock files a killed git left in the worktree do not stop the resume' '
+	make_repo repo6 &&
+	baton_init_with_agent repo6 &&
+	crash_mid_execute repo6 "Crash under git" &&
+	id=$(cat ../repo6.id) &&
+	# as if baton had died inside git commit / git reset: the
+	# worktree index and HEAD and the run branch are locked
+	gitdir=.git/worktrees/$id &&
+	: >"$gitdir/index.lock" &&
+	: >"$gitdir/HEAD.lock" &&
+	: >".git/refs/heads/baton/$id.lock" &&
+	test_expect_code 0 "$BATON" resume "$id" >../resume6.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	test_path_is_missing "$gitdir/HEAD.lock" &&
+	test_path_is_missing ".git/refs/heads/baton/$id.lock"
+'
+
 test_expect_success 'a second resume while the first drives the run leaves it to the first' '
 	make_repo repo3 &&
 	baton_init_with_agent repo3 &&
