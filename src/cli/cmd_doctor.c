@@ -190,11 +190,7 @@ ping(const struct config_provider *p, char *answer, size_t n,
 		rc = 0;
 	}
 	agent_result_release(&r);
-	{
-		const char *rm[] = { "rm", "-rf", dir, NULL };
-
-		spawn_capture(rm, NULL, NULL, 0, 10000, NULL);
-	}
+	fs_remove_tree(dir, NULL);
 	free(out);
 	free(errf);
 	free(home);

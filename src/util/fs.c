@@ -4,6 +4,7 @@
 #include "util/compat.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -166,6 +167,28 @@ int
 fs_unlink(const char *path, struct err *e)
 {
 	if (unlink(path) < 0 && errno != ENOENT)
+		return err_set(e, -errno, "cannot remove '%s': %s", path,
+			       strerror(errno));
+	return 0;
+}
+
+static int
+remove_one(const char *path, const struct stat *st, int type,
+	   struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 &&
+			       errno != ENOENT ?
+		       -1 :
+		       0;
+}
+
+int
+fs_remove_tree(const char *path, struct err *e)
+{
+	if (nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0 &&
+	    errno != ENOENT)
 		return err_set(e, -errno, "cannot remove '%s': %s", path,
 			       strerror(errno));
 	return 0;

@@ -35,6 +35,11 @@ int fs_exists(const char *path);
 int fs_is_dir(const char *path);
 /* Removes a file; a missing file is not an error. */
 int fs_unlink(const char *path, struct err *e);
+/*
+ * Removes path and everything under it (rm -rf), never following
+ * symlinks; a missing path is not an error.
+ */
+int fs_remove_tree(const char *path, struct err *e);
 /* Size of a regular file, or -errno. */
 long long fs_size(const char *path);
 

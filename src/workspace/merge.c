@@ -320,8 +320,7 @@ merge_tree(const struct workspace *ws, const char *commit, char **path_out,
 	   struct err *e)
 {
 	char *path = xasprintf("%s/worktrees/.merge", ws->dir);
-	struct err ignored = ERR_INIT;
-	int rc;
+	int rc, lock;
 
 	if (is_worktree(ws, path)) {
 		/* reset first: it also ends a merge a crash left open */
@@ -333,18 +332,17 @@ merge_tree(const struct workspace *ws, const char *commit, char **path_out,
 			rc = git(ws, path, NULL, e, "clean", "-ffdxq", NULL);
 		goto out;
 	}
-	if (fs_exists(path)) {
-		struct strvec rm = STRVEC_INIT;
-
-		strvec_pushl(&rm, "rm", "-rf", path, NULL);
-		rc = spawn_capture(rm.v, NULL, NULL, 0, GIT_TIMEOUT_MS, e);
-		strvec_clear(&rm);
-		if (rc < 0)
-			goto out;
+	lock = workspace_lock_worktrees(ws, e);
+	if (lock < 0) {
+		rc = lock;
+		goto out;
 	}
-	git(ws, ws->repo, NULL, &ignored, "worktree", "prune", NULL);
-	rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
-		 "--detach", path, commit, NULL);
+	rc = fs_remove_tree(path, e);
+	worktree_repair_admin(ws);
+	if (!rc)
+		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
+			 "--detach", path, commit, NULL);
+	workspace_unlock_worktrees(lock);
 out:
 	if (rc < 0) {
 		err_prefix(e, "cannot prepare the merge worktree '%s'", path);

@@ -49,6 +49,12 @@ void workspace_detect_identity(struct workspace *ws);
  */
 int workspace_lock_worktrees(const struct workspace *ws, struct err *e);
 void workspace_unlock_worktrees(int fd);
+/*
+ * With the worktrees lock held: removes the admin entries a `git worktree
+ * add` killed halfway left (git refuses every later add while one is
+ * there), then `git worktree prune`.
+ */
+void worktree_repair_admin(const struct workspace *ws);
 
 /* New strings the caller frees: the run folder, the worktree path. */
 char *workspace_run_dir(const struct workspace *ws, const char *run_id);

@@ -160,6 +160,74 @@ workspace_unlock_worktrees(int fd)
 		close(fd); /* releases the flock */
 }
 
+/*
+ * Whether an entry of the common git dir's worktrees/ is what a `git
+ * worktree add` killed halfway left: one of gitdir, commondir, HEAD
+ * missing or empty, or still marked "initializing" (git locks an entry
+ * while it adds it, so `git worktree prune` never removes it).
+ */
+static int
+half_made(const char *entry)
+{
+	static const char *const needed[] = { "gitdir", "commondir", "HEAD" };
+	struct buf text = BUF_INIT;
+	size_t i;
+	int bad = 0;
+	char *f;
+
+	for (i = 0; i < ARRAY_SIZE(needed) && !bad; i++) {
+		f = xasprintf("%s/%s", entry, needed[i]);
+		bad = fs_size(f) <= 0;
+		free(f);
+	}
+	f = xasprintf("%s/locked", entry);
+	if (!bad && fs_read(f, &text, 4096, NULL) == 0)
+		bad = !strncmp(text.ptr, "initializing", 12);
+	free(f);
+	buf_release(&text);
+	return bad;
+}
+
+/*
+ * Clears what a `git worktree add` killed halfway leaves behind, which
+ * would make git refuse every later add ("failed to read .../commondir").
+ * With the worktrees lock held no add is under way, so such an entry is
+ * a corpse. Then lets git prune the rest.
+ */
+void
+worktree_repair_admin(const struct workspace *ws)
+{
+	struct buf common = BUF_INIT;
+	struct err ignored = ERR_INIT;
+	struct dirent *de;
+	char *dir = NULL;
+	DIR *d = NULL;
+
+	if (git(ws, ws->repo, &common, &ignored, "rev-parse", "--path-format="
+		"absolute", "--git-common-dir", NULL) == 0) {
+		dir = xasprintf("%s/worktrees", common.ptr);
+		d = opendir(dir);
+	}
+	while (d && (de = readdir(d))) {
+		char *entry;
+
+		if (de->d_name[0] == '.')
+			continue;
+		entry = xasprintf("%s/%s", dir, de->d_name);
+		if (half_made(entry)) {
+			log_warn("removed the half-made worktree entry %s",
+				 entry);
+			fs_remove_tree(entry, &ignored);
+		}
+		free(entry);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	buf_release(&common);
+	git(ws, ws->repo, NULL, &ignored, "worktree", "prune", NULL);
+}
+
 /* worktree_create's git work, under the worktrees lock. */
 static int
 make_worktree(const struct workspace *ws, const char *path,
@@ -175,7 +243,9 @@ make_worktree(const struct workspace *ws, const char *path,
 	    !strcmp(head.ptr, branch))
 		goto done;
 	/* A half-made worktree from a crash: forget it and start over. */
-	git(ws, ws->repo, NULL, &ignored, "worktree", "prune", NULL);
+	worktree_repair_admin(ws);
+	if (fs_exists(path) && (rc = fs_remove_tree(path, e)) < 0)
+		goto done;
 	if (git(ws, ws->repo, NULL, &ignored, "rev-parse", "--verify",
 		"--quiet", branch, NULL) == 0)
 		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",

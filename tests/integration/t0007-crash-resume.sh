@@ -162,6 +162,23 @@ test_expect_success 'lock files a killed git left in the worktree do not stop th
 	test_path_is_missing ".git/refs/heads/baton/$id.lock"
 '
 
+test_expect_success 'a worktree entry a killed git worktree add left half-made does not stop new runs' '
+	make_repo repo7 &&
+	baton_init_with_agent repo7 &&
+	cd repo7 &&
+	# as if baton had died inside git worktree add: the admin entry
+	# still locked "initializing", its commondir not yet written
+	e=.git/worktrees/r99-half &&
+	mkdir -p $e .baton/worktrees/r99-half &&
+	echo "$PWD/.baton/worktrees/r99-half/.git" >$e/gitdir &&
+	echo "ref: refs/heads/baton/r99-half" >$e/HEAD &&
+	: >$e/commondir &&
+	echo initializing >$e/locked &&
+	echo "gitdir: $PWD/$e" >.baton/worktrees/r99-half/.git &&
+	FAKE_FAIL_STAGE=none test_expect_code 0 "$BATON" run "After a half-made worktree" >../run7.out 2>&1 &&
+	test_path_is_missing .git/worktrees/r99-half
+'
+
 test_expect_success 'a second resume while the first drives the run leaves it to the first' '
 	make_repo repo3 &&
 	baton_init_with_agent repo3 &&
