@@ -17,15 +17,16 @@
 # make test also replays tests/fuzz/corpus/<target>/ through every target
 # under gcc (build/tests/t_fuzz_<target>).
 #
-# Dependencies come from pkg-config: sqlite3, yaml-0.1, jansson, libcurl.
+# Dependencies come from pkg-config: sqlite3, yaml-0.1, jansson, libcurl,
+# libcrypto; civetweb (which ships no .pc file) is linked by name.
 
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= baton
-PKGS     = sqlite3 yaml-0.1 jansson libcurl
+PKGS     = sqlite3 yaml-0.1 jansson libcurl libcrypto
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS)) -lcivetweb
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
           -Wmissing-prototypes -Wformat=2 -Wvla -Wpointer-arith \
@@ -51,6 +52,7 @@ TESTLIB  := $(BUILD)/tests/lib/test.o
 SQL      := $(sort $(wildcard src/store/sql/*.sql))
 PIPES    := $(sort $(wildcard src/core/pipelines/*.yaml))
 TMPLS    := $(sort $(wildcard src/core/prompts/*.md))
+UI       := $(sort $(wildcard src/server/ui/*))
 
 FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES  := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
@@ -84,10 +86,10 @@ $(BUILD)/%.o: %.c
 	@$(CC) $(CFLAGS) -c -o $@ $<
 
 # Text compiled into the binary: migrations, built-in pipelines, prompt
-# templates. tools/embed.sh turns each file into a C string.
-$(BUILD)/gen/embedded.c: tools/embed.sh $(SQL) $(PIPES) $(TMPLS)
+# templates, the dashboard. tools/embed.sh turns each file into a C string.
+$(BUILD)/gen/embedded.c: tools/embed.sh $(SQL) $(PIPES) $(TMPLS) $(UI)
 	@mkdir -p $(@D)
-	sh tools/embed.sh $(SQL) $(PIPES) $(TMPLS) > $@.tmp && mv $@.tmp $@
+	sh tools/embed.sh $(SQL) $(PIPES) $(TMPLS) $(UI) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/embedded.o: $(BUILD)/gen/embedded.c
 	$(CC) $(CFLAGS) -c -o $@ $<

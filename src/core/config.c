@@ -32,7 +32,7 @@
 static const char *const top_keys[] = {
     "providers", "roles",     "workflow", "policies",  "validate",
     "pipelines", "store",     "budget",	  "execution", "runtime",
-    "merge",	 NULL,
+    "merge",	 "server",    "reports",  "notify",	 NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -76,6 +76,31 @@ static const char *const merge_keys[] = {
     "backoff_seconds",
     NULL,
 };
+static const char *const server_keys[] = {
+    "listen",
+    "threads",
+    "max_body_kb",
+    NULL,
+};
+static const char *const reports_keys[] = {
+    "milestone_after_seconds",
+    "periodic_after_seconds",
+    "interval_seconds",
+    NULL,
+};
+static const char *const notify_keys[] = { "webhooks", NULL };
+static const char *const webhook_keys[] = {
+    "url",     "events",	  "secret_env",
+    "retries", "backoff_seconds", "timeout_seconds",
+    NULL,
+};
+/* What a webhook can be told of (server/notify.c sends them). */
+static const char *const webhook_events[] = {
+    "approval_requested",
+    "run_terminal",
+    "budget_crossed",
+    NULL,
+};
 static const char *const workflow_keys[] = {
     "pipeline",
     "max_review_loops",
@@ -101,6 +126,7 @@ static const struct env_key {
     {"BATON_MAX_REVIEW_LOOPS", "workflow.max_review_loops"},
     {"BATON_VALIDATE_TIMEOUT", "validate.timeout_seconds"},
     {"BATON_STORE", "store"},
+    {"BATON_LISTEN", "server.listen"},
 };
 
 /* The built-in layer; "[]" stands for an empty sequence. */
@@ -863,6 +889,161 @@ read_merge(struct config *c, struct err *e)
 	return rc;
 }
 
+/* "HOST:PORT" or "off"; port 0 takes any free port. */
+static int
+read_listen(const struct cnode *n, char **out, struct err *e)
+{
+	const char *colon;
+	char *end = NULL;
+	long port;
+	int rc = read_string(n, "server.listen", out, e);
+
+	if (rc < 0 || !strcmp(*out, "off"))
+		return rc;
+	colon = strrchr(*out, ':');
+	if (colon)
+		port = strtol(colon + 1, &end, 10);
+	if (!colon || colon == *out || !colon[1] || *end || port < 0 ||
+	    port > 65535)
+		return node_error(n, "server.listen",
+				  "expected HOST:PORT (such as "
+				  "127.0.0.1:7070) or off",
+				  e);
+	return 0;
+}
+
+static int
+read_server(struct config *c, struct err *e)
+{
+	struct config_server *sv = &c->server;
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "server", server_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	if ((n = cnode_get(sec, "listen")))
+		rc = read_listen(n, &sv->listen, e);
+	if (rc >= 0 && (n = cnode_get(sec, "threads")))
+		rc = read_int(n, "server.threads", 4, 1024, &sv->threads, e);
+	if (rc >= 0 && (n = cnode_get(sec, "max_body_kb")))
+		rc = read_int(n, "server.max_body_kb", 1, 1024 * 1024,
+			      &sv->max_body_kb, e);
+	return rc;
+}
+
+static int
+read_reports(struct config *c, struct err *e)
+{
+	struct config_reports *r = &c->reports;
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "reports", reports_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	if ((n = cnode_get(sec, "milestone_after_seconds")))
+		rc = read_int(n, "reports.milestone_after_seconds", 0,
+			      86400 * 30, &r->milestone_after_seconds, e);
+	if (rc >= 0 && (n = cnode_get(sec, "periodic_after_seconds")))
+		rc = read_int(n, "reports.periodic_after_seconds", 0,
+			      86400 * 30, &r->periodic_after_seconds, e);
+	if (rc >= 0 && (n = cnode_get(sec, "interval_seconds")))
+		rc = read_int(n, "reports.interval_seconds", 1, 86400,
+			      &r->interval_seconds, e);
+	return rc;
+}
+
+static int
+read_webhook(const struct cnode *n, const char *path,
+	     struct config_webhook *w, struct err *e)
+{
+	static const struct {
+		const char *key;
+		int min, max;
+		size_t off;
+	} ints[] = {
+		{ "retries", 0, 100, offsetof(struct config_webhook, retries) },
+		{ "backoff_seconds", 0, 3600,
+		  offsetof(struct config_webhook, backoff_seconds) },
+		{ "timeout_seconds", 1, 600,
+		  offsetof(struct config_webhook, timeout_seconds) },
+	};
+	const struct cnode *k;
+	struct buf sub = BUF_INIT;
+	size_t i;
+	int rc = cnode_expect(n, CNODE_MAP, path, e);
+
+	if (rc >= 0)
+		rc = cnode_check_keys(n, path, webhook_keys, e);
+	if (rc >= 0 && !(k = cnode_get(n, "url")))
+		rc = node_error(n, path, "a webhook needs a url", e);
+	if (rc < 0)
+		goto out;
+	buf_addf(&sub, "%s.url", path);
+	rc = read_string(k, sub.ptr, &w->url, e);
+	if (rc >= 0 && strncmp(w->url, "http://", 7) &&
+	    strncmp(w->url, "https://", 8))
+		rc = node_error(k, sub.ptr,
+				"expected an http:// or https:// URL", e);
+	if (rc >= 0 && (k = cnode_get(n, "events"))) {
+		buf_reset(&sub);
+		buf_addf(&sub, "%s.events", path);
+		rc = read_strings(k, sub.ptr, 0, &w->events, e);
+		for (i = 0; rc >= 0 && i < w->events.nr; i++)
+			if (!in_list(w->events.v[i], webhook_events))
+				rc = node_error(k, sub.ptr,
+						"expected approval_requested, "
+						"run_terminal or budget_crossed",
+						e);
+	}
+	if (rc >= 0 && (k = cnode_get(n, "secret_env"))) {
+		buf_reset(&sub);
+		buf_addf(&sub, "%s.secret_env", path);
+		rc = read_string(k, sub.ptr, &w->secret_env, e);
+	}
+	for (i = 0; rc >= 0 && i < ARRAY_SIZE(ints); i++) {
+		if (!(k = cnode_get(n, ints[i].key)))
+			continue;
+		buf_reset(&sub);
+		buf_addf(&sub, "%s.%s", path, ints[i].key);
+		rc = read_int(k, sub.ptr, ints[i].min, ints[i].max,
+			      (int *)((char *)w + ints[i].off), e);
+	}
+out:
+	buf_release(&sub);
+	return rc;
+}
+
+static int
+read_notify(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	char path[48];
+	size_t i;
+	int rc;
+
+	rc = get_section(c->root, "notify", notify_keys, &sec, e);
+	if (rc < 0 || !sec || !(n = cnode_get(sec, "webhooks")) || is_null(n))
+		return rc;
+	rc = cnode_expect(n, CNODE_SEQ, "notify.webhooks", e);
+	if (rc < 0)
+		return rc;
+	c->webhooks = xcalloc(n->nr ? n->nr : 1, sizeof(*c->webhooks));
+	for (i = 0; i < n->nr && rc >= 0; i++) {
+		struct config_webhook *w = &c->webhooks[i];
+
+		strvec_init(&w->events);
+		w->retries = 5;
+		w->backoff_seconds = 1;
+		w->timeout_seconds = 10;
+		c->nr_webhooks++;
+		snprintf(path, sizeof(path), "notify.webhooks[%zu]", i);
+		rc = read_webhook(n->kids[i], path, w, e);
+	}
+	return rc;
+}
+
 static int
 read_workflow(struct config *c, struct err *e)
 {
@@ -1030,6 +1211,11 @@ config_init(struct config *c)
 	c->runtime.max_rework_depth = 2;
 	c->merge.retries = 3;
 	c->merge.backoff_seconds = 5;
+	c->server.threads = 64;
+	c->server.max_body_kb = 1024;
+	c->reports.milestone_after_seconds = 300;
+	c->reports.periodic_after_seconds = 1800;
+	c->reports.interval_seconds = 600;
 }
 
 /*
@@ -1078,6 +1264,15 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	rc = read_merge(&c, e);
 	if (rc < 0)
 		goto out;
+	rc = read_server(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_reports(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_notify(&c, e);
+	if (rc < 0)
+		goto out;
 	rc = read_rest(&c, e);
 	if (rc < 0)
 		goto out;
@@ -1119,6 +1314,13 @@ config_release(struct config *c)
 	free(c->roles);
 	free(c->pipeline);
 	free(c->merge.base_branch);
+	free(c->server.listen);
+	for (i = 0; i < c->nr_webhooks; i++) {
+		free(c->webhooks[i].url);
+		strvec_clear(&c->webhooks[i].events);
+		free(c->webhooks[i].secret_env);
+	}
+	free(c->webhooks);
 	strvec_clear(&c->approval_stages);
 	strvec_clear(&c->validate_commands);
 	strvec_clear(&c->allowed_paths);

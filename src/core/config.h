@@ -84,6 +84,36 @@ struct config_merge {
 	int backoff_seconds; /* first retry delay, doubling: 5 */
 };
 
+/* server: the HTTP API, live stream and dashboard of `baton serve`. */
+struct config_server {
+	char *listen;	  /* "127.0.0.1:7070"; "off": no server */
+	int threads;	  /* request threads; each live stream holds one: 64 */
+	int max_body_kb;  /* a bigger request body is refused (413): 1024 */
+};
+
+/*
+ * reports: periodic run reports, by the run's length (the OpenViber
+ * cadence): none while it is younger than milestone_after_seconds (300),
+ * then one per finished stage, and from periodic_after_seconds (1800)
+ * also one every interval_seconds (600). Every run ends with one.
+ */
+struct config_reports {
+	int milestone_after_seconds;
+	int periodic_after_seconds;
+	int interval_seconds;
+};
+
+/* notify.webhooks[]: where lifecycle notifications are POSTed. */
+struct config_webhook {
+	char *url;		/* http:// or https:// */
+	struct strvec events;	/* approval_requested, run_terminal,
+				   budget_crossed; empty: all */
+	char *secret_env;	/* variable holding the HMAC key; NULL: unsigned */
+	int retries;		/* after the first try: 5 */
+	int backoff_seconds;	/* first retry delay, doubling: 1 */
+	int timeout_seconds;	/* per request: 10 */
+};
+
 struct config {
 	struct config_provider *providers;
 	size_t nr_providers;
@@ -103,6 +133,10 @@ struct config {
 	char *store;		/* store spec; NULL: .baton/baton.db */
 	struct config_runtime runtime;
 	struct config_merge merge;
+	struct config_server server;
+	struct config_reports reports;
+	struct config_webhook *webhooks; /* notify.webhooks */
+	size_t nr_webhooks;
 	const struct cnode *pipelines; /* pipelines: map, or NULL */
 	struct cnode *root;	/* the merged tree (owned) */
 	char hash[17];		/* 16 hex digits: FNV-1a of the merged tree */
@@ -128,7 +162,8 @@ int config_add_yaml(struct config_builder *b, const char *file,
  * Adds the BATON_* variables of envp that map to config keys:
  * BATON_PIPELINE (workflow.pipeline), BATON_MAX_REVIEW_LOOPS
  * (workflow.max_review_loops), BATON_VALIDATE_TIMEOUT
- * (validate.timeout_seconds), BATON_STORE (store).
+ * (validate.timeout_seconds), BATON_STORE (store), BATON_LISTEN
+ * (server.listen).
  */
 int config_add_env(struct config_builder *b, char *const *envp,
 		   struct err *e);

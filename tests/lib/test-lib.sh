@@ -96,6 +96,9 @@ done
 unset _tl_var XDG_CONFIG_HOME XDG_DATA_HOME XDG_STATE_HOME XDG_CACHE_HOME \
 	EDITOR VISUAL PAGER CDPATH
 export FAKE_AGENT=$TEST_DIRECTORY/lib/fake-agent
+# `baton serve` serves no HTTP in tests unless a test asks (serve_http):
+# two tests on the default port at once would fight over it.
+export BATON_LISTEN=off
 
 export LC_ALL=C LANG=C TZ=UTC
 export GIT_CONFIG_NOSYSTEM=1

@@ -1,0 +1,51 @@
+/*
+ * The HTTP front door of `baton serve` (DESIGN.md section 7): REST under
+ * /api/v1, the live event stream (SSE at /api/v1/events, WebSocket at
+ * /api/v1/ws), Prometheus /metrics, webhooks, and the dashboard at /.
+ *
+ * It runs in a process of its own, started by the serve supervisor
+ * before any thread exists (the supervisor forks workers; a process with
+ * threads must not). Inside it, civetweb's request threads each keep a
+ * store connection of their own, and one hub thread follows the store's
+ * event log and hands every new event to the live streams and the
+ * webhooks.
+ *
+ *   serve supervisor ─┬─ http process: civetweb threads ── store (read, requests)
+ *                     │                hub thread ── store_watch: new events
+ *                     │                notify thread ── webhooks
+ *                     └─ workers ...
+ */
+#ifndef BATON_SERVER_SERVER_H
+#define BATON_SERVER_SERVER_H
+
+#include <sys/types.h>
+
+struct config;
+struct err;
+struct workspace;
+
+struct server_opts {
+	const struct workspace *ws; /* borrowed; all of these outlive the server */
+	const struct config *cfg;
+	const char *store_spec;
+	const char *listen;	/* "HOST:PORT"; port 0: any free port */
+	const char *token;	/* the bearer token every request must carry */
+};
+
+/*
+ * Forks the HTTP process, which binds opts->listen and starts serving.
+ * Returns once it listens (*pid set, the address it took in url, such as
+ * "http://127.0.0.1:7070/") or failed to (the reason in e: the port is
+ * taken, the address is bad). The process ends on SIGTERM or when its
+ * parent dies; its address is in .baton/http.url while it lives.
+ */
+int server_spawn(const struct server_opts *o, pid_t *pid, char *url,
+		 size_t url_len, struct err *e);
+
+/*
+ * The bearer token of the repository: .baton/token, created (32 random
+ * bytes as hex, mode 0600) when missing. Caller frees *out.
+ */
+int server_token(const struct workspace *ws, char **out, struct err *e);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * Inside the HTTP process (server.h): the request plumbing shared by the
+ * route handlers, the event hub that feeds the live streams, the
+ * webhooks and the metrics.
+ */
+#ifndef BATON_SERVER_SERVER_INT_H
+#define BATON_SERVER_SERVER_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+struct config;
+struct err;
+struct event;
+struct hub;
+struct mg_connection;
+struct notifier;
+struct store;
+struct workspace;
+
+/* What every handler can reach; one per process, read-only once built. */
+struct server {
+	const struct workspace *ws;
+	const struct config *cfg;
+	const char *store_spec;
+	const char *token;
+	size_t max_body;
+	struct hub *hub;
+	struct notifier *notifier; /* NULL: no webhooks */
+	int64_t started_ms;
+};
+
+/* ---- http.c: requests and responses ------------------------------------ */
+
+struct req {
+	struct server *srv;
+	struct mg_connection *conn;
+	const char *method, *path, *query; /* query: NULL when none */
+	const char *params[3];	/* the {id} parts of the route, in order */
+	struct store *store;	/* this request thread's own connection */
+	struct buf body;	/* the request body, read on demand */
+	int status;		/* what was sent, for the log and metrics */
+};
+
+/* A route handler; it sends exactly one response (or keeps the stream). */
+typedef void route_fn(struct req *rq);
+
+struct route {
+	const char *method;  /* "GET", "POST" */
+	const char *pattern; /* "/api/v1/runs/{id}/events" */
+	route_fn *fn;
+	const char *summary; /* one line, as docs/api.md has it */
+};
+
+/* The REST routes (api.c), for the router and GET /api/v1. */
+extern const struct route api_routes[];
+extern const size_t api_nr_routes;
+
+/* Sends status with a JSON body; consumes body (a jansson json_t *). */
+void http_json(struct req *rq, int status, void *body);
+/*
+ * Sends {"error": {"code": code, "message": "..."}} with status: codes
+ * are words such as bad_request, unauthorized, not_found, conflict,
+ * illegal_transition, too_large, internal.
+ */
+void http_error(struct req *rq, int status, const char *code,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* An err from a lower layer as the fitting status and code. */
+void http_fail(struct req *rq, const struct err *e);
+/* Sends text with a content type. */
+void http_text(struct req *rq, int status, const char *type, const char *text,
+	       size_t len);
+/*
+ * Reads the body (bounded by srv->max_body: 413 sent and -1 returned
+ * when bigger) and parses it as a JSON object: 400 sent and -1 returned
+ * when it is not one. *out is a json_t * the caller decrefs.
+ */
+int http_body_json(struct req *rq, void **out);
+/* The value of query parameter name, copied into out; 0 when absent. */
+int http_query(const struct req *rq, const char *name, char *out, size_t len);
+/* The bearer token of a request (header, or access_token= for streams). */
+int http_authorized(const struct req *rq);
+
+/* ---- hub.c: the live event feed ---------------------------------------- */
+
+/*
+ * One event as the live protocol sends it: the baton event plus the
+ * protocol message type it maps to (task:started, task:progress,
+ * task:delta, task:completed, task:error, task:stopped,
+ * approval:requested, approval:decided, or "event" for the rest).
+ */
+struct hub_msg {
+	int64_t seq;
+	int64_t task_id;
+	char *run_id;	/* NULL when the event is about a task only */
+	const char *type; /* the protocol type (static) */
+	char *json;	/* the whole message as one line of JSON */
+};
+
+struct hub_filter {
+	int64_t task_id; /* 0: any */
+	const char *run_id; /* NULL: any */
+};
+
+/* Starts the hub thread following store_spec's event log from now. */
+int hub_start(const char *store_spec, struct notifier *n, struct hub **out,
+	      struct err *e);
+void hub_stop(struct hub *h);
+/* The seq of the newest event the hub has seen. */
+int64_t hub_last_seq(struct hub *h);
+/*
+ * Up to max messages after seq `after` passing f, oldest first, into
+ * out[] (release each with hub_msg_release). Messages older than the
+ * hub's memory come from s. When there are none it waits up to wait_ms
+ * for new ones. Returns how many, 0 after the wait, -1 when the hub
+ * stops.
+ */
+int hub_read(struct hub *h, struct store *s, int64_t after,
+	     const struct hub_filter *f, struct hub_msg *out, int max,
+	     int wait_ms);
+void hub_msg_release(struct hub_msg *m);
+/* The protocol message of one event (for the WebSocket's replies). */
+void hub_msg_from_event(const struct event *ev, struct hub_msg *out);
+/* Counters for /metrics: stage durations and lease takeovers seen. */
+void hub_metrics(struct hub *h, struct buf *out);
+
+/* SSE and WebSocket endpoints (stream.c). */
+void stream_sse(struct req *rq);
+void stream_ws_register(void *mg_ctx, struct server *srv);
+
+/* ---- metrics.c ---------------------------------------------------------- */
+
+void metrics_page(struct req *rq);
+/* Counts one answered request for /metrics. */
+void metrics_count(int status);
+
+/* ---- notify.c: webhooks ------------------------------------------------- */
+
+/*
+ * Starts the webhook deliverer when cfg has notify.webhooks (NULL
+ * otherwise). It follows the event log from .baton/notify.cursor (the
+ * last event it handled; at the first start, the newest event), with a
+ * store connection and a thread of its own, and POSTs approval_requested,
+ * run_terminal and budget_crossed notifications, signed with
+ * X-Baton-Signature: sha256=HMAC(secret, body), retrying with doubling
+ * backoff.
+ */
+struct notifier *notify_start(const struct config *cfg,
+			      const struct workspace *ws,
+			      const char *store_spec, struct err *e);
+/* New events exist: the hub calls this; never blocks. */
+void notify_poke(struct notifier *n);
+/* Stops it; pending deliveries are left for the next start (cursor). */
+void notify_stop(struct notifier *n);
+
+/* ---- assets.c: the dashboard ------------------------------------------- */
+
+/* Serves the built-in dashboard file of rq->path; 0 when there is none. */
+int assets_serve(struct req *rq);
+
+#endif
