@@ -33,6 +33,7 @@
 #include "util/compat.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include "core/ids.h"
 #include "core/run.h"
@@ -501,6 +502,8 @@ sqlite_close(struct store *s)
 	sqlite3_finalize(ss->fence);
 	sqlite3_finalize(ss->claim);
 	sqlite3_close(ss->db);
+	if (ss->watch_fd >= 0)
+		close(ss->watch_fd);
 	free(ss->path);
 	free(ss);
 }
@@ -517,6 +520,7 @@ sqlite_open(const char *path, struct store **out, struct err *e)
 	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	int rc = 0, sys;
 
+	ss->watch_fd = -1;
 	ss->base.ops = &store_sqlite_ops;
 	ss->path = xstrdup(path);
 	if (sqlite3_open_v2(path, &ss->db, flags, NULL) != SQLITE_OK) {
@@ -1249,4 +1253,7 @@ const struct store_ops store_sqlite_ops = {
 	.merge_list = sqlite__merge_list,
 	.merge_claim = sqlite__merge_claim,
 	.plan_add = sqlite__plan_add,
+	.run_stats = sqlite__run_stats,
+	.watch_fd = sqlite__watch_fd,
+	.watch_drain = sqlite__watch_drain,
 };

@@ -49,6 +49,7 @@ struct sqlite_store {
 	/* Statements on the hot paths, prepared on first use. */
 	sqlite3_stmt *get_by_id, *get_by_seq, *update, *event_insert;
 	sqlite3_stmt *fence, *claim;
+	int watch_fd; /* inotify on the database's folder; -1: none yet */
 };
 
 struct sqlite_store *sqlite__store(struct store *s);
@@ -175,5 +176,11 @@ int sqlite__merge_claim(struct store *s, const char *holder,
 			struct err *e);
 int sqlite__plan_add(struct store *s, const char *source, const char *content,
 		     int64_t *id, int *version, struct err *e);
+
+/* sqlite_watch.c */
+int sqlite__run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
+		      struct err *e);
+int sqlite__watch_fd(struct store *s, struct err *e);
+void sqlite__watch_drain(struct store *s);
 
 #endif

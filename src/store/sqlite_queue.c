@@ -612,9 +612,9 @@ out:
 }
 
 /*
- * Tasks in id order, a page at a time: each page continues after the
- * largest id of the previous one and has its deps filled before its
- * callbacks run.
+ * Tasks in id order (or newest first), a page at a time: each page
+ * continues past the last id of the previous one and has its deps
+ * filled before its callbacks run.
  */
 int
 sqlite__task_list(struct store *s, const struct store_task_filter *f,
@@ -624,16 +624,20 @@ sqlite__task_list(struct store *s, const struct store_task_filter *f,
 	const char *what = "list tasks";
 	struct task *rows = xcalloc(STORE_LIST_PAGE, sizeof(*rows));
 	sqlite3_stmt *st = NULL;
-	int64_t cursor = 0;
+	int64_t cursor = !f->newest_first ? 0 :
+			 f->before_id > 0 ? f->before_id :
+					    INT64_MAX;
 	int remaining = f->limit > 0 ? f->limit : -1;
 	char sql[sizeof(sql_task_by_id) + 256];
 	int rc, src, n = 0, i, page, stop = 0;
 
 	snprintf(sql, sizeof(sql),
-		 "SELECT " TASK_COLUMNS " FROM tasks WHERE id > ?1%s%s"
-		 " ORDER BY id LIMIT ?2",
+		 "SELECT " TASK_COLUMNS " FROM tasks WHERE id %s ?1%s%s"
+		 " ORDER BY id%s LIMIT ?2",
+		 f->newest_first ? "<" : ">",
 		 f->status ? " AND status = ?3" : "",
-		 f->parent_id ? " AND parent_id = ?4" : "");
+		 f->parent_id ? " AND parent_id = ?4" : "",
+		 f->newest_first ? " DESC" : "");
 	rc = sqlite__prepare(ss, &st, sql, 0, what, e);
 	if (rc < 0)
 		goto out;

@@ -388,7 +388,7 @@ int
 store_task_list(struct store *s, const struct store_task_filter *f,
 		store_task_cb *cb, void *arg, struct err *e)
 {
-	static const struct store_task_filter all = { NULL, 0, 0 };
+	static const struct store_task_filter all = { .status = NULL };
 
 	if (!s)
 		return null_arg(e, "list tasks", "the store");
@@ -614,4 +614,28 @@ store_plan_add(struct store *s, const char *source, const char *content,
 		return null_arg(e, what, id ? "version" : "id");
 	s->fault = fault_next();
 	return s->ops->plan_add(s, source, content, id, version, e);
+}
+
+int
+store_run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
+		struct err *e)
+{
+	if (!s || !cb)
+		return null_arg(e, "count runs", s ? "the callback" : "the store");
+	return s->ops->run_stats(s, cb, arg, e);
+}
+
+int
+store_watch_fd(struct store *s, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "watch the store", "the store");
+	return s->ops->watch_fd(s, e);
+}
+
+void
+store_watch_drain(struct store *s)
+{
+	if (s)
+		s->ops->watch_drain(s);
 }

@@ -233,6 +233,8 @@ struct store_task_filter {
 	const char *status; /* NULL: any */
 	int64_t parent_id;  /* 0: any */
 	int limit;	    /* 0: no limit */
+	int newest_first;   /* descending ids instead of ascending */
+	int64_t before_id;  /* newest_first: only ids below it; 0: all */
 };
 
 typedef int store_task_cb(const struct task *t, void *arg);
@@ -363,5 +365,31 @@ int store_merge_claim(struct store *s, const char *holder, int64_t claim_ms,
  */
 int store_plan_add(struct store *s, const char *source, const char *content,
 		   int64_t *id, int *version, struct err *e);
+
+/* ---- what the dashboard and /metrics read ----------------------------- */
+
+/* Runs of one status, with what they spent. */
+struct store_run_stat {
+	const char *status;
+	int64_t runs, tokens_in, tokens_out;
+	double cost_usd;
+};
+
+typedef int store_run_stat_cb(const struct store_run_stat *st, void *arg);
+
+/* One callback per run status present. */
+int store_run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
+		    struct err *e);
+
+/*
+ * A file descriptor that becomes readable when the store may have
+ * changed, whoever wrote (another process, another host): the live
+ * stream sleeps on it instead of polling. SQLite watches its files with
+ * inotify. Returns -1 (with e set) when the backend cannot tell; the
+ * caller then has to look from time to time. The fd belongs to s.
+ */
+int store_watch_fd(struct store *s, struct err *e);
+/* Empties the watch fd after a wake-up. */
+void store_watch_drain(struct store *s);
 
 #endif

@@ -257,7 +257,7 @@ static void
 list_tasks(struct store *s, const char *status, int64_t parent, int limit,
 	   struct tasks *out)
 {
-	struct store_task_filter f = { status, parent, limit };
+	struct store_task_filter f = { .status = status, .parent_id = parent, .limit = limit };
 	struct err e = ERR_INIT;
 	struct store *w = out->write_to;
 
