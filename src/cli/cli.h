@@ -97,13 +97,10 @@ void cli_print_run_line(const struct run *r);
 /* The progress callback used while a command drives a run. */
 void cli_progress(void *arg, enum engine_note what, const struct run *r);
 
-/* The run record as a JSON object (runjson.c); caller decrefs. */
 /* "queued 3, running 1, done 7, ..." (cmd_task.c) into out. */
 struct buf;
 int cli_task_counts(struct store *s, struct buf *out, struct err *e);
 
-struct json_t;
-struct json_t *cli_run_json(const struct run *r);
 
 /* Commands, one per file. */
 extern const struct cmd cmd_init, cmd_run, cmd_status, cmd_show, cmd_events,

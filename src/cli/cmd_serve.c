@@ -1,16 +1,51 @@
 /*
  * baton serve: drains the task queue with N worker processes, sweeps for
  * dead workers and expired leases, judges finished runs, and (with
- * runtime.auto_merge) lands approved branches. Ctrl-C drains; a second
- * Ctrl-C stops the workers, leaving their runs to resume next time.
+ * runtime.auto_merge) lands approved branches; beside them, the HTTP
+ * server (API, live stream, dashboard) in a process of its own. Ctrl-C
+ * drains; a second Ctrl-C stops the workers, leaving their runs to
+ * resume next time.
  */
 #include "util/compat.h"
 
 #include "cli/cli.h"
 #include "sched/sched.h"
+#include "server/server.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/xalloc.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:7070"
+
+struct http {
+	struct server_opts o;
+	int started;
+};
+
+/* The companion's start: forks the HTTP process, says where it is. */
+static int
+start_http(void *arg, pid_t *pid, struct err *e)
+{
+	struct http *h = arg;
+	char url[320];
+	int rc = server_spawn(&h->o, pid, url, sizeof(url), e);
+
+	if (rc)
+		return rc;
+	if (!h->started)
+		fprintf(stderr, "serve: dashboard at %s (token in %s/token)\n",
+			url, ".baton");
+	h->started = 1;
+	return 0;
+}
+
+static int
+loopback(const char *listen)
+{
+	return !strncmp(listen, "127.", 4) || !strncmp(listen, "localhost:", 10) ||
+	       !strncmp(listen, "[::1]:", 6);
+}
 
 static void
 print_counts(struct cli *c)
@@ -26,15 +61,21 @@ print_counts(struct cli *c)
 static int
 serve_exec(struct cli *c, int argc, char **argv)
 {
-	const char *workers = NULL;
-	int idle = 0, n;
+	const char *workers = NULL, *listen = NULL;
+	int idle = 0, n, rc = EXIT_FAIL;
 	struct cli_opt opts[] = {
 		{ "--workers=", NULL, &workers },
 		{ "--exit-when-idle", &idle, NULL },
+		{ "--listen=", NULL, &listen },
 	};
+	struct http http = { { &c->ws, &c->cfg, c->store_spec, NULL, NULL },
+			     0 };
+	struct serve_companion companion = { "HTTP server", start_http,
+					     &http };
+	char *token = NULL;
 	struct sched_ctx x = { c->store, &c->ws, &c->cfg, "serve",
 			       c->store_spec };
-	struct serve_opts o = { c->cfg.runtime.workers, 0, c->store_spec };
+	struct serve_opts o = { c->cfg.runtime.workers, 0, c->store_spec, NULL };
 	struct err e = ERR_INIT;
 	char *end = NULL;
 
@@ -53,6 +94,24 @@ serve_exec(struct cli *c, int argc, char **argv)
 		o.workers = (int)w;
 	}
 	o.exit_when_idle = idle;
+	if (!listen)
+		listen = c->cfg.server.listen ? c->cfg.server.listen :
+						DEFAULT_LISTEN;
+	if (strcmp(listen, "off")) {
+		if (server_token(&c->ws, &token, &e)) {
+			cli_error("%s", e.msg);
+			return EXIT_FAIL;
+		}
+		http.o.listen = listen;
+		http.o.token = token;
+		o.companion = &companion;
+		if (!loopback(listen))
+			fprintf(stderr,
+				"serve: listening on %s, beyond this machine: "
+				"whoever reaches it with the token can drive "
+				"baton\n",
+				listen);
+	}
 	workspace_detect_identity(&c->ws);
 	fprintf(stderr,
 		"serve: %d worker%s on %s (%s)%s; judge %s, merge %s\n",
@@ -64,15 +123,18 @@ serve_exec(struct cli *c, int argc, char **argv)
 					    "by hand (baton merge --queue)");
 	if (sched_serve(&x, &o, &e)) {
 		cli_error("%s", e.msg);
-		return EXIT_FAIL;
+		goto out;
 	}
 	print_counts(c);
-	return EXIT_OK;
+	rc = EXIT_OK;
+out:
+	free(token);
+	return rc;
 }
 
 const struct cmd cmd_serve = {
 	.name = "serve",
-	.usage = "serve [--workers N] [--exit-when-idle]",
+	.usage = "serve [--workers N] [--listen HOST:PORT|off] [--exit-when-idle]",
 	.summary = "drain the task queue with parallel workers",
 	.needs = CLI_NEEDS_STORE,
 	.exec = serve_exec,

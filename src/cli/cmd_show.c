@@ -163,7 +163,7 @@ show_exec(struct cli *c, int argc, char **argv)
 	if (store_event_list(c->store, r.id, 0, NULL, add_event, &ctx, &e))
 		goto fail;
 	if (json) {
-		json_t *o = cli_run_json(&r);
+		json_t *o = engine_run_json(&r);
 		char *s;
 
 		json_object_set_new(o, "run_dir", json_string(dir));

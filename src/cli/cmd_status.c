@@ -28,7 +28,7 @@ print_run(const struct run *r, void *arg)
 	if (c->json) {
 		/* Streamed one run at a time, so memory stays flat however
 		 * many runs there are. */
-		json_t *o = cli_run_json(r);
+		json_t *o = engine_run_json(r);
 		char *s = json_dumps(o, JSON_INDENT(2));
 
 		printf("%s%s", c->rows++ ? ",\n" : "[\n", s);

@@ -115,74 +115,6 @@ json_list(const struct strvec *v)
 	return s;
 }
 
-/* The ids of the runs a task has had, from its events. */
-static int
-collect_run(const struct event *ev, void *arg)
-{
-	json_t *runs = arg, *d;
-
-	if (strcmp(ev->type, "task_run") || !ev->data)
-		return 0;
-	d = json_loads(ev->data, 0, NULL);
-	if (d && json_is_string(json_object_get(d, "run")))
-		json_array_append(runs, json_object_get(d, "run"));
-	json_decref(d);
-	return 0;
-}
-
-static json_t *
-json_or_null(const char *text)
-{
-	json_t *v = text ? json_loads(text, 0, NULL) : NULL;
-
-	return v ? v : json_null();
-}
-
-static json_t *
-task_json(struct cli *c, const struct task *t)
-{
-	struct err ignored = ERR_INIT;
-	json_t *o = json_object(), *deps = json_array(), *runs = json_array();
-	size_t i;
-
-	for (i = 0; i < t->nr_deps; i++)
-		json_array_append_new(deps, json_integer(t->deps[i]));
-	store_task_events(c->store, t->id, 0, collect_run, runs, &ignored);
-	json_object_set_new(o, "id", json_integer(t->id));
-	json_object_set_new(o, "title", json_string(t->title));
-	json_object_set_new(o, "status", json_string(t->status));
-	json_object_set_new(o, "block_reason",
-			    t->block_reason ? json_string(t->block_reason) :
-					      json_null());
-	json_object_set_new(o, "reason",
-			    t->reason ? json_string(t->reason) : json_null());
-	json_object_set_new(o, "priority", json_integer(t->priority));
-	json_object_set_new(o, "area",
-			    t->area ? json_string(t->area) : json_null());
-	json_object_set_new(o, "depends_on", deps);
-	json_object_set_new(o, "allowed_paths", json_or_null(t->allowed_paths));
-	json_object_set_new(o, "verify", json_or_null(t->verify));
-	json_object_set_new(o, "origin", json_string(t->origin));
-	json_object_set_new(o, "parent",
-			    t->parent_id ? json_integer(t->parent_id) :
-					   json_null());
-	json_object_set_new(o, "depth", json_integer(t->depth));
-	json_object_set_new(o, "attempts", json_integer(t->attempts));
-	json_object_set_new(o, "max_attempts", json_integer(t->max_attempts));
-	json_object_set_new(o, "run",
-			    t->run_id ? json_string(t->run_id) : json_null());
-	json_object_set_new(o, "runs", runs);
-	json_object_set_new(o, "lease_holder",
-			    t->lease_holder ? json_string(t->lease_holder) :
-					      json_null());
-	json_object_set_new(o, "judgement_version",
-			    json_integer(t->judgement_version));
-	json_object_set_new(o, "created_at", json_integer(t->created_at));
-	json_object_set_new(o, "updated_at", json_integer(t->updated_at));
-	json_object_set_new(o, "ended_at", json_integer(t->ended_at));
-	return o;
-}
-
 static int
 print_json(json_t *o)
 {
@@ -250,7 +182,7 @@ task_add(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	if (json)
-		print_json(task_json(c, &t));
+		print_json(sched_task_json(c->store, &t, 1));
 	else
 		printf("t%lld  queued: %s\n", (long long)t.id, t.title);
 	rc = EXIT_OK;
@@ -274,7 +206,7 @@ print_task(const struct task *t, void *arg)
 	size_t i, at = 0;
 
 	if (l->json) {
-		json_t *o = task_json(l->c, t);
+		json_t *o = sched_task_json(l->c->store, t, 1);
 		char *s = json_dumps(o, JSON_INDENT(2));
 
 		printf("%s%s", l->rows++ ? ",\n" : "[\n", s);
@@ -375,7 +307,7 @@ task_show(struct cli *c, int argc, char **argv)
 	if (load(c, argv[1], &t))
 		return EXIT_FAIL;
 	if (json) {
-		print_json(task_json(c, &t));
+		print_json(sched_task_json(c->store, &t, 1));
 	} else {
 		print_task(&t, &l);
 		if (t.body)
@@ -396,48 +328,26 @@ task_cancel(struct cli *c, int argc, char **argv)
 {
 	struct sched_ctx x = ctx_of(c);
 	struct err e = ERR_INIT;
-	struct task t = { 0 };
-	struct run r = { 0 };
+	struct task t = { 0 }, after = { 0 };
 	int rc = EXIT_FAIL;
 
 	if (argc != 2)
 		return cli_usage(&cmd_task);
 	if (load(c, argv[1], &t))
 		return EXIT_FAIL;
-	if (!strcmp(t.status, TASK_DONE) || !strcmp(t.status, TASK_FAILED) ||
-	    !strcmp(t.status, TASK_CANCELLED)) {
-		cli_error("t%lld is %s already", (long long)t.id, t.status);
+	if (sched_task_cancel(&x, &c->en, t.id, &after, &e)) {
+		cli_error("%s", e.msg);
 		goto out;
 	}
-	if (!strcmp(t.status, TASK_RUNNING) && t.run_id) {
-		if (engine_abort(&c->en, t.run_id, &r, &e)) {
-			cli_error("%s", e.msg);
-			goto out;
-		}
+	if (!strcmp(after.status, TASK_CANCELLED))
+		printf("t%lld  cancelled\n", (long long)t.id);
+	else
 		printf("t%lld  its run %s was aborted; the task ends "
 		       "cancelled\n",
 		       (long long)t.id, t.run_id);
-		rc = EXIT_OK;
-		goto out;
-	}
-	run_set(&t.status, TASK_CANCELLED);
-	run_set(&t.block_reason, NULL);
-	run_set(&t.reason, "cancelled on request");
-	t.ended_at = time_now_ms();
-	if (t.run_id && !store_run_get(c->store, t.run_id, &r, &e) &&
-	    !status_is_terminal(r.status) &&
-	    engine_abort(&c->en, t.run_id, &r, &e)) {
-		cli_error("%s", e.msg);
-		goto out;
-	}
-	if (sched_task_write(&x, &t, "task_cancelled", NULL, &e)) {
-		cli_error("%s", e.msg);
-		goto out;
-	}
-	printf("t%lld  cancelled\n", (long long)t.id);
 	rc = EXIT_OK;
 out:
-	run_release(&r);
+	task_release(&after);
 	task_release(&t);
 	return rc;
 }
@@ -455,21 +365,7 @@ task_retry(struct cli *c, int argc, char **argv)
 		return cli_usage(&cmd_task);
 	if (load(c, argv[1], &t))
 		return EXIT_FAIL;
-	if (!strcmp(t.status, TASK_RUNNING) || !strcmp(t.status, TASK_QUEUED) ||
-	    !strcmp(t.status, TASK_DONE)) {
-		cli_error("t%lld is %s: only a failed, cancelled or blocked "
-			  "task can be retried",
-			  (long long)t.id, t.status);
-		goto out;
-	}
-	run_set(&t.status, TASK_QUEUED);
-	run_set(&t.block_reason, NULL);
-	run_set(&t.reason, "retried on request");
-	t.attempts = 0;
-	t.failure_count = 0;
-	t.not_before = 0;
-	t.ended_at = 0;
-	if (sched_task_write(&x, &t, "task_retried", NULL, &e)) {
+	if (sched_task_retry(&x, t.id, NULL, &e)) {
 		cli_error("%s", e.msg);
 		goto out;
 	}

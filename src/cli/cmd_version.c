@@ -4,10 +4,7 @@
 #include "util/compat.h"
 
 #include "cli/cli.h"
-
-#ifndef BATON_VERSION
-#define BATON_VERSION "0.1.0"
-#endif
+#include "util/version.h"
 
 static int
 version_exec(struct cli *c, int argc, char **argv)

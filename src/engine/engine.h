@@ -171,4 +171,8 @@ int engine_mirror_events(struct engine *en, const char *run_id,
  */
 char *engine_event_line(const struct event *ev);
 
+/* The run record as a JSON object (runjson.c); the caller decrefs. */
+struct json_t;
+struct json_t *engine_run_json(const struct run *r);
+
 #endif

@@ -21,6 +21,7 @@
 #define BATON_SCHED_SCHED_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 struct agent_result;
 struct config;
@@ -66,6 +67,30 @@ int sched_task_write(struct sched_ctx *x, struct task *t, const char *type,
 
 /* "t7" / "7" -> 7; 0 when ref is not a task reference. */
 int64_t sched_task_ref(const char *ref);
+
+/*
+ * The task as JSON (docs/api.md); with_runs adds "runs", the id of every
+ * run it had (read from its events). The caller decrefs.
+ */
+struct json_t;
+struct json_t *sched_task_json(struct store *s, const struct task *t,
+			       int with_runs);
+
+/*
+ * Cancels task id: a queued or blocked one at once (its waiting run
+ * aborted); a running one has its run aborted and its worker settles it
+ * cancelled. BATON_EBADSTATE when it has ended already. *out (may be
+ * NULL) gets the task as it is afterwards.
+ */
+struct engine;
+int sched_task_cancel(struct sched_ctx *x, struct engine *en, int64_t id,
+		      struct task *out, struct err *e);
+/*
+ * Puts a failed, cancelled or blocked task back in the queue afresh
+ * (attempts reset). BATON_EBADSTATE for a queued, running or done one.
+ */
+int sched_task_retry(struct sched_ctx *x, int64_t id, struct task *out,
+		     struct err *e);
 
 /* ---- call.c ------------------------------------------------------------ */
 
@@ -148,10 +173,22 @@ int sched_sweep(struct sched_ctx *x, int64_t since_ms, int64_t *next_ms,
 
 /* ---- serve.c ----------------------------------------------------------- */
 
+/*
+ * A process serve keeps beside its workers (the HTTP server): started
+ * before them, started again when it dies, sent SIGTERM when serve ends.
+ * start forks it and returns once it is ready (or why it cannot be).
+ */
+struct serve_companion {
+	const char *name;
+	int (*start)(void *arg, pid_t *pid, struct err *e);
+	void *arg;
+};
+
 struct serve_opts {
 	int workers;	     /* worker processes */
 	int exit_when_idle;  /* stop once nothing is left to do */
 	const char *store;   /* the spec workers open */
+	const struct serve_companion *companion; /* NULL: none */
 };
 
 /*

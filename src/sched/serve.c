@@ -69,6 +69,8 @@ struct sup {
 	int draining, stopping;
 	int recheck;	/* a worker went idle: is everything done? */
 	int64_t next_sweep, last_sweep;
+	pid_t companion;	/* its pid; 0 when not running */
+	int64_t companion_died;	/* when it died unasked; 0: alive or never */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -291,6 +293,13 @@ reap(struct sup *sp)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == sp->companion) {
+			log_warn("the %s (pid %ld) died; starting it again",
+				 sp->o->companion->name, (long)pid);
+			sp->companion = 0;
+			sp->companion_died = time_mono_ms();
+			continue;
+		}
 		for (i = 0; i < sp->nr; i++) {
 			struct kid *k = &sp->kids[i];
 
@@ -330,8 +339,19 @@ alive(const struct sup *sp)
 static void
 respawn(struct sup *sp)
 {
+	const struct serve_companion *c = sp->o->companion;
 	struct err e = ERR_INIT;
 	int i;
+
+	if (c && sp->companion_died &&
+	    time_mono_ms() - sp->companion_died >= RESPAWN_MS) {
+		sp->companion_died = 0;
+		if (c->start(c->arg, &sp->companion, &e)) {
+			log_error("%s: %s", c->name, e.msg);
+			sp->companion_died = time_mono_ms();
+			e = (struct err)ERR_INIT;
+		}
+	}
 
 	for (i = 0; i < sp->nr && !sp->draining; i++) {
 		struct kid *k = &sp->kids[i];
@@ -512,6 +532,13 @@ sched_serve(struct sched_ctx *x, const struct serve_opts *o, struct err *e)
 	sp.kids = xcalloc((size_t)sp.nr, sizeof(*sp.kids));
 	for (i = 0; i < sp.nr; i++)
 		sp.kids[i].ctl = -1;
+	/* the companion first: it is forked before anything else exists,
+	 * and a port that is taken stops serve before any work starts */
+	if (o->companion) {
+		rc = o->companion->start(o->companion->arg, &sp.companion, e);
+		if (rc)
+			goto out;
+	}
 	/* the first sweep before any worker: a crashed serve's tasks are
 	 * back in the queue when the workers first look */
 	sp.next_sweep = sweep(&sp, &i64_unused);
@@ -524,9 +551,11 @@ sched_serve(struct sched_ctx *x, const struct serve_opts *o, struct err *e)
 	for (i = 0; i < sp.nr; i++)
 		if (sp.kids[i].pid > 0)
 			kill(sp.kids[i].pid, SIGTERM);
+out:
+	if (sp.companion > 0)
+		kill(sp.companion, SIGTERM);
 	while (waitpid(-1, NULL, 0) > 0)
 		;
-out:
 	set_handlers(SIG_DFL);
 	if (sp.fifo)
 		unlink(sp.fifo);

@@ -11,12 +11,16 @@
 #include <jansson.h>
 
 #include "core/config.h"
+#include "core/pipeline.h"
 #include "core/run.h"
+#include "engine/engine.h"
 #include "sched/sched.h"
 #include "sched/sched_int.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/json.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 int
@@ -133,5 +137,154 @@ sched_task_write(struct sched_ctx *x, struct task *t, const char *type,
 	rc = store_task_update(x->store, t, &ev, e);
 	if (!rc)
 		sched_wake(x->ws);
+	return rc;
+}
+
+/* The ids of the runs a task has had, from its events. */
+static int
+collect_run(const struct event *ev, void *arg)
+{
+	json_t *runs = arg, *d;
+
+	if (strcmp(ev->type, "task_run") || !ev->data)
+		return 0;
+	d = json_loads(ev->data, 0, NULL);
+	if (d && json_is_string(json_object_get(d, "run")))
+		json_array_append(runs, json_object_get(d, "run"));
+	json_decref(d);
+	return 0;
+}
+
+static json_t *
+json_or_null(const char *text)
+{
+	json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+
+	return v ? v : json_null();
+}
+
+json_t *
+sched_task_json(struct store *s, const struct task *t, int with_runs)
+{
+	struct err ignored = ERR_INIT;
+	json_t *o = json_object(), *deps = json_array();
+	size_t i;
+
+	for (i = 0; i < t->nr_deps; i++)
+		json_array_append_new(deps, json_integer(t->deps[i]));
+	if (with_runs) {
+		json_t *runs = json_array();
+
+		store_task_events(s, t->id, 0, collect_run, runs, &ignored);
+		}
+	json_object_set_new(o, "id", json_integer(t->id));
+	json_object_set_new(o, "title", json_lossy_str(t->title));
+	json_object_set_new(o, "body", t->body ? json_lossy_str(t->body) :
+						 json_null());
+	json_object_set_new(o, "pipeline",
+			    t->pipeline ? json_string(t->pipeline) :
+					  json_null());
+	json_object_set_new(o, "status", json_string(t->status));
+	json_object_set_new(o, "block_reason",
+			    t->block_reason ? json_string(t->block_reason) :
+					      json_null());
+	json_object_set_new(o, "reason",
+			    t->reason ? json_string(t->reason) : json_null());
+	json_object_set_new(o, "priority", json_integer(t->priority));
+	json_object_set_new(o, "area",
+			    t->area ? json_string(t->area) : json_null());
+	json_object_set_new(o, "depends_on", deps);
+	json_object_set_new(o, "allowed_paths", json_or_null(t->allowed_paths));
+	json_object_set_new(o, "verify", json_or_null(t->verify));
+	json_object_set_new(o, "origin", json_string(t->origin));
+	json_object_set_new(o, "parent",
+			    t->parent_id ? json_integer(t->parent_id) :
+					   json_null());
+	json_object_set_new(o, "depth", json_integer(t->depth));
+	json_object_set_new(o, "attempts", json_integer(t->attempts));
+	json_object_set_new(o, "max_attempts", json_integer(t->max_attempts));
+	json_object_set_new(o, "run",
+			    t->run_id ? json_string(t->run_id) : json_null());
+	json_object_set_new(o, "lease_holder",
+			    t->lease_holder ? json_string(t->lease_holder) :
+					      json_null());
+	json_object_set_new(o, "judgement_version",
+			    json_integer(t->judgement_version));
+	json_object_set_new(o, "created_at", json_integer(t->created_at));
+	json_object_set_new(o, "updated_at", json_integer(t->updated_at));
+	json_object_set_new(o, "ended_at", json_integer(t->ended_at));
+	return o;
+}
+
+int
+sched_task_cancel(struct sched_ctx *x, struct engine *en, int64_t id,
+		  struct task *out, struct err *e)
+{
+	struct task t = { 0 };
+	struct run r = { 0 };
+	int rc = store_task_get(x->store, id, &t, e);
+
+	if (rc)
+		goto out;
+	if (!strcmp(t.status, TASK_DONE) || !strcmp(t.status, TASK_FAILED) ||
+	    !strcmp(t.status, TASK_CANCELLED)) {
+		rc = err_set(e, BATON_EBADSTATE, "t%lld is %s already",
+			     (long long)t.id, t.status);
+		goto out;
+	}
+	if (!strcmp(t.status, TASK_RUNNING) && t.run_id) {
+		/* its worker settles it cancelled when the run ends */
+		rc = engine_abort(en, t.run_id, &r, e);
+		goto out;
+	}
+	run_set(&t.status, TASK_CANCELLED);
+	run_set(&t.block_reason, NULL);
+	run_set(&t.reason, "cancelled on request");
+	t.ended_at = time_now_ms();
+	if (t.run_id && !store_run_get(x->store, t.run_id, &r, e) &&
+	    !status_is_terminal(r.status)) {
+		rc = engine_abort(en, t.run_id, &r, e);
+		if (rc)
+			goto out;
+	}
+	*e = (struct err)ERR_INIT;
+	rc = sched_task_write(x, &t, "task_cancelled", NULL, e);
+out:
+	if (!rc && out)
+		task_copy(out, &t);
+	run_release(&r);
+	task_release(&t);
+	return rc;
+}
+
+int
+sched_task_retry(struct sched_ctx *x, int64_t id, struct task *out,
+		 struct err *e)
+{
+	struct task t = { 0 };
+	int rc = store_task_get(x->store, id, &t, e);
+
+	if (rc)
+		goto out;
+	if (!strcmp(t.status, TASK_RUNNING) || !strcmp(t.status, TASK_QUEUED) ||
+	    !strcmp(t.status, TASK_DONE)) {
+		rc = err_set(e, BATON_EBADSTATE,
+			     "t%lld is %s: only a failed, cancelled or blocked "
+			     "task can be retried",
+			     (long long)t.id, t.status);
+		goto out;
+	}
+	run_set(&t.status, TASK_QUEUED);
+	run_set(&t.block_reason, NULL);
+	run_set(&t.reason, "retried on request");
+	t.attempts = 0;
+	t.failure_count = 0;
+	t.not_before = 0;
+	t.ended_at = 0;
+	rc = sched_task_write(x, &t, "task_retried", NULL, e);
+out:
+	if (!rc && out)
+		task_copy(out, &t);
+	task_release(&t);
 	return rc;
 }

@@ -41,6 +41,8 @@ struct req {
 	const char *params[3];	/* the {id} parts of the route, in order */
 	struct store *store;	/* this request thread's own connection */
 	struct buf body;	/* the request body, read on demand */
+	int body_ready;		/* body holds it already (http_call) */
+	struct buf *capture;	/* http_call: the answer goes here */
 	int status;		/* what was sent, for the log and metrics */
 };
 
@@ -69,6 +71,9 @@ void http_error(struct req *rq, int status, const char *code,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* An err from a lower layer as the fitting status and code. */
 void http_fail(struct req *rq, const struct err *e);
+/* Sends one of the dashboard's files, with its security policy. */
+void http_page(struct req *rq, const char *type, const char *text,
+	       size_t len);
 /* Sends text with a content type. */
 void http_text(struct req *rq, int status, const char *type, const char *text,
 	       size_t len);
@@ -82,6 +87,15 @@ int http_body_json(struct req *rq, void **out);
 int http_query(const struct req *rq, const char *name, char *out, size_t len);
 /* The bearer token of a request (header, or access_token= for streams). */
 int http_authorized(const struct req *rq);
+/*
+ * Runs a route in-process, as if requested (the WebSocket's commands
+ * use the REST routes this way): returns the status, the answer's body
+ * in out.
+ */
+int http_call(struct server *srv, const char *method, const char *path,
+	      const char *body, size_t len, struct buf *out);
+/* This thread's store connection (opened on first use); NULL on failure. */
+struct store *http_thread_store(struct server *srv);
 
 /* ---- hub.c: the live event feed ---------------------------------------- */
 
@@ -129,6 +143,8 @@ void hub_metrics(struct hub *h, struct buf *out);
 /* SSE and WebSocket endpoints (stream.c). */
 void stream_sse(struct req *rq);
 void stream_ws_register(void *mg_ctx, struct server *srv);
+/* Live streams open now (SSE and WebSocket), for /metrics. */
+int stream_clients(void);
 
 /* ---- metrics.c ---------------------------------------------------------- */
 

@@ -1,13 +1,14 @@
 /*
- * The run record as JSON, the shape scripts rely on (docs/cli.md): the
- * same object in `status --json` (one per run) and `show --json`.
+ * The run record as JSON, the shape scripts rely on (docs/cli.md,
+ * docs/api.md): the same object in `status --json`, `show --json` and
+ * the HTTP API.
  */
 #include "util/compat.h"
 
 #include <jansson.h>
 
-#include "cli/cli.h"
 #include "core/run.h"
+#include "engine/engine.h"
 #include "util/json.h"
 #include "util/timeutil.h"
 
@@ -29,7 +30,7 @@ str(const char *s)
 }
 
 json_t *
-cli_run_json(const struct run *r)
+engine_run_json(const struct run *r)
 {
 	json_t *o = json_object();
 
@@ -65,5 +66,7 @@ cli_run_json(const struct run *r)
 	json_object_set_new(o, "active_ms", json_integer(r->active_ms));
 	json_object_set_new(o, "config_hash", str(r->config_hash));
 	json_object_set_new(o, "version", json_integer(r->version));
+	json_object_set_new(o, "task_id",
+			    r->task_id ? json_integer(r->task_id) : json_null());
 	return o;
 }

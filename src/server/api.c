@@ -1,0 +1,1079 @@
+/*
+ * The REST routes under /api/v1 (docs/api.md lists each with examples;
+ * t0024-api checks that the two agree). A handler parses the request,
+ * calls the same door the CLI calls (sched_task_add, engine_pause ...)
+ * and answers JSON; it holds no lifecycle logic of its own.
+ */
+#include "util/compat.h"
+
+#include <jansson.h>
+
+#include "core/cnode.h"
+#include "core/config.h"
+#include "core/pipeline.h"
+#include "core/run.h"
+#include "engine/engine.h"
+#include "sched/sched.h"
+#include "server/server_int.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/spawn.h"
+#include "util/timeutil.h"
+#include "util/version.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+#define LIST_DEFAULT 100
+#define LIST_MAX     1000
+#define EVENTS_DEFAULT 500
+#define EVENTS_MAX     5000
+#define DIFF_MAX       (8 << 20)
+
+static const char *const task_statuses[] = {
+	TASK_QUEUED, TASK_RUNNING, TASK_BLOCKED,
+	TASK_DONE,   TASK_FAILED,  TASK_CANCELLED,
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+/*
+ * Query parameter name as an integer in [min, max], def when absent.
+ * Sends 400 and returns -1 when it is not one.
+ */
+static int
+query_int(struct req *rq, const char *name, int64_t def, int64_t min,
+	  int64_t max, int64_t *out)
+{
+	char v[32], *end = NULL;
+	long long n;
+
+	*out = def;
+	if (!http_query(rq, name, v, sizeof(v)))
+		return 0;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (!*v || *end || errno || n < min || n > max) {
+		http_error(rq, 400, "bad_request",
+			   "%s must be a number from %lld to %lld, not '%s'",
+			   name, (long long)min, (long long)max, v);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static struct sched_ctx
+ctx_of(struct req *rq)
+{
+	struct sched_ctx x = { rq->store, rq->srv->ws, rq->srv->cfg, "http",
+			       rq->srv->store_spec };
+
+	return x;
+}
+
+static void
+engine_of(struct req *rq, struct engine *en)
+{
+	engine_init(en, rq->store, rq->srv->ws, rq->srv->cfg);
+}
+
+/* The task named by params[0]; sends 404 and returns -1 when none. */
+static int
+load_task(struct req *rq, struct task *t)
+{
+	struct err e = ERR_INIT;
+	int64_t id = sched_task_ref(rq->params[0]);
+
+	if (!id) {
+		http_error(rq, 404, "not_found",
+			   "'%s' is not a task id (t7 or 7)", rq->params[0]);
+		return -1;
+	}
+	if (store_task_get(rq->store, id, t, &e)) {
+		if (e.rc == BATON_ENOTFOUND)
+			http_error(rq, 404, "not_found", "no task t%lld",
+				   (long long)id);
+		else
+			http_fail(rq, &e);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+load_run(struct req *rq, struct run *r)
+{
+	struct err e = ERR_INIT;
+
+	if (store_run_get(rq->store, rq->params[0], r, &e)) {
+		if (e.rc == BATON_ENOTFOUND)
+			http_error(rq, 404, "not_found", "no run '%s'",
+				   rq->params[0]);
+		else
+			http_fail(rq, &e);
+		return -1;
+	}
+	return 0;
+}
+
+/* Collects events as JSON objects up to a limit. */
+struct event_page {
+	json_t *arr;
+	int64_t limit, last;
+	const char *type; /* NULL: any */
+};
+
+static int
+add_event(const struct event *ev, void *arg)
+{
+	struct event_page *pg = arg;
+	char *line;
+
+	if (pg->type && strcmp(ev->type, pg->type))
+		return 0;
+	line = engine_event_line(ev);
+	json_array_append_new(pg->arr, json_loads(line, 0, NULL));
+	free(line);
+	pg->last = ev->seq;
+	return (int64_t)json_array_size(pg->arr) >= pg->limit;
+}
+
+static void
+send_events(struct req *rq, struct event_page *pg, int rc,
+	    const struct err *e)
+{
+	if (rc) {
+		json_decref(pg->arr);
+		http_fail(rq, e);
+		return;
+	}
+	http_json(rq, 200,
+		  json_pack("{s:o, s:o}", "events", pg->arr, "next",
+			    (int64_t)json_array_size(pg->arr) >= pg->limit ?
+				    json_integer(pg->last) :
+				    json_null()));
+}
+
+/* ---- index and health ---------------------------------------------------- */
+
+static void
+api_index(struct req *rq)
+{
+	json_t *arr = json_array();
+	size_t i;
+
+	for (i = 0; i < api_nr_routes; i++)
+		json_array_append_new(arr,
+				      json_pack("{s:s, s:s, s:s}", "method",
+						api_routes[i].method, "path",
+						api_routes[i].pattern,
+						"summary",
+						api_routes[i].summary));
+	http_json(rq, 200, json_pack("{s:o}", "routes", arr));
+}
+
+static void
+api_health(struct req *rq)
+{
+	struct err e = ERR_INIT;
+	int schema = store_schema_version(rq->store, &e);
+
+	if (schema < 0) {
+		http_fail(rq, &e);
+		return;
+	}
+	http_json(rq, 200,
+		  json_pack("{s:s, s:s, s:s, s:i, s:I, s:I}", "status", "ok",
+			    "version", BATON_VERSION, "store",
+			    store_backend(rq->store), "schema", schema,
+			    "last_seq", (json_int_t)hub_last_seq(rq->srv->hub),
+			    "uptime_seconds",
+			    (json_int_t)((time_now_ms() - rq->srv->started_ms) /
+					 1000)));
+}
+
+/* ---- tasks --------------------------------------------------------------- */
+
+static int
+known_status(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(task_statuses); i++)
+		if (!strcmp(s, task_statuses[i]))
+			return 1;
+	return 0;
+}
+
+struct task_page {
+	struct store *s;
+	json_t *arr;
+	int64_t last;
+};
+
+static int
+add_task(const struct task *t, void *arg)
+{
+	struct task_page *pg = arg;
+
+	json_array_append_new(pg->arr, sched_task_json(pg->s, t, 0));
+	pg->last = t->id;
+	return 0;
+}
+
+static void
+tasks_list(struct req *rq)
+{
+	int64_t counts[ARRAY_SIZE(task_statuses)], limit, before;
+	struct store_task_filter f = { .newest_first = 1 };
+	struct task_page pg = { rq->store, NULL, 0 };
+	struct err e = ERR_INIT;
+	char status[32];
+	json_t *c;
+	size_t i;
+
+	if (query_int(rq, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit) ||
+	    query_int(rq, "before", 0, 0, INT64_MAX, &before))
+		return;
+	if (http_query(rq, "status", status, sizeof(status))) {
+		if (!known_status(status)) {
+			http_error(rq, 400, "bad_request",
+				   "unknown status '%s' (queued, running, "
+				   "blocked, done, failed, cancelled)",
+				   status);
+			return;
+		}
+		f.status = status;
+	}
+	f.limit = (int)limit;
+	f.before_id = before;
+	if (store_task_counts(rq->store, task_statuses, counts,
+			      ARRAY_SIZE(task_statuses), &e)) {
+		http_fail(rq, &e);
+		return;
+	}
+	pg.arr = json_array();
+	if (store_task_list(rq->store, &f, add_task, &pg, &e)) {
+		json_decref(pg.arr);
+		http_fail(rq, &e);
+		return;
+	}
+	c = json_object();
+	for (i = 0; i < ARRAY_SIZE(task_statuses); i++)
+		json_object_set_new(c, task_statuses[i],
+				    json_integer(counts[i]));
+	http_json(rq, 200,
+		  json_pack("{s:o, s:o, s:o}", "tasks", pg.arr, "counts", c,
+			    "next",
+			    (int64_t)json_array_size(pg.arr) == limit ?
+				    json_integer(pg.last) :
+				    json_null()));
+}
+
+/* A JSON list of strings as the JSON text a task keeps, or NULL. */
+static int
+string_list(struct req *rq, json_t *body, const char *key, char **out)
+{
+	json_t *v = json_object_get(body, key), *it;
+	size_t i;
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v))
+		goto bad;
+	json_array_foreach(v, i, it)
+		if (!json_is_string(it) || !*json_string_value(it))
+			goto bad;
+	if (json_array_size(v))
+		*out = json_dumps(v, JSON_COMPACT);
+	return 0;
+bad:
+	http_error(rq, 400, "bad_request",
+		   "'%s' must be a list of non-empty strings", key);
+	return -1;
+}
+
+/* Optional string field; sends 400 when it is there but not a string. */
+static int
+opt_string(struct req *rq, json_t *body, const char *key, char **out)
+{
+	json_t *v = json_object_get(body, key);
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v)) {
+		http_error(rq, 400, "bad_request", "'%s' must be a string",
+			   key);
+		return -1;
+	}
+	*out = xstrdup(json_string_value(v));
+	return 0;
+}
+
+static int
+opt_int(struct req *rq, json_t *body, const char *key, int min, int max,
+	int *out)
+{
+	json_t *v = json_object_get(body, key);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < min ||
+	    json_integer_value(v) > max) {
+		http_error(rq, 400, "bad_request",
+			   "'%s' must be an integer from %d to %d", key, min,
+			   max);
+		return -1;
+	}
+	*out = (int)json_integer_value(v);
+	return 0;
+}
+
+/* "after": ids (7 or "t7") the task waits for. */
+static int
+read_deps(struct req *rq, json_t *body, struct task *t)
+{
+	json_t *v = json_object_get(body, "after"), *it;
+	size_t i;
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v))
+		goto bad;
+	t->deps = xcalloc(json_array_size(v) + 1, sizeof(*t->deps));
+	json_array_foreach(v, i, it) {
+		int64_t id = json_is_integer(it) ? json_integer_value(it) :
+			     json_is_string(it) ?
+						 sched_task_ref(json_string_value(it)) :
+						 0;
+
+		if (id <= 0)
+			goto bad;
+		t->deps[t->nr_deps++] = id;
+	}
+	return 0;
+bad:
+	http_error(rq, 400, "bad_request",
+		   "'after' must be a list of task ids (7 or \"t7\")");
+	return -1;
+}
+
+static void
+tasks_create(struct req *rq)
+{
+	struct sched_ctx x = ctx_of(rq);
+	struct task t = { 0 };
+	struct err e = ERR_INIT;
+	json_t *body = NULL;
+
+	if (http_body_json(rq, (void **)&body))
+		return;
+	if (opt_string(rq, body, "title", &t.title) ||
+	    opt_string(rq, body, "body", &t.body) ||
+	    opt_string(rq, body, "area", &t.area) ||
+	    opt_string(rq, body, "pipeline", &t.pipeline) ||
+	    opt_int(rq, body, "priority", -1000, 1000, &t.priority) ||
+	    opt_int(rq, body, "max_attempts", 1, 100, &t.max_attempts) ||
+	    string_list(rq, body, "allow", &t.allowed_paths) ||
+	    string_list(rq, body, "verify", &t.verify) ||
+	    read_deps(rq, body, &t))
+		goto out;
+	if (!t.title || !*t.title) {
+		http_error(rq, 400, "bad_request",
+			   "a task needs a \"title\" (a non-empty string)");
+		goto out;
+	}
+	if (t.pipeline) {
+		struct engine en;
+		struct pipeline *p = NULL;
+
+		engine_of(rq, &en);
+		if (engine_pipeline(&en, t.pipeline, &p, &e)) {
+			engine_release(&en);
+			http_error(rq, 400, "bad_request", "%s", e.msg);
+			goto out;
+		}
+		pipeline_free(p);
+		engine_release(&en);
+	}
+	if (sched_task_add(&x, &t, &e)) {
+		if (e.rc == BATON_ENOTFOUND)
+			e.rc = BATON_EINVAL; /* a dependency named in the body */
+		http_fail(rq, &e);
+		goto out;
+	}
+	http_json(rq, 201, sched_task_json(rq->store, &t, 0));
+out:
+	json_decref(body);
+	task_release(&t);
+}
+
+static void
+task_show(struct req *rq)
+{
+	struct task t = { 0 };
+
+	if (load_task(rq, &t))
+		return;
+	http_json(rq, 200, sched_task_json(rq->store, &t, 1));
+	task_release(&t);
+}
+
+/* cancel and retry: the same door as `baton task cancel | retry`. */
+static void
+task_act(struct req *rq, int cancel)
+{
+	struct sched_ctx x = ctx_of(rq);
+	struct task t = { 0 }, after = { 0 };
+	struct err e = ERR_INIT;
+	struct engine en;
+	int rc;
+
+	if (load_task(rq, &t))
+		return;
+	engine_of(rq, &en);
+	rc = cancel ? sched_task_cancel(&x, &en, t.id, &after, &e) :
+		      sched_task_retry(&x, t.id, &after, &e);
+	engine_release(&en);
+	if (rc)
+		http_fail(rq, &e);
+	else
+		http_json(rq, 200, sched_task_json(rq->store, &after, 0));
+	task_release(&after);
+	task_release(&t);
+}
+
+static void
+task_cancel(struct req *rq)
+{
+	task_act(rq, 1);
+}
+
+static void
+task_retry(struct req *rq)
+{
+	task_act(rq, 0);
+}
+
+static void
+task_events(struct req *rq)
+{
+	struct event_page pg = { NULL, 0, 0, NULL };
+	struct err e = ERR_INIT;
+	struct task t = { 0 };
+	int64_t after;
+	int rc;
+
+	if (load_task(rq, &t))
+		return;
+	if (query_int(rq, "after", 0, 0, INT64_MAX, &after) ||
+	    query_int(rq, "limit", EVENTS_DEFAULT, 1, EVENTS_MAX, &pg.limit))
+		goto out;
+	pg.arr = json_array();
+	rc = store_task_events(rq->store, t.id, after, add_event, &pg, &e);
+	send_events(rq, &pg, rc, &e);
+out:
+	task_release(&t);
+}
+
+/* ---- runs ---------------------------------------------------------------- */
+
+static int
+add_run(const struct run *r, void *arg)
+{
+	json_array_append_new(arg, engine_run_json(r));
+	return 0;
+}
+
+static void
+runs_list(struct req *rq)
+{
+	struct store_run_filter f = { NULL, 0 };
+	struct err e = ERR_INIT;
+	char status[64];
+	int64_t limit;
+	json_t *arr;
+
+	if (query_int(rq, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit))
+		return;
+	if (http_query(rq, "status", status, sizeof(status)))
+		f.status = status;
+	f.limit = (int)limit;
+	arr = json_array();
+	if (store_run_list(rq->store, &f, add_run, arr, &e)) {
+		json_decref(arr);
+		http_fail(rq, &e);
+		return;
+	}
+	http_json(rq, 200, json_pack("{s:o}", "runs", arr));
+}
+
+static void
+run_show(struct req *rq)
+{
+	struct run r = { 0 };
+
+	if (load_run(rq, &r))
+		return;
+	http_json(rq, 200, engine_run_json(&r));
+	run_release(&r);
+}
+
+static void
+run_events_typed(struct req *rq, const char *type, const char *key)
+{
+	struct event_page pg = { NULL, 0, 0, type };
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	int64_t after;
+	int rc;
+
+	if (load_run(rq, &r))
+		return;
+	if (query_int(rq, "after", 0, 0, INT64_MAX, &after) ||
+	    query_int(rq, "limit", EVENTS_DEFAULT, 1, EVENTS_MAX, &pg.limit))
+		goto out;
+	pg.arr = json_array();
+	rc = store_event_list(rq->store, r.id, after, type, add_event, &pg,
+			      &e);
+	if (!key || rc) {
+		send_events(rq, &pg, rc, &e);
+	} else {
+		/* reports: their data, oldest first */
+		json_t *list = json_array(), *ev;
+		size_t i;
+
+		json_array_foreach(pg.arr, i, ev)
+			json_array_append(list, json_object_get(ev, "data"));
+		json_decref(pg.arr);
+		http_json(rq, 200, json_pack("{s:o}", key, list));
+	}
+out:
+	run_release(&r);
+}
+
+static void
+run_events(struct req *rq)
+{
+	run_events_typed(rq, NULL, NULL);
+}
+
+static void
+run_reports(struct req *rq)
+{
+	run_events_typed(rq, "report", "reports");
+}
+
+struct artifacts {
+	json_t *arr;
+	const char *name; /* one artifact: the newest or this version */
+	int64_t version;
+	struct store_output found;
+	int have;
+};
+
+static int
+add_artifact(const struct store_output *o, void *arg)
+{
+	struct artifacts *a = arg;
+
+	if (a->name) {
+		if (strcmp(o->artifact, a->name) ||
+		    (a->version && o->version != a->version) ||
+		    (a->have && o->version < a->found.version))
+			return 0;
+		store_output_release(&a->found);
+		a->found.content = xstrdup(o->content ? o->content : "");
+		a->found.version = o->version;
+		a->have = 1;
+		return 0;
+	}
+	json_array_append_new(
+		a->arr,
+		json_pack("{s:s, s:s, s:i, s:o, s:I, s:I}", "stage", o->stage,
+			  "artifact", o->artifact, "version", o->version,
+			  "decision",
+			  o->decision ? json_string(o->decision) : json_null(),
+			  "created_at", (json_int_t)o->created_at, "size",
+			  (json_int_t)(o->content ? strlen(o->content) : 0)));
+	return 0;
+}
+
+static void
+run_artifacts(struct req *rq)
+{
+	struct artifacts a = { json_array(), NULL, 0, { 0 }, 0 };
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+
+	if (load_run(rq, &r)) {
+		json_decref(a.arr);
+		return;
+	}
+	if (store_output_list(rq->store, r.id, add_artifact, &a, &e)) {
+		json_decref(a.arr);
+		http_fail(rq, &e);
+	} else {
+		http_json(rq, 200, json_pack("{s:o}", "artifacts", a.arr));
+	}
+	run_release(&r);
+}
+
+static void
+run_artifact(struct req *rq)
+{
+	struct artifacts a = { NULL, rq->params[1], 0, { 0 }, 0 };
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	const char *dot;
+
+	if (query_int(rq, "version", 0, 1, INT32_MAX, &a.version) ||
+	    load_run(rq, &r))
+		return;
+	if (store_output_list(rq->store, r.id, add_artifact, &a, &e)) {
+		http_fail(rq, &e);
+	} else if (!a.have) {
+		http_error(rq, 404, "not_found",
+			   "run '%s' has no artifact '%s'%s", r.id, a.name,
+			   a.version ? " of that version" : "");
+	} else {
+		dot = strrchr(a.name, '.');
+		http_text(rq, 200,
+			  dot && !strcmp(dot, ".json") ?
+				  "application/json" :
+				  "text/plain; charset=utf-8",
+			  a.found.content, strlen(a.found.content));
+	}
+	store_output_release(&a.found);
+	run_release(&r);
+}
+
+/*
+ * The run's changes: from its worktree while it has one, else from its
+ * branch (a merged or cleaned run).
+ */
+static void
+run_diff(struct req *rq)
+{
+	struct err e = ERR_INIT;
+	struct buf out = BUF_INIT;
+	struct run r = { 0 };
+	int rc = BATON_ENOTFOUND;
+
+	if (load_run(rq, &r))
+		return;
+	if (!r.base_commit) {
+		http_text(rq, 200, "text/plain; charset=utf-8", "", 0);
+		goto out;
+	}
+	if (r.worktree && fs_is_dir(r.worktree))
+		rc = worktree_diff(rq->srv->ws, r.worktree, r.base_commit, 0,
+				   &out, &e);
+	if (rc && r.branch) {
+		char *range = xasprintf("%s..%s", r.base_commit, r.branch);
+		const char *argv[] = { "git", "diff", "--no-color", range,
+				       NULL };
+
+		buf_reset(&out);
+		e = (struct err)ERR_INIT;
+		rc = spawn_capture(argv, rq->srv->ws->repo, &out, DIFF_MAX,
+				   30000, &e);
+		free(range);
+	}
+	if (rc)
+		http_fail(rq, &e);
+	else
+		http_text(rq, 200, "text/plain; charset=utf-8",
+			  out.ptr ? out.ptr : "", out.len);
+out:
+	buf_release(&out);
+	run_release(&r);
+}
+
+enum run_act { ACT_PAUSE, ACT_RESUME, ACT_ABORT };
+
+static void
+run_act(struct req *rq, enum run_act act)
+{
+	struct engine en;
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	int drive = 0, rc;
+
+	engine_of(rq, &en);
+	switch (act) {
+	case ACT_PAUSE:
+		rc = engine_pause(&en, rq->params[0], &r, &e);
+		break;
+	case ACT_RESUME:
+		rc = engine_resume(&en, rq->params[0], &drive, &r, &e);
+		break;
+	default:
+		rc = engine_abort(&en, rq->params[0], &r, &e);
+		break;
+	}
+	engine_release(&en);
+	if (rc) {
+		http_fail(rq, &e);
+		return;
+	}
+	if (act == ACT_RESUME) {
+		json_t *o = engine_run_json(&r);
+
+		/* a task's run is taken up by a worker; a bare run waits
+		 * for `baton resume` in a terminal */
+		json_object_set_new(o, "driven",
+				    json_boolean(!drive || r.task_id));
+		sched_wake(rq->srv->ws);
+		http_json(rq, 200, o);
+	} else {
+		http_json(rq, 200, engine_run_json(&r));
+	}
+	run_release(&r);
+}
+
+static void
+run_pause(struct req *rq)
+{
+	run_act(rq, ACT_PAUSE);
+}
+
+static void
+run_resume(struct req *rq)
+{
+	run_act(rq, ACT_RESUME);
+}
+
+static void
+run_abort(struct req *rq)
+{
+	run_act(rq, ACT_ABORT);
+}
+
+static void
+run_steer(struct req *rq)
+{
+	struct engine en;
+	struct err e = ERR_INIT;
+	json_t *body = NULL;
+	char *text = NULL;
+	int rc;
+
+	if (http_body_json(rq, (void **)&body))
+		return;
+	if (opt_string(rq, body, "text", &text))
+		goto out;
+	if (!text || !*text) {
+		http_error(rq, 400, "bad_request",
+			   "steer needs a \"text\" (a non-empty string)");
+		goto out;
+	}
+	engine_of(rq, &en);
+	rc = engine_steer(&en, rq->params[0], text, &e);
+	engine_release(&en);
+	if (rc)
+		http_fail(rq, &e);
+	else
+		http_json(rq, 202, json_pack("{s:b}", "ok", 1));
+out:
+	free(text);
+	json_decref(body);
+}
+
+/* ---- approvals ----------------------------------------------------------- */
+
+static int
+add_approval(const struct run *r, void *arg)
+{
+	char since[40];
+
+	time_fmt_iso(r->phase_started_at ? r->phase_started_at : r->updated_at,
+		     since, sizeof(since));
+	json_array_append_new(
+		arg, json_pack("{s:s, s:o, s:s?, s:s, s:o, s:s}", "run", r->id,
+			       "task_id",
+			       r->task_id ? json_integer(r->task_id) :
+					    json_null(),
+			       "gate", r->gate_status, "waiting_since", since,
+			       "title", json_lossy_str(r->task), "pipeline",
+			       r->pipeline));
+	return 0;
+}
+
+static void
+approvals_list(struct req *rq)
+{
+	struct store_run_filter f = { ST_WAITING, 0 };
+	struct err e = ERR_INIT;
+	json_t *arr = json_array();
+
+	if (store_run_list(rq->store, &f, add_approval, arr, &e)) {
+		json_decref(arr);
+		http_fail(rq, &e);
+		return;
+	}
+	http_json(rq, 200, json_pack("{s:o}", "approvals", arr));
+}
+
+static void
+approval_decide(struct req *rq)
+{
+	static const struct {
+		const char *name;
+		enum gate_decision d;
+	} decisions[] = {
+		{ "approve", GATE_APPROVE },
+		{ "reject", GATE_REJECT },
+		{ "request-changes", GATE_CHANGES },
+		{ "request_changes", GATE_CHANGES },
+	};
+	struct engine en;
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	json_t *body = NULL;
+	char *decision = NULL, *guidance = NULL;
+	size_t i;
+	int rc;
+
+	if (http_body_json(rq, (void **)&body))
+		return;
+	if (opt_string(rq, body, "decision", &decision) ||
+	    opt_string(rq, body, "guidance", &guidance))
+		goto out;
+	for (i = 0; decision && i < ARRAY_SIZE(decisions); i++)
+		if (!strcmp(decision, decisions[i].name))
+			break;
+	if (!decision || i == ARRAY_SIZE(decisions)) {
+		http_error(rq, 400, "bad_request",
+			   "\"decision\" must be approve, reject or "
+			   "request-changes");
+		goto out;
+	}
+	engine_of(rq, &en);
+	rc = engine_decide(&en, rq->params[0], decisions[i].d, guidance, &r,
+			   &e);
+	engine_release(&en);
+	if (rc) {
+		http_fail(rq, &e);
+		goto out;
+	}
+	sched_wake(rq->srv->ws);
+	http_json(rq, 200, engine_run_json(&r));
+	run_release(&r);
+out:
+	free(decision);
+	free(guidance);
+	json_decref(body);
+}
+
+/* ---- pipelines, workers, merges ------------------------------------------ */
+
+static json_t *
+pipeline_json(const struct pipeline *p, int full)
+{
+	json_t *stages = json_array(), *o;
+	size_t i;
+
+	for (i = 0; i < p->nr_stages; i++) {
+		const struct stage *s = &p->stages[i];
+
+		json_array_append_new(
+			stages,
+			json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "name",
+				  s->name, "kind", stage_kind_name(s->kind),
+				  "status", s->status, "done", s->done, "role",
+				  s->role));
+	}
+	o = json_pack("{s:s, s:o, s:b, s:s, s:o}", "name", p->name,
+		      "description",
+		      p->description ? json_string(p->description) :
+				       json_null(),
+		      "builtin", p->builtin, "terminal", p->terminal, "stages",
+		      stages);
+	if (full) {
+		json_t *edges = json_array();
+
+		for (i = 0; i < p->nr_edges; i++)
+			json_array_append_new(
+				edges,
+				json_pack("{s:s, s:s, s:s}", "from",
+					  p->edges[i].from, "to",
+					  p->edges[i].to, "why",
+					  edge_why_name(p->edges[i].why)));
+		json_object_set_new(o, "transitions", edges);
+	}
+	return o;
+}
+
+static void
+pipelines_list(struct req *rq)
+{
+	const struct cnode *user = rq->srv->cfg->pipelines;
+	const char **builtin = pipeline_builtin_names();
+	json_t *arr = json_array();
+	struct strvec names = STRVEC_INIT;
+	struct err e = ERR_INIT;
+	struct engine en;
+	size_t i;
+
+	for (i = 0; user && i < user->nr; i++)
+		strvec_push(&names, user->kids[i]->key);
+	for (i = 0; builtin[i]; i++)
+		if (!user || !cnode_get(user, builtin[i]))
+			strvec_push(&names, builtin[i]);
+	engine_of(rq, &en);
+	for (i = 0; i < names.nr; i++) {
+		struct pipeline *p = NULL;
+
+		if (engine_pipeline(&en, names.v[i], &p, &e)) {
+			json_array_append_new(
+				arr, json_pack("{s:s, s:s}", "name", names.v[i],
+					       "error", e.msg));
+			e = (struct err)ERR_INIT;
+			continue;
+		}
+		json_array_append_new(arr, pipeline_json(p, 0));
+		pipeline_free(p);
+	}
+	engine_release(&en);
+	strvec_clear(&names);
+	http_json(rq, 200, json_pack("{s:o}", "pipelines", arr));
+}
+
+static void
+pipeline_show(struct req *rq)
+{
+	struct pipeline *p = NULL;
+	struct err e = ERR_INIT;
+	struct engine en;
+	int rc;
+
+	engine_of(rq, &en);
+	rc = engine_pipeline(&en, rq->params[0], &p, &e);
+	engine_release(&en);
+	if (rc) {
+		http_fail(rq, &e);
+		return;
+	}
+	http_json(rq, 200, pipeline_json(p, 1));
+	pipeline_free(p);
+}
+
+static json_t *
+iso_or_null(int64_t ms)
+{
+	char ts[40];
+
+	if (!ms)
+		return json_null();
+	time_fmt_iso(ms, ts, sizeof(ts));
+	return json_string(ts);
+}
+
+static int
+add_worker(const struct worker_rec *w, void *arg)
+{
+	json_array_append_new(
+		arg, json_pack("{s:s, s:s?, s:I, s:o, s:o, s:o, s:o}", "id",
+			       w->id, "host", w->host, "pid",
+			       (json_int_t)w->pid, "task",
+			       w->task_id ? json_integer(w->task_id) :
+					    json_null(),
+			       "started_at", iso_or_null(w->started_at),
+			       "heartbeat_at", iso_or_null(w->heartbeat_at),
+			       "stopped_at", iso_or_null(w->stopped_at)));
+	return 0;
+}
+
+static void
+workers_list(struct req *rq)
+{
+	struct err e = ERR_INIT;
+	json_t *arr = json_array();
+
+	if (store_worker_list(rq->store, add_worker, arr, &e)) {
+		json_decref(arr);
+		http_fail(rq, &e);
+		return;
+	}
+	http_json(rq, 200, json_pack("{s:o}", "workers", arr));
+}
+
+static int
+add_merge(const struct merge_item *m, void *arg)
+{
+	json_array_append_new(
+		arg,
+		json_pack("{s:I, s:s, s:s?, s:s?, s:o, s:s, s:i, s:s?, s:s?, "
+			  "s:o, s:o}",
+			  "id", (json_int_t)m->id, "run", m->run_id, "branch",
+			  m->branch, "base", m->base_ref, "task",
+			  m->task_id ? json_integer(m->task_id) : json_null(),
+			  "status", m->status, "attempts", m->attempts,
+			  "merged_commit", m->merged_commit, "reason",
+			  m->reason, "created_at", iso_or_null(m->created_at),
+			  "updated_at", iso_or_null(m->updated_at)));
+	return 0;
+}
+
+static void
+merges_list(struct req *rq)
+{
+	struct err e = ERR_INIT;
+	json_t *arr = json_array();
+
+	if (store_merge_list(rq->store, NULL, add_merge, arr, &e)) {
+		json_decref(arr);
+		http_fail(rq, &e);
+		return;
+	}
+	http_json(rq, 200, json_pack("{s:o}", "merges", arr));
+}
+
+/* A plain GET of the WebSocket's path: civetweb took every upgrade. */
+static void
+ws_plain(struct req *rq)
+{
+	http_error(rq, 400, "bad_request",
+		   "/api/v1/ws speaks WebSocket: send an Upgrade request");
+}
+
+const struct route api_routes[] = {
+	{ "GET", "/api/v1", api_index, "the route table" },
+	{ "GET", "/api/v1/health", api_health, "liveness, version, store" },
+	{ "GET", "/api/v1/tasks", tasks_list, "tasks, newest first" },
+	{ "POST", "/api/v1/tasks", tasks_create, "add a task" },
+	{ "GET", "/api/v1/tasks/{id}", task_show, "one task" },
+	{ "POST", "/api/v1/tasks/{id}/cancel", task_cancel, "cancel a task" },
+	{ "POST", "/api/v1/tasks/{id}/retry", task_retry, "queue it again" },
+	{ "GET", "/api/v1/tasks/{id}/events", task_events, "a task's events" },
+	{ "GET", "/api/v1/runs", runs_list, "runs, newest first" },
+	{ "GET", "/api/v1/runs/{id}", run_show, "one run" },
+	{ "GET", "/api/v1/runs/{id}/events", run_events, "a run's events" },
+	{ "GET", "/api/v1/runs/{id}/artifacts", run_artifacts,
+	  "a run's artifacts" },
+	{ "GET", "/api/v1/runs/{id}/artifacts/{name}", run_artifact,
+	  "one artifact's text" },
+	{ "GET", "/api/v1/runs/{id}/diff", run_diff, "a run's changes" },
+	{ "GET", "/api/v1/runs/{id}/reports", run_reports,
+	  "a run's periodic reports" },
+	{ "POST", "/api/v1/runs/{id}/pause", run_pause, "pause a run" },
+	{ "POST", "/api/v1/runs/{id}/resume", run_resume, "resume a run" },
+	{ "POST", "/api/v1/runs/{id}/abort", run_abort, "abort a run" },
+	{ "POST", "/api/v1/runs/{id}/steer", run_steer, "steer a run" },
+	{ "GET", "/api/v1/approvals", approvals_list, "runs at a gate" },
+	{ "POST", "/api/v1/approvals/{id}", approval_decide, "decide a gate" },
+	{ "GET", "/api/v1/pipelines", pipelines_list, "the pipelines" },
+	{ "GET", "/api/v1/pipelines/{name}", pipeline_show, "one pipeline" },
+	{ "GET", "/api/v1/workers", workers_list, "the workers" },
+	{ "GET", "/api/v1/merges", merges_list, "the merge queue" },
+	{ "GET", "/api/v1/events", stream_sse, "the live stream (SSE)" },
+	{ "GET", "/api/v1/ws", ws_plain, "the live stream (WebSocket)" },
+	{ "GET", "/metrics", metrics_page, "Prometheus metrics" },
+};
+
+const size_t api_nr_routes = ARRAY_SIZE(api_routes);

@@ -1,0 +1,635 @@
+/*
+ * The HTTP process: civetweb set up, one dispatcher for every request
+ * (token check, body limit, route match), the response helpers, and the
+ * process around it (server_spawn).
+ *
+ * civetweb answers each connection on one of its own threads; a handler
+ * runs there from start to end, and a live stream keeps its thread for as
+ * long as the client listens (server.threads bounds both). Each thread
+ * opens its own store connection on first use and closes it when the
+ * thread ends: SQLite connections are not shared between threads.
+ */
+#include "util/compat.h"
+
+#include <civetweb.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "server/server.h"
+#include "server/server_int.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+#undef LOG_MODULE
+#define LOG_MODULE "http"
+
+#define TOKEN_BYTES 32
+
+/* This thread's store connection, opened on its first request. */
+static __thread struct store *thread_store;
+
+/* ---- responses ----------------------------------------------------------- */
+
+/* Headers every answer carries: nothing cached, nothing sniffed. */
+#define COMMON_HEADERS                                                         \
+	"Cache-Control: no-store\r\n"                                          \
+	"X-Content-Type-Options: nosniff\r\n"                                  \
+	"Referrer-Policy: no-referrer\r\n"
+
+static void
+send_head(struct req *rq, int status, const char *type, size_t len,
+	  const char *extra)
+{
+	rq->status = status;
+	mg_printf(rq->conn,
+		  "HTTP/1.1 %d %s\r\n"
+		  "Content-Type: %s\r\n"
+		  "Content-Length: %zu\r\n" COMMON_HEADERS "%s\r\n",
+		  status, mg_get_response_code_text(rq->conn, status), type,
+		  len, extra ? extra : "");
+}
+
+void
+http_text(struct req *rq, int status, const char *type, const char *text,
+	  size_t len)
+{
+	if (rq->capture) {
+		rq->status = status;
+		buf_add(rq->capture, text, len);
+		return;
+	}
+	send_head(rq, status, type, len, NULL);
+	if (len && strcmp(rq->method, "HEAD"))
+		mg_write(rq->conn, text, len);
+}
+
+void
+http_page(struct req *rq, const char *type, const char *text, size_t len)
+{
+	send_head(rq, 200, type, len,
+		  "Content-Security-Policy: default-src 'none'; "
+		  "script-src 'self'; style-src 'self'; img-src 'self' data:; "
+		  "connect-src 'self'; base-uri 'none'; form-action 'self'; "
+		  "frame-ancestors 'none'\r\n");
+	if (len && strcmp(rq->method, "HEAD"))
+		mg_write(rq->conn, text, len);
+}
+
+void
+http_json(struct req *rq, int status, void *body)
+{
+	json_t *j = body;
+	char *text = json_dumps(j, JSON_COMPACT);
+
+	json_decref(j);
+	if (!text) {
+		http_error(rq, 500, "internal", "cannot encode the answer");
+		return;
+	}
+	http_text(rq, status, "application/json", text, strlen(text));
+	free(text);
+}
+
+void
+http_error(struct req *rq, int status, const char *code, const char *fmt, ...)
+{
+	char msg[1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	http_json(rq, status,
+		  json_pack("{s:{s:s, s:o}}", "error", "code", code, "message",
+			    json_lossy_str(msg)));
+}
+
+void
+http_fail(struct req *rq, const struct err *e)
+{
+	switch (e->rc) {
+	case BATON_ENOTFOUND:
+		http_error(rq, 404, "not_found", "%s", e->msg);
+		break;
+	case BATON_EBADSTATE:
+		http_error(rq, 409, "illegal_transition", "%s", e->msg);
+		break;
+	case BATON_ECONFLICT:
+	case BATON_EBUSY:
+	case BATON_EFENCED:
+		http_error(rq, 409, "conflict", "%s", e->msg);
+		break;
+	case BATON_EINVAL:
+	case BATON_EAMBIGUOUS:
+		http_error(rq, 400, "bad_request", "%s", e->msg);
+		break;
+	default:
+		http_error(rq, 500, "internal", "%s", e->msg);
+	}
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+int
+http_query(const struct req *rq, const char *name, char *out, size_t len)
+{
+	if (!rq->query || len == 0)
+		return 0;
+	return mg_get_var(rq->query, strlen(rq->query), name, out, len) >= 0;
+}
+
+/* Reads the whole body into rq->body; 413 and -1 past the limit. */
+static int
+read_body(struct req *rq)
+{
+	const struct mg_request_info *ri;
+	char chunk[8192];
+	int n;
+
+	if (rq->body_ready)
+		return 0;
+	ri = mg_get_request_info(rq->conn);
+	if (ri->content_length > (long long)rq->srv->max_body)
+		goto too_large;
+	while ((n = mg_read(rq->conn, chunk, sizeof(chunk))) > 0) {
+		if (rq->body.len + (size_t)n > rq->srv->max_body)
+			goto too_large;
+		buf_add(&rq->body, chunk, (size_t)n);
+	}
+	return 0;
+too_large:
+	http_error(rq, 413, "too_large",
+		   "the request body is over the limit of %zu bytes "
+		   "(server.max_body_kb)",
+		   rq->srv->max_body);
+	return -1;
+}
+
+int
+http_body_json(struct req *rq, void **out)
+{
+	json_error_t je;
+	json_t *j;
+
+	*out = NULL;
+	if (read_body(rq))
+		return -1;
+	j = json_loadb(rq->body.ptr ? rq->body.ptr : "", rq->body.len, 0, &je);
+	if (!j) {
+		http_error(rq, 400, "bad_request",
+			   "the body is not JSON: %s (line %d, column %d)",
+			   je.text, je.line, je.column);
+		return -1;
+	}
+	if (!json_is_object(j)) {
+		json_decref(j);
+		http_error(rq, 400, "bad_request",
+			   "the body must be a JSON object");
+		return -1;
+	}
+	*out = j;
+	return 0;
+}
+
+/*
+ * Compares in time that depends only on the expected token's length, so
+ * a wrong guess tells nothing about how much of it was right.
+ */
+static int
+token_equal(const char *given, const char *want)
+{
+	size_t lg = strlen(given), lw = strlen(want), i;
+	unsigned char diff = lg != lw;
+
+	for (i = 0; i < lw; i++)
+		diff |= (unsigned char)(want[i] ^ (i < lg ? given[i] : 0));
+	return diff == 0;
+}
+
+int
+http_authorized(const struct req *rq)
+{
+	const char *h = mg_get_header(rq->conn, "Authorization");
+	char q[TOKEN_BYTES * 2 + 8];
+
+	if (h && !strncasecmp(h, "Bearer ", 7))
+		return token_equal(h + 7, rq->srv->token);
+	if (http_query(rq, "access_token", q, sizeof(q)))
+		return token_equal(q, rq->srv->token);
+	return 0;
+}
+
+/* ---- routing ------------------------------------------------------------- */
+
+/*
+ * Matches path against a pattern whose {name} segments take any one
+ * segment, saving those into rq->params (pointing into segs, a copy of
+ * path cut at each '/').
+ */
+static int
+route_match(const char *pattern, char *segs, struct req *rq)
+{
+	const char *p = pattern;
+	char *s = segs;
+	int nparams = 0;
+
+	while (*p && *s) {
+		const char *pend = strchr(p + 1, '/');
+		char *send = strchr(s + 1, '/');
+		size_t plen = pend ? (size_t)(pend - p) : strlen(p);
+		size_t slen = send ? (size_t)(send - s) : strlen(s);
+
+		if (p[1] == '{') {
+			if (slen < 2 || nparams >= (int)ARRAY_SIZE(rq->params))
+				return 0;
+			rq->params[nparams++] = s + 1;
+		} else if (plen != slen || strncmp(p, s, plen)) {
+			return 0;
+		}
+		p += plen;
+		s += slen;
+	}
+	if (*p || *s)
+		return 0;
+	/* cut the segments only once the whole path matched */
+	for (s = segs + 1; *s; s++)
+		if (*s == '/')
+			*s = '\0';
+	return 1;
+}
+
+/*
+ * The route for rq; NULL when none, with *path_known set when the path
+ * exists under another method (405 rather than 404).
+ */
+static const struct route *
+find_route(struct req *rq, char *segs, int *path_known)
+{
+	size_t i, len = strlen(rq->path) + 1;
+
+	*path_known = 0;
+	for (i = 0; i < api_nr_routes; i++) {
+		const struct route *r = &api_routes[i];
+
+		memcpy(segs, rq->path, len); /* route_match cuts it */
+		if (!route_match(r->pattern, segs, rq))
+			continue;
+		*path_known = 1;
+		if (!strcmp(r->method, rq->method) ||
+		    (!strcmp(r->method, "GET") && !strcmp(rq->method, "HEAD")))
+			return r;
+	}
+	return NULL;
+}
+
+struct store *
+http_thread_store(struct server *srv)
+{
+	struct err e = ERR_INIT;
+
+	if (!thread_store && store_open(srv->store_spec, &thread_store, &e))
+		log_error("cannot open the store: %s", e.msg);
+	return thread_store;
+}
+
+int
+http_call(struct server *srv, const char *method, const char *path,
+	  const char *body, size_t len, struct buf *out)
+{
+	struct req rq = { .srv = srv, .method = method, .path = path,
+			  .body = BUF_INIT, .body_ready = 1, .capture = out };
+	const struct route *r;
+	char *segs = xstrdup(path);
+	int known;
+
+	buf_add(&rq.body, body ? body : "", len);
+	r = find_route(&rq, segs, &known);
+	rq.store = http_thread_store(srv);
+	if (!r)
+		http_error(&rq, 404, "not_found", "no route %s %s", method,
+			   path);
+	else if (!rq.store)
+		http_error(&rq, 500, "internal", "cannot open the store");
+	else
+		r->fn(&rq);
+	buf_release(&rq.body);
+	free(segs);
+	return rq.status;
+}
+
+static int
+is_api(const char *path)
+{
+	return !strncmp(path, "/api/", 5) || !strcmp(path, "/api") ||
+	       !strcmp(path, "/metrics");
+}
+
+static int
+dispatch(struct mg_connection *conn, void *arg)
+{
+	const struct mg_request_info *ri = mg_get_request_info(conn);
+	struct req rq = { .srv = arg, .conn = conn, .body = BUF_INIT };
+	const struct route *r;
+	char *path, *segs;
+	size_t len;
+	int known;
+
+	rq.method = ri->request_method;
+	path = xstrdup(ri->local_uri ? ri->local_uri : "/");
+	len = strlen(path);
+	if (len > 1 && path[len - 1] == '/')
+		path[len - 1] = '\0'; /* "/api/v1/runs/" is "/api/v1/runs" */
+	rq.path = path;
+	rq.query = ri->query_string;
+	segs = xmalloc(len + 1);
+	if (!is_api(rq.path)) {
+		if (!assets_serve(&rq))
+			http_error(&rq, 404, "not_found", "no page '%s'",
+				   rq.path);
+		goto out;
+	}
+	if (!http_authorized(&rq)) {
+		http_error(&rq, 401, "unauthorized",
+			   "a bearer token is required: Authorization: Bearer "
+			   "$(cat .baton/token)");
+		goto out;
+	}
+	r = find_route(&rq, segs, &known);
+	if (!r) {
+		if (known)
+			http_error(&rq, 405, "method_not_allowed",
+				   "%s is not allowed on %s", rq.method,
+				   rq.path);
+		else
+			http_error(&rq, 404, "not_found", "no route %s %s",
+				   rq.method, rq.path);
+		goto out;
+	}
+	rq.store = http_thread_store(rq.srv);
+	if (!rq.store) {
+		http_error(&rq, 500, "internal", "cannot open the store");
+		goto out;
+	}
+	r->fn(&rq);
+out:
+	metrics_count(rq.status);
+	buf_release(&rq.body);
+	free(segs);
+	free(path);
+	return rq.status ? rq.status : 200;
+}
+
+/* ---- the process --------------------------------------------------------- */
+
+static void
+exit_thread(const struct mg_context *ctx, int type, void *ptr)
+{
+	(void)ctx;
+	(void)type;
+	(void)ptr;
+	store_close(thread_store);
+	thread_store = NULL;
+}
+
+static int
+log_message(const struct mg_connection *conn, const char *msg)
+{
+	(void)conn;
+	log_warn("%s", msg);
+	return 1;
+}
+
+int
+server_token(const struct workspace *ws, char **out, struct err *e)
+{
+	char *path = xasprintf("%s/token", ws->dir);
+	unsigned char raw[TOKEN_BYTES];
+	char hex[TOKEN_BYTES * 2 + 2];
+	struct buf b = BUF_INIT;
+	size_t i;
+	int fd, rc = 0;
+
+	*out = NULL;
+	if (fs_read(path, &b, 4096, NULL) == 0) {
+		buf_rtrim(&b);
+		if (b.len >= 16) {
+			*out = buf_detach(&b, NULL);
+			goto out;
+		}
+		rc = err_set(e, BATON_EINVAL,
+			     "%s holds no token (at least 16 characters); "
+			     "remove it and a new one is made",
+			     path);
+		goto out;
+	}
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+		rc = err_set(e, -errno, "cannot draw random bytes: %s",
+			     strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		/* someone made it meanwhile: theirs is the token */
+		buf_release(&b);
+		free(path);
+		return server_token(ws, out, e);
+	}
+	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) ||
+	    write(fd, "\n", 1) != 1) {
+		rc = err_set(e, -errno, "cannot write '%s': %s", path,
+			     strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		goto out;
+	}
+	close(fd);
+	*out = xstrdup(hex);
+out:
+	buf_release(&b);
+	free(path);
+	return rc;
+}
+
+/* "HOST:PORT" -> what civetweb's listening_ports wants ("HOST:PORT"). */
+static int
+check_listen(const char *listen, struct err *e)
+{
+	const char *colon = strrchr(listen, ':');
+
+	if (!colon || colon == listen || !colon[1])
+		return err_set(e, BATON_EINVAL,
+			       "--listen wants HOST:PORT, such as "
+			       "127.0.0.1:7070, not '%s'",
+			       listen);
+	return 0;
+}
+
+/* Starts civetweb and the hub; fills url. */
+static int
+start(struct server *srv, const char *listen, struct mg_context **ctxp,
+      char *url, size_t url_len, struct err *e)
+{
+	struct mg_callbacks cb;
+	struct mg_server_port port;
+	struct mg_context *ctx;
+	char threads[16], host[256];
+	const char *options[] = {
+		"listening_ports", listen, "num_threads", threads,
+		"enable_keep_alive", "yes", "tcp_nodelay", "1",
+		"request_timeout_ms", "30000", NULL,
+	};
+	size_t hlen;
+	int rc;
+
+	rc = check_listen(listen, e);
+	if (rc)
+		return rc;
+	snprintf(threads, sizeof(threads), "%d", srv->cfg->server.threads);
+	memset(&cb, 0, sizeof(cb));
+	cb.exit_thread = exit_thread;
+	cb.log_message = log_message;
+	rc = hub_start(srv->store_spec, srv->notifier, &srv->hub, e);
+	if (rc)
+		return rc;
+	ctx = mg_start(&cb, srv, options);
+	if (!ctx)
+		return err_set(e, BATON_EINVAL,
+			       "cannot listen on %s (is the port taken? "
+			       "--listen HOST:PORT picks another, port 0 any "
+			       "free one)",
+			       listen);
+	mg_set_request_handler(ctx, "/", dispatch, srv);
+	stream_ws_register(ctx, srv);
+	if (mg_get_server_ports(ctx, 1, &port) < 1) {
+		mg_stop(ctx);
+		return err_set(e, BATON_EINVAL, "cannot tell the port of %s",
+			       listen);
+	}
+	hlen = (size_t)(strrchr(listen, ':') - listen);
+	if (hlen >= sizeof(host))
+		hlen = sizeof(host) - 1;
+	memcpy(host, listen, hlen);
+	host[hlen] = '\0';
+	if (!strcmp(host, "0.0.0.0") || !*host)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	snprintf(url, url_len, "http://%s:%d/", host, port.port);
+	*ctxp = ctx;
+	return 0;
+}
+
+/* The HTTP process: serves until SIGTERM or its parent's death. */
+static void __attribute__((noreturn))
+server_main(const struct server_opts *o, int ready_fd)
+{
+	struct server srv = { 0 };
+	struct mg_context *ctx = NULL;
+	struct err e = ERR_INIT;
+	char url[320], *url_file;
+	sigset_t stop;
+	int sig;
+
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	setpgid(0, 0); /* a terminal's Ctrl-C is the supervisor's to handle */
+	/* every thread civetweb makes inherits this mask: only sigwait
+	 * below takes the stop signals */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
+	srv.ws = o->ws;
+	srv.cfg = o->cfg;
+	srv.store_spec = o->store_spec;
+	srv.token = o->token;
+	srv.max_body = (size_t)o->cfg->server.max_body_kb * 1024;
+	srv.started_ms = time_now_ms();
+	mg_init_library(0);
+	srv.notifier = notify_start(o->cfg, o->ws, o->store_spec, &e);
+	if (!e.rc && start(&srv, o->listen, &ctx, url, sizeof(url), &e) == 0) {
+		url_file = xasprintf("%s/http.url", o->ws->dir);
+		fs_write_atomic(url_file, url, strlen(url), NULL);
+		dprintf(ready_fd, "OK %s\n", url);
+	} else {
+		dprintf(ready_fd, "ERR %s\n", e.msg);
+		_exit(1);
+	}
+	close(ready_fd);
+	while (sigwait(&stop, &sig) != 0)
+		;
+	mg_stop(ctx);
+	hub_stop(srv.hub);
+	notify_stop(srv.notifier);
+	unlink(url_file);
+	free(url_file);
+	_exit(0);
+}
+
+int
+server_spawn(const struct server_opts *o, pid_t *pid, char *url,
+	     size_t url_len, struct err *e)
+{
+	char line[1200];
+	struct buf got = BUF_INIT;
+	ssize_t n;
+	int fds[2], rc = 0;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return err_set(e, -errno, "cannot create a pipe: %s",
+			       strerror(errno));
+	fflush(NULL);
+	*pid = fork();
+	if (*pid < 0) {
+		rc = err_set(e, -errno, "cannot start the HTTP server: %s",
+			     strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return rc;
+	}
+	if (*pid == 0) {
+		/*
+		 * The supervisor's other descriptors stay open: among them
+		 * are its store's, and SQLite keeps per-process state about
+		 * open files that closing them under it would corrupt. The
+		 * process dies with the supervisor (PDEATHSIG) in any case.
+		 */
+		close(fds[0]);
+		server_main(o, fds[1]);
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], line, sizeof(line))) > 0 ||
+	       (n < 0 && errno == EINTR))
+		if (n > 0)
+			buf_add(&got, line, (size_t)n);
+	close(fds[0]);
+	if (got.len > 3 && !strncmp(got.ptr, "OK ", 3)) {
+		snprintf(url, url_len, "%.*s", (int)(got.len - 4), got.ptr + 3);
+	} else {
+		rc = err_set(e, BATON_EINVAL, "%.*s",
+			     got.len > 4 ? (int)(got.len - 5) : 40,
+			     got.len > 4 ? got.ptr + 4 :
+					   "the HTTP server died as it started");
+		waitpid(*pid, NULL, 0);
+		*pid = 0;
+	}
+	buf_release(&got);
+	return rc;
+}

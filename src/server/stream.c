@@ -1,0 +1,385 @@
+/*
+ * The live stream on its two transports (docs/api.md, "The live
+ * stream"): Server-Sent Events at /api/v1/events and a WebSocket at
+ * /api/v1/ws. Both read the hub from a cursor (the last seq the client
+ * has), so a client that reconnects with its cursor gets every event
+ * after it exactly once, then the live ones.
+ *
+ * An SSE client keeps its civetweb thread; a WebSocket client has a
+ * pusher thread of its own (civetweb's thread reads its frames), and its
+ * commands are run through the REST routes (http_call), so both doors
+ * check and do exactly the same.
+ */
+#include "util/compat.h"
+
+#include <civetweb.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/run.h"
+#include "server/server_int.h"
+#include "store/store.h"
+#include "util/err.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#undef LOG_MODULE
+#define LOG_MODULE "stream"
+
+#define BATCH 64
+/* A comment or ping this often keeps proxies and idle clients awake. */
+#define KEEPALIVE_MS 15000
+/* How often a WebSocket pusher checks that its client is still there. */
+#define WS_CHECK_MS 1000
+
+static atomic_int clients;
+
+int
+stream_clients(void)
+{
+	return atomic_load(&clients);
+}
+
+/* The filter and cursor of a stream, from its query (and headers). */
+struct cursor {
+	struct hub_filter f;
+	char run_id[256];
+	int64_t after;
+};
+
+/*
+ * Reads task=, run= and after= (or Last-Event-ID); fills *msg and returns
+ * -1 when one is bad. A run is named as anywhere else (7, r7, the id).
+ */
+static int
+read_cursor(struct server *srv, struct store *s, const char *query,
+	    const char *last_id, struct cursor *c, char *msg, size_t len)
+{
+	char v[256];
+	char *end;
+
+	memset(c, 0, sizeof(*c));
+	c->after = hub_last_seq(srv->hub);
+	if (query && mg_get_var(query, strlen(query), "task", v, sizeof(v)) >= 0) {
+		c->f.task_id = strtoll(v + (*v == 't'), &end, 10);
+		if (*end || c->f.task_id <= 0) {
+			snprintf(msg, len, "task must be a task id, not '%s'", v);
+			return -1;
+		}
+	}
+	if (query && mg_get_var(query, strlen(query), "run", v, sizeof(v)) >= 0) {
+		struct run r = { 0 };
+		struct err e = ERR_INIT;
+
+		if (!s || store_run_get(s, v, &r, &e)) {
+			snprintf(msg, len, "no run '%s'", v);
+			return -1;
+		}
+		snprintf(c->run_id, sizeof(c->run_id), "%s", r.id);
+		c->f.run_id = c->run_id;
+		run_release(&r);
+	}
+	if ((query && mg_get_var(query, strlen(query), "after", v, sizeof(v)) >= 0) ||
+	    (last_id && snprintf(v, sizeof(v), "%s", last_id) > 0)) {
+		c->after = strtoll(v, &end, 10);
+		if (*end || c->after < 0) {
+			snprintf(msg, len, "after must be an event seq, not '%s'",
+				 v);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- Server-Sent Events -------------------------------------------------- */
+
+void
+stream_sse(struct req *rq)
+{
+	struct hub_msg msgs[BATCH];
+	struct cursor c;
+	struct buf out = BUF_INIT;
+	char why[300];
+	int n, i, ok = 1;
+
+	if (read_cursor(rq->srv, rq->store, rq->query,
+			mg_get_header(rq->conn, "Last-Event-ID"), &c, why,
+			sizeof(why))) {
+		http_error(rq, strncmp(why, "no run", 6) ? 400 : 404,
+			   strncmp(why, "no run", 6) ? "bad_request" :
+						       "not_found",
+			   "%s", why);
+		return;
+	}
+	rq->status = 200;
+	mg_printf(rq->conn, "HTTP/1.1 200 OK\r\n"
+			    "Content-Type: text/event-stream\r\n"
+			    "Cache-Control: no-store\r\n"
+			    "X-Accel-Buffering: no\r\n"
+			    "Connection: close\r\n\r\n"
+			    "retry: 2000\n\n");
+	atomic_fetch_add(&clients, 1);
+	while (ok) {
+		n = hub_read(rq->srv->hub, rq->store, c.after, &c.f, msgs,
+			     BATCH, KEEPALIVE_MS);
+		if (n < 0)
+			break;
+		buf_reset(&out);
+		if (n == 0)
+			buf_adds(&out, ": ping\n\n");
+		for (i = 0; i < n; i++) {
+			buf_addf(&out, "id: %lld\nevent: %s\ndata: %s\n\n",
+				 (long long)msgs[i].seq, msgs[i].type,
+				 msgs[i].json);
+			c.after = msgs[i].seq;
+			hub_msg_release(&msgs[i]);
+		}
+		ok = mg_write(rq->conn, out.ptr, out.len) == (int)out.len;
+	}
+	atomic_fetch_sub(&clients, 1);
+	buf_release(&out);
+}
+
+/* ---- WebSocket ----------------------------------------------------------- */
+
+struct ws_client {
+	struct server *srv;
+	struct mg_connection *conn;
+	struct cursor c;
+	pthread_t pusher;
+	atomic_int stop;
+	int started;
+};
+
+static int
+ws_send(struct ws_client *w, const char *text, size_t len)
+{
+	return mg_websocket_write(w->conn, MG_WEBSOCKET_OPCODE_TEXT, text,
+				  len) > 0;
+}
+
+static void *
+ws_push(void *arg)
+{
+	struct ws_client *w = arg;
+	struct hub_msg msgs[BATCH];
+	struct store *s = NULL;
+	struct err e = ERR_INIT;
+	int64_t quiet = 0;
+	int n, i;
+
+	if (store_open(w->srv->store_spec, &s, &e))
+		log_error("cannot open the store: %s", e.msg);
+	while (!atomic_load(&w->stop)) {
+		n = hub_read(w->srv->hub, s, w->c.after, &w->c.f, msgs, BATCH,
+			     WS_CHECK_MS);
+		if (n < 0)
+			break;
+		if (n == 0 && (quiet += WS_CHECK_MS) >= KEEPALIVE_MS) {
+			quiet = 0;
+			if (mg_websocket_write(w->conn, MG_WEBSOCKET_OPCODE_PING,
+					       "", 0) < 0)
+				break;
+		}
+		for (i = 0; i < n; i++) {
+			if (!atomic_load(&w->stop) &&
+			    !ws_send(w, msgs[i].json, strlen(msgs[i].json)))
+				atomic_store(&w->stop, 1);
+			w->c.after = msgs[i].seq;
+			hub_msg_release(&msgs[i]);
+		}
+		if (n > 0)
+			quiet = 0;
+	}
+	store_close(s);
+	return NULL;
+}
+
+static int
+ws_connect(const struct mg_connection *cconn, void *arg)
+{
+	struct mg_connection *conn = (struct mg_connection *)cconn;
+	const struct mg_request_info *ri = mg_get_request_info(conn);
+	struct req rq = { .srv = arg, .conn = conn, .query = ri->query_string };
+	static const char body[] =
+		"{\"error\":{\"code\":\"unauthorized\",\"message\":"
+		"\"a token is required: ?access_token=TOKEN\"}}";
+
+	if (http_authorized(&rq))
+		return 0;
+	mg_printf(conn,
+		  "HTTP/1.1 401 Unauthorized\r\n"
+		  "Content-Type: application/json\r\n"
+		  "Content-Length: %zu\r\n"
+		  "Connection: close\r\n\r\n%s",
+		  sizeof(body) - 1, body);
+	metrics_count(401);
+	return 1;
+}
+
+static void
+ws_ready(struct mg_connection *conn, void *arg)
+{
+	const struct mg_request_info *ri = mg_get_request_info(conn);
+	struct ws_client *w = xcalloc(1, sizeof(*w));
+	char why[300];
+
+	w->srv = arg;
+	w->conn = conn;
+	mg_set_user_connection_data(conn, w);
+	if (read_cursor(w->srv, http_thread_store(w->srv), ri->query_string,
+			NULL, &w->c, why, sizeof(why))) {
+		json_t *j = json_pack("{s:s, s:{s:s, s:s}}", "type", "error",
+				      "error", "code", "bad_request", "message",
+				      why);
+		char *text = json_dumps(j, JSON_COMPACT);
+
+		ws_send(w, text, strlen(text));
+		free(text);
+		json_decref(j);
+		mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE,
+				   "", 0);
+		return;
+	}
+	atomic_fetch_add(&clients, 1);
+	w->started = !pthread_create(&w->pusher, NULL, ws_push, w);
+}
+
+/* The REST route a command stands for. */
+static int
+command_route(json_t *m, const char *type, char *path, size_t len,
+	      json_t **body)
+{
+	const char *run = json_string_value(json_object_get(m, "run"));
+	json_t *task = json_object_get(m, "task");
+	static const char *const run_verbs[] = { "pause", "resume", "abort",
+						 "steer" };
+	size_t i;
+
+	*body = NULL;
+	if (!strcmp(type, "task:submit")) {
+		snprintf(path, len, "/api/v1/tasks");
+		*body = json_incref(json_is_object(task) ? task : m);
+		return 0;
+	}
+	if (!strcmp(type, "task:stop")) {
+		if (json_is_integer(task))
+			snprintf(path, len, "/api/v1/tasks/%lld/cancel",
+				 (long long)json_integer_value(task));
+		else if (json_is_string(task))
+			snprintf(path, len, "/api/v1/tasks/%s/cancel",
+				 json_string_value(task));
+		else if (run)
+			snprintf(path, len, "/api/v1/runs/%s/abort", run);
+		else
+			return -1;
+		return 0;
+	}
+	if (!run || !*run || strchr(run, '/'))
+		return -1;
+	if (!strcmp(type, "approval:decide")) {
+		snprintf(path, len, "/api/v1/approvals/%s", run);
+		*body = json_incref(m);
+		return 0;
+	}
+	for (i = 0; i < ARRAY_SIZE(run_verbs); i++) {
+		if (strncmp(type, "run:", 4) || strcmp(type + 4, run_verbs[i]))
+			continue;
+		snprintf(path, len, "/api/v1/runs/%s/%s", run, run_verbs[i]);
+		*body = json_incref(m);
+		return 0;
+	}
+	return -1;
+}
+
+/* Runs one command and answers with an ack. */
+static void
+ws_command(struct ws_client *w, const char *data, size_t len)
+{
+	json_t *m = json_loadb(data, len, 0, NULL), *body = NULL, *ack, *res;
+	const char *type = json_string_value(json_object_get(m, "type"));
+	struct buf out = BUF_INIT;
+	char path[512], *text, *btext = NULL;
+	int status;
+
+	ack = json_pack("{s:s, s:O?}", "type", "ack", "id",
+			json_object_get(m, "id"));
+	if (!m || !type || command_route(m, type, path, sizeof(path), &body)) {
+		json_object_set_new(ack, "ok", json_false());
+		json_object_set_new(
+			ack, "error",
+			json_pack("{s:s, s:s}", "code", "bad_request", "message",
+				  "expected a JSON command: task:submit, "
+				  "task:stop, approval:decide, run:pause, "
+				  "run:resume, run:abort or run:steer (with "
+				  "run or task)"));
+		goto send;
+	}
+	btext = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	status = http_call(w->srv, "POST", path, btext,
+			   btext ? strlen(btext) : 0, &out);
+	res = json_loadb(out.ptr ? out.ptr : "", out.len, 0, NULL);
+	json_object_set_new(ack, "ok", json_boolean(status < 300));
+	json_object_set_new(ack, "status", json_integer(status));
+	if (status >= 300 && res && json_object_get(res, "error"))
+		json_object_set(ack, "error", json_object_get(res, "error"));
+	else if (res)
+		json_object_set(ack, "result", res);
+	json_decref(res);
+send:
+	text = json_dumps(ack, JSON_COMPACT);
+	ws_send(w, text, strlen(text));
+	free(text);
+	free(btext);
+	json_decref(ack);
+	json_decref(body);
+	json_decref(m);
+	buf_release(&out);
+}
+
+static int
+ws_data(struct mg_connection *conn, int bits, char *data, size_t len,
+	void *arg)
+{
+	struct ws_client *w = mg_get_user_connection_data(conn);
+	int opcode = bits & 0xf;
+
+	(void)arg;
+	if (opcode == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE)
+		return 0;
+	if (opcode != MG_WEBSOCKET_OPCODE_TEXT || !w)
+		return 1;
+	if (len > w->srv->max_body) {
+		mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE,
+				   "\x03\xf1", 2); /* 1009: message too big */
+		return 0;
+	}
+	ws_command(w, data, len);
+	return 1;
+}
+
+static void
+ws_close(const struct mg_connection *conn, void *arg)
+{
+	struct ws_client *w = mg_get_user_connection_data(conn);
+
+	(void)arg;
+	if (!w)
+		return;
+	atomic_store(&w->stop, 1);
+	if (w->started) {
+		pthread_join(w->pusher, NULL);
+		atomic_fetch_sub(&clients, 1);
+	}
+	free(w);
+}
+
+void
+stream_ws_register(void *ctx, struct server *srv)
+{
+	mg_set_websocket_handler(ctx, "/api/v1/ws", ws_connect, ws_ready,
+				 ws_data, ws_close, srv);
+}
