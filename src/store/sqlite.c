@@ -1253,6 +1253,7 @@ const struct store_ops store_sqlite_ops = {
 	.merge_list = sqlite__merge_list,
 	.merge_claim = sqlite__merge_claim,
 	.plan_add = sqlite__plan_add,
+	.event_last_seq = sqlite__event_last_seq,
 	.run_stats = sqlite__run_stats,
 	.watch_fd = sqlite__watch_fd,
 	.watch_drain = sqlite__watch_drain,

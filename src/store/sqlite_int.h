@@ -178,6 +178,7 @@ int sqlite__plan_add(struct store *s, const char *source, const char *content,
 		     int64_t *id, int *version, struct err *e);
 
 /* sqlite_watch.c */
+int sqlite__event_last_seq(struct store *s, int64_t *out, struct err *e);
 int sqlite__run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
 		      struct err *e);
 int sqlite__watch_fd(struct store *s, struct err *e);

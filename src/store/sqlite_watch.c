@@ -56,6 +56,22 @@ sqlite__run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
 }
 
 int
+sqlite__event_last_seq(struct store *s, int64_t *out, struct err *e)
+{
+	struct sqlite_store *ss = sqlite__store(s);
+	const char *what = "read the last event";
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite__prepare(ss, &st, "SELECT COALESCE(MAX(seq), 0) FROM events",
+			     0, what, e);
+	if (rc == 0)
+		rc = sqlite__step_int(ss, st, out, what, e);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
 sqlite__watch_fd(struct store *s, struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);

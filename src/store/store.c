@@ -639,3 +639,11 @@ store_watch_drain(struct store *s)
 	if (s)
 		s->ops->watch_drain(s);
 }
+
+int
+store_event_last_seq(struct store *s, int64_t *out, struct err *e)
+{
+	if (!s || !out)
+		return null_arg(e, "read the last event", s ? "out" : "the store");
+	return s->ops->event_last_seq(s, out, e);
+}

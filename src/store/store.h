@@ -377,6 +377,9 @@ struct store_run_stat {
 
 typedef int store_run_stat_cb(const struct store_run_stat *st, void *arg);
 
+/* The seq of the newest event (0 when there is none). */
+int store_event_last_seq(struct store *s, int64_t *out, struct err *e);
+
 /* One callback per run status present. */
 int store_run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
 		    struct err *e);

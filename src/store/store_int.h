@@ -137,6 +137,7 @@ struct store_ops {
 			const char *content, int64_t *id, int *version,
 			struct err *e);
 
+	int (*event_last_seq)(struct store *s, int64_t *out, struct err *e);
 	int (*run_stats)(struct store *s, store_run_stat_cb *cb, void *arg,
 			 struct err *e);
 	int (*watch_fd)(struct store *s, struct err *e);
