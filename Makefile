@@ -127,11 +127,19 @@ $(MOCK): tests/mock/mockllm.c
 	@echo "  LINK    $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
 
+# A WebSocket client for the live-stream tests.
+WSCLIENT := $(BUILD)/tests/wsclient
+
+$(WSCLIENT): tests/mock/wsclient.c
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS) -lpthread
+
 units: $(UNIT_BIN)
 
-test check: $(BIN) $(UNIT_BIN) $(FUZZ_REPLAY) $(MOCK)
+test check: $(BIN) $(UNIT_BIN) $(FUZZ_REPLAY) $(MOCK) $(WSCLIENT)
 	BATON_BIN=$(abspath $(BIN)) UNIT_DIR=$(abspath $(BUILD)/tests) \
-		MOCKLLM=$(abspath $(MOCK)) \
+		MOCKLLM=$(abspath $(MOCK)) WSCLIENT=$(abspath $(WSCLIENT)) \
 		sh tests/run.sh
 
 asan:

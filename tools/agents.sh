@@ -4,6 +4,11 @@
 # Versions are pinned: the newest whose `engines` fit node 20, the ones
 # ../shared/research/agent-clis.md verified. Already installed: nothing
 # to do. The binaries end up in .agents/node_modules/.bin/.
+#
+# The same step installs playwright-core, the browser driver of the
+# dashboard tests (tests/browser/, t0025, bench/dashboard_10k.sh): the
+# library only, never a browser download; it drives Debian's chromium
+# (tools/deps.sh). It lands in .agents/node_modules/playwright-core.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -14,6 +19,7 @@ PACKAGES=(
 	@google/gemini-cli@0.61.0
 	@qwen-code/qwen-code@0.15.10
 	opencode-ai@1.18.33
+	playwright-core@1.65.1
 )
 
 if ! command -v npm >/dev/null 2>&1; then
@@ -37,5 +43,9 @@ for b in claude codex gemini qwen opencode; do
 		exit 1
 	}
 done
+[ -f "$dir/node_modules/playwright-core/package.json" ] || {
+	echo "agents: playwright-core missing after install" >&2
+	exit 1
+}
 printf '%s\n' "$want" >"$stamp"
 echo "agents: installed in $dir/node_modules/.bin"

@@ -13,6 +13,7 @@ PACKAGES=(
 	bubblewrap curl nodejs npm
 	cppcheck clang-tidy clang-format
 	jq time
+	chromium
 )
 
 # node and npm may come from elsewhere (nodesource, nvm): keep those.

@@ -140,6 +140,32 @@ int64_t agent_parse_reset(const char *text, int64_t now_ms);
 void agent_parse_stream(const char *type, const char *out, size_t len,
 			struct agent_result *r);
 
+/*
+ * Watching a call's output while it runs: an incremental reader of the
+ * growing stdout file (req.out_path) that yields readable text. For the
+ * JSON-stream CLIs (claude-code, codex, gemini, qwen, opencode) that is
+ * the assistant's text and a short line per tool call ("[tool] Bash:
+ * ls"), read with the same parsers agent_run uses; only complete lines
+ * are read, a partial last line waits. For the plain types (command,
+ * aider) and the HTTP agents (openai, anthropic, whose transcript gets a
+ * line per tool step as it runs) it is the bytes themselves, a line at a
+ * time: a partial line waits until it ends or grows past 4 KiB.
+ *
+ * agent_watch_new starts at the file's current end (an earlier call's
+ * output is not this one's; a missing file is empty) and never fails.
+ * agent_watch_read appends to out what the file gained since the last
+ * call and returns the number of bytes appended; when out is capped
+ * (buf_init with a max) the text past the cap is dropped, though the
+ * whole file is still read. agent_watch_finish does the same once the
+ * call has ended, then also takes the partial last line. Read errors
+ * read as "nothing new". agent_watch_free accepts NULL.
+ */
+struct agent_watch;
+struct agent_watch *agent_watch_new(const char *type, const char *path);
+size_t agent_watch_read(struct agent_watch *w, struct buf *out);
+size_t agent_watch_finish(struct agent_watch *w, struct buf *out);
+void agent_watch_free(struct agent_watch *w);
+
 /* What baton knows about an agent type, for doctor and messages. */
 struct agent_info {
 	const char *type;

@@ -28,6 +28,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +52,8 @@
 #define CLI_MESSAGE_MAX 1024
 /* The variable holding a placeholder key when codex needs one. */
 #define CODEX_KEY_VAR "BATON_CODEX_KEY"
+/* What a shown tool call says about its arguments, at most. */
+#define TOOL_BRIEF_MAX 160
 
 /* What a preset's setup needs to add its part of argv, env and home. */
 struct cli_build {
@@ -76,6 +79,14 @@ struct cli_stream {
 	int in_turn;	  /* gemini: a model turn is open */
 	double cost;
 	int cost_seen;
+	/*
+	 * NULL, or where the parsers put a readable account of each line
+	 * as it is read (agent_watch: the assistant's text, a line per
+	 * tool call, errors). show_open: what was shown ends mid-line
+	 * (gemini sends its text in pieces).
+	 */
+	struct buf *show;
+	int show_open;
 };
 
 /* Preset flags. */
@@ -156,6 +167,113 @@ note_session(struct agent_result *r, const char *id)
 {
 	if (id && *id && !r->session_id[0])
 		snprintf(r->session_id, sizeof(r->session_id), "%s", id);
+}
+
+/* ---- what a line shows (agent_watch) --------------------------------- */
+
+/* Shows the assistant's text as it is, for a stream being watched. */
+static void
+show_text(struct cli_stream *st, const char *s)
+{
+	size_t len = s ? strlen(s) : 0;
+
+	if (!st->show || !len)
+		return;
+	buf_add(st->show, s, len);
+	st->show_open = s[len - 1] != '\n';
+}
+
+/* Shows one whole line (a newline is added), after any open text. */
+static void __attribute__((format(printf, 2, 3)))
+show_line(struct cli_stream *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!st->show)
+		return;
+	if (st->show_open)
+		buf_addch(st->show, '\n');
+	va_start(ap, fmt);
+	buf_vaddf(st->show, fmt, ap);
+	va_end(ap);
+	buf_addch(st->show, '\n');
+	st->show_open = 0;
+}
+
+/* Ends the shown text's open line: what follows starts a new one. */
+static void
+show_close(struct cli_stream *st)
+{
+	if (st->show && st->show_open)
+		buf_addch(st->show, '\n');
+	st->show_open = 0;
+}
+
+/* Shows a block of the assistant's text on lines of its own. */
+static void
+show_para(struct cli_stream *st, const char *s)
+{
+	show_close(st);
+	show_text(st, s);
+	show_close(st);
+}
+
+/*
+ * What a tool call was about, in a few words: the first of the usual
+ * arguments (a command, a path, a pattern), else the first string one,
+ * on one line and at most TOOL_BRIEF_MAX bytes (cut on a character).
+ */
+static void
+tool_brief(const json_t *input, struct buf *out)
+{
+	static const char *const keys[] = {
+		"command",     "cmd",	  "file_path",	   "filePath",
+		"path",	       "pattern", "url",	   "query",
+		"description", "prompt",  "absolute_path",
+	};
+	const char *s = NULL, *key;
+	json_t *v;
+	size_t i, len;
+
+	for (i = 0; i < ARRAY_SIZE(keys) && !s; i++)
+		s = json_get_str(input, keys[i]);
+	if (!s && json_is_array(json_object_get(input, "command")))
+		s = json_string_value(
+		    json_array_get(json_object_get(input, "command"), 0));
+	json_object_foreach((json_t *)input, key, v)
+	{
+		if (s)
+			break;
+		s = json_string_value(v);
+	}
+	if (!s)
+		return;
+	len = strlen(s);
+	if (len > TOOL_BRIEF_MAX) {
+		len = TOOL_BRIEF_MAX;
+		while (len && ((unsigned char)s[len] & 0xc0) == 0x80)
+			len--;
+	}
+	for (i = 0; i < len; i++)
+		buf_addch(out, s[i] == '\n' || s[i] == '\r' || s[i] == '\t'
+				   ? ' '
+				   : s[i]);
+	if (len < strlen(s))
+		buf_adds(out, " ...");
+}
+
+/* Shows "[tool] NAME: what it was about" for a tool call. */
+static void
+show_tool(struct cli_stream *st, const char *name, const json_t *input)
+{
+	struct buf brief = BUF_INIT;
+
+	if (!st->show)
+		return;
+	tool_brief(input, &brief);
+	show_line(st, "[tool] %s%s%s", name ? name : "?", brief.len ? ": " : "",
+		  brief.ptr);
+	buf_release(&brief);
 }
 
 /* Appends s to b as a TOML basic string, quotes included. */
@@ -515,14 +633,20 @@ content_text(struct cli_stream *st, const json_t *content)
 		for (i = 0; i < json_array_size(content); i++) {
 			block = json_array_get(content, i);
 			s = json_get_str(block, "text");
+			if (streq(json_get_str(block, "type"), "tool_use"))
+				show_tool(st, json_get_str(block, "name"),
+					  json_object_get(block, "input"));
 			if (!streq(json_get_str(block, "type"), "text") || !s ||
 			    !*s)
 				continue;
 			if (t.len)
 				buf_addch(&t, '\n');
 			buf_adds(&t, s);
+			show_para(st, s);
 		}
 	}
+	if (json_is_string(content) && t.len)
+		show_para(st, t.ptr);
 	if (t.len) {
 		buf_reset(&st->last);
 		buf_add(&st->last, t.ptr, t.len);
@@ -571,6 +695,7 @@ claude_result(struct cli_stream *st, const json_t *j)
 		return;
 	}
 	st->failed = 1;
+	show_line(st, "[error] %s", res && *res ? res : sub ? sub : "failed");
 	r->http_status = (int)jint(j, "api_error_status");
 	if (!r->http_status)
 		r->http_status = agent__status_in_text(res);
@@ -604,8 +729,49 @@ claude_line(struct cli_stream *st, json_t *j)
 		buf_addf(&st->error, "API error %d (%s), retrying",
 			 (int)jint(j, "error_status"),
 			 error ? error : "unknown");
+		show_line(st, "[retry] %s", st->error.ptr);
 	} else if (streq(type, "result")) {
 		claude_result(st, j);
+	}
+}
+
+/*
+ * One codex item, started or completed: the last agent_message is the
+ * answer. A watched stream shows commands as they start, and messages,
+ * edits and warnings once they are complete.
+ */
+static void
+codex_item(struct cli_stream *st, const char *type, const json_t *item)
+{
+	const char *kind = json_get_str(item, "type");
+	const char *msg = json_get_str(item, "text");
+	const json_t *change;
+	size_t i;
+
+	if (streq(type, "item.started")) {
+		if (streq(kind, "command_execution"))
+			show_tool(st, "shell", item);
+		else if (kind && !streq(kind, "agent_message") &&
+			 !streq(kind, "reasoning") && !streq(kind, "error") &&
+			 !streq(kind, "file_change"))
+			show_tool(st, kind, item);
+		return;
+	}
+	if (streq(kind, "agent_message") && msg && *msg) {
+		buf_reset(&st->last);
+		buf_adds(&st->last, msg);
+		show_para(st, msg);
+	} else if (streq(kind, "file_change")) {
+		json_array_foreach(json_object_get(item, "changes"), i, change)
+		    show_line(st, "[edit] %s %s",
+			      json_get_str(change, "kind")
+				  ? json_get_str(change, "kind")
+				  : "update",
+			      json_get_str(change, "path")
+				  ? json_get_str(change, "path")
+				  : "?");
+	} else if (streq(kind, "error") && json_get_str(item, "message")) {
+		show_line(st, "[warning] %s", json_get_str(item, "message"));
 	}
 }
 
@@ -623,13 +789,9 @@ codex_line(struct cli_stream *st, json_t *j)
 
 	if (streq(type, "thread.started")) {
 		note_session(r, json_get_str(j, "thread_id"));
-	} else if (streq(type, "item.completed") &&
-		   streq(json_get_str(item, "type"), "agent_message")) {
-		msg = json_get_str(item, "text");
-		if (msg && *msg) {
-			buf_reset(&st->last);
-			buf_adds(&st->last, msg);
-		}
+	} else if (streq(type, "item.started") ||
+		   streq(type, "item.completed")) {
+		codex_item(st, type, item);
 	} else if (streq(type, "turn.completed")) {
 		st->have_result = 1;
 		r->tokens_in += jint(usage, "input_tokens");
@@ -641,6 +803,7 @@ codex_line(struct cli_stream *st, json_t *j)
 		if (msg) {
 			buf_reset(&st->error);
 			buf_adds(&st->error, msg);
+			show_line(st, "[error] %s", msg);
 		}
 	} else if (streq(type, "turn.failed")) {
 		st->have_result = 1;
@@ -650,6 +813,7 @@ codex_line(struct cli_stream *st, json_t *j)
 			buf_reset(&st->error);
 			buf_adds(&st->error, msg);
 		}
+		show_line(st, "[error] %s", msg ? msg : "the turn failed");
 		r->http_status = agent__status_in_text(st->error.ptr);
 	}
 }
@@ -687,26 +851,35 @@ gemini_line(struct cli_stream *st, json_t *j)
 		s = json_get_str(j, "content");
 		if (s)
 			buf_adds(&st->turn, s);
+		show_text(st, s);
 	} else if (streq(type, "tool_use")) {
 		gemini_open_turn(st);
+		show_tool(st, json_get_str(j, "tool_name"),
+			  json_object_get(j, "parameters"));
 	} else if (streq(type, "tool_result")) {
 		st->in_turn = 0;
+		s = json_get_str(json_object_get(j, "error"), "message");
+		if (!streq(json_get_str(j, "status"), "success"))
+			show_line(st, "[tool failed] %s", s ? s : "error");
 	} else if (streq(type, "error")) {
 		s = json_get_str(j, "message");
 		if (s) {
 			buf_reset(&st->error);
 			buf_adds(&st->error, s);
+			show_line(st, "[error] %s", s);
 		}
 	} else if (streq(type, "result")) {
 		st->have_result = 1;
 		r->tokens_in = jint(stats, "input_tokens");
 		r->tokens_out = jint(stats, "output_tokens");
+		show_close(st);
 		if (streq(json_get_str(j, "status"), "success"))
 			return;
 		st->failed = 1;
 		s = json_get_str(json_object_get(j, "error"), "message");
 		buf_reset(&st->error);
 		buf_adds(&st->error, s ? s : "the agent reported an error");
+		show_line(st, "[error] %s", st->error.ptr);
 		r->http_status = agent__status_in_text(s);
 	}
 }
@@ -736,7 +909,12 @@ opencode_line(struct cli_stream *st, json_t *j)
 			if (st->turn.len)
 				buf_addch(&st->turn, '\n');
 			buf_adds(&st->turn, s);
+			show_para(st, s);
 		}
+	} else if (streq(type, "tool_use")) {
+		show_tool(
+		    st, json_get_str(part, "tool"),
+		    json_object_get(json_object_get(part, "state"), "input"));
 	} else if (streq(type, "step_finish")) {
 		st->have_result = 1;
 		r->steps++;
@@ -757,6 +935,7 @@ opencode_line(struct cli_stream *st, json_t *j)
 			s = json_get_str(err, "name");
 		buf_reset(&st->error);
 		buf_adds(&st->error, s ? s : "the agent reported an error");
+		show_line(st, "[error] %s", st->error.ptr);
 		r->http_status = (int)jint(data, "statusCode");
 		if (!r->http_status)
 			r->http_status = agent__status_in_text(s);
@@ -1073,6 +1252,64 @@ preset_for(const char *type)
 		if (!strcmp(presets[i]->adapter->info.type, type))
 			return presets[i];
 	return NULL;
+}
+
+/* ---- watching a stream (agent_watch) ---------------------------------- */
+
+/* A stream read for what it shows, not for its result. */
+struct cli_view {
+	struct cli_stream st;
+	struct agent_result r; /* filled as a side effect; never used */
+};
+
+struct cli_view *
+cli__view_new(const char *type)
+{
+	const struct cli_preset *cp = preset_for(type);
+	struct cli_view *v;
+
+	if (!cp || !cp->line)
+		return NULL;
+	v = xcalloc(1, sizeof(*v));
+	v->r = (struct agent_result)AGENT_RESULT_INIT;
+	stream_init(&v->st, cp, &v->r);
+	return v;
+}
+
+size_t
+cli__view_feed(struct cli_view *v, const char *p, size_t len, struct buf *out)
+{
+	size_t before = out->len;
+
+	v->st.show = out;
+	stream_feed(&v->st, p, len);
+	v->st.show = NULL;
+	return out->len - before;
+}
+
+size_t
+cli__view_finish(struct cli_view *v, struct buf *out)
+{
+	size_t before = out->len;
+
+	v->st.show = out;
+	if (v->st.line.len && !v->st.skipping)
+		parse_line(&v->st, v->st.line.ptr, v->st.line.len);
+	buf_reset(&v->st.line);
+	v->st.skipping = 0;
+	show_close(&v->st);
+	v->st.show = NULL;
+	return out->len - before;
+}
+
+void
+cli__view_free(struct cli_view *v)
+{
+	if (!v)
+		return;
+	stream_release(&v->st);
+	agent_result_release(&v->r);
+	free(v);
 }
 
 /* ---- the runner -------------------------------------------------------- */

@@ -5,7 +5,10 @@
 #ifndef BATON_AGENT_CLI_INT_H
 #define BATON_AGENT_CLI_INT_H
 
+#include <stddef.h>
+
 struct agent_request;
+struct buf;
 struct err;
 struct strvec;
 
@@ -33,5 +36,26 @@ int cli__build(const struct agent_request *req, const char *program,
  * 0 when none.
  */
 int agent__status_in_text(const char *text);
+
+/*
+ * A JSON stream read for display (agent_watch): the type's own line
+ * parser, with each line's readable account appended to out: the
+ * assistant's text, "[tool] NAME: what" per tool call, "[edit] ...",
+ * "[error] ..." and "[retry] ..." lines.
+ *
+ * cli__view_new returns NULL when type has no JSON stream (aider, the
+ * command and HTTP types, an unknown type); free it with cli__view_free.
+ * cli__view_feed reads len more bytes of the stream: complete lines are
+ * parsed, a partial last line waits for the next feed (a line longer than
+ * CLI_LINE_MAX is dropped). cli__view_finish parses what waits as the
+ * stream's last line and ends the text with a newline. Both return the
+ * number of bytes appended to out; a capped out keeps what fits.
+ */
+struct cli_view;
+struct cli_view *cli__view_new(const char *type);
+size_t cli__view_feed(struct cli_view *v, const char *p, size_t len,
+		      struct buf *out);
+size_t cli__view_finish(struct cli_view *v, struct buf *out);
+void cli__view_free(struct cli_view *v);
 
 #endif

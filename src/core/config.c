@@ -889,21 +889,24 @@ read_merge(struct config *c, struct err *e)
 	return rc;
 }
 
-/* "HOST:PORT" or "off"; port 0 takes any free port. */
+/*
+ * "HOST:PORT" or "off"; port 0 takes any free port. The port is digits
+ * only: strtol alone would let "127.0.0.1: 80" and ":+80" through.
+ */
 static int
 read_listen(const struct cnode *n, char **out, struct err *e)
 {
 	const char *colon;
 	char *end = NULL;
-	long port;
+	long port = -1;
 	int rc = read_string(n, "server.listen", out, e);
 
 	if (rc < 0 || !strcmp(*out, "off"))
 		return rc;
 	colon = strrchr(*out, ':');
-	if (colon)
+	if (colon && isdigit((unsigned char)colon[1]))
 		port = strtol(colon + 1, &end, 10);
-	if (!colon || colon == *out || !colon[1] || *end || port < 0 ||
+	if (!colon || colon == *out || !end || *end || port < 0 ||
 	    port > 65535)
 		return node_error(n, "server.listen",
 				  "expected HOST:PORT (such as "
@@ -954,6 +957,35 @@ read_reports(struct config *c, struct err *e)
 	return rc;
 }
 
+/*
+ * A webhook's events: kinds of notification, a list or a single name.
+ * An unknown one is reported at its own position, with its index.
+ */
+static int
+read_webhook_events(const struct cnode *k, const char *path,
+		    struct config_webhook *w, struct err *e)
+{
+	struct buf sub = BUF_INIT, msg = BUF_INIT;
+	size_t i;
+	int rc;
+
+	buf_addf(&sub, "%s.events", path);
+	rc = read_strings(k, sub.ptr, 0, &w->events, e);
+	for (i = 0; rc >= 0 && i < w->events.nr; i++) {
+		if (in_list(w->events.v[i], webhook_events))
+			continue;
+		if (k->type == CNODE_SEQ)
+			buf_addf(&sub, "[%zu]", i);
+		buf_addf(&msg, "'%s' is not one of: ", w->events.v[i]);
+		join_list(webhook_events, &msg);
+		rc = node_error(k->type == CNODE_SEQ ? k->kids[i] : k,
+				sub.ptr, msg.ptr, e);
+	}
+	buf_release(&sub);
+	buf_release(&msg);
+	return rc;
+}
+
 static int
 read_webhook(const struct cnode *n, const char *path,
 	     struct config_webhook *w, struct err *e)
@@ -986,21 +1018,15 @@ read_webhook(const struct cnode *n, const char *path,
 	    strncmp(w->url, "https://", 8))
 		rc = node_error(k, sub.ptr,
 				"expected an http:// or https:// URL", e);
-	if (rc >= 0 && (k = cnode_get(n, "events"))) {
-		buf_reset(&sub);
-		buf_addf(&sub, "%s.events", path);
-		rc = read_strings(k, sub.ptr, 0, &w->events, e);
-		for (i = 0; rc >= 0 && i < w->events.nr; i++)
-			if (!in_list(w->events.v[i], webhook_events))
-				rc = node_error(k, sub.ptr,
-						"expected approval_requested, "
-						"run_terminal or budget_crossed",
-						e);
-	}
+	if (rc >= 0 && (k = cnode_get(n, "events")))
+		rc = read_webhook_events(k, path, w, e);
 	if (rc >= 0 && (k = cnode_get(n, "secret_env"))) {
 		buf_reset(&sub);
 		buf_addf(&sub, "%s.secret_env", path);
 		rc = read_string(k, sub.ptr, &w->secret_env, e);
+		if (rc >= 0 && !is_var_name(w->secret_env))
+			rc = node_error(k, sub.ptr,
+					"not a valid variable name", e);
 	}
 	for (i = 0; rc >= 0 && i < ARRAY_SIZE(ints); i++) {
 		if (!(k = cnode_get(n, ints[i].key)))

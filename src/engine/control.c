@@ -219,6 +219,7 @@ engine_abort(struct engine *en, const char *ref, struct run *out,
 	if (r.agent_pid > 0)
 		spawn_kill_group((pid_t)r.agent_pid, 2000);
 	run_set(&r.reason, "aborted on request");
+	engine__report_final(en, p, &r, ST_ABORTED, NULL);
 	rc = engine_transition(en, p, &r, ST_ABORTED,
 			       "{\"reason\":\"aborted on request\"}", e);
 done:
@@ -323,6 +324,8 @@ engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 		break;
 	}
 	text = json_dumps(data, JSON_COMPACT);
+	if (status_is_terminal(to)) /* a rejection ends the run here */
+		engine__report_final(en, p, &r, to, text);
 	rc = engine_transition(en, p, &r, to, text, e);
 	if (rc)
 		goto out;

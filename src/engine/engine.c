@@ -272,32 +272,53 @@ event_text(const json_t *data)
 	return buf_detach(&clean, NULL);
 }
 
+/*
+ * The driver's moves, with the run reports that go with them (report.c):
+ * the final one just before a move to a terminal status, so that the
+ * terminal transition stays the run's last event; a milestone one just
+ * after a move out of a stage that ended (not interrupted).
+ */
 int
 engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
 {
 	char *text = event_text(data);
-	int rc;
+	int stage_ended, rc;
 
+	stage_ended = pipeline_stage_at(d->p, d->r.status) &&
+		      strcmp(to, ST_INTERRUPTED);
+	if (status_is_terminal(to) &&
+	    !pipeline_check(d->p, d->r.status, to, NULL))
+		engine__report_final(d->en, d->p, &d->r, to, text);
 	rc = engine_transition(d->en, d->p, &d->r, to, text, e);
+	if (!rc)
+		engine__report_moved(d->en, d->p, &d->r, stage_ended);
+	d->report_ms = 0; /* a report may have been made: read it anew */
 	free(text);
 	json_decref(data);
 	return rc;
 }
 
 int
-engine__note(struct drive *d, const char *type, json_t *data, struct err *e)
+engine__record(struct engine *en, struct run *r, const char *type,
+	       json_t *data, struct err *e)
 {
 	struct event ev = { 0 };
 	int rc;
 
 	ev.type = (char *)type;
 	ev.data = event_text(data);
-	rc = store_run_update(d->en->store, &d->r, &ev, e);
+	rc = store_run_update(en->store, r, &ev, e);
 	free(ev.data);
 	json_decref(data);
 	if (!rc)
-		engine_mirror_events(d->en, d->r.id, NULL);
+		engine_mirror_events(en, r->id, NULL);
 	return rc;
+}
+
+int
+engine__note(struct drive *d, const char *type, json_t *data, struct err *e)
+{
+	return engine__record(d->en, &d->r, type, data, e);
 }
 
 int

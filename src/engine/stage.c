@@ -415,10 +415,77 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 /* Context for the spawn callback while an agent or a check runs. */
 struct watch {
 	struct drive *d;
+	const char *stage;
 	const char *provider;
-	const char *call;
+	const char *call;	  /* an agent's call; NULL for the checks */
+	const char *out_path;	  /* what it writes (calls/<call>.stdout) */
+	struct agent_watch *aw;	  /* reads out_path as it grows; or NULL */
 	int rc;
 };
+
+/*
+ * Agent output goes out as "agent_output" events while the agent runs,
+ * one per tick that brought some. An event carries at most
+ * OUTPUT_EVENT_MAX bytes of text; a tick that brought more (a flood) is
+ * cut, with a note pointing at the file that has it all.
+ */
+#define OUTPUT_EVENT_MAX (16 * 1024)
+/* What one tick reads at most before redaction and the cut. */
+#define OUTPUT_READ_MAX (64 * 1024)
+
+/* The length of s cut to at most max bytes, on a character boundary. */
+static size_t
+utf8_cut(const char *s, size_t len, size_t max)
+{
+	if (len <= max)
+		return len;
+	while (max && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
+/*
+ * Notes what the watched output gained since the last tick (final: the
+ * call has ended; take the partial last line too) as one "agent_output"
+ * event, redacted before it is cut, so a secret is never half shown.
+ * Nothing new, nothing noted. Returns 0 or the store's error.
+ */
+static int
+note_output(struct watch *w, int final, struct err *e)
+{
+	struct buf raw, text = BUF_INIT;
+	const char *slash = strrchr(w->out_path, '/');
+	json_t *data;
+	size_t len;
+	int rc = 0;
+
+	buf_init(&raw, OUTPUT_READ_MAX);
+	if (final)
+		agent_watch_finish(w->aw, &raw);
+	else
+		agent_watch_read(w->aw, &raw);
+	if (!raw.len)
+		goto out;
+	buf_add(&text, raw.ptr, raw.len);
+	redact_buf(&text);
+	len = utf8_cut(text.ptr, text.len, OUTPUT_EVENT_MAX);
+	data = json_pack("{s:s, s:s, s:s}", "stage", w->stage, "call",
+			 w->call ? w->call : "validation", "provider",
+			 w->provider ? w->provider : "validate");
+	if (len < text.len) {
+		buf_setlen(&text, len);
+		buf_addf(&text,
+			 "\n[baton: output cut here; all of it is in %s]\n",
+			 slash ? slash + 1 : w->out_path);
+		json_object_set_new(data, "cut", json_true());
+	}
+	json_object_set_new(data, "text", json_lossy(text.ptr, text.len));
+	rc = engine__note(w->d, "agent_output", data, e);
+out:
+	buf_release(&raw);
+	buf_release(&text);
+	return rc;
+}
 
 /*
  * Called by spawn while a child runs. STARTED: record its process group
@@ -454,6 +521,9 @@ watch_child(void *arg, enum spawn_event ev, pid_t pid)
 		run_release(&fresh);
 		return d->stop;
 	case SPAWN_EV_TICK:
+		if (w->aw && !w->rc)
+			w->rc = note_output(w, 0, &e);
+		engine__report_tick(d);
 		if (d->en->note)
 			d->en->note(d->en->note_arg, ENGINE_NOTE_TICK, &d->r);
 		return 0;
@@ -659,7 +729,8 @@ call_provider(struct drive *d, const struct stage *s,
 	if (strcmp(d->en->cfg->sandbox, "none"))
 		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
 	for (;;) {
-		struct watch w = { d, prov->name, NULL, 0 };
+		struct watch w = { .d = d, .stage = s->name,
+				   .provider = prov->name };
 		struct agent_request req = { 0 };
 		struct err cerr = ERR_INIT;
 
@@ -686,6 +757,8 @@ call_provider(struct drive *d, const struct stage *s,
 		agent_env(d, s, pfile, &env);
 		sandbox_for(d, gitdir, home, 0, &sb);
 		w.call = call;
+		w.out_path = ofile;
+		w.aw = agent_watch_new(prov->type, ofile);
 		req.provider = prov;
 		req.cwd = d->r.worktree;
 		req.prompt = prompt.ptr;
@@ -703,6 +776,10 @@ call_provider(struct drive *d, const struct stage *s,
 		ar = (struct agent_result)AGENT_RESULT_INIT;
 		rc = agent_run(&req, &ar, e);
 		d->r.agent_pid = 0;
+		/* the rest of the output, before agent_exited says it ended */
+		if (rc == 0 && w.rc == 0)
+			w.rc = note_output(&w, 1, e);
+		agent_watch_free(w.aw);
 		if (rc == 0 && w.rc)
 			rc = w.rc;
 		if (rc) {
@@ -943,7 +1020,7 @@ run_validate(struct drive *d, const struct stage *s, enum stage_result *res,
 	     struct err *e)
 {
 	const struct config *cfg = d->en->cfg;
-	struct watch w = { d, NULL, NULL, 0 };
+	struct watch w = { .d = d, .stage = s->name };
 	struct sandbox sb;
 	struct workspace_hooks hooks = { d->wake_fd, TICK_MS, watch_child, &w,
 					 &sb };
@@ -955,6 +1032,9 @@ run_validate(struct drive *d, const struct stage *s, enum stage_result *res,
 	int rc;
 
 	fs_unlink(log, NULL);
+	/* the checks' output streams as the agents' does */
+	w.out_path = log;
+	w.aw = agent_watch_new("command", log);
 	if (strcmp(cfg->sandbox, "none"))
 		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
 	sandbox_for(d, gitdir, NULL, 1, &sb);
@@ -962,6 +1042,8 @@ run_validate(struct drive *d, const struct stage *s, enum stage_result *res,
 			  cfg->validate_timeout_seconds, json, log, &hooks, &vr,
 			  e);
 	d->r.agent_pid = 0;
+	if (!rc && !w.rc)
+		rc = note_output(&w, 1, e);
 	if (rc)
 		goto out;
 	if (vr.stopped) {
@@ -979,6 +1061,7 @@ run_validate(struct drive *d, const struct stage *s, enum stage_result *res,
 				  e);
 	*res = vr.passed ? STAGE_PASS : STAGE_LOOP;
 out:
+	agent_watch_free(w.aw);
 	validate_result_release(&vr);
 	free(gitdir);
 	buf_release(&text);

@@ -131,6 +131,7 @@ static void
 worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 {
 	struct sched_ctx x = *sp->x;
+	struct worker_rec me_rec = { 0 };
 	struct err e = ERR_INIT;
 	char holder[300];
 	unsigned char me = (unsigned char)idx;
@@ -153,7 +154,15 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 	snprintf(holder, sizeof(holder), "%s:%ld:%d", sched__host(),
 		 (long)getpid(), idx);
 	x.holder = holder;
+	me_rec.id = holder;
+	me_rec.host = (char *)sched__host();
+	me_rec.pid = getpid();
 	for (;;) {
+		/* on record for the API and doctor: alive, and since when */
+		if (store_worker_beat(x.store, &me_rec, &e)) {
+			log_warn("worker %d: %s", idx, e.msg);
+			e = (struct err)ERR_INIT;
+		}
 		rc = sched_work_once(&x, &e);
 		if (rc > 0 && told_to_go(ctl_rd))
 			break;
@@ -167,6 +176,7 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 		if (write(sp->status[1], &me, 1) < 0 || !await_word(ctl_rd))
 			break;
 	}
+	store_worker_stop(x.store, holder, &e);
 	store_close(x.store);
 	_exit(0);
 }

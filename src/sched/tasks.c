@@ -176,6 +176,7 @@ sched_task_json(struct store *s, const struct task *t, int with_runs)
 		json_t *runs = json_array();
 
 		store_task_events(s, t->id, 0, collect_run, runs, &ignored);
+		json_object_set_new(o, "runs", runs);
 		}
 	json_object_set_new(o, "id", json_integer(t->id));
 	json_object_set_new(o, "title", json_lossy_str(t->title));

@@ -578,7 +578,10 @@ hub_read(struct hub *h, struct store *s, int64_t after,
 		}
 		if (n)
 			break;
-		after = h->last_seq; /* all seen up to here matched nothing */
+		/* all up to here matched nothing; but the client may be ahead
+		 * of the hub (it read the store directly): never go back */
+		if (h->last_seq > after)
+			after = h->last_seq;
 		{
 			int64_t left = deadline - time_mono_ms();
 			struct timespec ts;

@@ -750,3 +750,52 @@ test_jq() {
 	head -n 60 "$2" | sed 's/^/    | /' >&2
 	return 1
 }
+
+# --- the HTTP server ----------------------------------------------------
+
+WSCLIENT=${WSCLIENT:-$BATON_SRC_ROOT/build/tests/wsclient}
+export WSCLIENT
+
+# serve_http NAME [SERVE ARGS...]
+#
+# In the current repository, starts `baton serve` with its HTTP server on
+# a free port of 127.0.0.1 (bg_start NAME, so NAME.out has its output),
+# waits until it listens, and sets HTTP_URL (http://127.0.0.1:PORT),
+# HTTP_PORT and HTTP_TOKEN.
+serve_http() {
+	local name=$1
+	shift
+	rm -f .baton/http.url
+	BATON_LISTEN=127.0.0.1:0 bg_start "$name" "$BATON" serve "$@" &&
+		wait_for 'test -s .baton/http.url' 20 || return 1
+	HTTP_URL=$(sed 's|/$||' .baton/http.url)
+	HTTP_PORT=${HTTP_URL##*:}
+	HTTP_TOKEN=$(cat .baton/token)
+	export HTTP_URL HTTP_PORT HTTP_TOKEN
+}
+
+# api METHOD PATH [BODY]
+#
+# Calls the API with the token: the body of the answer on stdout, its
+# status in ./api.status. Fails only when curl cannot connect.
+api() {
+	local method=$1 path=$2
+	shift 2
+	curl -s -o api.body -w '%{http_code}' -X "$method" \
+		-H "Authorization: Bearer $HTTP_TOKEN" \
+		${1+-H "Content-Type: application/json" --data-binary "$1"} \
+		"$HTTP_URL$path" >api.status || return 1
+	cat api.body
+}
+
+# api_expect STATUS METHOD PATH [BODY]: api, and check the status.
+api_expect() {
+	local want=$1
+	shift
+	api "$@" >api.out || return 1
+	if [ "$(cat api.status)" != "$want" ]; then
+		echo "api $*: status $(cat api.status), expected $want: $(cat api.out)" >&2
+		return 1
+	fi
+	cat api.out
+}

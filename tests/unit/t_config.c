@@ -566,7 +566,8 @@ TEST(unknown_key)
 	ASSERT_STREQ(e.msg, REPO ":2:1: unknown key 'workflw' (expected one "
 				 "of: providers, roles, workflow, policies, "
 				 "validate, pipelines, store, budget, "
-				 "execution, runtime, merge)");
+				 "execution, runtime, merge, server, "
+				 "reports, notify)");
 	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
 	ASSERT_STREQ(e.msg,
 		     REPO ":2:34: unknown key 'providers.a.cmd' "
@@ -655,6 +656,205 @@ TEST(runtime_and_merge)
 	ASSERT_CONTAINS(e.msg, "unknown key 'runtime.lease'");
 	load_err("merge: {retries: -1}\n", &e);
 	ASSERT_CONTAINS(e.msg, "merge.retries");
+	LEAK_CHECK();
+}
+
+TEST(server_and_reports)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+
+	ASSERT_OK(load(REPO, "store: x\n", &c, &e), &e);
+	ASSERT(c.server.listen == NULL); /* serve's default: 127.0.0.1:7070 */
+	ASSERT_EQ(c.server.threads, 64);
+	ASSERT_EQ(c.server.max_body_kb, 1024);
+	ASSERT_EQ(c.reports.milestone_after_seconds, 300);
+	ASSERT_EQ(c.reports.periodic_after_seconds, 1800);
+	ASSERT_EQ(c.reports.interval_seconds, 600);
+	ASSERT_EQ(c.nr_webhooks, 0);
+	config_release(&c);
+
+	ASSERT_OK(load(REPO,
+		       "server: {listen: \"[::1]:0\", threads: 4, "
+		       "max_body_kb: 64}\n"
+		       "reports: {milestone_after_seconds: 0, "
+		       "periodic_after_seconds: 60, interval_seconds: 1}\n",
+		       &c, &e),
+		  &e);
+	ASSERT_STREQ(c.server.listen, "[::1]:0");
+	ASSERT_EQ(c.server.threads, 4);
+	ASSERT_EQ(c.server.max_body_kb, 64);
+	ASSERT_EQ(c.reports.milestone_after_seconds, 0);
+	ASSERT_EQ(c.reports.periodic_after_seconds, 60);
+	ASSERT_EQ(c.reports.interval_seconds, 1);
+	config_release(&c);
+	ASSERT_OK(load(REPO, "server: {listen: off}\n", &c, &e), &e);
+	ASSERT_STREQ(c.server.listen, "off");
+	config_release(&c);
+
+	load_err("server:\n  listen: nonsense\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:11: server.listen: expected HOST:PORT "
+				 "(such as 127.0.0.1:7070) or off");
+	load_err("server: {listen: \"127.0.0.1:99999\"}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:18: server.listen: expected "
+				    "HOST:PORT");
+	load_err("server: {listen: \"127.0.0.1:\"}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.listen: expected HOST:PORT");
+	load_err("server: {listen: \":7070\"}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.listen: expected HOST:PORT");
+	load_err("server: {listen: \"127.0.0.1:+80\"}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.listen: expected HOST:PORT");
+	load_err("server: {listen: \"127.0.0.1: 80\"}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.listen: expected HOST:PORT");
+	load_err("server: {listen: \"\"}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.listen: expected a non-empty string");
+	load_err("server: {threads: 3}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:19: server.threads: expected an "
+				    "integer from 4 to 1024, got '3'");
+	load_err("server: {threads: 1025}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.threads: expected an integer from 4 "
+			       "to 1024, got '1025'");
+	load_err("server: {max_body_kb: 0}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.max_body_kb");
+	load_err("server: {port: 7070}\n", &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'server.port' (expected one of: "
+			       "listen, threads, max_body_kb)");
+	load_err("reports: {interval_seconds: 0}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:29: reports.interval_seconds: expected "
+				 "an integer from 1 to 86400, got '0'");
+	load_err("reports: {milestone_after_seconds: -1}\n", &e);
+	ASSERT_CONTAINS(e.msg, "reports.milestone_after_seconds");
+	load_err("reports: {every: 5}\n", &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'reports.every'");
+	LEAK_CHECK();
+}
+
+TEST(listen_from_env)
+{
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	struct err e = ERR_INIT;
+	struct config c;
+	char good[] = "BATON_LISTEN=0.0.0.0:8080";
+	char bad[] = "BATON_LISTEN=nonsense";
+	char *envp[] = { good, NULL };
+
+	config_builder_init(&b);
+	ASSERT_OK(config_add_env(&b, envp, &e), &e);
+	ASSERT_OK(config_finish(&b, &c, &e), &e);
+	ASSERT_STREQ(c.server.listen, "0.0.0.0:8080");
+	config_release(&c);
+
+	envp[0] = bad;
+	config_builder_init(&b);
+	ASSERT_OK(config_add_env(&b, envp, &e), &e);
+	ASSERT_EQ(config_finish(&b, &c, &e), BATON_EINVAL);
+	ASSERT_STREQ(e.msg, "env BATON_LISTEN: server.listen: expected "
+			    "HOST:PORT (such as 127.0.0.1:7070) or off");
+	LEAK_CHECK();
+}
+
+TEST(webhooks)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+	const struct config_webhook *w;
+
+	ASSERT_OK(load(REPO,
+		       "notify:\n"
+		       "  webhooks:\n"
+		       "    - url: https://hooks.example.com/baton\n"
+		       "      events: [approval_requested, run_terminal]\n"
+		       "      secret_env: BATON_WEBHOOK_SECRET\n"
+		       "      retries: 0\n"
+		       "      backoff_seconds: 0\n"
+		       "      timeout_seconds: 3\n"
+		       "    - url: http://127.0.0.1:9000/x\n"
+		       "    - {url: \"http://h/y\", events: budget_crossed}\n",
+		       &c, &e),
+		  &e);
+	ASSERT_EQ(c.nr_webhooks, 3);
+	w = &c.webhooks[0];
+	ASSERT_STREQ(w->url, "https://hooks.example.com/baton");
+	ASSERT_EQ(w->events.nr, 2);
+	ASSERT_STREQ(w->events.v[0], "approval_requested");
+	ASSERT_STREQ(w->events.v[1], "run_terminal");
+	ASSERT_STREQ(w->secret_env, "BATON_WEBHOOK_SECRET");
+	ASSERT_EQ(w->retries, 0);
+	ASSERT_EQ(w->backoff_seconds, 0);
+	ASSERT_EQ(w->timeout_seconds, 3);
+	w = &c.webhooks[1]; /* the defaults */
+	ASSERT_STREQ(w->url, "http://127.0.0.1:9000/x");
+	ASSERT_EQ(w->events.nr, 0); /* all kinds */
+	ASSERT(w->secret_env == NULL);
+	ASSERT_EQ(w->retries, 5);
+	ASSERT_EQ(w->backoff_seconds, 1);
+	ASSERT_EQ(w->timeout_seconds, 10);
+	w = &c.webhooks[2];
+	ASSERT_EQ(w->events.nr, 1);
+	ASSERT_STREQ(w->events.v[0], "budget_crossed");
+	config_release(&c);
+
+	ASSERT_OK(load(REPO, "notify:\n  webhooks: []\n", &c, &e), &e);
+	ASSERT_EQ(c.nr_webhooks, 0);
+	config_release(&c);
+	ASSERT_OK(load(REPO, "notify:\n", &c, &e), &e);
+	ASSERT_EQ(c.nr_webhooks, 0);
+	config_release(&c);
+
+	load_err("notify:\n  webhooks:\n    - events: [run_terminal]\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":3:7: notify.webhooks[0]: a webhook needs "
+				 "a url");
+	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
+		 "    - url: ftp://b/\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":4:12: notify.webhooks[1].url: expected an "
+				 "http:// or https:// URL");
+	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
+		 "      events: [run_terminal, run_started]\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":4:30: notify.webhooks[0].events[1]: "
+				 "'run_started' is not one of: "
+				 "approval_requested, run_terminal, "
+				 "budget_crossed");
+	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
+		 "      events: everything\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":4:15: notify.webhooks[0].events: "
+				 "'everything' is not one of: "
+				 "approval_requested, run_terminal, "
+				 "budget_crossed");
+	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
+		 "      secret: hunter2\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":4:7: unknown key "
+				 "'notify.webhooks[0].secret' (expected one "
+				 "of: url, events, secret_env, retries, "
+				 "backoff_seconds, timeout_seconds)");
+	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
+		 "      secret_env: $SECRET\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":4:19: notify.webhooks[0].secret_env: "
+				 "not a valid variable name");
+	load_err("notify:\n  webhooks: {url: http://a/}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:13: notify.webhooks: expected a "
+				 "sequence, got a mapping");
+	load_err("notify:\n  webhooks: http://a/\n", &e);
+	ASSERT_CONTAINS(e.msg, "notify.webhooks: expected a sequence");
+	load_err("notify:\n  webhooks:\n    - http://a/\n", &e);
+	ASSERT_CONTAINS(e.msg, "notify.webhooks[0]: expected a mapping");
+	load_err("notify:\n  hooks: []\n", &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'notify.hooks' (expected one of: "
+			       "webhooks)");
+	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
+		 "      retries: 101\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "notify.webhooks[0].retries: expected an "
+			       "integer from 0 to 100, got '101'");
+	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
+		 "      timeout_seconds: 0\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "notify.webhooks[0].timeout_seconds: expected "
+			       "an integer from 1 to 600, got '0'");
 	LEAK_CHECK();
 }
 

@@ -1,0 +1,149 @@
+/*
+ * Watching an agent's output while it runs (agent_watch in agent.h): the
+ * engine calls agent_watch_read on each tick of a call and turns what it
+ * returns into "agent_output" events, so people see the agent work
+ * instead of a silent stage.
+ *
+ *   stdout file ──read from offset──▶ JSON type? ──yes──▶ cli__view_feed
+ *   (spawn appends)                       │               (cli.c's parser)
+ *                                         no                    │
+ *                                         ▼                     ▼
+ *                              whole lines as they are    readable text
+ *
+ * The file is the one spawn (or the HTTP agent) is writing; it is opened
+ * anew on each read, so a file that appears late, or never, is fine.
+ * Plain output goes out a line at a time, so a word is never split
+ * between two events (nor a secret, which the engine redacts per event).
+ * The HTTP agents write their transcript (a line per tool step, retries,
+ * the error) to the same path while they run, so they read as plain.
+ */
+#include "util/compat.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/cli_int.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+/* A plain line that has not ended goes out once it is this long. */
+#define WATCH_PARTIAL_MAX 4096
+/* Bytes read from the file at a time. */
+#define WATCH_CHUNK 65536
+
+struct agent_watch {
+	char *path;
+	off_t offset;	       /* bytes of the file already read */
+	struct cli_view *view; /* the type's JSON parser; NULL: plain */
+	struct buf partial;    /* plain: the line not yet ended */
+};
+
+struct agent_watch *
+agent_watch_new(const char *type, const char *path)
+{
+	struct agent_watch *w = xcalloc(1, sizeof(*w));
+	long long size = fs_size(path);
+
+	w->path = xstrdup(path);
+	w->offset = size > 0 ? (off_t)size : 0;
+	w->view = cli__view_new(type);
+	w->partial = (struct buf)BUF_INIT;
+	return w;
+}
+
+/*
+ * Plain output: whole lines go to out at once, the rest waits in
+ * w->partial until its line ends or it grows past WATCH_PARTIAL_MAX.
+ */
+static void
+plain_feed(struct agent_watch *w, const char *p, size_t len, struct buf *out)
+{
+	const char *nl = memrchr(p, '\n', len);
+	size_t whole;
+
+	if (nl) {
+		whole = (size_t)(nl - p) + 1;
+		buf_add(out, w->partial.ptr, w->partial.len);
+		buf_reset(&w->partial);
+		buf_add(out, p, whole);
+		p += whole;
+		len -= whole;
+	}
+	buf_add(&w->partial, p, len);
+	if (w->partial.len >= WATCH_PARTIAL_MAX) {
+		buf_add(out, w->partial.ptr, w->partial.len);
+		buf_reset(&w->partial);
+	}
+}
+
+/* Reads what the file gained into the parser (or plain_feed). */
+static void
+read_new(struct agent_watch *w, struct buf *out)
+{
+	char *chunk = NULL;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = open(w->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* a file cut shorter (rewritten) has nothing new for us */
+	if (fstat(fd, &st) < 0 || st.st_size <= w->offset ||
+	    lseek(fd, w->offset, SEEK_SET) < 0)
+		goto out;
+	chunk = xmalloc(WATCH_CHUNK);
+	for (;;) {
+		n = read(fd, chunk, WATCH_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		w->offset += n;
+		if (w->view)
+			cli__view_feed(w->view, chunk, (size_t)n, out);
+		else
+			plain_feed(w, chunk, (size_t)n, out);
+	}
+out:
+	free(chunk);
+	close(fd);
+}
+
+size_t
+agent_watch_read(struct agent_watch *w, struct buf *out)
+{
+	size_t before = out->len;
+
+	read_new(w, out);
+	return out->len - before;
+}
+
+size_t
+agent_watch_finish(struct agent_watch *w, struct buf *out)
+{
+	size_t before = out->len;
+
+	read_new(w, out);
+	if (w->view) {
+		cli__view_finish(w->view, out);
+	} else {
+		buf_add(out, w->partial.ptr, w->partial.len);
+		buf_reset(&w->partial);
+	}
+	return out->len - before;
+}
+
+void
+agent_watch_free(struct agent_watch *w)
+{
+	if (!w)
+		return;
+	cli__view_free(w->view);
+	buf_release(&w->partial);
+	free(w->path);
+	free(w);
+}

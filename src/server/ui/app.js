@@ -1,0 +1,1522 @@
+/*
+ * The baton dashboard: a board of tasks by status, kept live by the event
+ * stream, and a page per run (header, controls, timeline, agent output,
+ * artifacts, diff, reports). It reads the REST API of docs/api.md with the
+ * bearer token of the repository and follows GET /api/v1/events with an
+ * EventSource (which resumes by itself with Last-Event-ID).
+ *
+ * Rules this file keeps:
+ *   - whatever comes from the API (titles, agent output, artifacts, diffs,
+ *     reasons) enters the page as text: textContent and text nodes, never
+ *     markup (no HTML parsing of data anywhere in this file);
+ *   - the board never renders everything: each column loads one page
+ *     (newest first) and grows by "show more"; a live message marks its
+ *     task dirty, and dirty tasks are re-read in one debounced batch.
+ */
+'use strict';
+(function () {
+
+const API = '/api/v1';
+const STATUSES = ['queued', 'running', 'blocked', 'done', 'failed', 'cancelled'];
+const PAGE = 100;
+const TERMINAL_RUN = new Set(['merge_ready', 'completed', 'blocked', 'failed', 'aborted']);
+const STREAM_TYPES = ['task:started', 'task:progress', 'task:delta', 'task:completed',
+	'task:error', 'task:stopped', 'approval:requested', 'approval:decided', 'event'];
+const REPORT_PARTS = ['changed', 'blockers', 'next', 'budget', 'evidence'];
+const OUTPUT_MAX = 400000;	/* characters of agent output kept on the page */
+const DIFF_MAX_LINES = 20000;
+const TIMELINE_MAX = 2000;
+const DIRTY_BATCH_MAX = 40;	/* more dirty tasks than this: reload the columns */
+
+const $ = (id) => document.getElementById(id);
+
+/* --- small helpers ------------------------------------------------------ */
+
+/*
+ * h('li', {class: 'card', dataset: {id: 3}}, 'text', node, ...): an element.
+ * Strings and numbers become text nodes; 'text' sets textContent. Nothing
+ * is ever parsed as HTML.
+ */
+function h(tag, props, ...kids) {
+	const n = document.createElement(tag);
+	if (props) {
+		for (const k of Object.keys(props)) {
+			const v = props[k];
+			if (v === null || v === undefined || v === false)
+				continue;
+			if (k === 'class')
+				n.className = v;
+			else if (k === 'text')
+				n.textContent = String(v);
+			else if (k === 'dataset')
+				for (const d of Object.keys(v))
+					n.dataset[d] = String(v[d]);
+			else if (k.startsWith('on'))
+				n.addEventListener(k.slice(2), v);
+			else
+				n.setAttribute(k, String(v));
+		}
+	}
+	add(n, kids);
+	return n;
+}
+
+function add(n, kid) {
+	if (kid === null || kid === undefined || kid === false)
+		return;
+	if (Array.isArray(kid))
+		for (const k of kid)
+			add(n, k);
+	else if (kid instanceof Node)
+		n.appendChild(kid);
+	else
+		n.appendChild(document.createTextNode(String(kid)));
+}
+
+function show(el, on) {
+	el.hidden = !on;
+}
+
+function pad(n) {
+	return n < 10 ? '0' + n : String(n);
+}
+
+/* A Date from epoch milliseconds, epoch seconds or an ISO 8601 string. */
+function toDate(v) {
+	if (v === null || v === undefined || v === '')
+		return null;
+	let d;
+	if (typeof v === 'number')
+		d = new Date(v < 1e11 ? v * 1000 : v);
+	else
+		d = new Date(v);
+	return isNaN(d.getTime()) ? null : d;
+}
+
+function fmtTime(v) {
+	const d = toDate(v);
+	if (!d)
+		return '';
+	const now = new Date();
+	const hms = pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+	if (d.toDateString() === now.toDateString())
+		return hms;
+	return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' + hms;
+}
+
+function fmtClock(v) {
+	const d = toDate(v);
+	return d ? pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds()) : '';
+}
+
+function fmtAge(v) {
+	const d = toDate(v);
+	if (!d)
+		return '';
+	const s = Math.max(0, Math.round((Date.now() - d.getTime()) / 1000));
+	if (s < 60)
+		return s + 's ago';
+	if (s < 3600)
+		return Math.floor(s / 60) + 'm ago';
+	if (s < 86400)
+		return Math.floor(s / 3600) + 'h ago';
+	return Math.floor(s / 86400) + 'd ago';
+}
+
+function fmtDuration(ms) {
+	if (typeof ms !== 'number' || !isFinite(ms) || ms < 0)
+		return '';
+	const s = Math.round(ms / 1000);
+	if (s < 60)
+		return s + 's';
+	if (s < 3600)
+		return Math.floor(s / 60) + 'm ' + pad(s % 60) + 's';
+	return Math.floor(s / 3600) + 'h ' + pad(Math.floor(s / 60) % 60) + 'm';
+}
+
+function fmtInt(n) {
+	return typeof n === 'number' ? n.toLocaleString('en-US') : '';
+}
+
+function fmtCost(c) {
+	if (typeof c !== 'number')
+		return '';
+	return '$' + (c < 1 ? c.toFixed(4) : c.toFixed(2));
+}
+
+function fmtSize(n) {
+	if (typeof n !== 'number')
+		return '';
+	if (n < 1024)
+		return n + ' B';
+	if (n < 1048576)
+		return (n / 1024).toFixed(1) + ' KiB';
+	return (n / 1048576).toFixed(1) + ' MiB';
+}
+
+/* Short text for any JSON value (event data, report parts). */
+function brief(v, max) {
+	let s;
+	if (v === null || v === undefined)
+		return '';
+	if (typeof v === 'string')
+		s = v;
+	else {
+		try {
+			s = JSON.stringify(v);
+		} catch (e) {
+			s = String(v);
+		}
+	}
+	max = max || 300;
+	return s.length > max ? s.slice(0, max - 1) + '\u2026' : s;
+}
+
+/* An event's data as an object, whether the API sent it parsed or as text. */
+function dataOf(ev) {
+	let d = ev ? ev.data : null;
+	if (typeof d === 'string') {
+		try {
+			d = JSON.parse(d);
+		} catch (e) {
+			return { text: d };
+		}
+	}
+	return d && typeof d === 'object' ? d : {};
+}
+
+function asId(v) {
+	if (typeof v === 'number' && isFinite(v))
+		return v;
+	if (typeof v === 'string' && /^[0-9]+$/.test(v))
+		return Number(v);
+	return null;
+}
+
+/* The task a stream message is about, or null. */
+function taskIdOf(m) {
+	let id = asId(m.task);
+	if (id === null)
+		id = asId(m.task_id);
+	if (id === null && m.event) {
+		id = asId(m.event.task);
+		if (id === null)
+			id = asId(m.event.task_id);
+		if (id === null)
+			id = asId(dataOf(m.event).task);
+	}
+	return id;
+}
+
+function runIdOf(m) {
+	if (typeof m.run === 'string' && m.run)
+		return m.run;
+	if (m.event && typeof m.event.run === 'string' && m.event.run)
+		return m.event.run;
+	return null;
+}
+
+/* --- the API ------------------------------------------------------------ */
+
+class ApiError extends Error {
+	constructor(status, code, message) {
+		super(message);
+		this.status = status;
+		this.code = code;
+	}
+}
+
+let token = '';
+let started = false;
+
+/*
+ * One API call. opts: method, json (a body to send as JSON), text (answer
+ * as text). Resolves with the answer; rejects with an ApiError carrying the
+ * JSON error's code and message. A 401 also brings the token form back.
+ */
+async function api(path, opts) {
+	opts = opts || {};
+	const headers = { Authorization: 'Bearer ' + token };
+	let body;
+	if (opts.json !== undefined) {
+		headers['Content-Type'] = 'application/json';
+		body = JSON.stringify(opts.json);
+	}
+	let res;
+	try {
+		res = await fetch(API + path, {
+			method: opts.method || (body !== undefined ? 'POST' : 'GET'),
+			headers: headers,
+			body: body,
+			cache: 'no-store',
+		});
+	} catch (e) {
+		throw new ApiError(0, 'network', 'cannot reach baton serve (' + e.message + ')');
+	}
+	if (res.status === 401) {
+		needLogin('The token was refused (401 unauthorized). Enter the token from .baton/token.');
+		throw new ApiError(401, 'unauthorized', 'the token was refused');
+	}
+	if (!res.ok) {
+		let code = 'http_' + res.status;
+		let msg = 'HTTP ' + res.status + (res.statusText ? ' ' + res.statusText : '');
+		try {
+			const j = await res.json();
+			if (j && j.error) {
+				code = j.error.code || code;
+				msg = j.error.message || msg;
+			}
+		} catch (e) {
+			/* not JSON: keep the status line */
+		}
+		throw new ApiError(res.status, code, msg);
+	}
+	if (opts.text)
+		return res.text();
+	if (res.status === 204)
+		return null;
+	const t = await res.text();
+	return t ? JSON.parse(t) : null;
+}
+
+function errText(e) {
+	if (e instanceof ApiError)
+		return e.code && e.status ? e.message + ' (' + e.code + ')' : e.message;
+	return String(e && e.message ? e.message : e);
+}
+
+/* --- token and login ---------------------------------------------------- */
+
+const TOKEN_KEY = 'baton.token';
+
+/* Takes #token=... (alone or among other hash parts) and removes it from the URL. */
+function takeHashToken() {
+	const hash = location.hash;
+	const m = /(^#|&)token=([^&]*)/.exec(hash);
+	if (!m)
+		return;
+	try {
+		token = decodeURIComponent(m[2]);
+	} catch (e) {
+		token = m[2];
+	}
+	sessionStorage.setItem(TOKEN_KEY, token);
+	let rest = hash.slice(0, m.index) + (m[1] === '#' ? '#' : '') + hash.slice(m.index + m[0].length);
+	rest = rest.replace(/^#&/, '#').replace(/&$/, '');
+	if (rest === '#')
+		rest = '';
+	history.replaceState(null, '', location.pathname + location.search + rest);
+}
+
+function showLogin(msg) {
+	showView('login');
+	$('crumb').textContent = '';
+	show($('logout'), false);
+	const p = $('login-msg');
+	p.textContent = msg || '';
+	show(p, !!msg);
+	$('token-input').value = '';
+	$('token-input').focus();
+}
+
+function needLogin(msg) {
+	token = '';
+	sessionStorage.removeItem(TOKEN_KEY);
+	started = false;
+	stopStream();
+	showLogin(msg);
+}
+
+$('login-form').addEventListener('submit', (ev) => {
+	ev.preventDefault();
+	const t = $('token-input').value.trim();
+	if (!t) {
+		showLogin('Enter the token.');
+		return;
+	}
+	token = t;
+	sessionStorage.setItem(TOKEN_KEY, token);
+	start();
+});
+
+$('logout').addEventListener('click', () => {
+	needLogin('');
+});
+
+/* --- views and routing -------------------------------------------------- */
+
+let view = '';
+
+function showView(name) {
+	view = name;
+	show($('login-view'), name === 'login');
+	show($('board-view'), name === 'board');
+	show($('run-view'), name === 'run');
+	document.body.dataset.view = name;
+}
+
+function route() {
+	if (!token) {
+		showLogin('');
+		return;
+	}
+	const m = /^#\/runs\/([^/?#&]+)/.exec(location.hash);
+	if (m) {
+		let id = m[1];
+		try {
+			id = decodeURIComponent(id);
+		} catch (e) {
+			/* keep it raw */
+		}
+		showRunPage(id);
+	} else {
+		showBoard();
+	}
+}
+
+window.addEventListener('hashchange', () => {
+	if (/(^#|&)token=/.test(location.hash)) {
+		takeHashToken();
+		start();
+		return;
+	}
+	if (started)
+		route();
+});
+
+/* Checks the token, connects the stream, shows the page the URL names. */
+async function start() {
+	let health;
+	started = false;
+	try {
+		health = await api('/health');
+	} catch (e) {
+		if (e.status !== 401)
+			showLogin('Cannot load the dashboard: ' + errText(e));
+		return;
+	}
+	started = true;
+	show($('logout'), true);
+	connectStream(health && typeof health.last_seq === 'number' ? health.last_seq : 0);
+	route();
+}
+
+/* --- the live stream ---------------------------------------------------- */
+
+let es = null;
+let lastSeq = 0;
+let retryTimer = 0;
+let retryDelay = 1000;
+
+function setLive(state, text) {
+	const el = $('live');
+	el.dataset.state = state;
+	$('live-text').textContent = text;
+}
+
+function stopStream() {
+	if (es) {
+		es.close();
+		es = null;
+	}
+	clearTimeout(retryTimer);
+	setLive('off', 'offline');
+}
+
+/*
+ * Opens the EventSource from seq `after` (events the page has not seen).
+ * The browser reconnects by itself after a network error, sending
+ * Last-Event-ID; when it gives up (the server answered an error), we check
+ * the token and open a new one from the last seq we saw.
+ */
+function connectStream(after) {
+	if (es)
+		es.close();
+	if (after > lastSeq)
+		lastSeq = after;
+	const q = new URLSearchParams({ access_token: token });
+	if (lastSeq > 0)
+		q.set('after', String(lastSeq));
+	es = new EventSource(API + '/events?' + q.toString());
+	setLive('connecting', 'connecting');
+	es.onopen = () => {
+		retryDelay = 1000;
+		setLive('open', 'live');
+	};
+	es.onerror = () => {
+		if (!es || es.readyState !== EventSource.CLOSED) {
+			setLive('connecting', 'reconnecting');
+			return;
+		}
+		setLive('error', 'disconnected');
+		clearTimeout(retryTimer);
+		retryTimer = setTimeout(async () => {
+			try {
+				await api('/health');
+			} catch (e) {
+				if (e.status === 401)
+					return;
+			}
+			if (token)
+				connectStream(lastSeq);
+		}, retryDelay);
+		retryDelay = Math.min(retryDelay * 2, 15000);
+	};
+	for (const t of STREAM_TYPES)
+		es.addEventListener(t, onStreamEvent);
+	es.onmessage = onStreamEvent;
+}
+
+function onStreamEvent(ev) {
+	let m;
+	try {
+		m = JSON.parse(ev.data);
+	} catch (e) {
+		return;
+	}
+	if (!m || typeof m !== 'object')
+		return;
+	if (!m.type && ev.type && ev.type !== 'message')
+		m.type = ev.type;
+	const seq = typeof m.seq === 'number' ? m.seq : Number(ev.lastEventId) || 0;
+	if (seq > lastSeq)
+		lastSeq = seq;
+	handleMessage(m);
+}
+
+/* Every live message: the board and the open run page take what is theirs. */
+function handleMessage(m) {
+	const tid = taskIdOf(m);
+	if (m.type !== 'task:delta') {
+		if (tid !== null) {
+			if (typeof m.status === 'string')
+				setCardRunStatus(tid, m.status);
+			markDirty(tid);
+		} else {
+			scheduleCounts();
+		}
+	}
+	runPageMessage(m);
+}
+
+/* --- the board ---------------------------------------------------------- */
+
+const cols = {};		/* status -> column state */
+const cards = new Map();	/* task id -> { el, status, task } */
+let boardBuilt = false;
+let boardLoaded = false;
+let boardStale = false;
+
+function buildBoard() {
+	const board = $('board');
+	const frag = document.createDocumentFragment();
+	for (const s of STATUSES) {
+		const count = h('span', { class: 'count', id: 'count-' + s, 'data-testid': 'count-' + s }, '0');
+		const list = h('ul', { class: 'cards', id: 'col-' + s, 'data-testid': 'cards-' + s });
+		const empty = h('div', { class: 'empty', 'data-testid': 'empty-' + s }, 'nothing here');
+		const more = h('button', {
+			type: 'button', class: 'more ghost', id: 'more-' + s, 'data-testid': 'more-' + s,
+		}, 'Show more');
+		more.hidden = true;
+		const sec = h('section', {
+			class: 'column col-' + s, id: 'column-' + s, 'data-testid': 'column-' + s,
+			'data-status': s,
+		}, h('div', { class: 'column-head' }, h('h2', null, s), count), list, empty, more);
+		cols[s] = {
+			status: s, list: list, count: count, empty: empty, more: more, ids: [],
+			next: null, loaded: false, gen: 0,
+		};
+		more.addEventListener('click', () => loadColumn(cols[s], true));
+		frag.appendChild(sec);
+	}
+	board.appendChild(frag);
+	board.addEventListener('click', onCardActivate);
+	board.addEventListener('keydown', (ev) => {
+		if (ev.key === 'Enter')
+			onCardActivate(ev);
+	});
+	boardBuilt = true;
+}
+
+function onCardActivate(ev) {
+	const card = ev.target.closest('.card.linked');
+	if (!card || !card.dataset.run)
+		return;
+	location.hash = '#/runs/' + encodeURIComponent(card.dataset.run);
+}
+
+function showBoard() {
+	showView('board');
+	$('crumb').textContent = 'board';
+	document.title = 'baton';
+	if (!boardBuilt)
+		buildBoard();
+	if (!boardLoaded || boardStale)
+		reloadBoard();
+}
+
+function reloadBoard() {
+	boardLoaded = true;
+	boardStale = false;
+	for (const s of STATUSES)
+		loadColumn(cols[s], false);
+}
+
+function setCounts(counts) {
+	if (!counts || typeof counts !== 'object')
+		return;
+	for (const s of STATUSES) {
+		if (typeof counts[s] === 'number')
+			cols[s].count.textContent = fmtInt(counts[s]);
+	}
+}
+
+function cardEl(t) {
+	const meta = h('div', { class: 'meta' }, h('span', { class: 'tid' }, '#' + t.id));
+	if (t.priority)
+		add(meta, h('span', { title: 'priority' }, 'p' + t.priority));
+	if (t.status === 'running' || t.run)
+		add(meta, h('span', { class: 'run-status', 'data-testid': 'card-run-status' }, t._run_status || ''));
+	if (t.attempts > 1)
+		add(meta, h('span', { title: 'attempts' }, 'try ' + t.attempts));
+	add(meta, h('span', { class: 'age', title: fmtTime(t.updated_at || t.created_at) },
+		fmtAge(t.updated_at || t.created_at)));
+	let why = null;
+	if (t.status === 'blocked' && (t.block_reason || t.reason))
+		why = h('div', { class: 'why', 'data-testid': 'block-reason' },
+			(t.block_reason || 'blocked') + (t.reason ? ': ' + t.reason : ''));
+	else if ((t.status === 'failed' || t.status === 'cancelled') && t.reason)
+		why = h('div', { class: 'why', 'data-testid': 'task-reason' }, t.reason);
+	const li = h('li', {
+		class: 'card' + (t.run ? ' linked' : ''),
+		'data-testid': 'task-card',
+		dataset: { id: t.id, status: t.status },
+		title: t.run ? 'open run ' + t.run : null,
+		tabindex: t.run ? '0' : null,
+		role: t.run ? 'link' : null,
+	}, h('div', { class: 'title', 'data-testid': 'task-title' }, t.title || '(untitled)'), why, meta);
+	if (t.run)
+		li.dataset.run = t.run;
+	return li;
+}
+
+/* Loads the first page of a column (more=false) or the next one. */
+async function loadColumn(col, more) {
+	const gen = more ? col.gen : ++col.gen;
+	const q = new URLSearchParams({ status: col.status, limit: String(PAGE) });
+	if (more) {
+		if (col.next === null || col.next === undefined)
+			return;
+		q.set('before', String(col.next));
+		col.more.disabled = true;
+	}
+	let ans;
+	try {
+		ans = await api('/tasks?' + q.toString());
+	} catch (e) {
+		col.more.disabled = false;
+		if (e.status !== 401)
+			col.empty.textContent = 'cannot load: ' + errText(e);
+		show(col.empty, true);
+		return;
+	}
+	if (gen !== col.gen)
+		return;		/* a newer reload took over */
+	if (!more) {
+		for (const id of col.ids) {
+			const c = cards.get(id);
+			if (c && c.status === col.status)
+				cards.delete(id);
+		}
+		col.ids = [];
+		col.list.textContent = '';
+	}
+	const tasks = Array.isArray(ans && ans.tasks) ? ans.tasks : [];
+	const frag = document.createDocumentFragment();
+	for (const t of tasks) {
+		const old = cards.get(t.id);
+		if (old) {
+			if (old.status === col.status)
+				continue;
+			removeCard(t.id);
+		}
+		const el = cardEl(t);
+		cards.set(t.id, { el: el, status: col.status, task: t });
+		col.ids.push(t.id);
+		frag.appendChild(el);
+	}
+	col.list.appendChild(frag);
+	setCounts(ans.counts);
+	if (ans && 'next' in ans)
+		col.next = ans.next;
+	else
+		col.next = tasks.length >= PAGE ? tasks[tasks.length - 1].id : null;
+	col.loaded = true;
+	col.more.disabled = false;
+	col.empty.textContent = 'nothing here';
+	show(col.more, col.next !== null && col.next !== undefined);
+	show(col.empty, col.ids.length === 0);
+}
+
+function removeCard(id) {
+	const c = cards.get(id);
+	if (!c)
+		return;
+	const col = cols[c.status];
+	if (col) {
+		const i = col.ids.indexOf(id);
+		if (i >= 0)
+			col.ids.splice(i, 1);
+		show(col.empty, col.ids.length === 0);
+	}
+	c.el.remove();
+	cards.delete(id);
+}
+
+/*
+ * Puts a freshly read task where it belongs: in place when its status did
+ * not change, else into its new column at its place by id (newest first),
+ * unless that place is past the page the column has loaded.
+ */
+function placeTask(t) {
+	if (!t || asId(t.id) === null)
+		return;
+	const cur = cards.get(t.id);
+	if (cur && cur.task && cur.task._run_status && !t._run_status)
+		t._run_status = cur.task._run_status;
+	if (t.status !== 'running' && cur && cur.status !== t.status)
+		t._run_status = '';
+	const col = cols[t.status];
+	if (cur && cur.status === t.status) {
+		const el = cardEl(t);
+		cur.el.replaceWith(el);
+		cur.el = el;
+		cur.task = t;
+		return;
+	}
+	if (cur)
+		removeCard(t.id);
+	if (!col || !col.loaded)
+		return;
+	const ids = col.ids;
+	if (col.next !== null && col.next !== undefined && ids.length && t.id < ids[ids.length - 1])
+		return;
+	let lo = 0, hi = ids.length;
+	while (lo < hi) {
+		const mid = (lo + hi) >> 1;
+		if (ids[mid] > t.id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const el = cardEl(t);
+	el.classList.add('flash');
+	ids.splice(lo, 0, t.id);
+	col.list.insertBefore(el, col.list.children[lo] || null);
+	cards.set(t.id, { el: el, status: t.status, task: t });
+	show(col.empty, false);
+}
+
+function setCardRunStatus(tid, status) {
+	const c = cards.get(tid);
+	if (!c)
+		return;
+	c.task._run_status = status;
+	const span = c.el.querySelector('.run-status');
+	if (span)
+		span.textContent = status;
+}
+
+/* Dirty tasks: re-read in one batch at most every 250 ms. */
+const dirty = new Set();
+let dirtyTimer = 0;
+let flushing = false;
+let countsWanted = false;
+
+function markDirty(id) {
+	dirty.add(id);
+	scheduleFlush();
+}
+
+function scheduleCounts() {
+	countsWanted = true;
+	scheduleFlush();
+}
+
+function scheduleFlush() {
+	if (!dirtyTimer && !flushing)
+		dirtyTimer = setTimeout(flushDirty, 250);
+}
+
+async function flushDirty() {
+	dirtyTimer = 0;
+	if (view !== 'board' || !boardLoaded) {
+		/* out of sight: read it all again when the board is shown */
+		if (dirty.size || countsWanted)
+			boardStale = true;
+		dirty.clear();
+		countsWanted = false;
+		return;
+	}
+	flushing = true;
+	const ids = Array.from(dirty);
+	dirty.clear();
+	countsWanted = false;
+	try {
+		if (ids.length > DIRTY_BATCH_MAX) {
+			reloadBoard();
+		} else {
+			for (let i = 0; i < ids.length; i += 6) {
+				const part = ids.slice(i, i + 6);
+				const got = await Promise.all(part.map((id) =>
+					api('/tasks/' + id).catch((e) => (e.status === 404 ? { gone: id } : null))));
+				for (const t of got) {
+					if (t && t.gone !== undefined)
+						removeCard(t.gone);
+					else if (t && t.task && typeof t.task === 'object')
+						placeTask(t.task);
+					else
+						placeTask(t);
+				}
+			}
+			const c = await api('/tasks?limit=1');
+			setCounts(c && c.counts);
+		}
+	} catch (e) {
+		/* a 401 brought the form back; anything else waits for the next event */
+	}
+	flushing = false;
+	if (dirty.size || countsWanted)
+		scheduleFlush();
+}
+
+/* --- adding a task ------------------------------------------------------ */
+
+function formMsg(el, text, ok) {
+	el.textContent = text;
+	el.className = 'msg ' + (ok ? 'ok' : 'error');
+	show(el, !!text);
+}
+
+$('add-form').addEventListener('submit', async (ev) => {
+	ev.preventDefault();
+	const msg = $('add-msg');
+	const title = $('add-title').value.trim();
+	const body = $('add-body').value;
+	const ptext = $('add-priority').value.trim();
+	if (!title) {
+		formMsg(msg, 'A task needs a title.', false);
+		$('add-title').focus();
+		return;
+	}
+	const req = { title: title };
+	if (ptext !== '') {
+		if (!/^-?[0-9]+$/.test(ptext)) {
+			formMsg(msg, 'The priority must be a whole number.', false);
+			return;
+		}
+		req.priority = Number(ptext);
+	}
+	if (body.trim())
+		req.body = body;
+	$('add-submit').disabled = true;
+	try {
+		let t = await api('/tasks', { method: 'POST', json: req });
+		if (t && t.task && typeof t.task === 'object')
+			t = t.task;
+		formMsg(msg, 'Added task #' + (t && t.id !== undefined ? t.id : '?') + '.', true);
+		$('add-title').value = '';
+		$('add-body').value = '';
+		placeTask(t);
+		scheduleCounts();
+	} catch (e) {
+		formMsg(msg, 'Could not add the task: ' + errText(e), false);
+	} finally {
+		$('add-submit').disabled = false;
+	}
+});
+
+/* --- the run page ------------------------------------------------------- */
+
+/*
+ * State of the open run page. `key` is the id from the URL; `run` the
+ * record once read. Messages that arrive before the run's past events are
+ * read wait in `pending`; `seen` holds the seqs already shown, so the
+ * overlap of the two is shown once.
+ */
+const rp = {
+	key: null, run: null, loading: false, pending: [], seen: new Set(),
+	outLen: 0, outQueue: '', outFrame: 0, timelineN: 0, refreshTimer: 0,
+	slowTimer: 0, ask: null, diffLoaded: false,
+};
+
+function resetRunPage() {
+	rp.run = null;
+	rp.pending = [];
+	rp.seen = new Set();
+	rp.outLen = 0;
+	rp.outQueue = '';
+	rp.timelineN = 0;
+	clearTimeout(rp.refreshTimer);
+	clearTimeout(rp.slowTimer);
+	rp.refreshTimer = 0;
+	rp.slowTimer = 0;
+	$('run-id').textContent = rp.key;
+	$('run-title').textContent = '';
+	$('run-body').textContent = '';
+	$('run-status').textContent = '';
+	$('run-status').className = 'badge';
+	$('run-facts').textContent = '';
+	show($('run-reason'), false);
+	$('output').textContent = '';
+	$('timeline').textContent = '';
+	$('timeline-count').textContent = '';
+	$('artifacts').textContent = '';
+	show($('artifact-view'), false);
+	$('reports').textContent = '';
+	$('diff').textContent = '';
+	$('diff-stat').textContent = '';
+	show($('run-msg'), false);
+	closeAsk();
+	for (const b of ['approve', 'changes', 'reject', 'pause', 'resume', 'steer', 'abort'])
+		show($('btn-' + b), false);
+}
+
+function runPath(suffix) {
+	const id = rp.run ? rp.run.id : rp.key;
+	return '/runs/' + encodeURIComponent(id) + (suffix || '');
+}
+
+async function showRunPage(key) {
+	showView('run');
+	$('crumb').textContent = 'run ' + key;
+	document.title = 'baton \u2014 run ' + key;
+	if (rp.key === key && rp.run) {
+		refreshRun();
+		return;
+	}
+	rp.key = key;
+	resetRunPage();
+	rp.loading = true;
+	try {
+		const r = await api('/runs/' + encodeURIComponent(key));
+		if (rp.key !== key)
+			return;
+		rp.run = r;
+		renderRunHead(r);
+	} catch (e) {
+		if (rp.key === key) {
+			rp.loading = false;
+			runMsg('Cannot load run ' + key + ': ' + errText(e), false);
+		}
+		return;
+	}
+	await loadRunEvents(key);
+	if (rp.key !== key)
+		return;
+	loadArtifacts();
+	loadReports();
+	loadDiff();
+}
+
+function fact(dl, name, value, testid) {
+	if (value === null || value === undefined || value === '')
+		return;
+	dl.appendChild(h('div', null, h('dt', null, name),
+		h('dd', { 'data-testid': testid || null }, String(value))));
+}
+
+function renderRunHead(r) {
+	$('run-id').textContent = r.id + (r.task_id !== undefined && r.task_id !== null ? '  \u00b7  task #' + r.task_id : '');
+	/* `task` is the task's text: its title, then its body after a blank line */
+	const text = typeof r.task === 'string' && r.task ? r.task : (r.title || r.id);
+	const nl = text.indexOf('\n');
+	$('run-title').textContent = nl < 0 ? text : text.slice(0, nl);
+	const body = $('run-body');
+	body.textContent = nl < 0 ? '' : text.slice(nl + 1).replace(/^\s+/, '');
+	show(body, body.textContent !== '');
+	const st = $('run-status');
+	st.textContent = r.status || '';
+	st.className = 'badge s-' + String(r.status || '').replace(/[^a-z_]/g, '');
+	$('crumb').textContent = 'run ' + r.id;
+	document.title = 'baton \u2014 ' + r.id + ' (' + r.status + ')';
+	const dl = $('run-facts');
+	const frag = document.createDocumentFragment();
+	const box = { appendChild: (n) => frag.appendChild(n) };
+	fact(box, 'stage', r.stage, 'fact-stage');
+	fact(box, 'pipeline', r.pipeline, 'fact-pipeline');
+	fact(box, 'branch', r.branch, 'fact-branch');
+	if (r.gate_status && r.status === 'waiting_for_approval')
+		fact(box, 'waiting at gate', r.gate_status, 'fact-gate');
+	if (r.paused_at_status && r.status === 'paused')
+		fact(box, 'paused at', r.paused_at_status, 'fact-paused-at');
+	fact(box, 'tokens in / out', fmtInt(r.tokens_in || 0) + ' / ' + fmtInt(r.tokens_out || 0), 'fact-tokens');
+	fact(box, 'cost', fmtCost(typeof r.cost_usd === 'number' ? r.cost_usd : 0), 'fact-cost');
+	fact(box, 'active', fmtDuration(r.active_ms), 'fact-active');
+	fact(box, 'created', fmtTime(r.created_at), 'fact-created');
+	fact(box, 'started', fmtTime(r.started_at), 'fact-started');
+	fact(box, 'updated', fmtTime(r.updated_at), 'fact-updated');
+	fact(box, 'ended', fmtTime(r.ended_at), 'fact-ended');
+	if (r.review_loops)
+		fact(box, 'review loops', r.review_loops + (r.max_review_loops ? ' of ' + r.max_review_loops : ''), 'fact-loops');
+	if (r.attempt > 1)
+		fact(box, 'attempt', r.attempt, 'fact-attempt');
+	dl.textContent = '';
+	dl.appendChild(frag);
+	const reason = $('run-reason');
+	reason.textContent = r.reason || '';
+	show(reason, !!r.reason);
+	updateActions(r);
+}
+
+function updateActions(r) {
+	const s = r.status || '';
+	const term = TERMINAL_RUN.has(s);
+	const wait = s === 'waiting_for_approval';
+	const paused = s === 'paused';
+	show($('btn-approve'), wait);
+	show($('btn-changes'), wait);
+	show($('btn-reject'), wait);
+	show($('btn-pause'), !term && !wait && !paused && !r.pause_requested);
+	show($('btn-resume'), paused || (!term && !!r.pause_requested));
+	show($('btn-steer'), !term);
+	show($('btn-abort'), !term);
+	if (term)
+		closeAsk();
+	$('run-actions').dataset.status = s;
+}
+
+function runMsg(text, ok) {
+	formMsg($('run-msg'), text, ok);
+}
+
+/* Re-reads the run header, at most every 300 ms. */
+function refreshRunSoon() {
+	if (!rp.refreshTimer)
+		rp.refreshTimer = setTimeout(refreshRun, 300);
+}
+
+async function refreshRun() {
+	rp.refreshTimer = 0;
+	if (!rp.run)
+		return;
+	const key = rp.key;
+	try {
+		const r = await api(runPath());
+		if (rp.key !== key)
+			return;
+		const was = rp.run;
+		rp.run = r;
+		renderRunHead(r);
+		if (was.status !== r.status && (TERMINAL_RUN.has(r.status) || was.stage !== r.stage))
+			refreshSlowSoon();
+	} catch (e) {
+		/* shown on the next action */
+	}
+}
+
+/* Artifacts and the diff change with stages: re-read them, at most every 1.5 s. */
+function refreshSlowSoon() {
+	if (!rp.slowTimer) {
+		rp.slowTimer = setTimeout(() => {
+			rp.slowTimer = 0;
+			loadArtifacts();
+			loadDiff();
+		}, 1500);
+	}
+}
+
+async function loadRunEvents(key) {
+	let after = 0;
+	let n = 0;
+	try {
+		for (let page = 0; page < 40; page++) {
+			const q = new URLSearchParams({ limit: '500' });
+			if (after)
+				q.set('after', String(after));
+			const ans = await api(runPath('/events?' + q.toString()));
+			if (rp.key !== key)
+				return;
+			const evs = Array.isArray(ans && ans.events) ? ans.events : [];
+			for (const ev of evs)
+				addRunEvent(ev, false);
+			n += evs.length;
+			const next = ans ? ans.next : null;
+			if (evs.length < 500 || next === null || next === undefined || next === after)
+				break;
+			after = next;
+		}
+	} catch (e) {
+		if (rp.key === key)
+			runMsg('Cannot load the events: ' + errText(e), false);
+	}
+	rp.loading = false;
+	const pending = rp.pending;
+	rp.pending = [];
+	for (const m of pending)
+		runPageMessage(m);
+	return n;
+}
+
+/* The text an agent_output event or a task:delta message carries. */
+function outputText(d) {
+	if (!d)
+		return '';
+	for (const k of ['text', 'line', 'chunk', 'output', 'data']) {
+		if (typeof d[k] === 'string')
+			return d[k];
+	}
+	return '';
+}
+
+function isOutputEvent(ev) {
+	return ev.type === 'agent_output' || ev.type === 'output' || ev.type === 'agent_delta';
+}
+
+/* One event of the run: agent output to the output box, the rest to the timeline. */
+function addRunEvent(ev, live) {
+	if (!ev || typeof ev !== 'object')
+		return;
+	if (typeof ev.seq === 'number') {
+		if (rp.seen.has(ev.seq))
+			return;
+		rp.seen.add(ev.seq);
+	}
+	if (isOutputEvent(ev)) {
+		appendOutput(outputText(dataOf(ev)));
+		return;
+	}
+	addTimeline(ev, live);
+}
+
+function eventDetail(ev) {
+	const d = dataOf(ev);
+	const parts = [];
+	if (ev.from || ev.to)
+		parts.push((ev.from || '(new)') + ' \u2192 ' + (ev.to || ''));
+	for (const k of ['stage', 'decision', 'gate', 'reason', 'guidance', 'text', 'message', 'error']) {
+		if (d[k] !== undefined && d[k] !== null && d[k] !== '' && typeof d[k] !== 'object')
+			parts.push(k + ': ' + brief(d[k], 240));
+	}
+	if (!parts.length) {
+		/* the rest: its plain fields, key=value */
+		for (const k of Object.keys(d)) {
+			const v = d[k];
+			if (v === null || v === undefined || v === '' || typeof v === 'object')
+				continue;
+			parts.push(k + '=' + brief(v, 120));
+			if (parts.length >= 8)
+				break;
+		}
+	}
+	return parts.join('  \u00b7  ');
+}
+
+function addTimeline(ev, live) {
+	const ol = $('timeline');
+	const type = String(ev.type || 'event');
+	const li = h('li', {
+		class: 't-' + type.replace(/[^a-z_]/g, ''), 'data-testid': 'timeline-item',
+		dataset: { seq: ev.seq !== undefined ? ev.seq : '', type: type },
+	},
+		h('span', { class: 'when', title: fmtTime(ev.ts) }, fmtClock(ev.ts)),
+		h('span', { class: 'what' }, h('span', { class: 'type' }, type), ' ',
+			h('span', { class: 'detail' }, eventDetail(ev))));
+	const stick = ol.scrollTop + ol.clientHeight >= ol.scrollHeight - 4;
+	ol.appendChild(li);
+	rp.timelineN++;
+	while (ol.childElementCount > TIMELINE_MAX)
+		ol.firstElementChild.remove();
+	$('timeline-count').textContent = rp.timelineN + ' event' + (rp.timelineN === 1 ? '' : 's');
+	if (live && stick)
+		ol.scrollTop = ol.scrollHeight;
+	else if (!live)
+		ol.scrollTop = ol.scrollHeight;
+}
+
+/* Agent output, appended once per frame, trimmed to OUTPUT_MAX characters. */
+function appendOutput(text) {
+	if (!text)
+		return;
+	rp.outQueue += text;
+	if (!rp.outFrame)
+		rp.outFrame = requestAnimationFrame(flushOutput);
+}
+
+function flushOutput() {
+	rp.outFrame = 0;
+	const pre = $('output');
+	const text = rp.outQueue;
+	rp.outQueue = '';
+	if (!text)
+		return;
+	rp.outLen += text.length;
+	if (rp.outLen > OUTPUT_MAX) {
+		const keep = (pre.textContent + text).slice(-Math.floor(OUTPUT_MAX * 0.75));
+		pre.textContent = '[earlier output trimmed]\n' + keep;
+		rp.outLen = pre.textContent.length;
+	} else {
+		pre.appendChild(document.createTextNode(text));
+	}
+	if ($('output-follow').checked)
+		pre.scrollTop = pre.scrollHeight;
+}
+
+/* A live message, if it is about the open run. */
+function runPageMessage(m) {
+	if (view !== 'run' || !rp.key)
+		return;
+	if (rp.loading || !rp.run) {
+		if (rp.pending.length < 5000)
+			rp.pending.push(m);
+		return;
+	}
+	const rid = runIdOf(m);
+	if (rid !== rp.run.id)
+		return;
+	if (m.type === 'task:delta') {
+		if (typeof m.seq === 'number') {
+			if (rp.seen.has(m.seq))
+				return;
+			rp.seen.add(m.seq);
+		}
+		let text = typeof m.text === 'string' ? m.text : outputText(dataOf(m.event));
+		appendOutput(text);
+		return;
+	}
+	const ev = m.event && typeof m.event === 'object' ? m.event : m;
+	addRunEvent(ev, true);
+	refreshRunSoon();
+	if (ev.type === 'report' || (m.type === 'event' && /report/.test(String(ev.type))))
+		loadReports();
+	if (/artifact|stage_(done|ended|finished|output)/.test(String(ev.type)))
+		refreshSlowSoon();
+}
+
+async function loadArtifacts() {
+	if (!rp.run)
+		return;
+	const key = rp.key;
+	const ul = $('artifacts');
+	let ans;
+	try {
+		ans = await api(runPath('/artifacts'));
+	} catch (e) {
+		if (rp.key === key)
+			ul.replaceChildren(h('li', { class: 'error' }, 'cannot load: ' + errText(e)));
+		return;
+	}
+	if (rp.key !== key)
+		return;
+	const list = Array.isArray(ans && ans.artifacts) ? ans.artifacts : (Array.isArray(ans) ? ans : []);
+	const frag = document.createDocumentFragment();
+	const newest = new Map();
+	for (const a of list) {
+		const name = a.artifact || a.name;
+		if (name && (!newest.has(name) || (a.version || 0) > newest.get(name)))
+			newest.set(name, a.version || 0);
+	}
+	for (const a of list) {
+		const name = a.artifact || a.name;
+		if (!name)
+			continue;
+		const link = h('a', {
+			href: '#', 'data-testid': 'artifact-link',
+			dataset: { name: name, version: a.version !== undefined ? a.version : '' },
+		}, name);
+		link.addEventListener('click', (ev) => {
+			ev.preventDefault();
+			openArtifact(name, a.version, newest.get(name) === a.version);
+		});
+		const bits = [];
+		if (a.stage)
+			bits.push(a.stage);
+		if (a.version !== undefined)
+			bits.push('v' + a.version);
+		if (a.decision)
+			bits.push(a.decision);
+		if (typeof a.size === 'number')
+			bits.push(fmtSize(a.size));
+		if (a.created_at)
+			bits.push(fmtTime(a.created_at));
+		frag.appendChild(h('li', { 'data-testid': 'artifact' }, link,
+			h('span', { class: 'muted small' }, bits.join(' \u00b7 '))));
+	}
+	if (!list.length)
+		frag.appendChild(h('li', { class: 'muted' }, 'no artifacts yet'));
+	ul.replaceChildren(frag);
+}
+
+async function openArtifact(name, version, newest) {
+	const key = rp.key;
+	const box = $('artifact-view');
+	const pre = $('artifact-text');
+	$('artifact-name').textContent = name + (version !== undefined ? ' (v' + version + ')' : '');
+	pre.textContent = 'loading\u2026';
+	show(box, true);
+	let q = '';
+	if (version !== undefined && !newest)
+		q = '?version=' + encodeURIComponent(version);
+	try {
+		let text = await api(runPath('/artifacts/' + encodeURIComponent(name) + q), { text: true });
+		if (rp.key !== key)
+			return;
+		if (/\.json$/.test(name)) {
+			try {
+				text = JSON.stringify(JSON.parse(text), null, 2);
+			} catch (e) {
+				/* show it as it is */
+			}
+		}
+		pre.textContent = text;
+	} catch (e) {
+		if (rp.key === key)
+			pre.textContent = 'cannot load ' + name + ': ' + errText(e);
+	}
+}
+
+$('artifact-close').addEventListener('click', () => show($('artifact-view'), false));
+$('artifacts-refresh').addEventListener('click', () => loadArtifacts());
+$('reports-refresh').addEventListener('click', () => loadReports());
+$('diff-refresh').addEventListener('click', () => loadDiff());
+
+async function loadDiff() {
+	if (!rp.run)
+		return;
+	const key = rp.key;
+	const pre = $('diff');
+	let text;
+	try {
+		text = await api(runPath('/diff'), { text: true });
+	} catch (e) {
+		if (rp.key === key) {
+			pre.textContent = 'cannot load the diff: ' + errText(e);
+			$('diff-stat').textContent = '';
+		}
+		return;
+	}
+	if (rp.key !== key)
+		return;
+	renderDiff(text || '');
+}
+
+function renderDiff(text) {
+	const pre = $('diff');
+	const lines = text.split('\n');
+	if (lines.length && lines[lines.length - 1] === '')
+		lines.pop();
+	const frag = document.createDocumentFragment();
+	let adds = 0, dels = 0, files = 0;
+	const n = Math.min(lines.length, DIFF_MAX_LINES);
+	for (let i = 0; i < lines.length; i++) {
+		const l = lines[i];
+		let cls = '';
+		if (l.startsWith('diff --git')) {
+			files++;
+			cls = 'meta';
+		} else if (l.startsWith('+++') || l.startsWith('---') || l.startsWith('index ') ||
+			   l.startsWith('new file') || l.startsWith('deleted file') ||
+			   l.startsWith('similarity') || l.startsWith('rename ')) {
+			cls = 'meta';
+		} else if (l.startsWith('@@')) {
+			cls = 'hunk';
+		} else if (l.startsWith('+')) {
+			cls = 'add';
+			adds++;
+		} else if (l.startsWith('-')) {
+			cls = 'del';
+			dels++;
+		}
+		if (i < n)
+			frag.appendChild(h('span', { class: cls || null }, l + '\n'));
+	}
+	if (lines.length > n)
+		frag.appendChild(h('span', { class: 'meta' }, '[' + (lines.length - n) + ' more lines not shown]\n'));
+	if (!lines.length)
+		frag.appendChild(h('span', { class: 'muted' }, 'no changes'));
+	pre.replaceChildren(frag);
+	$('diff-stat').textContent = lines.length ?
+		files + ' file' + (files === 1 ? '' : 's') + ', +' + adds + ' \u2212' + dels : '';
+}
+
+async function loadReports() {
+	if (!rp.run)
+		return;
+	const key = rp.key;
+	const box = $('reports');
+	let ans;
+	try {
+		ans = await api(runPath('/reports'));
+	} catch (e) {
+		if (rp.key === key)
+			box.replaceChildren(h('p', { class: 'error' }, 'cannot load: ' + errText(e)));
+		return;
+	}
+	if (rp.key !== key)
+		return;
+	const list = Array.isArray(ans && ans.reports) ? ans.reports : (Array.isArray(ans) ? ans : []);
+	const frag = document.createDocumentFragment();
+	for (const r of list)
+		frag.appendChild(reportEl(r));
+	if (!list.length)
+		frag.appendChild(h('p', { class: 'muted' }, 'no reports yet (a run reports when it ends, and as it goes once it runs long)'));
+	box.replaceChildren(frag);
+}
+
+/* Any JSON value as readable elements: text, a list, or key: value lines. */
+function valueEl(v) {
+	if (v === null || v === undefined || v === '')
+		return h('p', { class: 'muted' }, 'none');
+	if (Array.isArray(v)) {
+		if (!v.length)
+			return h('p', { class: 'muted' }, 'none');
+		return h('ul', null, v.map((x) => h('li', null, typeof x === 'object' ? brief(x, 1000) : String(x))));
+	}
+	if (typeof v === 'object') {
+		const keys = Object.keys(v);
+		if (!keys.length)
+			return h('p', { class: 'muted' }, 'none');
+		return h('ul', null, keys.map((k) => h('li', null, k + ': ' +
+			(v[k] === null || v[k] === undefined ? '\u2014' :
+			 typeof v[k] === 'object' ? brief(v[k], 1000) : String(v[k])))));
+	}
+	return h('p', null, String(v));
+}
+
+function reportEl(r) {
+	const d = r && typeof r.data === 'object' && r.data ? Object.assign({}, r, r.data) : (r || {});
+	const head = ['Report'];
+	if (d.n !== undefined)
+		head.push(String(d.n));
+	else if (d.seq !== undefined)
+		head.push('#' + d.seq);
+	if (d.kind || d.trigger)
+		head.push('(' + (d.kind || d.trigger) + ')');
+	if (d.stage)
+		head.push('after ' + d.stage);
+	if (d.status)
+		head.push('\u00b7 ' + d.status);
+	const sec = h('section', { class: 'report', 'data-testid': 'report' },
+		h('h3', null, head.join(' '), ' ', h('span', { class: 'muted small' }, fmtTime(d.ts || d.created_at))));
+	for (const p of REPORT_PARTS) {
+		sec.appendChild(h('h4', null, p));
+		const v = valueEl(d[p]);
+		v.dataset.part = p;
+		sec.appendChild(v);
+	}
+	return sec;
+}
+
+/* --- run controls ------------------------------------------------------- */
+
+async function act(label, path, body) {
+	const key = rp.key;
+	const buttons = $('run-actions').querySelectorAll('button');
+	for (const b of buttons)
+		b.disabled = true;
+	try {
+		const ans = await api(path, { method: 'POST', json: body || {} });
+		if (rp.key !== key)
+			return true;
+		let text = label + ': done.';
+		if (ans && ans.driven === false)
+			text += ' No worker drives this run: resume it with `baton resume`.';
+		runMsg(text, true);
+		refreshRun();
+		return true;
+	} catch (e) {
+		if (rp.key === key)
+			runMsg(label + ' failed: ' + errText(e), false);
+		return false;
+	} finally {
+		for (const b of buttons)
+			b.disabled = false;
+	}
+}
+
+/* A second click within 4 s confirms a button that ends something. */
+function confirming(btn, label, fn) {
+	const orig = btn.textContent;
+	btn.addEventListener('click', () => {
+		if (btn.dataset.armed === '1') {
+			btn.dataset.armed = '';
+			btn.textContent = orig;
+			clearTimeout(btn._t);
+			fn();
+			return;
+		}
+		btn.dataset.armed = '1';
+		btn.textContent = label;
+		btn._t = setTimeout(() => {
+			btn.dataset.armed = '';
+			btn.textContent = orig;
+		}, 4000);
+	});
+}
+
+function approvalPath() {
+	return '/approvals/' + encodeURIComponent(rp.run ? rp.run.id : rp.key);
+}
+
+function openAsk(kind, label, placeholder) {
+	rp.ask = kind;
+	$('ask-label').textContent = label;
+	$('ask-text').value = '';
+	$('ask-text').placeholder = placeholder;
+	$('ask-form').dataset.kind = kind;
+	show($('ask-form'), true);
+	$('ask-text').focus();
+}
+
+function closeAsk() {
+	rp.ask = null;
+	show($('ask-form'), false);
+}
+
+$('btn-approve').addEventListener('click', () => act('Approve', approvalPath(), { decision: 'approve' }));
+confirming($('btn-reject'), 'Confirm reject', () => act('Reject', approvalPath(), { decision: 'reject' }));
+$('btn-changes').addEventListener('click', () =>
+	openAsk('changes', 'Guidance for the re-run (required)', 'What should change?'));
+$('btn-steer').addEventListener('click', () =>
+	openAsk('steer', 'Guidance the next stage\u2019s agent reads', 'e.g. keep the public API unchanged'));
+$('btn-pause').addEventListener('click', () => act('Pause', runPath('/pause')));
+$('btn-resume').addEventListener('click', () => act('Resume', runPath('/resume')));
+confirming($('btn-abort'), 'Confirm abort', () => act('Abort', runPath('/abort')));
+$('ask-cancel').addEventListener('click', closeAsk);
+$('ask-form').addEventListener('submit', async (ev) => {
+	ev.preventDefault();
+	const text = $('ask-text').value.trim();
+	if (!text) {
+		runMsg(rp.ask === 'changes' ? 'Request changes needs guidance.' : 'Steering needs a text.', false);
+		return;
+	}
+	let ok;
+	if (rp.ask === 'changes')
+		ok = await act('Request changes', approvalPath(), { decision: 'request-changes', guidance: text });
+	else
+		ok = await act('Steer', runPath('/steer'), { text: text });
+	if (ok)
+		closeAsk();
+});
+
+/* --- start -------------------------------------------------------------- */
+
+token = sessionStorage.getItem(TOKEN_KEY) || '';
+takeHashToken();
+if (token)
+	start();
+else
+	showLogin('');
+
+/* Ages on cards drift: refresh them once a minute (text only). */
+setInterval(() => {
+	if (view !== 'board')
+		return;
+	for (const c of cards.values()) {
+		const age = c.el.querySelector('.age');
+		if (age)
+			age.textContent = fmtAge(c.task.updated_at || c.task.created_at);
+	}
+}, 60000);
+
+})();

@@ -1,0 +1,280 @@
+#!/bin/bash
+test_description='the HTTP API: every route, its errors, the live stream over SSE and WebSocket'
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+# the fake agent is no judge: tasks end done at merge_ready
+nojudge='runtime: {judge: false}'
+gate="$nojudge
+policies: {require_approval_at_stages: [executing]}"
+
+test_expect_success 'serve prints where the dashboard is and listens on 127.0.0.1' '
+	make_repo a &&
+	baton_init_with_agent a "$nojudge" &&
+	cd a &&
+	serve_http "$TRASH_DIRECTORY/serve" --workers 2 &&
+	test_grep "dashboard at http://127.0.0.1:[0-9]*/ (token in .baton/token)" ../serve.out &&
+	test "$(stat -c %a .baton/token)" = 600 &&
+	echo "$HTTP_URL" >../url
+'
+
+# each test runs in a fresh subshell: read the address back
+load_http() {
+	cd "$TRASH_DIRECTORY/${1:-a}" &&
+	HTTP_URL=$(sed "s|/$||" .baton/http.url) &&
+	HTTP_PORT=${HTTP_URL##*:} &&
+	HTTP_TOKEN=$(cat .baton/token)
+}
+
+test_expect_success 'no token, a wrong token, a token one character short: 401' '
+	load_http &&
+	curl -s -o body -w "%{http_code}" "$HTTP_URL/api/v1/runs" >status &&
+	test "$(cat status)" = 401 &&
+	test_jq ".error.code == \"unauthorized\"" body &&
+	curl -s -o body -w "%{http_code}" -H "Authorization: Bearer nope" \
+		"$HTTP_URL/api/v1/runs" >status &&
+	test "$(cat status)" = 401 &&
+	short=${HTTP_TOKEN%?} &&
+	curl -s -o body -w "%{http_code}" -H "Authorization: Bearer $short" \
+		"$HTTP_URL/metrics" >status &&
+	test "$(cat status)" = 401 &&
+	curl -s -o body -w "%{http_code}" "$HTTP_URL/api/v1/events?access_token=wrong" >status &&
+	test "$(cat status)" = 401 &&
+	# the page itself holds no data and needs none
+	curl -s -o page -w "%{http_code}" "$HTTP_URL/" >status &&
+	test "$(cat status)" = 200 &&
+	curl -s -D headers -o /dev/null "$HTTP_URL/" &&
+	test_grep "Content-Security-Policy: default-src .none.; script-src .self." headers
+'
+
+test_expect_success 'docs/api.md lists exactly the routes of the route table' '
+	load_http &&
+	api_expect 200 GET /api/v1 >routes.json &&
+	jq -r ".routes[] | \"\(.method) \(.path)\"" routes.json | sort >served &&
+	sed -n "s/^### \(GET\|POST\) \(\/[^ ]*\)$/\1 \2/p" "$BATON_SRC_ROOT/docs/api.md" |
+		sort >documented &&
+	test_line_count -gt 20 served &&
+	test_cmp documented served
+'
+
+test_expect_success 'health, unknown routes (404) and methods (405)' '
+	load_http &&
+	api_expect 200 GET /api/v1/health >h &&
+	test_jq ".status == \"ok\" and .store == \"sqlite\" and .schema >= 3" h &&
+	api_expect 404 GET /api/v1/nothing >e &&
+	test_jq ".error.code == \"not_found\"" e &&
+	api_expect 405 DELETE /api/v1/tasks >e &&
+	test_jq ".error.code == \"method_not_allowed\"" e &&
+	api_expect 405 GET /api/v1/runs/r1/pause >e
+'
+
+test_expect_success 'POST /api/v1/tasks adds a task; bad input is refused and writes nothing' '
+	load_http &&
+	api_expect 400 POST /api/v1/tasks "{\"title\": " >e &&
+	test_jq ".error.code == \"bad_request\" and (.error.message | test(\"not JSON\"))" e &&
+	api_expect 400 POST /api/v1/tasks "[1, 2]" >e &&
+	api_expect 400 POST /api/v1/tasks "{\"body\": \"no title\"}" >e &&
+	test_jq ".error.message | test(\"title\")" e &&
+	api_expect 400 POST /api/v1/tasks "{\"title\": \"x\", \"priority\": \"high\"}" >e &&
+	test_jq ".error.message | test(\"priority\")" e &&
+	api_expect 400 POST /api/v1/tasks "{\"title\": \"x\", \"after\": [99]}" >e &&
+	api_expect 400 POST /api/v1/tasks "{\"title\": \"x\", \"pipeline\": \"nope\"}" >e &&
+	test_jq ".error.message | test(\"nope\")" e &&
+	api_expect 400 POST /api/v1/tasks "{\"title\": \"x\", \"allow\": \"src/*\"}" >e &&
+	api_expect 200 GET /api/v1/tasks >list &&
+	test_jq ".tasks == [] and .counts.queued == 0" list &&
+	api_expect 201 POST /api/v1/tasks "{\"title\": \"Add a version flag <b>\", \"priority\": 2, \"verify\": [\"true\"]}" >t &&
+	test_jq ".id == 1 and .status == \"queued\" and .priority == 2 and .title == \"Add a version flag <b>\"" t
+'
+
+test_expect_success 'a body over server.max_body_kb is 413 and nothing is read into memory' '
+	load_http &&
+	head -c 1100000 /dev/zero | tr "\0" a >big &&
+	curl -s -o body -w "%{http_code}" -H "Authorization: Bearer $HTTP_TOKEN" \
+		--data-binary @big "$HTTP_URL/api/v1/tasks" >status &&
+	test "$(cat status)" = 413 &&
+	test_jq ".error.code == \"too_large\"" body
+'
+
+test_expect_success 'the task runs to done; tasks, runs and their parts are served' '
+	load_http &&
+	wait_for "api GET /api/v1/tasks/1 | jq -e \".status == \\\"done\\\"\" >/dev/null" 60 &&
+	api_expect 200 GET /api/v1/tasks/1 >t &&
+	test_jq ".runs | length == 1" t &&
+	run=$(jq -r .run t) &&
+	api_expect 200 GET "/api/v1/tasks?status=done&limit=5" >l &&
+	test_jq ".tasks[0].id == 1 and .counts.done == 1 and .next == null" l &&
+	api_expect 400 GET "/api/v1/tasks?status=nonsense" >e &&
+	api_expect 400 GET "/api/v1/tasks?limit=0" >e &&
+	api_expect 404 GET /api/v1/tasks/99 >e &&
+	api_expect 404 GET /api/v1/tasks/x7 >e &&
+	api_expect 200 GET /api/v1/tasks/1/events >ev &&
+	test_jq "[.events[].type] | index(\"task_claimed\") != null" ev &&
+	api_expect 200 GET /api/v1/runs >runs &&
+	test_jq ".runs[0].id == \"$run\" and .runs[0].task_id == 1" runs &&
+	api_expect 200 GET "/api/v1/runs?status=merge_ready" >runs &&
+	test_jq ".runs | length == 1" runs &&
+	api_expect 200 GET "/api/v1/runs/$run" >r &&
+	test_jq ".status == \"merge_ready\"" r &&
+	num=${run%%-*} &&
+	api_expect 200 GET "/api/v1/runs/$num" >r2 &&
+	test_jq ".id == \"$run\"" r2 &&
+	api_expect 404 GET /api/v1/runs/r99 >e &&
+	api_expect 200 GET "/api/v1/runs/$run/events?limit=3" >p1 &&
+	test_jq ".events | length == 3" p1 &&
+	next=$(jq .next p1) &&
+	api_expect 200 GET "/api/v1/runs/$run/events?after=$next" >p2 &&
+	test_jq ".events[0].seq > $next" p2 &&
+	api_expect 200 GET "/api/v1/runs/$run/artifacts" >a &&
+	test_jq "[.artifacts[].artifact] | index(\"plan.md\") != null" a &&
+	api_expect 200 GET "/api/v1/runs/$run/artifacts/plan.md" >plan &&
+	test -s plan &&
+	api_expect 404 GET "/api/v1/runs/$run/artifacts/nothing.md" >e &&
+	api_expect 200 GET "/api/v1/runs/$run/diff" >diff &&
+	test_grep "^+" diff &&
+	api_expect 200 GET "/api/v1/runs/$run/reports" >rep &&
+	test_jq ".reports | type == \"array\"" rep
+'
+
+test_expect_success 'illegal transitions are 409 and change nothing' '
+	load_http &&
+	run=$(api GET /api/v1/tasks/1 | jq -r .run) &&
+	api_expect 409 POST "/api/v1/runs/$run/pause" >e &&
+	test_jq ".error.code == \"illegal_transition\"" e &&
+	api_expect 409 POST "/api/v1/runs/$run/abort" >e &&
+	api_expect 409 POST /api/v1/tasks/1/cancel >e &&
+	test_jq ".error.code == \"illegal_transition\"" e &&
+	api_expect 409 POST /api/v1/tasks/1/retry >e &&
+	api_expect 409 POST "/api/v1/approvals/$run" "{\"decision\": \"approve\"}" >e &&
+	api_expect 400 POST "/api/v1/approvals/$run" "{\"decision\": \"maybe\"}" >e &&
+	api_expect 400 POST "/api/v1/runs/$run/steer" "{}" >e &&
+	api_expect 200 GET "/api/v1/runs/$run" >r &&
+	test_jq ".status == \"merge_ready\"" r
+'
+
+test_expect_success 'pipelines, workers, merges, metrics' '
+	load_http &&
+	api_expect 200 GET /api/v1/pipelines >p &&
+	test_jq "[.pipelines[].name] | index(\"feature\") != null" p &&
+	api_expect 200 GET /api/v1/pipelines/feature >f &&
+	test_jq ".stages | length > 3" f &&
+	test_jq ".transitions | length > 5" f &&
+	api_expect 404 GET /api/v1/pipelines/nope >e &&
+	api_expect 200 GET /api/v1/workers >w &&
+	test_jq ".workers | length >= 1" w &&
+	api_expect 200 GET /api/v1/merges >m &&
+	test_jq ".merges == []" m &&
+	api_expect 200 GET /metrics >metrics &&
+	test_grep "^baton_tasks{status=\"done\"} 1$" metrics &&
+	test_grep "^baton_runs{status=\"merge_ready\"} 1$" metrics &&
+	test_grep "^baton_queue_depth 0$" metrics &&
+	test_grep "^baton_stage_duration_seconds_count{stage=\"planning\"} 1$" metrics &&
+	test_grep "^baton_http_requests_total{code=\"4xx\"} [1-9]" metrics
+'
+
+test_expect_success 'a gated task waits; it is approved over the API and ends done' '
+	make_repo g &&
+	baton_init_with_agent g "$gate" &&
+	cd g &&
+	serve_http "$TRASH_DIRECTORY/serve-g" --workers 1 &&
+	api_expect 201 POST /api/v1/tasks "{\"title\": \"Gated\"}" >t &&
+	wait_for "api GET /api/v1/approvals | jq -e \".approvals | length == 1\" >/dev/null" 60 &&
+	api GET /api/v1/approvals >ap &&
+	test_jq ".approvals[0].gate == \"executing\" and .approvals[0].task_id == 1" ap &&
+	run=$(jq -r ".approvals[0].run" ap) &&
+	api_expect 400 POST "/api/v1/approvals/$run" "{\"decision\": \"request-changes\"}" >e &&
+	api_expect 200 POST "/api/v1/approvals/$run" "{\"decision\": \"approve\"}" >r &&
+	wait_for "api GET /api/v1/tasks/1 | jq -e \".status == \\\"done\\\"\" >/dev/null" 60
+'
+
+test_expect_success 'pause and resume a running run over the API' '
+	load_http g &&
+	export FAKE_FAIL_STAGE=any FAKE_FAIL_MODE=slow FAKE_SLEEP=1 &&
+	kill "$(cat ../serve-g.pid)" && bg_wait ../serve-g >/dev/null &&
+	sed -i "/require_approval_at_stages/d" .baton/config.yaml &&
+	serve_http "$TRASH_DIRECTORY/serve-g2" --workers 1 &&
+	api_expect 201 POST /api/v1/tasks "{\"title\": \"Pausable\"}" >t &&
+	wait_for "api GET /api/v1/tasks/2 | jq -e \".run != null\" >/dev/null" 30 &&
+	run=$(api GET /api/v1/tasks/2 | jq -r .run) &&
+	api_expect 200 POST "/api/v1/runs/$run/pause" >r &&
+	test_jq ".pause_requested == true" r &&
+	wait_for "api GET /api/v1/runs/$run | jq -e \".status == \\\"paused\\\"\" >/dev/null" 60 &&
+	api_expect 202 POST "/api/v1/runs/$run/steer" "{\"text\": \"keep it small\"}" >s &&
+	api_expect 200 POST "/api/v1/runs/$run/resume" >r &&
+	test_jq ".driven == true" r &&
+	wait_for "api GET /api/v1/tasks/2 | jq -e \".status == \\\"done\\\"\" >/dev/null" 90 &&
+	api GET "/api/v1/runs/$run/events?limit=5000" >ev &&
+	test_jq "[.events[].type] | index(\"steer\") != null" ev
+'
+
+# seqs NAME: the seq of each message a client received (SSE id: lines
+# or WebSocket JSON lines), one per line.
+sse_seqs() { sed -n "s/^id: //p" "$1"; }
+ws_seqs() { jq -r "select(.seq != null) | .seq" "$1"; }
+
+test_expect_success 'SSE: disconnect mid-run, reconnect with Last-Event-ID: every event exactly once' '
+	load_http g &&
+	export FAKE_FAIL_STAGE=any FAKE_FAIL_MODE=slow FAKE_SLEEP=1 &&
+	api_expect 201 POST /api/v1/tasks "{\"title\": \"Streamed\"}" >t &&
+	id=$(jq .id t) &&
+	# the first client listens from before the task started, then drops
+	bg_start sse1 curl -s -N -H "Authorization: Bearer $HTTP_TOKEN" \
+		"$HTTP_URL/api/v1/events?task=$id&after=0" &&
+	wait_for "grep -q \"^event: task:progress\" sse1.out" 60 &&
+	kill "$(cat sse1.pid)" && bg_wait sse1 >/dev/null &&
+	last=$(sse_seqs sse1.out | tail -n 1) &&
+	test -n "$last" &&
+	api GET /api/v1/tasks/$id | jq -e ".status == \"running\"" >/dev/null &&
+	# the second comes back with what it had
+	bg_start sse2 curl -s -N -H "Authorization: Bearer $HTTP_TOKEN" \
+		-H "Last-Event-ID: $last" "$HTTP_URL/api/v1/events?task=$id" &&
+	wait_for "grep -q \"^event: task:completed\" sse2.out" 90 &&
+	wait_for "api GET /api/v1/tasks/$id | jq -e \".status == \\\"done\\\"\" >/dev/null" 60 &&
+	sleep 1 && kill "$(cat sse2.pid)" && bg_wait sse2 >/dev/null &&
+	{ sse_seqs sse1.out; sse_seqs sse2.out; } >got &&
+	sort -n got | uniq -d >dups &&
+	test_line_count = 0 dups &&
+	"$BATON" events --task "$id" --json | jq -r ".seq" | sort -n >want &&
+	sort -n got >got.sorted &&
+	test_cmp want got.sorted &&
+	test_grep "^event: task:started" sse1.out &&
+	test_grep "^event: task:delta" sse2.out
+'
+
+test_expect_success 'WebSocket: the same stream, resumed with after=, exactly once' '
+	load_http g &&
+	export FAKE_FAIL_STAGE=any FAKE_FAIL_MODE=slow FAKE_SLEEP=1 &&
+	"$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=$HTTP_TOKEN" \
+		--send "{\"type\": \"task:submit\", \"id\": \"c1\", \"task\": {\"title\": \"Over WS\"}}" \
+		--until "\"id\":\"c1\"" --timeout 10 >ack &&
+	grep "\"type\":\"ack\"" ack >ack1 &&
+	test_jq ".ok == true and .status == 201" ack1 &&
+	id=$(jq .result.id ack1) &&
+	"$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=$HTTP_TOKEN&task=$id&after=0" \
+		--until "task:progress" --timeout 60 >ws1 &&
+	last=$(ws_seqs ws1 | tail -n 1) &&
+	"$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=$HTTP_TOKEN&task=$id&after=$last" \
+		--until "task:completed" --timeout 90 >ws2 &&
+	wait_for "api GET /api/v1/tasks/$id | jq -e \".status == \\\"done\\\"\" >/dev/null" 60 &&
+	"$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=$HTTP_TOKEN&task=$id&after=$(ws_seqs ws2 | tail -n 1)" \
+		--timeout 2 >ws3 || test $? = 1;
+	{ ws_seqs ws1; ws_seqs ws2; ws_seqs ws3; } >got &&
+	sort -n got | uniq -d >dups &&
+	test_line_count = 0 dups &&
+	"$BATON" events --task "$id" --json | jq -r ".seq" | sort -n >want &&
+	sort -n got >got.sorted &&
+	test_cmp want got.sorted &&
+	# commands: a bad one is refused with a reason, stop cancels
+	"$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=$HTTP_TOKEN" \
+		--send "{\"type\": \"task:fly\", \"id\": \"c2\"}" \
+		--until "\"id\":\"c2\"" --timeout 10 >bad &&
+	grep "\"type\":\"ack\"" bad >bad1 &&
+	test_jq ".ok == false and .error.code == \"bad_request\"" bad1 &&
+	"$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=$HTTP_TOKEN" \
+		--send "{\"type\": \"task:stop\", \"id\": \"c3\", \"task\": $id}" \
+		--until "\"id\":\"c3\"" --timeout 10 >stop &&
+	grep "\"type\":\"ack\"" stop >stop1 &&
+	test_jq ".ok == false and .error.code == \"illegal_transition\"" stop1 &&
+	test_expect_code 2 "$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=wrong" --timeout 5
+'
+
+test_done
