@@ -4,8 +4,9 @@
 # build/libbaton.a, runs the store benchmark, a raw-SQLite reference (the
 # sqlite3 CLI doing as many single-row INSERTs, each its own transaction,
 # with synchronous=FULL and WAL on the same disk), the `baton status`
-# benchmark, the orchestration overhead, the task queue (bench_queue) and
-# `baton serve` end to end (bench_serve.sh); writes everything to
+# benchmark, the orchestration overhead, the task queue (bench_queue),
+# `baton serve` end to end (bench_serve.sh) and serve's HTTP API and live
+# stream (bench_http.sh, with bench_http); writes everything to
 # bench/out/<date>.txt and prints it. `make bench` runs it.
 #
 # Environment:
@@ -34,6 +35,7 @@ PKGS="sqlite3 yaml-0.1 jansson libcurl"
 TASKS=${BENCH_TASKS:-2000}
 BENCH_STORE=$root/build/bench/bench_store
 BENCH_QUEUE=$root/build/bench/bench_queue
+BENCH_HTTP=$root/build/bench/bench_http
 
 die() {
 	echo "bench/run.sh: $*" >&2
@@ -55,6 +57,11 @@ ${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -Isrc \
 	$(pkg-config --cflags $PKGS) -o "$BENCH_QUEUE" bench/bench_queue.c bench/bench_util.c \
 	build/libbaton.a $(pkg-config --libs $PKGS) ||
 	die "cannot build bench_queue"
+# shellcheck disable=SC2046,SC2086
+${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -pthread -Isrc \
+	$(pkg-config --cflags $PKGS) -o "$BENCH_HTTP" bench/bench_http.c bench/bench_util.c \
+	build/libbaton.a $(pkg-config --libs $PKGS) ||
+	die "cannot build bench_http"
 
 out=bench/out/$(date +%Y-%m-%dT%H%M%S).txt
 part=$(mktemp "$tmpbase/baton-bench-part.XXXXXX")
@@ -159,6 +166,13 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
 BATON_BIN=$BATON_BIN BENCH_QUEUE=$BENCH_QUEUE BENCH_TMPDIR=$tmpbase \
 	sh bench/bench_serve.sh >"$part" 2>&1 ||
 	{ cat "$part" >>"$out"; die "bench_serve.sh failed: see $out"; }
+cat "$part" >>"$out"
+
+echo "bench: HTTP API and live stream ..." >&2
+section "HTTP API and live stream: bench_http.sh"
+BATON_BIN=$BATON_BIN BENCH_HTTP=$BENCH_HTTP BENCH_TMPDIR=$tmpbase \
+	sh bench/bench_http.sh >"$part" 2>&1 ||
+	{ cat "$part" >>"$out"; die "bench_http.sh failed: see $out"; }
 cat "$part" >>"$out"
 
 cat "$out"

@@ -762,14 +762,18 @@ codex_item(struct cli_stream *st, const char *type, const json_t *item)
 		buf_adds(&st->last, msg);
 		show_para(st, msg);
 	} else if (streq(kind, "file_change")) {
-		json_array_foreach(json_object_get(item, "changes"), i, change)
-		    show_line(st, "[edit] %s %s",
-			      json_get_str(change, "kind")
-				  ? json_get_str(change, "kind")
-				  : "update",
-			      json_get_str(change, "path")
-				  ? json_get_str(change, "path")
-				  : "?");
+		json_t *changes = json_object_get(item, "changes");
+
+		for (i = 0; i < json_array_size(changes); i++) {
+			change = json_array_get(changes, i);
+			show_line(st, "[edit] %s %s",
+				  json_get_str(change, "kind")
+					  ? json_get_str(change, "kind")
+					  : "update",
+				  json_get_str(change, "path")
+					  ? json_get_str(change, "path")
+					  : "?");
+		}
 	} else if (streq(kind, "error") && json_get_str(item, "message")) {
 		show_line(st, "[warning] %s", json_get_str(item, "message"));
 	}

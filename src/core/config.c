@@ -1008,10 +1008,13 @@ read_webhook(const struct cnode *n, const char *path,
 
 	if (rc >= 0)
 		rc = cnode_check_keys(n, path, webhook_keys, e);
-	if (rc >= 0 && !(k = cnode_get(n, "url")))
-		rc = node_error(n, path, "a webhook needs a url", e);
 	if (rc < 0)
 		goto out;
+	k = cnode_get(n, "url");
+	if (!k) {
+		rc = node_error(n, path, "a webhook needs a url", e);
+		goto out;
+	}
 	buf_addf(&sub, "%s.url", path);
 	rc = read_string(k, sub.ptr, &w->url, e);
 	if (rc >= 0 && strncmp(w->url, "http://", 7) &&

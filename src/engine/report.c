@@ -363,7 +363,7 @@ static json_t *
 budget(const struct config *cfg, const struct run *r)
 {
 	const struct config_budget *b = &cfg->budget;
-	long long used = (long long)(r->tokens_in + r->tokens_out);
+	long long used = (long long)r->tokens_in + (long long)r->tokens_out;
 
 	return json_pack(
 	    "{s:I, s:I, s:f, s:o, s:o, s:o, s:I, s:o, s:o}", "tokens_in",
@@ -449,8 +449,10 @@ md_list(struct buf *md, const char *title, const json_t *items)
 	buf_addf(md, "\n## %s\n\n", title);
 	if (!json_array_size(items))
 		buf_adds(md, "- none\n");
-	json_array_foreach((json_t *)items, i, v)
-	    buf_addf(md, "- %s\n", json_string_value(v));
+	for (i = 0; i < json_array_size(items); i++) {
+		v = json_array_get(items, i);
+		buf_addf(md, "- %s\n", json_string_value(v));
+	}
 }
 
 /* The report as markdown, for people reading the run folder. */

@@ -547,8 +547,10 @@ run_events_typed(struct req *rq, const char *type, const char *key)
 		json_t *list = json_array(), *ev;
 		size_t i;
 
-		json_array_foreach(pg.arr, i, ev)
+		for (i = 0; i < json_array_size(pg.arr); i++) {
+			ev = json_array_get(pg.arr, i);
 			json_array_append(list, json_object_get(ev, "data"));
+		}
 		json_decref(pg.arr);
 		http_json(rq, 200, json_pack("{s:o}", key, list));
 	}
