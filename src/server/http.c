@@ -534,6 +534,17 @@ start(struct server *srv, const char *listen, struct mg_context **ctxp,
 	return 0;
 }
 
+/* Removes the address file, unless a newer serve has written its own. */
+static void
+forget_url(const char *path, const char *url)
+{
+	struct buf b = BUF_INIT;
+
+	if (fs_read(path, &b, 4096, NULL) == 0 && b.ptr && !strcmp(b.ptr, url))
+		unlink(path);
+	buf_release(&b);
+}
+
 /* The HTTP process: serves until SIGTERM or its parent's death. */
 static void __attribute__((noreturn))
 server_main(const struct server_opts *o, int ready_fd)
@@ -578,7 +589,7 @@ server_main(const struct server_opts *o, int ready_fd)
 	mg_stop(ctx);
 	hub_stop(srv.hub);
 	notify_stop(srv.notifier);
-	unlink(url_file);
+	forget_url(url_file, url);
 	free(url_file);
 	_exit(0);
 }

@@ -36,6 +36,16 @@
 /* When the store cannot be watched: how often to look. */
 #define FALLBACK_POLL_MS 500
 
+/*
+ * inotify hears a commit when its WAL frames are written, which is a
+ * moment before the commit can be read (the writer still syncs and then
+ * publishes it in the -shm index, which inotify cannot see). So after a
+ * wake-up the hub looks again a few times, sooner first, until one
+ * second passes with no new write: a lone commit is never left waiting
+ * for the next one.
+ */
+static const int settle_ms[] = { 2, 10, 50, 250, 700 };
+
 /* Stage duration buckets for /metrics, in seconds. */
 static const double buckets[] = { 1, 5, 15, 60, 300, 900, 3600 };
 #define NR_BUCKETS ARRAY_SIZE(buckets)
@@ -376,7 +386,8 @@ hub_main(void *arg)
 	struct hub *h = arg;
 	struct err e = ERR_INIT;
 	struct pollfd pf[2];
-	int fd = store_watch_fd(h->s, &e);
+	size_t settle = 0;
+	int fd = store_watch_fd(h->s, &e), wait, n;
 
 	if (fd < 0)
 		log_warn("%s: looking for new events every %d ms", e.msg,
@@ -387,12 +398,19 @@ hub_main(void *arg)
 		/* drain before reading: a commit after the read wakes us */
 		store_watch_drain(h->s);
 		catch_up(h);
-		if (poll(pf, fd >= 0 ? 2 : 1, fd >= 0 ? -1 : FALLBACK_POLL_MS) <
-			    0 &&
-		    errno != EINTR)
+		if (fd < 0)
+			wait = FALLBACK_POLL_MS;
+		else if (settle < ARRAY_SIZE(settle_ms))
+			wait = settle_ms[settle++];
+		else
+			wait = -1;
+		n = poll(pf, fd >= 0 ? 2 : 1, wait);
+		if (n < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
 			break;
+		if (n > 0)
+			settle = 0; /* a new write: look again soon after it */
 	}
 	return NULL;
 }

@@ -277,4 +277,19 @@ test_expect_success 'WebSocket: the same stream, resumed with after=, exactly on
 	test_expect_code 2 "$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=wrong" --timeout 5
 '
 
+test_expect_success 'a lone commit by a writer that stays connected reaches the stream at once' '
+	load_http g &&
+	bg_start lone curl -s -N -H "Authorization: Bearer $HTTP_TOKEN" \
+		"$HTTP_URL/api/v1/events" &&
+	sleep 1 &&
+	# sqlite3 commits one event and keeps its connection for 5 s: the
+	# commit is readable only after its WAL write that woke the hub
+	printf "%s\n" "PRAGMA busy_timeout = 5000;" "PRAGMA synchronous = FULL;" \
+		"INSERT INTO events (ts, type) VALUES (1, '"'"'lone_probe'"'"');" \
+		".shell sleep 5" >lone.sql &&
+	bg_start writer sh -c "sqlite3 .baton/baton.db <lone.sql" &&
+	wait_for "grep -q lone_probe lone.out" 3 &&
+	kill "$(cat lone.pid)" && bg_wait lone >/dev/null
+'
+
 test_done
