@@ -387,12 +387,47 @@ clear_stale_locks(const struct workspace *ws, const char *path)
 	free(gitdir);
 }
 
+/*
+ * Makes path a worktree again when git no longer knows it: its admin
+ * entry is gone (a `git worktree add` whose worker was killed went on
+ * running as an orphan while the next worker, holding the lock, removed
+ * its entry as half-made). The run's branch is checked out afresh there,
+ * or made at commit when even the branch is missing.
+ */
+static int
+remake_lost(const struct workspace *ws, const char *path, const char *commit,
+	    struct err *e)
+{
+	struct buf out = BUF_INIT;
+	struct err ignored = ERR_INIT;
+	const char *name = strrchr(path, '/');
+	char *branch;
+	int rc, lock;
+
+	rc = git(ws, path, &out, &ignored, "rev-parse", "--git-dir", NULL);
+	buf_release(&out);
+	if (rc == 0 || !name)
+		return 0;
+	log_warn("worktree %s is unknown to git; making it again", path);
+	branch = xasprintf("baton/%s", name + 1);
+	lock = workspace_lock_worktrees(ws, e);
+	rc = lock < 0 ? lock : make_worktree(ws, path, branch, commit, e);
+	if (lock >= 0)
+		workspace_unlock_worktrees(lock);
+	free(branch);
+	return rc;
+}
+
 int
 worktree_reset(const struct workspace *ws, const char *path,
 	       const char *commit, struct err *e)
 {
 	int rc;
 
+	rc = remake_lost(ws, path, commit, e);
+	if (rc < 0)
+		return err_prefix(e, "cannot reset worktree '%s' to %.12s",
+				  path, commit);
 	clear_stale_locks(ws, path);
 	rc = git(ws, path, NULL, e, "reset", "--quiet", "--hard", commit,
 		 NULL);

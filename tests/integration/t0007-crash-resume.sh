@@ -162,6 +162,19 @@ test_expect_success 'lock files a killed git left in the worktree do not stop th
 	test_path_is_missing ".git/refs/heads/baton/$id.lock"
 '
 
+test_expect_success 'a worktree whose admin entry was removed under it is made again on resume' '
+	make_repo repo8 &&
+	baton_init_with_agent repo8 &&
+	crash_mid_execute repo8 "Lost entry" &&
+	id=$(cat ../repo8.id) &&
+	# as if a prune had taken the entry while an orphaned git worktree
+	# add still ran: git no longer knows the worktree
+	rm -rf ".git/worktrees/$id" &&
+	test_expect_code 0 "$BATON" resume "$id" >../resume8.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	test_path_is_dir ".git/worktrees/$id"
+'
+
 test_expect_success 'a worktree entry a killed git worktree add left half-made does not stop new runs' '
 	make_repo repo7 &&
 	baton_init_with_agent repo7 &&
