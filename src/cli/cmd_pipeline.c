@@ -7,7 +7,6 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "core/cnode.h"
 #include "core/pipeline.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -15,23 +14,17 @@
 static int
 list(struct cli *c, int json)
 {
-	const struct cnode *user = c->cfg.pipelines;
-	const char **builtin = pipeline_builtin_names();
+	struct strvec names = STRVEC_INIT;
 	json_t *arr = json_array();
 	struct err e = ERR_INIT;
-	size_t i;
+	size_t i, nuser = engine_pipeline_names(&c->en, &names);
 	int rc = EXIT_OK;
 
-	for (i = 0; user && i < user->nr; i++)
+	for (i = 0; i < names.nr; i++)
 		json_array_append_new(arr, json_pack("{s:s, s:b}", "name",
-						     user->kids[i]->key,
-						     "builtin", 0));
-	for (i = 0; builtin[i]; i++)
-		if (!user || !cnode_get(user, builtin[i]))
-			json_array_append_new(arr,
-					      json_pack("{s:s, s:b}", "name",
-							builtin[i], "builtin",
-							1));
+						     names.v[i], "builtin",
+						     i >= nuser));
+	strvec_clear(&names);
 	for (i = 0; i < json_array_size(arr); i++) {
 		json_t *o = json_array_get(arr, i);
 		const char *name = json_string_value(json_object_get(o, "name"));

@@ -27,17 +27,13 @@
 int
 cli_task_counts(struct store *s, struct buf *out, struct err *e)
 {
-	static const char *const statuses[] = {
-		TASK_QUEUED, TASK_RUNNING, TASK_DONE,
-		TASK_FAILED, TASK_BLOCKED, TASK_CANCELLED,
-	};
-	int64_t n[ARRAY_SIZE(statuses)];
+	int64_t n[NR_TASK_STATUSES];
 	size_t i;
 	int rc;
 
-	rc = store_task_counts(s, statuses, n, ARRAY_SIZE(statuses), e);
-	for (i = 0; !rc && i < ARRAY_SIZE(statuses); i++)
-		buf_addf(out, "%s%s %lld", i ? ", " : "", statuses[i],
+	rc = store_task_counts(s, task_statuses, n, NR_TASK_STATUSES, e);
+	for (i = 0; !rc && i < NR_TASK_STATUSES; i++)
+		buf_addf(out, "%s%s %lld", i ? ", " : "", task_statuses[i],
 			 (long long)n[i]);
 	return rc;
 }

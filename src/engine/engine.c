@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "core/cnode.h"
 #include "core/config.h"
 #include "core/pipeline.h"
 #include "engine/engine.h"
@@ -116,6 +117,21 @@ engine_pipeline(const struct engine *en, const char *name,
 		struct pipeline **out, struct err *e)
 {
 	return pipeline_load(en->cfg->pipelines, name, out, e);
+}
+
+size_t
+engine_pipeline_names(const struct engine *en, struct strvec *out)
+{
+	const struct cnode *user = en->cfg->pipelines;
+	const char **builtin = pipeline_builtin_names();
+	size_t i, nuser = user ? user->nr : 0;
+
+	for (i = 0; i < nuser; i++)
+		strvec_push(out, user->kids[i]->key);
+	for (i = 0; builtin[i]; i++)
+		if (!user || !cnode_get(user, builtin[i]))
+			strvec_push(out, builtin[i]);
+	return nuser;
 }
 
 static void

@@ -23,6 +23,7 @@
 #ifndef BATON_ENGINE_ENGINE_H
 #define BATON_ENGINE_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/run.h"
@@ -155,6 +156,13 @@ void engine_wake(const struct engine *en, const char *run_id);
  */
 int engine_pipeline(const struct engine *en, const char *name,
 		    struct pipeline **out, struct err *e);
+/*
+ * The names of the pipelines this repository can run, pushed on out:
+ * the config's first, then the built-ins it does not redefine. Returns
+ * how many came from config.
+ */
+struct strvec;
+size_t engine_pipeline_names(const struct engine *en, struct strvec *out);
 
 /*
  * Appends to the run's events.jsonl every event the store has that the

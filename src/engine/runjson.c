@@ -10,18 +10,6 @@
 #include "core/run.h"
 #include "engine/engine.h"
 #include "util/json.h"
-#include "util/timeutil.h"
-
-static json_t *
-iso(int64_t ms)
-{
-	char ts[40];
-
-	if (!ms)
-		return json_null();
-	time_fmt_iso(ms, ts, sizeof(ts));
-	return json_string(ts);
-}
 
 static json_t *
 str(const char *s)
@@ -44,11 +32,11 @@ engine_run_json(const struct run *r)
 	json_object_set_new(o, "max_review_loops",
 			    json_integer(r->max_review_loops));
 	json_object_set_new(o, "attempt", json_integer(r->attempt));
-	json_object_set_new(o, "created_at", iso(r->created_at));
-	json_object_set_new(o, "started_at", iso(r->started_at));
-	json_object_set_new(o, "phase_started_at", iso(r->phase_started_at));
-	json_object_set_new(o, "updated_at", iso(r->updated_at));
-	json_object_set_new(o, "ended_at", iso(r->ended_at));
+	json_object_set_new(o, "created_at", json_time(r->created_at));
+	json_object_set_new(o, "started_at", json_time(r->started_at));
+	json_object_set_new(o, "phase_started_at", json_time(r->phase_started_at));
+	json_object_set_new(o, "updated_at", json_time(r->updated_at));
+	json_object_set_new(o, "ended_at", json_time(r->ended_at));
 	json_object_set_new(o, "worktree", str(r->worktree));
 	json_object_set_new(o, "branch", str(r->branch));
 	json_object_set_new(o, "base_commit", str(r->base_commit));

@@ -8,7 +8,6 @@
 
 #include <jansson.h>
 
-#include "core/cnode.h"
 #include "core/config.h"
 #include "core/pipeline.h"
 #include "core/run.h"
@@ -30,11 +29,6 @@
 #define EVENTS_DEFAULT 500
 #define EVENTS_MAX     5000
 #define DIFF_MAX       (8 << 20)
-
-static const char *const task_statuses[] = {
-	TASK_QUEUED, TASK_RUNNING, TASK_BLOCKED,
-	TASK_DONE,   TASK_FAILED,  TASK_CANCELLED,
-};
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -201,7 +195,7 @@ known_status(const char *s)
 {
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(task_statuses); i++)
+	for (i = 0; i < NR_TASK_STATUSES; i++)
 		if (!strcmp(s, task_statuses[i]))
 			return 1;
 	return 0;
@@ -226,7 +220,7 @@ add_task(const struct task *t, void *arg)
 static void
 tasks_list(struct req *rq)
 {
-	int64_t counts[ARRAY_SIZE(task_statuses)], limit, before;
+	int64_t counts[NR_TASK_STATUSES], limit, before;
 	struct store_task_filter f = { .newest_first = 1 };
 	struct task_page pg = { rq->store, NULL, 0 };
 	struct err e = ERR_INIT;
@@ -250,7 +244,7 @@ tasks_list(struct req *rq)
 	f.limit = (int)limit;
 	f.before_id = before;
 	if (store_task_counts(rq->store, task_statuses, counts,
-			      ARRAY_SIZE(task_statuses), &e)) {
+			      NR_TASK_STATUSES, &e)) {
 		http_fail(rq, &e);
 		return;
 	}
@@ -261,7 +255,7 @@ tasks_list(struct req *rq)
 		return;
 	}
 	c = json_object();
-	for (i = 0; i < ARRAY_SIZE(task_statuses); i++)
+	for (i = 0; i < NR_TASK_STATUSES; i++)
 		json_object_set_new(c, task_statuses[i],
 				    json_integer(counts[i]));
 	http_json(rq, 200,
@@ -914,20 +908,14 @@ pipeline_json(const struct pipeline *p, int full)
 static void
 pipelines_list(struct req *rq)
 {
-	const struct cnode *user = rq->srv->cfg->pipelines;
-	const char **builtin = pipeline_builtin_names();
 	json_t *arr = json_array();
 	struct strvec names = STRVEC_INIT;
 	struct err e = ERR_INIT;
 	struct engine en;
 	size_t i;
 
-	for (i = 0; user && i < user->nr; i++)
-		strvec_push(&names, user->kids[i]->key);
-	for (i = 0; builtin[i]; i++)
-		if (!user || !cnode_get(user, builtin[i]))
-			strvec_push(&names, builtin[i]);
 	engine_of(rq, &en);
+	engine_pipeline_names(&en, &names);
 	for (i = 0; i < names.nr; i++) {
 		struct pipeline *p = NULL;
 
@@ -965,17 +953,6 @@ pipeline_show(struct req *rq)
 	pipeline_free(p);
 }
 
-static json_t *
-iso_or_null(int64_t ms)
-{
-	char ts[40];
-
-	if (!ms)
-		return json_null();
-	time_fmt_iso(ms, ts, sizeof(ts));
-	return json_string(ts);
-}
-
 static int
 add_worker(const struct worker_rec *w, void *arg)
 {
@@ -985,9 +962,9 @@ add_worker(const struct worker_rec *w, void *arg)
 			       (json_int_t)w->pid, "task",
 			       w->task_id ? json_integer(w->task_id) :
 					    json_null(),
-			       "started_at", iso_or_null(w->started_at),
-			       "heartbeat_at", iso_or_null(w->heartbeat_at),
-			       "stopped_at", iso_or_null(w->stopped_at)));
+			       "started_at", json_time(w->started_at),
+			       "heartbeat_at", json_time(w->heartbeat_at),
+			       "stopped_at", json_time(w->stopped_at)));
 	return 0;
 }
 
@@ -1017,8 +994,8 @@ add_merge(const struct merge_item *m, void *arg)
 			  m->task_id ? json_integer(m->task_id) : json_null(),
 			  "status", m->status, "attempts", m->attempts,
 			  "merged_commit", m->merged_commit, "reason",
-			  m->reason, "created_at", iso_or_null(m->created_at),
-			  "updated_at", iso_or_null(m->updated_at)));
+			  m->reason, "created_at", json_time(m->created_at),
+			  "updated_at", json_time(m->updated_at)));
 	return 0;
 }
 

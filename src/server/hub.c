@@ -105,12 +105,6 @@ msg_copy(struct hub_msg *dst, const struct hub_msg *src)
 	dst->json = xstrdup(src->json);
 }
 
-static const char *
-str_of(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
 /* The protocol type of a transition, and the fields it adds. */
 static const char *
 transition_type(const struct event *ev, json_t *data, json_t *msg)
@@ -119,15 +113,15 @@ transition_type(const struct event *ev, json_t *data, json_t *msg)
 
 	json_object_set_new(msg, "status", json_string(to));
 	json_object_set_new(msg, "from", json_string(from));
-	if (!strcmp(from, ST_WAITING) && str_of(data, "decision")) {
+	if (!strcmp(from, ST_WAITING) && json_get_str(data, "decision")) {
 		json_object_set(msg, "decision",
 				json_object_get(data, "decision"));
 		return "approval:decided";
 	}
 	if (!strcmp(to, ST_WAITING)) {
 		json_object_set_new(msg, "gate",
-				    json_string(str_of(data, "gate") ?
-							str_of(data, "gate") :
+				    json_string(json_get_str(data, "gate") ?
+							json_get_str(data, "gate") :
 							""));
 		return "approval:requested";
 	}

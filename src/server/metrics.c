@@ -23,11 +23,6 @@ metrics_count(int status)
 		atomic_fetch_add(&answered[status / 100 - 2], 1);
 }
 
-static const char *const task_statuses[] = {
-	TASK_QUEUED, TASK_RUNNING, TASK_BLOCKED,
-	TASK_DONE,   TASK_FAILED,  TASK_CANCELLED,
-};
-
 static const char *const block_reasons[] = {
 	BLOCK_AWAITING_JUDGE, BLOCK_AWAITING_APPROVAL, BLOCK_PAUSED,
 	BLOCK_QUOTA_WAIT,     BLOCK_NEEDS_REWORK,      BLOCK_DEPENDENCY,
@@ -89,14 +84,14 @@ static int
 store_part(struct store *s, struct buf *out, struct err *e)
 {
 	struct store_task_filter blocked = { .status = TASK_BLOCKED };
-	int64_t counts[ARRAY_SIZE(task_statuses)];
+	int64_t counts[NR_TASK_STATUSES];
 	struct run_totals rt = { out, 0, 0, 0 };
 	struct tally ty = { { 0 }, { 0 } };
 	size_t i;
 	int rc;
 
 	rc = store_task_counts(s, task_statuses, counts,
-			       ARRAY_SIZE(task_statuses), e);
+			       NR_TASK_STATUSES, e);
 	if (!rc)
 		rc = store_task_list(s, &blocked, count_blocked, &ty, e);
 	if (!rc)
@@ -105,7 +100,7 @@ store_part(struct store *s, struct buf *out, struct err *e)
 		return rc;
 	buf_adds(out, "# HELP baton_tasks Tasks by status.\n"
 		      "# TYPE baton_tasks gauge\n");
-	for (i = 0; i < ARRAY_SIZE(task_statuses); i++)
+	for (i = 0; i < NR_TASK_STATUSES; i++)
 		buf_addf(out, "baton_tasks{status=\"%s\"} %lld\n",
 			 task_statuses[i], (long long)counts[i]);
 	buf_adds(out, "# HELP baton_tasks_blocked Blocked tasks by reason.\n"
@@ -117,7 +112,7 @@ store_part(struct store *s, struct buf *out, struct err *e)
 		 "# HELP baton_queue_depth Tasks queued for a worker.\n"
 		 "# TYPE baton_queue_depth gauge\n"
 		 "baton_queue_depth %lld\n",
-		 (long long)counts[0]);
+		 (long long)counts[0]); /* task_statuses[0]: queued */
 	buf_adds(out, "# HELP baton_runs Runs by status.\n"
 		      "# TYPE baton_runs gauge\n");
 	rc = store_run_stats(s, add_runs, &rt, e);

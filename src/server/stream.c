@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 
 #include "core/run.h"
+#include "sched/sched.h"
 #include "server/server_int.h"
 #include "store/store.h"
 #include "util/err.h"
@@ -64,8 +65,8 @@ read_cursor(struct server *srv, struct store *s, const char *query,
 	memset(c, 0, sizeof(*c));
 	c->after = hub_last_seq(srv->hub);
 	if (query && mg_get_var(query, strlen(query), "task", v, sizeof(v)) >= 0) {
-		c->f.task_id = strtoll(v + (*v == 't'), &end, 10);
-		if (*end || c->f.task_id <= 0) {
+		c->f.task_id = sched_task_ref(v);
+		if (!c->f.task_id) {
 			snprintf(msg, len, "task must be a task id, not '%s'", v);
 			return -1;
 		}

@@ -10,6 +10,11 @@
 #include "store/store_int.h"
 #include "util/xalloc.h"
 
+const char *const task_statuses[NR_TASK_STATUSES] = {
+	TASK_QUEUED, TASK_RUNNING, TASK_DONE,
+	TASK_FAILED, TASK_BLOCKED, TASK_CANCELLED,
+};
+
 void
 task_release(struct task *t)
 {

@@ -153,6 +153,10 @@ void store_fence(struct store *s, int64_t task_id, int64_t token);
 #define TASK_BLOCKED   "blocked"
 #define TASK_CANCELLED "cancelled"
 
+/* Every task status, in the order counts are shown (records.c). */
+#define NR_TASK_STATUSES 6
+extern const char *const task_statuses[NR_TASK_STATUSES];
+
 #define BLOCK_AWAITING_JUDGE	"awaiting_judge"
 #define BLOCK_AWAITING_APPROVAL "awaiting_approval"
 #define BLOCK_PAUSED		"paused"

@@ -5,6 +5,7 @@
 
 #include "util/buf.h"
 #include "util/json.h"
+#include "util/timeutil.h"
 
 /* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
 static size_t
@@ -74,6 +75,17 @@ const char *
 json_get_str(const json_t *obj, const char *key)
 {
 	return json_string_value(json_object_get(obj, key));
+}
+
+json_t *
+json_time(int64_t ms)
+{
+	char ts[40];
+
+	if (!ms)
+		return json_null();
+	time_fmt_iso(ms, ts, sizeof(ts));
+	return json_string(ts);
 }
 
 char *

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * A JSON string of s (len bytes) with every invalid UTF-8 sequence and
@@ -25,5 +26,7 @@ char *json_take_text(json_t *v);
 
 /* The string member key of obj, or NULL. Borrowed. */
 const char *json_get_str(const json_t *obj, const char *key);
+/* Epoch ms as an ISO 8601 UTC string; null for 0 (never). */
+json_t *json_time(int64_t ms);
 
 #endif
