@@ -17,13 +17,13 @@
 # make test also replays tests/fuzz/corpus/<target>/ through every target
 # under gcc (build/tests/t_fuzz_<target>).
 #
-# Dependencies come from pkg-config: sqlite3, yaml-0.1, jansson, libcurl,
-# libcrypto; civetweb (which ships no .pc file) is linked by name.
+# Dependencies come from pkg-config: sqlite3, libpq, yaml-0.1, jansson,
+# libcurl, libcrypto; civetweb (which ships no .pc file) is linked by name.
 
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= baton
-PKGS     = sqlite3 yaml-0.1 jansson libcurl libcrypto
+PKGS     = sqlite3 libpq yaml-0.1 jansson libcurl libcrypto
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS)) -lcivetweb
@@ -49,7 +49,7 @@ UNIT_SRC := $(sort $(wildcard tests/unit/t_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TESTLIB  := $(BUILD)/tests/lib/test.o
 
-SQL      := $(sort $(wildcard src/store/sql/*.sql))
+SQL      := $(sort $(wildcard src/store/sql/*.sql src/store/sql/pg/*.sql))
 PIPES    := $(sort $(wildcard src/core/pipelines/*.yaml))
 TMPLS    := $(sort $(wildcard src/core/prompts/*.md))
 UI       := $(sort $(wildcard src/server/ui/*))

@@ -182,6 +182,6 @@ int sqlite__event_last_seq(struct store *s, int64_t *out, struct err *e);
 int sqlite__run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
 		      struct err *e);
 int sqlite__watch_fd(struct store *s, struct err *e);
-void sqlite__watch_drain(struct store *s);
+unsigned sqlite__watch_drain(struct store *s);
 
 #endif

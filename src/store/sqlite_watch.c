@@ -99,14 +99,16 @@ sqlite__watch_fd(struct store *s, struct err *e)
 }
 
 /* Reads every pending notification; the names do not matter. */
-void
+unsigned
 sqlite__watch_drain(struct store *s)
 {
 	struct sqlite_store *ss = sqlite__store(s);
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	unsigned any = 0;
 
 	if (ss->watch_fd < 0)
-		return;
+		return 0;
 	while (read(ss->watch_fd, buf, sizeof(buf)) > 0)
-		;
+		any = STORE_WATCH_EVENTS | STORE_WATCH_WORK;
+	return any;
 }

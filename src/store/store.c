@@ -633,11 +633,10 @@ store_watch_fd(struct store *s, struct err *e)
 	return s->ops->watch_fd(s, e);
 }
 
-void
+unsigned
 store_watch_drain(struct store *s)
 {
-	if (s)
-		s->ops->watch_drain(s);
+	return s ? s->ops->watch_drain(s) : 0;
 }
 
 int

@@ -391,12 +391,27 @@ int store_run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
 /*
  * A file descriptor that becomes readable when the store may have
  * changed, whoever wrote (another process, another host): the live
- * stream sleeps on it instead of polling. SQLite watches its files with
- * inotify. Returns -1 (with e set) when the backend cannot tell; the
- * caller then has to look from time to time. The fd belongs to s.
+ * stream and the supervisor sleep on it instead of polling. SQLite
+ * watches its files with inotify; PostgreSQL LISTENs on a connection of
+ * its own. Returns -1 (with e set) when the backend cannot tell; the
+ * caller then has to look from time to time. The fd belongs to s and
+ * keeps its number for the life of s (a lost LISTEN connection is
+ * replaced behind it), but while the database is unreachable it stays
+ * quiet: callers that wait on it also wake from time to time and call
+ * store_watch_drain, which reconnects.
  */
 int store_watch_fd(struct store *s, struct err *e);
-/* Empties the watch fd after a wake-up. */
-void store_watch_drain(struct store *s);
+
+/* What store_watch_drain says changed. */
+#define STORE_WATCH_EVENTS 0x1u /* events were appended */
+#define STORE_WATCH_WORK   0x2u /* a task or merge item changed */
+
+/*
+ * Empties the watch fd after a wake-up and says what changed: a mask of
+ * STORE_WATCH_*. SQLite cannot tell one change from another and says
+ * both whenever anything was written; PostgreSQL also says both after
+ * its LISTEN connection came back (what happened meanwhile is unknown).
+ */
+unsigned store_watch_drain(struct store *s);
 
 #endif

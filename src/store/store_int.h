@@ -33,7 +33,7 @@ struct task;
 struct worker_rec;
 
 /* Bumped whenever struct store_ops changes shape. */
-#define STORE_OPS_VERSION 3
+#define STORE_OPS_VERSION 4
 
 /*
  * The fields of struct task by kind, for the code that copies, frees,
@@ -141,7 +141,7 @@ struct store_ops {
 	int (*run_stats)(struct store *s, store_run_stat_cb *cb, void *arg,
 			 struct err *e);
 	int (*watch_fd)(struct store *s, struct err *e);
-	void (*watch_drain)(struct store *s);
+	unsigned (*watch_drain)(struct store *s);
 };
 
 /* The part of every backend handle that store.c reads and writes. */

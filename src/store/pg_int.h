@@ -1,0 +1,218 @@
+/*
+ * What the files of the PostgreSQL backend share: postgres.c (the
+ * connection and its recovery, the migrations, runs, events, outputs,
+ * plans, the stats and the LISTEN connection) and postgres_queue.c
+ * (tasks, claims, leases, workers, the merge queue). Nothing outside
+ * src/store/postgres*.c includes this.
+ *
+ * Every write follows one pattern, as on SQLite, with one addition: a
+ * try that lost the connection before it committed is run again, whole,
+ * on a fresh connection (pg__again). So an operation is a function that
+ * does one try, and a loop around it:
+ *
+ *	static int
+ *	task_update_try(struct pg_store *ps, ..., struct err *e)
+ *	{
+ *		rc = pg__begin_fenced(ps, what, e);  BEGIN, xid, fence
+ *		... statements, each failure "goto out" ...
+ *		rc = pg__commit(ps, what, e);	      or the injected fault
+ *		... only now touch the caller's structs ...
+ *	out:
+ *		pg__rollback(ps);		      no-op after a commit
+ *		return rc;
+ *	}
+ *
+ *	int
+ *	pg__task_update(struct store *s, ...)
+ *	{
+ *		struct pg_store *ps = pg__store(s);
+ *		int rc, tries = 0;
+ *
+ *		do
+ *			rc = task_update_try(ps, ..., e);
+ *		while (pg__again(ps, rc, &tries, e));
+ *		return rc;
+ *	}
+ *
+ * A try must leave the caller's structs untouched until its commit
+ * succeeded, so that running it again starts from the same input. Reads
+ * follow the same loop (without begin/commit).
+ *
+ * Parameters are sent as text with PQexecParams ($1, $2 ...); NULL
+ * pointers are SQL NULL. Ids that may be 0 ("none") go through
+ * pg__id_param so that 0 is NULL, as on SQLite.
+ */
+#ifndef BATON_STORE_PG_INT_H
+#define BATON_STORE_PG_INT_H
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "store/store_int.h"
+
+struct err;
+struct event;
+
+/* Rows read per page of a list before its callbacks run. */
+#define PG_LIST_PAGE 256
+/* Reconnecting after a lost connection: first wait, cap, and the total. */
+#define PG_RETRY_FIRST_MS 50
+#define PG_RETRY_MAX_MS	  2000
+#define PG_RETRY_TOTAL_MS 60000
+
+/* NOTIFY channels (pg_notify, sent at commit, one per transaction). */
+#define PG_CHANNEL_EVENTS "baton_events" /* an event was appended */
+#define PG_CHANNEL_WORK	  "baton_work"	 /* a task or merge item changed */
+
+/* The same X-macro helpers as sqlite_int.h, for $n placeholders. */
+#define SQL_COMMA_NAME(f) ", " #f
+
+struct pg_store {
+	struct store base; /* first: store.c sees only this */
+	PGconn *conn;
+	char *url;	   /* as given, for reconnecting */
+	char *safe_url;	   /* without a password, for messages */
+	int in_tx;	   /* a transaction is open on conn */
+	char xid[32];	   /* the open write transaction's xid, as text */
+	int lost;	   /* the last failure was a lost connection */
+	/* the LISTEN connection behind store_watch_fd */
+	PGconn *listen;
+	int watch_fd;	   /* stable: a dup2 of listen's socket, or a
+			      pipe that never becomes readable while down */
+	int watch_dead[2]; /* that pipe */
+	int64_t listen_retry_at; /* next reconnect try while down */
+};
+
+struct pg_store *pg__store(struct store *s);
+
+/*
+ * Fills e with "cannot WHAT: " and the server's message (the first line
+ * of PQerrorMessage or the result's), and returns BATON_ESTORE. Sets
+ * ps->lost when the connection is gone (PQstatus not OK, or a SQLSTATE
+ * of class 08 or 57P0x: the server shut down or was restarted).
+ */
+int pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
+	     struct err *e);
+
+/*
+ * Runs sql with n text parameters (NULL is SQL NULL). Returns the result
+ * (PGRES_COMMAND_OK or PGRES_TUPLES_OK) for the caller to PQclear, or
+ * NULL with e filled by pg__fail.
+ */
+PGresult *pg__exec(struct pg_store *ps, const char *sql, int n,
+		   const char *const *params, const char *what,
+		   struct err *e);
+
+/* pg__exec for a statement whose rows nobody reads; 0 or BATON_ESTORE. */
+int pg__run(struct pg_store *ps, const char *sql, int n,
+	    const char *const *params, const char *what, struct err *e);
+
+/*
+ * Opens a write transaction: BEGIN (READ COMMITTED), then takes the
+ * transaction's xid at once (pg_current_xact_id(), kept in ps->xid) so
+ * that an event appended later is ordered correctly against readers
+ * (see baton_event_add in pg/001-init.sql) and a lost COMMIT can be
+ * resolved (pg__commit). Under a fence, locks the fencing task's row
+ * (SELECT ... FOR NO KEY UPDATE) and checks its lease_token: a stale one
+ * is BATON_EFENCED with the transaction rolled back. The row stays
+ * locked until the commit, so a takeover waits for this write instead of
+ * slipping in between the check and the commit.
+ */
+int pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e);
+/* The same without the fence: claims, heartbeats, worker records. */
+int pg__begin(struct pg_store *ps, const char *what, struct err *e);
+
+/* Rolls back the open transaction, if any. */
+void pg__rollback(struct pg_store *ps);
+
+/*
+ * Commits, unless fault injection picked this transaction (then fails
+ * with store__fault; the caller's rollback undoes it). When the
+ * connection is lost during COMMIT the outcome is unknown to the client:
+ * pg__commit reconnects and asks the server (pg_xact_status of ps->xid).
+ * Committed is success; aborted sets ps->lost so the try runs again.
+ */
+int pg__commit(struct pg_store *ps, const char *what, struct err *e);
+
+/*
+ * After a try returned rc: when rc is BATON_ESTORE with ps->lost set and
+ * the time spent retrying (from *tries) is under PG_RETRY_TOTAL_MS,
+ * waits (doubling from PG_RETRY_FIRST_MS to PG_RETRY_MAX_MS), reconnects
+ * and returns 1 with e reset: run the try again. Otherwise returns 0
+ * and rc stands. Logs one warning when a connection is lost and one
+ * when it is back.
+ */
+int pg__again(struct pg_store *ps, int rc, int *tries, struct err *e);
+
+/* Text of a parameter: an int64 into buf (at least 24 bytes). */
+const char *pg__int(char *buf, int64_t v);
+/* The same, but 0 is NULL (an id that may be "none"). */
+const char *pg__id_param(char *buf, int64_t v);
+
+/* Field (row, col) as a new string, NULL for SQL NULL. */
+char *pg__text(const PGresult *res, int row, int col);
+/* Field (row, col) as an integer; 0 for SQL NULL. */
+int64_t pg__int64(const PGresult *res, int row, int col);
+
+/*
+ * Appends ev inside the caller's transaction exactly as given (its ts
+ * must be set) through baton_event_add (the ordering rule of
+ * pg/001-init.sql), and returns its seq in *seq_out. An event of a run
+ * without a task_id takes the run's. A run_id that names no run is
+ * BATON_ENOTFOUND. Also queues a NOTIFY on PG_CHANNEL_EVENTS.
+ */
+int pg__insert_event(struct pg_store *ps, const struct event *ev,
+		     int64_t *seq_out, const char *what, struct err *e);
+
+/*
+ * Events with seq > after_seq in seq order, a page at a time, of one
+ * run (run_id not NULL), of one task (task_id not 0) and of one type
+ * (type not NULL), or of all; never past an event that a transaction
+ * still running could precede (the "safe horizon" of pg/001-init.sql).
+ */
+int pg__list_events(struct pg_store *ps, const char *run_id, int64_t task_id,
+		    int64_t after_seq, const char *type, store_event_cb *cb,
+		    void *arg, struct err *e);
+
+/* Queues a NOTIFY on channel, sent when the transaction commits. */
+int pg__notify(struct pg_store *ps, const char *channel, struct err *e);
+
+/*
+ * The operations of postgres_queue.c, with the contracts of the store_*
+ * functions of the same names (store.h); postgres.c puts them in
+ * store_postgres_ops.
+ */
+int pg__task_add(struct store *s, struct task *t, struct event *ev,
+		 struct err *e);
+int pg__task_get(struct store *s, int64_t id, struct task *out,
+		 struct err *e);
+int pg__task_update(struct store *s, struct task *t, struct event *ev,
+		    struct err *e);
+int pg__task_list(struct store *s, const struct store_task_filter *f,
+		  store_task_cb *cb, void *arg, struct err *e);
+int pg__task_counts(struct store *s, const char *const *statuses,
+		    int64_t *counts, size_t n, struct err *e);
+int pg__task_claim(struct store *s, const char *holder, int64_t lease_ms,
+		   struct task *out, struct err *e);
+int pg__task_renew(struct store *s, int64_t id, int64_t token,
+		   int64_t lease_ms, struct err *e);
+int pg__task_next_due(struct store *s, int64_t *out, struct err *e);
+int pg__task_events(struct store *s, int64_t task_id, int64_t after_seq,
+		    store_event_cb *cb, void *arg, struct err *e);
+int pg__worker_beat(struct store *s, const struct worker_rec *w,
+		    struct err *e);
+int pg__worker_stop(struct store *s, const char *id, struct err *e);
+int pg__worker_list(struct store *s, store_worker_cb *cb, void *arg,
+		    struct err *e);
+int pg__merge_add(struct store *s, struct merge_item *m, struct event *ev,
+		  struct err *e);
+int pg__merge_get(struct store *s, int64_t id, const char *run_id,
+		  struct merge_item *out, struct err *e);
+int pg__merge_update(struct store *s, struct merge_item *m, struct event *ev,
+		     struct err *e);
+int pg__merge_list(struct store *s, const char *status, store_merge_cb *cb,
+		   void *arg, struct err *e);
+int pg__merge_claim(struct store *s, const char *holder, int64_t claim_ms,
+		    struct merge_item *out, struct err *e);
+
+#endif

@@ -1,0 +1,100 @@
+#!/bin/bash
+# A throwaway PostgreSQL cluster for tests and benchmarks, in a folder of
+# its own, listening on 127.0.0.1 (a free port) and on a unix socket in
+# that folder. Nothing outside the folder is touched.
+#
+#   tools/pg.sh start DIR        initdb + start; prints the admin URL
+#   tools/pg.sh stop DIR         fast shutdown (the folder is kept)
+#   tools/pg.sh restart DIR      stop and start again on the same port
+#   tools/pg.sh kill DIR         SIGKILL the postmaster (a crash)
+#   tools/pg.sh createdb DIR N   a fresh database N; prints its URL
+#   tools/pg.sh url DIR          the admin URL of a running cluster
+#
+# As root the server runs as the postgres user (initdb refuses root).
+set -euo pipefail
+
+bin="${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}"
+if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
+	echo "pg.sh: no PostgreSQL server found (apt-get install postgresql)" >&2
+	exit 1
+fi
+
+asuser=()
+if [ "$(id -u)" = 0 ]; then
+	asuser=(runuser -u postgres --)
+fi
+
+usage() {
+	sed -n '2,13p' "$0" >&2
+	exit 2
+}
+
+[ $# -ge 2 ] || usage
+cmd=$1
+dir=$(mkdir -p "$2" && cd "$2" && pwd)
+
+free_port() {
+	local p
+	for _ in $(seq 1 200); do
+		p=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	echo "pg.sh: no free port found" >&2
+	exit 1
+}
+
+url() {
+	echo "postgres://postgres@127.0.0.1:$(cat "$dir/port")/${1:-postgres}"
+}
+
+pg_start() {
+	"${asuser[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" \
+		-w -t 60 start >/dev/null
+}
+
+case "$cmd" in
+start)
+	rm -rf "$dir/data"
+	[ "$(id -u)" = 0 ] && chown postgres: "$dir"
+	"${asuser[@]}" "$bin/initdb" -D "$dir/data" -U postgres \
+		--auth=trust -E UTF8 --no-sync >"$dir/initdb.log"
+	port=$(free_port)
+	echo "$port" >"$dir/port"
+	cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$dir'
+max_connections = 400
+shared_buffers = 256MB
+fsync = on
+synchronous_commit = on
+CONF
+	pg_start
+	url
+	;;
+stop)
+	"${asuser[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+	;;
+restart)
+	"${asuser[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+	pg_start
+	;;
+kill)
+	kill -KILL "$(head -1 "$dir/data/postmaster.pid")"
+	;;
+createdb)
+	[ $# -ge 3 ] || usage
+	"$bin/psql" -q -X -v ON_ERROR_STOP=1 "$(url)" \
+		-c "CREATE DATABASE \"$3\"" >/dev/null
+	url "$3"
+	;;
+url)
+	url
+	;;
+*)
+	usage
+	;;
+esac
