@@ -50,9 +50,11 @@ url() {
 	echo "postgres://postgres@127.0.0.1:$(cat "$dir/port")/${1:-postgres}"
 }
 
+# The server starts with an empty environment: it must not carry the
+# caller's (a test script's cleanup finds its processes by theirs).
 pg_start() {
-	"${asuser[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" \
-		-w -t 60 start >/dev/null
+	env -i PATH="$PATH" LC_ALL=C "${asuser[@]}" "$bin/pg_ctl" \
+		-D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
 }
 
 case "$cmd" in

@@ -66,6 +66,11 @@ const struct cmd *cli_find(const char *name);
 int cli_load_config(struct cli *c, struct err *e);
 /* The store spec of the loaded config: `store`, else .baton/baton.db. */
 char *cli_store_spec(const struct cli *c);
+/*
+ * spec as it may be shown: a URL's password ("postgres://u:pw@h/db")
+ * becomes "***". The caller frees.
+ */
+char *cli_store_label(const char *spec);
 
 /*
  * Pulls "--json" and "-f" style flags out of argv. Returns the number of
@@ -106,7 +111,7 @@ int cli_task_counts(struct store *s, struct buf *out, struct err *e);
 extern const struct cmd cmd_init, cmd_run, cmd_status, cmd_show, cmd_events,
 	cmd_pause, cmd_resume, cmd_abort, cmd_steer, cmd_approvals, cmd_diff,
 	cmd_pipeline, cmd_config, cmd_version, cmd_help, cmd_doctor;
-extern const struct cmd cmd_task, cmd_serve;
+extern const struct cmd cmd_task, cmd_serve, cmd_worker, cmd_migrate;
 extern const struct cmd cmd_plan;
 extern const struct cmd cmd_merge;
 

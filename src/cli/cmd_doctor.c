@@ -321,6 +321,44 @@ count_item(const struct merge_item *m, void *arg)
 	return 0;
 }
 
+/* The workers on record, with how long ago each was heard of. */
+struct workers_seen {
+	int64_t now;
+	int alive, silent;
+};
+
+static int
+look_at_worker(const struct worker_rec *w, void *arg)
+{
+	struct workers_seen *ws = arg;
+	char age[32];
+
+	time_fmt_age(ws->now - w->heartbeat_at, age, sizeof(age));
+	printf("  %-12s %s on %s, heard of %s ago%s\n", "", w->id, w->host,
+	       age, w->task_id ? ", on a task" : "");
+	return 0;
+}
+
+/* The store itself: which, where, its schema, who works on it. */
+static void
+check_store(struct store *s, const char *spec)
+{
+	struct workers_seen seen = { .now = time_now_ms() };
+	struct err e = ERR_INIT;
+	char *label = cli_store_label(spec);
+	int v = store_schema_version(s, &e);
+
+	printf("  %-12s ok      %s (%s), schema version %d\n", "store", label,
+	       store_backend(s), v);
+	printf("  %-12s\n", "workers");
+	if (store_worker_list(s, look_at_worker, &seen, &e))
+		printf("  %-12s FAILING %s\n", "", e.msg);
+	if (store_watch_fd(s, &e) < 0)
+		printf("  %-12s -       %s: workers wake on their own timers\n",
+		       "wake-ups", e.msg);
+	free(label);
+}
+
 /* Prints the backlog and what `baton serve` would start. */
 static void
 check_queue(struct cli *c)
@@ -342,6 +380,7 @@ check_queue(struct cli *c)
 		return;
 	}
 	b.store = s;
+	check_store(s, spec);
 	if (cli_task_counts(s, &counts, &e) ||
 	    store_task_list(s, NULL, look_at_task, &b, &e)) {
 		printf("  %-12s FAILING %s\n", "store", e.msg);
@@ -383,7 +422,9 @@ static int
 doctor_exec(struct cli *c, int argc, char **argv)
 {
 	int quick = 0, n, installed = 0, bad = 0, have_cfg = 0;
-	struct cli_opt opts[] = { { "--quick", &quick, NULL } };
+	const char *store = NULL;
+	struct cli_opt opts[] = { { "--quick", &quick, NULL },
+				  { "--store=", NULL, &store } };
 	struct err e = ERR_INIT;
 	char what[256];
 	char *git;
@@ -391,6 +432,8 @@ doctor_exec(struct cli *c, int argc, char **argv)
 	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
 	if (n != 0)
 		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_doctor);
+	if (store)
+		setenv("BATON_STORE", store, 1); /* as the config's store */
 
 	printf("tools\n");
 	git = agent_which("git");
@@ -446,7 +489,7 @@ doctor_exec(struct cli *c, int argc, char **argv)
 
 const struct cmd cmd_doctor = {
 	.name = "doctor",
-	.usage = "doctor [--quick]",
+	.usage = "doctor [--quick] [--store SPEC]",
 	.summary = "find the agent CLIs, check each configured provider "
 		   "answers, say what is missing",
 	.needs = 0,

@@ -5,6 +5,11 @@
  * server (API, live stream, dashboard) in a process of its own. Ctrl-C
  * drains; a second Ctrl-C stops the workers, leaving their runs to
  * resume next time.
+ *
+ * baton worker: the same supervisor and workers on a worker host of a
+ * PostgreSQL store, without the HTTP server, the judge and the lander:
+ * it takes tasks, runs them in its own clone and pushes their branches
+ * to repo.url, and one serve elsewhere judges and lands them.
  */
 #include "util/compat.h"
 
@@ -58,9 +63,11 @@ print_counts(struct cli *c)
 	buf_release(&line);
 }
 
+/* serve and worker: their flags, then the supervisor until it ends. */
 static int
-serve_exec(struct cli *c, int argc, char **argv)
+supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 {
+	int host = cmd == &cmd_worker;
 	const char *workers = NULL, *listen = NULL;
 	int idle = 0, n, rc = EXIT_FAIL;
 	struct cli_opt opts[] = {
@@ -73,15 +80,16 @@ serve_exec(struct cli *c, int argc, char **argv)
 	struct serve_companion companion = { "HTTP server", start_http,
 					     &http };
 	char *token = NULL;
-	struct sched_ctx x = { c->store, &c->ws, &c->cfg, "serve",
-			       c->store_spec };
+	struct sched_ctx x = { c->store, &c->ws, &c->cfg, cmd->name,
+			       c->store_spec, host };
 	struct serve_opts o = { c->cfg.runtime.workers, 0, c->store_spec, NULL };
 	struct err e = ERR_INIT;
-	char *end = NULL;
+	char *end = NULL, *label;
 
-	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	/* a worker host has no HTTP server: --listen (last) is not its */
+	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts) - host);
 	if (n != 0)
-		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_serve);
+		return n < 0 ? EXIT_USAGE : cli_usage(cmd);
 	if (workers) {
 		long w = strtol(workers, &end, 10);
 
@@ -94,6 +102,13 @@ serve_exec(struct cli *c, int argc, char **argv)
 		o.workers = (int)w;
 	}
 	o.exit_when_idle = idle;
+	if (host)
+		listen = "off";
+	if (host && !c->cfg.repo_url)
+		fprintf(stderr,
+			"worker: repo.url is not set: branches stay in this "
+			"clone, where a serve on another machine cannot land "
+			"them\n");
 	if (!listen)
 		listen = c->cfg.server.listen ? c->cfg.server.listen :
 						DEFAULT_LISTEN;
@@ -113,14 +128,23 @@ serve_exec(struct cli *c, int argc, char **argv)
 				listen);
 	}
 	workspace_detect_identity(&c->ws);
-	fprintf(stderr,
-		"serve: %d worker%s on %s (%s)%s; judge %s, merge %s\n",
-		o.workers, o.workers == 1 ? "" : "s", c->store_spec,
-		store_backend(c->store),
-		idle ? ", exiting when idle" : "; Ctrl-C drains",
-		c->cfg.runtime.judge ? "on" : "off",
-		c->cfg.runtime.auto_merge ? "automatic" :
-					    "by hand (baton merge --queue)");
+	label = cli_store_label(c->store_spec);
+	if (host)
+		fprintf(stderr, "worker: %d worker%s on %s (%s)%s; tasks only\n",
+			o.workers, o.workers == 1 ? "" : "s", label,
+			store_backend(c->store),
+			idle ? ", exiting when idle" : "; Ctrl-C drains");
+	else
+		fprintf(stderr,
+			"serve: %d worker%s on %s (%s)%s; judge %s, merge %s\n",
+			o.workers, o.workers == 1 ? "" : "s", label,
+			store_backend(c->store),
+			idle ? ", exiting when idle" : "; Ctrl-C drains",
+			c->cfg.runtime.judge ? "on" : "off",
+			c->cfg.runtime.auto_merge ?
+				"automatic" :
+				"by hand (baton merge --queue)");
+	free(label);
 	if (sched_serve(&x, &o, &e)) {
 		cli_error("%s", e.msg);
 		goto out;
@@ -132,10 +156,31 @@ out:
 	return rc;
 }
 
+static int
+serve_exec(struct cli *c, int argc, char **argv)
+{
+	return supervise(c, argc, argv, &cmd_serve);
+}
+
+static int
+worker_exec(struct cli *c, int argc, char **argv)
+{
+	return supervise(c, argc, argv, &cmd_worker);
+}
+
 const struct cmd cmd_serve = {
 	.name = "serve",
-	.usage = "serve [--workers N] [--listen HOST:PORT|off] [--exit-when-idle]",
+	.usage = "serve [--store SPEC] [--workers N] [--listen HOST:PORT|off] "
+		 "[--exit-when-idle]",
 	.summary = "drain the task queue with parallel workers",
 	.needs = CLI_NEEDS_STORE,
 	.exec = serve_exec,
+};
+
+const struct cmd cmd_worker = {
+	.name = "worker",
+	.usage = "worker [--store SPEC] [--workers N] [--exit-when-idle]",
+	.summary = "take tasks from a shared store on a worker host",
+	.needs = CLI_NEEDS_STORE,
+	.exec = worker_exec,
 };

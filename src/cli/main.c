@@ -26,7 +26,7 @@ static const struct cmd *const commands[] = {
 	&cmd_pause, &cmd_resume, &cmd_abort,	&cmd_steer,  &cmd_approvals,
 	&cmd_diff,  &cmd_pipeline, &cmd_config, &cmd_doctor, &cmd_version,
 	&cmd_merge,
-	&cmd_task,  &cmd_serve, &cmd_plan,
+	&cmd_task,  &cmd_serve, &cmd_worker, &cmd_plan, &cmd_migrate,
 	&cmd_help,
 };
 
@@ -178,6 +178,24 @@ take_role_flags(struct cli *c, int *argc, char **argv)
 	return cli_take_repeated(argc, argv, "--role", &c->roles);
 }
 
+/*
+ * --store SPEC, for every command that opens the store: the same as
+ * BATON_STORE (which it sets, so that the processes a command starts,
+ * workers and the HTTP server, open the same store). The last one given
+ * wins.
+ */
+static int
+take_store_flag(int *argc, char **argv)
+{
+	struct strvec specs = STRVEC_INIT;
+	int rc = cli_take_repeated(argc, argv, "--store", &specs);
+
+	if (!rc && specs.nr)
+		setenv("BATON_STORE", specs.v[specs.nr - 1], 1);
+	strvec_clear(&specs);
+	return rc;
+}
+
 int
 cli_take_repeated(int *argc, char **argv, const char *name,
 		  struct strvec *out)
@@ -250,6 +268,20 @@ cli_store_spec(const struct cli *c)
 {
 	return c->cfg.store ? xstrdup(c->cfg.store) :
 			      xasprintf("%s/baton.db", c->ws.dir);
+}
+
+char *
+cli_store_label(const char *spec)
+{
+	const char *scheme = strstr(spec, "://"), *at, *colon;
+
+	if (!scheme)
+		return xstrdup(spec);
+	at = strchr(scheme + 3, '@');
+	colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
+	if (!colon)
+		return xstrdup(spec);
+	return xasprintf("%.*s:***%s", (int)(colon - spec), spec, at);
 }
 
 /* Opens what cmd needs. */
@@ -361,6 +393,8 @@ main(int argc, char **argv)
 		}
 	strvec_init(&c.roles);
 	if (cmd->takes_roles && take_role_flags(&c, &argc, argv) < 0)
+		return EXIT_USAGE;
+	if ((cmd->needs & CLI_NEEDS_STORE) && take_store_flag(&argc, argv) < 0)
 		return EXIT_USAGE;
 	rc = prepare(&c, cmd, &e);
 	if (rc) {

@@ -32,7 +32,8 @@
 static const char *const top_keys[] = {
     "providers", "roles",     "workflow", "policies",  "validate",
     "pipelines", "store",     "budget",	  "execution", "runtime",
-    "merge",	 "server",    "reports",  "notify",	 NULL,
+    "merge",	 "server",    "reports",  "notify",	 "repo",
+    NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -89,6 +90,7 @@ static const char *const reports_keys[] = {
     NULL,
 };
 static const char *const notify_keys[] = { "webhooks", NULL };
+static const char *const repo_keys[] = { "url", NULL };
 static const char *const webhook_keys[] = {
     "url",     "events",	  "secret_env",
     "retries", "backoff_seconds", "timeout_seconds",
@@ -127,6 +129,7 @@ static const struct env_key {
     {"BATON_VALIDATE_TIMEOUT", "validate.timeout_seconds"},
     {"BATON_STORE", "store"},
     {"BATON_LISTEN", "server.listen"},
+    {"BATON_REPO_URL", "repo.url"},
 };
 
 /* The built-in layer; "[]" stands for an empty sequence. */
@@ -1142,7 +1145,7 @@ read_validate(struct config *c, struct err *e)
 static int
 read_rest(struct config *c, struct err *e)
 {
-	const struct cnode *n;
+	const struct cnode *n, *sec;
 	int rc;
 
 	rc = get_section(c->root, "pipelines", NULL, &c->pipelines, e);
@@ -1151,6 +1154,11 @@ read_rest(struct config *c, struct err *e)
 	n = cnode_get(c->root, "store");
 	if (n && !is_null(n))
 		rc = read_string(n, "store", &c->store, e);
+	if (rc < 0)
+		return rc;
+	rc = get_section(c->root, "repo", repo_keys, &sec, e);
+	if (rc >= 0 && sec && (n = cnode_get(sec, "url")) && !is_null(n))
+		rc = read_string(n, "repo.url", &c->repo_url, e);
 	return rc;
 }
 
@@ -1343,6 +1351,7 @@ config_release(struct config *c)
 	free(c->roles);
 	free(c->pipeline);
 	free(c->merge.base_branch);
+	free(c->repo_url);
 	free(c->server.listen);
 	for (i = 0; i < c->nr_webhooks; i++) {
 		free(c->webhooks[i].url);

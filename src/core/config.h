@@ -131,6 +131,8 @@ struct config {
 	struct strvec validate_commands; /* shell strings, run with sh -c */
 	int validate_timeout_seconds;	 /* default 600 */
 	char *store;		/* store spec; NULL: .baton/baton.db */
+	char *repo_url;		/* repo.url: the remote worker hosts share;
+				   NULL: this repository is the only one */
 	struct config_runtime runtime;
 	struct config_merge merge;
 	struct config_server server;

@@ -663,15 +663,46 @@ resume_interrupted(struct drive *d, struct err *e)
 			    e);
 }
 
+/*
+ * Where a new run starts. With a shared remote (repo.url) that is the
+ * base branch as the remote has it now, fetched: this clone's own copy
+ * may be far behind what the lander pushed since. *fetched gets the
+ * fetched ref (the caller frees) or stays NULL.
+ */
+static int
+run_base(struct drive *d, char **fetched, struct err *e)
+{
+	const struct config *cfg = d->en->cfg;
+	char *branch = NULL;
+	int rc;
+
+	*fetched = NULL;
+	if (!cfg->repo_url)
+		return 0;
+	rc = worktree_base_branch(d->en->ws,
+				  d->r.base_ref ? d->r.base_ref :
+						  cfg->merge.base_branch,
+				  &branch, e);
+	if (!rc)
+		rc = remote_fetch_base(d->en->ws, cfg->repo_url, branch,
+				       fetched, e);
+	free(branch);
+	return rc;
+}
+
 /* Creates the worktree of a new run and records it as the checkpoint. */
 static int
 make_worktree(struct drive *d, struct err *e)
 {
-	char *path = NULL, *branch = NULL, *base = NULL;
+	char *path = NULL, *branch = NULL, *base = NULL, *fetched;
 	int rc;
 
-	rc = worktree_create(d->en->ws, d->r.id, d->r.base_ref, &path, &branch,
-			     &base, e);
+	rc = run_base(d, &fetched, e);
+	if (!rc)
+		rc = worktree_create(d->en->ws, d->r.id,
+				     fetched ? fetched : d->r.base_ref, &path,
+				     &branch, &base, e);
+	free(fetched);
 	if (rc)
 		return rc;
 	run_set(&d->r.worktree, path);

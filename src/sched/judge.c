@@ -82,6 +82,33 @@ try_claim(const struct task *t0, void *arg)
 	return 1;
 }
 
+/*
+ * The run's change. Its worktree has it, committed or not; a run driven
+ * on another worker host is judged from the branch that host pushed
+ * (repo.url), fetched here.
+ */
+static void
+run_diff(struct sched_ctx *x, const struct run *r, const char *run_dir,
+	 struct buf *out)
+{
+	struct err ignored = ERR_INIT;
+	char *path;
+
+	if (!sched__elsewhere(x, r)) {
+		worktree_diff(x->ws, r->worktree, r->base_commit, 0, out,
+			      &ignored);
+		return;
+	}
+	if (!x->cfg->repo_url || !r->branch || !r->base_commit ||
+	    remote_fetch_branch(x->ws, x->cfg->repo_url, r->branch, &ignored))
+		return;
+	fs_mkdir_p(run_dir, 0755, &ignored);
+	path = xasprintf("%s/judge.diff", run_dir);
+	worktree_branch_diff(x->ws, r->base_commit, r->branch, path,
+			     BUF_MAX_PROMPT_CONTEXT, out, NULL, &ignored);
+	free(path);
+}
+
 /* The judge's prompt: the task, the diff, the run's last review. */
 static void
 judge_prompt(struct sched_ctx *x, const struct task *t, const struct run *r,
@@ -97,7 +124,7 @@ judge_prompt(struct sched_ctx *x, const struct task *t, const struct run *r,
 		{ "context", NULL },
 	};
 
-	worktree_diff(x->ws, r->worktree, r->base_commit, 0, &diff, &ignored);
+	run_diff(x, r, run_dir, &diff);
 	path = xasprintf("%s/review.md", run_dir);
 	fs_read(path, &review, BUF_MAX_PROMPT_CONTEXT, &ignored);
 	prompt_section(&ctx, "Diff against the base", diff.ptr, &budget);
@@ -274,7 +301,8 @@ judge(struct sched_ctx *x, struct task *t, struct err *e)
 	name = xasprintf("judge-v%d", t->judgement_version);
 	judge_prompt(x, t, &r, run_dir, &prompt);
 	c.role = "judge";
-	c.cwd = r.worktree;
+	/* a worktree on another host: the judge reads this clone */
+	c.cwd = sched__elsewhere(x, &r) ? x->ws->repo : r.worktree;
 	c.prompt = prompt.ptr;
 	c.dir = dir;
 	c.name = name;

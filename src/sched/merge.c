@@ -400,6 +400,32 @@ out:
 	return rc;
 }
 
+/*
+ * With a shared remote, the base this lander moved goes back to the
+ * remote, where worker hosts fetch it to start their next runs. A push
+ * the remote refuses (someone moved the base there) is on record and
+ * tried again after the next landing; the landing itself stands.
+ */
+static void
+publish_base(struct sched_ctx *x, const struct merge_item *m,
+	     const char *base)
+{
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+
+	if (!x->cfg->repo_url ||
+	    !remote_push(x->ws, x->cfg->repo_url, base, 0, &e))
+		return;
+	log_warn("%s", e.msg);
+	ev.run_id = m->run_id;
+	ev.type = (char *)"base_push_failed";
+	ev.data = json_take_text(json_pack("{s:s, s:s}", "base", base,
+					   "reason", e.msg));
+	e = (struct err)ERR_INIT;
+	store_event_add(x->store, &ev, &e);
+	free(ev.data);
+}
+
 /* Turns a landing's outcome into the item's next state. */
 static int
 settle(struct sched_ctx *x, struct merge_item *m, const struct run *r,
@@ -561,7 +587,14 @@ process(struct sched_ctx *x, struct merge_item *m, struct err *e)
 	rq.sandbox = cfg->sandbox && !strcmp(cfg->sandbox, "bwrap");
 	log_info("landing %s (%s) onto %s", m->branch, m->run_id,
 		 rq.base_branch ? rq.base_branch : "the checked-out branch");
-	rc = worktree_land(x->ws, &rq, &res, &le);
+	/* a worker host pushed the branch; this clone has never seen it */
+	rc = cfg->repo_url ? remote_fetch_branch(x->ws, cfg->repo_url,
+						 m->branch, &le) :
+			     0;
+	if (!rc)
+		rc = worktree_land(x->ws, &rq, &res, &le);
+	if (!rc && res.outcome == LAND_MERGED)
+		publish_base(x, m, res.base_branch);
 	if (rc < 0)
 		rc = on_error(x, m, rc, &le, e);
 	else

@@ -39,6 +39,7 @@ struct sched_ctx {
 	const struct config *cfg;
 	const char *holder; /* this worker's id: "host:pid:n" */
 	const char *store_spec; /* what a worker's own threads reopen */
+	int tasks_only;	/* a worker host: never judges or lands */
 };
 
 /* ---- wake.c ------------------------------------------------------------ */
@@ -151,7 +152,7 @@ int sched_judge_next(struct sched_ctx *x, struct err *e);
 /*
  * One worker's work while there is some: claims a task and drives its
  * run to a resting point, settling the task after; else judges; else
- * (auto_merge) lands. Returns 1 when it did something, 0 when there was
+ * (auto_merge) lands; a worker host (tasks_only) does tasks alone. Returns 1 when it did something, 0 when there was
  * nothing to do, negative on error.
  */
 int sched_work_once(struct sched_ctx *x, struct err *e);

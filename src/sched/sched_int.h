@@ -44,6 +44,13 @@ void sched__drop_lease(struct task *t);
 int sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 		  int64_t resume_after_ms, struct err *e);
 
+/*
+ * worker.c: whether run r has a worktree that is not in this clone: it
+ * was driven on another worker host (repo.url), whose files are out of
+ * reach here.
+ */
+int sched__elsewhere(const struct sched_ctx *x, const struct run *r);
+
 /* worker.c: this host's name, for worker ids and dead-worker checks. */
 const char *sched__host(void);
 

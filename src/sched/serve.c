@@ -18,6 +18,11 @@
  * the whole tree down as a crash would, and the next serve's first
  * sweep finds their tasks' holders gone.
  *
+ * On PostgreSQL the workers of other machines make work too, and no
+ * FIFO reaches across machines: the supervisor also sleeps on the
+ * store's LISTEN connection (store_watch_fd) and wakes its idle workers
+ * when a task or merge item changed anywhere.
+ *
  * Signals: the first SIGINT/SIGTERM drains (no new claims; running runs
  * go on to their next rest), the second stops the workers at once (each
  * run is left interrupted and its task queued, for the next serve).
@@ -66,6 +71,7 @@ struct sup {
 	int status[2];	 /* workers -> supervisor */
 	int fifo_rd, fifo_wr;
 	char *fifo;
+	int watch;	/* the store's change fd (PostgreSQL); -1: none */
 	int draining, stopping;
 	int recheck;	/* a worker went idle: is everything done? */
 	int64_t next_sweep, last_sweep;
@@ -469,15 +475,29 @@ sweep(struct sup *sp, int64_t *next_due)
 	return time_now_ms() + period;
 }
 
+/*
+ * Whether the store says work changed: drained at every turn, not only
+ * when its fd is readable, since a lost LISTEN connection is mended by
+ * the drain and its fd stays quiet until then.
+ */
+static int
+store_woke(struct sup *sp)
+{
+	return sp->watch >= 0 &&
+	       (store_watch_drain(sp->x->store) & STORE_WATCH_WORK);
+}
+
 static int
 loop(struct sup *sp)
 {
-	struct pollfd pf[3];
+	struct pollfd pf[4];
 	int64_t due = 0;
+	nfds_t nr = sp->watch >= 0 ? 4 : 3;
 
 	pf[0] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
 	pf[1] = (struct pollfd){ .fd = sp->status[0], .events = POLLIN };
 	pf[2] = (struct pollfd){ .fd = sp->fifo_rd, .events = POLLIN };
+	pf[3] = (struct pollfd){ .fd = sp->watch, .events = POLLIN };
 	for (;;) {
 		int64_t now = time_now_ms(), wait;
 		int woke;
@@ -489,7 +509,7 @@ loop(struct sup *sp)
 		on_status(sp);
 		/* read the FIFO after the status pipe: a worker writes
 		 * its wake-up before it says it is idle */
-		woke = drain_fd(sp->fifo_rd);
+		woke = drain_fd(sp->fifo_rd) | store_woke(sp);
 		if (woke && !sp->draining)
 			wake_idle(sp);
 		if (sp->draining) {
@@ -513,7 +533,7 @@ loop(struct sup *sp)
 			wait = 0;
 		if (wait > RESPAWN_MS)
 			wait = RESPAWN_MS;
-		if (poll(pf, 3, (int)wait) < 0 && errno != EINTR)
+		if (poll(pf, nr, (int)wait) < 0 && errno != EINTR)
 			return -errno;
 	}
 }
@@ -521,7 +541,8 @@ loop(struct sup *sp)
 int
 sched_serve(struct sched_ctx *x, const struct serve_opts *o, struct err *e)
 {
-	struct sup sp = { .x = x, .o = o, .fifo_rd = -1, .fifo_wr = -1 };
+	struct sup sp = { .x = x, .o = o, .fifo_rd = -1, .fifo_wr = -1,
+			  .watch = -1 };
 	int64_t i64_unused;
 	int i, rc;
 
@@ -537,6 +558,13 @@ sched_serve(struct sched_ctx *x, const struct serve_opts *o, struct err *e)
 	rc = open_fifo(&sp, e);
 	if (rc)
 		goto out;
+	if (!strcmp(store_backend(x->store), "postgres")) {
+		sp.watch = store_watch_fd(x->store, e);
+		if (sp.watch < 0) {
+			rc = sp.watch;
+			goto out;
+		}
+	}
 	set_handlers(on_signal);
 	sp.nr = o->workers;
 	sp.kids = xcalloc((size_t)sp.nr, sizeof(*sp.kids));

@@ -40,6 +40,7 @@
 #include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
+#include "workspace/workspace.h"
 
 #undef LOG_MODULE
 #define LOG_MODULE "worker"
@@ -227,13 +228,62 @@ rest_of(const struct run *r, int judge, const char **status,
 	}
 }
 
+/*
+ * With a shared remote, a branch that is to be judged or landed goes to
+ * the remote first: the judge and the lander may be on another machine.
+ * A push that fails settles the run as failed (a new run next time),
+ * since nobody else can ever reach this branch.
+ */
+static int
+publish(struct sched_ctx *x, struct task *t, const struct run *r,
+	struct err *e)
+{
+	struct err pe = ERR_INIT;
+	struct run failed;
+
+	if (!x->cfg->repo_url || !r->branch ||
+	    !remote_push(x->ws, x->cfg->repo_url, r->branch, 1, &pe))
+		return 1;
+	failed = *r;
+	failed.status = (char *)ST_FAILED;
+	failed.reason = pe.msg;
+	return settle_failure(x, t, &failed, e);
+}
+
+/*
+ * Without a judge, a finished run is approved by its own review stages:
+ * with runtime.auto_merge its branch goes straight to the merge queue,
+ * while this worker still holds the task's lease (the settling write
+ * gives it up). A worker that dies in between leaves the item queued and
+ * the task running; whoever takes the task over settles it from the
+ * finished run, and its enqueue finds the item there already.
+ */
+static int
+queue_landing(struct sched_ctx *x, const struct task *t, const struct run *r,
+	      struct err *e)
+{
+	struct merge_item m = { 0 };
+	int rc;
+
+	if (!x->cfg->runtime.auto_merge || !r->branch ||
+	    strcmp(t->kind, "code"))
+		return 0;
+	rc = sched_merge_enqueue(x, r, &m, e);
+	merge_item_release(&m);
+	if (rc == BATON_EBUSY) {
+		*e = (struct err)ERR_INIT;
+		rc = 0;
+	}
+	return rc;
+}
+
 int
 sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 	      int64_t resume_after_ms, struct err *e)
 {
 	const char *status, *block;
 	char *data;
-	int rc;
+	int rc, judge = x->cfg->runtime.judge && !strcmp(t->kind, "code");
 
 	sched__drop_lease(t);
 	if (!strcmp(r->status, ST_INTERRUPTED) && resume_after_ms) {
@@ -248,10 +298,16 @@ sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 				      "at stage %s after the reset",
 				      r->stage ? r->stage : "?");
 	} else {
-		rest_of(r, x->cfg->runtime.judge && !strcmp(t->kind, "code"),
-			&status, &block);
+		rest_of(r, judge, &status, &block);
 		if (!status)
 			return settle_failure(x, t, r, e);
+		if ((!strcmp(status, TASK_DONE) || (block &&
+		     !strcmp(block, BLOCK_AWAITING_JUDGE))) &&
+		    (rc = publish(x, t, r, e)) != 1)
+			return rc;
+		if (!judge && !strcmp(status, TASK_DONE) &&
+		    (rc = queue_landing(x, t, r, e)))
+			return rc;
 		run_set(&t->status, status);
 		run_set(&t->block_reason, block);
 		run_set(&t->reason, block ? r->reason : NULL);
@@ -332,13 +388,29 @@ new_run(struct sched_ctx *x, struct engine *en, struct task *t,
 	return rc;
 }
 
+int
+sched__elsewhere(const struct sched_ctx *x, const struct run *r)
+{
+	char *here;
+	int other;
+
+	if (!r->worktree)
+		return 0;
+	here = workspace_worktree_dir(x->ws, r->id);
+	other = strcmp(here, r->worktree) != 0;
+	free(here);
+	return other;
+}
+
 /*
  * The run this claim works on. The task's current run when it can go on
  * (resumed where it stopped); when it already ended, its worker died
  * before settling the task, so the caller settles from it (1) instead
  * of running the task twice; a new run when there is none. A current
  * run still locked by a live driver belongs to a worker whose lease we
- * took over: it is asked to abort, and we start afresh.
+ * took over: it is asked to abort, and we start afresh. So is a run
+ * whose worktree is in another clone (a worker host that died): its
+ * work is out of reach, and the task starts over from the remote's base.
  */
 static int
 pick_run(struct sched_ctx *x, struct engine *en, struct task *t,
@@ -352,7 +424,16 @@ pick_run(struct sched_ctx *x, struct engine *en, struct task *t,
 		rc = new_run(x, en, t, e);
 	else if (status_is_terminal(cur.status))
 		rc = 1;
-	else if (engine_driver_pid(en, cur.id) > 0) {
+	else if (sched__elsewhere(x, &cur)) {
+		struct run gone = { 0 };
+
+		log_warn("task %lld: run %s was driven in %s, which this "
+			 "host cannot reach: starting afresh",
+			 (long long)t->id, cur.id, cur.worktree);
+		engine_abort(en, cur.id, &gone, &ignored);
+		run_release(&gone);
+		rc = new_run(x, en, t, e);
+	} else if (engine_driver_pid(en, cur.id) > 0) {
 		struct event ev = { 0 };
 
 		ev.type = (char *)"superseded";
@@ -465,6 +546,8 @@ sched_work_once(struct sched_ctx *x, struct err *e)
 	}
 	if (rc != BATON_ENOTFOUND)
 		return rc;
+	if (x->tasks_only)
+		return 0;
 	if (x->cfg->runtime.judge) {
 		rc = sched_judge_next(x, e);
 		if (rc)

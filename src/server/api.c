@@ -62,7 +62,7 @@ static struct sched_ctx
 ctx_of(struct req *rq)
 {
 	struct sched_ctx x = { rq->store, rq->srv->ws, rq->srv->cfg, "http",
-			       rq->srv->store_spec };
+			       rq->srv->store_spec, 0 };
 
 	return x;
 }

@@ -75,6 +75,7 @@ struct pg_store {
 	int in_tx;	   /* a transaction is open on conn */
 	char xid[32];	   /* the open write transaction's xid, as text */
 	int lost;	   /* the last failure was a lost connection */
+	char state[6];	   /* SQLSTATE of the last failure, "" if none */
 	/* the LISTEN connection behind store_watch_fd */
 	PGconn *listen;
 	int watch_fd;	   /* stable: a dup2 of listen's socket, or a
@@ -86,10 +87,20 @@ struct pg_store {
 struct pg_store *pg__store(struct store *s);
 
 /*
+ * Connects to ps->url as every baton session does (UTC, application
+ * name "baton" unless the URL names one, a connect timeout). Returns the
+ * connection, or NULL with e filled ("cannot open store 'URL': ...",
+ * the URL without its password).
+ */
+PGconn *pg__connect(const struct pg_store *ps, struct err *e);
+
+/*
  * Fills e with "cannot WHAT: " and the server's message (the first line
  * of PQerrorMessage or the result's), and returns BATON_ESTORE. Sets
  * ps->lost when the connection is gone (PQstatus not OK, or a SQLSTATE
- * of class 08 or 57P0x: the server shut down or was restarted).
+ * of class 08 or 57P0x: the server shut down or was restarted). Keeps
+ * the SQLSTATE in ps->state, so that a caller can tell a foreign key
+ * (23503) or a unique key (23505) from other failures.
  */
 int pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
 	     struct err *e);
@@ -176,6 +187,14 @@ int pg__list_events(struct pg_store *ps, const char *run_id, int64_t task_id,
 
 /* Queues a NOTIFY on channel, sent when the transaction commits. */
 int pg__notify(struct pg_store *ps, const char *channel, struct err *e);
+
+/* postgres_watch.c: the stats, and the LISTEN connection of watch_fd. */
+int pg__run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
+		  struct err *e);
+int pg__watch_fd(struct store *s, struct err *e);
+unsigned pg__watch_drain(struct store *s);
+/* Closes what pg__watch_fd opened; for close. */
+void pg__watch_close(struct pg_store *ps);
 
 /*
  * The operations of postgres_queue.c, with the contracts of the store_*

@@ -32,8 +32,8 @@
 #include "util/xalloc.h"
 
 /*
- * Store specs by scheme. An entry without ops names a backend this
- * build does not have. A spec that matches no scheme is a SQLite path.
+ * Store specs by scheme. A spec that matches no scheme is a SQLite
+ * path.
  */
 static const struct backend {
 	const char *scheme;
@@ -41,8 +41,8 @@ static const struct backend {
 	const struct store_ops *ops;
 } backends[] = {
 	{ "sqlite:", 1, &store_sqlite_ops },
-	{ "postgres://", 0, NULL },
-	{ "postgresql://", 0, NULL },
+	{ "postgres://", 0, &store_postgres_ops },
+	{ "postgresql://", 0, &store_postgres_ops },
 };
 
 /*
@@ -111,9 +111,9 @@ store__migration_number(const char *name)
 
 /*
  * Resolves spec to a backend and opens it. "sqlite:PATH" and a plain
- * path mean SQLite; "postgres://" and "postgresql://" name a backend
- * that is not built in yet (BATON_EINVAL); so does any other
- * "scheme://".
+ * path mean SQLite; a "postgres://" or "postgresql://" URL means
+ * PostgreSQL, and the whole URL goes to libpq as its connection string.
+ * Any other "scheme://" is BATON_EINVAL.
  */
 int
 store_open(const char *spec, struct store **out, struct err *e)
@@ -136,11 +136,6 @@ store_open(const char *spec, struct store **out, struct err *e)
 			break;
 		}
 	}
-	if (b && !b->ops)
-		return err_set(e, BATON_EINVAL,
-			       "cannot open store '%s': postgres stores are "
-			       "not built into this baton yet",
-			       spec);
 	if (!b && strstr(spec, "://"))
 		return err_set(e, BATON_EINVAL,
 			       "cannot open store '%s': unknown kind of store",

@@ -1,6 +1,6 @@
 /*
  * The persistence interface. Callers see only these functions; a backend
- * (SQLite today, PostgreSQL later) sits behind a table of operations
+ * (SQLite or PostgreSQL) sits behind a table of operations
  * chosen by the store spec, so callers never change when a backend is
  * added (DESIGN.md section 4).
  *
@@ -29,9 +29,12 @@ struct task;
 
 /*
  * Opens (creating if needed) the store named by spec: a file path or
- * "sqlite:PATH" for SQLite. Applies pending numbered migrations. On
- * SQLite: WAL, a busy timeout, foreign keys, synchronous=FULL so every
- * commit is durable. Returns 0 and *out, or an error naming the spec.
+ * "sqlite:PATH" for SQLite; a "postgres://" or "postgresql://" URL for
+ * PostgreSQL (a libpq connection URL, passed whole; the database must
+ * exist). Applies pending numbered migrations. On SQLite: WAL, a busy
+ * timeout, foreign keys, synchronous=FULL so every commit is durable.
+ * Returns 0 and *out, or an error naming the spec (a URL without its
+ * password).
  */
 int store_open(const char *spec, struct store **out, struct err *e);
 /* Closes; NULL is fine. */

@@ -1,7 +1,7 @@
 /*
  * What the store front end (store.c, records.c) and its backends
- * (sqlite.c with sqlite_queue.c, and postgres.c later) share, and
- * nothing else sees. A backend is a table of
+ * (sqlite.c with sqlite_queue.c, postgres.c with postgres_queue.c)
+ * share, and nothing else sees. A backend is a table of
  * operations, struct store_ops, plus a handle whose first member is
  * struct store, so that store.c can dispatch every call through
  * s->ops without knowing the backend's layout:
@@ -162,6 +162,7 @@ struct store {
 };
 
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_postgres_ops;
 
 /*
  * Fills the error of an injected fault ("cannot WHAT: injected fault")

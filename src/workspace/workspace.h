@@ -206,6 +206,28 @@ void land_result_release(struct land_result *r);
 int worktree_base_branch(const struct workspace *ws, const char *configured,
 			 char **out, struct err *e);
 
+/* ---- remote.c: worker hosts sharing one remote (repo.url) ------------ */
+
+/*
+ * Fetches branch from url into refs/remotes/baton/<branch>, and gives
+ * that ref's name (the caller frees) to start a run from.
+ */
+int remote_fetch_base(const struct workspace *ws, const char *url,
+		      const char *branch, char **ref_out, struct err *e);
+/*
+ * Makes the branch a run pushed to url a local branch of the same name,
+ * unless the repository has that branch already.
+ */
+int remote_fetch_branch(const struct workspace *ws, const char *url,
+			const char *branch, struct err *e);
+/*
+ * Pushes the local branch to url under the same name; force for a run's
+ * own branch, never for the base (a push the remote refuses says that
+ * someone else moved it).
+ */
+int remote_push(const struct workspace *ws, const char *url,
+		const char *branch, int force, struct err *e);
+
 /*
  * Takes the repository's landing lock (.baton/worktrees/.merge.lock, an
  * flock), which serialises every use of the merge worktree. wait: block

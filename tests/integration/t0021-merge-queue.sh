@@ -153,15 +153,15 @@ test_expect_success 'main history holds only validated states: one checked merge
 test_expect_success 'the conflict went to a queued conflict-resolution task' '
 	cd repo &&
 	r3=$(cat ../r3) &&
-	sqlite3 .baton/baton.db \
-		"SELECT id, status, origin, base_ref IS NULL, title FROM tasks" >../tasks &&
+	db_query \
+		"SELECT id, status, origin, CASE WHEN base_ref IS NULL THEN 1 ELSE 0 END, title FROM tasks" >../tasks &&
 	test_line_count = 1 ../tasks &&
 	IFS="|" read -r id status origin nobase title <../tasks &&
 	test "$origin" = conflict &&
 	test "$status" = queued &&
 	test "$nobase" = 1 &&
 	test "$title" = "Resolve merge conflict: Change line one differently" &&
-	sqlite3 .baton/baton.db "SELECT body FROM tasks WHERE id = $id" >../body &&
+	db_query "SELECT body FROM tasks WHERE id = $id" >../body &&
 	test_grep "  - story.txt" ../body &&
 	test_grep "^Change line one differently$" ../body &&
 	test_grep "git diff main...baton/$r3" ../body &&
@@ -206,7 +206,7 @@ test_expect_success 'failing checks leave main untouched; merging again after th
 	test_grep ! "five, from" story.txt &&
 	"$BATON" merge --list --json >../list.json &&
 	test_jq ".[3].status == \"failed\"" ../list.json &&
-	sqlite3 .baton/baton.db "SELECT count(*) FROM tasks" >../count &&
+	db_query "SELECT count(*) FROM tasks" >../count &&
 	echo 1 >../expect &&
 	test_cmp ../expect ../count &&
 	# a failed item is queued again by merge RUN
@@ -317,7 +317,7 @@ test_expect_success 'merge --queue --no-wait does not wait for a backoff' '
 	r=$(edit_run 4 "four, again" "Change line four again") &&
 	"$BATON" merge --add "$r" >/dev/null &&
 	later=$((($(date +%s) + 3600) * 1000)) &&
-	sqlite3 .baton/baton.db "UPDATE merge_queue SET not_before = $later WHERE id = (SELECT max(id) FROM merge_queue)" &&
+	db_query "UPDATE merge_queue SET not_before = $later WHERE id = (SELECT max(id) FROM merge_queue)" &&
 	test_expect_code 1 "$BATON" merge --queue --no-wait >../nowait.out &&
 	test_grep "merge queue: 0 merged, 0 failed, 1 waiting" ../nowait.out &&
 	"$BATON" merge --list >../list.out &&

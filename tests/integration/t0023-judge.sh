@@ -71,7 +71,7 @@ test_expect_success 'two serves racing over 100 finished runs judge each exactly
 
 test_expect_success 'approved runs wait in the merge queue' '
 	cd repo &&
-	test "$(sqlite3 .baton/baton.db "select count(*) from merge_queue where status = '\''pending'\''")" = 100
+	test "$(db_query "select count(*) from merge_queue where status = '\''pending'\''")" = 100
 '
 
 test_expect_success 'requested changes make a rework task on top of the branch; its approval finishes the parent' '

@@ -134,6 +134,40 @@ cat >"$HOME/.gitconfig" <<'EOF'
 EOF
 cd "$TRASH_DIRECTORY" || exit 1
 
+# --- PostgreSQL ---------------------------------------------------------
+
+# tests/run.sh runs some scripts a second time on PostgreSQL, with
+# BATON_TEST_PG_ADMIN the admin URL of a throwaway cluster it started
+# (tools/pg.sh). There each repository baton_init_with_agent sets up gets
+# a database of its own (its config's `store:`), so the scripts run
+# unchanged.
+
+# pg_new_db: creates a fresh database in that cluster; prints its URL.
+_tl_dbs=0
+pg_new_db() {
+	local name
+	_tl_dbs=$((_tl_dbs + 1))
+	name="t_$(printf '%s' "$TEST_NAME" | tr -c 'a-z0-9' _)_$$_${_tl_dbs}_$RANDOM"
+	psql -q -X -v ON_ERROR_STOP=1 "$BATON_TEST_PG_ADMIN" \
+		-c "CREATE DATABASE $name" >/dev/null || {
+		echo "pg_new_db: cannot create database '$name'" >&2
+		return 1
+	}
+	echo "${BATON_TEST_PG_ADMIN%/*}/$name"
+}
+
+# db_query SQL: one statement against the store of the repository in the
+# current directory (its config's `store:`, else .baton/baton.db), its
+# rows printed with | between columns.
+db_query() {
+	local url
+	url=$(sed -n 's/^store: *//p' .baton/config.yaml 2>/dev/null)
+	case $url in
+	postgres*://*) psql -q -X -A -t -v ON_ERROR_STOP=1 "$url" -c "$1" ;;
+	*) sqlite3 .baton/baton.db "$1" ;;
+	esac
+}
+
 test_count=0
 test_success=0
 test_failure=0
@@ -592,6 +626,9 @@ baton_init_with_agent() {
 			;;
 		esac
 		if [ -n "$extra" ]; then printf '%s\n' "$extra"; fi
+		if [ -n "${BATON_TEST_PG_ADMIN:-}" ]; then
+			echo "store: $(pg_new_db)" || return 1
+		fi
 	} >"$cfg.tmp" && mv "$cfg.tmp" "$cfg"
 }
 

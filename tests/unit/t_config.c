@@ -567,7 +567,7 @@ TEST(unknown_key)
 				 "of: providers, roles, workflow, policies, "
 				 "validate, pipelines, store, budget, "
 				 "execution, runtime, merge, server, "
-				 "reports, notify)");
+				 "reports, notify, repo)");
 	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
 	ASSERT_STREQ(e.msg,
 		     REPO ":2:34: unknown key 'providers.a.cmd' "
@@ -726,6 +726,39 @@ TEST(server_and_reports)
 	ASSERT_CONTAINS(e.msg, "reports.milestone_after_seconds");
 	load_err("reports: {every: 5}\n", &e);
 	ASSERT_CONTAINS(e.msg, "unknown key 'reports.every'");
+	LEAK_CHECK();
+}
+
+TEST(repo_url)
+{
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	struct err e = ERR_INIT;
+	struct config c;
+	char var[] = "BATON_REPO_URL=ssh://git@host/other.git";
+	char *envp[] = { var, NULL };
+
+	ASSERT_OK(load(REPO, "store: x\n", &c, &e), &e);
+	ASSERT(c.repo_url == NULL); /* one repository, no worker hosts */
+	config_release(&c);
+	ASSERT_OK(load(REPO, "repo: {url: \"git@host:team/app.git\"}\n", &c,
+		       &e),
+		  &e);
+	ASSERT_STREQ(c.repo_url, "git@host:team/app.git");
+	config_release(&c);
+	load_err("repo: {url: \"\"}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:13: repo.url: expected a non-empty "
+				 "string");
+	load_err("repo: {remote: origin}\n", &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'repo.remote' (expected one of: "
+			       "url)");
+	load_err("repo: [a]\n", &e);
+	ASSERT_CONTAINS(e.msg, "repo");
+
+	config_builder_init(&b);
+	ASSERT_OK(config_add_env(&b, envp, &e), &e);
+	ASSERT_OK(config_finish(&b, &c, &e), &e);
+	ASSERT_STREQ(c.repo_url, "ssh://git@host/other.git");
+	config_release(&c);
 	LEAK_CHECK();
 }
 

@@ -1,0 +1,1564 @@
+/*
+ * The PostgreSQL backend of the store (store.h, store_int.h): one
+ * database shared by baton processes on any number of hosts. It keeps
+ * the behaviour of the SQLite backend (sqlite.c), with three things a
+ * server with concurrent writers adds:
+ *
+ *   - Lost connections. A server restart or a killed session ends the
+ *     connection between two statements. Each operation is a try that
+ *     is run again, whole, on a fresh connection (pg__again), for up to
+ *     PG_RETRY_TOTAL_MS. A COMMIT whose reply was lost is resolved by
+ *     asking the server what became of the transaction's xid
+ *     (pg__commit), so a write is never applied twice nor lost silently.
+ *
+ *   - Event order. Seqs come from a sequence, drawn at insert but
+ *     visible at commit, so a later seq can become visible before an
+ *     earlier one. Readers stop before any event that a transaction
+ *     still running could precede (the rule is explained in
+ *     sql/pg/001-init.sql): what a follower has seen stays a safe
+ *     cursor, as on SQLite.
+ *
+ *   - Concurrent writers. Every write runs under READ COMMITTED; the
+ *     guarded updates (WHERE id AND version) and the row locks of the
+ *     fence serialise what must be, and numbers taken as MAX + 1
+ *     (versions of outputs and plans) run again when a racer took the
+ *     same one (unique_violation). Run numbers stay gapless: they are
+ *     taken under a transaction lock.
+ *
+ * As on SQLite, list callbacks run while no statement is active (rows
+ * are fetched a page at a time), so a callback may write through the
+ * same handle.
+ *
+ * The task queue, workers and the merge queue are in postgres_queue.c;
+ * the watch connection and the stats in postgres_watch.c; what the files
+ * share in pg_int.h.
+ */
+#include "util/compat.h"
+
+#include <libpq-fe.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/ids.h"
+#include "core/run.h"
+#include "store/pg_int.h"
+#include "store/store.h"
+#include "store/store_int.h"
+#include "util/buf.h"
+#include "util/embed.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#undef LOG_MODULE
+#define LOG_MODULE "store"
+#include "util/log.h"
+
+/*
+ * Advisory lock keys ("bat0n" and a number, in decimal for the SQL): the
+ * session lock held while migrating, and the transaction lock under
+ * which run numbers are taken.
+ */
+#define PG_LOCK_MIGRATE "108170700680704"
+#define PG_LOCK_RUN_SEQ "108170700680705"
+#define PG_STR_(x)	#x
+#define PG_STR(x)	PG_STR_(x)
+
+/* The columns of struct run, as in sqlite.c (see there). */
+#define RUN_TEXT_MUTABLE(X)                                                    \
+	X(pipeline) X(status) X(stage) X(phase) X(paused_at_status)            \
+	X(gate_status) X(gate_back) X(reason) X(worktree) X(branch)            \
+	X(base_ref) X(base_commit) X(checkpoint) X(config_hash)
+#define RUN_INT_MUTABLE(X)                                                     \
+	X(review_loops) X(max_review_loops) X(attempt) X(agent_pid)            \
+	X(steer_seq) X(tokens_in) X(tokens_out) X(active_ms) X(started_at)     \
+	X(phase_started_at) X(ended_at) X(task_id)
+#define RUN_REQUESTS(X) X(pause_requested) X(abort_requested)
+
+#define RUN_COLUMNS                                                            \
+	"seq, id, task, created_at, updated_at, version"                       \
+	RUN_TEXT_MUTABLE(SQL_COMMA_NAME) RUN_INT_MUTABLE(SQL_COMMA_NAME)       \
+	", cost_usd" RUN_REQUESTS(SQL_COMMA_NAME)
+
+/*
+ * The mutable columns by name, in the order fill_mutable() sends them:
+ * the $n of the INSERT and the UPDATE are numbered from this list.
+ */
+#define SQL_NAME_STR(f) #f,
+static const char *const run_mutable[] = {
+	RUN_TEXT_MUTABLE(SQL_NAME_STR) RUN_INT_MUTABLE(SQL_NAME_STR) "cost_usd"
+};
+#undef SQL_NAME_STR
+#define NR_RUN_MUTABLE ARRAY_SIZE(run_mutable)
+/* seq, id, task, created_at, updated_at, version; then the requests. */
+#define NR_RUN_PARAMS (6 + NR_RUN_MUTABLE + 2)
+
+/* The parameters of a run insert or update, as text. */
+struct run_params {
+	const char *v[NR_RUN_PARAMS];
+	char num[NR_RUN_PARAMS][32];
+	int n;
+};
+
+/*
+ * The part of the event query that finds where a reader must stop: the
+ * first visible event after a hole whose horizon this snapshot has not
+ * passed ($1 is after_seq). See sql/pg/001-init.sql.
+ */
+#define SQL_EVENTS_SAFE                                                        \
+	"WITH stop AS (SELECT MIN(e.seq) AS seq FROM events e"                 \
+	" WHERE e.horizon > pg_snapshot_xmin(pg_current_snapshot())"           \
+	" AND e.seq > $1::bigint + 1 AND NOT EXISTS"                           \
+	" (SELECT 1 FROM events p WHERE p.seq = e.seq - 1))"
+#define SQL_BELOW_STOP                                                         \
+	"seq < COALESCE((SELECT seq FROM stop), 9223372036854775807)"
+
+struct pg_store *
+pg__store(struct store *s)
+{
+	return (struct pg_store *)s;
+}
+
+const char *
+pg__int(char *buf, int64_t v)
+{
+	snprintf(buf, 24, "%lld", (long long)v);
+	return buf;
+}
+
+const char *
+pg__id_param(char *buf, int64_t v)
+{
+	return v ? pg__int(buf, v) : NULL;
+}
+
+char *
+pg__text(const PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col))
+		return NULL;
+	return xstrdup(PQgetvalue(res, row, col));
+}
+
+int64_t
+pg__int64(const PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col))
+		return 0;
+	return strtoll(PQgetvalue(res, row, col), NULL, 10);
+}
+
+/* The length of the first line of msg. */
+static int
+first_line(const char *msg)
+{
+	return (int)strcspn(msg, "\n");
+}
+
+/*
+ * SQLSTATEs that say the session is gone rather than the statement
+ * wrong: class 08 (connection exception) and the server shutting down,
+ * crashing or still starting.
+ */
+static int
+state_is_lost(const char *state)
+{
+	return state && (!strncmp(state, "08", 2) || !strcmp(state, "57P01") ||
+			 !strcmp(state, "57P02") || !strcmp(state, "57P03"));
+}
+
+int
+pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
+	 struct err *e)
+{
+	const char *state = NULL, *msg = NULL;
+
+	if (res) {
+		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	}
+	if (!msg || !*msg)
+		msg = PQerrorMessage(ps->conn);
+	if (!*msg)
+		msg = "unknown error";
+	snprintf(ps->state, sizeof(ps->state), "%s", state ? state : "");
+	ps->lost = PQstatus(ps->conn) != CONNECTION_OK || state_is_lost(state);
+	return err_set(e, BATON_ESTORE, "cannot %s: %.*s", what,
+		       first_line(msg), msg);
+}
+
+PGresult *
+pg__exec(struct pg_store *ps, const char *sql, int n,
+	 const char *const *params, const char *what, struct err *e)
+{
+	PGresult *res;
+	ExecStatusType st;
+
+	res = PQexecParams(ps->conn, sql, n, NULL, params, NULL, NULL, 0);
+	st = PQresultStatus(res);
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+		return res;
+	pg__fail(ps, res, what, e);
+	PQclear(res);
+	return NULL;
+}
+
+int
+pg__run(struct pg_store *ps, const char *sql, int n,
+	const char *const *params, const char *what, struct err *e)
+{
+	PGresult *res = pg__exec(ps, sql, n, params, what, e);
+
+	if (!res)
+		return BATON_ESTORE;
+	PQclear(res);
+	return 0;
+}
+
+/* pg__exec for a query of one integer (a MAX, a COUNT) into *out. */
+static int
+exec_int(struct pg_store *ps, const char *sql, int n,
+	 const char *const *params, int64_t *out, const char *what,
+	 struct err *e)
+{
+	PGresult *res = pg__exec(ps, sql, n, params, what, e);
+
+	if (!res)
+		return BATON_ESTORE;
+	if (PQntuples(res) > 0)
+		*out = pg__int64(res, 0, 0);
+	PQclear(res);
+	return 0;
+}
+
+/* The number of rows an UPDATE changed. */
+static int64_t
+changed(const PGresult *res)
+{
+	return strtoll(PQcmdTuples((PGresult *)res), NULL, 10);
+}
+
+/*
+ * The server's notices (NOTICE, WARNING; "relation already exists,
+ * skipping") would go to stderr: baton's output is its own.
+ */
+static void
+notice_quiet(void *arg, const char *msg)
+{
+	(void)arg;
+	log_debug("%s: %.*s", __func__, first_line(msg), msg);
+}
+
+PGconn *
+pg__connect(const struct pg_store *ps, struct err *e)
+{
+	const char *const keys[] = { "connect_timeout", "dbname",
+				     "fallback_application_name", NULL };
+	const char *const vals[] = { "10", ps->url, "baton", NULL };
+	PGconn *c = PQconnectdbParams(keys, vals, 1);
+	PGresult *res = NULL;
+	const char *msg;
+
+	if (PQstatus(c) == CONNECTION_OK) {
+		PQsetNoticeProcessor(c, notice_quiet, NULL);
+		res = PQexec(c, "SET TIME ZONE 'UTC'");
+		if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+			PQclear(res);
+			return c;
+		}
+	}
+	msg = PQerrorMessage(c);
+	err_set(e, BATON_ESTORE, "cannot open store '%s': %.*s", ps->safe_url,
+		first_line(msg), msg);
+	PQclear(res);
+	PQfinish(c);
+	return NULL;
+}
+
+/*
+ * The URL for messages: the password of "user:password@" and any
+ * "password=" parameter are left out.
+ */
+static char *
+safe_url(const char *url)
+{
+	struct buf b = BUF_INIT;
+	const char *p = strstr(url, "://"), *at, *colon, *q, *end;
+
+	if (!p)
+		return xstrdup(url);
+	p += 3;
+	at = p + strcspn(p, "@/?");
+	colon = memchr(p, ':', at - p);
+	if (*at == '@' && colon) {
+		buf_add(&b, url, colon - url);
+		url = at;
+	}
+	for (q = url; (q = strstr(q, "password=")); q = end) {
+		end = q + strcspn(q, "&");
+		if (q == url || (q[-1] != '?' && q[-1] != '&'))
+			continue;
+		buf_add(&b, url, q - url);
+		url = *end ? end + 1 : end;
+	}
+	buf_adds(&b, url);
+	if (b.len && (b.ptr[b.len - 1] == '&' || b.ptr[b.len - 1] == '?'))
+		buf_setlen(&b, b.len - 1);
+	return buf_detach(&b, NULL);
+}
+
+/* The wait before reconnect attempt number tries (from 0). */
+static int64_t
+backoff(int tries)
+{
+	int64_t ms = PG_RETRY_FIRST_MS;
+
+	while (tries-- > 0 && ms < PG_RETRY_MAX_MS)
+		ms *= 2;
+	return ms < PG_RETRY_MAX_MS ? ms : PG_RETRY_MAX_MS;
+}
+
+static void
+sleep_ms(int64_t ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Waits its turn and replaces ps->conn by a fresh connection, as many
+ * times as the retry budget allows (*tries counts the waits already
+ * spent). Returns 0 when connected, -1 when the budget is used up.
+ */
+static int
+reconnect(struct pg_store *ps, int *tries)
+{
+	int64_t spent, delay;
+	PGconn *c;
+	int i;
+
+	for (;;) {
+		for (spent = 0, i = 0; i < *tries; i++)
+			spent += backoff(i);
+		delay = backoff(*tries);
+		if (spent + delay > PG_RETRY_TOTAL_MS)
+			return -1;
+		sleep_ms(delay);
+		(*tries)++;
+		c = pg__connect(ps, NULL);
+		if (c) {
+			PQfinish(ps->conn);
+			ps->conn = c;
+			ps->in_tx = 0;
+			return 0;
+		}
+	}
+}
+
+int
+pg__again(struct pg_store *ps, int rc, int *tries, struct err *e)
+{
+	int lost = ps->lost;
+
+	ps->lost = 0;
+	if (rc != BATON_ESTORE || !lost)
+		return 0;
+	if (*tries == 0)
+		log_warn("connection to %s lost (%s); reconnecting",
+			 ps->safe_url, e ? e->msg : "");
+	if (reconnect(ps, tries) < 0) {
+		log_warn("connection to %s lost; gave up reconnecting after "
+			 "%d s",
+			 ps->safe_url, PG_RETRY_TOTAL_MS / 1000);
+		return 0;
+	}
+	log_warn("connection to %s lost; reconnected", ps->safe_url);
+	if (e)
+		*e = (struct err)ERR_INIT;
+	return 1;
+}
+
+void
+pg__rollback(struct pg_store *ps)
+{
+	PGTransactionStatusType ts = PQtransactionStatus(ps->conn);
+
+	ps->in_tx = 0;
+	if (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR)
+		PQclear(PQexec(ps->conn, "ROLLBACK"));
+}
+
+/*
+ * BEGIN and the xid in one round trip: PQexec takes several statements
+ * (PQexecParams does not) and returns the last one's result. READ
+ * COMMITTED whatever the server's default: the event horizon and the
+ * run numbers need each statement to see what committed before it.
+ */
+int
+pg__begin(struct pg_store *ps, const char *what, struct err *e)
+{
+	PGresult *res = PQexec(ps->conn, "BEGIN ISOLATION LEVEL READ COMMITTED;"
+					 " SELECT pg_current_xact_id()");
+	int rc = 0;
+
+	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+		snprintf(ps->xid, sizeof(ps->xid), "%s",
+			 PQgetvalue(res, 0, 0));
+	else
+		rc = pg__fail(ps, res, what, e);
+	PQclear(res);
+	if (rc < 0)
+		pg__rollback(ps);
+	return rc;
+}
+
+/*
+ * The fence check (see check_fence in sqlite.c for the messages). The
+ * row lock it takes holds until the commit, so a claim that would change
+ * the token waits for this write.
+ */
+static int
+check_fence(struct pg_store *ps, const char *what, struct err *e)
+{
+	int64_t task = ps->base.fence_task, token = ps->base.fence_token;
+	char tb[24];
+	const char *p[] = { pg__int(tb, task) };
+	int64_t have = -1;
+	int rc;
+
+	rc = exec_int(ps,
+		      "SELECT lease_token FROM tasks WHERE id = $1"
+		      " FOR NO KEY UPDATE",
+		      1, p, &have, what, e);
+	if (rc < 0)
+		return rc;
+	if (have < 0)
+		return err_set(e, BATON_EFENCED,
+			       "cannot %s: task %lld (whose lease this worker "
+			       "holds) no longer exists: this worker may not "
+			       "write",
+			       what, (long long)task);
+	if (have != token)
+		return err_set(e, BATON_EFENCED,
+			       "cannot %s: the lease on task %lld was taken "
+			       "over (token %lld is stale, the task now has "
+			       "%lld): this worker may not write",
+			       what, (long long)task, (long long)token,
+			       (long long)have);
+	return 0;
+}
+
+int
+pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e)
+{
+	int rc = pg__begin(ps, what, e);
+
+	if (rc == 0 && ps->base.fence_task)
+		rc = check_fence(ps, what, e);
+	if (rc < 0)
+		pg__rollback(ps);
+	return rc;
+}
+
+/*
+ * After a COMMIT whose reply never came: reconnects and asks what became
+ * of the transaction. Committed is success. Aborted (or forgotten: NULL)
+ * sets ps->lost so that the try runs again. Still running (the old
+ * session has not noticed yet) asks again after the next wait.
+ */
+static int
+resolve_commit(struct pg_store *ps, const char *what, struct err *e)
+{
+	char xid[sizeof(ps->xid)];
+	const char *p[] = { xid };
+	PGresult *res;
+	char *status;
+	int tries = 0, done;
+
+	memcpy(xid, ps->xid, sizeof(xid));
+	while (reconnect(ps, &tries) == 0) {
+		res = pg__exec(ps, "SELECT pg_xact_status($1::xid8)", 1, p,
+			       what, NULL);
+		if (!res)
+			continue;
+		status = pg__text(res, 0, 0);
+		PQclear(res);
+		done = !status || strcmp(status, "in progress");
+		if (status && !strcmp(status, "committed")) {
+			free(status);
+			ps->lost = 0;
+			return 0;
+		}
+		free(status);
+		if (done) {
+			ps->lost = 1;
+			return err_set(e, BATON_ESTORE,
+				       "cannot %s: the connection was lost "
+				       "during COMMIT, which did not take "
+				       "effect",
+				       what);
+		}
+	}
+	ps->lost = 0;
+	return err_set(e, BATON_ESTORE,
+		       "cannot %s: the connection was lost during COMMIT and "
+		       "the outcome is unknown",
+		       what);
+}
+
+int
+pg__commit(struct pg_store *ps, const char *what, struct err *e)
+{
+	PGresult *res;
+	int rc = 0;
+
+	if (ps->base.fault) {
+		ps->base.fault = 0;
+		ps->lost = 0;
+		return store__fault(e, what);
+	}
+	res = PQexec(ps->conn, "COMMIT");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = pg__fail(ps, res, what, e);
+	PQclear(res);
+	ps->in_tx = 0;
+	if (rc < 0 && ps->lost)
+		rc = resolve_commit(ps, what, e);
+	return rc;
+}
+
+int
+pg__notify(struct pg_store *ps, const char *channel, struct err *e)
+{
+	const char *p[] = { channel };
+
+	return pg__run(ps, "SELECT pg_notify($1, '')", 1, p, "notify", e);
+}
+
+/* ---- migrations ------------------------------------------------------ */
+
+/* The number of an embedded "pg/NNN-name.sql", or 0 for any other file. */
+static int
+pg_migration_number(const char *name)
+{
+	if (strncmp(name, "pg/", 3))
+		return 0;
+	return store__migration_number(name + 3);
+}
+
+/* The highest migration recorded in schema_migrations, into *out. */
+static int
+schema_version(struct pg_store *ps, int64_t *out, struct err *e)
+{
+	return exec_int(ps,
+			"SELECT COALESCE(MAX(version), 0)"
+			" FROM schema_migrations",
+			0, NULL, out, "read the schema version", e);
+}
+
+/* Applies one migration file and records it, in one transaction. */
+static int
+apply_migration(struct pg_store *ps, int n, const struct embedded_file *f,
+		struct err *e)
+{
+	char what[256], nb[24], tb[24];
+	const char *p[] = { pg__int(nb, n), f->name,
+			    pg__int(tb, time_now_ms()) };
+	PGresult *res;
+	int rc;
+
+	snprintf(what, sizeof(what), "apply migration %s", f->name);
+	rc = pg__begin(ps, what, e);
+	if (rc < 0)
+		return rc;
+	res = PQexec(ps->conn, f->text);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+	    PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = pg__fail(ps, res, what, e);
+	PQclear(res);
+	if (rc == 0)
+		rc = pg__run(ps,
+			     "INSERT INTO schema_migrations"
+			     " (version, name, applied_at) VALUES ($1, $2, $3)",
+			     3, p, what, e);
+	if (rc == 0) {
+		res = PQexec(ps->conn, "COMMIT");
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = pg__fail(ps, res, what, e);
+		PQclear(res);
+	}
+	pg__rollback(ps);
+	return rc;
+}
+
+/*
+ * Applies the embedded pg/ migrations this database has not seen, in
+ * number order, under a session advisory lock so that processes opening
+ * the same database at once take turns instead of racing to create the
+ * same tables. A database migrated by a newer baton is refused.
+ */
+static int
+migrate(struct pg_store *ps, struct err *e)
+{
+	const char *what = "read the schema version";
+	const struct embedded_file *f;
+	int64_t cur = 0, latest = 0, have;
+	char nb[24];
+	const char *p[] = { nb };
+	int rc, n;
+
+	for (f = embedded_files; f->name; f++)
+		if (pg_migration_number(f->name) > latest)
+			latest = pg_migration_number(f->name);
+	rc = pg__run(ps, "SELECT pg_advisory_lock(" PG_LOCK_MIGRATE ")",
+		     0, NULL, "lock the schema", e);
+	if (rc < 0)
+		return rc;
+	rc = pg__run(ps,
+		     "CREATE TABLE IF NOT EXISTS schema_migrations ("
+		     " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+		     " applied_at BIGINT NOT NULL)",
+		     0, NULL, what, e);
+	if (rc == 0)
+		rc = schema_version(ps, &cur, e);
+	if (rc == 0 && cur > latest)
+		rc = err_set(e, BATON_ESTORE,
+			     "schema version %lld is newer than this baton "
+			     "knows (%lld): upgrade baton",
+			     (long long)cur, (long long)latest);
+	for (n = 1; rc == 0 && n <= latest; n++) {
+		for (f = embedded_files; f->name; f++)
+			if (pg_migration_number(f->name) == n)
+				break;
+		if (!f->name)
+			continue;
+		have = 0;
+		pg__int(nb, n);
+		rc = exec_int(ps,
+			      "SELECT COUNT(*) FROM schema_migrations"
+			      " WHERE version = $1",
+			      1, p, &have, what, e);
+		if (rc == 0 && !have)
+			rc = apply_migration(ps, n, f, e);
+	}
+	PQclear(PQexec(ps->conn,
+		       "SELECT pg_advisory_unlock(" PG_LOCK_MIGRATE ")"));
+	return rc;
+}
+
+/* ---- the handle ------------------------------------------------------ */
+
+static void
+pg_close(struct store *s)
+{
+	struct pg_store *ps = pg__store(s);
+
+	PQfinish(ps->conn);
+	pg__watch_close(ps);
+	free(ps->url);
+	free(ps->safe_url);
+	free(ps);
+}
+
+/*
+ * Connects to url (a libpq URL, passed whole) and migrates. Every error
+ * names the URL, without its password.
+ */
+static int
+pg_open(const char *url, struct store **out, struct err *e)
+{
+	struct pg_store *ps = xcalloc(1, sizeof(*ps));
+	int rc = 0;
+
+	ps->base.ops = &store_postgres_ops;
+	ps->url = xstrdup(url);
+	ps->safe_url = safe_url(url);
+	ps->watch_fd = -1;
+	ps->watch_dead[0] = ps->watch_dead[1] = -1;
+	ps->conn = pg__connect(ps, e);
+	if (!ps->conn) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	rc = migrate(ps, e);
+	if (rc < 0) {
+		err_prefix(e, "cannot open store '%s'", ps->safe_url);
+		goto out;
+	}
+	*out = &ps->base;
+	ps = NULL;
+out:
+	if (ps)
+		pg_close(&ps->base);
+	return rc;
+}
+
+static int
+pg_schema_version(struct store *s, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t v = 0;
+	int rc, tries = 0;
+
+	do
+		rc = schema_version(ps, &v, e);
+	while (pg__again(ps, rc, &tries, e));
+	return rc < 0 ? rc : (int)v;
+}
+
+/* ---- runs ------------------------------------------------------------ */
+
+/* Adds a number parameter to p. */
+static void
+param_int(struct run_params *p, int64_t v)
+{
+	p->v[p->n] = pg__int(p->num[p->n], v);
+	p->n++;
+}
+
+/* Adds the mutable fields of r to p, in the order of run_mutable. */
+static void
+fill_mutable(struct run_params *p, const struct run *r)
+{
+#define P_TEXT(f) p->v[p->n++] = r->f;
+#define P_INT(f)  param_int(p, (int64_t)r->f);
+	RUN_TEXT_MUTABLE(P_TEXT)
+	RUN_INT_MUTABLE(P_INT)
+#undef P_TEXT
+#undef P_INT
+	snprintf(p->num[p->n], sizeof(p->num[p->n]), "%.17g", r->cost_usd);
+	p->v[p->n] = p->num[p->n];
+	p->n++;
+}
+
+/* The INSERT of a run: every column of RUN_COLUMNS, $1 to $n in order. */
+static char *
+sql_run_insert(void)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	buf_adds(&b, "INSERT INTO runs (" RUN_COLUMNS ") VALUES ($1");
+	for (i = 2; i <= NR_RUN_PARAMS; i++)
+		buf_addf(&b, ", $%zu", i);
+	buf_adds(&b, ")");
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * The guarded UPDATE: $1 is updated_at, the mutable columns follow,
+ * then the id and the version read. The request flags are left out.
+ */
+static char *
+sql_run_update(void)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	buf_adds(&b, "UPDATE runs SET version = version + 1, updated_at = $1");
+	for (i = 0; i < NR_RUN_MUTABLE; i++)
+		buf_addf(&b, ", %s = $%zu", run_mutable[i], i + 2);
+	buf_addf(&b, " WHERE id = $%zu AND version = $%zu",
+		 NR_RUN_MUTABLE + 2, NR_RUN_MUTABLE + 3);
+	return buf_detach(&b, NULL);
+}
+
+/* Fills r (overwritten, not released) from row of a RUN_COLUMNS result. */
+static void
+read_run(const PGresult *res, int row, struct run *r)
+{
+	int i = 6;
+
+	memset(r, 0, sizeof(*r));
+	r->seq = pg__int64(res, row, 0);
+	r->id = pg__text(res, row, 1);
+	r->task = pg__text(res, row, 2);
+	r->created_at = pg__int64(res, row, 3);
+	r->updated_at = pg__int64(res, row, 4);
+	r->version = pg__int64(res, row, 5);
+#define READ_TEXT(f) r->f = pg__text(res, row, i++);
+#define READ_INT(f)  r->f = pg__int64(res, row, i++);
+	RUN_TEXT_MUTABLE(READ_TEXT)
+	RUN_INT_MUTABLE(READ_INT)
+	r->cost_usd = strtod(PQgetvalue(res, row, i++), NULL);
+	RUN_REQUESTS(READ_INT)
+#undef READ_TEXT
+#undef READ_INT
+}
+
+int
+pg__insert_event(struct pg_store *ps, const struct event *ev,
+		 int64_t *seq_out, const char *what, struct err *e)
+{
+	char tb[24], ts[24];
+	const char *p[] = { ev->run_id, pg__id_param(tb, ev->task_id),
+			    pg__int(ts, ev->ts), ev->type, ev->from, ev->to,
+			    ev->data };
+	int64_t seq = 0;
+	int rc;
+
+	rc = exec_int(ps, "SELECT baton_event_add($1, $2, $3, $4, $5, $6, $7)",
+		      7, p, &seq, what, e);
+	if (rc < 0 && !strcmp(ps->state, "23503"))
+		return err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
+			       what, ev->run_id);
+	if (rc == 0)
+		*seq_out = seq;
+	return rc;
+}
+
+/*
+ * One try of run_create: the next run number under the run-number lock
+ * (held until the transaction ends, so numbers stay gapless and never
+ * collide), the row and its creation event. Fills *seq and *id only
+ * when it committed.
+ */
+static int
+run_create_try(struct pg_store *ps, const struct run *r, int64_t now,
+	       int64_t *seq_out, char **id_out, struct err *e)
+{
+	const char *what = "create run";
+	int64_t seq = 0, evseq = 0;
+	char type[] = "transition";
+	struct event ev = { 0 };
+	struct run_params p;
+	char *id = NULL, *sql = NULL;
+	int rc;
+
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc == 0)
+		rc = pg__run(ps,
+			     "SELECT pg_advisory_xact_lock("
+			     PG_LOCK_RUN_SEQ ")",
+			     0, NULL, what, e);
+	/* A statement of its own: its snapshot is taken under the lock. */
+	if (rc == 0)
+		rc = exec_int(ps, "SELECT COALESCE(MAX(seq), 0) + 1 FROM runs",
+			      0, NULL, &seq, what, e);
+	if (rc < 0)
+		goto out;
+	id = run_id_make(seq, r->task);
+	p.n = 0;
+	param_int(&p, seq);
+	p.v[p.n++] = id;
+	p.v[p.n++] = r->task;
+	param_int(&p, r->created_at ? r->created_at : now);
+	param_int(&p, now);
+	param_int(&p, 1);
+	fill_mutable(&p, r);
+	param_int(&p, r->pause_requested);
+	param_int(&p, r->abort_requested);
+	sql = sql_run_insert();
+	rc = pg__run(ps, sql, p.n, p.v, what, e);
+	if (rc < 0)
+		goto out;
+
+	ev.run_id = id;
+	ev.task_id = r->task_id;
+	ev.ts = now;
+	ev.type = type;
+	ev.to = r->status;
+	rc = pg__insert_event(ps, &ev, &evseq, what, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc < 0)
+		goto out;
+	*seq_out = seq;
+	*id_out = id;
+	id = NULL;
+out:
+	pg__rollback(ps);
+	free(sql);
+	free(id);
+	return rc;
+}
+
+/* Creates r; r is changed only on success. */
+static int
+pg_run_create(struct store *s, struct run *r, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t now = time_now_ms(), seq = 0;
+	char *id = NULL;
+	int rc, tries = 0;
+
+	do
+		rc = run_create_try(ps, r, now, &seq, &id, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		return rc;
+	free(r->id);
+	r->id = id;
+	r->seq = seq;
+	r->version = 1;
+	if (!r->created_at)
+		r->created_at = now;
+	r->updated_at = now;
+	return 0;
+}
+
+/*
+ * One lookup of a run by the single parameter of sql. Returns 1 with
+ * *out filled, 0 when there is no row, or BATON_ESTORE.
+ */
+static int
+get_run(struct pg_store *ps, const char *sql, const char *param,
+	struct run *out, const char *what, struct err *e)
+{
+	const char *p[] = { param };
+	PGresult *res = pg__exec(ps, sql, 1, p, what, e);
+	int found;
+
+	if (!res)
+		return BATON_ESTORE;
+	found = PQntuples(res) > 0;
+	if (found)
+		read_run(res, 0, out);
+	PQclear(res);
+	return found;
+}
+
+/*
+ * One try of run_get: the exact id first, then the seq the reference
+ * names (a longer reference must be a prefix of the id). Returns 1, 0
+ * or BATON_ESTORE as get_run.
+ */
+static int
+run_get_try(struct pg_store *ps, const char *ref, struct run *out,
+	    const char *what, struct err *e)
+{
+	int64_t seq = run_id_seq(ref);
+	char sb[24];
+	int rc;
+
+	rc = get_run(ps, "SELECT " RUN_COLUMNS " FROM runs WHERE id = $1",
+		     ref, out, what, e);
+	if (rc != 0 || seq <= 0)
+		return rc;
+	rc = get_run(ps, "SELECT " RUN_COLUMNS " FROM runs WHERE seq = $1",
+		     pg__int(sb, seq), out, what, e);
+	if (rc == 1 && !store__ref_matches(ref, out->id)) {
+		run_release(out);
+		rc = 0;
+	}
+	return rc;
+}
+
+static int
+pg_run_get(struct store *s, const char *ref, struct run *out,
+	   struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	struct run r = { 0 };
+	char what[256];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "read run '%s'", ref);
+	do
+		rc = run_get_try(ps, ref, &r, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc == 0)
+		return err_set(e, BATON_ENOTFOUND, "no run '%s'", ref);
+	if (rc < 0)
+		return rc;
+	*out = r;
+	return 0;
+}
+
+/*
+ * Zero rows updated: a conflict if the run exists (another writer bumped
+ * its version), BATON_ENOTFOUND if it does not.
+ */
+static int
+update_missed(struct pg_store *ps, const struct run *r, const char *what,
+	      struct err *e)
+{
+	const char *p[] = { r->id };
+	int64_t found = -1;
+	int rc;
+
+	rc = exec_int(ps, "SELECT version FROM runs WHERE id = $1", 1, p,
+		      &found, what, e);
+	if (rc < 0)
+		return rc;
+	if (found < 0)
+		return err_set(e, BATON_ENOTFOUND, "no run '%s'", r->id);
+	return err_set(e, BATON_ECONFLICT,
+		       "run '%s' changed concurrently (expected version %lld)",
+		       r->id, (long long)r->version);
+}
+
+/*
+ * One try of run_update: the guarded UPDATE and ev (copied to row, its
+ * defaults applied) in one transaction. *evseq is set on success.
+ */
+static int
+run_update_try(struct pg_store *ps, const struct run *r,
+	       const struct event *row, int64_t now, int64_t *evseq,
+	       struct err *e)
+{
+	struct run_params p;
+	PGresult *res = NULL;
+	char what[256], *sql = sql_run_update();
+	int rc;
+
+	snprintf(what, sizeof(what), "update run '%s'", r->id);
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc < 0)
+		goto out;
+	p.n = 0;
+	param_int(&p, now);
+	fill_mutable(&p, r);
+	p.v[p.n++] = r->id;
+	param_int(&p, r->version);
+	res = pg__exec(ps, sql, p.n, p.v, what, e);
+	if (!res) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	if (changed(res) == 0) {
+		rc = update_missed(ps, r, what, e);
+		goto out;
+	}
+	if (row)
+		rc = pg__insert_event(ps, row, evseq, what, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+out:
+	PQclear(res);
+	pg__rollback(ps);
+	free(sql);
+	return rc;
+}
+
+static int
+pg_run_update(struct store *s, struct run *r, struct event *ev,
+	      struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t now = time_now_ms(), evseq = 0;
+	struct event row = { 0 };
+	int rc, tries = 0;
+
+	if (ev) {
+		row = *ev;
+		row.run_id = ev->run_id ? ev->run_id : r->id;
+		row.ts = ev->ts ? ev->ts : now;
+		if (!row.task_id)
+			row.task_id = r->task_id;
+	}
+	do
+		rc = run_update_try(ps, r, ev ? &row : NULL, now, &evseq, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		return rc;
+	r->version++;
+	r->updated_at = now;
+	if (ev) {
+		ev->ts = row.ts;
+		ev->seq = evseq;
+	}
+	return 0;
+}
+
+/* One try of run_request: the flag's UPDATE (sql) and row, together. */
+static int
+run_request_try(struct pg_store *ps, const char *sql, const char *run_id,
+		int value, const struct event *row, int64_t now,
+		int64_t *evseq, const char *what, struct err *e)
+{
+	char vb[24], nb[24];
+	const char *p[] = { pg__int(vb, value), pg__int(nb, now), run_id };
+	PGresult *res = NULL;
+	int rc;
+
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc < 0)
+		goto out;
+	res = pg__exec(ps, sql, 3, p, what, e);
+	if (!res) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	if (changed(res) == 0) {
+		rc = err_set(e, BATON_ENOTFOUND, "no run '%s'", run_id);
+		goto out;
+	}
+	if (row)
+		rc = pg__insert_event(ps, row, evseq, what, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+out:
+	PQclear(res);
+	pg__rollback(ps);
+	return rc;
+}
+
+/*
+ * Sets one request flag and appends ev, leaving the version alone (see
+ * sqlite_run_request). The column comes from a fixed table, never from
+ * the caller's text.
+ */
+static int
+pg_run_request(struct store *s, const char *run_id, const char *flag,
+	       int value, struct event *ev, struct err *e)
+{
+	static const struct {
+		const char *flag, *sql;
+	} requests[] = {
+		{ "pause_requested", "UPDATE runs SET pause_requested = $1,"
+				     " updated_at = $2 WHERE id = $3" },
+		{ "abort_requested", "UPDATE runs SET abort_requested = $1,"
+				     " updated_at = $2 WHERE id = $3" },
+	};
+	struct pg_store *ps = pg__store(s);
+	int64_t now = time_now_ms(), evseq = 0;
+	const char *sql = NULL;
+	struct event row = { 0 };
+	char what[256];
+	size_t k;
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "set '%s' of run '%s'", flag, run_id);
+	for (k = 0; k < ARRAY_SIZE(requests); k++)
+		if (!strcmp(flag, requests[k].flag))
+			sql = requests[k].sql;
+	if (!sql)
+		return err_set(e, BATON_EINVAL, "cannot %s: not a request flag",
+			       what);
+	if (ev) {
+		/* row is only read: the cast drops no promise */
+		row = *ev;
+		row.run_id = ev->run_id ? ev->run_id : (char *)run_id;
+		row.ts = ev->ts ? ev->ts : now;
+	}
+	do
+		rc = run_request_try(ps, sql, run_id, value, ev ? &row : NULL,
+				     now, &evseq, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc == 0 && ev) {
+		ev->ts = row.ts;
+		ev->seq = evseq;
+	}
+	return rc;
+}
+
+/* One try of event_add: the event in a transaction of its own. */
+static int
+event_add_try(struct pg_store *ps, const struct event *row, int64_t *seq,
+	      const char *what, struct err *e)
+{
+	int rc = pg__begin_fenced(ps, what, e);
+
+	if (rc == 0)
+		rc = pg__insert_event(ps, row, seq, what, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	pg__rollback(ps);
+	return rc;
+}
+
+static int
+pg_event_add(struct store *s, struct event *ev, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	struct event row = *ev;
+	int64_t seq = 0;
+	char what[256];
+	int rc, tries = 0;
+
+	if (ev->run_id)
+		snprintf(what, sizeof(what), "add event to run '%s'",
+			 ev->run_id);
+	else
+		snprintf(what, sizeof(what), "add event");
+	row.ts = ev->ts ? ev->ts : time_now_ms();
+	do
+		rc = event_add_try(ps, &row, &seq, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc == 0) {
+		ev->ts = row.ts;
+		ev->seq = seq;
+	}
+	return rc;
+}
+
+/*
+ * Fetches one page of a list: sql with its parameters, retried on a lost
+ * connection. Returns the result (the caller clears it) or NULL with e
+ * filled.
+ */
+static PGresult *
+fetch_page(struct pg_store *ps, const char *sql, int n,
+	   const char *const *p, const char *what, struct err *e)
+{
+	PGresult *res;
+	int tries = 0;
+
+	do
+		res = pg__exec(ps, sql, n, p, what, e);
+	while (!res && pg__again(ps, BATON_ESTORE, &tries, e));
+	return res;
+}
+
+/*
+ * Runs newest first, a page at a time, each page continuing below the
+ * smallest seq of the previous one. The callbacks of a page run after
+ * its result was read whole, so they may use the connection.
+ */
+static int
+pg_run_list(struct store *s, const struct store_run_filter *f,
+	    store_run_cb *cb, void *arg, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	const char *sql = f->status ? "SELECT " RUN_COLUMNS " FROM runs"
+				      " WHERE seq < $1 AND status = $3"
+				      " ORDER BY seq DESC LIMIT $2"
+				    : "SELECT " RUN_COLUMNS " FROM runs"
+				      " WHERE seq < $1"
+				      " ORDER BY seq DESC LIMIT $2";
+	int64_t cursor = INT64_MAX;
+	int remaining = f->limit > 0 ? f->limit : -1;
+	char cb_[24], pb[24];
+	const char *p[] = { cb_, pb, f->status };
+	PGresult *res;
+	struct run r;
+	int n, i, page, stop = 0;
+
+	while (!stop && remaining != 0) {
+		page = remaining > 0 && remaining < PG_LIST_PAGE
+			       ? remaining
+			       : PG_LIST_PAGE;
+		pg__int(cb_, cursor);
+		pg__int(pb, page);
+		res = fetch_page(ps, sql, f->status ? 3 : 2, p, "list runs",
+				 e);
+		if (!res)
+			return BATON_ESTORE;
+		n = PQntuples(res);
+		for (i = 0; i < n && !stop; i++) {
+			read_run(res, i, &r);
+			cursor = r.seq;
+			stop = cb(&r, arg);
+			run_release(&r);
+		}
+		PQclear(res);
+		if (n < page)
+			break;
+		if (remaining > 0)
+			remaining -= n;
+	}
+	return 0;
+}
+
+/* Fills ev (overwritten) from a row of the event query. */
+static void
+read_event(const PGresult *res, int row, struct event *ev)
+{
+	ev->seq = pg__int64(res, row, 0);
+	ev->run_id = pg__text(res, row, 1);
+	ev->ts = pg__int64(res, row, 2);
+	ev->type = pg__text(res, row, 3);
+	ev->from = pg__text(res, row, 4);
+	ev->to = pg__text(res, row, 5);
+	ev->data = pg__text(res, row, 6);
+	ev->task_id = pg__int64(res, row, 7);
+}
+
+/*
+ * Events in seq order, a page at a time, each page continuing after the
+ * last seq handed out, and none past the safe horizon (SQL_EVENTS_SAFE,
+ * computed in the same statement as the rows: one snapshot).
+ */
+int
+pg__list_events(struct pg_store *ps, const char *run_id, int64_t task_id,
+		int64_t after_seq, const char *type, store_event_cb *cb,
+		void *arg, struct err *e)
+{
+	struct buf sql = BUF_INIT;
+	char ab[24], tb[24];
+	const char *p[4] = { ab };
+	PGresult *res;
+	struct event ev;
+	int np = 1, n, i, stop = 0, rc = 0;
+
+	buf_adds(&sql, SQL_EVENTS_SAFE " SELECT seq, run_id, ts, type,"
+		 " from_status, to_status, data, task_id FROM events"
+		 " WHERE seq > $1 AND " SQL_BELOW_STOP);
+	if (run_id) {
+		p[np++] = run_id;
+		buf_addf(&sql, " AND run_id = $%d", np);
+	}
+	if (type) {
+		p[np++] = type;
+		buf_addf(&sql, " AND type = $%d", np);
+	}
+	if (task_id) {
+		p[np++] = pg__int(tb, task_id);
+		buf_addf(&sql, " AND task_id = $%d", np);
+	}
+	buf_addf(&sql, " ORDER BY seq LIMIT %d", PG_LIST_PAGE);
+	while (!stop) {
+		pg__int(ab, after_seq);
+		res = fetch_page(ps, sql.ptr, np, p, "list events", e);
+		if (!res) {
+			rc = BATON_ESTORE;
+			break;
+		}
+		n = PQntuples(res);
+		for (i = 0; i < n && !stop; i++) {
+			read_event(res, i, &ev);
+			after_seq = ev.seq;
+			stop = cb(&ev, arg);
+			event_release(&ev);
+		}
+		PQclear(res);
+		if (n < PG_LIST_PAGE)
+			break;
+	}
+	buf_release(&sql);
+	return rc;
+}
+
+static int
+pg_event_list(struct store *s, const char *run_id, int64_t after_seq,
+	      const char *type, store_event_cb *cb, void *arg, struct err *e)
+{
+	return pg__list_events(pg__store(s), run_id, 0, after_seq, type, cb,
+			       arg, e);
+}
+
+/* The newest event a follower may see now: below the safe horizon. */
+static int
+pg_event_last_seq(struct store *s, int64_t *out, struct err *e)
+{
+	static const char sql[] = SQL_EVENTS_SAFE
+		" SELECT COALESCE(MAX(seq), 0) FROM events"
+		" WHERE " SQL_BELOW_STOP;
+	struct pg_store *ps = pg__store(s);
+	const char *p[] = { "0" };
+	int64_t v = 0;
+	int rc, tries = 0;
+
+	do
+		rc = exec_int(ps, sql, 1, p, &v, "read the last event", e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc == 0)
+		*out = v;
+	return rc;
+}
+
+/* ---- outputs and plans ----------------------------------------------- */
+
+/*
+ * One try of output_add: version MAX + 1, read and written in one
+ * transaction. Two writers can read the same MAX under READ COMMITTED;
+ * the primary key stops the second, and a positive return tells the
+ * caller to try again (with the winner's row then visible).
+ */
+static int
+output_add_try(struct pg_store *ps, const struct store_output *o,
+	       int64_t created, int64_t *version, const char *what,
+	       struct err *e)
+{
+	char vb[24], cb_[24];
+	const char *p[] = { o->run_id, o->stage, o->artifact, vb,
+			    o->decision, o->content, pg__int(cb_, created) };
+	int64_t v = 0;
+	int rc;
+
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc == 0)
+		rc = exec_int(ps,
+			      "SELECT COALESCE(MAX(version), 0) + 1"
+			      " FROM stage_outputs WHERE run_id = $1"
+			      " AND stage = $2 AND artifact = $3",
+			      3, p, &v, what, e);
+	if (rc < 0)
+		goto out;
+	pg__int(vb, v);
+	rc = pg__run(ps,
+		     "INSERT INTO stage_outputs (run_id, stage, artifact,"
+		     " version, decision, content, created_at)"
+		     " VALUES ($1, $2, $3, $4, $5, $6, $7)",
+		     7, p, what, e);
+	if (rc < 0 && !strcmp(ps->state, "23503"))
+		rc = err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
+			     what, o->run_id);
+	else if (rc < 0 && !strcmp(ps->state, "23505"))
+		rc = 1;
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc == 0)
+		*version = v;
+out:
+	pg__rollback(ps);
+	return rc;
+}
+
+static int
+pg_output_add(struct store *s, struct store_output *o, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t version = 0;
+	int64_t created = o->created_at ? o->created_at : time_now_ms();
+	char what[512];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "add output '%s/%s' to run '%s'",
+		 o->stage, o->artifact, o->run_id);
+	do
+		rc = output_add_try(ps, o, created, &version, what, e);
+	while (rc > 0 || pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		return rc;
+	o->version = (int)version;
+	o->created_at = created;
+	return 0;
+}
+
+/* A run's outputs in the order they were written (ord), page by page. */
+static int
+pg_output_list(struct store *s, const char *run_id, store_output_cb *cb,
+	       void *arg, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	char what[256], ob[24];
+	const char *p[] = { run_id, ob };
+	struct store_output o;
+	int64_t cursor = 0;
+	PGresult *res;
+	int n, i, stop = 0;
+
+	snprintf(what, sizeof(what), "list outputs of run '%s'", run_id);
+	while (!stop) {
+		pg__int(ob, cursor);
+		res = fetch_page(ps,
+				 "SELECT ord, run_id, stage, artifact, version,"
+				 " decision, content, created_at"
+				 " FROM stage_outputs WHERE run_id = $1"
+				 " AND ord > $2 ORDER BY ord"
+				 " LIMIT " PG_STR(PG_LIST_PAGE),
+				 2, p, what, e);
+		if (!res)
+			return BATON_ESTORE;
+		n = PQntuples(res);
+		for (i = 0; i < n && !stop; i++) {
+			cursor = pg__int64(res, i, 0);
+			o.run_id = pg__text(res, i, 1);
+			o.stage = pg__text(res, i, 2);
+			o.artifact = pg__text(res, i, 3);
+			o.version = (int)pg__int64(res, i, 4);
+			o.decision = pg__text(res, i, 5);
+			o.content = pg__text(res, i, 6);
+			o.created_at = pg__int64(res, i, 7);
+			stop = cb(&o, arg);
+			store_output_release(&o);
+		}
+		PQclear(res);
+		if (n < PG_LIST_PAGE)
+			break;
+	}
+	return 0;
+}
+
+/* One try of plan_add; a positive return is a lost race (see outputs). */
+static int
+plan_add_try(struct pg_store *ps, const char *source, const char *content,
+	     int64_t *id, int64_t *version, const char *what, struct err *e)
+{
+	char vb[24], tb[24];
+	const char *p[] = { source, vb, content, pg__int(tb, time_now_ms()) };
+	PGresult *res = NULL;
+	int64_t v = 0;
+	int rc;
+
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc == 0)
+		rc = exec_int(ps,
+			      "SELECT COALESCE(MAX(version), 0) + 1"
+			      " FROM plans WHERE source = $1",
+			      1, p, &v, what, e);
+	if (rc < 0)
+		goto out;
+	pg__int(vb, v);
+	res = pg__exec(ps,
+		       "INSERT INTO plans (source, version, content,"
+		       " created_at) VALUES ($1, $2, $3, $4) RETURNING id",
+		       4, p, what, e);
+	if (!res) {
+		rc = !strcmp(ps->state, "23505") ? 1 : BATON_ESTORE;
+		goto out;
+	}
+	rc = pg__commit(ps, what, e);
+	if (rc == 0) {
+		*id = pg__int64(res, 0, 0);
+		*version = v;
+	}
+out:
+	PQclear(res);
+	pg__rollback(ps);
+	return rc;
+}
+
+static int
+pg_plan_add(struct store *s, const char *source, const char *content,
+	    int64_t *id, int *version, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t pid = 0, v = 0;
+	char what[256];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "store a plan of '%.200s'", source);
+	do
+		rc = plan_add_try(ps, source, content, &pid, &v, what, e);
+	while (rc > 0 || pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		return rc;
+	*id = pid;
+	*version = (int)v;
+	return 0;
+}
+
+const struct store_ops store_postgres_ops = {
+	.version = STORE_OPS_VERSION,
+	.name = "postgres",
+	.open = pg_open,
+	.close = pg_close,
+	.run_create = pg_run_create,
+	.run_get = pg_run_get,
+	.run_update = pg_run_update,
+	.run_request = pg_run_request,
+	.event_add = pg_event_add,
+	.run_list = pg_run_list,
+	.event_list = pg_event_list,
+	.output_add = pg_output_add,
+	.output_list = pg_output_list,
+	.schema_version = pg_schema_version,
+	.task_add = pg__task_add,
+	.task_get = pg__task_get,
+	.task_update = pg__task_update,
+	.task_list = pg__task_list,
+	.task_counts = pg__task_counts,
+	.task_claim = pg__task_claim,
+	.task_renew = pg__task_renew,
+	.task_next_due = pg__task_next_due,
+	.task_events = pg__task_events,
+	.worker_beat = pg__worker_beat,
+	.worker_stop = pg__worker_stop,
+	.worker_list = pg__worker_list,
+	.merge_add = pg__merge_add,
+	.merge_get = pg__merge_get,
+	.merge_update = pg__merge_update,
+	.merge_list = pg__merge_list,
+	.merge_claim = pg__merge_claim,
+	.plan_add = pg_plan_add,
+	.event_last_seq = pg_event_last_seq,
+	.run_stats = pg__run_stats,
+	.watch_fd = pg__watch_fd,
+	.watch_drain = pg__watch_drain,
+};

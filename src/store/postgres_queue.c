@@ -1,0 +1,1655 @@
+/*
+ * The runtime half of the PostgreSQL backend (store.h from "Fencing" on;
+ * schema in sql/pg/003-runtime.sql): the task queue and its leases, the
+ * workers and the merge queue, with the contracts and the messages of
+ * sqlite_queue.c. What differs is how the claim stays safe: SQLite lets
+ * one writer in at a time, PostgreSQL lets them all in at once, so the
+ * database has to do the claiming, locking and waking itself.
+ *
+ * The claim is one READ COMMITTED transaction. Its SELECT takes the best
+ * claimable task with FOR NO KEY UPDATE SKIP LOCKED, so concurrent
+ * claimers each lock a different row instead of queueing behind the
+ * first, and a row another claimer just made running is rechecked and
+ * passed over:
+ *
+ *	worker A: BEGIN ─ pick+lock t3 ─ t3 running, token 8 ─ COMMIT
+ *	worker B: BEGIN ─ pick+lock t4 (t3 locked: skipped) ─ token 9 ─ ...
+ *
+ * Row locks cannot enforce the area rule, which is about two different
+ * rows: A and B could each pick one of two overlapping tasks while
+ * neither claim is committed. So a task with an area is only taken
+ * under one advisory lock that all such claims share, and the overlap is
+ * checked again in a new statement once the lock is held. Under READ
+ * COMMITTED that statement sees every claim committed by an earlier
+ * holder of the lock, and ours is committed before the lock is released
+ * (at the end of the transaction), so the next holder sees ours:
+ *
+ *	worker A: pick t5 (src) ─ lock ─ recheck: free ─ take ─ COMMIT+unlock
+ *	worker B: pick t6 (src/x) ─ lock (waits) ───────────── recheck: t5
+ *	          overlaps ─ ROLLBACK, pick again without t6
+ *
+ * Fencing tokens come from the sequence lease_tokens: nextval is
+ * monotonic across sessions and takes no row lock, so claims do not
+ * serialize on a counter row (as they would on SQLite's counters).
+ * A claim that rolls back after drawing leaves a gap: tokens only grow.
+ *
+ * Every write that may make work for somebody (a task or merge item
+ * added or changed, a lease taken) queues a NOTIFY on PG_CHANNEL_WORK,
+ * sent at the commit, which wakes supervisors sleeping on
+ * store_watch_fd.
+ *
+ * Each operation is a try and a retry loop around it (pg_int.h); lists
+ * read a page per statement and run its callbacks outside any
+ * transaction, so a callback may write through the same handle.
+ */
+#include "util/compat.h"
+
+#include <assert.h>
+#include <libpq-fe.h>
+
+#include "core/run.h"
+#include "store/pg_int.h"
+#include "store/store.h"
+#include "store/store_int.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/json.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+/* ---- columns ------------------------------------------------------------ */
+
+/*
+ * Every column of tasks in the order read_task() reads them: the four
+ * the store sets, then the lists of store_int.h. The statements are
+ * generated from the same lists as the code that binds and reads them.
+ */
+#define TASK_COLUMNS                                                           \
+	"id, created_at, updated_at, version" TASK_STRINGS(SQL_COMMA_NAME)     \
+	TASK_INTS_MUTABLE(SQL_COMMA_NAME) TASK_IDS_MUTABLE(SQL_COMMA_NAME)
+#define MERGE_COLUMNS                                                          \
+	"id, run_id, created_at, updated_at, version"                          \
+	MERGE_STRINGS_MUTABLE(SQL_COMMA_NAME)                                  \
+	MERGE_INTS_MUTABLE(SQL_COMMA_NAME) MERGE_IDS_MUTABLE(SQL_COMMA_NAME)
+
+#define FIELD_NAME(f) #f,
+static const char *const task_fields[] = { TASK_STRINGS(FIELD_NAME)
+		TASK_INTS_MUTABLE(FIELD_NAME) TASK_IDS_MUTABLE(FIELD_NAME) };
+static const char *const merge_fields[] = { MERGE_STRINGS_MUTABLE(FIELD_NAME)
+		MERGE_INTS_MUTABLE(FIELD_NAME) MERGE_IDS_MUTABLE(FIELD_NAME) };
+#undef FIELD_NAME
+
+/*
+ * Whether areas a and b (SQL expressions) overlap: the same path, or
+ * one is a directory of the other. NULL overlaps nothing (the result is
+ * NULL, which no WHERE accepts).
+ */
+#define AREAS_OVERLAP(a, b)                                                    \
+	"(" a " = " b " OR starts_with(" a ", " b " || '/')"                   \
+	" OR starts_with(" b ", " a " || '/'))"
+
+/*
+ * The first claimable task, locked, as on SQLite (see sql_claim_pick of
+ * sqlite_queue.c), minus the ids in $2 (those this claim already found
+ * overlapping). The rules are NOT EXISTS subqueries: a row lock cannot
+ * be taken through an aggregate or a GROUP BY, and the rows a subquery
+ * reads are not locked. FOR NO KEY UPDATE is the lock the claim's own
+ * UPDATE takes: two claimers exclude each other, but a task added with
+ * this one as its dependency or parent (a foreign key's KEY SHARE) does
+ * not wait for the claim.
+ */
+static const char sql_claim_pick[] =
+	"SELECT t.id, t.area FROM tasks AS t"
+	" WHERE t.status = 'queued' AND t.not_before <= $1"
+	" AND t.id <> ALL ($2::bigint[])"
+	" AND NOT EXISTS (SELECT 1 FROM task_deps AS d"
+	"  JOIN tasks AS p ON p.id = d.depends_on"
+	"  WHERE d.task_id = t.id AND p.status <> 'done')"
+	" AND (t.area IS NULL OR NOT EXISTS (SELECT 1 FROM tasks AS r"
+	"  WHERE r.status = 'running' AND " AREAS_OVERLAP("r.area", "t.area")
+	" ))"
+	" ORDER BY t.priority DESC, t.id LIMIT 1"
+	" FOR NO KEY UPDATE OF t SKIP LOCKED";
+
+/* The same overlap test on committed claims, once the lock is held. */
+static const char sql_claim_recheck[] =
+	"SELECT 1 FROM tasks AS r WHERE r.status = 'running'"
+	" AND " AREAS_OVERLAP("r.area", "$1::text") " LIMIT 1";
+
+/*
+ * The transaction-level advisory lock every claim of a task with an
+ * area takes (see the top of the file): "baton" + 2 in the numbering of
+ * postgres.c's locks, in decimal for the SQL.
+ */
+#define AREA_LOCK_KEY "108170700680706" /* 0x626174306e02 */
+
+/*
+ * How many tasks one claim passes over because a concurrent claim took
+ * an overlapping one first, before it gives up with "nothing to claim"
+ * (the commit of that claim's task later wakes it again).
+ */
+#define CLAIM_MAX_SKIPS 16
+
+/* Defaults of a task's NOT NULL text columns (store.h). */
+#define TASK_DEFAULT_KIND	  "code"
+#define TASK_DEFAULT_ORIGIN	  "user"
+#define TASK_DEFAULT_MAX_ATTEMPTS 3
+
+/* ---- parameters --------------------------------------------------------- */
+
+/* Enough for the widest statement: a task's INSERT or UPDATE. */
+#define PARAMS_MAX 40
+
+/* The text parameters of one statement, with room for the numbers. */
+struct params {
+	int n;
+	const char *v[PARAMS_MAX];
+	char num[PARAMS_MAX][24];
+};
+
+/* Borrows s (NULL is SQL NULL) until the statement ran. */
+static void
+param_text(struct params *p, const char *s)
+{
+	assert(p->n < PARAMS_MAX);
+	p->v[p->n++] = s;
+}
+
+static void
+param_int(struct params *p, int64_t v)
+{
+	assert(p->n < PARAMS_MAX);
+	p->v[p->n] = pg__int(p->num[p->n], v);
+	p->n++;
+}
+
+/* An id that may be 0: NULL then, so no foreign key looks for row 0. */
+static void
+param_id(struct params *p, int64_t v)
+{
+	assert(p->n < PARAMS_MAX);
+	p->v[p->n] = pg__id_param(p->num[p->n], v);
+	p->n++;
+}
+
+/*
+ * Appends ", f = $n" (set) or ", $n" for each of fields, numbering from
+ * *n on, and advances *n: the placeholders of the parameters that
+ * bind_task() or bind_merge() pushes in the same order.
+ */
+static void
+add_fields(struct buf *sql, const char *const *fields, size_t nr, int set,
+	   int *n)
+{
+	size_t k;
+
+	for (k = 0; k < nr; k++) {
+		if (set)
+			buf_addf(sql, ", %s = $%d", fields[k], (*n)++);
+		else
+			buf_addf(sql, ", $%d", (*n)++);
+	}
+}
+
+/* ids as a PostgreSQL array literal ("{1,2}"), for a $n::bigint[]. */
+static void
+add_id_array(struct buf *b, const int64_t *ids, size_t n)
+{
+	size_t k;
+
+	buf_addch(b, '{');
+	for (k = 0; k < n; k++)
+		buf_addf(b, "%s%lld", k ? "," : "", (long long)ids[k]);
+	buf_addch(b, '}');
+}
+
+/* Pushes the mutable fields of t (borrowed) in the order of task_fields. */
+static void
+bind_task(struct params *p, const struct task *t)
+{
+#define PARAM_TEXT(f) param_text(p, t->f);
+#define PARAM_INT(f)  param_int(p, t->f);
+#define PARAM_ID(f)   param_id(p, t->f);
+	TASK_STRINGS(PARAM_TEXT)
+	TASK_INTS_MUTABLE(PARAM_INT)
+	TASK_IDS_MUTABLE(PARAM_ID)
+#undef PARAM_TEXT
+#undef PARAM_INT
+#undef PARAM_ID
+}
+
+static void
+bind_merge(struct params *p, const struct merge_item *m)
+{
+#define PARAM_TEXT(f) param_text(p, m->f);
+#define PARAM_INT(f)  param_int(p, m->f);
+#define PARAM_ID(f)   param_id(p, m->f);
+	MERGE_STRINGS_MUTABLE(PARAM_TEXT)
+	MERGE_INTS_MUTABLE(PARAM_INT)
+	MERGE_IDS_MUTABLE(PARAM_ID)
+#undef PARAM_TEXT
+#undef PARAM_INT
+#undef PARAM_ID
+}
+
+/* Fills t (overwritten, not released) from row of a TASK_COLUMNS result. */
+static void
+read_task(const PGresult *res, int row, struct task *t)
+{
+	int i = 4;
+
+	memset(t, 0, sizeof(*t));
+	t->id = pg__int64(res, row, 0);
+	t->created_at = pg__int64(res, row, 1);
+	t->updated_at = pg__int64(res, row, 2);
+	t->version = pg__int64(res, row, 3);
+#define READ_TEXT(f) t->f = pg__text(res, row, i++);
+#define READ_INT(f)  t->f = pg__int64(res, row, i++);
+	TASK_STRINGS(READ_TEXT)
+	TASK_INTS_MUTABLE(READ_INT)
+	TASK_IDS_MUTABLE(READ_INT)
+#undef READ_TEXT
+#undef READ_INT
+}
+
+static void
+read_merge(const PGresult *res, int row, struct merge_item *m)
+{
+	int i = 5;
+
+	memset(m, 0, sizeof(*m));
+	m->id = pg__int64(res, row, 0);
+	m->run_id = pg__text(res, row, 1);
+	m->created_at = pg__int64(res, row, 2);
+	m->updated_at = pg__int64(res, row, 3);
+	m->version = pg__int64(res, row, 4);
+#define READ_TEXT(f) m->f = pg__text(res, row, i++);
+#define READ_INT(f)  m->f = pg__int64(res, row, i++);
+	MERGE_STRINGS_MUTABLE(READ_TEXT)
+	MERGE_INTS_MUTABLE(READ_INT)
+	MERGE_IDS_MUTABLE(READ_INT)
+#undef READ_TEXT
+#undef READ_INT
+}
+
+/*
+ * A copy of t, borrowing its strings, with the defaults of store.h put
+ * in for the NOT NULL columns the caller left empty. The defaults live
+ * in the caller's buffers so that nothing is allocated.
+ */
+struct task_defaults {
+	char kind[sizeof(TASK_DEFAULT_KIND)];
+	char origin[sizeof(TASK_DEFAULT_ORIGIN)];
+	char status[sizeof(TASK_QUEUED)];
+};
+
+static struct task
+task_with_defaults(const struct task *t, struct task_defaults *d)
+{
+	struct task row = *t;
+
+	memcpy(d->kind, TASK_DEFAULT_KIND, sizeof(d->kind));
+	memcpy(d->origin, TASK_DEFAULT_ORIGIN, sizeof(d->origin));
+	memcpy(d->status, TASK_QUEUED, sizeof(d->status));
+	if (!row.kind)
+		row.kind = d->kind;
+	if (!row.origin)
+		row.origin = d->origin;
+	if (!row.status)
+		row.status = d->status;
+	return row;
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/*
+ * Runs a statement that returns at most one integer into *out; *out is
+ * left alone when there is no row or the value is NULL.
+ */
+static int
+query_int(struct pg_store *ps, const char *sql, const struct params *p,
+	  int64_t *out, const char *what, struct err *e)
+{
+	PGresult *res = pg__exec(ps, sql, p->n, p->v, what, e);
+
+	if (!res)
+		return BATON_ESTORE;
+	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
+		*out = pg__int64(res, 0, 0);
+	PQclear(res);
+	return 0;
+}
+
+/* Runs a write that returns no rows; *changed gets the rows it touched. */
+static int
+run_count(struct pg_store *ps, const char *sql, const struct params *p,
+	  int64_t *changed, const char *what, struct err *e)
+{
+	PGresult *res = pg__exec(ps, sql, p->n, p->v, what, e);
+
+	if (!res)
+		return BATON_ESTORE;
+	*changed = strtoll(PQcmdTuples(res), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+/* Whether task id exists: BATON_ENOTFOUND naming it as role if not. */
+static int
+task_must_exist(struct pg_store *ps, int64_t id, const char *role,
+		const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	int64_t n = 0;
+	int rc;
+
+	param_int(&p, id);
+	rc = query_int(ps, "SELECT COUNT(*) FROM tasks WHERE id = $1", &p, &n,
+		       what, e);
+	if (rc == 0 && !n)
+		rc = err_set(e, BATON_ENOTFOUND,
+			     "cannot %s: task %lld (%s) does not exist", what,
+			     (long long)id, role);
+	return rc;
+}
+
+/* Appends dep to t->deps (which has exactly t->nr_deps slots). */
+static void
+push_dep(struct task *t, int64_t dep)
+{
+	t->deps = xrealloc(t->deps, (t->nr_deps + 1) * sizeof(*t->deps));
+	t->deps[t->nr_deps++] = dep;
+}
+
+/*
+ * Fills the deps of rows[0..n), which are in increasing id order, or in
+ * decreasing order when desc: the deps are read in the same order, so
+ * one walk through both pairs them up.
+ */
+static int
+load_deps(struct pg_store *ps, struct task *rows, int n, int desc,
+	  const char *what, struct err *e)
+{
+	struct buf ids = BUF_INIT;
+	struct params p = { 0 };
+	PGresult *res = NULL;
+	int64_t k[PG_LIST_PAGE];
+	int i, j = 0, rc = 0;
+
+	if (n == 0)
+		return 0;
+	assert(n <= PG_LIST_PAGE);
+	for (i = 0; i < n; i++)
+		k[i] = rows[i].id;
+	add_id_array(&ids, k, (size_t)n);
+	param_text(&p, ids.ptr);
+	res = pg__exec(ps,
+		       desc ? "SELECT task_id, depends_on FROM task_deps"
+			      " WHERE task_id = ANY ($1::bigint[])"
+			      " ORDER BY task_id DESC, depends_on"
+			    : "SELECT task_id, depends_on FROM task_deps"
+			      " WHERE task_id = ANY ($1::bigint[])"
+			      " ORDER BY task_id, depends_on",
+		       p.n, p.v, what, e);
+	if (!res) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	for (i = 0; i < PQntuples(res); i++) {
+		int64_t id = pg__int64(res, i, 0);
+
+		while (j < n && rows[j].id != id)
+			j++;
+		if (j < n)
+			push_dep(&rows[j], pg__int64(res, i, 1));
+	}
+out:
+	PQclear(res);
+	buf_release(&ids);
+	return rc;
+}
+
+/*
+ * Reads task id (deps included) into *out, inside or outside a
+ * transaction. Returns 1 when found, 0 when not, or an error.
+ */
+static int
+read_task_by_id(struct pg_store *ps, int64_t id, struct task *out,
+		const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	struct task t = { 0 };
+	PGresult *res;
+	int rc = 0;
+
+	param_int(&p, id);
+	res = pg__exec(ps, "SELECT " TASK_COLUMNS " FROM tasks WHERE id = $1",
+		       p.n, p.v, what, e);
+	if (!res)
+		return BATON_ESTORE;
+	if (PQntuples(res) > 0) {
+		read_task(res, 0, &t);
+		rc = 1;
+	}
+	PQclear(res);
+	if (rc == 1) {
+		int drc = load_deps(ps, &t, 1, 0, what, e);
+
+		if (drc < 0)
+			rc = drc;
+	}
+	if (rc == 1)
+		*out = t;
+	else
+		task_release(&t);
+	return rc;
+}
+
+/* The event text {"worker": holder, "token": N, "attempt": N}; free() it. */
+static char *
+claim_data(const char *holder, int64_t token, int attempt)
+{
+	json_t *o = json_object();
+	char *text;
+
+	json_object_set_new(o, "worker", json_lossy_str(holder));
+	json_object_set_new(o, "token", json_integer(token));
+	json_object_set_new(o, "attempt", json_integer(attempt));
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return text;
+}
+
+/*
+ * Appends a copy of ev with the given run, task and time inside the
+ * caller's transaction; *ts_out and *seq_out get what was written.
+ */
+static int
+add_event(struct pg_store *ps, const struct event *ev, char *run_id,
+	  int64_t task_id, int64_t now, int64_t *ts_out, int64_t *seq_out,
+	  const char *what, struct err *e)
+{
+	struct event row = *ev;
+
+	row.run_id = ev->run_id ? ev->run_id : run_id;
+	row.task_id = ev->task_id ? ev->task_id : task_id;
+	row.ts = ev->ts ? ev->ts : now;
+	*ts_out = row.ts;
+	return pg__insert_event(ps, &row, seq_out, what, e);
+}
+
+/*
+ * Zero rows changed by a versioned UPDATE: BATON_ENOTFOUND when the row
+ * is gone, BATON_ECONFLICT when somebody else wrote it first. sql reads
+ * the row's version by id.
+ */
+static int
+lost_update(struct pg_store *ps, const char *sql, const char *noun,
+	    int64_t id, int64_t version, const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	int64_t found = -1;
+	int rc;
+
+	param_int(&p, id);
+	rc = query_int(ps, sql, &p, &found, what, e);
+	if (rc < 0)
+		return rc;
+	if (found < 0)
+		return err_set(e, BATON_ENOTFOUND, "no %s %lld", noun,
+			       (long long)id);
+	return err_set(e, BATON_ECONFLICT,
+		       "%s %lld changed concurrently (expected version %lld)",
+		       noun, (long long)id, (long long)version);
+}
+
+/* ---- tasks -------------------------------------------------------------- */
+
+/*
+ * One try of task_add: the parent and the dependencies must exist
+ * (which also means the graph has no cycle: a task can only wait for
+ * older ones), then the row, its dependencies (a repeated one once) and
+ * the event. *id_out, *ts_out and *seq_out get what was written.
+ */
+static int
+task_add_try(struct pg_store *ps, const struct task *t, const struct task *row,
+	     int64_t created, int64_t now, const struct event *ev,
+	     int64_t *id_out, int64_t *ts_out, int64_t *seq_out,
+	     const char *what, struct err *e)
+{
+	struct buf sql = BUF_INIT, deps = BUF_INIT;
+	struct params p = { 0 };
+	PGresult *res = NULL;
+	int64_t id = 0, ts = 0, evseq = 0;
+	size_t k;
+	int rc, n = 4;
+
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc < 0)
+		goto out;
+	if (t->parent_id)
+		rc = task_must_exist(ps, t->parent_id, "the parent", what, e);
+	for (k = 0; rc == 0 && k < t->nr_deps; k++)
+		rc = task_must_exist(ps, t->deps[k], "a dependency", what, e);
+	if (rc < 0)
+		goto out;
+
+	buf_adds(&sql, "INSERT INTO tasks (created_at, updated_at, version"
+		       TASK_STRINGS(SQL_COMMA_NAME)
+		       TASK_INTS_MUTABLE(SQL_COMMA_NAME)
+		       TASK_IDS_MUTABLE(SQL_COMMA_NAME) ") VALUES ($1, $2, $3");
+	add_fields(&sql, task_fields, ARRAY_SIZE(task_fields), 0, &n);
+	buf_adds(&sql, ") RETURNING id");
+	param_int(&p, created);
+	param_int(&p, now);
+	param_int(&p, 1);
+	bind_task(&p, row);
+	res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
+	if (!res || PQntuples(res) != 1) {
+		rc = res ? err_set(e, BATON_ESTORE,
+				   "cannot %s: no id came back", what)
+			 : BATON_ESTORE;
+		goto out;
+	}
+	id = pg__int64(res, 0, 0);
+
+	if (t->nr_deps) {
+		memset(&p, 0, sizeof(p));
+		add_id_array(&deps, t->deps, t->nr_deps);
+		param_int(&p, id);
+		param_text(&p, deps.ptr);
+		rc = pg__run(ps,
+			     "INSERT INTO task_deps (task_id, depends_on)"
+			     " SELECT DISTINCT $1::bigint, d"
+			     " FROM unnest($2::bigint[]) AS d",
+			     p.n, p.v, what, e);
+	}
+	if (rc == 0 && ev) {
+		/* about the new task, whatever ev->task_id says */
+		struct event tev = *ev;
+
+		tev.task_id = id;
+		rc = add_event(ps, &tev, NULL, id, now, &ts, &evseq, what, e);
+	}
+	if (rc == 0)
+		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc < 0)
+		goto out;
+	*id_out = id;
+	*ts_out = ts;
+	*seq_out = evseq;
+out:
+	pg__rollback(ps);
+	PQclear(res);
+	buf_release(&deps);
+	buf_release(&sql);
+	return rc;
+}
+
+/* t and ev change only on success (store.h). */
+int
+pg__task_add(struct store *s, struct task *t, struct event *ev,
+	     struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	struct task_defaults d;
+	struct task row = task_with_defaults(t, &d);
+	int64_t now = time_now_ms(), id = 0, ts = 0, evseq = 0;
+	int64_t created = t->created_at ? t->created_at : now;
+	char what[256];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "add task '%.200s'", t->title);
+	if (!row.max_attempts)
+		row.max_attempts = TASK_DEFAULT_MAX_ATTEMPTS;
+	do
+		rc = task_add_try(ps, t, &row, created, now, ev, &id, &ts,
+				  &evseq, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		return rc;
+
+	t->id = id;
+	t->version = 1;
+	t->created_at = created;
+	t->updated_at = now;
+	t->max_attempts = row.max_attempts;
+	if (!t->kind)
+		t->kind = xstrdup(row.kind);
+	if (!t->origin)
+		t->origin = xstrdup(row.origin);
+	if (!t->status)
+		t->status = xstrdup(row.status);
+	if (ev) {
+		ev->task_id = id;
+		ev->ts = ts;
+		ev->seq = evseq;
+	}
+	return 0;
+}
+
+int
+pg__task_get(struct store *s, int64_t id, struct task *out, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	char what[64];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "read task %lld", (long long)id);
+	do
+		rc = read_task_by_id(ps, id, out, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc == 0)
+		return err_set(e, BATON_ENOTFOUND, "no task %lld",
+			       (long long)id);
+	return rc < 0 ? rc : 0;
+}
+
+/* One try of the guarded update of a task: row and event, or neither. */
+static int
+task_update_try(struct pg_store *ps, const struct task *row, int64_t now,
+		const struct event *ev, int64_t *ts_out, int64_t *seq_out,
+		const char *what, struct err *e)
+{
+	struct buf sql = BUF_INIT;
+	struct params p = { 0 };
+	int64_t changed = 0, ts = 0, evseq = 0;
+	int rc, n = 2;
+
+	buf_adds(&sql, "UPDATE tasks SET version = version + 1,"
+		       " updated_at = $1");
+	add_fields(&sql, task_fields, ARRAY_SIZE(task_fields), 1, &n);
+	buf_addf(&sql, " WHERE id = $%d AND version = $%d", n, n + 1);
+	param_int(&p, now);
+	bind_task(&p, row);
+	param_int(&p, row->id);
+	param_int(&p, row->version);
+
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc == 0)
+		rc = run_count(ps, sql.ptr, &p, &changed, what, e);
+	if (rc < 0)
+		goto out;
+	if (changed == 0) {
+		rc = lost_update(ps, "SELECT version FROM tasks WHERE id = $1",
+				 "task", row->id, row->version, what, e);
+		goto out;
+	}
+	if (ev) {
+		struct event tev = *ev;
+
+		tev.task_id = row->id;
+		rc = add_event(ps, &tev, NULL, row->id, now, &ts, &evseq, what,
+			       e);
+	}
+	if (rc == 0)
+		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc < 0)
+		goto out;
+	*ts_out = ts;
+	*seq_out = evseq;
+out:
+	pg__rollback(ps);
+	buf_release(&sql);
+	return rc;
+}
+
+int
+pg__task_update(struct store *s, struct task *t, struct event *ev,
+		struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	struct task_defaults d;
+	struct task row = task_with_defaults(t, &d);
+	int64_t now = time_now_ms(), ts = 0, evseq = 0;
+	char what[64];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "update task %lld", (long long)t->id);
+	do
+		rc = task_update_try(ps, &row, now, ev, &ts, &evseq, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		return rc;
+
+	t->version++;
+	t->updated_at = now;
+	if (ev) {
+		ev->task_id = t->id;
+		ev->ts = ts;
+		ev->seq = evseq;
+	}
+	return 0;
+}
+
+/*
+ * One page of a task list into rows (deps filled); *n_out gets the
+ * number of rows, which are the caller's to release on success only.
+ */
+static int
+task_page_try(struct pg_store *ps, const char *sql, const struct params *p,
+	      int desc, struct task *rows, int *n_out, const char *what,
+	      struct err *e)
+{
+	PGresult *res = pg__exec(ps, sql, p->n, p->v, what, e);
+	int i, n, rc;
+
+	if (!res)
+		return BATON_ESTORE;
+	n = PQntuples(res);
+	assert(n <= PG_LIST_PAGE);
+	for (i = 0; i < n; i++)
+		read_task(res, i, &rows[i]);
+	PQclear(res);
+	rc = load_deps(ps, rows, n, desc, what, e);
+	if (rc < 0) {
+		for (i = 0; i < n; i++)
+			task_release(&rows[i]);
+		return rc;
+	}
+	*n_out = n;
+	return 0;
+}
+
+/*
+ * Tasks in id order (or newest first), a page at a time: each page
+ * continues past the last id of the previous one and has its deps
+ * filled before its callbacks run.
+ */
+int
+pg__task_list(struct store *s, const struct store_task_filter *f,
+	      store_task_cb *cb, void *arg, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	const char *what = "list tasks";
+	struct task *rows = xcalloc(PG_LIST_PAGE, sizeof(*rows));
+	struct buf sql = BUF_INIT;
+	int64_t cursor = !f->newest_first ? 0 :
+			 f->before_id > 0 ? f->before_id :
+					    INT64_MAX;
+	int remaining = f->limit > 0 ? f->limit : -1;
+	int rc = 0, n = 0, i, page, stop = 0, k = 3;
+
+	buf_addf(&sql, "SELECT " TASK_COLUMNS " FROM tasks WHERE id %s $1",
+		 f->newest_first ? "<" : ">");
+	if (f->status)
+		buf_addf(&sql, " AND status = $%d", k++);
+	if (f->parent_id)
+		buf_addf(&sql, " AND parent_id = $%d", k++);
+	buf_addf(&sql, " ORDER BY id%s LIMIT $2",
+		 f->newest_first ? " DESC" : "");
+	while (!stop && remaining != 0) {
+		struct params p = { 0 };
+		int tries = 0;
+
+		page = remaining > 0 && remaining < PG_LIST_PAGE
+			       ? remaining
+			       : PG_LIST_PAGE;
+		param_int(&p, cursor);
+		param_int(&p, page);
+		if (f->status)
+			param_text(&p, f->status);
+		if (f->parent_id)
+			param_int(&p, f->parent_id);
+		do
+			rc = task_page_try(ps, sql.ptr, &p, f->newest_first,
+					   rows, &n, what, e);
+		while (pg__again(ps, rc, &tries, e));
+		if (rc < 0)
+			goto out;
+		for (i = 0; i < n && !stop; i++)
+			stop = cb(&rows[i], arg);
+		if (n < page)
+			break;
+		cursor = rows[n - 1].id;
+		if (remaining > 0)
+			remaining -= n;
+		for (i = 0; i < n; i++)
+			task_release(&rows[i]);
+		n = 0;
+	}
+out:
+	for (i = 0; i < n; i++)
+		task_release(&rows[i]);
+	free(rows);
+	buf_release(&sql);
+	return rc;
+}
+
+static int
+task_counts_try(struct pg_store *ps, const char *const *statuses,
+		int64_t *got, size_t n, struct err *e)
+{
+	size_t k;
+	int rc = 0;
+
+	for (k = 0; rc == 0 && k < n; k++) {
+		struct params p = { 0 };
+
+		got[k] = 0;
+		param_text(&p, statuses[k]);
+		rc = query_int(ps, "SELECT COUNT(*) FROM tasks WHERE status = $1",
+			       &p, &got[k], "count tasks", e);
+	}
+	return rc;
+}
+
+/* One COUNT per status, through the (status, ...) index. */
+int
+pg__task_counts(struct store *s, const char *const *statuses,
+		int64_t *counts, size_t n, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t *got = xcalloc(n ? n : 1, sizeof(*got));
+	int rc, tries = 0;
+
+	do
+		rc = task_counts_try(ps, statuses, got, n, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc == 0 && n)
+		memcpy(counts, got, n * sizeof(*counts));
+	free(got);
+	return rc;
+}
+
+/* What a claim try returns when its pick overlapped a committed claim. */
+#define CLAIM_OVERLAPS 1
+
+/*
+ * One try of the claim (see the top of the file): pick and lock the
+ * best task not in skip, recheck its area under the area lock, take it
+ * with a fresh token, and log. Returns CLAIM_OVERLAPS with *overlap set
+ * to the task picked when its area turned out taken (nothing written),
+ * BATON_ENOTFOUND when nothing is claimable, or 0 with *out filled.
+ */
+static int
+claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
+	  const char *skip, int64_t *overlap, struct task *out,
+	  struct err *e)
+{
+	const char *what = "claim a task";
+	char type[] = "task_claimed";
+	struct params p = { 0 };
+	struct event ev = { 0 };
+	struct task t = { 0 };
+	PGresult *res = NULL;
+	int64_t now = time_now_ms(), id = 0, seq = 0, taken = 0;
+	char *area = NULL;
+	int rc;
+
+	rc = pg__begin(ps, what, e);
+	if (rc < 0)
+		goto out;
+	param_int(&p, now);
+	param_text(&p, skip);
+	res = pg__exec(ps, sql_claim_pick, p.n, p.v, what, e);
+	if (!res) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	if (PQntuples(res) == 0) {
+		rc = err_set(e, BATON_ENOTFOUND, "nothing to claim");
+		goto out;
+	}
+	id = pg__int64(res, 0, 0);
+	area = pg__text(res, 0, 1);
+	PQclear(res);
+	res = NULL;
+
+	if (area) {
+		rc = pg__run(ps, "SELECT pg_advisory_xact_lock(" AREA_LOCK_KEY
+				 ")",
+			     0, NULL, what, e);
+		memset(&p, 0, sizeof(p));
+		param_text(&p, area);
+		if (rc == 0)
+			rc = query_int(ps, sql_claim_recheck, &p, &taken, what,
+				       e);
+		if (rc < 0)
+			goto out;
+		if (taken) {
+			*overlap = id;
+			rc = CLAIM_OVERLAPS;
+			goto out;
+		}
+	}
+
+	memset(&p, 0, sizeof(p));
+	param_int(&p, now);
+	param_text(&p, holder);
+	param_int(&p, now + lease_ms);
+	param_int(&p, id);
+	res = pg__exec(ps,
+		       "UPDATE tasks SET status = 'running',"
+		       " attempts = attempts + 1, started_at = $1,"
+		       " lease_holder = $2,"
+		       " lease_token = nextval('lease_tokens'),"
+		       " lease_expires_at = $3,"
+		       " version = version + 1, updated_at = $1"
+		       " WHERE id = $4 RETURNING " TASK_COLUMNS,
+		       p.n, p.v, what, e);
+	if (!res) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	if (PQntuples(res) != 1) { /* the row this transaction locked */
+		rc = err_set(e, BATON_ESTORE, "cannot %s: task %lld vanished",
+			     what, (long long)id);
+		goto out;
+	}
+	read_task(res, 0, &t);
+	rc = load_deps(ps, &t, 1, 0, what, e);
+	if (rc < 0)
+		goto out;
+	ev.task_id = id;
+	ev.ts = now;
+	ev.type = type;
+	ev.data = claim_data(holder, t.lease_token, t.attempts);
+	rc = pg__insert_event(ps, &ev, &seq, what, e);
+	free(ev.data);
+	/* a lease that may expire before whatever a supervisor waits for */
+	if (rc == 0)
+		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc < 0)
+		goto out;
+	*out = t;
+	memset(&t, 0, sizeof(t));
+out:
+	pg__rollback(ps);
+	PQclear(res);
+	free(area);
+	task_release(&t);
+	return rc;
+}
+
+/*
+ * The claim: tries until one takes a task or finds none, passing over
+ * each task whose area a concurrent claim took first. Not fenced:
+ * claiming is how a worker gets a lease.
+ */
+int
+pg__task_claim(struct store *s, const char *holder, int64_t lease_ms,
+	       struct task *out, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t skipped[CLAIM_MAX_SKIPS];
+	struct buf skip = BUF_INIT;
+	size_t nr = 0;
+	int rc;
+
+	for (;;) {
+		int64_t overlap = 0;
+		int tries = 0;
+
+		buf_reset(&skip);
+		add_id_array(&skip, skipped, nr);
+		do
+			rc = claim_try(ps, holder, lease_ms, skip.ptr,
+				       &overlap, out, e);
+		while (pg__again(ps, rc, &tries, e));
+		if (rc != CLAIM_OVERLAPS)
+			break;
+		if (nr == CLAIM_MAX_SKIPS) {
+			rc = err_set(e, BATON_ENOTFOUND, "nothing to claim");
+			break;
+		}
+		skipped[nr++] = overlap;
+	}
+	buf_release(&skip);
+	return rc;
+}
+
+/*
+ * The heartbeat, one guarded UPDATE: it matches only while the task is
+ * still running under this very token.
+ */
+static int
+renew_try(struct pg_store *ps, int64_t id, int64_t token, int64_t lease_ms,
+	  const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	int64_t changed = 0;
+	int rc;
+
+	param_int(&p, time_now_ms() + lease_ms);
+	param_int(&p, id);
+	param_int(&p, token);
+	rc = pg__begin(ps, what, e);
+	if (rc == 0)
+		rc = run_count(ps,
+			       "UPDATE tasks SET lease_expires_at = $1"
+			       " WHERE id = $2 AND lease_token = $3"
+			       " AND status = 'running'",
+			       &p, &changed, what, e);
+	if (rc == 0 && changed == 0)
+		rc = err_set(e, BATON_EFENCED,
+			     "cannot %s: token %lld no longer holds it (the "
+			     "lease was taken over or the task stopped "
+			     "running)",
+			     what, (long long)token);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	pg__rollback(ps);
+	return rc;
+}
+
+int
+pg__task_renew(struct store *s, int64_t id, int64_t token, int64_t lease_ms,
+	       struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	char what[64];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "renew the lease on task %lld",
+		 (long long)id);
+	do
+		rc = renew_try(ps, id, token, lease_ms, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	return rc;
+}
+
+int
+pg__task_next_due(struct store *s, int64_t *out, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t due = 0;
+	int rc, tries = 0;
+
+	do {
+		struct params p = { 0 };
+
+		param_int(&p, time_now_ms());
+		rc = query_int(ps,
+			       "SELECT COALESCE(MIN(v), 0) FROM ("
+			       " SELECT MIN(not_before) AS v FROM tasks"
+			       "  WHERE status = 'queued' AND not_before > $1"
+			       " UNION ALL"
+			       " SELECT MIN(lease_expires_at) FROM tasks"
+			       "  WHERE status = 'running') AS due",
+			       &p, &due, "find when a task is due", e);
+	} while (pg__again(ps, rc, &tries, e));
+	if (rc == 0)
+		*out = due;
+	return rc;
+}
+
+int
+pg__task_events(struct store *s, int64_t task_id, int64_t after_seq,
+		store_event_cb *cb, void *arg, struct err *e)
+{
+	return pg__list_events(pg__store(s), NULL, task_id, after_seq, NULL,
+			       cb, arg, e);
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+static int
+worker_beat_try(struct pg_store *ps, const struct worker_rec *w,
+		const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	int64_t now = time_now_ms();
+	int rc;
+
+	param_text(&p, w->id);
+	param_text(&p, w->host ? w->host : "");
+	param_int(&p, w->pid);
+	param_id(&p, w->task_id);
+	param_int(&p, w->started_at ? w->started_at : now);
+	param_int(&p, now);
+	rc = pg__begin(ps, what, e);
+	if (rc == 0)
+		rc = pg__run(ps,
+			     "INSERT INTO workers (id, host, pid, task_id,"
+			     " started_at, heartbeat_at, stopped_at)"
+			     " VALUES ($1, $2, $3, $4, $5, $6, 0)"
+			     " ON CONFLICT (id) DO UPDATE SET"
+			     " host = excluded.host, pid = excluded.pid,"
+			     " task_id = excluded.task_id,"
+			     " heartbeat_at = excluded.heartbeat_at,"
+			     " stopped_at = 0",
+			     p.n, p.v, what, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	pg__rollback(ps);
+	return rc;
+}
+
+/* Insert or refresh; a stopped worker that beats again is alive again. */
+int
+pg__worker_beat(struct store *s, const struct worker_rec *w, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	char what[256];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "record worker '%.200s'", w->id);
+	do
+		rc = worker_beat_try(ps, w, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	return rc;
+}
+
+static int
+worker_stop_try(struct pg_store *ps, const char *id, const char *what,
+		struct err *e)
+{
+	struct params p = { 0 };
+	int64_t changed = 0;
+	int rc;
+
+	param_int(&p, time_now_ms());
+	param_text(&p, id);
+	rc = pg__begin(ps, what, e);
+	if (rc == 0)
+		rc = run_count(ps,
+			       "UPDATE workers SET stopped_at = $1"
+			       " WHERE id = $2",
+			       &p, &changed, what, e);
+	if (rc == 0 && changed == 0)
+		rc = err_set(e, BATON_ENOTFOUND, "no worker '%s'", id);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	pg__rollback(ps);
+	return rc;
+}
+
+int
+pg__worker_stop(struct store *s, const char *id, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	char what[256];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "stop worker '%.200s'", id);
+	do
+		rc = worker_stop_try(ps, id, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	return rc;
+}
+
+static void
+worker_release(struct worker_rec *w)
+{
+	FREE_AND_NULL(w->id);
+	FREE_AND_NULL(w->host);
+}
+
+/*
+ * Live workers by id. They are few (one per process of a serve), so all
+ * are read before the first callback runs.
+ */
+int
+pg__worker_list(struct store *s, store_worker_cb *cb, void *arg,
+		struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	struct worker_rec *rows = NULL;
+	PGresult *res = NULL;
+	int rc = 0, n = 0, i, stop = 0, tries = 0;
+
+	do {
+		res = pg__exec(ps,
+			       "SELECT id, host, pid, task_id, started_at,"
+			       " heartbeat_at, stopped_at FROM workers"
+			       " WHERE stopped_at = 0 ORDER BY id",
+			       0, NULL, "list workers", e);
+		rc = res ? 0 : BATON_ESTORE;
+	} while (pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		goto out;
+	n = PQntuples(res);
+	rows = xcalloc(n ? (size_t)n : 1, sizeof(*rows));
+	for (i = 0; i < n; i++) {
+		struct worker_rec *w = &rows[i];
+
+		w->id = pg__text(res, i, 0);
+		w->host = pg__text(res, i, 1);
+		w->pid = pg__int64(res, i, 2);
+		w->task_id = pg__int64(res, i, 3);
+		w->started_at = pg__int64(res, i, 4);
+		w->heartbeat_at = pg__int64(res, i, 5);
+		w->stopped_at = pg__int64(res, i, 6);
+	}
+	PQclear(res);
+	res = NULL;
+	for (i = 0; i < n && !stop; i++)
+		stop = cb(&rows[i], arg);
+out:
+	for (i = 0; i < n; i++)
+		worker_release(&rows[i]);
+	free(rows);
+	PQclear(res);
+	return rc;
+}
+
+/* ---- the merge queue ---------------------------------------------------- */
+
+/* Reads item id, or the item of run_id when id is 0: 1, 0 or an error. */
+static int
+read_merge_item(struct pg_store *ps, int64_t id, const char *run_id,
+		struct merge_item *out, const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	PGresult *res;
+	int rc = 0;
+
+	if (id)
+		param_int(&p, id);
+	else
+		param_text(&p, run_id);
+	res = pg__exec(ps,
+		       id ? "SELECT " MERGE_COLUMNS
+			    " FROM merge_queue WHERE id = $1"
+			  : "SELECT " MERGE_COLUMNS
+			    " FROM merge_queue WHERE run_id = $1",
+		       p.n, p.v, what, e);
+	if (!res)
+		return BATON_ESTORE;
+	if (PQntuples(res) > 0) {
+		read_merge(res, 0, out);
+		rc = 1;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* BATON_EBUSY naming item id, which has the run already. */
+static int
+already_queued(int64_t id, const char *what, struct err *e)
+{
+	return err_set(e, BATON_EBUSY,
+		       "cannot %s: it is already queued (item %lld)", what,
+		       (long long)id);
+}
+
+/*
+ * One try of merge_add. A run is queued at most once (merge_queue.run_id
+ * is UNIQUE): the item that has it already is found first; one added by
+ * a concurrent add after that is met by ON CONFLICT, which waits for
+ * that add to commit, and then found by a statement of its own (READ
+ * COMMITTED: a new snapshot).
+ */
+static int
+merge_add_try(struct pg_store *ps, const struct merge_item *m,
+	      const struct merge_item *row, int64_t created, int64_t now,
+	      const struct event *ev, int64_t *id_out, int64_t *ts_out,
+	      int64_t *seq_out, const char *what, struct err *e)
+{
+	static const char sql_queued[] =
+		"SELECT id FROM merge_queue WHERE run_id = $1";
+	struct buf sql = BUF_INIT;
+	struct params p = { 0 };
+	PGresult *res = NULL;
+	int64_t id = 0, ts = 0, evseq = 0, runs = 0;
+	int rc, n = 5;
+
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc < 0)
+		goto out;
+	param_text(&p, m->run_id);
+	rc = query_int(ps, sql_queued, &p, &id, what, e);
+	if (rc == 0 && !id)
+		rc = query_int(ps, "SELECT COUNT(*) FROM runs WHERE id = $1",
+			       &p, &runs, what, e);
+	if (rc == 0 && !id && !runs)
+		rc = err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
+			     what, m->run_id);
+	if (rc == 0 && id)
+		rc = already_queued(id, what, e);
+	if (rc < 0)
+		goto out;
+
+	buf_adds(&sql, "INSERT INTO merge_queue (run_id, created_at,"
+		       " updated_at, version"
+		       MERGE_STRINGS_MUTABLE(SQL_COMMA_NAME)
+		       MERGE_INTS_MUTABLE(SQL_COMMA_NAME)
+		       MERGE_IDS_MUTABLE(SQL_COMMA_NAME)
+		       ") VALUES ($1, $2, $3, $4");
+	add_fields(&sql, merge_fields, ARRAY_SIZE(merge_fields), 0, &n);
+	buf_adds(&sql, ") ON CONFLICT (run_id) DO NOTHING RETURNING id");
+	memset(&p, 0, sizeof(p));
+	param_text(&p, m->run_id);
+	param_int(&p, created);
+	param_int(&p, now);
+	param_int(&p, 1);
+	bind_merge(&p, row);
+	res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
+	if (!res) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	if (PQntuples(res) == 0) {
+		memset(&p, 0, sizeof(p));
+		param_text(&p, m->run_id);
+		rc = query_int(ps, sql_queued, &p, &id, what, e);
+		if (rc == 0)
+			rc = already_queued(id, what, e);
+		goto out;
+	}
+	id = pg__int64(res, 0, 0);
+	if (ev)
+		rc = add_event(ps, ev, m->run_id, m->task_id, now, &ts, &evseq,
+			       what, e);
+	if (rc == 0)
+		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc < 0)
+		goto out;
+	*id_out = id;
+	*ts_out = ts;
+	*seq_out = evseq;
+out:
+	pg__rollback(ps);
+	PQclear(res);
+	buf_release(&sql);
+	return rc;
+}
+
+/* m and ev change only on success (store.h). */
+int
+pg__merge_add(struct store *s, struct merge_item *m, struct event *ev,
+	      struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	char pending[] = MERGE_PENDING;
+	struct merge_item row = *m;
+	int64_t now = time_now_ms(), id = 0, ts = 0, evseq = 0;
+	int64_t created = m->created_at ? m->created_at : now;
+	char what[256];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "queue run '%.200s' for merging",
+		 m->run_id);
+	if (!row.status)
+		row.status = pending;
+	do
+		rc = merge_add_try(ps, m, &row, created, now, ev, &id, &ts,
+				   &evseq, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		return rc;
+
+	m->id = id;
+	m->version = 1;
+	m->created_at = created;
+	m->updated_at = now;
+	if (!m->status)
+		m->status = xstrdup(row.status);
+	if (ev) {
+		ev->ts = ts;
+		ev->seq = evseq;
+	}
+	return 0;
+}
+
+int
+pg__merge_get(struct store *s, int64_t id, const char *run_id,
+	      struct merge_item *out, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	char what[256];
+	int rc, tries = 0;
+
+	if (id)
+		snprintf(what, sizeof(what), "read merge item %lld",
+			 (long long)id);
+	else
+		snprintf(what, sizeof(what), "read the merge item of run '%s'",
+			 run_id);
+	do
+		rc = read_merge_item(ps, id, run_id, out, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc == 0 && id)
+		return err_set(e, BATON_ENOTFOUND, "no merge item %lld",
+			       (long long)id);
+	if (rc == 0)
+		return err_set(e, BATON_ENOTFOUND,
+			       "run '%s' is not in the merge queue", run_id);
+	return rc < 0 ? rc : 0;
+}
+
+/* One try of the guarded update of an item, with its event, or neither. */
+static int
+merge_update_try(struct pg_store *ps, const struct merge_item *m,
+		 int64_t now, const struct event *ev, int64_t *ts_out,
+		 int64_t *seq_out, const char *what, struct err *e)
+{
+	struct buf sql = BUF_INIT;
+	struct params p = { 0 };
+	int64_t changed = 0, ts = 0, evseq = 0;
+	int rc, n = 2;
+
+	buf_adds(&sql, "UPDATE merge_queue SET version = version + 1,"
+		       " updated_at = $1");
+	add_fields(&sql, merge_fields, ARRAY_SIZE(merge_fields), 1, &n);
+	buf_addf(&sql, " WHERE id = $%d AND version = $%d", n, n + 1);
+	param_int(&p, now);
+	bind_merge(&p, m);
+	param_int(&p, m->id);
+	param_int(&p, m->version);
+
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc == 0)
+		rc = run_count(ps, sql.ptr, &p, &changed, what, e);
+	if (rc < 0)
+		goto out;
+	if (changed == 0) {
+		rc = lost_update(ps,
+				 "SELECT version FROM merge_queue WHERE id = $1",
+				 "merge item", m->id, m->version, what, e);
+		goto out;
+	}
+	if (ev)
+		rc = add_event(ps, ev, m->run_id, m->task_id, now, &ts, &evseq,
+			       what, e);
+	if (rc == 0)
+		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc < 0)
+		goto out;
+	*ts_out = ts;
+	*seq_out = evseq;
+out:
+	pg__rollback(ps);
+	buf_release(&sql);
+	return rc;
+}
+
+int
+pg__merge_update(struct store *s, struct merge_item *m, struct event *ev,
+		 struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t now = time_now_ms(), ts = 0, evseq = 0;
+	char what[64];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "update merge item %lld",
+		 (long long)m->id);
+	do
+		rc = merge_update_try(ps, m, now, ev, &ts, &evseq, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		return rc;
+
+	m->version++;
+	m->updated_at = now;
+	if (ev) {
+		ev->ts = ts;
+		ev->seq = evseq;
+	}
+	return 0;
+}
+
+/* One page of merge items into rows; *n_out gets how many. */
+static int
+merge_page_try(struct pg_store *ps, const char *sql, const struct params *p,
+	       struct merge_item *rows, int *n_out, struct err *e)
+{
+	PGresult *res = pg__exec(ps, sql, p->n, p->v, "list the merge queue",
+				 e);
+	int i, n;
+
+	if (!res)
+		return BATON_ESTORE;
+	n = PQntuples(res);
+	assert(n <= PG_LIST_PAGE);
+	for (i = 0; i < n; i++)
+		read_merge(res, i, &rows[i]);
+	PQclear(res);
+	*n_out = n;
+	return 0;
+}
+
+/* Items in id order, a page at a time (callbacks may write). */
+int
+pg__merge_list(struct store *s, const char *status, store_merge_cb *cb,
+	       void *arg, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	struct merge_item *rows = xcalloc(PG_LIST_PAGE, sizeof(*rows));
+	int64_t cursor = 0;
+	int rc = 0, n = 0, i, stop = 0;
+
+	while (!stop) {
+		struct params p = { 0 };
+		int tries = 0;
+
+		param_int(&p, cursor);
+		param_int(&p, PG_LIST_PAGE);
+		if (status)
+			param_text(&p, status);
+		do
+			rc = merge_page_try(ps,
+					    status ? "SELECT " MERGE_COLUMNS
+						     " FROM merge_queue"
+						     " WHERE status = $3"
+						     " AND id > $1"
+						     " ORDER BY id LIMIT $2"
+						   : "SELECT " MERGE_COLUMNS
+						     " FROM merge_queue"
+						     " WHERE id > $1"
+						     " ORDER BY id LIMIT $2",
+					    &p, rows, &n, e);
+		while (pg__again(ps, rc, &tries, e));
+		if (rc < 0)
+			goto out;
+		for (i = 0; i < n && !stop; i++)
+			stop = cb(&rows[i], arg);
+		if (n < PG_LIST_PAGE)
+			break;
+		cursor = rows[n - 1].id;
+		for (i = 0; i < n; i++)
+			merge_item_release(&rows[i]);
+		n = 0;
+	}
+out:
+	for (i = 0; i < n; i++)
+		merge_item_release(&rows[i]);
+	free(rows);
+	return rc;
+}
+
+/* The event text {"item": id, "worker": holder}; free() it. */
+static char *
+merge_claim_data(int64_t id, const char *holder)
+{
+	json_t *o = json_object();
+	char *text;
+
+	json_object_set_new(o, "item", json_integer(id));
+	json_object_set_new(o, "worker", json_lossy_str(holder));
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return text;
+}
+
+/*
+ * One try of the merge claim: the first item in queue order that is due
+ * (pending and past its not_before) or abandoned (processing, but its
+ * claim ran out: its lander died), locked with SKIP LOCKED so that
+ * concurrent landers take different items, and taken in the same
+ * statement.
+ */
+static int
+merge_claim_try(struct pg_store *ps, const char *holder, int64_t claim_ms,
+		struct merge_item *out, struct err *e)
+{
+	const char *what = "claim a merge item";
+	char type[] = "merge_claimed";
+	struct merge_item m = { 0 };
+	struct params p = { 0 };
+	struct event ev = { 0 };
+	PGresult *res = NULL;
+	int64_t now = time_now_ms(), seq = 0;
+	int rc;
+
+	param_text(&p, holder);
+	param_int(&p, now + claim_ms);
+	param_int(&p, now);
+	rc = pg__begin(ps, what, e);
+	if (rc < 0)
+		goto out;
+	res = pg__exec(ps,
+		       "UPDATE merge_queue SET status = 'processing',"
+		       " claimed_by = $1, claim_expires_at = $2,"
+		       " version = version + 1, updated_at = $3"
+		       " WHERE id = (SELECT id FROM merge_queue"
+		       "  WHERE (status = 'pending' AND not_before <= $3)"
+		       "  OR (status = 'processing'"
+		       "   AND claim_expires_at < $3)"
+		       "  ORDER BY id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)"
+		       " RETURNING " MERGE_COLUMNS,
+		       p.n, p.v, what, e);
+	if (!res) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	if (PQntuples(res) == 0) {
+		rc = err_set(e, BATON_ENOTFOUND, "nothing to merge");
+		goto out;
+	}
+	read_merge(res, 0, &m);
+	ev.run_id = m.run_id;
+	ev.task_id = m.task_id;
+	ev.ts = now;
+	ev.type = type;
+	ev.data = merge_claim_data(m.id, holder);
+	rc = pg__insert_event(ps, &ev, &seq, what, e);
+	free(ev.data);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc < 0)
+		goto out;
+	*out = m;
+	memset(&m, 0, sizeof(m));
+out:
+	pg__rollback(ps);
+	PQclear(res);
+	merge_item_release(&m);
+	return rc;
+}
+
+/* Not fenced, like the task claim. */
+int
+pg__merge_claim(struct store *s, const char *holder, int64_t claim_ms,
+		struct merge_item *out, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int rc, tries = 0;
+
+	do
+		rc = merge_claim_try(ps, holder, claim_ms, out, e);
+	while (pg__again(ps, rc, &tries, e));
+	return rc;
+}
