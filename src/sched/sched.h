@@ -150,9 +150,10 @@ int sched_judge_next(struct sched_ctx *x, struct err *e);
 /* ---- worker.c ---------------------------------------------------------- */
 
 /*
- * One worker's work while there is some: claims a task and drives its
- * run to a resting point, settling the task after; else judges; else
- * (auto_merge) lands; a worker host (tasks_only) does tasks alone. Returns 1 when it did something, 0 when there was
+ * One worker's work while there is some: (auto_merge) lands the next
+ * due branch; else claims a task and drives its run to a resting point,
+ * settling the task after; else judges. A worker host (tasks_only) does
+ * tasks alone. Returns 1 when it did something, 0 when there was
  * nothing to do, negative on error.
  */
 int sched_work_once(struct sched_ctx *x, struct err *e);

@@ -536,6 +536,13 @@ sched_work_once(struct sched_ctx *x, struct err *e)
 	struct task t = { 0 };
 	int rc;
 
+	/* landing first: new runs start from the base it moves, and a
+	 * lander that only lands when no task is queued lands last */
+	if (!x->tasks_only && x->cfg->runtime.auto_merge) {
+		rc = sched_merge_next(x, e);
+		if (rc)
+			return rc;
+	}
 	rc = store_task_claim(x->store, x->holder,
 			      (int64_t)x->cfg->runtime.lease_seconds * 1000,
 			      &t, e);
@@ -546,14 +553,7 @@ sched_work_once(struct sched_ctx *x, struct err *e)
 	}
 	if (rc != BATON_ENOTFOUND)
 		return rc;
-	if (x->tasks_only)
+	if (x->tasks_only || !x->cfg->runtime.judge)
 		return 0;
-	if (x->cfg->runtime.judge) {
-		rc = sched_judge_next(x, e);
-		if (rc)
-			return rc;
-	}
-	if (x->cfg->runtime.auto_merge)
-		return sched_merge_next(x, e);
-	return 0;
+	return sched_judge_next(x, e);
 }
