@@ -382,6 +382,13 @@ hub_main(void *arg)
 	struct pollfd pf[2];
 	size_t settle = 0;
 	int fd = store_watch_fd(h->s, &e), wait, n;
+	/*
+	 * A PostgreSQL watch fd stays quiet while its connection is down
+	 * (the drain mends it), and a gap a rolled-back transaction left
+	 * in the seqs is passed once older transactions end, which may
+	 * send nothing: there the hub also looks once a second.
+	 */
+	int idle = strcmp(store_backend(h->s), "postgres") ? -1 : 1000;
 
 	if (fd < 0)
 		log_warn("%s: looking for new events every %d ms", e.msg,
@@ -397,7 +404,7 @@ hub_main(void *arg)
 		else if (settle < ARRAY_SIZE(settle_ms))
 			wait = settle_ms[settle++];
 		else
-			wait = -1;
+			wait = idle;
 		n = poll(pf, fd >= 0 ? 2 : 1, wait);
 		if (n < 0 && errno != EINTR)
 			break;

@@ -294,13 +294,18 @@ load_deps(struct sqlite_store *ss, struct task *rows, int n,
 {
 	sqlite3_stmt *st = NULL;
 	int rc, src, j = 0;
+	/* a newest-first page: the dependencies are walked the same way */
+	int desc = n > 1 && rows[0].id > rows[n - 1].id;
 
 	if (n == 0)
 		return 0;
 	rc = sqlite__prepare(ss, &st,
-			     "SELECT task_id, depends_on FROM task_deps"
-			     " WHERE task_id BETWEEN ?1 AND ?2"
-			     " ORDER BY task_id, depends_on",
+			     desc ? "SELECT task_id, depends_on FROM task_deps"
+				    " WHERE task_id BETWEEN ?2 AND ?1"
+				    " ORDER BY task_id DESC, depends_on" :
+				    "SELECT task_id, depends_on FROM task_deps"
+				    " WHERE task_id BETWEEN ?1 AND ?2"
+				    " ORDER BY task_id, depends_on",
 			     0, what, e);
 	if (rc < 0)
 		return rc;
@@ -315,7 +320,7 @@ load_deps(struct sqlite_store *ss, struct task *rows, int n,
 			break;
 		src = SQLITE_OK;
 		id = sqlite3_column_int64(st, 0);
-		while (j < n && rows[j].id < id)
+		while (j < n && (desc ? rows[j].id > id : rows[j].id < id))
 			j++;
 		if (j < n && rows[j].id == id)
 			push_dep(&rows[j], sqlite3_column_int64(st, 1));

@@ -506,6 +506,41 @@ TEST(task_add_get_list_deps)
 }
 
 /* A dependency (or parent) that does not exist: refused, nothing written. */
+/*
+ * A newest-first list (the API's and the dashboard's) carries every
+ * task's dependencies too. On SQLite it came back without any: the
+ * dependencies were looked up between the first and the last id of the
+ * page, which is an empty range when the page runs downwards.
+ */
+TEST(task_list_newest_first_has_deps)
+{
+	struct store_task_filter f = { .newest_first = 1 };
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct tasks l = { 0 };
+	int64_t deps[3];
+
+	add_task(s, "a", 0, NULL, NULL);
+	deps[0] = 1;
+	deps[1] = 0;
+	add_task(s, "b", 0, NULL, deps);
+	deps[1] = 2;
+	deps[2] = 0;
+	add_task(s, "c", 0, NULL, deps);
+	ASSERT_OK(store_task_list(s, &f, collect_task, &l, &e), &e);
+	ASSERT_EQ(l.n, 3);
+	ASSERT_EQ(l.t[0].id, 3);
+	ASSERT_EQ(l.t[0].nr_deps, 2);
+	ASSERT_EQ(l.t[0].deps[0], 1);
+	ASSERT_EQ(l.t[0].deps[1], 2);
+	ASSERT_EQ(l.t[1].id, 2);
+	ASSERT_EQ(l.t[1].nr_deps, 1);
+	ASSERT_EQ(l.t[1].deps[0], 1);
+	ASSERT_EQ(l.t[2].nr_deps, 0);
+	tasks_release(&l);
+	store_close(s);
+}
+
 TEST(task_missing_dependency_refused)
 {
 	struct store *s = open_store();
