@@ -239,4 +239,33 @@ test_expect_success 'diff of a run that never got a worktree fails clearly' '
 	test_grep "r99-nothing" ../err
 '
 
+test_expect_success '--store names another store, for every command that opens one' '
+	cd repo &&
+	"$BATON" migrate --store "$TRASH_DIRECTORY/other.db" >../out &&
+	test_grep "other.db (sqlite): schema version 3, up to date" ../out &&
+	"$BATON" task add "only in the other store" --store "sqlite:$TRASH_DIRECTORY/other.db" >/dev/null &&
+	"$BATON" task list --store="$TRASH_DIRECTORY/other.db" >../other &&
+	test_grep "only in the other store" ../other &&
+	"$BATON" task list >../default &&
+	test_grep ! "only in the other store" ../default
+'
+
+test_expect_success 'a store URL that cannot be reached: exit 1, the URL named without its password' '
+	cd repo &&
+	test_expect_code 1 "$BATON" migrate --store "postgres://baton:s3cret@127.0.0.1:1/baton" 2>../err &&
+	test_grep "cannot open store .postgres://baton" ../err &&
+	test_grep ! "s3cret" ../err &&
+	test_expect_code 2 "$BATON" migrate --store 2>../err &&
+	test_grep "option .--store. needs a value" ../err
+'
+
+test_expect_success 'baton worker without repo.url says its branches stay here' '
+	cd repo &&
+	"$BATON" worker --workers 1 --exit-when-idle 2>../err &&
+	test_grep "worker: repo.url is not set" ../err &&
+	test_grep "worker: 1 worker on .* (sqlite), exiting when idle; tasks only" ../err &&
+	test_expect_code 2 "$BATON" worker --listen 127.0.0.1:0 2>../err &&
+	test_grep "unknown option" ../err
+'
+
 test_done
