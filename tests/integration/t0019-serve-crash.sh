@@ -89,9 +89,16 @@ test_expect_success 'each run executed exactly once past its checkpoint in the w
 	done
 '
 
+# On PostgreSQL a transaction a kill -9 cut off leaves its seq unused
+# (docs/operations.md, "The event log on PostgreSQL"): there the seqs
+# only have to increase, each once.
 test_expect_success 'the event sequence has no gaps and no duplicates' '
 	cd repo &&
-	jq -s -r "[.[].seq] | (length == (unique | length)) and (. == [range(.[0]; .[0] + length)])" ../ev.json >seqok &&
+	if grep -q "^store: postgres" .baton/config.yaml; then
+		jq -s -r "[.[].seq] | (length == (unique | length)) and (. == sort)" ../ev.json >seqok
+	else
+		jq -s -r "[.[].seq] | (length == (unique | length)) and (. == [range(.[0]; .[0] + length)])" ../ev.json >seqok
+	fi &&
 	test "$(cat seqok)" = true
 '
 
