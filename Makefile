@@ -7,6 +7,8 @@
 #   make hdrcheck   every header compiles on its own
 #   make format-check
 #   make bench      benchmarks under bench/ (figures, never asserted)
+#   make bench-pg   the task queue on PostgreSQL beside graphile-worker
+#                   and pg-boss (bench/bench_pg.sh)
 #   make fuzz       libFuzzer targets tests/fuzz/fuzz_*.c, built with clang
 #                   and ASan+UBSan into build-fuzz/fuzz/
 #   make fuzz-run FUZZ_SECONDS=60
@@ -68,7 +70,7 @@ FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=all \
 FUZZ_WNO     = -Wno-format-nonliteral
 
 .PHONY: all test check asan lint hdrcheck format format-check bench clean \
-	fuzz fuzz-bins fuzz-run
+	fuzz fuzz-bins fuzz-run bench-bins bench-pg
 
 all: $(BIN)
 
@@ -186,8 +188,28 @@ format:
 format-check:
 	clang-format --dry-run --Werror $$(find src tests -name '*.[ch]')
 
-bench: $(BIN)
-	BATON_BIN=$(abspath $(BIN)) sh bench/run.sh
+# The C benchmarks: bench/<name>.c with the helpers of bench/bench_util.c,
+# against the library. Plain -Wall -Wextra, no -Werror: they are tools.
+BENCH_BIN := $(BUILD)/bench/bench_store $(BUILD)/bench/bench_queue \
+             $(BUILD)/bench/bench_http
+
+$(BENCH_BIN): $(BUILD)/bench/%: bench/%.c bench/bench_util.c \
+		bench/bench_util.h $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	@$(CC) -std=c17 -g -O2 -Wall -Wextra -pthread -Isrc $(PKG_CFLAGS) \
+		-o $@ $< bench/bench_util.c $(LIB) $(LDLIBS)
+
+bench-bins: $(BENCH_BIN)
+
+bench: $(BIN) $(BENCH_BIN)
+	BATON_BIN=$(abspath $(BIN)) BENCH_BUILD=$(BUILD) sh bench/run.sh
+
+# The queue on PostgreSQL beside graphile-worker and pg-boss (needs a
+# PostgreSQL server install, node and npm; about 8 minutes).
+bench-pg: $(BUILD)/bench/bench_queue
+	BENCH_QUEUE=$(abspath $(BUILD)/bench/bench_queue) BENCH_BUILD=$(BUILD) \
+		sh bench/bench_pg.sh
 
 clean:
 	rm -rf build build-asan build-fuzz $(BIN)

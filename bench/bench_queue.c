@@ -20,6 +20,27 @@
  *       settle call. Then, as a reference only, the same on /dev/shm
  *       (tmpfs, where fsync costs nothing).
  *
+ *   bench_queue --store ADMIN_URL [-n N] [-w LIST] [-q QUEUES]
+ *               [--samples S] [--analyze]
+ *       The same drains on PostgreSQL. ADMIN_URL names a database of a
+ *       server on which we may CREATE and DROP databases (the admin URL
+ *       tools/pg.sh prints); every measurement gets a database of its
+ *       own, baton_bench_<pid>_<k>, dropped after it, so no drain starts
+ *       on another's dead rows. QUEUES picks "noarea", "areas8" or both
+ *       (the default). Then, for each W, enqueue-to-start latency: W
+ *       workers wait idle as baton's do on PostgreSQL, each asleep in
+ *       poll(2) on its store's store_watch_fd (a LISTEN connection) and
+ *       claiming when store_watch_drain reports STORE_WATCH_WORK; the
+ *       bench process adds S tasks (default 200; 0: none) one at a
+ *       time, each 10 to 20 ms after the previous one was settled, so
+ *       each lands on an idle pool. A sample is the time the claim that
+ *       took the task returned, in the worker, minus the time just
+ *       before store_task_add was called, in the bench process (one
+ *       monotonic clock: same machine). It includes the add's commit,
+ *       the NOTIFY, the wake-up and the claim. --analyze (after
+ *       --store) runs ANALYZE between the fill and each drain: not
+ *       what baton does, a diagnostic (see pg_analyze).
+ *
  *   bench_queue --fill DBPATH COUNT [AREAS]
  *       Replaces the database at DBPATH (the .baton/baton.db of "baton
  *       init") with one holding COUNT queued tasks, each with its
@@ -43,6 +64,8 @@
 #include "util/compat.h"
 
 #include <dirent.h>
+#include <libpq-fe.h>
+#include <poll.h>
 #include <sched.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -64,6 +87,22 @@
 #define LEASE_MS     (30 * 1000)
 #define DEFAULT_LIST "1,4,16"
 #define STUCK_PAUSES (5 * 10000) /* 5 s of 100 us pauses */
+#define DEFAULT_SAMPLES 200
+/*
+ * Latency: the pause between one sample's settle and the next add, drawn
+ * from [GAP_MIN_MS, GAP_MAX_MS] so that the adds do not keep step with
+ * anything periodic; and how long a sample may wait for its claim before
+ * we call the wake-up lost.
+ */
+#define GAP_MIN_MS     10
+#define GAP_MAX_MS     20
+#define LAT_TIMEOUT_MS 5000
+/*
+ * An idle latency worker also wakes this often and drains, as serve's
+ * loop does (store.h: a lost LISTEN connection is mended by the drain);
+ * it claims only when the drain reports work.
+ */
+#define WATCH_TICK_MS 1000
 
 /*
  * What the workers of one drain write and the parent reads: shared,
@@ -83,6 +122,7 @@ struct shared {
 
 /* One drain's figures. */
 struct result {
+	double adds_per_s; /* filling the queue, one add at a time */
 	double claims_per_s;
 	double claim_p50_us, claim_p99_us;
 	double settle_p50_us, settle_p99_us;
@@ -120,43 +160,223 @@ worker_list(const char *s, int *ws, size_t max)
 
 
 /*
- * Adds tasks 1..count to s as `baton task add` does (sched_task_add):
- * queued, max_attempts 3, one task_added event each, every add its own
- * durable transaction. With areas, task i gets "src/mod<i % areas>".
+ * Adds task number i to s as `baton task add` does (sched_task_add):
+ * queued, max_attempts 3, one task_added event, its own durable
+ * transaction. With areas, it gets "src/mod<i % areas>". Returns the
+ * store's result, with e set on failure.
  */
+static int
+add_task(struct store *s, long i, int areas, struct err *e)
+{
+	struct task t = { 0 };
+	struct event ev = { 0 };
+	char title[80], area[32], data[200];
+	int rc;
+
+	snprintf(title, sizeof(title), "bench task %ld: add a --version flag",
+		 i);
+	t.title = title;
+	t.status = (char *)TASK_QUEUED;
+	t.max_attempts = 3;
+	if (areas) {
+		snprintf(area, sizeof(area), "src/mod%ld", i % areas);
+		t.area = area;
+	}
+	snprintf(data, sizeof(data),
+		 "{\"title\":\"%s\",\"area\":%s%s%s,\"priority\":0,"
+		 "\"depends_on\":[],\"origin\":null}",
+		 title, areas ? "\"" : "", areas ? area : "null",
+		 areas ? "\"" : "");
+	ev.type = (char *)"task_added";
+	ev.data = data;
+	rc = store_task_add(s, &t, &ev, e);
+	/* the store allocated the defaults it applied */
+	t.title = t.status = t.area = NULL;
+	task_release(&t);
+	return rc;
+}
+
+/* Adds tasks 1..count to s (add_task) or fails. */
 static void
 add_tasks(struct store *s, long count, int areas)
 {
 	struct err e = ERR_INIT;
-	char title[80], area[32], data[200];
 	long i;
 
-	for (i = 1; i <= count; i++) {
-		struct task t = { 0 };
-		struct event ev = { 0 };
-
-		snprintf(title, sizeof(title),
-			 "bench task %ld: add a --version flag", i);
-		t.title = title;
-		t.status = (char *)TASK_QUEUED;
-		t.max_attempts = 3;
-		if (areas) {
-			snprintf(area, sizeof(area), "src/mod%ld", i % areas);
-			t.area = area;
-		}
-		snprintf(data, sizeof(data),
-			 "{\"title\":\"%s\",\"area\":%s%s%s,\"priority\":0,"
-			 "\"depends_on\":[],\"origin\":null}",
-			 title, areas ? "\"" : "", areas ? area : "null",
-			 areas ? "\"" : "");
-		ev.type = (char *)"task_added";
-		ev.data = data;
-		if (store_task_add(s, &t, &ev, &e))
+	for (i = 1; i <= count; i++)
+		if (add_task(s, i, areas, &e))
 			fail("%s", e.msg);
-		/* the store allocated the defaults it applied */
-		t.title = t.status = t.area = NULL;
-		task_release(&t);
+}
+
+/*
+ * Settles t as sched__settle does for a run that succeeded: done, the
+ * lease cleared, a task_settled event, one versioned update. t keeps
+ * its strings (the caller releases it).
+ */
+static int
+settle(struct store *s, struct task *t, struct err *e)
+{
+	struct event ev = { 0 };
+	char data[120];
+
+	run_set(&t->status, TASK_DONE);
+	run_set(&t->block_reason, NULL);
+	run_set(&t->reason, NULL);
+	FREE_AND_NULL(t->lease_holder);
+	t->lease_token = 0;
+	t->lease_expires_at = 0;
+	t->failure_count = 0;
+	t->ended_at = wall_ms();
+	snprintf(data, sizeof(data),
+		 "{\"run\":\"r%lld-bench\",\"status\":\"done\","
+		 "\"block_reason\":null,\"reason\":null}",
+		 (long long)t->id);
+	ev.type = (char *)"task_settled";
+	ev.data = data;
+	return store_task_update(s, t, &ev, e);
+}
+
+/* ---- where the databases are: a directory, or a PostgreSQL server ---- */
+
+/*
+ * With --store, the server's admin URL and a connection to it, the
+ * number of databases made so far (for their names) and the one that
+ * exists now, dropped at exit if a failure left it behind. NULL admin
+ * means SQLite files in a directory.
+ */
+static const char *pg_admin_url;
+static PGconn *pg_admin;
+static int pg_made;
+static char *pg_current;
+/*
+ * --analyze: ANALYZE the fresh database once its queue is filled, before
+ * the drain. Not what baton does (autovacuum analyzes, up to a minute
+ * later): a diagnostic, to tell the cost of the claim's plan on a table
+ * never analyzed from the cost of the claim itself.
+ */
+static int pg_analyze;
+
+/* Runs sql on the admin connection or fails. */
+static void
+admin_exec(const char *sql)
+{
+	PGresult *res = PQexec(pg_admin, sql);
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+	    PQresultStatus(res) != PGRES_TUPLES_OK)
+		fail("%s: %s", sql, PQerrorMessage(pg_admin));
+	PQclear(res);
+}
+
+/* Connects to the admin URL given with --store, or fails. */
+static void
+admin_connect(const char *url)
+{
+	pg_admin_url = url;
+	pg_admin = PQconnectdb(url);
+	if (PQstatus(pg_admin) != CONNECTION_OK)
+		fail("cannot connect to '%s': %s", url,
+		     PQerrorMessage(pg_admin));
+}
+
+/*
+ * The URL of database name on the admin URL's server: the admin URL
+ * with its path replaced, its query (if any) kept. Caller frees.
+ */
+static char *
+db_url(const char *admin, const char *name)
+{
+	const char *auth = strstr(admin, "://"), *path, *query;
+
+	if (!auth)
+		fail("--store wants a postgres:// URL, not '%s'", admin);
+	auth += 3;
+	query = strchr(auth, '?');
+	if (!query)
+		query = auth + strlen(auth);
+	path = strchr(auth, '/');
+	if (!path || path > query)
+		path = query;
+	return xasprintf("%.*s/%s%s", (int)(path - admin), admin, name, query);
+}
+
+/*
+ * A fresh, empty database for one measurement: on PostgreSQL a new
+ * database (CREATE DATABASE copies template1: no rows, no dead tuples,
+ * a cold cache as a new deployment has), on SQLite dir/queue.db
+ * removed first. Returns the store spec; caller frees it after
+ * db_drop().
+ */
+static char *
+db_fresh(const char *dir)
+{
+	char name[64], *sql;
+
+	if (!pg_admin) {
+		char *path = xasprintf("%s/queue.db", dir);
+
+		remove_db(path);
+		return path;
 	}
+	snprintf(name, sizeof(name), "baton_bench_%ld_%d", (long)getpid(),
+		 ++pg_made);
+	sql = xasprintf("CREATE DATABASE %s", name);
+	admin_exec(sql);
+	free(sql);
+	pg_current = xstrdup(name);
+	return db_url(pg_admin_url, name);
+}
+
+/* Drops what db_fresh made (WITH (FORCE): a dead worker's session too). */
+static void
+db_drop(const char *spec)
+{
+	char *sql;
+
+	if (!pg_admin) {
+		remove_db(spec);
+		return;
+	}
+	if (!pg_current)
+		return;
+	sql = xasprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", pg_current);
+	FREE_AND_NULL(pg_current);
+	admin_exec(sql);
+	free(sql);
+}
+
+/* ANALYZE the database at url (see pg_analyze), or fail. */
+static void
+db_analyze(const char *url)
+{
+	PGconn *c = PQconnectdb(url);
+	PGresult *res = NULL;
+
+	if (PQstatus(c) == CONNECTION_OK)
+		res = PQexec(c, "ANALYZE");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		fail("cannot analyze '%s': %s", url, PQerrorMessage(c));
+	PQclear(res);
+	PQfinish(c);
+}
+
+/*
+ * At exit: the database a failure left behind. Only the bench process
+ * registers this; workers leave with _exit.
+ */
+static void
+db_cleanup(void)
+{
+	if (pg_admin && pg_current) {
+		char *sql = xasprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)",
+				      pg_current);
+
+		PQclear(PQexec(pg_admin, sql));
+		free(sql);
+		FREE_AND_NULL(pg_current);
+	}
+	PQfinish(pg_admin);
+	pg_admin = NULL;
 }
 
 /* Maps the shared area for w workers draining n tasks. */
@@ -242,9 +462,7 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 		_exit(1);
 	for (;;) {
 		struct task t = { 0 };
-		struct event ev = { 0 };
 		long settled = atomic_load(sh->settled);
-		char data[120];
 
 		t0 = mono_ns();
 		rc = store_task_claim(s, holder, LEASE_MS, &t, &e);
@@ -295,23 +513,7 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 		}
 		atomic_fetch_add(&sh->seen[t.id], 1);
 		claim_ns[sh->count[idx]] = t1 - t0;
-
-		/* settle as sched__settle does for a run that succeeded */
-		run_set(&t.status, TASK_DONE);
-		run_set(&t.block_reason, NULL);
-		run_set(&t.reason, NULL);
-		FREE_AND_NULL(t.lease_holder);
-		t.lease_token = 0;
-		t.lease_expires_at = 0;
-		t.failure_count = 0;
-		t.ended_at = wall_ms();
-		snprintf(data, sizeof(data),
-			 "{\"run\":\"r%lld-bench\",\"status\":\"done\","
-			 "\"block_reason\":null,\"reason\":null}",
-			 (long long)t.id);
-		ev.type = (char *)"task_settled";
-		ev.data = data;
-		rc = store_task_update(s, &t, &ev, &e);
+		rc = settle(s, &t, &e);
 		t2 = mono_ns();
 		if (rc) {
 			fprintf(stderr, "bench_queue: worker %d: %s\n", idx,
@@ -401,9 +603,9 @@ check_drain(const char *path, const struct shared *sh, int w, size_t n)
 }
 
 /*
- * One drain: a fresh database at path with n tasks (areas: 0 or AREAS),
- * w workers started together, timed from the go signal to the last
- * worker's exit.
+ * One drain: n tasks (areas: 0 or AREAS) added to the fresh database
+ * at path, w workers started together, timed from the go signal to the
+ * last worker's exit.
  */
 static void
 drain(const char *path, size_t n, int areas, int w, struct result *out)
@@ -415,10 +617,13 @@ drain(const char *path, size_t n, int areas, int w, struct result *out)
 	int64_t start, end, empty = 0;
 	char c;
 
-	remove_db(path);
 	s = open_store(path);
+	start = mono_ns();
 	add_tasks(s, (long)n, areas);
+	out->adds_per_s = (double)n / ((double)(mono_ns() - start) / 1e9);
 	store_close(s);
+	if (pg_admin && pg_analyze)
+		db_analyze(path);
 	shared_map(&sh, w, n);
 	if (pipe(ready) < 0 || pipe(go) < 0)
 		fail("cannot create a pipe: %s", strerror(errno));
@@ -460,7 +665,6 @@ drain(const char *path, size_t n, int areas, int w, struct result *out)
 		  &out->settle_p99_us);
 	out->empty = empty;
 	shared_unmap(&sh);
-	remove_db(path);
 }
 
 static void
@@ -473,30 +677,53 @@ print_header(void)
 	       "us", "us", "us", "us", "");
 }
 
+/* The two queues, by the names -q takes. */
+static const struct {
+	const char *label, *key;
+	int areas;
+} queues[] = {
+	{ "no areas", "noarea", 0 },
+	{ "areas among 8", "areas8", AREAS },
+};
+
+/* Whether key is one of the comma-separated names in list. */
+static int
+in_list(const char *list, const char *key)
+{
+	size_t len = strlen(key);
+	const char *p;
+
+	for (p = list; (p = strstr(p, key)); p += len)
+		if ((p == list || p[-1] == ',') &&
+		    (p[len] == ',' || p[len] == '\0'))
+			return 1;
+	return 0;
+}
+
 /*
- * Runs both queues for every worker count in ws on a fresh database in
- * dir, printing a table row per drain and a key=value line per figure
- * (tag names the disk: "disk" or "tmpfs").
+ * Runs the queues named in qlist for every worker count in ws, each
+ * drain on a fresh database (in dir on SQLite, on the server with
+ * --store), printing a table row per drain and a key=value line per
+ * figure (tag names the disk or the server: "disk", "tmpfs",
+ * "postgres").
  */
 static void
-run_matrix(const char *dir, const char *tag, size_t n, const int *ws,
-	   size_t nws)
+run_matrix(const char *dir, const char *tag, const char *qlist, size_t n,
+	   const int *ws, size_t nws)
 {
-	static const struct {
-		const char *label, *key;
-		int areas;
-	} queues[] = {
-		{ "no areas", "noarea", 0 },
-		{ "areas among 8", "areas8", AREAS },
-	};
 	struct result r;
-	char *path = xasprintf("%s/queue.db", dir), label[64];
+	char *path, label[64];
 	size_t q, k;
 
 	print_header();
 	for (q = 0; q < ARRAY_SIZE(queues); q++) {
+		if (!in_list(qlist, queues[q].key))
+			continue;
 		for (k = 0; k < nws; k++) {
+			path = db_fresh(dir);
 			drain(path, n, queues[q].areas, ws[k], &r);
+			db_drop(path);
+			free(path);
 			snprintf(label, sizeof(label), "%s, %s", tag,
 				 queues[q].label);
 			printf("%-28s %3d %6zu %10.1f %10.1f %10.1f %10.1f "
@@ -505,13 +732,347 @@ run_matrix(const char *dir, const char *tag, size_t n, const int *ws,
 			       r.claim_p99_us, r.settle_p50_us, r.settle_p99_us,
 			       (long long)r.empty);
 			printf("  claims_per_s_%s_%s_w%d=%.1f "
-			       "claim_p50_us=%.1f claim_p99_us=%.1f\n",
+			       "claim_p50_us=%.1f claim_p99_us=%.1f "
+			       "settle_p50_us=%.1f settle_p99_us=%.1f "
+			       "adds_per_s=%.1f\n",
 			       tag, queues[q].key, ws[k], r.claims_per_s,
-			       r.claim_p50_us, r.claim_p99_us);
+			       r.claim_p50_us, r.claim_p99_us, r.settle_p50_us,
+			       r.settle_p99_us, r.adds_per_s);
 			fflush(stdout);
 		}
 	}
-	free(path);
+}
+
+/* ---- enqueue-to-start latency (PostgreSQL) ---------------------------- */
+
+/*
+ * What the latency workers write and the bench process reads, mapped
+ * shared before the fork like struct shared: by task id, when the claim
+ * that took it returned and how long that call took; per worker, the
+ * wake-ups that reported work and the claims that found nothing.
+ */
+struct lat_shared {
+	int64_t *claimed_at; /* [tasks + 1]: mono_ns(); 0: not yet */
+	int64_t *claim_ns;   /* [tasks + 1] */
+	int64_t *wakeups;    /* [w] */
+	int64_t *empty;	     /* [w] */
+	void *map;
+	size_t map_len;
+};
+
+/* One latency run's figures, in ms but the counts. */
+struct lat_result {
+	double p50, p99, max;
+	double add_p50, claim_p50;
+	double wakeups, empty; /* per task, over all workers */
+};
+
+static void
+lat_map(struct lat_shared *sh, int w, long tasks)
+{
+	size_t per_task = (size_t)(tasks + 1) * sizeof(int64_t);
+	size_t per_worker = (size_t)w * sizeof(int64_t);
+	char *p;
+
+	memset(sh, 0, sizeof(*sh));
+	sh->map_len = 2 * per_task + 2 * per_worker;
+	sh->map = mmap(NULL, sh->map_len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh->map == MAP_FAILED)
+		fail("cannot map %zu bytes: %s", sh->map_len, strerror(errno));
+	p = sh->map;
+	sh->claimed_at = (int64_t *)p;
+	p += per_task;
+	sh->claim_ns = (int64_t *)p;
+	p += per_task;
+	sh->wakeups = (int64_t *)p;
+	p += per_worker;
+	sh->empty = (int64_t *)p;
+}
+
+/*
+ * A worker idle the way baton's are on PostgreSQL: asleep in poll(2) on
+ * its store's watch fd (the LISTEN connection), waking also every
+ * WATCH_TICK_MS to drain as serve does. When a drain reports
+ * STORE_WATCH_WORK it claims until a claim finds nothing, as a worker
+ * back from a run claims again, settles each task it takes and writes
+ * the task's id (8 bytes: one atomic pipe write) to done_fd. The first
+ * claim, before it says it is ready, finds the queue empty; it is there
+ * so that the first sample does not pay for a cold server session.
+ * Leaves when stop_fd reads EOF. Never returns; uses _exit, not fail().
+ */
+static _Noreturn void
+lat_worker(const char *path, int idx, long tasks, int ready_fd, int stop_fd,
+	   int done_fd, struct lat_shared *sh)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	struct task t = { 0 };
+	struct pollfd pf[2];
+	char holder[64];
+	int64_t t0, t1, id;
+	int fd, rc;
+
+	if (store_open(path, &s, &e))
+		goto fail;
+	fd = store_watch_fd(s, &e);
+	if (fd < 0)
+		goto fail;
+	snprintf(holder, sizeof(holder), "bench:%ld:%d", (long)getpid(), idx);
+	rc = store_task_claim(s, holder, LEASE_MS, &t, &e);
+	if (rc != BATON_ENOTFOUND) {
+		if (!rc)
+			err_set(&e, BATON_EINVAL, "claimed task %lld before "
+				"any was added", (long long)t.id);
+		goto fail;
+	}
+	e = (struct err)ERR_INIT;
+	pf[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(1);
+	for (;;) {
+		if (poll(pf, 2, WATCH_TICK_MS) < 0 && errno != EINTR)
+			_exit(1);
+		if (pf[1].revents)
+			break;
+		if (!(store_watch_drain(s) & STORE_WATCH_WORK))
+			continue;
+		sh->wakeups[idx]++;
+		for (;;) {
+			t0 = mono_ns();
+			rc = store_task_claim(s, holder, LEASE_MS, &t, &e);
+			t1 = mono_ns();
+			if (rc == BATON_ENOTFOUND) {
+				e = (struct err)ERR_INIT;
+				sh->empty[idx]++;
+				break;
+			}
+			if (rc)
+				goto fail;
+			if (t.id < 1 || t.id > tasks) {
+				err_set(&e, BATON_EINVAL, "claimed task %lld, "
+					"1..%ld were added", (long long)t.id,
+					tasks);
+				goto fail;
+			}
+			sh->claimed_at[t.id] = t1;
+			sh->claim_ns[t.id] = t1 - t0;
+			rc = settle(s, &t, &e);
+			if (rc)
+				goto fail;
+			id = t.id;
+			task_release(&t);
+			if (write(done_fd, &id, sizeof(id)) != sizeof(id))
+				_exit(1);
+		}
+	}
+	store_close(s);
+	_exit(0);
+fail:
+	fprintf(stderr, "bench_queue: latency worker %d: %s\n", idx, e.msg);
+	_exit(1);
+}
+
+/* Sleeps ms milliseconds. */
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Sorts v[0..n) and reads percentile p (1..100) off it, in ms. */
+static double
+pct_ms(int64_t *v, size_t n, unsigned p)
+{
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return percentile_us(v, n, p) / 1e3;
+}
+
+/*
+ * One latency run on the fresh database at path: w idle workers
+ * (lat_worker), then samples + 1 tasks added one at a time by this
+ * process, each once the previous one was settled and 10 to 20 ms
+ * later. The first is a warm-up (the producer's session and one
+ * worker's claim path are cold) and is not counted. Fails when a task
+ * is not claimed within LAT_TIMEOUT_MS: that is a lost wake-up, a bug.
+ */
+static void
+latency(const char *path, int w, long samples, struct lat_result *out)
+{
+	static const char *const done_st[] = { TASK_DONE };
+	struct err e = ERR_INIT;
+	struct lat_shared sh;
+	struct store *s;
+	pid_t pids[MAX_WORKERS];
+	int ready[2], stop[2], done[2], status, i, bad = 0;
+	int64_t *lat = xcalloc((size_t)samples, sizeof(*lat));
+	int64_t *add = xcalloc((size_t)samples, sizeof(*add));
+	int64_t *claim = xcalloc((size_t)samples, sizeof(*claim));
+	int64_t t0, t1, id, ndone = 0, wakeups = 0, empty = 0;
+	long k, tasks = samples + 1;
+	struct pollfd pf;
+	char c;
+
+	lat_map(&sh, w, tasks);
+	if (pipe(ready) < 0 || pipe(stop) < 0 || pipe(done) < 0)
+		fail("cannot create a pipe: %s", strerror(errno));
+	fflush(NULL);
+	for (i = 0; i < w; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			fail("cannot fork: %s", strerror(errno));
+		if (pids[i] == 0) {
+			close(ready[0]);
+			close(stop[1]);
+			close(done[0]);
+			lat_worker(path, i, tasks, ready[1], stop[0], done[1],
+				   &sh);
+		}
+	}
+	close(ready[1]);
+	close(stop[0]);
+	close(done[1]);
+	for (i = 0; i < w; i++)
+		if (read(ready[0], &c, 1) != 1)
+			fail("a latency worker died before it was ready");
+	close(ready[0]);
+	/* opened after the fork: no worker inherits this connection */
+	s = open_store(path);
+	srand((unsigned)mono_ns());
+	sleep_ms(200);
+	for (k = 0; k < tasks; k++) {
+		sleep_ms(GAP_MIN_MS + rand() % (GAP_MAX_MS - GAP_MIN_MS + 1));
+		t0 = mono_ns();
+		if (add_task(s, k + 1, 0, &e))
+			fail("%s", e.msg);
+		t1 = mono_ns();
+		pf = (struct pollfd){ .fd = done[0], .events = POLLIN };
+		if (poll(&pf, 1, LAT_TIMEOUT_MS) == 0)
+			fail("task %ld was not claimed within %d ms of its "
+			     "add (%d idle workers): a wake-up was lost",
+			     k + 1, LAT_TIMEOUT_MS, w);
+		if (read(done[0], &id, sizeof(id)) != sizeof(id))
+			fail("every latency worker died (see above)");
+		if (id != k + 1)
+			fail("WRONG COUNT: task %lld settled, task %ld was "
+			     "the only one queued", (long long)id, k + 1);
+		if (!k)
+			continue;
+		lat[k - 1] = sh.claimed_at[id] - t0;
+		add[k - 1] = t1 - t0;
+		claim[k - 1] = sh.claim_ns[id];
+	}
+	close(stop[1]); /* every worker's poll sees EOF */
+	for (i = 0; i < w; i++) {
+		if (waitpid(pids[i], &status, 0) < 0)
+			fail("cannot wait for a worker: %s", strerror(errno));
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			bad++;
+	}
+	close(done[0]);
+	if (bad)
+		fail("%d of %d latency workers failed (see above)", bad, w);
+	if (store_task_counts(s, done_st, &ndone, 1, &e))
+		fail("%s", e.msg);
+	store_close(s);
+	if (ndone != tasks)
+		fail("WRONG COUNT: %lld of %ld tasks done after the latency "
+		     "run", (long long)ndone, tasks);
+	for (i = 0; i < w; i++) {
+		wakeups += sh.wakeups[i];
+		empty += sh.empty[i];
+	}
+	out->p50 = pct_ms(lat, (size_t)samples, 50);
+	out->p99 = pct_ms(lat, (size_t)samples, 99);
+	out->max = pct_ms(lat, (size_t)samples, 100);
+	out->add_p50 = pct_ms(add, (size_t)samples, 50);
+	out->claim_p50 = pct_ms(claim, (size_t)samples, 50);
+	out->wakeups = (double)wakeups / (double)tasks;
+	out->empty = (double)empty / (double)tasks;
+	munmap(sh.map, sh.map_len);
+	free(lat);
+	free(add);
+	free(claim);
+}
+
+/* The latency runs, one per worker count, each on a fresh database. */
+static void
+run_latency(long samples, const int *ws, size_t nws)
+{
+	struct lat_result r;
+	char *path;
+	size_t k;
+
+	printf("\nenqueue-to-start latency: W idle workers, each asleep in "
+	       "poll on its store_watch_fd;\n%ld tasks added one at a time, "
+	       "%d-%d ms after the previous one settled;\nsample = claim "
+	       "returned (worker) - just before store_task_add (bench)\n\n",
+	       samples, GAP_MIN_MS, GAP_MAX_MS);
+	printf("%3s %7s %9s %9s %9s %9s %9s %9s %9s\n", "W", "samples",
+	       "p50 ms", "p99 ms", "max ms", "add p50", "claim p50",
+	       "wakeups", "empty");
+	printf("%3s %7s %9s %9s %9s %9s %9s %9s %9s\n", "", "", "", "", "",
+	       "ms", "ms", "/task", "/task");
+	for (k = 0; k < nws; k++) {
+		path = db_fresh(NULL);
+		latency(path, ws[k], samples, &r);
+		db_drop(path);
+		free(path);
+		printf("%3d %7ld %9.2f %9.2f %9.2f %9.2f %9.2f %9.1f %9.1f\n",
+		       ws[k], samples, r.p50, r.p99, r.max, r.add_p50,
+		       r.claim_p50, r.wakeups, r.empty);
+		printf("  latency_postgres_w%d: p50_ms=%.2f p99_ms=%.2f "
+		       "max_ms=%.2f add_p50_ms=%.2f claim_p50_ms=%.2f "
+		       "wakeups_per_task=%.1f empty_claims_per_task=%.1f\n",
+		       ws[k], r.p50, r.p99, r.max, r.add_p50, r.claim_p50,
+		       r.wakeups, r.empty);
+		fflush(stdout);
+	}
+}
+
+/* A setting of the server, for the report; "?" when it cannot say. */
+static void
+print_setting(const char *name)
+{
+	char *sql = xasprintf("SELECT current_setting('%s')", name);
+	PGresult *res = PQexec(pg_admin, sql);
+
+	printf(" %s=%s", name,
+	       PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 ?
+		       PQgetvalue(res, 0, 0) :
+		       "?");
+	PQclear(res);
+	free(sql);
+}
+
+/*
+ * --store: the drains and the latency runs on the server of admin_url,
+ * each measurement on a database of its own.
+ */
+static int
+run_postgres(const char *admin_url, const char *qlist, size_t n,
+	     long samples, const int *ws, size_t nws)
+{
+	admin_connect(admin_url);
+	atexit(db_cleanup);
+	printf("baton queue benchmark: PostgreSQL %s (libpq %d);",
+	       PQparameterStatus(pg_admin, "server_version"),
+	       PQlibVersion());
+	print_setting("fsync");
+	print_setting("synchronous_commit");
+	print_setting("shared_buffers");
+	printf("\neach worker its own process and store (connection); a "
+	       "fresh database per measurement\n");
+	printf("one task = claim (store_task_claim) + settle "
+	       "(store_task_update to done with a task_settled event)\n\n");
+	run_matrix(NULL, "postgres", qlist, n, ws, nws);
+	if (samples)
+		run_latency(samples, ws, nws);
+	return 0; /* db_cleanup() closes the admin connection */
 }
 
 /*
@@ -590,12 +1151,23 @@ fill(const char *dbpath, long count, int areas)
 	return 0;
 }
 
+/* --samples: a count, or 0 for no latency runs. */
+static long
+samples_arg(const char *s)
+{
+	return strcmp(s, "0") ? count_arg(s, "S") : 0;
+}
+
 static void
 usage(void)
 {
 	fprintf(stderr,
-		"usage: bench_queue [-n N] [-w W[,W...]] [-d DIR] [--no-shm]\n"
-		"       bench_queue --fill DBPATH COUNT [AREAS]\n");
+		"usage: bench_queue [-n N] [-w W[,W...]] [-q QUEUES] [-d DIR] "
+		"[--no-shm]\n"
+		"       bench_queue --store ADMIN_URL [-n N] [-w W[,W...]] "
+		"[-q QUEUES] [--samples S] [--analyze]\n"
+		"       bench_queue --fill DBPATH COUNT [AREAS]\n"
+		"QUEUES: noarea, areas8 or noarea,areas8 (the default)\n");
 	exit(2);
 }
 
@@ -603,8 +1175,9 @@ int
 main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR"), *base = NULL, *list = DEFAULT_LIST;
-	const char *dir, *shmdir;
-	size_t n = DEFAULT_N, nws;
+	const char *dir, *shmdir, *url = NULL, *qlist = "noarea,areas8";
+	size_t n = DEFAULT_N, nws, q;
+	long samples = DEFAULT_SAMPLES;
 	int ws[8], i, use_shm = 1;
 	char fsbuf[32];
 
@@ -622,10 +1195,25 @@ main(int argc, char **argv)
 			base = argv[++i];
 		else if (!strcmp(argv[i], "--no-shm"))
 			use_shm = 0;
+		else if (!strcmp(argv[i], "-q") && i + 1 < argc)
+			qlist = argv[++i];
+		else if (!strcmp(argv[i], "--store") && i + 1 < argc)
+			url = argv[++i];
+		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
+			samples = samples_arg(argv[++i]);
+		else if (!strcmp(argv[i], "--analyze") && url)
+			pg_analyze = 1;
 		else
 			usage();
 	}
 	nws = worker_list(list, ws, ARRAY_SIZE(ws));
+	for (q = 0; q < ARRAY_SIZE(queues); q++)
+		if (in_list(qlist, queues[q].key))
+			break;
+	if (q == ARRAY_SIZE(queues))
+		usage();
+	if (url)
+		return run_postgres(url, qlist, n, samples, ws, nws);
 	if (!base)
 		base = tmp && *tmp ? tmp : "/tmp";
 	dir = scratch_dir(base, "baton-bench-queue");
@@ -637,14 +1225,14 @@ main(int argc, char **argv)
 	       "(store_task_update to done with a task_settled event)\n");
 	printf("database dir: %s (%s)\n\n", dir,
 	       fs_name(dir, fsbuf, sizeof(fsbuf)));
-	run_matrix(dir, "disk", n, ws, nws);
+	run_matrix(dir, "disk", qlist, n, ws, nws);
 
 	if (use_shm && access("/dev/shm", W_OK) == 0) {
 		shmdir = scratch_dir("/dev/shm", "baton-bench-queue");
 		printf("\nreference only, not what baton uses: the same on %s "
 		       "(%s), where fsync costs nothing\n\n",
 		       shmdir, fs_name(shmdir, fsbuf, sizeof(fsbuf)));
-		run_matrix(shmdir, "tmpfs", n, ws, nws);
+		run_matrix(shmdir, "tmpfs", qlist, n, ws, nws);
 	}
 	return 0; /* bench_cleanup() removes the scratch directories */
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 #
-# bench/run.sh: builds bench_store and bench_queue against
-# build/libbaton.a, runs the store benchmark, a raw-SQLite reference (the
+# bench/run.sh: builds bench_store, bench_queue and bench_http against
+# the library (make bench-bins), runs the store benchmark, a raw-SQLite reference (the
 # sqlite3 CLI doing as many single-row INSERTs, each its own transaction,
 # with synchronous=FULL and WAL on the same disk), the `baton status`
 # benchmark, the orchestration overhead, the task queue (bench_queue),
@@ -16,7 +16,8 @@
 #   BENCH_TASKS   tasks per queue drain in bench_queue (default 2000)
 #   BENCH_TMPDIR  where the databases go (default $TMPDIR, else /tmp);
 #                 put it on the disk your repositories live on
-#   CC            the compiler (default cc)
+#   BENCH_BUILD   make's build folder (default build): the benchmarks
+#                 are built into BENCH_BUILD/bench/ by make bench-bins
 #
 # Figures are reported, never asserted: the exit status is 0 unless a
 # step could not run at all.
@@ -31,11 +32,11 @@ BATON_BIN=${BATON_BIN:-$root/baton}
 N=${BENCH_N:-2000}
 RUNS=${BENCH_RUNS:-10000}
 tmpbase=${BENCH_TMPDIR:-${TMPDIR:-/tmp}}
-PKGS="sqlite3 yaml-0.1 jansson libcurl"
 TASKS=${BENCH_TASKS:-2000}
-BENCH_STORE=$root/build/bench/bench_store
-BENCH_QUEUE=$root/build/bench/bench_queue
-BENCH_HTTP=$root/build/bench/bench_http
+BENCH_BUILD=${BENCH_BUILD:-build}
+BENCH_STORE=$root/$BENCH_BUILD/bench/bench_store
+BENCH_QUEUE=$root/$BENCH_BUILD/bench/bench_queue
+BENCH_HTTP=$root/$BENCH_BUILD/bench/bench_http
 
 die() {
 	echo "bench/run.sh: $*" >&2
@@ -43,25 +44,12 @@ die() {
 }
 
 [ -x "$BATON_BIN" ] || die "no baton binary at '$BATON_BIN': run make"
-[ -f build/libbaton.a ] || die "no build/libbaton.a: run make"
 
-mkdir -p build/bench bench/out
-# Word splitting of the pkg-config output is intended.
-# shellcheck disable=SC2046,SC2086
-${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -Isrc \
-	$(pkg-config --cflags $PKGS) -o "$BENCH_STORE" bench/bench_store.c bench/bench_util.c \
-	build/libbaton.a $(pkg-config --libs $PKGS) ||
-	die "cannot build bench_store"
-# shellcheck disable=SC2046,SC2086
-${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -Isrc \
-	$(pkg-config --cflags $PKGS) -o "$BENCH_QUEUE" bench/bench_queue.c bench/bench_util.c \
-	build/libbaton.a $(pkg-config --libs $PKGS) ||
-	die "cannot build bench_queue"
-# shellcheck disable=SC2046,SC2086
-${CC:-cc} -std=c17 -g -O2 -Wall -Wextra -pthread -Isrc \
-	$(pkg-config --cflags $PKGS) -o "$BENCH_HTTP" bench/bench_http.c bench/bench_util.c \
-	build/libbaton.a $(pkg-config --libs $PKGS) ||
-	die "cannot build bench_http"
+# One recipe for the benchmarks, the Makefile's (the same flags and
+# libraries as baton); a no-op under make bench, which built them.
+mkdir -p bench/out
+make -s BUILD="$BENCH_BUILD" bench-bins >&2 ||
+	die "cannot build the benchmarks (make BUILD=$BENCH_BUILD bench-bins)"
 
 out=bench/out/$(date +%Y-%m-%dT%H%M%S).txt
 part=$(mktemp "$tmpbase/baton-bench-part.XXXXXX")
