@@ -6,8 +6,11 @@
  */
 #include "util/compat.h"
 
+#include <jansson.h>
+
 #include "store/store.h"
 #include "store/store_int.h"
+#include "util/json.h"
 #include "util/xalloc.h"
 
 const char *const task_statuses[NR_TASK_STATUSES] = {
@@ -53,4 +56,19 @@ merge_item_release(struct merge_item *m)
 #define FREE_FIELD(f) FREE_AND_NULL(m->f);
 	MERGE_STRINGS(FREE_FIELD)
 #undef FREE_FIELD
+}
+
+char *
+store__claim_data(const char *holder, int64_t token, int attempt)
+{
+	return json_take_text(json_pack("{s:o, s:I, s:i}", "worker",
+					json_lossy_str(holder), "token",
+					(json_int_t)token, "attempt", attempt));
+}
+
+char *
+store__merge_claim_data(int64_t id, const char *holder)
+{
+	return json_take_text(json_pack("{s:I, s:o}", "item", (json_int_t)id,
+					"worker", json_lossy_str(holder)));
 }

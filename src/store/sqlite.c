@@ -45,27 +45,6 @@
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
-/*
- * The columns of struct run. The mutable ones are written by every
- * update; the requests only by store_run_request; the others (seq, id,
- * task, created_at, updated_at, version) are set by the store. These
- * lists generate the SQL and the code that binds and reads it, so the
- * three cannot drift apart.
- */
-#define RUN_TEXT_MUTABLE(X)                                                    \
-	X(pipeline) X(status) X(stage) X(phase) X(paused_at_status)            \
-	X(gate_status) X(gate_back) X(reason) X(worktree) X(branch)            \
-	X(base_ref) X(base_commit) X(checkpoint) X(config_hash)
-#define RUN_INT_MUTABLE(X)                                                     \
-	X(review_loops) X(max_review_loops) X(attempt) X(agent_pid)            \
-	X(steer_seq) X(tokens_in) X(tokens_out) X(active_ms) X(started_at)     \
-	X(phase_started_at) X(ended_at) X(task_id)
-/*
- * Written at creation and by store_run_request only, never by an update:
- * a request from another process must survive the driver's next write.
- */
-#define RUN_REQUESTS(X) X(pause_requested) X(abort_requested)
-
 #define RUN_COLUMNS                                                            \
 	"seq, id, task, created_at, updated_at, version"                       \
 	RUN_TEXT_MUTABLE(SQL_COMMA_NAME) RUN_INT_MUTABLE(SQL_COMMA_NAME)       \

@@ -369,21 +369,6 @@ read_task_by_id(struct sqlite_store *ss, int64_t id, struct task *out,
 	return rc;
 }
 
-/* The event text {"worker": holder, "token": N, "attempt": N}; free() it. */
-static char *
-claim_data(const char *holder, int64_t token, int attempt)
-{
-	json_t *o = json_object();
-	char *text;
-
-	json_object_set_new(o, "worker", json_lossy_str(holder));
-	json_object_set_new(o, "token", json_integer(token));
-	json_object_set_new(o, "attempt", json_integer(attempt));
-	text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	return text;
-}
-
 /*
  * Appends a copy of ev with the given run, task and time inside the
  * caller's transaction; *ts_out and *seq_out get what was written.
@@ -831,7 +816,7 @@ sqlite__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 	ev.task_id = id;
 	ev.ts = now;
 	ev.type = type;
-	ev.data = claim_data(holder, token, t.attempts);
+	ev.data = store__claim_data(holder, token, t.attempts);
 	rc = sqlite__insert_event(ss, &ev, &seq, what, e);
 	free(ev.data);
 	if (rc == 0)
@@ -1328,20 +1313,6 @@ out:
 	return rc;
 }
 
-/* The event text {"item": id, "worker": holder}; free() it. */
-static char *
-merge_claim_data(int64_t id, const char *holder)
-{
-	json_t *o = json_object();
-	char *text;
-
-	json_object_set_new(o, "item", json_integer(id));
-	json_object_set_new(o, "worker", json_lossy_str(holder));
-	text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	return text;
-}
-
 /*
  * The merge claim, like the task claim one transaction: the first item
  * in queue order that is due (pending and past its not_before) or
@@ -1401,7 +1372,7 @@ sqlite__merge_claim(struct store *s, const char *holder, int64_t claim_ms,
 	ev.task_id = m.task_id;
 	ev.ts = now;
 	ev.type = type;
-	ev.data = merge_claim_data(id, holder);
+	ev.data = store__merge_claim_data(id, holder);
 	rc = sqlite__insert_event(ss, &ev, &seq, what, e);
 	free(ev.data);
 	if (rc == 0)

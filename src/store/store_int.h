@@ -54,6 +54,27 @@ struct worker_rec;
 /* Ids of other rows: 0 in the struct is NULL in the database. */
 #define TASK_IDS_MUTABLE(X) X(parent_id) X(plan_id)
 
+/*
+ * The columns of struct run. The mutable ones are written by every
+ * update; the requests only by store_run_request; the others (seq, id,
+ * task, created_at, updated_at, version) are set by the store. These
+ * lists generate the SQL and the code that binds and reads it, so the
+ * three cannot drift apart.
+ */
+#define RUN_TEXT_MUTABLE(X)                                                    \
+	X(pipeline) X(status) X(stage) X(phase) X(paused_at_status)            \
+	X(gate_status) X(gate_back) X(reason) X(worktree) X(branch)            \
+	X(base_ref) X(base_commit) X(checkpoint) X(config_hash)
+#define RUN_INT_MUTABLE(X)                                                     \
+	X(review_loops) X(max_review_loops) X(attempt) X(agent_pid)            \
+	X(steer_seq) X(tokens_in) X(tokens_out) X(active_ms) X(started_at)     \
+	X(phase_started_at) X(ended_at) X(task_id)
+/*
+ * Written at creation and by store_run_request only, never by an update:
+ * a request from another process must survive the driver's next write.
+ */
+#define RUN_REQUESTS(X) X(pause_requested) X(abort_requested)
+
 /* The fields of struct merge_item, in the same spirit (run_id is fixed). */
 #define MERGE_STRINGS_MUTABLE(X)                                               \
 	X(branch) X(base_ref) X(status) X(claimed_by) X(merged_commit)         \
@@ -176,6 +197,12 @@ int store__fault(struct err *e, const char *what);
  * "rN" must also be a prefix of the id.
  */
 int store__ref_matches(const char *ref, const char *id);
+
+/* records.c: the data of a "task_claimed" event, {"worker", "token",
+ * "attempt"}, and of a "merge_claimed" one, {"item", "worker"}, the same
+ * on every backend; the caller frees them. */
+char *store__claim_data(const char *holder, int64_t token, int attempt);
+char *store__merge_claim_data(int64_t id, const char *holder);
 
 /*
  * The migration number of an embedded file named "NNN-anything.sql"
