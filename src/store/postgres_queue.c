@@ -130,11 +130,6 @@ static const char sql_claim_recheck[] =
  */
 #define CLAIM_MAX_SKIPS 16
 
-/* Defaults of a task's NOT NULL text columns (store.h). */
-#define TASK_DEFAULT_KIND	  "code"
-#define TASK_DEFAULT_ORIGIN	  "user"
-#define TASK_DEFAULT_MAX_ATTEMPTS 3
-
 /* ---- parameters --------------------------------------------------------- */
 
 /* Enough for the widest statement: a task's INSERT or UPDATE. */
@@ -270,34 +265,6 @@ read_merge(const PGresult *res, int row, struct merge_item *m)
 	MERGE_IDS_MUTABLE(READ_INT)
 #undef READ_TEXT
 #undef READ_INT
-}
-
-/*
- * A copy of t, borrowing its strings, with the defaults of store.h put
- * in for the NOT NULL columns the caller left empty. The defaults live
- * in the caller's buffers so that nothing is allocated.
- */
-struct task_defaults {
-	char kind[sizeof(TASK_DEFAULT_KIND)];
-	char origin[sizeof(TASK_DEFAULT_ORIGIN)];
-	char status[sizeof(TASK_QUEUED)];
-};
-
-static struct task
-task_with_defaults(const struct task *t, struct task_defaults *d)
-{
-	struct task row = *t;
-
-	memcpy(d->kind, TASK_DEFAULT_KIND, sizeof(d->kind));
-	memcpy(d->origin, TASK_DEFAULT_ORIGIN, sizeof(d->origin));
-	memcpy(d->status, TASK_QUEUED, sizeof(d->status));
-	if (!row.kind)
-		row.kind = d->kind;
-	if (!row.origin)
-		row.origin = d->origin;
-	if (!row.status)
-		row.status = d->status;
-	return row;
 }
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -579,8 +546,8 @@ pg__task_add(struct store *s, struct task *t, struct event *ev,
 	     struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
-	struct task_defaults d;
-	struct task row = task_with_defaults(t, &d);
+	struct store_task_defaults d;
+	struct task row = store__task_with_defaults(t, &d);
 	int64_t now = time_now_ms(), id = 0, ts = 0, evseq = 0;
 	int64_t created = t->created_at ? t->created_at : now;
 	char what[256];
@@ -688,8 +655,8 @@ pg__task_update(struct store *s, struct task *t, struct event *ev,
 		struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
-	struct task_defaults d;
-	struct task row = task_with_defaults(t, &d);
+	struct store_task_defaults d;
+	struct task row = store__task_with_defaults(t, &d);
 	int64_t now = time_now_ms(), ts = 0, evseq = 0;
 	char what[64];
 	int rc, tries = 0;

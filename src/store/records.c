@@ -72,3 +72,20 @@ store__merge_claim_data(int64_t id, const char *holder)
 	return json_take_text(json_pack("{s:I, s:o}", "item", (json_int_t)id,
 					"worker", json_lossy_str(holder)));
 }
+
+struct task
+store__task_with_defaults(const struct task *t, struct store_task_defaults *d)
+{
+	struct task row = *t;
+
+	memcpy(d->kind, TASK_DEFAULT_KIND, sizeof(d->kind));
+	memcpy(d->origin, TASK_DEFAULT_ORIGIN, sizeof(d->origin));
+	memcpy(d->status, TASK_QUEUED, sizeof(d->status));
+	if (!row.kind)
+		row.kind = d->kind;
+	if (!row.origin)
+		row.origin = d->origin;
+	if (!row.status)
+		row.status = d->status;
+	return row;
+}

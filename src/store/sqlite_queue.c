@@ -97,11 +97,6 @@ static const char sql_merge_update[] =
 	MERGE_STRINGS_MUTABLE(SQL_SET_QMARK) MERGE_INTS_MUTABLE(SQL_SET_QMARK)
 	MERGE_IDS_MUTABLE(SQL_SET_QMARK) " WHERE id = ? AND version = ?";
 
-/* Defaults of a task's NOT NULL text columns (store.h). */
-#define TASK_DEFAULT_KIND	  "code"
-#define TASK_DEFAULT_ORIGIN	  "user"
-#define TASK_DEFAULT_MAX_ATTEMPTS 3
-
 /* ---- small helpers ------------------------------------------------------ */
 
 /*
@@ -150,34 +145,6 @@ read_task(sqlite3_stmt *st, struct task *t)
 	TASK_IDS_MUTABLE(READ_INT)
 #undef READ_TEXT
 #undef READ_INT
-}
-
-/*
- * A copy of t, borrowing its strings, with the defaults of store.h put
- * in for the NOT NULL columns the caller left empty. The defaults live
- * in the caller's buffers so that nothing is allocated.
- */
-struct task_defaults {
-	char kind[sizeof(TASK_DEFAULT_KIND)];
-	char origin[sizeof(TASK_DEFAULT_ORIGIN)];
-	char status[sizeof(TASK_QUEUED)];
-};
-
-static struct task
-task_with_defaults(const struct task *t, struct task_defaults *d)
-{
-	struct task row = *t;
-
-	memcpy(d->kind, TASK_DEFAULT_KIND, sizeof(d->kind));
-	memcpy(d->origin, TASK_DEFAULT_ORIGIN, sizeof(d->origin));
-	memcpy(d->status, TASK_QUEUED, sizeof(d->status));
-	if (!row.kind)
-		row.kind = d->kind;
-	if (!row.origin)
-		row.origin = d->origin;
-	if (!row.status)
-		row.status = d->status;
-	return row;
 }
 
 static int
@@ -429,8 +396,8 @@ sqlite__task_add(struct store *s, struct task *t, struct event *ev,
 		 struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);
-	struct task_defaults d;
-	struct task row = task_with_defaults(t, &d);
+	struct store_task_defaults d;
+	struct task row = store__task_with_defaults(t, &d);
 	sqlite3_stmt *st = NULL;
 	int64_t now = time_now_ms(), id = 0, ts = 0, evseq = 0;
 	int64_t created = t->created_at ? t->created_at : now;
@@ -548,8 +515,8 @@ sqlite__task_update(struct store *s, struct task *t, struct event *ev,
 		    struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);
-	struct task_defaults d;
-	struct task row = task_with_defaults(t, &d);
+	struct store_task_defaults d;
+	struct task row = store__task_with_defaults(t, &d);
 	sqlite3_stmt *st = NULL;
 	int64_t now = time_now_ms(), ts = 0, evseq = 0;
 	char what[64];

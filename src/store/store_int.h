@@ -198,6 +198,24 @@ int store__fault(struct err *e, const char *what);
  */
 int store__ref_matches(const char *ref, const char *id);
 
+/* Defaults of a task's NOT NULL columns (store.h). */
+#define TASK_DEFAULT_KIND	  "code"
+#define TASK_DEFAULT_ORIGIN	  "user"
+#define TASK_DEFAULT_MAX_ATTEMPTS 3
+
+/*
+ * records.c: a copy of t, borrowing its strings, with the defaults put
+ * in for the NOT NULL text columns the caller left empty. The defaults
+ * live in the caller's d so that nothing is allocated.
+ */
+struct store_task_defaults {
+	char kind[sizeof(TASK_DEFAULT_KIND)];
+	char origin[sizeof(TASK_DEFAULT_ORIGIN)];
+	char status[sizeof(TASK_QUEUED)];
+};
+struct task store__task_with_defaults(const struct task *t,
+				      struct store_task_defaults *d);
+
 /* records.c: the data of a "task_claimed" event, {"worker", "token",
  * "attempt"}, and of a "merge_claimed" one, {"item", "worker"}, the same
  * on every backend; the caller frees them. */

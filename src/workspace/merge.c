@@ -796,3 +796,96 @@ out:
 	spawn_opts_release(&o);
 	return rc;
 }
+
+/*
+ * ---- worker hosts sharing one remote (repo.url) ------------------------
+ *
+ * When repo.url names a shared remote, every machine keeps a clone of
+ * its own and the remote is the only thing they share besides the
+ * database. A run starts from the base as the remote has it now, not as
+ * this clone last saw it; a run's branch travels to the remote before
+ * its task is settled, so whoever judges or lands it, on whichever
+ * machine, fetches it from there; and the one lander pushes the base
+ * after each landing.
+ *
+ * Fetched bases live under refs/remotes/baton/, out of the way of the
+ * clone's own branches. Fetches never write FETCH_HEAD: workers of one
+ * clone fetch side by side, and that file is one for all of them.
+ */
+
+/*
+ * git fetch of one refspec. Two workers of this clone fetching the same
+ * ref at once may find it locked by the other: one more try settles it.
+ */
+static int
+fetch(const struct workspace *ws, const char *url, const char *refspec,
+      struct err *e)
+{
+	int rc = git(ws, ws->repo, NULL, e, "fetch", "--quiet",
+		     "--no-write-fetch-head", url, refspec, NULL);
+
+	if (rc < 0) {
+		*e = (struct err)ERR_INIT;
+		rc = git(ws, ws->repo, NULL, e, "fetch", "--quiet",
+			 "--no-write-fetch-head", url, refspec, NULL);
+	}
+	return rc;
+}
+
+int
+remote_fetch_base(const struct workspace *ws, const char *url,
+		  const char *branch, char **ref_out, struct err *e)
+{
+	char *ref = xasprintf("refs/remotes/baton/%s", branch);
+	char *spec = xasprintf("+refs/heads/%s:%s", branch, ref);
+	int rc = fetch(ws, url, spec, e);
+
+	free(spec);
+	if (rc < 0) {
+		err_prefix(e, "cannot fetch the base '%s' from '%s'", branch,
+			   url);
+		free(ref);
+		return rc;
+	}
+	*ref_out = ref;
+	return 0;
+}
+
+int
+remote_fetch_branch(const struct workspace *ws, const char *url,
+		    const char *branch, struct err *e)
+{
+	char *ref = branch_ref(branch), *tip = NULL, *spec;
+	int rc = resolve(ws, ref, &tip, e);
+
+	/* made here, or fetched before: git refuses to fetch into a branch
+	 * a worktree has checked out, and there is nothing new to get */
+	if (rc < 0 || tip) {
+		free(tip);
+		free(ref);
+		return rc;
+	}
+	spec = xasprintf("+%s:%s", ref, ref);
+	rc = fetch(ws, url, spec, e);
+	if (rc < 0)
+		err_prefix(e, "cannot fetch the branch '%s' from '%s'", branch,
+			   url);
+	free(spec);
+	free(ref);
+	return rc;
+}
+
+int
+remote_push(const struct workspace *ws, const char *url, const char *branch,
+	    int force, struct err *e)
+{
+	char *spec = xasprintf("%srefs/heads/%s:refs/heads/%s",
+			       force ? "+" : "", branch, branch);
+	int rc = git(ws, ws->repo, NULL, e, "push", "--quiet", url, spec,
+		     NULL);
+
+	if (rc < 0)
+		err_prefix(e, "cannot push '%s' to '%s'", branch, url);
+	free(spec);
+	return rc;
+}

@@ -206,7 +206,7 @@ void land_result_release(struct land_result *r);
 int worktree_base_branch(const struct workspace *ws, const char *configured,
 			 char **out, struct err *e);
 
-/* ---- remote.c: worker hosts sharing one remote (repo.url) ------------ */
+/* ---- merge.c: worker hosts sharing one remote (repo.url) ------------- */
 
 /*
  * Fetches branch from url into refs/remotes/baton/<branch>, and gives
