@@ -1,12 +1,14 @@
 /*
  * baton show RUN: the run record, its artifacts (every version of every
- * stage output) and its events. --json prints all three as one object.
+ * stage output) and its events. --json prints all three as one object,
+ * with the config snapshot the run keeps to.
  */
 #include "util/compat.h"
 
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "core/pipeline.h"
 #include "core/run.h"
 #include "store/store.h"
 #include "util/err.h"
@@ -102,6 +104,15 @@ add_call(const struct event *ev, void *arg)
 	return 0;
 }
 
+/* The config snapshot as an object; null for a run made without one. */
+static json_t *
+snapshot_json(const char *text)
+{
+	json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+
+	return o ? o : json_null();
+}
+
 static void
 print_human(const struct run *r)
 {
@@ -111,6 +122,8 @@ print_human(const struct run *r)
 	       r->id, r->task, r->pipeline, r->status);
 	if (r->reason)
 		printf(" (%s)", r->reason);
+	if (status_is_terminal(r->status))
+		printf("\noutcome   %s", r->outcome ? r->outcome : "-");
 	printf("\nstage     %s (%s)\n", r->stage ? r->stage : "-", r->phase);
 	printf("loops     %d of %d\n", r->review_loops, r->max_review_loops);
 	time_fmt_iso(r->started_at, ts, sizeof(ts));
@@ -122,6 +135,9 @@ print_human(const struct run *r)
 	printf("usage     $%.4f, %lld tokens in, %lld out, %.1f s in stages\n",
 	       r->cost_usd, (long long)r->tokens_in, (long long)r->tokens_out,
 	       (double)r->active_ms / 1000);
+	if (r->config_hash)
+		printf("config    %s%s\n", r->config_hash,
+		       r->config_snapshot ? " (snapshot kept)" : "");
 }
 
 static int
@@ -167,6 +183,8 @@ show_exec(struct cli *c, int argc, char **argv)
 		char *s;
 
 		json_object_set_new(o, "run_dir", json_string(dir));
+		json_object_set_new(o, "config_snapshot",
+				    snapshot_json(r.config_snapshot));
 		json_object_set(o, "artifacts", ctx.artifacts);
 		json_object_set(o, "events", ctx.events);
 		json_object_set(o, "calls", ctx.calls);

@@ -1,6 +1,7 @@
 /*
  * baton status: every run, newest first: id, status, stage, age, review
- * loops, cost. --json prints the records.
+ * loops, cost. A terminal status shows the outcome when it says more
+ * ("blocked (max_iterations_reached)"). --json prints the records.
  */
 #include "util/compat.h"
 
@@ -18,6 +19,18 @@ struct status_ctx {
 	int64_t now;
 	int rows;
 };
+
+/*
+ * 1 when a terminal run's outcome is news beside its status: "blocked
+ * (plan_rejected)", but not "blocked (blocked)" nor a finished run's
+ * "completed".
+ */
+static int
+outcome_says_more(const struct run *r)
+{
+	return r->outcome && strcmp(r->outcome, r->status) &&
+	       strcmp(r->outcome, RUN_OUTCOME_COMPLETED);
+}
 
 static int
 print_run(const struct run *r, void *arg)
@@ -42,10 +55,14 @@ print_run(const struct run *r, void *arg)
 	time_fmt_age(c->now - r->created_at, age, sizeof(age));
 	snprintf(loops, sizeof(loops), "%d/%d", r->review_loops,
 		 r->max_review_loops);
-	snprintf(status, sizeof(status), "%s%s", r->status,
-		 r->pause_requested && !status_is_terminal(r->status) ?
-			 " (pausing)" :
-			 "");
+	if (status_is_terminal(r->status) && outcome_says_more(r))
+		snprintf(status, sizeof(status), "%s (%s)", r->status,
+			 r->outcome);
+	else
+		snprintf(status, sizeof(status), "%s%s", r->status,
+			 r->pause_requested && !status_is_terminal(r->status) ?
+				 " (pausing)" :
+				 "");
 	printf("%-28.28s %-21s %-10s %7s %6s %8.4f\n", r->id, status,
 	       r->stage ? r->stage : "-", age, loops, r->cost_usd);
 	return 0;

@@ -1438,3 +1438,348 @@ config_show(const struct config *c, struct buf *out)
 {
 	cnode_dump(c->root, out);
 }
+
+/*
+ * Snapshots. The JSON is written here rather than with jansson because
+ * it must be YAML too, which libyaml reads: besides what JSON escapes,
+ * DEL, the C1 controls and U+2028, U+2029, U+FEFF, U+FFFE and U+FFFF are
+ * escaped, since libyaml refuses some of them raw and folds others as
+ * line breaks inside a quoted scalar. Separators carry a space (", ",
+ * ": "), the form every YAML reader takes as a flow mapping.
+ */
+
+#define DIFF_SHOW_MAX 60
+
+/*
+ * The code point of the UTF-8 sequence at p (at most n bytes) in *cp and
+ * its length, or 0 when it is not valid UTF-8.
+ */
+static size_t
+utf8_decode(const unsigned char *p, size_t n, unsigned int *cp)
+{
+	size_t len, i;
+	unsigned int v;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if ((p[0] & 0xe0) == 0xc0) {
+		len = 2;
+		v = p[0] & 0x1f;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		len = 3;
+		v = p[0] & 0x0f;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		len = 4;
+		v = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		v = (v << 6) | (p[i] & 0x3f);
+	}
+	if ((len == 2 && v < 0x80) || (len == 3 && v < 0x800) ||
+	    (len == 4 && (v < 0x10000 || v > 0x10ffff)) ||
+	    (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return len;
+}
+
+/* 1 for a code point written as \uXXXX: see above. */
+static int
+json_escaped(unsigned int cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 ||
+	       cp == 0x2029 || cp == 0xfeff || cp == 0xfffe || cp == 0xffff;
+}
+
+static void
+json_string(struct buf *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), len;
+	unsigned int cp;
+
+	buf_addch(out, '"');
+	while (n) {
+		len = utf8_decode(p, n, &cp);
+		if (!len) {
+			buf_adds(out, "\\ufffd");
+			len = 1;
+		} else if (cp == '"' || cp == '\\') {
+			buf_addf(out, "\\%c", (int)cp);
+		} else if (cp == '\n') {
+			buf_adds(out, "\\n");
+		} else if (cp == '\t') {
+			buf_adds(out, "\\t");
+		} else if (json_escaped(cp)) {
+			buf_addf(out, "\\u%04x", cp);
+		} else {
+			buf_add(out, p, len);
+		}
+		p += len;
+		n -= len;
+	}
+	buf_addch(out, '"');
+}
+
+static void
+json_node(struct buf *out, const struct cnode *n)
+{
+	size_t i;
+
+	switch (n->type) {
+	case CNODE_SCALAR:
+		json_string(out, n->value);
+		break;
+	case CNODE_SEQ:
+		buf_addch(out, '[');
+		for (i = 0; i < n->nr; i++) {
+			if (i)
+				buf_adds(out, ", ");
+			json_node(out, n->kids[i]);
+		}
+		buf_addch(out, ']');
+		break;
+	case CNODE_MAP:
+		buf_addch(out, '{');
+		for (i = 0; i < n->nr; i++) {
+			if (i)
+				buf_adds(out, ", ");
+			json_string(out, n->kids[i]->key);
+			buf_adds(out, ": ");
+			json_node(out, n->kids[i]);
+		}
+		buf_addch(out, '}');
+		break;
+	}
+}
+
+char *
+config_to_json(const struct config *c)
+{
+	struct buf out = BUF_INIT;
+
+	if (c->root)
+		json_node(&out, c->root);
+	else
+		buf_adds(&out, "{}");
+	return buf_detach(&out, NULL);
+}
+
+/*
+ * Every scalar of the text was a JSON string, so all came back quoted:
+ * make them plain, as the config they came from had its numbers, flags
+ * and nulls (see config.h for what that costs).
+ */
+static void
+unquote(struct cnode *n)
+{
+	size_t i;
+
+	n->quoted = 0;
+	for (i = 0; i < n->nr; i++)
+		unquote(n->kids[i]);
+}
+
+int
+config_from_json(const char *text, const char *label, struct config *out,
+		 struct err *e)
+{
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	int rc;
+
+	config_builder_init(&b);
+	rc = config_add_yaml(&b, label, text, strlen(text), e);
+	if (rc < 0) {
+		config_builder_release(&b);
+		return rc;
+	}
+	unquote(b.root);
+	return config_finish(&b, out, e);
+}
+
+/*
+ * The diff. Two nodes are the same when their canonical forms (the
+ * hash's, above) are: key order, quoting and origins do not count.
+ */
+static int
+same_node(const struct cnode *a, const struct cnode *b)
+{
+	struct buf x = BUF_INIT, y = BUF_INIT;
+	int same;
+
+	canon(&x, a);
+	canon(&y, b);
+	same = x.len == y.len && !memcmp(x.ptr, y.ptr, x.len);
+	buf_release(&x);
+	buf_release(&y);
+	return same;
+}
+
+/* A scalar with no text, or YAML's null: a section written empty. */
+static int
+is_empty(const struct cnode *n)
+{
+	return n->type == CNODE_SCALAR &&
+	       (!n->value[0] || !strcmp(n->value, "~") ||
+		!strcasecmp(n->value, "null"));
+}
+
+/* Appends s, cut at DIFF_SHOW_MAX bytes or a control character. */
+static void
+diff_text(struct buf *out, const char *s)
+{
+	size_t n;
+
+	if (!*s) {
+		buf_adds(out, "\"\"");
+		return;
+	}
+	for (n = 0; s[n] && (unsigned char)s[n] >= 0x20; n++)
+		;
+	if (!s[n] && n <= DIFF_SHOW_MAX) {
+		buf_adds(out, s);
+		return;
+	}
+	if (n > DIFF_SHOW_MAX - 3)
+		n = DIFF_SHOW_MAX - 3;
+	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--; /* not inside a UTF-8 sequence */
+	buf_add(out, s, n);
+	buf_adds(out, "...");
+}
+
+/* How a value is shown in a diff line, cut as diff_text cuts. */
+static void
+diff_value(struct buf *out, const struct cnode *n)
+{
+	struct buf list = BUF_INIT;
+	size_t i;
+
+	if (n->type == CNODE_SCALAR) {
+		diff_text(out, n->value);
+	} else if (n->type == CNODE_MAP) {
+		buf_adds(out, n->nr ? "{...}" : "{}");
+	} else if (!n->nr) {
+		buf_adds(out, "[]");
+	} else {
+		for (i = 0; i < n->nr; i++)
+			buf_addf(&list, "%s%s", i ? ", " : "",
+				 n->kids[i]->type == CNODE_SCALAR ?
+					 n->kids[i]->value :
+					 "...");
+		buf_addch(out, '[');
+		diff_text(out, list.ptr);
+		buf_addch(out, ']');
+	}
+	buf_release(&list);
+}
+
+static int
+all_scalar_kids(const struct cnode *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->nr; i++)
+		if (n->kids[i]->type != CNODE_SCALAR)
+			return 0;
+	return 1;
+}
+
+/* The keys of map n (NULL: none) sorted, in a new array of n->nr. */
+static const struct cnode **
+sorted_kids(const struct cnode *n, size_t *nr)
+{
+	const struct cnode **kids;
+	size_t i;
+
+	*nr = n && n->type == CNODE_MAP ? n->nr : 0;
+	kids = xcalloc(*nr ? *nr : 1, sizeof(*kids));
+	for (i = 0; i < *nr; i++)
+		kids[i] = n->kids[i];
+	qsort(kids, *nr, sizeof(*kids), cmp_key);
+	return kids;
+}
+
+static void diff_walk(struct buf *path, const struct cnode *old,
+		      const struct cnode *cur, struct strvec *out);
+
+/* Two maps (or empty scalars, or NULL), key by key. */
+static void
+diff_maps(struct buf *path, const struct cnode *old, const struct cnode *cur,
+	  struct strvec *out)
+{
+	const struct cnode **a, **b;
+	size_t na, nb, i = 0, j = 0, mark = path->len;
+	int c;
+
+	a = sorted_kids(old, &na);
+	b = sorted_kids(cur, &nb);
+	while (i < na || j < nb) {
+		if (i == na)
+			c = 1;
+		else if (j == nb)
+			c = -1;
+		else
+			c = strcmp(a[i]->key, b[j]->key);
+		buf_addf(path, "%s%s", mark ? "." : "",
+			 c <= 0 ? a[i]->key : b[j]->key);
+		if (c < 0)
+			strvec_pushf(out, "%s: removed", path->ptr);
+		else if (c > 0)
+			strvec_pushf(out, "%s: added", path->ptr);
+		else
+			diff_walk(path, a[i], b[j], out);
+		buf_setlen(path, mark);
+		if (c <= 0)
+			i++;
+		if (c >= 0)
+			j++;
+	}
+	free(a);
+	free(b);
+}
+
+static void
+diff_walk(struct buf *path, const struct cnode *old, const struct cnode *cur,
+	  struct strvec *out)
+{
+	struct buf line = BUF_INIT;
+
+	if ((old->type == CNODE_MAP || is_empty(old)) &&
+	    (cur->type == CNODE_MAP || is_empty(cur)) &&
+	    (old->type == CNODE_MAP || cur->type == CNODE_MAP)) {
+		diff_maps(path, old, cur, out);
+		return;
+	}
+	if (same_node(old, cur))
+		return;
+	buf_addf(&line, "%s: ", path->ptr);
+	if (old->type == CNODE_SEQ && cur->type == CNODE_SEQ &&
+	    (!all_scalar_kids(old) || !all_scalar_kids(cur))) {
+		buf_adds(&line, "changed");
+	} else {
+		diff_value(&line, old);
+		buf_adds(&line, " -> ");
+		diff_value(&line, cur);
+	}
+	strvec_push(out, line.ptr);
+	buf_release(&line);
+}
+
+void
+config_diff(const struct cnode *old, const struct cnode *cur,
+	    struct strvec *out)
+{
+	struct buf path = BUF_INIT;
+
+	diff_maps(&path, old, cur, out);
+	buf_release(&path);
+}

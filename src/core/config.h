@@ -214,4 +214,38 @@ int config_path_allowed(const struct config *c, const char *path);
 /* The effective config with origins (see cnode_dump). */
 void config_show(const struct config *c, struct buf *out);
 
+/*
+ * Config snapshots: what a run keeps of the config it was made under
+ * (runs.config_snapshot).
+ *
+ * config_to_json gives the merged tree c->root as JSON text (caller
+ * frees): maps as objects, sequences as arrays, every scalar as a string
+ * holding its text, so that config_from_json gives back the same values
+ * and the same hash. What JSON cannot say is lost: origins, and whether
+ * a scalar was quoted (a valid config has quoted scalars only where a
+ * string is read, so that changes nothing but a quoted "", "~" or "null"
+ * becoming null). Bytes that are not UTF-8 become U+FFFD.
+ */
+char *config_to_json(const struct config *c);
+/*
+ * Builds *out (caller config_release()s) from such text over the
+ * built-in defaults. JSON is YAML, so this is config_add_yaml and
+ * config_finish: label names the text in errors ("LABEL:1:230:
+ * roles.default: ..."), and the errors are theirs.
+ */
+int config_from_json(const char *text, const char *label,
+		     struct config *out, struct err *e);
+/*
+ * What changed from tree old to tree cur (either may be NULL: empty),
+ * one line per changed key pushed on out, keys in sorted order at each
+ * level: "workflow.max_review_loops: 2 -> 3", "providers.x: added",
+ * "roles.reviewer: removed". Maps are compared key by key; sequences
+ * whole ("policies.allowed_paths: [a] -> [a, b]", or ": changed" when
+ * they hold more than scalars). Quoting and origins are ignored, and an
+ * empty or null scalar counts as an empty map. Values are cut to about 60
+ * characters, at the first control character too, so a line stays short.
+ */
+void config_diff(const struct cnode *old, const struct cnode *cur,
+		 struct strvec *out);
+
 #endif

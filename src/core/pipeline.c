@@ -3,8 +3,23 @@
  * transition table from them (see pipeline.h for the rules). The table is
  * the only authority on which status may follow which; the engine asks it
  * before every write.
+ *
+ * Parsing goes in passes, so that each rule sees the whole list:
+ *
+ *   read      each stage's keys: kind (or type), names, providers, model,
+ *             parallel, phased reviewers. A kind that occurs more than
+ *             once numbers its stages: "code-review-2", "reviewing_code_2"
+ *   check     the kinds the pipeline's type allows, the stages that may
+ *             occur once, parallel groups (numbered), and the order a
+ *             bug-fix pipeline needs
+ *   complete  a bug-fix pipeline gets the stages it implies: consolidate
+ *             after the rca run, fix and revise as side stages
+ *   link      next, on_fail and on_changes: names to indexes, defaults
+ *   derive    the transition table
  */
 #include "util/compat.h"
+
+#include <stdarg.h>
 
 #include "core/cnode.h"
 #include "core/pipeline.h"
@@ -25,6 +40,36 @@ static const struct kind_info {
 	[KIND_REVIEW] = { "review", "reviewing", NULL, "reviewer" },
 	[KIND_FIX] = { "fix", "fixing", NULL, "fixer" },
 	[KIND_VERIFY] = { "verify", "verifying", NULL, "verifier" },
+	[KIND_RCA] = { "rca", "analyzing", NULL, "analyst" },
+	[KIND_CONSOLIDATE] = { "consolidate", "consolidating", "diagnosed",
+			       NULL },
+	[KIND_PLAN_REVIEW] = { "plan-review", "reviewing_plan", NULL,
+			       "reviewer" },
+	[KIND_IMPLEMENT] = { "implementation", "implementing", NULL,
+			     "implementer" },
+	[KIND_CODE_REVIEW] = { "code-review", "reviewing_code", NULL,
+			       "reviewer" },
+	[KIND_REVISE] = { "revise", "revising_plan", NULL, "planner" },
+};
+
+/* The kinds each pipeline type may use, in the order errors list them. */
+static const enum stage_kind feature_kinds[] = {
+	KIND_PLAN,   KIND_ARCHITECT, KIND_EXECUTE, KIND_VALIDATE,
+	KIND_REVIEW, KIND_FIX,	     KIND_VERIFY,  KIND__COUNT,
+};
+static const enum stage_kind bugfix_kinds[] = {
+	KIND_RCA,      KIND_CONSOLIDATE, KIND_PLAN_REVIEW,
+	KIND_IMPLEMENT, KIND_CODE_REVIEW, KIND_VALIDATE,
+	KIND_FIX,      KIND_REVISE,	 KIND_VERIFY,
+	KIND__COUNT,
+};
+
+static const struct pipeline_type {
+	const char *name;
+	const enum stage_kind *kinds; /* ends with KIND__COUNT */
+} types[] = {
+	{ "feature", feature_kinds },
+	{ "bugfix", bugfix_kinds },
 };
 
 static const char *const why_names[] = {
@@ -36,10 +81,12 @@ static const char *const why_names[] = {
 	[WHY_PAUSE] = "pause",	     [WHY_RESUME] = "resume",
 	[WHY_BLOCK] = "block",	     [WHY_FAILED] = "fail",
 	[WHY_ABORT] = "abort",	     [WHY_INTERRUPT] = "interrupt",
-	[WHY_RECOVER] = "recover",
+	[WHY_RECOVER] = "recover",   [WHY_REREVIEW] = "re-review",
+	[WHY_ASK] = "ask",	     [WHY_ANSWER] = "answer",
+	[WHY_REEXAMINE] = "re-examine",
 };
 
-static const char *const builtin_names[] = { "feature", NULL };
+static const char *const builtin_names[] = { "feature", "bugfix", NULL };
 
 static const char *const reserved[] = {
 	ST_CREATED, ST_WAITING, ST_PAUSED, ST_INTERRUPTED, ST_BLOCKED,
@@ -88,18 +135,75 @@ in_list(const char *const *list, const char *s)
 	return 0;
 }
 
+static const struct pipeline_type *
+find_type(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(types); i++)
+		if (!strcmp(types[i].name, name))
+			return &types[i];
+	return NULL;
+}
+
+int
+pipeline_kind_allowed(const char *type, enum stage_kind k)
+{
+	const struct pipeline_type *t = find_type(type ? type : "feature");
+	const enum stage_kind *kp;
+
+	if (!t)
+		return 0;
+	for (kp = t->kinds; *kp != KIND__COUNT; kp++)
+		if (*kp == k)
+			return 1;
+	return 0;
+}
+
+static int
+is_bugfix(const struct pipeline *p)
+{
+	return p->type && !strcmp(p->type, "bugfix");
+}
+
+/* "a, b, c": the kinds of list (ending with KIND__COUNT), or all. */
+static void
+kind_list(const enum stage_kind *list, struct buf *out)
+{
+	int k;
+
+	if (list) {
+		for (; *list != KIND__COUNT; list++)
+			buf_addf(out, "%s%s", out->len ? ", " : "",
+				 kinds[*list].name);
+		return;
+	}
+	for (k = 0; k < KIND__COUNT; k++)
+		buf_addf(out, "%s%s", k ? ", " : "", kinds[k].name);
+}
+
 void
 pipeline_free(struct pipeline *p)
 {
-	size_t i;
+	size_t i, j;
 
 	if (!p)
 		return;
 	for (i = 0; i < p->nr_stages; i++) {
-		free(p->stages[i].name);
-		free(p->stages[i].status);
-		free(p->stages[i].done);
-		free(p->stages[i].role);
+		struct stage *s = &p->stages[i];
+
+		free(s->name);
+		free(s->status);
+		free(s->done);
+		free(s->role);
+		free(s->where);
+		free(s->model);
+		strvec_clear(&s->providers);
+		for (j = 0; j < s->nr_phased; j++) {
+			free(s->phased[j].provider);
+			free(s->phased[j].model);
+		}
+		free(s->phased);
 	}
 	for (i = 0; i < p->nr_statuses; i++)
 		free(p->statuses[i]);
@@ -108,14 +212,51 @@ pipeline_free(struct pipeline *p)
 	free(p->edges);
 	free(p->name);
 	free(p->description);
+	free(p->type);
 	free(p->terminal);
 	free(p);
 }
 
 /*
+ * 1 if s is a safe status, role or provider name: 1 to 48 lowercase
+ * letters, digits, '_' and '-', so it can appear in file names, branches
+ * and SQL unquoted.
+ */
+static int
+is_name(const char *s)
+{
+	const char *c;
+
+	for (c = s; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+		      *c == '_' || *c == '-'))
+			return 0;
+	return *s && c - s <= 48;
+}
+
+/*
+ * 1 if s is a safe model name: 1 to 100 of [A-Za-z0-9._:/@+-], not
+ * starting with '-' (it reaches an agent's argv) and without ".." (it
+ * reaches output file names).
+ */
+static int
+is_model_name(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (!n || n > 100 || s[0] == '-' || strstr(s, ".."))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || strchr("._:/@+-", s[i])))
+			return 0;
+	return 1;
+}
+
+/*
  * Reads an optional scalar key of a stage into *out (a copy), checking
- * that it is a safe status or role name: lowercase letters, digits and
- * '_' or '-', so it can appear in file names, branches and SQL unquoted.
+ * that it is a safe name (is_name).
  */
 static int
 opt_name(const struct cnode *def, const char *key, const char *path,
@@ -123,7 +264,6 @@ opt_name(const struct cnode *def, const char *key, const char *path,
 {
 	const struct cnode *n = cnode_get(def, key);
 	char where[256], full[256];
-	const char *c;
 	int rc;
 
 	if (!n)
@@ -132,11 +272,7 @@ opt_name(const struct cnode *def, const char *key, const char *path,
 	rc = cnode_expect(n, CNODE_SCALAR, full, e);
 	if (rc)
 		return rc;
-	for (c = n->value; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-		      *c == '_' || *c == '-'))
-			break;
-	if (*c || !n->value[0] || strlen(n->value) > 48) {
+	if (!is_name(n->value)) {
 		cnode_where(n, where, sizeof(where));
 		return err_set(e, BATON_EINVAL,
 			       "%s: %s: '%s' is not a valid name (lowercase "
@@ -155,6 +291,18 @@ stage_index(const struct pipeline *p, const char *name)
 
 	for (i = 0; i < p->nr_stages; i++)
 		if (!strcmp(p->stages[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* The first stage of kind k, or -1. */
+static int
+first_of(const struct pipeline *p, enum stage_kind k)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_stages; i++)
+		if (p->stages[i].kind == k)
 			return (int)i;
 	return -1;
 }
@@ -188,76 +336,621 @@ stage_ref(struct pipeline *p, const struct cnode *def, const char *key,
 	return 0;
 }
 
-static const char *const stage_keys[] = {
-	"name", "kind", "status", "done", "role", "side",
-	"next", "on_fail", "on_changes", NULL,
+/*
+ * What pipeline_parse keeps while it builds a pipeline: the definition
+ * behind each stage and its place in the written list, so that errors
+ * point at what the user wrote even after implicit stages were added.
+ */
+struct parse {
+	struct pipeline *p;
+	const struct cnode *list;  /* the definition's stages */
+	const struct cnode **defs; /* defs[i] defines stages[i]; NULL:
+				      implicit */
+	size_t *pos;		   /* defs[i] is list->kids[pos[i]] */
+	size_t cap;		   /* slots in stages, defs and pos */
+	int count[KIND__COUNT];	   /* stages of each kind written */
+	int seen[KIND__COUNT];	   /* of them, read so far */
+	char path[256];		   /* "pipelines.NAME.stages" */
+	struct err *e;
 };
 
 /*
- * First pass over one stage: name, kind and the status names. A stage may
- * be a bare scalar ("review"), meaning a stage of that kind named after it.
+ * Stage i as errors name it: "pipelines.x.stages[2] (name)", or for an
+ * implicit stage "pipelines.x.stages (name, implicit)".
+ */
+static void
+stage_path(const struct parse *c, size_t i, char *out, size_t len)
+{
+	const char *name = c->p->stages[i].name;
+
+	if (!name)
+		name = "?";
+	if (c->defs[i])
+		snprintf(out, len, "%s[%zu] (%s)", c->path, c->pos[i], name);
+	else
+		snprintf(out, len, "%s (%s, implicit)", c->path, name);
+}
+
+static int stage_err(const struct parse *c, size_t i, const struct cnode *at,
+		     const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/*
+ * Fails with BATON_EINVAL and "WHERE: PATH (name): what", WHERE being
+ * where at was written, else where the stage was.
  */
 static int
-parse_stage(struct pipeline *p, const struct cnode *def, const char *path,
-	    struct stage *s, struct err *e)
+stage_err(const struct parse *c, size_t i, const struct cnode *at,
+	  const char *fmt, ...)
 {
-	const struct cnode *kn;
-	const char *kind;
-	char where[256];
+	char where[256], sp[320], msg[640];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (at)
+		cnode_where(at, where, sizeof(where));
+	else
+		snprintf(where, sizeof(where), "%s", c->p->stages[i].where);
+	stage_path(c, i, sp, sizeof(sp));
+	return err_set(c->e, BATON_EINVAL, "%s: %s: %s", where, sp, msg);
+}
+
+/*
+ * Fills s with the defaults of kind k: index is its number among the
+ * stages of that kind. When the kind occurs more than once (repeated),
+ * the names are numbered ("code-review-2", "reviewing_code_2") so that
+ * every stage and status stays unique without the user naming them.
+ */
+static void
+stage_init(struct stage *s, enum stage_kind k, int index, int repeated,
+	   const char *where)
+{
+	const struct kind_info *ki = &kinds[k];
+
+	memset(s, 0, sizeof(*s));
+	s->kind = k;
+	s->index = index;
+	s->next = s->on_fail = s->on_changes = -1;
+	s->where = xstrdup(where);
+	strvec_init(&s->providers);
+	s->review_interval = 1;
+	s->max_phased_iterations = 3;
+	/* -1 until complete(): the last code review is the final gate */
+	s->on_reject_stop = k == KIND_CODE_REVIEW ? -1 : 0;
+	s->role = xstrdup_or_null(ki->role);
+	if (repeated) {
+		s->name = xasprintf("%s-%d", ki->name, index);
+		s->status = xasprintf("%s_%d", ki->status, index);
+		s->done = ki->done ? xasprintf("%s_%d", ki->done, index) : NULL;
+	} else {
+		s->name = xstrdup(ki->name);
+		s->status = xstrdup(ki->status);
+		s->done = xstrdup_or_null(ki->done);
+	}
+}
+
+/* The node naming a stage's kind: the scalar itself, type or kind. */
+static const struct cnode *
+kind_node(const struct cnode *def)
+{
+	const struct cnode *n;
+
+	if (def->type == CNODE_SCALAR)
+		return def;
+	n = cnode_get(def, "type");
+	return n ? n : cnode_get(def, "kind");
+}
+
+/* key of stage i as messages name it: "pipelines.x.stages[1] (r): key". */
+static void
+key_path(const struct parse *c, size_t i, const char *key, char *out,
+	 size_t len)
+{
+	char sp[320];
+
+	stage_path(c, i, sp, sizeof(sp));
+	snprintf(out, len, "%s: %s", sp, key);
+}
+
+static int
+read_bool(const struct parse *c, size_t i, const char *key, int *out)
+{
+	const struct cnode *n = cnode_get(c->defs[i], key);
+	char path[400];
+
+	if (!n)
+		return 0;
+	key_path(c, i, key, path, sizeof(path));
+	return cnode_bool(n, path, out, c->e);
+}
+
+static int
+read_int(const struct parse *c, size_t i, const struct cnode *n,
+	 const char *key, long min, long max, int *out)
+{
+	char path[400];
+	long v;
 	int rc;
 
-	s->next = s->on_fail = s->on_changes = -1;
-	if (def->type == CNODE_SCALAR) {
-		kind = def->value;
-		s->name = xstrdup(kind);
-	} else {
-		rc = cnode_expect(def, CNODE_MAP, path, e);
+	key_path(c, i, key, path, sizeof(path));
+	rc = cnode_int(n, path, min, max, &v, c->e);
+	if (!rc)
+		*out = (int)v;
+	return rc;
+}
+
+/*
+ * A provider name written in a stage (n, under key). Whether the config
+ * has it is for `baton pipeline validate` and run creation to say: the
+ * parser does not see the config.
+ */
+static int
+check_provider(const struct parse *c, size_t i, const struct cnode *n,
+	       const char *key)
+{
+	if (n->type != CNODE_SCALAR)
+		return stage_err(c, i, n, "%s: expected a provider name", key);
+	if (!is_name(n->value))
+		return stage_err(c, i, n,
+				 "%s: '%s' is not a valid provider name "
+				 "(lowercase letters, digits, '_' and '-', at "
+				 "most 48)",
+				 key, n->value);
+	return 0;
+}
+
+static int
+check_model(const struct parse *c, size_t i, const struct cnode *n,
+	    const char *key)
+{
+	if (n->type != CNODE_SCALAR)
+		return stage_err(c, i, n, "%s: expected a model name", key);
+	if (!is_model_name(n->value))
+		return stage_err(c, i, n,
+				 "%s: model name '%s' is unsafe (a model name "
+				 "is 1 to 100 letters, digits and . _ : / @ + "
+				 "-, not starting with '-', without '..')",
+				 key, n->value);
+	return 0;
+}
+
+/* provider: one provider name or a non-empty list of them. */
+static int
+read_providers(const struct parse *c, size_t i, const struct cnode *n,
+	       struct strvec *out)
+{
+	size_t j;
+	int rc;
+
+	if (n->type == CNODE_SCALAR) {
+		rc = check_provider(c, i, n, "provider");
+		if (!rc)
+			strvec_push(out, n->value);
+		return rc;
+	}
+	if (n->type != CNODE_SEQ || !n->nr)
+		return stage_err(c, i, n,
+				 "provider: expected a provider name or a "
+				 "non-empty list of them");
+	for (j = 0; j < n->nr; j++) {
+		rc = check_provider(c, i, n->kids[j], "provider");
 		if (rc)
 			return rc;
-		rc = cnode_check_keys(def, path, stage_keys, e);
+		strvec_push(out, n->kids[j]->value);
+	}
+	return 0;
+}
+
+static const char *const phased_keys[] = {
+	"provider", "model", "parallel", NULL,
+};
+
+/*
+ * phased_reviews: who reviews a step-by-step implementation, batch by
+ * batch, with review_interval (steps per batch) and max_phased_iterations
+ * (fix rounds per batch before a person is asked). Only an implementation
+ * stage has them, and the two numbers mean nothing without reviewers.
+ */
+static int
+read_phased(const struct parse *c, size_t i)
+{
+	struct stage *s = &c->p->stages[i];
+	const struct cnode *def = c->defs[i];
+	const struct cnode *n = cnode_get(def, "phased_reviews");
+	const struct cnode *iv = cnode_get(def, "review_interval");
+	const struct cnode *mx = cnode_get(def, "max_phased_iterations");
+	char key[64], path[400];
+	size_t j;
+	int rc;
+
+	if (!n) {
+		if (iv || mx)
+			return stage_err(c, i, iv ? iv : mx,
+					 "%s is only for an implementation "
+					 "stage with phased_reviews",
+					 iv ? "review_interval" :
+					      "max_phased_iterations");
+		return 0;
+	}
+	if (s->kind != KIND_IMPLEMENT)
+		return stage_err(c, i, n,
+				 "phased_reviews is only for implementation "
+				 "stages");
+	if (n->type != CNODE_SEQ || !n->nr)
+		return stage_err(c, i, n,
+				 "phased_reviews: expected a non-empty list of "
+				 "reviewers ({provider, model, parallel})");
+	s->phased = xcalloc(n->nr, sizeof(*s->phased));
+	for (j = 0; j < n->nr; j++) {
+		const struct cnode *r = n->kids[j], *pn, *mn, *bn;
+		struct phased_reviewer *pr = &s->phased[j];
+
+		s->nr_phased = j + 1;
+		snprintf(key, sizeof(key), "phased_reviews[%zu]", j);
+		key_path(c, i, key, path, sizeof(path));
+		rc = cnode_expect(r, CNODE_MAP, path, c->e);
+		if (!rc)
+			rc = cnode_check_keys(r, path, phased_keys, c->e);
+		if (rc)
+			return rc;
+		pn = cnode_get(r, "provider");
+		if (!pn)
+			return stage_err(c, i, r, "%s: needs a provider", key);
+		snprintf(key, sizeof(key), "phased_reviews[%zu].provider", j);
+		rc = check_provider(c, i, pn, key);
+		if (rc)
+			return rc;
+		pr->provider = xstrdup(pn->value);
+		mn = cnode_get(r, "model");
+		if (mn) {
+			snprintf(key, sizeof(key), "phased_reviews[%zu].model",
+				 j);
+			rc = check_model(c, i, mn, key);
+			if (rc)
+				return rc;
+			pr->model = xstrdup(mn->value);
+		}
+		bn = cnode_get(r, "parallel");
+		if (bn) {
+			snprintf(key, sizeof(key),
+				 "phased_reviews[%zu].parallel", j);
+			key_path(c, i, key, path, sizeof(path));
+			rc = cnode_bool(bn, path, &pr->parallel, c->e);
+			if (rc)
+				return rc;
+		}
+	}
+	rc = 0;
+	if (iv)
+		rc = read_int(c, i, iv, "review_interval", 1, 1000,
+			      &s->review_interval);
+	if (!rc && mx)
+		rc = read_int(c, i, mx, "max_phased_iterations", 1, 100,
+			      &s->max_phased_iterations);
+	return rc;
+}
+
+/* The keys of a stage after its names: who runs it, and how. */
+static int
+read_options(const struct parse *c, size_t i)
+{
+	struct stage *s = &c->p->stages[i];
+	const struct cnode *def = c->defs[i], *n;
+	int rc;
+
+	rc = read_bool(c, i, "side", &s->side);
+	if (!rc)
+		rc = read_bool(c, i, "gate", &s->gate);
+	if (!rc)
+		rc = read_bool(c, i, "parallel", &s->parallel);
+	if (rc)
+		return rc;
+	if (s->parallel && !KIND_IS_SEED_REVIEW(s->kind))
+		return stage_err(c, i, cnode_get(def, "parallel"),
+				 "parallel is only for plan-review and "
+				 "code-review stages (the others run one at a "
+				 "time)");
+	n = cnode_get(def, "provider");
+	if (n) {
+		rc = read_providers(c, i, n, &s->providers);
+		if (rc)
+			return rc;
+	}
+	n = cnode_get(def, "model");
+	if (n) {
+		rc = check_model(c, i, n, "model");
+		if (rc)
+			return rc;
+		s->model = xstrdup(n->value);
+	}
+	n = cnode_get(def, "timeout_seconds");
+	if (n) {
+		rc = read_int(c, i, n, "timeout_seconds", 1, 604800,
+			      &s->timeout_seconds);
+		if (rc)
+			return rc;
+	}
+	n = cnode_get(def, "on_reject");
+	if (n) {
+		if (s->kind != KIND_CODE_REVIEW)
+			return stage_err(c, i, n,
+					 "on_reject is only for code-review "
+					 "stages");
+		if (n->type != CNODE_SCALAR ||
+		    (strcmp(n->value, "stop") && strcmp(n->value, "rework")))
+			return stage_err(c, i, n,
+					 "on_reject: expected stop or rework");
+		s->on_reject_stop = !strcmp(n->value, "stop");
+	}
+	return read_phased(c, i);
+}
+
+static const char *const stage_keys[] = {
+	"name",		   "kind",	     "type",
+	"status",	   "done",	     "role",
+	"side",		   "next",	     "on_fail",
+	"on_changes",	   "provider",	     "model",
+	"parallel",	   "gate",	     "timeout_seconds",
+	"on_reject",	   "phased_reviews", "review_interval",
+	"max_phased_iterations", NULL,
+};
+
+/*
+ * Reads stage i from defs[i]: its kind, names and options. A stage may be
+ * a bare scalar ("review"), meaning a stage of that kind with the default
+ * names. The outcome keys (next, on_fail, on_changes) wait for link().
+ */
+static int
+parse_stage(struct parse *c, size_t i)
+{
+	const struct cnode *def = c->defs[i], *kn, *tn;
+	struct stage *s = &c->p->stages[i];
+	struct buf all = BUF_INIT;
+	char path[300], where[256];
+	enum stage_kind k;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s[%zu]", c->path, c->pos[i]);
+	cnode_where(def, where, sizeof(where));
+	if (def->type == CNODE_SCALAR) {
+		kn = def;
+	} else {
+		rc = cnode_expect(def, CNODE_MAP, path, c->e);
+		if (!rc)
+			rc = cnode_check_keys(def, path, stage_keys, c->e);
 		if (rc)
 			return rc;
 		kn = cnode_get(def, "kind");
-		if (!kn) {
-			cnode_where(def, where, sizeof(where));
-			return err_set(e, BATON_EINVAL,
-				       "%s: %s: missing 'kind' (one of plan, "
-				       "architect, execute, validate, review, "
-				       "fix, verify)",
+		tn = cnode_get(def, "type");
+		if (kn && tn)
+			return err_set(c->e, BATON_EINVAL,
+				       "%s: %s: give 'type' or 'kind', not "
+				       "both (they are the same key)",
 				       where, path);
+		if (!kn)
+			kn = tn;
+		if (!kn) {
+			kind_list(NULL, &all);
+			rc = err_set(c->e, BATON_EINVAL,
+				     "%s: %s: missing 'type' (or 'kind'): one "
+				     "of %s",
+				     where, path, all.ptr);
+			buf_release(&all);
+			return rc;
 		}
-		rc = cnode_expect(kn, CNODE_SCALAR, path, e);
+		rc = cnode_expect(kn, CNODE_SCALAR, path, c->e);
 		if (rc)
 			return rc;
-		kind = kn->value;
 	}
-	if (stage_kind_parse(kind, &s->kind)) {
-		cnode_where(def->type == CNODE_MAP ? cnode_get(def, "kind") : def,
-			    where, sizeof(where));
-		return err_set(e, BATON_EINVAL,
-			       "%s: %s: unknown stage kind '%s' (expected one "
-			       "of plan, architect, execute, validate, review, "
-			       "fix, verify)",
-			       where, path, kind);
+	if (stage_kind_parse(kn->value, &k)) {
+		cnode_where(kn, where, sizeof(where));
+		kind_list(NULL, &all);
+		rc = err_set(c->e, BATON_EINVAL,
+			     "%s: %s: unknown stage kind '%s' (expected one "
+			     "of %s)",
+			     where, path, kn->value, all.ptr);
+		buf_release(&all);
+		return rc;
 	}
-	s->status = xstrdup(kinds[s->kind].status);
-	s->done = xstrdup_or_null(kinds[s->kind].done);
-	s->role = xstrdup_or_null(kinds[s->kind].role);
+	stage_init(s, k, ++c->seen[k], c->count[k] > 1, where);
 	if (def->type == CNODE_SCALAR)
 		return 0;
-	rc = opt_name(def, "name", path, &s->name, e);
-	if (!rc && !s->name)
-		s->name = xstrdup(kinds[s->kind].name);
+	rc = opt_name(def, "name", path, &s->name, c->e);
 	if (!rc)
-		rc = opt_name(def, "status", path, &s->status, e);
+		rc = opt_name(def, "status", path, &s->status, c->e);
 	if (!rc)
-		rc = opt_name(def, "done", path, &s->done, e);
+		rc = opt_name(def, "done", path, &s->done, c->e);
 	if (!rc)
-		rc = opt_name(def, "role", path, &s->role, e);
-	if (!rc && cnode_get(def, "side"))
-		rc = cnode_bool(cnode_get(def, "side"), path, &s->side, e);
-	(void)p;
+		rc = opt_name(def, "role", path, &s->role, c->e);
+	if (!rc)
+		rc = read_options(c, i);
 	return rc;
+}
+
+/* 1 if a stage of kind k is in [from, to) of p's stages. */
+static int
+has_kind(const struct pipeline *p, size_t from, size_t to, enum stage_kind k)
+{
+	for (; from < to && from < p->nr_stages; from++)
+		if (p->stages[from].kind == k)
+			return 1;
+	return 0;
+}
+
+/* How many rca stages lead the list. */
+static size_t
+rca_run(const struct pipeline *p)
+{
+	size_t n = 0;
+
+	while (n < p->nr_stages && p->stages[n].kind == KIND_RCA)
+		n++;
+	return n;
+}
+
+/* The kinds the pipeline's type allows; the stages that occur once. */
+static int
+check_kinds(const struct parse *c)
+{
+	const struct pipeline *p = c->p;
+	struct buf allowed = BUF_INIT;
+	size_t i;
+	int ncons = 0, nimpl = 0, rc;
+
+	for (i = 0; i < p->nr_stages; i++) {
+		const struct stage *s = &p->stages[i];
+
+		if (!pipeline_kind_allowed(p->type, s->kind)) {
+			kind_list(find_type(p->type)->kinds, &allowed);
+			rc = stage_err(c, i, NULL,
+				       "type '%s' is not allowed in a %s "
+				       "pipeline (allowed: %s)",
+				       kinds[s->kind].name, p->type,
+				       allowed.ptr);
+			buf_release(&allowed);
+			return rc;
+		}
+		if (s->kind == KIND_CONSOLIDATE && ncons++)
+			return stage_err(c, i, NULL,
+					 "consolidate may appear only once: "
+					 "one consolidation writes the "
+					 "diagnosis and the fix plan");
+		if (s->kind == KIND_IMPLEMENT && nimpl++)
+			return stage_err(c, i, NULL,
+					 "implementation may appear only once: "
+					 "its impl-result.json is a "
+					 "singleton");
+	}
+	return 0;
+}
+
+/*
+ * The order a bug-fix pipeline's records need: the rca stages first, one
+ * after another; consolidate right after them (it merges their records
+ * into the fix plan); plan-review once the plan exists and before the
+ * implementation; code-review after it. And there must be an
+ * implementation.
+ */
+static int
+check_order(const struct parse *c)
+{
+	const struct pipeline *p = c->p;
+	char where[256];
+	size_t i, nrca;
+
+	if (!is_bugfix(p))
+		return 0;
+	if (first_of(p, KIND_IMPLEMENT) < 0) {
+		cnode_where(c->list, where, sizeof(where));
+		return err_set(c->e, BATON_EINVAL,
+			       "%s: %s: a bugfix pipeline needs an "
+			       "implementation stage",
+			       where, c->path);
+	}
+	nrca = rca_run(p);
+	for (i = nrca; i < p->nr_stages; i++) {
+		const struct stage *s = &p->stages[i];
+
+		switch (s->kind) {
+		case KIND_RCA:
+			return stage_err(c, i, NULL,
+					 "rca stages must come first, one "
+					 "after another (this one comes after "
+					 "'%s')",
+					 p->stages[i - 1].name);
+		case KIND_CONSOLIDATE:
+			if (!nrca)
+				return stage_err(c, i, NULL,
+						 "consolidate needs rca stages "
+						 "before it (it merges their "
+						 "records)");
+			if (i != nrca)
+				return stage_err(c, i, NULL,
+						 "consolidate must come "
+						 "directly after the last rca "
+						 "stage");
+			break;
+		case KIND_PLAN_REVIEW:
+			if (!nrca)
+				return stage_err(c, i, NULL,
+						 "a plan-review needs a fix "
+						 "plan: it must come after the "
+						 "rca stages and consolidate");
+			if (!has_kind(p, i + 1, p->nr_stages, KIND_IMPLEMENT))
+				return stage_err(c, i, NULL,
+						 "a plan-review must come "
+						 "before the implementation "
+						 "stage");
+			break;
+		case KIND_CODE_REVIEW:
+			if (!has_kind(p, 0, i, KIND_IMPLEMENT))
+				return stage_err(c, i, NULL,
+						 "a code-review must come "
+						 "after the implementation "
+						 "stage");
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Makes an implicit stage of kind k at index at, moving the rest on. */
+static void
+insert_stage(struct parse *c, size_t at, enum stage_kind k, int side)
+{
+	struct pipeline *p = c->p;
+	size_t n = p->nr_stages - at;
+	char where[256];
+
+	if (p->nr_stages >= c->cap)
+		BUG("no room for implicit stage '%s'", kinds[k].name);
+	memmove(&p->stages[at + 1], &p->stages[at], n * sizeof(*p->stages));
+	memmove(&c->defs[at + 1], &c->defs[at], n * sizeof(*c->defs));
+	memmove(&c->pos[at + 1], &c->pos[at], n * sizeof(*c->pos));
+	p->nr_stages++;
+	cnode_where(c->list, where, sizeof(where));
+	stage_init(&p->stages[at], k, 1, 0, where);
+	p->stages[at].side = side;
+	p->stages[at].implicit = 1;
+	c->defs[at] = NULL;
+	c->pos[at] = 0;
+}
+
+/*
+ * A bug-fix pipeline writes only the stages that do work of their own;
+ * this adds what they imply (the seed's orchestrator steps): consolidate
+ * after the last rca when none is written, and the side stages that
+ * reviews send their changes to, fix for code reviews and revise for
+ * plan reviews. Then the last code review becomes the final gate unless
+ * on_reject says otherwise. At most three stages are added.
+ */
+static void
+complete(struct parse *c)
+{
+	struct pipeline *p = c->p;
+	size_t nrca = rca_run(p), i;
+	int last = -1;
+
+	if (is_bugfix(p)) {
+		if (nrca && first_of(p, KIND_CONSOLIDATE) < 0)
+			insert_stage(c, nrca, KIND_CONSOLIDATE, 0);
+		if (first_of(p, KIND_CODE_REVIEW) >= 0 &&
+		    first_of(p, KIND_FIX) < 0)
+			insert_stage(c, p->nr_stages, KIND_FIX, 1);
+		if (first_of(p, KIND_PLAN_REVIEW) >= 0 &&
+		    first_of(p, KIND_REVISE) < 0)
+			insert_stage(c, p->nr_stages, KIND_REVISE, 1);
+	}
+	for (i = 0; i < p->nr_stages; i++)
+		if (p->stages[i].kind == KIND_CODE_REVIEW)
+			last = (int)i;
+	for (i = 0; i < p->nr_stages; i++)
+		if (p->stages[i].on_reject_stop < 0)
+			p->stages[i].on_reject_stop = (int)i == last;
 }
 
 static void
@@ -340,6 +1033,81 @@ add_boundary(struct pipeline *p, size_t *alloc, const char *a,
 	add_edge(p, alloc, ST_PAUSED, x->status, WHY_RESUME);
 }
 
+/* s's work may stop to ask a person, and the answer re-runs it. */
+static void
+add_question(struct pipeline *p, size_t *alloc, const struct stage *s)
+{
+	add_edge(p, alloc, s->status, ST_WAITING, WHY_ASK);
+	add_edge(p, alloc, ST_WAITING, s->status, WHY_ANSWER);
+}
+
+/*
+ * The questions the bug-fix stages may put to a person (disagreeing
+ * analyses, needs_clarification, a rejected plan, phased rounds spent):
+ * the stage → waiting_for_approval, and the answer runs it again. A
+ * rejected plan may also send the run back to the first analysis. They
+ * are added before the flow edges so that the pairs they share with
+ * gates show as what they mostly are.
+ */
+static void
+derive_questions(struct pipeline *p, size_t *alloc)
+{
+	int rca = first_of(p, KIND_RCA);
+	size_t i;
+
+	for (i = 0; i < p->nr_stages; i++) {
+		const struct stage *s = &p->stages[i];
+
+		if (KIND_IS_SEED_REVIEW(s->kind) ||
+		    s->kind == KIND_CONSOLIDATE ||
+		    (s->kind == KIND_IMPLEMENT && s->nr_phased))
+			add_question(p, alloc, s);
+		if (s->kind == KIND_PLAN_REVIEW && rca >= 0)
+			add_edge(p, alloc, ST_WAITING, p->stages[rca].status,
+				 WHY_REEXAMINE);
+	}
+}
+
+/*
+ * Side stages that go back to the stage that sent them (each stage whose
+ * on_changes or on_fail they are), and parallel groups, whose members
+ * each lead to the stage after the group.
+ */
+static void
+derive_loops(struct pipeline *p, size_t *alloc)
+{
+	size_t i, j, first = 0, n;
+	int g, after;
+
+	for (i = 0; i < p->nr_stages; i++) {
+		const struct stage *f = &p->stages[i];
+
+		if (f->next != STAGE_BACK)
+			continue;
+		for (j = 0; j < p->nr_stages; j++)
+			if (p->stages[j].on_changes == (int)i ||
+			    p->stages[j].on_fail == (int)i)
+				add_boundary(p, alloc, exit_status(f),
+					     &p->stages[j], f, WHY_REREVIEW);
+	}
+	for (g = 1;; g++) {
+		n = pipeline_group(p, g, &first);
+		if (!n)
+			break;
+		after = pipeline_after(p, &p->stages[first]);
+		for (j = first; j < first + n; j++) {
+			const struct stage *m = &p->stages[j];
+
+			if (after < 0)
+				add_edge(p, alloc, exit_status(m), p->terminal,
+					 WHY_NEXT);
+			else
+				add_boundary(p, alloc, exit_status(m),
+					     &p->stages[after], m, WHY_NEXT);
+		}
+	}
+}
+
 static void
 derive(struct pipeline *p)
 {
@@ -360,6 +1128,7 @@ derive(struct pipeline *p)
 	add_status(p, &salloc, ST_FAILED);
 	add_status(p, &salloc, ST_ABORTED);
 
+	derive_questions(p, &ealloc);
 	add_boundary(p, &ealloc, ST_CREATED, first, NULL, WHY_START);
 	for (i = 0; i < p->nr_stages; i++) {
 		const struct stage *s = &p->stages[i];
@@ -367,9 +1136,9 @@ derive(struct pipeline *p)
 
 		if (s->done)
 			add_edge(p, &ealloc, s->status, s->done, WHY_DONE);
-		if (s->next < 0)
+		if (s->next == -1)
 			add_edge(p, &ealloc, x, p->terminal, WHY_NEXT);
-		else
+		else if (s->next >= 0)
 			add_boundary(p, &ealloc, x, &p->stages[s->next], s,
 				     WHY_NEXT);
 		if (s->on_fail >= 0)
@@ -380,6 +1149,7 @@ derive(struct pipeline *p)
 				     &p->stages[s->on_changes], s,
 				     WHY_CHANGES);
 	}
+	derive_loops(p, &ealloc);
 	add_edge(p, &ealloc, ST_WAITING, ST_BLOCKED, WHY_REJECT);
 	for (i = 0; i < p->nr_stages; i++) {
 		add_edge(p, &ealloc, p->stages[i].status, ST_BLOCKED,
@@ -402,200 +1172,343 @@ derive(struct pipeline *p)
 
 /* Status names must be unique and must not reuse a shared one. */
 static int
-check_names(const struct pipeline *p, const struct cnode *stages,
-	    const char *path, struct err *e)
+check_names(const struct parse *c)
 {
+	const struct pipeline *p = c->p;
 	size_t i, j, nmain = 0;
-	char where[256];
 
 	for (i = 0; i < p->nr_stages; i++) {
 		const struct stage *s = &p->stages[i];
 		const char *mine[2] = { s->status, s->done };
 		int k;
 
-		cnode_where(stages->kids[i], where, sizeof(where));
 		if (!s->side)
 			nmain++;
 		for (k = 0; k < 2; k++) {
 			if (!mine[k])
 				continue;
 			if (in_list(reserved, mine[k]))
-				return err_set(e, BATON_EINVAL,
-					       "%s: %s[%zu] (%s): status '%s' "
-					       "is reserved for every pipeline",
-					       where, path, i, s->name, mine[k]);
+				return stage_err(c, i, NULL,
+						 "status '%s' is reserved for "
+						 "every pipeline",
+						 mine[k]);
 		}
 		if (s->done && s->status && !strcmp(s->done, s->status))
-			return err_set(e, BATON_EINVAL,
-				       "%s: %s[%zu] (%s): done and status are "
-				       "both '%s'",
-				       where, path, i, s->name, s->done);
+			return stage_err(c, i, NULL,
+					 "done and status are both '%s'",
+					 s->done);
 		for (j = 0; j < i; j++) {
 			const struct stage *t = &p->stages[j];
 			const char *theirs[2] = { t->status, t->done };
 			int a, b;
 
 			if (!strcmp(s->name, t->name))
-				return err_set(e, BATON_EINVAL,
-					       "%s: %s[%zu]: a stage named '%s' "
-					       "already exists",
-					       where, path, i, s->name);
+				return stage_err(c, i, NULL,
+						 "a stage named '%s' already "
+						 "exists",
+						 s->name);
 			for (a = 0; a < 2; a++)
 				for (b = 0; b < 2; b++)
 					if (mine[a] && theirs[b] &&
 					    !strcmp(mine[a], theirs[b]))
-						return err_set(
-							e, BATON_EINVAL,
-							"%s: %s[%zu] (%s): status "
-							"'%s' is already used by "
+						return stage_err(
+							c, i, NULL,
+							"status '%s' is "
+							"already used by "
 							"stage '%s'",
-							where, path, i, s->name,
 							mine[a], t->name);
 		}
 	}
 	if (!nmain)
-		return err_set(e, BATON_EINVAL,
+		return err_set(c->e, BATON_EINVAL,
 			       "%s: pipeline '%s' has no stage outside the "
 			       "side loops",
-			       path, p->name);
+			       c->path, p->name);
 	return 0;
+}
+
+/* 1 for the side stages that may go back to the stage that sent them. */
+static int
+goes_back(const struct stage *s)
+{
+	return s->side && (s->kind == KIND_FIX || s->kind == KIND_REVISE);
 }
 
 /*
  * Second pass: outcome edges. The main line's default `next` is the next
  * main stage (or the terminal after the last); side stages must say where
- * they go.
+ * they go, except a bug-fix pipeline's fix and revise, which go back to
+ * the review that sent them. Plan reviews send their changes to the
+ * revise stage and code reviews to the fix stage unless on_changes says.
  */
 static int
-link_stages(struct pipeline *p, const struct cnode *stages, const char *path,
-	    struct err *e)
+link_stages(const struct parse *c)
 {
-	char sp[256], where[256];
+	struct pipeline *p = c->p;
+	int fix = first_of(p, KIND_FIX), revise = first_of(p, KIND_REVISE);
+	char sp[320];
 	size_t i, j;
 	int rc;
 
 	for (i = 0; i < p->nr_stages; i++) {
 		struct stage *s = &p->stages[i];
-		const struct cnode *def = stages->kids[i];
+		const struct cnode *def = c->defs[i], *n;
 
-		snprintf(sp, sizeof(sp), "%s[%zu] (%s)", path, i, s->name);
-		cnode_where(def, where, sizeof(where));
+		stage_path(c, i, sp, sizeof(sp));
 		s->next = -1;
-		if (!s->side)
+		if (!s->side) {
 			for (j = i + 1; j < p->nr_stages; j++)
 				if (!p->stages[j].side) {
 					s->next = (int)j;
 					break;
 				}
-		if (def->type != CNODE_MAP) {
-			if (s->side)
+		} else if (goes_back(s) && is_bugfix(p)) {
+			s->next = STAGE_BACK;
+		}
+		if (!def || def->type != CNODE_MAP) {
+			if (s->side && s->next != STAGE_BACK)
 				BUG("scalar stage cannot be side");
 			continue;
 		}
-		if (s->side && !cnode_get(def, "next"))
-			return err_set(e, BATON_EINVAL,
-				       "%s: %s: a side stage needs 'next' (the "
-				       "stage it returns to)",
-				       where, sp);
-		rc = stage_ref(p, def, "next", sp, &s->next, e);
+		n = cnode_get(def, "next");
+		if (s->side && !n && s->next != STAGE_BACK)
+			return stage_err(c, i, NULL,
+					 "a side stage needs 'next' (the stage "
+					 "it returns to)");
+		rc = 0;
+		if (n && n->type == CNODE_SCALAR && !strcmp(n->value, "back") &&
+		    (goes_back(s) || stage_index(p, "back") < 0)) {
+			if (!goes_back(s))
+				return stage_err(c, i, n,
+						 "next: back is only for side "
+						 "fix and revise stages (they "
+						 "return to the review that "
+						 "sent them)");
+			s->next = STAGE_BACK;
+		} else {
+			rc = stage_ref(p, def, "next", sp, &s->next, c->e);
+		}
 		if (!rc)
-			rc = stage_ref(p, def, "on_fail", sp, &s->on_fail, e);
+			rc = stage_ref(p, def, "on_fail", sp, &s->on_fail,
+				       c->e);
 		if (!rc)
-			rc = stage_ref(p, def, "on_changes", sp, &s->on_changes,
-				       e);
+			rc = stage_ref(p, def, "on_changes", sp,
+				       &s->on_changes, c->e);
 		if (rc)
 			return rc;
 		if (s->on_fail >= 0 && s->kind != KIND_VALIDATE)
-			return err_set(e, BATON_EINVAL,
-				       "%s: %s: on_fail is only for validate "
-				       "stages",
-				       where, sp);
-		if (s->on_changes >= 0 && s->kind != KIND_REVIEW)
-			return err_set(e, BATON_EINVAL,
-				       "%s: %s: on_changes is only for review "
-				       "stages",
-				       where, sp);
+			return stage_err(c, i, NULL,
+					 "on_fail is only for validate stages");
+		if (s->on_changes >= 0 && s->kind != KIND_REVIEW &&
+		    !KIND_IS_SEED_REVIEW(s->kind))
+			return stage_err(c, i, NULL,
+					 "on_changes is only for review stages "
+					 "(review, plan-review, code-review)");
 		if (s->next == (int)i || s->on_fail == (int)i ||
 		    s->on_changes == (int)i)
-			return err_set(e, BATON_EINVAL,
-				       "%s: %s: a stage cannot lead to itself",
-				       where, sp);
+			return stage_err(c, i, NULL,
+					 "a stage cannot lead to itself");
+	}
+	for (i = 0; i < p->nr_stages; i++) {
+		struct stage *s = &p->stages[i];
+
+		if (s->on_changes >= 0)
+			continue;
+		if (s->kind == KIND_PLAN_REVIEW && revise >= 0)
+			s->on_changes = revise;
+		else if (s->kind == KIND_CODE_REVIEW && fix >= 0)
+			s->on_changes = fix;
+	}
+	return 0;
+}
+
+/* 1 if t continues the parallel group that s is in or starts. */
+static int
+same_group(const struct stage *s, const struct stage *t)
+{
+	return t->kind == s->kind && t->parallel && !t->side && !s->side;
+}
+
+/*
+ * Numbers the parallel groups (the seed's parallel group detection): two
+ * or more consecutive reviews of one kind, all with parallel: true, run
+ * at once. A parallel stage without such a neighbour is an error rather
+ * than quietly sequential.
+ */
+static int
+assign_groups(const struct parse *c)
+{
+	struct pipeline *p = c->p;
+	size_t i = 0, j;
+	int g = 0;
+
+	while (i < p->nr_stages) {
+		const struct stage *s = &p->stages[i];
+
+		if (!s->parallel) {
+			i++;
+			continue;
+		}
+		for (j = i + 1; j < p->nr_stages; j++)
+			if (!same_group(s, &p->stages[j]))
+				break;
+		if (j - i < 2)
+			return stage_err(c, i,
+					 c->defs[i] ? cnode_get(c->defs[i],
+								"parallel") :
+						      NULL,
+					 "a parallel group needs two or more "
+					 "consecutive %s stages with parallel: "
+					 "true",
+					 kinds[s->kind].name);
+		g++;
+		for (; i < j; i++)
+			p->stages[i].group = g;
 	}
 	return 0;
 }
 
 static const char *const pipeline_keys[] = {
-	"name", "description", "terminal", "stages", NULL,
+	"name",		  "description", "type", "terminal",
+	"max_iterations", "stages",	 NULL,
 };
+
+/* The pipeline's own keys: description, type, terminal, max_iterations. */
+static int
+parse_header(struct pipeline *p, const struct cnode *def, const char *path,
+	     struct err *e)
+{
+	const struct cnode *n;
+	char where[256], full[256];
+	long v;
+	int rc;
+
+	n = cnode_get(def, "description");
+	if (n) {
+		rc = cnode_expect(n, CNODE_SCALAR, "description", e);
+		if (rc)
+			return rc;
+		p->description = xstrdup(n->value);
+	}
+	n = cnode_get(def, "type");
+	if (n) {
+		snprintf(full, sizeof(full), "%s.type", path);
+		rc = cnode_expect(n, CNODE_SCALAR, full, e);
+		if (rc)
+			return rc;
+		if (!find_type(n->value)) {
+			cnode_where(n, where, sizeof(where));
+			return err_set(e, BATON_EINVAL,
+				       "%s: %s: expected feature or bugfix, "
+				       "got '%s'",
+				       where, full, n->value);
+		}
+		free(p->type);
+		p->type = xstrdup(n->value);
+	}
+	n = cnode_get(def, "max_iterations");
+	if (n) {
+		snprintf(full, sizeof(full), "%s.max_iterations", path);
+		rc = cnode_int(n, full, 1, 1000, &v, e);
+		if (rc)
+			return rc;
+		p->max_iterations = (int)v;
+	}
+	n = cnode_get(def, "terminal");
+	if (n) {
+		rc = cnode_expect(n, CNODE_SCALAR, "terminal", e);
+		if (rc)
+			return rc;
+		if (strcmp(n->value, ST_MERGE_READY) &&
+		    strcmp(n->value, ST_COMPLETED)) {
+			cnode_where(n, where, sizeof(where));
+			return err_set(e, BATON_EINVAL,
+				       "%s: %s.terminal: expected merge_ready "
+				       "or completed, got '%s'",
+				       where, path, n->value);
+		}
+		free(p->terminal);
+		p->terminal = xstrdup(n->value);
+	}
+	return 0;
+}
 
 int
 pipeline_parse(const char *name, const struct cnode *def, int builtin,
 	       struct pipeline **out, struct err *e)
 {
 	struct pipeline *p = xcalloc(1, sizeof(*p));
-	const struct cnode *stages, *n;
+	struct parse c = { .p = p, .e = e };
 	char path[200], where[256];
+	enum stage_kind k;
 	size_t i;
 	int rc;
 
 	snprintf(path, sizeof(path), builtin ? "%s" : "pipelines.%s", name);
 	p->name = xstrdup(name);
 	p->builtin = builtin;
+	p->type = xstrdup("feature");
+	p->max_iterations = 10;
 	p->terminal = xstrdup(ST_MERGE_READY);
 	rc = cnode_expect(def, CNODE_MAP, path, e);
 	if (!rc)
 		rc = cnode_check_keys(def, path, pipeline_keys, e);
+	if (!rc)
+		rc = parse_header(p, def, path, e);
 	if (rc)
 		goto out;
-	if ((n = cnode_get(def, "description")) &&
-	    !(rc = cnode_expect(n, CNODE_SCALAR, "description", e)))
-		p->description = xstrdup(n->value);
-	if (rc)
-		goto out;
-	if ((n = cnode_get(def, "terminal"))) {
-		rc = cnode_expect(n, CNODE_SCALAR, "terminal", e);
-		if (rc)
-			goto out;
-		if (strcmp(n->value, ST_MERGE_READY) &&
-		    strcmp(n->value, ST_COMPLETED)) {
-			cnode_where(n, where, sizeof(where));
-			rc = err_set(e, BATON_EINVAL,
-				     "%s: %s.terminal: expected merge_ready or "
-				     "completed, got '%s'",
-				     where, path, n->value);
-			goto out;
-		}
-		free(p->terminal);
-		p->terminal = xstrdup(n->value);
-	}
-	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".stages");
-	stages = cnode_get(def, "stages");
-	if (!stages || stages->type != CNODE_SEQ || !stages->nr) {
-		cnode_where(stages ? stages : def, where, sizeof(where));
+	snprintf(c.path, sizeof(c.path), "%s.stages", path);
+	c.list = cnode_get(def, "stages");
+	if (!c.list || c.list->type != CNODE_SEQ || !c.list->nr) {
+		cnode_where(c.list ? c.list : def, where, sizeof(where));
 		rc = err_set(e, BATON_EINVAL,
 			     "%s: %s: expected a non-empty list of stages",
-			     where, path);
+			     where, c.path);
 		goto out;
 	}
-	p->stages = xcalloc(stages->nr, sizeof(*p->stages));
-	for (i = 0; i < stages->nr; i++) {
-		char sp[256];
+	/* room for the three implicit stages complete() may add */
+	c.cap = c.list->nr + 3;
+	p->stages = xcalloc(c.cap, sizeof(*p->stages));
+	c.defs = xcalloc(c.cap, sizeof(*c.defs));
+	c.pos = xcalloc(c.cap, sizeof(*c.pos));
+	for (i = 0; i < c.list->nr; i++) {
+		const struct cnode *kn = kind_node(c.list->kids[i]);
 
-		snprintf(sp, sizeof(sp), "%s[%zu]", path, i);
+		if (kn && kn->type == CNODE_SCALAR &&
+		    !stage_kind_parse(kn->value, &k))
+			c.count[k]++;
+	}
+	for (i = 0; i < c.list->nr; i++) {
+		c.defs[i] = c.list->kids[i];
+		c.pos[i] = i;
 		p->nr_stages = i + 1;
-		rc = parse_stage(p, stages->kids[i], sp, &p->stages[i], e);
+		rc = parse_stage(&c, i);
 		if (rc)
 			goto out;
 	}
-	rc = check_names(p, stages, path, e);
+	/*
+	 * Rules about a stage itself before rules about the order, so that a
+	 * stage broken in both ways is reported for what is wrong with it.
+	 */
+	rc = check_kinds(&c);
 	if (!rc)
-		rc = link_stages(p, stages, path, e);
+		rc = assign_groups(&c);
+	if (!rc)
+		rc = check_order(&c);
+	if (rc)
+		goto out;
+	complete(&c);
+	rc = check_names(&c);
+	if (!rc)
+		rc = link_stages(&c);
 	if (rc)
 		goto out;
 	derive(p);
 	*out = p;
 	p = NULL;
 out:
+	free(c.defs);
+	free(c.pos);
 	pipeline_free(p);
 	return rc;
 }
@@ -740,35 +1653,151 @@ pipeline_stage_index(const struct pipeline *p, const struct stage *s)
 	return (int)(s - p->stages);
 }
 
+size_t
+pipeline_group(const struct pipeline *p, int g, size_t *first)
+{
+	size_t i, n = 0;
+
+	if (g <= 0)
+		return 0;
+	for (i = 0; i < p->nr_stages; i++) {
+		if (p->stages[i].group != g)
+			continue;
+		if (!n++)
+			*first = i;
+	}
+	return n;
+}
+
+int
+pipeline_after(const struct pipeline *p, const struct stage *s)
+{
+	size_t first = 0, n;
+
+	if (s->group) {
+		n = pipeline_group(p, s->group, &first);
+		if (n)
+			s = &p->stages[first + n - 1];
+	}
+	return s->next;
+}
+
+/* Where success of s leads, by name: a stage, the terminal or "back". */
+static const char *
+next_name(const struct pipeline *p, const struct stage *s)
+{
+	if (s->next == STAGE_BACK)
+		return "back";
+	return s->next < 0 ? p->terminal : p->stages[s->next].name;
+}
+
+static int
+widest(int w, const char *s)
+{
+	int n = s ? (int)strlen(s) : 0;
+
+	return n > w ? n : w;
+}
+
+/* One stage's line, and a second one for phased reviewers. */
+static void
+describe_stage(const struct pipeline *p, const struct stage *s,
+	       const int *w, struct buf *out)
+{
+	size_t j;
+
+	buf_addf(out, "  %-*s kind %-*s status %-*s", w[0], s->name, w[1],
+		 stage_kind_name(s->kind), w[2], s->status);
+	if (s->done)
+		buf_addf(out, " then %-*s", w[3], s->done);
+	if (s->providers.nr) {
+		buf_addf(out, " providers ");
+		for (j = 0; j < s->providers.nr; j++)
+			buf_addf(out, "%s%s", j ? "," : "", s->providers.v[j]);
+	} else {
+		buf_addf(out, " role %s", s->role ? s->role : "-");
+	}
+	if (s->model)
+		buf_addf(out, " model %s", s->model);
+	buf_addf(out, "  next %s", next_name(p, s));
+	if (s->on_fail >= 0)
+		buf_addf(out, ", on_fail %s", p->stages[s->on_fail].name);
+	if (s->on_changes >= 0)
+		buf_addf(out, ", on_changes %s", p->stages[s->on_changes].name);
+	if (s->kind == KIND_CODE_REVIEW)
+		buf_addf(out, ", on_reject %s",
+			 s->on_reject_stop ? "stop" : "rework");
+	if (s->group)
+		buf_addf(out, ", parallel group %d", s->group);
+	if (s->gate)
+		buf_addf(out, ", gate");
+	if (s->timeout_seconds)
+		buf_addf(out, ", timeout %ds", s->timeout_seconds);
+	if (s->side || s->implicit)
+		buf_addf(out, " (%s%s%s)", s->side ? "side" : "",
+			 s->side && s->implicit ? ", " : "",
+			 s->implicit ? "implicit" : "");
+	buf_addch(out, '\n');
+	if (!s->nr_phased)
+		return;
+	buf_addf(out, "  %-*s phased reviews every %d step%s, at most %d "
+		      "round%s a batch:",
+		 w[0], "", s->review_interval,
+		 s->review_interval == 1 ? "" : "s", s->max_phased_iterations,
+		 s->max_phased_iterations == 1 ? "" : "s");
+	for (j = 0; j < s->nr_phased; j++)
+		buf_addf(out, "%s %s%s%s%s", j ? "," : "",
+			 s->phased[j].provider,
+			 s->phased[j].model ? "/" : "",
+			 s->phased[j].model ? s->phased[j].model : "",
+			 s->phased[j].parallel ? " (parallel)" : "");
+	buf_addch(out, '\n');
+}
+
+/*
+ * The stage lines keep their columns at least as wide as the feature
+ * pipeline needs, so its listing (docs/lifecycle.md) stays as it was.
+ */
 void
 pipeline_describe(const struct pipeline *p, struct buf *out)
 {
-	size_t i, j;
+	int w[4] = { 10, 9, 13, 12 }, g;
+	size_t i, j, first = 0, n;
 
 	buf_addf(out, "pipeline %s%s\n", p->name,
 		 p->builtin ? " (built-in)" : "");
 	if (p->description)
 		buf_addf(out, "  %s\n", p->description);
-	buf_addf(out, "\nstages:\n");
+	if (is_bugfix(p))
+		buf_addf(out, "  type %s, terminal %s, max_iterations %d\n",
+			 p->type, p->terminal, p->max_iterations);
 	for (i = 0; i < p->nr_stages; i++) {
-		const struct stage *s = &p->stages[i];
+		w[0] = widest(w[0], p->stages[i].name);
+		w[1] = widest(w[1], stage_kind_name(p->stages[i].kind));
+		w[2] = widest(w[2], p->stages[i].status);
+		w[3] = widest(w[3], p->stages[i].done);
+	}
+	buf_addf(out, "\nstages:\n");
+	for (i = 0; i < p->nr_stages; i++)
+		describe_stage(p, &p->stages[i], w, out);
+	if (is_bugfix(p) || pipeline_group(p, 1, &first)) {
+		buf_addf(out, "\nparallel groups:%s\n",
+			 pipeline_group(p, 1, &first) ? "" : " none");
+		for (g = 1;; g++) {
+			int after;
 
-		buf_addf(out, "  %-10s kind %-9s status %-13s", s->name,
-			 stage_kind_name(s->kind), s->status);
-		if (s->done)
-			buf_addf(out, " then %-12s", s->done);
-		buf_addf(out, " role %s", s->role ? s->role : "-");
-		buf_addf(out, "  next %s",
-			 s->next < 0 ? p->terminal : p->stages[s->next].name);
-		if (s->on_fail >= 0)
-			buf_addf(out, ", on_fail %s",
-				 p->stages[s->on_fail].name);
-		if (s->on_changes >= 0)
-			buf_addf(out, ", on_changes %s",
-				 p->stages[s->on_changes].name);
-		if (s->side)
-			buf_addf(out, " (side)");
-		buf_addch(out, '\n');
+			n = pipeline_group(p, g, &first);
+			if (!n)
+				break;
+			after = pipeline_after(p, &p->stages[first]);
+			buf_addf(out, "  %d:", g);
+			for (j = first; j < first + n; j++)
+				buf_addf(out, "%s %s", j > first ? "," : "",
+					 p->stages[j].name);
+			buf_addf(out, " -> %s\n",
+				 after < 0 ? p->terminal :
+					     p->stages[after].name);
+		}
 	}
 	buf_addf(out, "\ntransitions (%zu):\n", p->nr_edges);
 	for (i = 0; i < p->nr_edges; i = j) {

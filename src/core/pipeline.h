@@ -32,6 +32,19 @@
  *   pause     each boundary A → X: A → paused, paused → X (resume)
  *   always    any non-terminal → failed, aborted; any stage status →
  *             blocked, interrupted; interrupted → that stage again
+ *   back      a side stage with next: back → every stage that sends work
+ *             to it (re-review), as a boundary
+ *   group     each member of a parallel group → the group's successor
+ *   person    seed reviews, consolidate and a phased implementation →
+ *             waiting_for_approval (ask) and back (answer); a plan review
+ *             also waiting_for_approval → the first rca (re-examine)
+ *
+ *   # the built-in bug-fix pipeline (src/core/pipelines/bugfix.yaml)
+ *   type: bugfix
+ *   stages: [rca, rca, plan-review, implementation, code-review,
+ *            code-review, code-review]
+ *   # implied: consolidate after the rca run; fix and revise as side
+ *   # stages with next: back, the on_changes of code and plan reviews
  *
  * Pure: no I/O. Built-in definitions are compiled in (util/embed.h).
  */
@@ -39,6 +52,8 @@
 #define BATON_CORE_PIPELINE_H
 
 #include <stddef.h>
+
+#include "util/strvec.h"
 
 struct buf;
 struct cnode;
@@ -63,7 +78,29 @@ enum stage_kind {
 	KIND_REVIEW,
 	KIND_FIX,
 	KIND_VERIFY,
+	/* the bug-fix family (VCP seed 002): type names in parentheses */
+	KIND_RCA,	   /* (rca) an agent's root-cause analysis record */
+	KIND_CONSOLIDATE,  /* (consolidate) the engine merges the RCAs and
+			      writes the user story and the fix plan */
+	KIND_PLAN_REVIEW,  /* (plan-review) a verdict on diagnosis and plan */
+	KIND_IMPLEMENT,	   /* (implementation) the fix, maybe step by step */
+	KIND_CODE_REVIEW,  /* (code-review) a verdict on the change */
+	KIND_REVISE,	   /* (revise) side: rewrites the fix plan for a
+			      plan review that asked for changes */
 	KIND__COUNT
+};
+
+/* 1 for plan-review and code-review: the seed's versioned verdicts. */
+#define KIND_IS_SEED_REVIEW(k) ((k) == KIND_PLAN_REVIEW || (k) == KIND_CODE_REVIEW)
+
+/* stage.next of a side stage that returns to the stage that sent it. */
+#define STAGE_BACK (-2)
+
+/* One reviewer of a phased implementation (phased_reviews: [...]). */
+struct phased_reviewer {
+	char *provider;	 /* a provider name */
+	char *model;	 /* NULL: the provider's */
+	int parallel;	 /* runs at once with its parallel neighbours */
 };
 
 struct stage {
@@ -71,11 +108,35 @@ struct stage {
 	enum stage_kind kind;
 	char *status;	 /* shown while the stage works: "planning" */
 	char *done;	 /* resting status after success ("planned") or NULL */
-	char *role;	 /* who does it ("planner"); NULL for validate */
+	char *role;	 /* who does it ("planner"); NULL for validate and
+			    consolidate */
 	int side;	 /* entered only by on_fail / on_changes edges */
-	int next;	 /* stage index after success; -1: the terminal */
+	int next;	 /* stage index after success; -1: the terminal;
+			    STAGE_BACK: the stage that sent it here */
 	int on_fail;	 /* validate: stage index when a check fails; -1 */
-	int on_changes;	 /* review: stage index on CHANGES_REQUESTED; -1 */
+	int on_changes;	 /* review: stage index on CHANGES_REQUESTED (seed
+			    reviews: needs_changes); -1 */
+	char *where;	 /* "file:line:col" of the definition, for errors
+			    found later (providers); "" when unknown */
+	int implicit;	 /* added by the parser, not written (a bug-fix
+			    pipeline's consolidate, fix and revise) */
+	int index;	 /* 1-based among the stages of its kind (the seed's
+			    stageIndex, used in output file names) */
+	struct strvec providers; /* provider: one or a list; empty: the
+				    role's providers */
+	char *model;	 /* model: overrides the provider's; NULL: none */
+	int parallel;	 /* parallel: true */
+	int group;	 /* parallel group number (1, 2, ...); 0: none. A
+			    group is 2+ consecutive seed reviews of one
+			    kind, all parallel; they run at once */
+	int gate;	 /* gate: true: a person approves entry */
+	int timeout_seconds; /* overrides the provider's; 0: the provider's */
+	int on_reject_stop; /* code-review: rejected ends the run
+			       (code_rejected) instead of a rework round */
+	struct phased_reviewer *phased; /* implementation: phased_reviews */
+	size_t nr_phased;
+	int review_interval;	   /* steps per phased review batch: 1 */
+	int max_phased_iterations; /* fix rounds per batch before a gate: 3 */
 };
 
 /* Why an edge exists; shown by `baton pipeline show`. */
@@ -96,6 +157,12 @@ enum edge_why {
 	WHY_ABORT,    /* a person aborted */
 	WHY_INTERRUPT, /* the driver died mid-stage */
 	WHY_RECOVER,  /* re-enter the interrupted stage */
+	WHY_REREVIEW, /* a fix goes back to the review that asked for it */
+	WHY_ASK,      /* the engine asks a person (disagreeing RCAs,
+			 needs_clarification, a rejected plan, exhausted
+			 phased rounds) */
+	WHY_ANSWER,   /* the person answered: the stage runs again */
+	WHY_REEXAMINE, /* a rejected plan: analyse the bug again */
 };
 
 struct edge {
@@ -106,6 +173,10 @@ struct edge {
 struct pipeline {
 	char *name;
 	char *description;
+	char *type;	 /* "feature" or "bugfix": which stage kinds it may
+			    use (pipeline_kind_allowed) */
+	int max_iterations; /* fix and re-review rounds over all seed
+			       reviews before max_iterations_reached: 10 */
 	char *terminal;	 /* merge_ready or completed */
 	int builtin;
 	struct stage *stages;
@@ -165,6 +236,16 @@ const struct stage *pipeline_stage_named(const struct pipeline *p,
 const struct stage *pipeline_first(const struct pipeline *p);
 /* Index of s in p->stages. */
 int pipeline_stage_index(const struct pipeline *p, const struct stage *s);
+
+/* 1 if a pipeline of type ("feature", "bugfix") may have a stage of k. */
+int pipeline_kind_allowed(const char *type, enum stage_kind k);
+/* The stages of parallel group g (first index and count); 0 when none. */
+size_t pipeline_group(const struct pipeline *p, int g, size_t *first);
+/*
+ * The main-line stage after s's group (or after s): index or -1 (the
+ * terminal); STAGE_BACK for a side stage that returns to its sender.
+ */
+int pipeline_after(const struct pipeline *p, const struct stage *s);
 
 /* 1 for merge_ready, completed, blocked, failed, aborted. */
 int status_is_terminal(const char *status);

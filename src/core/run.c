@@ -10,7 +10,7 @@
 	X(id) X(task) X(pipeline) X(status) X(stage) X(phase)                  \
 	X(paused_at_status) X(gate_status) X(gate_back) X(reason)              \
 	X(worktree) X(branch) X(base_ref) X(base_commit) X(checkpoint)        \
-	X(config_hash)
+	X(config_hash) X(config_snapshot) X(outcome) X(progress)
 
 void
 run_release(struct run *r)

@@ -19,6 +19,15 @@
 #define RUN_PHASE_CHECKPOINTED "checkpointed"
 #define RUN_PHASE_DONE	  "done"    /* the status is a resting point */
 
+/* How a run ended (runs.outcome). */
+#define RUN_OUTCOME_COMPLETED	   "completed"
+#define RUN_OUTCOME_MAX_ITERATIONS "max_iterations_reached"
+#define RUN_OUTCOME_PLAN_REJECTED  "plan_rejected"
+#define RUN_OUTCOME_CODE_REJECTED  "code_rejected"
+#define RUN_OUTCOME_IMPL_FAILED	   "implementation_failed"
+#define RUN_OUTCOME_GATE_REJECTED  "gate_rejected"
+/* and "blocked", "failed", "aborted": the status itself */
+
 struct run {
 	char *id;	    /* "r7-add-a-version-flag": deterministic, see ids.h */
 	int64_t seq;	    /* the number in the id, allocated by the store */
@@ -35,6 +44,11 @@ struct run {
 	char *base_ref, *base_commit;
 	char *checkpoint;   /* commit of the last stage checkpoint */
 	char *config_hash;
+	char *config_snapshot; /* the merged config as JSON at creation: the
+				  run keeps to it (see engine_drift) */
+	char *outcome;	    /* how it ended (RUN_OUTCOME_*); NULL while live */
+	char *progress;	    /* the bug-fix pipeline's state, a JSON object
+			       text (DESIGN.md section 2); NULL: none */
 	int review_loops, max_review_loops;
 	int pause_requested, abort_requested;
 	int attempt;	    /* tries of the current stage (contract retries) */

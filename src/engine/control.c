@@ -5,6 +5,10 @@
  * woken with SIGUSR1. The driver is found through the POSIX lock it holds
  * on .baton/runs/<id>/lock: F_GETLK names the holder's pid, and the lock
  * dies with its process, so a stale pid is never signalled.
+ *
+ * Config drift is here too: what changed since a run took its config
+ * snapshot (snapshot.c), and a run adopting the current config. A live
+ * driver keeps the config it loaded, so a run it holds cannot adopt.
  */
 #include "util/compat.h"
 
@@ -13,6 +17,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "core/cnode.h"
+#include "core/config.h"
 #include "core/pipeline.h"
 #include "engine/engine.h"
 #include "engine/engine_int.h"
@@ -20,6 +26,7 @@
 #include "util/err.h"
 #include "util/json.h"
 #include "util/spawn.h"
+#include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
@@ -68,15 +75,26 @@ engine__wake(const struct engine *en, const char *run_id)
 		spawn_signal((pid_t)pid, SIGUSR1);
 }
 
-/* Reads the run and its pipeline; both released by the caller. */
+/*
+ * Reads the run and its pipeline as the run's own config defines it
+ * (engine__run_config); both released by the caller. A snapshot that
+ * cannot be read falls back to en's config: an abort or a decision must
+ * not depend on it.
+ */
 static int
 load(struct engine *en, const char *ref, struct run *r, struct pipeline **p,
      struct err *e)
 {
+	struct config *own = NULL;
 	int rc = store_run_get(en->store, ref, r, e);
 
-	if (!rc)
-		rc = engine_pipeline(en, r->pipeline, p, e);
+	if (rc)
+		return rc;
+	engine__run_config(en, r, &own, NULL); /* own stays NULL on error */
+	rc = pipeline_load((own ? own : en->cfg)->pipelines, r->pipeline, p,
+			   e);
+	config_release(own);
+	free(own);
 	return rc;
 }
 
@@ -86,6 +104,168 @@ terminal_error(const struct run *r, const char *what, struct err *e)
 	return err_set(e, BATON_EBADSTATE,
 		       "cannot %s run '%s': it is %s, which is terminal", what,
 		       r->id, r->status);
+}
+
+/* BATON_EBUSY when another live process drives r. */
+static int
+driven_elsewhere(const struct engine *en, const struct run *r, struct err *e)
+{
+	int64_t pid = engine_driver_pid(en, r->id);
+
+	if (pid <= 0 || pid == getpid())
+		return 0;
+	return err_set(e, BATON_EBUSY,
+		       "run '%s' is driven by pid %lld, which keeps the config "
+		       "it started with",
+		       r->id, (long long)pid);
+}
+
+/* engine_drift for a run in hand. */
+static int
+drift_of(const struct engine *en, const struct run *r,
+	 struct strvec *changes, struct err *e)
+{
+	struct cnode *old = NULL, *cur = NULL;
+	struct err bad = ERR_INIT;
+	char *now = NULL, *label = NULL;
+	int rc;
+
+	if (!r->config_snapshot || !r->config_hash ||
+	    !strcmp(r->config_hash, en->cfg->hash))
+		return 0;
+	/* Both sides redacted alike: a secret is never a change, nor
+	 * shown. */
+	now = engine__config_snapshot(en);
+	label = xasprintf("config snapshot of %s", r->id);
+	rc = cnode_parse_yaml(now, strlen(now), "config", &cur, e);
+	if (rc)
+		goto out;
+	/* A snapshot that cannot be read is a change like any other: the
+	 * run can still adopt the config or start afresh. */
+	if (cnode_parse_yaml(r->config_snapshot, strlen(r->config_snapshot),
+			     label, &old, &bad))
+		strvec_pushf(changes, "config snapshot: unreadable (%s)",
+			     bad.msg);
+	else
+		config_diff(old, cur, changes);
+out:
+	cnode_free(old);
+	cnode_free(cur);
+	free(label);
+	free(now);
+	return rc;
+}
+
+static json_t *
+changes_json(const struct strvec *changes)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; i < changes->nr; i++)
+		json_array_append_new(a, json_lossy_str(changes->v[i]));
+	return a;
+}
+
+/*
+ * engine_adopt_config for a run in hand: r takes en's config and is
+ * written. r is changed even when the write fails; the caller drops it.
+ */
+static int
+adopt(struct engine *en, struct run *r, const struct strvec *changes,
+      struct err *e)
+{
+	json_t *data;
+
+	data = json_pack("{s:o, s:o, s:s}", "changes", changes_json(changes),
+			 "from", json_lossy_str(r->config_hash), "to",
+			 en->cfg->hash);
+	free(r->config_snapshot);
+	r->config_snapshot = engine__config_snapshot(en);
+	run_set(&r->config_hash, en->cfg->hash);
+	r->max_review_loops = en->cfg->max_review_loops;
+	return engine__record(en, r, "config_adopted", data, e);
+}
+
+int
+engine_drift(struct engine *en, const char *ref, struct strvec *changes,
+	     struct err *e)
+{
+	struct run r = { 0 };
+	int rc = store_run_get(en->store, ref, &r, e);
+
+	if (!rc)
+		rc = drift_of(en, &r, changes, e);
+	run_release(&r);
+	return rc;
+}
+
+int
+engine_drift_budget_only(const struct strvec *changes)
+{
+	size_t i;
+
+	for (i = 0; i < changes->nr; i++)
+		if (strncmp(changes->v[i], "budget.", 7) &&
+		    strncmp(changes->v[i], "budget:", 7))
+			return 0;
+	return changes->nr > 0;
+}
+
+int
+engine_adopt_config(struct engine *en, const char *ref, struct err *e)
+{
+	struct strvec changes = STRVEC_INIT;
+	struct run r = { 0 };
+	int rc = store_run_get(en->store, ref, &r, e);
+
+	if (rc)
+		goto out;
+	if (status_is_terminal(r.status)) {
+		rc = terminal_error(&r, "change the config of", e);
+		goto out;
+	}
+	if (r.config_snapshot && r.config_hash &&
+	    !strcmp(r.config_hash, en->cfg->hash))
+		goto out;
+	rc = driven_elsewhere(en, &r, e);
+	if (!rc)
+		rc = drift_of(en, &r, &changes, e);
+	if (!rc)
+		rc = adopt(en, &r, &changes, e);
+out:
+	strvec_clear(&changes);
+	run_release(&r);
+	return rc;
+}
+
+int
+engine_note_drift(struct engine *en, const char *ref, const char *choice,
+		  const struct strvec *changes, const char *fresh_run,
+		  struct err *e)
+{
+	struct event ev = { 0 };
+	struct run r = { 0 };
+	json_t *data = NULL;
+	int rc = store_run_get(en->store, ref, &r, e);
+
+	if (rc)
+		goto out;
+	data = json_pack("{s:s, s:o}", "choice", choice, "changes",
+			 changes_json(changes));
+	if (fresh_run)
+		json_object_set_new(data, "run", json_lossy_str(fresh_run));
+	ev.run_id = r.id;
+	ev.type = (char *)"config_drift";
+	ev.data = json_dumps(data, JSON_COMPACT);
+	rc = store_event_add(en->store, &ev, e);
+	free(ev.data);
+	if (!rc)
+		engine_mirror_events(en, r.id, NULL);
+out:
+	json_decref(data);
+	run_release(&r);
+	return rc;
 }
 
 static int
@@ -131,14 +311,22 @@ out:
 	return rc;
 }
 
+/*
+ * The run's own config decides: its budget must allow the resume, and its
+ * pipeline has the edge back. A change of nothing but budget is taken
+ * first, unless a live driver holds the run (it keeps what it loaded).
+ */
 int
 engine_resume(struct engine *en, const char *ref, int *drive_out,
 	      struct run *out, struct err *e)
 {
+	struct strvec changes = STRVEC_INIT;
 	struct pipeline *p = NULL;
+	struct config *own = NULL;
+	const struct config *cfg;
 	struct run r = { 0 };
 	char *over;
-	int rc = load(en, ref, &r, &p, e);
+	int rc = store_run_get(en->store, ref, &r, e);
 
 	if (rc)
 		goto out;
@@ -153,8 +341,22 @@ engine_resume(struct engine *en, const char *ref, int *drive_out,
 			goto out;
 		r.pause_requested = 0;
 	}
+	if (engine_driver_pid(en, r.id) == 0) {
+		rc = drift_of(en, &r, &changes, e);
+		if (!rc && engine_drift_budget_only(&changes))
+			rc = adopt(en, &r, &changes, e);
+		if (rc)
+			goto out;
+	}
+	rc = engine__run_config(en, &r, &own, e);
+	if (rc)
+		goto out;
+	cfg = own ? own : en->cfg;
+	rc = pipeline_load(cfg->pipelines, r.pipeline, &p, e);
+	if (rc)
+		goto out;
 	if (!strcmp(r.status, ST_PAUSED) &&
-	    (over = engine__budget_crossed(en->cfg, &r))) {
+	    (over = engine__budget_crossed(cfg, &r))) {
 		rc = err_set(e, BATON_EBADSTATE,
 			     "run '%s' stays paused: %s; raise the budget in "
 			     ".baton/config.yaml first",
@@ -178,8 +380,11 @@ engine_resume(struct engine *en, const char *ref, int *drive_out,
 	*out = r;
 	memset(&r, 0, sizeof(r));
 out:
+	strvec_clear(&changes);
 	run_release(&r);
 	pipeline_free(p);
+	config_release(own);
+	free(own);
 	return rc;
 }
 
@@ -187,8 +392,16 @@ int
 engine_abort(struct engine *en, const char *ref, struct run *out,
 	     struct err *e)
 {
+	return engine_abort_reason(en, ref, NULL, out, e);
+}
+
+int
+engine_abort_reason(struct engine *en, const char *ref, const char *reason,
+		    struct run *out, struct err *e)
+{
 	struct pipeline *p = NULL;
 	struct run r = { 0 };
+	char *data = NULL;
 	int64_t deadline;
 	int rc = load(en, ref, &r, &p, e);
 
@@ -218,16 +431,20 @@ engine_abort(struct engine *en, const char *ref, struct run *out,
 	 * killing whatever its agent left behind. */
 	if (r.agent_pid > 0)
 		spawn_kill_group((pid_t)r.agent_pid, 2000);
-	run_set(&r.reason, "aborted on request");
-	engine__report_final(en, p, &r, ST_ABORTED, NULL);
-	rc = engine_transition(en, p, &r, ST_ABORTED,
-			       "{\"reason\":\"aborted on request\"}", e);
+	if (!reason)
+		reason = "aborted on request";
+	run_set(&r.reason, reason);
+	data = json_take_text(json_pack("{s:o}", "reason",
+					json_lossy_str(reason)));
+	engine__report_final(en, p, &r, ST_ABORTED, data);
+	rc = engine_transition(en, p, &r, ST_ABORTED, data, e);
 done:
 	if (!rc) {
 		*out = r;
 		memset(&r, 0, sizeof(r));
 	}
 out:
+	free(data);
 	run_release(&r);
 	pipeline_free(p);
 	return rc;
@@ -265,6 +482,44 @@ out:
 	return rc;
 }
 
+/* 1 when the run waits on a question of the engine of that kind. */
+static int
+asked(const struct run *r, const char *kind)
+{
+	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	const char *k = json_get_str(json_object_get(p, "ask"), "kind");
+	int yes = k && !strcmp(k, kind);
+
+	json_decref(p);
+	return yes;
+}
+
+/*
+ * An approval with guidance: the guidance reaches the next agent, and
+ * when the engine asked a question (progress.ask) it is the answer the
+ * asking stage reads when it runs again.
+ */
+static int
+answer(struct engine *en, struct run *r, const char *guidance,
+       struct err *e)
+{
+	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	char *text;
+	int rc = engine_steer(en, r->id, guidance, e);
+
+	if (rc || !json_object_get(p, "ask")) {
+		json_decref(p);
+		return rc;
+	}
+	json_object_set_new(p, "answer",
+			    json_pack("{s:s}", "text", guidance));
+	text = json_dumps(p, JSON_COMPACT);
+	run_set(&r->progress, text);
+	free(text);
+	json_decref(p);
+	return 0;
+}
+
 int
 engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 	      const char *guidance, struct run *out, struct err *e)
@@ -292,9 +547,16 @@ engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 	switch (d) {
 	case GATE_APPROVE:
 		to = xstrdup(r.gate_status ? r.gate_status : "");
+		if (guidance && *guidance)
+			rc = answer(en, &r, guidance, e);
+		if (rc)
+			goto out;
 		break;
 	case GATE_REJECT:
 		to = xstrdup(ST_BLOCKED);
+		run_set(&r.outcome, asked(&r, "plan_rejected") ?
+					    RUN_OUTCOME_PLAN_REJECTED :
+					    RUN_OUTCOME_GATE_REJECTED);
 		free(r.reason);
 		r.reason = guidance && *guidance ?
 				   xasprintf("rejected at the gate into %s: %s",

@@ -84,6 +84,17 @@ install_signals(struct err *e)
 	return 0;
 }
 
+int
+engine__child_signals(struct err *e)
+{
+	close(wake_pipe[0]);
+	close(wake_pipe[1]);
+	wake_pipe[0] = wake_pipe[1] = -1;
+	if (install_signals(e))
+		return -1;
+	return wake_pipe[0];
+}
+
 static void
 restore_signals(void)
 {
@@ -150,6 +161,29 @@ engine_create(struct engine *en, const char *task, const char *pipeline,
 	return engine_create_spec(en, &spec, out, e);
 }
 
+/* Every provider a stage names (and its phased reviewers) exists. */
+static int
+check_stage_providers(const struct engine *en, const struct pipeline *p,
+		      const struct stage *s, struct err *e)
+{
+	size_t i;
+
+	for (i = 0; i < s->providers.nr + s->nr_phased; i++) {
+		const char *name = i < s->providers.nr ?
+					   s->providers.v[i] :
+					   s->phased[i - s->providers.nr].provider;
+
+		if (!config_find_provider(en->cfg, name))
+			return err_set(e, BATON_EINVAL,
+				       "%s%sstage '%s' of pipeline '%s' names "
+				       "provider '%s', which .baton/config.yaml "
+				       "does not define",
+				       s->where, *s->where ? ": " : "",
+				       s->name, p->name, name);
+	}
+	return 0;
+}
+
 int
 engine_create_spec(struct engine *en, const struct run_spec *spec,
 		   struct run *out, struct err *e)
@@ -171,6 +205,12 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 	for (i = 0; i < p->nr_stages; i++) {
 		const struct stage *s = &p->stages[i];
 
+		if (s->providers.nr) {
+			rc = check_stage_providers(en, p, s, e);
+			if (rc)
+				goto out;
+			continue;
+		}
 		if (s->role && !config_provider_for(en->cfg, s->role)) {
 			rc = err_set(e, BATON_EINVAL,
 				     "stage '%s' of pipeline '%s' needs a %s, "
@@ -193,7 +233,12 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 	r.status = xstrdup(ST_CREATED);
 	r.phase = xstrdup(RUN_PHASE_DONE);
 	r.config_hash = xstrdup(en->cfg->hash);
-	r.max_review_loops = en->cfg->max_review_loops;
+	r.config_snapshot = engine__config_snapshot(en);
+	/* the seed's reviews count their rounds against the pipeline's
+	 * max_iterations; the feature loop against the config's */
+	r.max_review_loops = !strcmp(p->type, "bugfix") ?
+				     p->max_iterations :
+				     en->cfg->max_review_loops;
 	rc = store_run_create(en->store, &r, e);
 	if (rc)
 		goto out;
@@ -243,6 +288,11 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	if (status_is_terminal(to)) {
 		next.ended_at = now;
 		next.agent_pid = 0;
+		if (!next.outcome)
+			run_set(&next.outcome, !strcmp(to, ST_MERGE_READY) ||
+							       !strcmp(to, ST_COMPLETED) ?
+						       RUN_OUTCOME_COMPLETED :
+						       to);
 	}
 	if (strcmp(to, ST_PAUSED))
 		run_set(&next.paused_at_status, NULL);
@@ -334,7 +384,22 @@ engine__record(struct engine *en, struct run *r, const char *type,
 int
 engine__note(struct drive *d, const char *type, json_t *data, struct err *e)
 {
-	return engine__record(d->en, &d->r, type, data, e);
+	struct event ev = { 0 };
+	int rc;
+
+	if (!d->member)
+		return engine__record(d->en, &d->r, type, data, e);
+	/* a parallel member: the parent owns the run row */
+	ev.run_id = d->r.id;
+	ev.task_id = d->r.task_id;
+	ev.type = (char *)type;
+	ev.data = event_text(data);
+	rc = store_event_add(d->en->store, &ev, e);
+	free(ev.data);
+	json_decref(data);
+	if (!rc)
+		engine_mirror_events(d->en, d->r.id, NULL);
+	return rc;
 }
 
 int
@@ -349,6 +414,9 @@ engine__reload(struct drive *d, struct err *e)
 	d->r = fresh;
 	return 0;
 }
+
+static int route(struct drive *d, const struct stage *s,
+		 enum stage_result res, char *reason, struct err *e);
 
 /* Records why the run ends (reason may be NULL), then moves it to `to`. */
 static int
@@ -433,7 +501,7 @@ cross(struct drive *d, const struct stage *x, const struct stage *back,
 		return engine__abort(d, e);
 	if (loop)
 		d->r.review_loops++;
-	if (config_requires_approval(cfg, x->status, x->name)) {
+	if (x->gate || config_requires_approval(cfg, x->status, x->name)) {
 		run_set(&d->r.gate_status, x->status);
 		run_set(&d->r.gate_back, back ? back->status : NULL);
 		return engine__move(d, ST_WAITING,
@@ -456,13 +524,35 @@ cross(struct drive *d, const struct stage *x, const struct stage *back,
 	return engine__move(d, x->status, NULL, e);
 }
 
-/* Where success of stage s leads: the next stage or the terminal. */
+/*
+ * Where success of stage s leads: the next stage or the terminal. A side
+ * stage that returns goes back to the review that sent it; a review of a
+ * parallel group goes past the group, unless another member still waits
+ * for its fix round.
+ */
 static int
 after_success(struct drive *d, const struct stage *s, struct err *e)
 {
-	if (s->next < 0)
+	const struct stage *x;
+	int next = s->group ? pipeline_after(d->p, s) : s->next;
+
+	if (s->next == STAGE_BACK) {
+		x = engine__seed_back(d);
+		if (!x)
+			return set_reason_and_move(
+				d, ST_FAILED,
+				"a fix finished but no review is waiting for "
+				"it",
+				e);
+		engine__seed_rereview(d, x);
+		return cross(d, x, s, 0, e);
+	}
+	if (KIND_IS_SEED_REVIEW(s->kind) &&
+	    (x = engine__seed_pending(d, s)))
+		return route(d, x, STAGE_LOOP, NULL, e);
+	if (next < 0)
 		return engine__move(d, d->p->terminal, NULL, e);
-	return cross(d, &d->p->stages[s->next], s, 0, e);
+	return cross(d, &d->p->stages[next], s, 0, e);
 }
 
 /* Routes a finished stage's result to the next status. */
@@ -473,11 +563,22 @@ route(struct drive *d, const struct stage *s, enum stage_result res,
 	int target;
 	int rc;
 
+	if (d->outcome && (res == STAGE_BLOCK || res == STAGE_FAIL))
+		run_set(&d->r.outcome, d->outcome);
+	d->outcome = NULL;
 	switch (res) {
 	case STAGE_PASS:
 		if (s->done)
 			return engine__move(d, s->done, NULL, e);
 		return after_success(d, s, e);
+	case STAGE_ASK:
+		run_set(&d->r.gate_status, d->ask_to);
+		run_set(&d->r.gate_back, NULL);
+		free(d->ask_to);
+		d->ask_to = NULL;
+		rc = engine__move(d, ST_WAITING, d->ask, e);
+		d->ask = NULL;
+		return rc;
 	case STAGE_LOOP:
 		target = s->kind == KIND_VALIDATE ? s->on_fail : s->on_changes;
 		if (target < 0)
@@ -489,6 +590,21 @@ route(struct drive *d, const struct stage *s, enum stage_result res,
 					"review requested changes and the "
 					"pipeline has no fix stage",
 				e);
+		if (d->r.review_loops >= d->r.max_review_loops &&
+		    KIND_IS_SEED_REVIEW(s->kind)) {
+			char *why = xasprintf(
+				"%s still asks for changes after %d fix "
+				"round%s: the pipeline's max_iterations (%d) "
+				"is spent",
+				s->name, d->r.review_loops,
+				d->r.review_loops == 1 ? "" : "s",
+				d->r.max_review_loops);
+
+			run_set(&d->r.outcome, RUN_OUTCOME_MAX_ITERATIONS);
+			rc = set_reason_and_move(d, ST_BLOCKED, why, e);
+			free(why);
+			return rc;
+		}
 		if (d->r.review_loops >= d->r.max_review_loops) {
 			char *why = xasprintf(
 				"%s after %d fix round%s: the review loop "
@@ -505,6 +621,8 @@ route(struct drive *d, const struct stage *s, enum stage_result res,
 			free(why);
 			return rc;
 		}
+		if (KIND_IS_SEED_REVIEW(s->kind))
+			engine__seed_sent(d, s);
 		return cross(d, &d->p->stages[target], s, 1, e);
 	case STAGE_BLOCK:
 		return set_reason_and_move(d, ST_BLOCKED, reason, e);
@@ -770,7 +888,7 @@ step(struct drive *d, struct err *e)
 					   "pipeline does not know",
 					   e);
 	if (!strcmp(d->r.phase, RUN_PHASE_CHECKPOINTED))
-		return route(d, s, STAGE_PASS, NULL, e); /* see checkpoint() */
+		return route(d, s, STAGE_PASS, NULL, e); /* see engine__checkpoint() */
 	rc = engine__run_stage(d, s, &res, &reason, e);
 	if (!rc)
 		rc = route(d, s, res, reason, e);
@@ -799,11 +917,36 @@ fail_with(struct drive *d, const struct err *cause, struct err *e)
 	return rc ? rc : cause->rc;
 }
 
+/*
+ * A run keeps to the config it started under: when the config changed
+ * since, the driver works with the run's snapshot (and its pipeline), so
+ * a run never mixes two configs. `baton resume --current` adopts the new
+ * one instead (control.c).
+ */
+static int
+keep_to_snapshot(struct drive *d, struct config **own, struct err *e)
+{
+	struct pipeline *p = NULL;
+	int rc = engine__run_config(d->en, &d->r, own, e);
+
+	if (rc || !*own)
+		return rc;
+	d->en->cfg = *own;
+	rc = engine_pipeline(d->en, d->r.pipeline, &p, e);
+	if (rc)
+		return rc;
+	pipeline_free(d->p);
+	d->p = p;
+	return 0;
+}
+
 int
 engine_drive(struct engine *en, const char *ref, struct run *out,
 	     struct err *e)
 {
 	struct drive d = { .en = en, .wake_fd = -1 };
+	const struct config *cfg = en->cfg;
+	struct config *own = NULL;
 	int rc;
 
 	rc = store_run_get(en->store, ref, &d.r, e);
@@ -822,6 +965,8 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 	d.wake_fd = wake_pipe[0];
 	/* The record may have moved before we held the lock. */
 	rc = engine__reload(&d, e);
+	if (!rc)
+		rc = keep_to_snapshot(&d, &own, e);
 	if (rc)
 		goto out;
 	engine_mirror_events(en, d.r.id, NULL);
@@ -862,6 +1007,13 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 out:
 	restore_signals();
 	engine_release(en);
+	en->cfg = cfg;
+	if (own) {
+		config_release(own);
+		free(own);
+	}
+	json_decref(d.ask);
+	free(d.ask_to);
 	run_release(&d.r);
 	pipeline_free(d.p);
 	free(d.run_dir);

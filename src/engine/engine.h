@@ -33,6 +33,7 @@ struct event;
 struct err;
 struct pipeline;
 struct store;
+struct strvec;
 struct workspace;
 
 /* What the engine reports to its front door (the CLI's progress line). */
@@ -122,6 +123,11 @@ int engine_pause(struct engine *en, const char *ref, struct run *out,
  * Cancels a pause request, or moves a paused run back to paused_at_status.
  * *drive_out is set to 1 when no live process drives the run, so the
  * caller should drive it (a resumed run after kill -9 lands here too).
+ * The run goes on under its config snapshot (see engine_drift below),
+ * whose budget must allow it; when nothing but budget keys changed and
+ * no live process drives it, it first adopts the current config
+ * (engine_adopt_config): raising a budget is how a run paused by one
+ * goes on.
  */
 int engine_resume(struct engine *en, const char *ref, int *drive_out,
 		  struct run *out, struct err *e);
@@ -132,9 +138,54 @@ int engine_resume(struct engine *en, const char *ref, int *drive_out,
  */
 int engine_abort(struct engine *en, const char *ref, struct run *out,
 		 struct err *e);
+/*
+ * engine_abort with the reason on record when the run is ended here
+ * (NULL: "aborted on request"); a live driver ends it with its own.
+ */
+int engine_abort_reason(struct engine *en, const char *ref,
+			const char *reason, struct run *out, struct err *e);
 /* Guidance the next stage's agent will read. */
 int engine_steer(struct engine *en, const char *ref, const char *text,
 		 struct err *e);
+
+/*
+ * Config drift. A run keeps the config it was made under (its snapshot,
+ * runs.config_snapshot, and its hash): a driver runs it under that
+ * snapshot while en's config differs, until the run adopts the new one.
+ * Runs made before snapshots existed have none and follow the config.
+ */
+
+/*
+ * Pushes on changes what differs between run ref's snapshot and en's
+ * config, one line per key (config_diff: "workflow.max_review_loops:
+ * 2 -> 3"), both sides redacted. Nothing when the hashes match or the
+ * run has no snapshot; a snapshot that cannot be read is one line
+ * ("config snapshot: unreadable (...)"). Returns 0, or an error reading
+ * the run.
+ */
+int engine_drift(struct engine *en, const char *ref, struct strvec *changes,
+		 struct err *e);
+/* 1 when there are changes and each is a key under budget. */
+int engine_drift_budget_only(const struct strvec *changes);
+/*
+ * Run ref takes en's config: its snapshot and hash are replaced, and its
+ * max_review_loops follows workflow.max_review_loops, with a
+ * "config_adopted" event {changes, from, to (the hashes)}. Nothing is
+ * written when the hashes already match. BATON_EBADSTATE for a terminal
+ * run, BATON_EBUSY while a live driver holds it (that driver keeps the
+ * config it loaded), BATON_ECONFLICT when the run changed under us.
+ * engine_resume does this by itself when only budget keys changed.
+ */
+int engine_adopt_config(struct engine *en, const char *ref, struct err *e);
+/*
+ * Records a person's answer to run ref's drift without writing the run:
+ * a "config_drift" event {choice, changes}, where choice is "snapshot"
+ * (the run keeps to its snapshot) or "fresh" (it is replaced: fresh_run
+ * names the new run, NULL if not known yet).
+ */
+int engine_note_drift(struct engine *en, const char *ref, const char *choice,
+		      const struct strvec *changes, const char *fresh_run,
+		      struct err *e);
 
 enum gate_decision { GATE_APPROVE, GATE_REJECT, GATE_CHANGES };
 

@@ -15,6 +15,19 @@ struct engine;
 struct err;
 struct pipeline;
 struct stage;
+struct strvec;
+
+/* How a stage ended, as the engine routes it. */
+enum stage_result {
+	STAGE_PASS,	/* success: on to next */
+	STAGE_LOOP,	/* checks failed or changes requested: the fix loop */
+	STAGE_BLOCK,	/* the run should stop: reason set */
+	STAGE_FAIL,	/* unrecoverable: reason set */
+	STAGE_STOPPED,	/* stopped by abort or a signal */
+	STAGE_ASK,	/* a person must answer: d->ask, d->ask_to */
+};
+
+struct call_spec;
 
 /* One driver working on one run. */
 struct drive {
@@ -28,21 +41,91 @@ struct drive {
 			   driver starts with the config as it is then */
 	int64_t report_ms; /* when the last report was due or made, for
 			      the periodic ones; 0: read it from the store */
+	/*
+	 * A member of a parallel group runs in a child process of its own
+	 * (seed.c): its notes are bare events, never run writes, and what
+	 * it did goes back to the parent in a result file.
+	 */
+	int member;
+	const char *outcome;	/* RUN_OUTCOME_* for a BLOCK or FAIL */
+	int in_steps;		/* a phased implementation: a checkpoint
+				   ends a step, not the stage */
+	const struct call_spec *call; /* set around a bug-fix stage's call */
+	json_t *ask;		/* STAGE_ASK: the question event's data */
+	char *ask_to;		/* STAGE_ASK: the status an answer enters */
 };
 
-/* How a stage ended, as the engine routes it. */
-enum stage_result {
-	STAGE_PASS,	/* success: on to next */
-	STAGE_LOOP,	/* checks failed or changes requested: the fix loop */
-	STAGE_BLOCK,	/* the run should stop: reason set */
-	STAGE_FAIL,	/* unrecoverable: reason set */
-	STAGE_STOPPED,	/* stopped by abort or a signal */
+/*
+ * What a bug-fix stage's agent call differs in (seed.c sets it around
+ * call_provider): the file it writes, extra context, how its output is
+ * held to its contract.
+ */
+struct call_spec {
+	const char *artifact;	/* path relative to the run folder */
+	const char *kind;	/* BATON_STAGE_KIND; NULL: the stage's */
+	const char *context;	/* prompt context before the stage's own */
+	const char *template;	/* prompt template name; NULL: the kind's */
+	struct strvec *env;	/* extra "K=V" for the agent */
+	int version;		/* BATON_OUTPUT_VERSION; 0: none */
+	/* holds the output to its contract (BATON_ECONTRACT: retry) */
+	int (*accept)(struct drive *d, const struct stage *s,
+		      const char *text, enum stage_result *res,
+		      char **reason, struct err *e);
+	void *arg;
 };
+
 
 /* stage.c: runs d->r's current stage; *reason gets a message (freed by
  * the caller) for BLOCK and FAIL. */
 int engine__run_stage(struct drive *d, const struct stage *s,
 		      enum stage_result *out, char **reason, struct err *e);
+
+/*
+ * stage.c: one call of provider prov for stage s: prompt, agent,
+ * contract (retried once), usage and events. The stop paths (abort,
+ * signal) give STAGE_STOPPED.
+ */
+struct config_provider;
+int engine__call(struct drive *d, const struct stage *s,
+		 const struct config_provider *prov, const char *steers,
+		 enum stage_result *res, char **reason, struct err *e);
+
+/*
+ * stage.c: commits the worktree as the stage's checkpoint and holds the
+ * edits to policies.allowed_paths (a path outside them: STAGE_BLOCK).
+ * The run write carries d->r as it is, progress included.
+ */
+int engine__checkpoint(struct drive *d, const struct stage *s,
+		       enum stage_result *res, char **reason, struct err *e);
+
+/*
+ * seed.c: the bug-fix stages (rca, plan-review, implementation,
+ * code-review, revise, and fix when it returns to its review). A
+ * question for a person is STAGE_ASK with d->ask and d->ask_to set; an
+ * end with an outcome of its own sets d->outcome.
+ */
+int engine__seed_stage(struct drive *d, const struct stage *s,
+		       const char *steers, enum stage_result *res,
+		       char **reason, struct err *e);
+/* seed.c: the engine's own stage, consolidating the RCAs. */
+int engine__consolidate(struct drive *d, const struct stage *s,
+			enum stage_result *res, char **reason,
+			struct err *e);
+/* seed.c: the stage a returning side stage goes back to, or NULL. */
+const struct stage *engine__seed_back(struct drive *d);
+/*
+ * seed.c: after a seed review passed: the review in s's group still
+ * waiting for a fix round, or NULL (then the run goes on past the group).
+ */
+const struct stage *engine__seed_pending(struct drive *d,
+					 const struct stage *s);
+/*
+ * seed.c, around a fix round: review r sends the run to its fix (the
+ * fix comes back to r), and the fix sends the run back to r for a
+ * re-review of r alone (not its whole parallel group).
+ */
+void engine__seed_sent(struct drive *d, const struct stage *r);
+void engine__seed_rereview(struct drive *d, const struct stage *r);
 
 /* engine.c: transition with a data object (consumed; may be NULL). */
 int engine__move(struct drive *d, const char *to, json_t *data,
@@ -76,6 +159,13 @@ int engine__sleep(struct drive *d, int64_t until_ms);
  * agents reported; time counts the stages.
  */
 char *engine__budget_crossed(const struct config *cfg, const struct run *r);
+
+/*
+ * engine.c, in a child process the driver forked: a wake pipe and signal
+ * handlers of its own (the parent's pipe stays the parent's). Returns
+ * the read end, or -1 with e set.
+ */
+int engine__child_signals(struct err *e);
 
 /* engine.c: the signal (SIGINT, SIGTERM, SIGHUP) that asked the driver
  * to stop, or 0. */
@@ -129,6 +219,18 @@ void engine__report_moved(struct engine *en, const struct pipeline *p,
  * reports.interval_seconds old. Failures are logged.
  */
 void engine__report_tick(struct drive *d);
+
+/*
+ * snapshot.c: the config a run keeps to. engine__config_snapshot gives
+ * en's merged config as JSON text (redacted; caller frees) for a new
+ * run. engine__run_config builds the config of r's snapshot into *own
+ * (caller config_release()s and frees it) when r has a snapshot whose
+ * hash differs from en's config; else *own is NULL and en's config
+ * applies.
+ */
+char *engine__config_snapshot(const struct engine *en);
+int engine__run_config(const struct engine *en, const struct run *r,
+		       struct config **own, struct err *e);
 
 /* control.c: the run's lock file (caller frees). */
 char *engine__lock_path(const struct engine *en, const char *run_id);

@@ -1,7 +1,8 @@
 /*
  * The run record as JSON, the shape scripts rely on (docs/cli.md,
  * docs/api.md): the same object in `status --json`, `show --json` and
- * the HTTP API.
+ * the HTTP API. The config snapshot is left out (it is the size of the
+ * whole config); config_hash names it.
  */
 #include "util/compat.h"
 
@@ -15,6 +16,24 @@ static json_t *
 str(const char *s)
 {
 	return json_lossy_str(s);
+}
+
+/*
+ * The run's progress as the object it is, null when there is none, and
+ * as a string when the text is not a JSON object (never hidden).
+ */
+static json_t *
+progress(const char *text)
+{
+	json_t *o;
+
+	if (!text)
+		return json_null();
+	o = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	if (json_is_object(o))
+		return o;
+	json_decref(o);
+	return str(text);
 }
 
 json_t *
@@ -48,6 +67,8 @@ engine_run_json(const struct run *r)
 	json_object_set_new(o, "abort_requested",
 			    json_boolean(r->abort_requested));
 	json_object_set_new(o, "reason", str(r->reason));
+	json_object_set_new(o, "outcome", str(r->outcome));
+	json_object_set_new(o, "progress", progress(r->progress));
 	json_object_set_new(o, "tokens_in", json_integer(r->tokens_in));
 	json_object_set_new(o, "tokens_out", json_integer(r->tokens_out));
 	json_object_set_new(o, "cost_usd", json_real(r->cost_usd));

@@ -89,6 +89,13 @@ each_artifact(const struct drive *d, enum stage_kind k,
 {
 	int i;
 
+	if (d->call) {
+		char *path = engine__run_file(d, d->call->artifact);
+
+		fn(path, NULL);
+		free(path);
+		return;
+	}
 	for (i = 0; i < 2; i++) {
 		char *path;
 
@@ -127,6 +134,25 @@ build_context(struct drive *d, const struct stage *s, const char *steers,
 
 	prompt_section(ctx, "Guidance from the people running this task",
 		       steers, &budget);
+	if (d->call) {
+		/* a bug-fix stage: seed.c chose what it reads */
+		if (d->call->context && *d->call->context) {
+			buf_adds(ctx, d->call->context);
+			budget -= strlen(d->call->context) < budget ?
+					  strlen(d->call->context) :
+					  budget;
+		}
+		if (KIND_IS_SEED_REVIEW(s->kind) && d->r.worktree &&
+		    d->r.base_commit &&
+		    worktree_diff(d->en->ws, d->r.worktree, d->r.base_commit,
+				  0, &diff, NULL) == 0)
+			prompt_section(ctx,
+				       "The change (git diff against the base)",
+				       diff.len ? diff.ptr : "(no changes)",
+				       &budget);
+		buf_release(&diff);
+		return;
+	}
 	if (s->kind == KIND_FIX) {
 		/* Checks run before review, so failing checks mean this
 		 * round fixes them; passing checks mean review sent us. */
@@ -156,7 +182,9 @@ build_context(struct drive *d, const struct stage *s, const char *steers,
 static char *
 load_template(const struct drive *d, const struct stage *s)
 {
-	const char *kind = stage_kind_name(s->kind);
+	const char *kind = d->call && d->call->template ?
+				   d->call->template :
+				   stage_kind_name(s->kind);
 	char *tmpl = prompt_template(d->en->ws->dir, kind);
 
 	if (!tmpl)
@@ -176,7 +204,8 @@ render_prompt(struct drive *d, const struct stage *s, const char *steers,
 		{ "stage", s->name },
 		{ "run_dir", d->run_dir },
 		{ "worktree", d->r.worktree },
-		{ "artifact", artifacts[s->kind][0] },
+		{ "artifact", d->call ? d->call->artifact :
+					artifacts[s->kind][0] },
 		{ "context", NULL },
 		{ "retry", NULL },
 	};
@@ -250,9 +279,9 @@ out:
  * the edits to policies.allowed_paths: a path outside them blocks the run
  * with every such path named (the commit stays, for people to look at).
  */
-static int
-checkpoint(struct drive *d, const struct stage *s, enum stage_result *res,
-	   char **reason, struct err *e)
+int
+engine__checkpoint(struct drive *d, const struct stage *s,
+		   enum stage_result *res, char **reason, struct err *e)
 {
 	const struct config *cfg = d->en->cfg;
 	char *msg = xasprintf("baton %s: %s\n\nRun: %s\nTask: %s", d->r.id,
@@ -282,7 +311,7 @@ checkpoint(struct drive *d, const struct stage *s, enum stage_result *res,
 	/* A stage whose edits are in and allowed is done for good: a driver
 	 * killed after this write goes on from here, never re-running it. */
 	run_set(&d->r.checkpoint, commit);
-	if (!n)
+	if (!n && !d->in_steps)
 		run_set(&d->r.phase, RUN_PHASE_CHECKPOINTED);
 	rc = engine__note(d, "checkpoint",
 			  json_pack("{s:s, s:s, s:b}", "stage", s->name,
@@ -324,6 +353,8 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 	int rc = 0;
 
 	*res = STAGE_PASS;
+	if (d->call)
+		return d->call->accept(d, s, text, res, reason, e);
 	switch (s->kind) {
 	case KIND_PLAN:
 	case KIND_ARCHITECT:
@@ -347,7 +378,7 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 		if (!rc)
 			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
 		if (!rc && s->kind == KIND_FIX)
-			rc = checkpoint(d, s, res, reason, e);
+			rc = engine__checkpoint(d, s, res, reason, e);
 		break;
 	case KIND_EXECUTE:
 		buf_addf(&body, "# Execution of %s (%s)\n\n%s\n", d->r.id,
@@ -356,7 +387,7 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 		if (!rc)
 			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
 		if (!rc)
-			rc = checkpoint(d, s, res, reason, e);
+			rc = engine__checkpoint(d, s, res, reason, e);
 		break;
 	case KIND_REVIEW:
 	case KIND_VERIFY:
@@ -402,8 +433,7 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 				v.summary ? v.summary : "");
 		}
 		break;
-	case KIND_VALIDATE:
-	case KIND__COUNT:
+	default:
 		BUG("accept_output for kind %d", (int)s->kind);
 	}
 	verdict_release(&v);
@@ -539,13 +569,24 @@ agent_env(const struct drive *d, const struct stage *s, const char *prompt,
 	strvec_pushf(env, "BATON_RUN_ID=%s", d->r.id);
 	strvec_pushf(env, "BATON_STAGE=%s", s->status);
 	strvec_pushf(env, "BATON_STAGE_NAME=%s", s->name);
-	strvec_pushf(env, "BATON_STAGE_KIND=%s", stage_kind_name(s->kind));
+	strvec_pushf(env, "BATON_STAGE_KIND=%s",
+		     d->call && d->call->kind ? d->call->kind :
+						stage_kind_name(s->kind));
 	strvec_pushf(env, "BATON_RUN_DIR=%s", d->run_dir);
 	strvec_pushf(env, "BATON_PROMPT_FILE=%s", prompt);
 	strvec_pushf(env, "BATON_WORKTREE=%s", d->r.worktree);
 	strvec_pushf(env, "BATON_ATTEMPT=%d", d->r.attempt);
 	strvec_pushf(env, "BATON_REVIEW_LOOP=%d", d->r.review_loops);
 	strvec_pushf(env, "BATON_TASK=%s", d->r.task);
+	if (d->call) {
+		strvec_pushf(env, "BATON_ARTIFACT=%s/%s", d->run_dir,
+			     d->call->artifact);
+		if (d->call->version)
+			strvec_pushf(env, "BATON_OUTPUT_VERSION=%d",
+				     d->call->version);
+		if (d->call->env && d->call->env->nr)
+			strvec_pushv(env, d->call->env->v);
+	}
 }
 
 /* The last line of an agent's stderr, for a failure message. */
@@ -707,10 +748,10 @@ setup_failure(const struct stage *s, const struct config_provider *prov,
  * The stop paths (abort, signal) return STAGE_STOPPED after moving the
  * run themselves.
  */
-static int
-call_provider(struct drive *d, const struct stage *s,
-	      const struct config_provider *prov, const char *steers,
-	      enum stage_result *res, char **reason, struct err *e)
+int
+engine__call(struct drive *d, const struct stage *s,
+	     const struct config_provider *prov, const char *steers,
+	     enum stage_result *res, char **reason, struct err *e)
 {
 	const struct agent_info *info = agent_info(prov->type);
 	struct agent_result ar = AGENT_RESULT_INIT;
@@ -956,7 +997,7 @@ review_by_all(struct drive *d, const struct stage *s,
 		char *why = NULL;
 
 		d->r.attempt = 0;
-		rc = call_provider(d, s, provs[i], steers, &r, &why, e);
+		rc = engine__call(d, s, provs[i], steers, &r, &why, e);
 		if (rc || r == STAGE_STOPPED || r == STAGE_FAIL) {
 			*res = r;
 			*reason = why;
@@ -1000,9 +1041,20 @@ run_agent(struct drive *d, const struct stage *s, const char *steers,
 	  enum stage_result *res, char **reason, struct err *e)
 {
 	const struct config_provider *provs[MAX_REVIEWERS];
-	size_t n = config_providers_for(d->en->cfg, s->role, provs,
-					ARRAY_SIZE(provs));
+	size_t n = 0;
 
+	if (s->kind >= KIND_RCA || s->next == STAGE_BACK)
+		return engine__seed_stage(d, s, steers, res, reason, e);
+	if (s->providers.nr) {
+		for (; n < s->providers.nr && n < ARRAY_SIZE(provs); n++)
+			provs[n] = config_find_provider(d->en->cfg,
+							s->providers.v[n]);
+		if (n && !provs[0])
+			n = 0;
+	} else {
+		n = config_providers_for(d->en->cfg, s->role, provs,
+					 ARRAY_SIZE(provs));
+	}
 	if (!n) {
 		*res = STAGE_FAIL;
 		*reason = xasprintf("no provider plays the %s role (set "
@@ -1012,7 +1064,7 @@ run_agent(struct drive *d, const struct stage *s, const char *steers,
 	}
 	if (s->kind == KIND_REVIEW && n > 1)
 		return review_by_all(d, s, provs, n, steers, res, reason, e);
-	return call_provider(d, s, provs[0], steers, res, reason, e);
+	return engine__call(d, s, provs[0], steers, res, reason, e);
 }
 
 static int
@@ -1111,7 +1163,7 @@ engine__run_stage(struct drive *d, const struct stage *s,
 	run_set(&d->r.phase, RUN_PHASE_RUNNING);
 	d->r.phase_started_at = time_now_ms();
 	/* Guidance waits for the next stage an agent does. */
-	if (s->kind != KIND_VALIDATE)
+	if (s->kind != KIND_VALIDATE && s->kind != KIND_CONSOLIDATE)
 		d->r.steer_seq = upto;
 	rc = engine__note(d, "stage_started",
 			  json_pack("{s:s, s:s, s:i, s:i}", "stage", s->name,
@@ -1125,6 +1177,8 @@ engine__run_stage(struct drive *d, const struct stage *s,
 	started = time_now_ms();
 	if (s->kind == KIND_VALIDATE)
 		rc = run_validate(d, s, res, e);
+	else if (s->kind == KIND_CONSOLIDATE)
+		rc = engine__consolidate(d, s, res, reason, e);
 	else
 		rc = run_agent(d, s, steers.ptr, res, reason, e);
 	d->r.active_ms += time_now_ms() - started;

@@ -152,6 +152,7 @@ store_open(const char *spec, struct store **out, struct err *e)
 	if (rc < 0)
 		return rc;
 	s->ops = b->ops;
+	s->spec = xstrdup(spec);
 	s->fault = 0;
 	s->fence_task = 0;
 	s->fence_token = 0;
@@ -162,8 +163,16 @@ store_open(const char *spec, struct store **out, struct err *e)
 void
 store_close(struct store *s)
 {
-	if (s)
-		s->ops->close(s);
+	if (!s)
+		return;
+	free(s->spec);
+	s->ops->close(s);
+}
+
+const char *
+store_spec(const struct store *s)
+{
+	return s->spec;
 }
 
 const char *

@@ -39,6 +39,9 @@ struct task;
 int store_open(const char *spec, struct store **out, struct err *e);
 /* Closes; NULL is fine. */
 void store_close(struct store *s);
+/* The spec it was opened with: a second handle (a child process's) is
+ * store_open(store_spec(s)). */
+const char *store_spec(const struct store *s);
 /* "sqlite" or "postgres". */
 const char *store_backend(const struct store *s);
 /* Schema version after migrations (the highest applied NNN). */

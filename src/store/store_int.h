@@ -64,7 +64,8 @@ struct worker_rec;
 #define RUN_TEXT_MUTABLE(X)                                                    \
 	X(pipeline) X(status) X(stage) X(phase) X(paused_at_status)            \
 	X(gate_status) X(gate_back) X(reason) X(worktree) X(branch)            \
-	X(base_ref) X(base_commit) X(checkpoint) X(config_hash)
+	X(base_ref) X(base_commit) X(checkpoint) X(config_hash)                \
+	X(config_snapshot) X(outcome) X(progress)
 #define RUN_INT_MUTABLE(X)                                                     \
 	X(review_loops) X(max_review_loops) X(attempt) X(agent_pid)            \
 	X(steer_seq) X(tokens_in) X(tokens_out) X(active_ms) X(started_at)     \
@@ -168,6 +169,7 @@ struct store_ops {
 /* The part of every backend handle that store.c reads and writes. */
 struct store {
 	const struct store_ops *ops;
+	char *spec;	/* what store_open was given (store_spec) */
 	/*
 	 * Set by store.c before a write operation: nonzero means the
 	 * backend must do the transaction's statements and then fail with

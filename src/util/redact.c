@@ -115,6 +115,48 @@ redact_buf(struct buf *b)
 	return count;
 }
 
+/* 1 when v can stand inside a quoted JSON or YAML string as it is. */
+static int
+plain_value(const char *v)
+{
+	for (; *v; v++)
+		if (*v == '"' || *v == '\\' || (unsigned char)*v < 0x20 ||
+		    *v == 0x7f)
+			return 0;
+	return 1;
+}
+
+size_t
+redact_restore(struct buf *b)
+{
+	struct buf out = BUF_INIT, mark = BUF_INIT;
+	size_t i, count = 0;
+
+	for (i = 0; i < names.nr && b->len; i++) {
+		const char *p = b->ptr, *hit;
+
+		buf_reset(&mark);
+		buf_addf(&mark, "[redacted:%s]", names.v[i]);
+		if (!plain_value(values.v[i]) ||
+		    !memmem(b->ptr, b->len, mark.ptr, mark.len))
+			continue;
+		buf_reset(&out);
+		while ((hit = memmem(p, b->len - (size_t)(p - b->ptr),
+				     mark.ptr, mark.len))) {
+			buf_add(&out, p, (size_t)(hit - p));
+			buf_adds(&out, values.v[i]);
+			p = hit + mark.len;
+			count++;
+		}
+		buf_add(&out, p, b->len - (size_t)(p - b->ptr));
+		buf_reset(b);
+		buf_add(b, out.ptr, out.len);
+	}
+	buf_release(&out);
+	buf_release(&mark);
+	return count;
+}
+
 /*
  * Streams path through redact_buf into a temporary file, keeping the
  * last longest-1 bytes of each chunk back so that a secret split across

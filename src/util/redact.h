@@ -24,6 +24,14 @@ size_t redact_count(void);
 /* Replaces every secret in b. Returns how many were replaced. */
 size_t redact_buf(struct buf *b);
 /*
+ * The reverse, for text baton kept redacted and must use again (a run's
+ * config snapshot): each [redacted:NAME] whose NAME is a secret known now
+ * becomes its value as it is now. A value with a quote, a backslash or a
+ * control character stays redacted, so that text which was JSON or YAML
+ * stays that. Returns how many were put back.
+ */
+size_t redact_restore(struct buf *b);
+/*
  * The same for a file, rewritten atomically when something changed.
  * A missing file is fine. Files larger than the in-memory cap are
  * rewritten through a temporary file in chunks.

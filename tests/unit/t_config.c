@@ -1216,3 +1216,182 @@ TEST(where_strings)
 	cnode_free(n);
 	LEAK_CHECK();
 }
+
+/* The lines of config_diff from yaml a to yaml b, joined by '\n'. */
+static char *
+diff_of(const char *a, const char *b)
+{
+	struct strvec lines = STRVEC_INIT;
+	struct buf out = BUF_INIT;
+	struct err e = ERR_INIT;
+	struct config ca, cb;
+	size_t i;
+
+	ASSERT_OK(load(REPO, a, &ca, &e), &e);
+	ASSERT_OK(load(REPO, b, &cb, &e), &e);
+	config_diff(ca.root, cb.root, &lines);
+	for (i = 0; i < lines.nr; i++)
+		buf_addf(&out, "%s\n", lines.v[i]);
+	strvec_clear(&lines);
+	config_release(&ca);
+	config_release(&cb);
+	return buf_detach(&out, NULL);
+}
+
+/* config_diff of two YAML trees (NULL: none), as diff_of. */
+static char *
+diff_trees(const char *a, const char *b)
+{
+	struct cnode *ta = NULL, *tb = NULL;
+	struct strvec lines = STRVEC_INIT;
+	struct buf out = BUF_INIT;
+	struct err e = ERR_INIT;
+	size_t i;
+
+	ASSERT_OK(cnode_parse_yaml(a, strlen(a), "a", &ta, &e), &e);
+	if (b)
+		ASSERT_OK(cnode_parse_yaml(b, strlen(b), "b", &tb, &e), &e);
+	config_diff(ta, tb, &lines);
+	for (i = 0; i < lines.nr; i++)
+		buf_addf(&out, "%s\n", lines.v[i]);
+	strvec_clear(&lines);
+	cnode_free(ta);
+	cnode_free(tb);
+	return buf_detach(&out, NULL);
+}
+
+/*
+ * A config through JSON and back means the same: the same hash, the
+ * same typed values, every quoting and odd character kept.
+ */
+TEST(json_round_trip)
+{
+	static const char yaml[] =
+	    "providers:\n"
+	    "  scripted: {type: command, command: [\"/path/agent\", \"--x\"],\n"
+	    "             timeout_seconds: 1800, env: {K: \"tab\\there\", "
+	    "Q: 'say \"hi\" \\\\ ok'},\n"
+	    "             isolated: yes, pricing: {input: 0.5, output: 1e1}}\n"
+	    "  other: {type: command, command: [/bin/true], model: \"2\"}\n"
+	    "roles: {default: scripted, reviewer: [scripted, other]}\n"
+	    "workflow: {max_review_loops: 3}\n"
+	    "policies: {allowed_paths: [src/, \"docs/**\"]}\n"
+	    "budget: {max_cost_usd: 1.5, max_tokens: 100000}\n"
+	    "validate: {commands: [\"make test\", \"\"], timeout_seconds: "
+	    "60}\n"
+	    "runtime: {auto_merge: on, judge: false}\n"
+	    "merge:\n"
+	    "store: \"\\u00e9t\\u00e9 \\u2028 \\x7f \\x85 \\ufeff \\U0001F600\"\n"
+	    "pipelines: {mine: {stages: [a, {b: c}]}}\n";
+	struct err e = ERR_INIT;
+	struct config a, b;
+	char *json, *again;
+
+	ASSERT_OK(load(REPO, yaml, &a, &e), &e);
+	json = config_to_json(&a);
+	ASSERT_CONTAINS(json, "\"max_review_loops\": \"3\"");
+	ASSERT_CONTAINS(json, "\"\u00e9t\u00e9 \\u2028 \\u007f \\u0085 "
+			      "\\ufeff \U0001F600\"");
+	ASSERT_OK(config_from_json(json, "snapshot", &b, &e), &e);
+	ASSERT_STREQ(a.hash, b.hash);
+	ASSERT_EQ(b.max_review_loops, 3);
+	ASSERT_EQ(b.budget.max_tokens, 100000);
+	ASSERT(b.budget.max_cost_usd == 1.5);
+	ASSERT_EQ(b.runtime.auto_merge, 1);
+	ASSERT_EQ(b.runtime.judge, 0);
+	ASSERT_EQ(b.nr_providers, 2);
+	ASSERT_EQ(b.providers[0].isolated, 1);
+	ASSERT_STREQ(b.providers[0].env.v[0], "K=tab\there");
+	ASSERT_STREQ(b.providers[0].env.v[1], "Q=say \"hi\" \\\\ ok");
+	ASSERT_STREQ(b.providers[1].model, "2");
+	ASSERT_STREQ(b.store, a.store);
+	ASSERT_EQ(b.validate_commands.nr, 2);
+	ASSERT(b.merge.base_branch == NULL);
+	/* and again gives the same text */
+	again = config_to_json(&b);
+	ASSERT_STREQ(again, json);
+	free(again);
+	free(json);
+	config_release(&b);
+	/* the defaults alone */
+	config_release(&a);
+	ASSERT_OK(load(REPO, "", &a, &e), &e);
+	json = config_to_json(&a);
+	ASSERT_OK(config_from_json(json, "snapshot", &b, &e), &e);
+	ASSERT_STREQ(a.hash, b.hash);
+	free(json);
+	config_release(&a);
+	config_release(&b);
+	LEAK_CHECK();
+}
+
+TEST(json_errors_name_the_label)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+
+	ASSERT(config_from_json("{\"workflow\": {\"max_review_loops\": "
+				"\"many\"}}",
+				"config snapshot of r1-x", &c, &e) < 0);
+	ASSERT_CONTAINS(e.msg, "config snapshot of r1-x:1:");
+	ASSERT_CONTAINS(e.msg, "workflow.max_review_loops");
+	ASSERT(config_from_json("{\"workflow\": ", "snap", &c, &e) < 0);
+	ASSERT_CONTAINS(e.msg, "snap:");
+	LEAK_CHECK();
+}
+
+TEST(diff_lines)
+{
+	static const char before[] =
+	    "providers:\n"
+	    "  x: {type: command, command: [/bin/a]}\n"
+	    "roles: {default: x, reviewer: x}\n"
+	    "workflow: {max_review_loops: 2}\n"
+	    "policies: {allowed_paths: [a]}\n"
+	    "pipelines: {p: {stages: [{type: plan}]}}\n";
+	static const char after[] =
+	    "providers:\n"
+	    "  x: {type: command, command: [/bin/a], timeout_seconds: 60}\n"
+	    "  y: {type: command, command: [/bin/b]}\n"
+	    "roles: {default: x}\n"
+	    "workflow: {max_review_loops: 3}\n"
+	    "policies: {allowed_paths: [a, b]}\n"
+	    "pipelines: {p: {stages: [{type: plan}, {type: review}]}}\n"
+	    "budget: {max_tokens: 100}\n";
+	char *d;
+
+	d = diff_of(before, after);
+	ASSERT_STREQ(d, "budget: added\n"
+			"pipelines.p.stages: changed\n"
+			"policies.allowed_paths: [a] -> [a, b]\n"
+			"providers.x.timeout_seconds: added\n"
+			"providers.y: added\n"
+			"roles.reviewer: removed\n"
+			"workflow.max_review_loops: 2 -> 3\n");
+	free(d);
+	/* the same meaning: nothing */
+	d = diff_of(example_flow, example_block);
+	ASSERT_STREQ(d, "");
+	free(d);
+	/* an empty section is an empty map; long values are cut */
+	d = diff_of("budget:\nstore: short\n",
+		    "budget: {max_tokens: 5}\n"
+		    "store: /a/very/long/path/that/goes/on/and/on/and/on/and/"
+		    "on/for/ever/and/a/day.db\n");
+	ASSERT_STREQ(d, "budget.max_tokens: added\n"
+			"store: short -> /a/very/long/path/that/goes/on/and/on/"
+			"and/on/and/on/for/e...\n");
+	free(d);
+	/* any trees: a value cut at a line break, empty ones, a type */
+	d = diff_trees("a: [x]\nb: {c: [], d: \"x\\ny\"}\ne: 1\n",
+		       "a: x\nb: {c: [make], d: \"\"}\ne: {f: 1}\n");
+	ASSERT_STREQ(d, "a: [x] -> x\n"
+			"b.c: [] -> [make]\n"
+			"b.d: x... -> \"\"\n"
+			"e: 1 -> {...}\n");
+	free(d);
+	d = diff_trees("a: 1\n", NULL);
+	ASSERT_STREQ(d, "a: removed\n");
+	free(d);
+	LEAK_CHECK();
+}

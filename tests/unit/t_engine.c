@@ -219,6 +219,67 @@ TEST(feature_has_the_seed_statuses)
 	teardown(&f);
 }
 
+TEST(bugfix_every_pair_checked)
+{
+	check_all_pairs("bugfix");
+}
+
+TEST(bugfix_has_the_seed_statuses)
+{
+	static const char *const want[] = {
+		"created",	    "analyzing_1",	"analyzing_2",
+		"consolidating",    "diagnosed",	"reviewing_plan",
+		"implementing",	    "reviewing_code_1", "reviewing_code_2",
+		"reviewing_code_3", "fixing",		"revising_plan",
+		"waiting_for_approval", "paused",	"interrupted",
+		"merge_ready",	    "blocked",		"failed",
+		"aborted",
+	};
+	static const char *const edges[][2] = {
+		{ "created", "analyzing_1" },
+		{ "analyzing_1", "analyzing_2" },
+		{ "analyzing_2", "consolidating" },
+		{ "consolidating", "diagnosed" },
+		{ "diagnosed", "reviewing_plan" },
+		{ "reviewing_plan", "revising_plan" },
+		{ "revising_plan", "reviewing_plan" },
+		{ "reviewing_plan", "waiting_for_approval" },
+		{ "waiting_for_approval", "analyzing_1" },
+		{ "reviewing_plan", "implementing" },
+		{ "implementing", "reviewing_code_1" },
+		{ "reviewing_code_1", "fixing" },
+		{ "reviewing_code_2", "fixing" },
+		{ "fixing", "reviewing_code_2" },
+		{ "reviewing_code_3", "merge_ready" },
+		{ "consolidating", "waiting_for_approval" },
+		{ "waiting_for_approval", "consolidating" },
+		{ "reviewing_code_3", "waiting_for_approval" },
+		{ "waiting_for_approval", "reviewing_code_3" },
+	};
+	struct fixture f;
+	size_t i;
+
+	setup(&f, "bugfix");
+	ASSERT_EQ(f.p->nr_statuses, ARRAY_SIZE(want));
+	for (i = 0; i < ARRAY_SIZE(want); i++)
+		ASSERT_STREQ(f.p->statuses[i], want[i]);
+	for (i = 0; i < ARRAY_SIZE(edges); i++)
+		if (!pipeline_edge(f.p, edges[i][0], edges[i][1]))
+			test_fail(__FILE__, __LINE__, "no edge %s -> %s",
+				  edges[i][0], edges[i][1]);
+	ASSERT_EQ(pipeline_edge(f.p, "fixing", "reviewing_code_2")->why,
+		  WHY_REREVIEW);
+	ASSERT_EQ(pipeline_edge(f.p, ST_WAITING, "analyzing_1")->why,
+		  WHY_REEXAMINE);
+	/* side stages only go back; nothing skips the reviews */
+	ASSERT(!pipeline_edge(f.p, "fixing", "merge_ready"));
+	ASSERT(!pipeline_edge(f.p, "revising_plan", "implementing"));
+	ASSERT(!pipeline_edge(f.p, "reviewing_code_2", "merge_ready"));
+	ASSERT(!pipeline_edge(f.p, "analyzing_2", "reviewing_plan"));
+	ASSERT(!pipeline_edge(f.p, "implementing", "merge_ready"));
+	teardown(&f);
+}
+
 TEST(second_pipeline_table_differs)
 {
 	struct fixture f;
@@ -302,7 +363,11 @@ TEST(pipeline_errors_name_the_stage)
 		  BATON_EINVAL);
 	ASSERT_CONTAINS(e.msg, "unknown stage kind 'dance'");
 
-	ASSERT_EQ(parse("stages: [execute, execute]\n", &e), BATON_EINVAL);
+	ASSERT_EQ(parse("stages: [{name: a, kind: execute}, "
+			"{name: a, kind: verify}]\n",
+			&e),
+		  BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "pipelines.t.stages[1] (a)");
 	ASSERT_CONTAINS(e.msg, "already exists");
 
 	ASSERT_EQ(parse("stages: [{name: x, kind: fix, side: true, next: x}, "
@@ -342,7 +407,7 @@ TEST(unknown_pipeline_lists_the_known_ones)
 
 	ASSERT_EQ(pipeline_load(NULL, "nope", &p, &e), BATON_ENOTFOUND);
 	ASSERT_CONTAINS(e.msg, "unknown pipeline 'nope'");
-	ASSERT_CONTAINS(e.msg, "feature");
+	ASSERT_CONTAINS(e.msg, "feature, bugfix");
 }
 
 TEST(create_refuses_a_pipeline_without_providers)

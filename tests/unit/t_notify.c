@@ -192,7 +192,7 @@ wait_requests(struct receiver *r, int want)
 /* ---- the store, the cursor, the config -------------------------------- */
 
 static char *
-store_spec(void)
+notify_store_spec(void)
 {
 	return xasprintf("%s/baton.db", test_tmpdir());
 }
@@ -202,7 +202,7 @@ open_store(void)
 {
 	struct err e = ERR_INIT;
 	struct store *s = NULL;
-	char *spec = store_spec();
+	char *spec = notify_store_spec();
 
 	ASSERT_OK(store_open(spec, &s, &e), &e);
 	free(spec);
@@ -308,7 +308,7 @@ start(const struct config *cfg)
 	struct workspace ws = { NULL, NULL, 0 };
 	struct err e = ERR_INIT;
 	struct notifier *n;
-	char *spec = store_spec();
+	char *spec = notify_store_spec();
 
 	ws.dir = (char *)test_tmpdir();
 	n = notify_start(cfg, &ws, spec, &e);

@@ -69,7 +69,7 @@ pg_query(const char *sql)
 
 /* What every handle of the test opens: the file, or the database. */
 static char *
-store_spec(void)
+queue_store_spec(void)
 {
 	return pg_dsn() ? xstrdup(pg_dsn()) : db_path();
 }
@@ -86,7 +86,7 @@ open_store(void)
 	static int wiped;
 	struct err e = ERR_INIT;
 	struct store *s = NULL;
-	char *spec = store_spec();
+	char *spec = queue_store_spec();
 
 	if (pg_dsn() && !wiped) {
 		PQclear(pg_query("SET client_min_messages = warning;"
@@ -1069,7 +1069,7 @@ TEST(fence_on_missing_task)
 static void
 claimer(int who)
 {
-	char *path = store_spec();
+	char *path = queue_store_spec();
 	char holder[32];
 	struct err e = ERR_INIT;
 	struct store *s = NULL;
@@ -1198,7 +1198,7 @@ area_claimer(int who)
 {
 	static const char *const queued[] = { TASK_QUEUED };
 	struct store_task_filter running = { .status = TASK_RUNNING };
-	char *spec = store_spec();
+	char *spec = queue_store_spec();
 	char holder[32];
 	struct err e = ERR_INIT;
 	struct store *s = NULL;

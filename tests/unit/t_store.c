@@ -859,7 +859,8 @@ fill_run(struct run *r, int salt)
 	SET(pipeline) SET(status) SET(stage) SET(phase)
 	SET(paused_at_status) SET(gate_status) SET(gate_back) SET(reason)
 	SET(worktree) SET(branch) SET(base_ref) SET(base_commit)
-	SET(checkpoint) SET(config_hash)
+	SET(checkpoint) SET(config_hash) SET(config_snapshot) SET(outcome)
+	SET(progress)
 #undef SET
 	r->review_loops = 1 + salt;
 	r->max_review_loops = 2 + salt;
@@ -889,6 +890,7 @@ assert_same_run(const struct run *a, const struct run *b)
 	SAME_STR(gate_status) SAME_STR(gate_back) SAME_STR(reason)
 	SAME_STR(worktree) SAME_STR(branch) SAME_STR(base_ref)
 	SAME_STR(base_commit) SAME_STR(checkpoint) SAME_STR(config_hash)
+	SAME_STR(config_snapshot) SAME_STR(outcome) SAME_STR(progress)
 	SAME_NUM(seq) SAME_NUM(review_loops) SAME_NUM(max_review_loops)
 	SAME_NUM(pause_requested) SAME_NUM(abort_requested) SAME_NUM(attempt)
 	SAME_NUM(agent_pid) SAME_NUM(steer_seq) SAME_NUM(tokens_in)
