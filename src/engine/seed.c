@@ -1445,7 +1445,7 @@ review_batch(struct drive *d, const struct stage *s, const char *steers,
 								"findings"),
 						JSON_COMPACT);
 
-			int *mine = xcalloc((size_t)(b - a + 1), sizeof(*mine));
+			int *mine = xcalloc((size_t)b - (size_t)a + 1, sizeof(*mine));
 			int k;
 
 			/* the steps any reviewer's findings name */
