@@ -783,6 +783,7 @@ run_members(struct drive *d, struct member *m, size_t n, const char *steers,
 	char *dir = engine__run_file(d, "members");
 	size_t i, alive = 0;
 	int rc = fs_mkdir_p(dir, 0755, e), stopping = 0;
+	int64_t last_tick = time_now_ms();
 
 	free(dir);
 	if (rc)
@@ -804,14 +805,15 @@ run_members(struct drive *d, struct member *m, size_t n, const char *steers,
 	}
 	while (alive) {
 		char drain[64];
-		int status;
+		int status, woken;
 
-		poll(&pfd, 1, 1000);
+		/* a short nap: an exited member is taken within 50 ms */
+		woken = poll(&pfd, 1, 50) > 0;
 		while (read(d->wake_fd, drain, sizeof(drain)) > 0)
 			;
 		if (!stopping && engine__signalled())
 			stopping = 1;
-		if (!stopping) {
+		if (!stopping && woken) {
 			struct run fresh = { 0 };
 
 			if (store_run_get(d->en->store, d->r.id, &fresh, NULL) ==
@@ -841,9 +843,13 @@ run_members(struct drive *d, struct member *m, size_t n, const char *steers,
 						  (json_int_t)m[i].ended_ms),
 					e);
 		}
-		engine__report_tick(d);
-		if (d->en->note)
-			d->en->note(d->en->note_arg, ENGINE_NOTE_TICK, &d->r);
+		if (time_now_ms() - last_tick >= 1000) {
+			last_tick = time_now_ms();
+			engine__report_tick(d);
+			if (d->en->note)
+				d->en->note(d->en->note_arg, ENGINE_NOTE_TICK,
+					    &d->r);
+		}
 	}
 	if (stopping)
 		d->stop = 1;
