@@ -18,6 +18,7 @@
 #include "core/config.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/xalloc.h"
 
 #define DEFAULT_PROVIDER_TIMEOUT 1800
@@ -1450,47 +1451,6 @@ config_show(const struct config *c, struct buf *out)
 
 #define DIFF_SHOW_MAX 60
 
-/*
- * The code point of the UTF-8 sequence at p (at most n bytes) in *cp and
- * its length, or 0 when it is not valid UTF-8.
- */
-static size_t
-utf8_decode(const unsigned char *p, size_t n, unsigned int *cp)
-{
-	size_t len, i;
-	unsigned int v;
-
-	if (p[0] < 0x80) {
-		*cp = p[0];
-		return 1;
-	}
-	if ((p[0] & 0xe0) == 0xc0) {
-		len = 2;
-		v = p[0] & 0x1f;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		len = 3;
-		v = p[0] & 0x0f;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		len = 4;
-		v = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		v = (v << 6) | (p[i] & 0x3f);
-	}
-	if ((len == 2 && v < 0x80) || (len == 3 && v < 0x800) ||
-	    (len == 4 && (v < 0x10000 || v > 0x10ffff)) ||
-	    (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	*cp = v;
-	return len;
-}
-
 /* 1 for a code point written as \uXXXX: see above. */
 static int
 json_escaped(unsigned int cp)
@@ -1500,7 +1460,7 @@ json_escaped(unsigned int cp)
 }
 
 static void
-json_string(struct buf *out, const char *s)
+quote_json(struct buf *out, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n = strlen(s), len;
@@ -1536,7 +1496,7 @@ json_node(struct buf *out, const struct cnode *n)
 
 	switch (n->type) {
 	case CNODE_SCALAR:
-		json_string(out, n->value);
+		quote_json(out, n->value);
 		break;
 	case CNODE_SEQ:
 		buf_addch(out, '[');
@@ -1552,7 +1512,7 @@ json_node(struct buf *out, const struct cnode *n)
 		for (i = 0; i < n->nr; i++) {
 			if (i)
 				buf_adds(out, ", ");
-			json_string(out, n->kids[i]->key);
+			quote_json(out, n->kids[i]->key);
 			buf_adds(out, ": ");
 			json_node(out, n->kids[i]);
 		}

@@ -7,24 +7,27 @@
 #include "util/json.h"
 #include "util/timeutil.h"
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
-static size_t
-utf8_len(const unsigned char *p, size_t n)
+size_t
+utf8_decode(const unsigned char *p, size_t n, unsigned int *cp)
 {
 	size_t len, i;
-	unsigned int cp;
+	unsigned int v;
 
-	if (p[0] < 0x80)
-		return p[0] ? 1 : 0;
+	if (!n)
+		return 0;
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
 	if ((p[0] & 0xe0) == 0xc0) {
 		len = 2;
-		cp = p[0] & 0x1f;
+		v = p[0] & 0x1f;
 	} else if ((p[0] & 0xf0) == 0xe0) {
 		len = 3;
-		cp = p[0] & 0x0f;
+		v = p[0] & 0x0f;
 	} else if ((p[0] & 0xf8) == 0xf0) {
 		len = 4;
-		cp = p[0] & 0x07;
+		v = p[0] & 0x07;
 	} else {
 		return 0;
 	}
@@ -33,13 +36,26 @@ utf8_len(const unsigned char *p, size_t n)
 	for (i = 1; i < len; i++) {
 		if ((p[i] & 0xc0) != 0x80)
 			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
+		v = (v << 6) | (p[i] & 0x3f);
 	}
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
+	if ((len == 2 && v < 0x80) || (len == 3 && v < 0x800) ||
+	    (len == 4 && (v < 0x10000 || v > 0x10ffff)) ||
+	    (v >= 0xd800 && v <= 0xdfff))
 		return 0;
+	*cp = v;
 	return len;
+}
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0; a NUL
+ * is not valid here (jansson strings end at one). */
+static size_t
+utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned int cp;
+
+	if (n && !p[0])
+		return 0;
+	return utf8_decode(p, n, &cp);
 }
 
 json_t *

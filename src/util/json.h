@@ -29,4 +29,11 @@ const char *json_get_str(const json_t *obj, const char *key);
 /* Epoch ms as an ISO 8601 UTC string; null for 0 (never). */
 json_t *json_time(int64_t ms);
 
+/*
+ * The code point of the valid UTF-8 sequence at p (at most n bytes) in
+ * *cp, and its length; 0 when it is not valid UTF-8 (overlong forms and
+ * surrogates included).
+ */
+size_t utf8_decode(const unsigned char *p, size_t n, unsigned int *cp);
+
 #endif
