@@ -244,9 +244,9 @@ engine_note_drift(struct engine *en, const char *ref, const char *choice,
 		  const struct strvec *changes, const char *fresh_run,
 		  struct err *e)
 {
-	struct event ev = { 0 };
 	struct run r = { 0 };
 	json_t *data = NULL;
+	char *text;
 	int rc = store_run_get(en->store, ref, &r, e);
 
 	if (rc)
@@ -255,13 +255,9 @@ engine_note_drift(struct engine *en, const char *ref, const char *choice,
 			 changes_json(changes));
 	if (fresh_run)
 		json_object_set_new(data, "run", json_lossy_str(fresh_run));
-	ev.run_id = r.id;
-	ev.type = (char *)"config_drift";
-	ev.data = json_dumps(data, JSON_COMPACT);
-	rc = store_event_add(en->store, &ev, e);
-	free(ev.data);
-	if (!rc)
-		engine_mirror_events(en, r.id, NULL);
+	text = json_dumps(data, JSON_COMPACT);
+	rc = engine__add_event(en, r.id, 0, "config_drift", text, e);
+	free(text);
 out:
 	json_decref(data);
 	run_release(&r);
@@ -454,7 +450,7 @@ int
 engine_steer(struct engine *en, const char *ref, const char *text,
 	     struct err *e)
 {
-	struct event ev = { 0 };
+	char *json;
 	struct run r = { 0 };
 	json_t *data = NULL;
 	int rc;
@@ -469,13 +465,9 @@ engine_steer(struct engine *en, const char *ref, const char *text,
 		goto out;
 	}
 	data = json_pack("{s:o}", "text", json_lossy_str(text));
-	ev.run_id = r.id;
-	ev.type = (char *)"steer";
-	ev.data = json_dumps(data, JSON_COMPACT);
-	rc = store_event_add(en->store, &ev, e);
-	free(ev.data);
-	if (!rc)
-		engine_mirror_events(en, r.id, NULL);
+	json = json_dumps(data, JSON_COMPACT);
+	rc = engine__add_event(en, r.id, 0, "steer", json, e);
+	free(json);
 out:
 	json_decref(data);
 	run_release(&r);

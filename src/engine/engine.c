@@ -384,21 +384,34 @@ engine__record(struct engine *en, struct run *r, const char *type,
 int
 engine__note(struct drive *d, const char *type, json_t *data, struct err *e)
 {
-	struct event ev = { 0 };
+	char *text;
 	int rc;
 
 	if (!d->member)
 		return engine__record(d->en, &d->r, type, data, e);
 	/* a parallel member: the parent owns the run row */
-	ev.run_id = d->r.id;
-	ev.task_id = d->r.task_id;
-	ev.type = (char *)type;
-	ev.data = event_text(data);
-	rc = store_event_add(d->en->store, &ev, e);
-	free(ev.data);
+	text = event_text(data);
+	rc = engine__add_event(d->en, d->r.id, d->r.task_id, type, text,
+			       e);
+	free(text);
 	json_decref(data);
+	return rc;
+}
+
+int
+engine__add_event(struct engine *en, const char *run_id, int64_t task_id,
+		  const char *type, const char *data, struct err *e)
+{
+	struct event ev = { 0 };
+	int rc;
+
+	ev.run_id = (char *)run_id;
+	ev.task_id = task_id;
+	ev.type = (char *)type;
+	ev.data = (char *)data;
+	rc = store_event_add(en->store, &ev, e);
 	if (!rc)
-		engine_mirror_events(d->en, d->r.id, NULL);
+		engine_mirror_events(en, run_id, NULL);
 	return rc;
 }
 

@@ -143,6 +143,14 @@ int engine__note(struct drive *d, const char *type, json_t *data,
  */
 int engine__record(struct engine *en, struct run *r, const char *type,
 		   json_t *data, struct err *e);
+/*
+ * An event about a run on its own, not a run write (steers, drift notes, a
+ * parallel member's events): data is a JSON object text or NULL. Mirrors
+ * it to events.jsonl.
+ */
+int engine__add_event(struct engine *en, const char *run_id,
+		      int64_t task_id, const char *type, const char *data,
+		      struct err *e);
 /* Re-reads d->r from the store. */
 int engine__reload(struct drive *d, struct err *e);
 
