@@ -420,7 +420,19 @@ pick_run(struct sched_ctx *x, struct engine *en, struct task *t,
 	struct err ignored = ERR_INIT;
 	int rc = 0;
 
-	if (!t->run_id || store_run_get(x->store, t->run_id, &cur, &ignored))
+	if (t->run_id) {
+		rc = store_run_get(x->store, t->run_id, &cur, e);
+		if (rc && rc != BATON_ENOTFOUND)
+			return rc; /* the store is busy: not a reason to
+				      start the task over */
+		if (rc) {
+			log_warn("task %lld: its run %s is gone: starting "
+				 "afresh",
+				 (long long)t->id, t->run_id);
+			*e = (struct err)ERR_INIT;
+		}
+	}
+	if (!t->run_id || rc)
 		rc = new_run(x, en, t, e);
 	else if (status_is_terminal(cur.status))
 		rc = 1;
@@ -447,10 +459,34 @@ pick_run(struct sched_ctx *x, struct engine *en, struct task *t,
 	return rc;
 }
 
+/* The task goes back to the queue with its run, which resumes next time. */
+static int
+retry_same_run(struct sched_ctx *x, struct task *t, const struct err *cause)
+{
+	struct err e = ERR_INIT;
+	char *data;
+	int rc;
+
+	sched__drop_lease(t);
+	run_set(&t->status, TASK_QUEUED);
+	t->not_before = time_now_ms() +
+			cooldown_ms(x->cfg, cause->msg, t->attempts);
+	free(t->reason);
+	t->reason = xasprintf("retrying the same run %s: %s", t->run_id,
+			      cause->msg);
+	data = json_take_text(json_pack("{s:s, s:s, s:s}", "run", t->run_id,
+				    "status", t->status, "reason", t->reason));
+	rc = sched_task_write(x, t, "task_settled", data, &e);
+	free(data);
+	return rc;
+}
+
 /*
  * baton could not drive the run (the disk, the store, git): the task goes
  * back to the queue after a cooldown, the attempt spent, the error on
- * record; the run, if the engine ended it, stays as it ended.
+ * record; the run, if the engine ended it, stays as it ended. A run that
+ * did not end (its lock was still held, the store was busy) is kept: the
+ * next try resumes it instead of starting the task over.
  */
 static int
 give_back(struct sched_ctx *x, struct task *t, const struct err *cause)
@@ -459,11 +495,15 @@ give_back(struct sched_ctx *x, struct task *t, const struct err *cause)
 	struct run r = { 0 };
 	int rc;
 
-	if (t->run_id && !store_run_get(x->store, t->run_id, &r, &e) &&
-	    status_is_terminal(r.status)) {
-		rc = sched__settle(x, t, &r, 0, &e);
+	if (t->run_id && !store_run_get(x->store, t->run_id, &r, &e)) {
+		rc = 1;
+		if (status_is_terminal(r.status))
+			rc = sched__settle(x, t, &r, 0, &e);
+		else if (t->attempts < t->max_attempts)
+			rc = retry_same_run(x, t, cause);
 		run_release(&r);
-		return rc;
+		if (rc != 1)
+			return rc;
 	}
 	run_release(&r);
 	r.id = t->run_id ? t->run_id : (char *)"-";
