@@ -114,5 +114,6 @@ extern const struct cmd cmd_init, cmd_run, cmd_status, cmd_show, cmd_events,
 extern const struct cmd cmd_task, cmd_serve, cmd_worker, cmd_migrate;
 extern const struct cmd cmd_plan;
 extern const struct cmd cmd_merge;
+extern const struct cmd cmd_receipts;
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * baton approvals: the runs waiting at a gate, and the decisions on them:
  * approve (enter the gated stage), reject (end blocked), request-changes
- * (re-run the stage before the gate with guidance).
+ * (re-run the stage before the gate with guidance), and on an assist
+ * report's feedback question revise (plan again with guidance) and defer
+ * (pause; resume plans again).
  */
 #include "util/compat.h"
 
@@ -86,6 +88,10 @@ approvals_exec(struct cli *c, int argc, char **argv)
 		d = GATE_REJECT;
 	else if (!strcmp(argv[0], "request-changes"))
 		d = GATE_CHANGES;
+	else if (!strcmp(argv[0], "revise"))
+		d = GATE_REVISE;
+	else if (!strcmp(argv[0], "defer"))
+		d = GATE_DEFER;
 	else
 		return cli_usage(&cmd_approvals);
 	if (engine_decide(&c->en, argv[1], d, guidance, &r, &e)) {
@@ -104,7 +110,8 @@ approvals_exec(struct cli *c, int argc, char **argv)
 const struct cmd cmd_approvals = {
 	.name = "approvals",
 	.usage = "approvals [list [--json] | approve RUN | reject RUN "
-		 "[--guidance TEXT] | request-changes RUN --guidance TEXT]",
+		 "[--guidance TEXT] | request-changes RUN --guidance TEXT | "
+		 "revise RUN --guidance TEXT | defer RUN]",
 	.summary = "list runs waiting at a gate, or decide one",
 	.needs = CLI_NEEDS_STORE,
 	.exec = approvals_exec,

@@ -140,6 +140,96 @@ print_human(const struct run *r)
 		       r->config_snapshot ? " (snapshot kept)" : "");
 }
 
+/* ---- research runs: the claims and the report ---- */
+
+/* The width of a claim's line in `show`; its text is cut to fit. */
+#define CLAIM_LINE_MAX 100
+
+/* Prints at most max bytes of s on one line, "..." when cut. */
+static void
+print_cut(const char *s, size_t max)
+{
+	size_t len = strlen(s), n = len, i;
+
+	if (len > max) {
+		n = max > 3 ? max - 3 : 0;
+		while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	for (i = 0; i < n; i++)
+		putchar(s[i] == '\n' || s[i] == '\t' ? ' ' : s[i]);
+	if (n < len)
+		fputs("...", stdout);
+}
+
+/*
+ * A research run's claims, one line each (id, status, confidence,
+ * evidence count, text cut to fit), and where its report is. Nothing for
+ * other runs.
+ */
+static void
+print_claims(const struct run *r, const char *dir)
+{
+	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	json_t *st = json_object_get(p, "research"), *claims;
+	int w = 2;
+	size_t i;
+
+	claims = json_object_get(st, "claims");
+	if (!json_is_object(st))
+		goto out;
+	for (i = 0; i < json_array_size(claims); i++) {
+		const char *id = json_get_str(json_array_get(claims, i), "id");
+
+		if (id && (int)strlen(id) > w)
+			w = (int)strlen(id);
+	}
+	printf("\nclaims (round %lld):\n",
+	       (long long)json_integer_value(json_object_get(st, "round")));
+	for (i = 0; i < json_array_size(claims); i++) {
+		json_t *c = json_array_get(claims, i);
+		json_t *conf = json_object_get(c, "confidence");
+		char cs[16] = "-";
+		int used;
+
+		if (json_is_number(conf))
+			snprintf(cs, sizeof(cs), "%.2f", json_number_value(conf));
+		used = printf("  %-*s %-9s %4s %3zu evidence  ", w,
+			      json_get_str(c, "id") ? json_get_str(c, "id") : "?",
+			      json_get_str(c, "status") ?
+				      json_get_str(c, "status") :
+				      "pending",
+			      cs,
+			      json_array_size(json_object_get(c, "evidence")));
+		print_cut(json_get_str(c, "text") ? json_get_str(c, "text") : "",
+			  used < CLAIM_LINE_MAX - 20 ?
+				  (size_t)(CLAIM_LINE_MAX - used) :
+				  20);
+		putchar('\n');
+	}
+	if (!json_array_size(claims))
+		printf("  (none yet)\n");
+	if (json_get_str(st, "report"))
+		printf("report    %s/%s\n", dir, json_get_str(st, "report"));
+out:
+	json_decref(p);
+}
+
+/* --json: the report's full path beside research.report. */
+static void
+research_paths(json_t *o, const char *dir)
+{
+	json_t *st = json_object_get(o, "research");
+	const char *report = json_get_str(st, "report");
+	char *path;
+
+	if (!report)
+		return;
+	path = xasprintf("%s/%s", dir, report);
+	json_object_set_new(st, "report_path", json_string(path));
+	free(path);
+}
+
 static int
 show_exec(struct cli *c, int argc, char **argv)
 {
@@ -165,7 +255,9 @@ show_exec(struct cli *c, int argc, char **argv)
 	ctx.calls = json_array();
 	if (!json) {
 		print_human(&r);
-		printf("folder    %s\n\nartifacts:\n", dir);
+		printf("folder    %s\n", dir);
+		print_claims(&r, dir);
+		printf("\nartifacts:\n");
 	}
 	if (store_output_list(c->store, r.id, add_output, &ctx, &e))
 		goto fail;
@@ -183,6 +275,7 @@ show_exec(struct cli *c, int argc, char **argv)
 		char *s;
 
 		json_object_set_new(o, "run_dir", json_string(dir));
+		research_paths(o, dir);
 		json_object_set_new(o, "config_snapshot",
 				    snapshot_json(r.config_snapshot));
 		json_object_set(o, "artifacts", ctx.artifacts);

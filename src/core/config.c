@@ -16,6 +16,7 @@
 
 #include "core/cnode.h"
 #include "core/config.h"
+#include "core/policy.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
@@ -34,7 +35,7 @@ static const char *const top_keys[] = {
     "providers", "roles",     "workflow", "policies",  "validate",
     "pipelines", "store",     "budget",	  "execution", "runtime",
     "merge",	 "server",    "reports",  "notify",	 "repo",
-    NULL,
+    "loop",	 "assist",    NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -63,8 +64,9 @@ static const char *const execution_keys[] = {
 };
 static const char *const sandboxes[] = {"none", "bwrap", NULL};
 static const char *const role_names[] = {
-    "default",	"planner", "architect", "implementer",
-    "reviewer", "fixer",   "verifier",	"judge",       NULL,
+    "default",	"planner", "architect", "implementer", "reviewer",
+    "fixer",	"verifier", "judge",	"analyst",     "researcher",
+    "writer",	NULL,
 };
 static const char *const runtime_keys[] = {
     "workers",	       "lease_seconds",	       "sweep_seconds",
@@ -91,6 +93,18 @@ static const char *const reports_keys[] = {
     NULL,
 };
 static const char *const notify_keys[] = { "webhooks", NULL };
+static const char *const loop_keys[] = {
+    "profile", "grants", "stop_file", "max_iterations", NULL,
+};
+static const char *const loop_profiles[] = {
+    "strict", "trusted-local", "automation", NULL,
+};
+static const char *const assist_keys[] = {
+    "mode", "auto_complete", "escalation_timeout_seconds", NULL,
+};
+static const char *const assist_modes[] = {
+    "always-ask", "agent-decides", "always-execute", NULL,
+};
 static const char *const repo_keys[] = { "url", NULL };
 static const char *const webhook_keys[] = {
     "url",     "events",	  "secret_env",
@@ -961,6 +975,70 @@ read_reports(struct config *c, struct err *e)
 	return rc;
 }
 
+/* loop: the loop pipeline's policy and stop conditions (docs/config.md). */
+static int
+read_loop(struct config *c, struct err *e)
+{
+	struct config_loop *l = &c->loop;
+	const struct cnode *sec, *n;
+	struct buf path = BUF_INIT;
+	size_t i;
+	int rc;
+
+	rc = get_section(c->root, "loop", loop_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	if ((n = cnode_get(sec, "profile"))) {
+		free(l->profile);
+		l->profile = NULL;
+		rc = read_choice(n, "loop.profile", loop_profiles, &l->profile,
+				 e);
+	}
+	if (rc >= 0 && (n = cnode_get(sec, "grants")))
+		rc = read_strings(n, "loop.grants", 0, &l->grants, e);
+	for (i = 0; rc >= 0 && i < l->grants.nr; i++) {
+		struct err ge = ERR_INIT;
+
+		if (!policy_grant_parse(l->grants.v[i], &ge))
+			continue;
+		buf_reset(&path);
+		buf_addf(&path, "loop.grants[%zu]", i);
+		rc = node_error(n->type == CNODE_SEQ ? n->kids[i] : n,
+				path.ptr, ge.msg, e);
+	}
+	if (rc >= 0 && (n = cnode_get(sec, "stop_file")))
+		rc = read_string(n, "loop.stop_file", &l->stop_file, e);
+	if (rc >= 0 && (n = cnode_get(sec, "max_iterations")))
+		rc = read_int(n, "loop.max_iterations", 1, 1000,
+			      &l->max_iterations, e);
+	buf_release(&path);
+	return rc;
+}
+
+/* assist: the assist pipeline's execution mode and escalations. */
+static int
+read_assist(struct config *c, struct err *e)
+{
+	struct config_assist *a = &c->assist;
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "assist", assist_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	if ((n = cnode_get(sec, "mode"))) {
+		free(a->mode);
+		a->mode = NULL;
+		rc = read_choice(n, "assist.mode", assist_modes, &a->mode, e);
+	}
+	if (rc >= 0 && (n = cnode_get(sec, "auto_complete")))
+		rc = cnode_bool(n, "assist.auto_complete", &a->auto_complete, e);
+	if (rc >= 0 && (n = cnode_get(sec, "escalation_timeout_seconds")))
+		rc = read_int(n, "assist.escalation_timeout_seconds", 1,
+			      86400 * 7, &a->escalation_timeout_seconds, e);
+	return rc;
+}
+
 /*
  * A webhook's events: kinds of notification, a list or a single name.
  * An unknown one is reported at its own position, with its index.
@@ -1254,6 +1332,9 @@ config_init(struct config *c)
 	c->reports.milestone_after_seconds = 300;
 	c->reports.periodic_after_seconds = 1800;
 	c->reports.interval_seconds = 600;
+	c->loop.profile = xstrdup("strict");
+	c->assist.mode = xstrdup("agent-decides");
+	c->assist.escalation_timeout_seconds = 900;
 }
 
 /*
@@ -1311,6 +1392,12 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	rc = read_notify(&c, e);
 	if (rc < 0)
 		goto out;
+	rc = read_loop(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_assist(&c, e);
+	if (rc < 0)
+		goto out;
 	rc = read_rest(&c, e);
 	if (rc < 0)
 		goto out;
@@ -1365,6 +1452,10 @@ config_release(struct config *c)
 	strvec_clear(&c->allowed_paths);
 	free(c->sandbox);
 	free(c->store);
+	free(c->loop.profile);
+	strvec_clear(&c->loop.grants);
+	free(c->loop.stop_file);
+	free(c->assist.mode);
 	cnode_free(c->root);
 	config_init(c);
 }

@@ -114,6 +114,30 @@ struct config_webhook {
 	int timeout_seconds;	/* per request: 10 */
 };
 
+/*
+ * loop: the loop pipeline (Craik). profile: strict (only grants),
+ * trusted-local (writes in the worktree, any command), automation
+ * (writes in policies.allowed_paths, the validate commands); grants:
+ * "write:GLOB", "run:GLOB", "network:GLOB"; network needs a grant in
+ * every profile. stop_file: the loop stops before an act when this file
+ * exists in the worktree. max_iterations: overrides the pipeline's.
+ */
+struct config_loop {
+	char *profile;		/* "strict" */
+	struct strvec grants;
+	char *stop_file;	/* NULL: none */
+	int max_iterations;	/* 0: the pipeline's */
+};
+
+/* assist: the assist pipeline (OpenViber). */
+struct config_assist {
+	char *mode;		/* always-ask | agent-decides (default) |
+				   always-execute */
+	int auto_complete;	/* a report completes the task without
+				   waiting for feedback: false */
+	int escalation_timeout_seconds; /* an escalation without its own: 900 */
+};
+
 struct config {
 	struct config_provider *providers;
 	size_t nr_providers;
@@ -137,6 +161,8 @@ struct config {
 	struct config_merge merge;
 	struct config_server server;
 	struct config_reports reports;
+	struct config_loop loop;
+	struct config_assist assist;
 	struct config_webhook *webhooks; /* notify.webhooks */
 	size_t nr_webhooks;
 	const struct cnode *pipelines; /* pipelines: map, or NULL */

@@ -50,6 +50,17 @@ static const struct kind_info {
 	[KIND_CODE_REVIEW] = { "code-review", "reviewing_code", NULL,
 			       "reviewer" },
 	[KIND_REVISE] = { "revise", "revising_plan", NULL, "planner" },
+	[KIND_LOOP_PLAN] = { "loop-plan", "planning", NULL, "planner" },
+	[KIND_ACT] = { "act", "acting", NULL, "implementer" },
+	[KIND_OBSERVE] = { "observe", "observing", NULL, NULL },
+	[KIND_EVALUATE] = { "evaluate", "evaluating", NULL, "reviewer" },
+	[KIND_INTAKE] = { "intake", "intake", NULL, NULL },
+	[KIND_REPORT] = { "report", "reporting", NULL, NULL },
+	[KIND_CLAIMS] = { "claims", "planning", NULL, "planner" },
+	[KIND_COLLECT] = { "collect", "collecting", NULL, "researcher" },
+	[KIND_CHALLENGE] = { "challenge", "challenging", NULL, "reviewer" },
+	[KIND_COMPOSE] = { "compose", "composing", NULL, "writer" },
+	[KIND_JUDGE] = { "judge", "judging", NULL, "judge" },
 };
 
 /* The kinds each pipeline type may use, in the order errors list them. */
@@ -64,12 +75,38 @@ static const enum stage_kind bugfix_kinds[] = {
 	KIND__COUNT,
 };
 
+static const enum stage_kind loop_kinds[] = {
+	KIND_LOOP_PLAN, KIND_ACT, KIND_OBSERVE, KIND_EVALUATE, KIND__COUNT,
+};
+static const enum stage_kind assist_kinds[] = {
+	KIND_INTAKE, KIND_PLAN,	  KIND_EXECUTE, KIND_VALIDATE, KIND_REVIEW,
+	KIND_FIX,    KIND_VERIFY, KIND_REPORT,	KIND__COUNT,
+};
+static const enum stage_kind research_kinds[] = {
+	KIND_CLAIMS,  KIND_COLLECT, KIND_CHALLENGE,
+	KIND_COMPOSE, KIND_JUDGE,   KIND__COUNT,
+};
+
+/*
+ * once: the kinds a pipeline of the type must have exactly once, in
+ * this order among themselves (the engine keeps one record of each per
+ * round: a loop's step, a research job's claims and report).
+ */
 static const struct pipeline_type {
 	const char *name;
 	const enum stage_kind *kinds; /* ends with KIND__COUNT */
+	const enum stage_kind *once;  /* NULL or ends with KIND__COUNT */
 } types[] = {
-	{ "feature", feature_kinds },
-	{ "bugfix", bugfix_kinds },
+	{ "feature", feature_kinds, NULL },
+	{ "bugfix", bugfix_kinds, NULL },
+	{ "loop", loop_kinds,
+	  (const enum stage_kind[]){ KIND_LOOP_PLAN, KIND_ACT, KIND_EVALUATE,
+				     KIND__COUNT } },
+	{ "assist", assist_kinds,
+	  (const enum stage_kind[]){ KIND_INTAKE, KIND_REPORT, KIND__COUNT } },
+	{ "research", research_kinds,
+	  (const enum stage_kind[]){ KIND_CLAIMS, KIND_COLLECT, KIND_COMPOSE,
+				     KIND_JUDGE, KIND__COUNT } },
 };
 
 static const char *const why_names[] = {
@@ -83,10 +120,14 @@ static const char *const why_names[] = {
 	[WHY_ABORT] = "abort",	     [WHY_INTERRUPT] = "interrupt",
 	[WHY_RECOVER] = "recover",   [WHY_REREVIEW] = "re-review",
 	[WHY_ASK] = "ask",	     [WHY_ANSWER] = "answer",
-	[WHY_REEXAMINE] = "re-examine",
+	[WHY_REEXAMINE] = "re-examine", [WHY_CONTINUE] = "continue",
+	[WHY_GOAL] = "goal met",     [WHY_REWORK] = "rework",
+	[WHY_REVISE] = "revise",     [WHY_DEFER] = "defer",
 };
 
-static const char *const builtin_names[] = { "feature", "bugfix", NULL };
+static const char *const builtin_names[] = {
+	"feature", "bugfix", "loop", "assist", "research", NULL,
+};
 
 static const char *const reserved[] = {
 	ST_CREATED, ST_WAITING, ST_PAUSED, ST_INTERRUPTED, ST_BLOCKED,
@@ -214,6 +255,10 @@ pipeline_free(struct pipeline *p)
 	free(p->description);
 	free(p->type);
 	free(p->terminal);
+	if (p->state_of)
+		for (i = 0; i < p->nr_statuses; i++)
+			free(p->state_of[i]);
+	free(p->state_of);
 	free(p);
 }
 
@@ -790,6 +835,44 @@ rca_run(const struct pipeline *p)
 	return n;
 }
 
+/*
+ * The kinds a loop, assist or research pipeline has exactly once, in
+ * their order: "pipelines.x.stages: a loop pipeline needs exactly one
+ * act stage (it has 0)".
+ */
+static int
+check_once(const struct parse *c)
+{
+	const struct pipeline *p = c->p;
+	const enum stage_kind *k = find_type(p->type)->once;
+	size_t i, at, last = 0;
+	int n;
+	char where[256];
+
+	for (; k && *k != KIND__COUNT; k++) {
+		for (i = 0, n = 0, at = 0; i < p->nr_stages; i++)
+			if (p->stages[i].kind == *k && !n++)
+				at = i;
+		if (n == 1 && at >= last) {
+			last = at;
+			continue;
+		}
+		cnode_where(c->list, where, sizeof(where));
+		if (n == 1)
+			return stage_err(c, at, NULL,
+					 "%s must come after %s in a %s "
+					 "pipeline",
+					 kinds[*k].name,
+					 kinds[p->stages[last].kind].name,
+					 p->type);
+		return err_set(c->e, BATON_EINVAL,
+			       "%s: %s: a %s pipeline needs exactly one %s "
+			       "stage (it has %d)",
+			       where, c->path, p->type, kinds[*k].name, n);
+	}
+	return 0;
+}
+
 /* The kinds the pipeline's type allows; the stages that occur once. */
 static int
 check_kinds(const struct parse *c)
@@ -823,7 +906,7 @@ check_kinds(const struct parse *c)
 					 "its impl-result.json is a "
 					 "singleton");
 	}
-	return 0;
+	return check_once(c);
 }
 
 /*
@@ -1042,6 +1125,25 @@ add_question(struct pipeline *p, size_t *alloc, const struct stage *s)
 }
 
 /*
+ * An assist report waits for feedback (OpenViber seed 003): approve
+ * ends the task, revise plans again with the person's notes, defer puts
+ * it aside (paused) until it is resumed into planning.
+ */
+static void
+derive_feedback(struct pipeline *p, size_t *alloc, const struct stage *s)
+{
+	int plan = first_of(p, KIND_PLAN);
+	const struct stage *again = plan >= 0 ? &p->stages[plan] :
+				    pipeline_first(p);
+
+	add_question(p, alloc, s);
+	add_edge(p, alloc, ST_WAITING, p->terminal, WHY_APPROVE);
+	add_edge(p, alloc, ST_WAITING, again->status, WHY_REVISE);
+	add_edge(p, alloc, ST_WAITING, ST_PAUSED, WHY_DEFER);
+	add_edge(p, alloc, ST_PAUSED, again->status, WHY_RESUME);
+}
+
+/*
  * The questions the bug-fix stages may put to a person (disagreeing
  * analyses, needs_clarification, a rejected plan, phased rounds spent):
  * the stage → waiting_for_approval, and the answer runs it again. A
@@ -1065,6 +1167,10 @@ derive_questions(struct pipeline *p, size_t *alloc)
 		if (s->kind == KIND_PLAN_REVIEW && rca >= 0)
 			add_edge(p, alloc, ST_WAITING, p->stages[rca].status,
 				 WHY_REEXAMINE);
+		if (s->kind == KIND_EXECUTE && !strcmp(p->type, "assist"))
+			add_question(p, alloc, s); /* an escalation */
+		if (s->kind == KIND_REPORT)
+			derive_feedback(p, alloc, s);
 	}
 }
 
@@ -1147,7 +1253,12 @@ derive(struct pipeline *p)
 		if (s->on_changes >= 0)
 			add_boundary(p, &ealloc, s->status,
 				     &p->stages[s->on_changes], s,
-				     WHY_CHANGES);
+				     s->kind == KIND_EVALUATE ? WHY_CONTINUE :
+				     s->kind == KIND_JUDGE	? WHY_REWORK :
+								  WHY_CHANGES);
+		if (s->kind == KIND_LOOP_PLAN)
+			add_edge(p, &ealloc, s->status, p->terminal,
+				 WHY_GOAL);
 	}
 	derive_loops(p, &ealloc);
 	add_edge(p, &ealloc, ST_WAITING, ST_BLOCKED, WHY_REJECT);
@@ -1300,10 +1411,13 @@ link_stages(const struct parse *c)
 			return stage_err(c, i, NULL,
 					 "on_fail is only for validate stages");
 		if (s->on_changes >= 0 && s->kind != KIND_REVIEW &&
-		    !KIND_IS_SEED_REVIEW(s->kind))
+		    !KIND_IS_SEED_REVIEW(s->kind) &&
+		    s->kind != KIND_EVALUATE && s->kind != KIND_JUDGE)
 			return stage_err(c, i, NULL,
 					 "on_changes is only for review stages "
-					 "(review, plan-review, code-review)");
+					 "(review, plan-review, code-review), "
+					 "evaluate (continue) and judge "
+					 "(rework)");
 		if (s->next == (int)i || s->on_fail == (int)i ||
 		    s->on_changes == (int)i)
 			return stage_err(c, i, NULL,
@@ -1369,8 +1483,8 @@ assign_groups(const struct parse *c)
 }
 
 static const char *const pipeline_keys[] = {
-	"name",		  "description", "type", "terminal",
-	"max_iterations", "stages",	 NULL,
+	"name",	  "description", "type",      "terminal", "max_iterations",
+	"stages", "states",	 "workspace", NULL,
 };
 
 /* The pipeline's own keys: description, type, terminal, max_iterations. */
@@ -1399,8 +1513,8 @@ parse_header(struct pipeline *p, const struct cnode *def, const char *path,
 		if (!find_type(n->value)) {
 			cnode_where(n, where, sizeof(where));
 			return err_set(e, BATON_EINVAL,
-				       "%s: %s: expected feature or bugfix, "
-				       "got '%s'",
+				       "%s: %s: expected feature, bugfix, "
+				       "loop, assist or research, got '%s'",
 				       where, full, n->value);
 		}
 		free(p->type);
@@ -1430,7 +1544,79 @@ parse_header(struct pipeline *p, const struct cnode *def, const char *path,
 		free(p->terminal);
 		p->terminal = xstrdup(n->value);
 	}
+	n = cnode_get(def, "workspace");
+	if (n) {
+		rc = cnode_expect(n, CNODE_SCALAR, "workspace", e);
+		if (rc)
+			return rc;
+		if (strcmp(n->value, "git") && strcmp(n->value, "none")) {
+			cnode_where(n, where, sizeof(where));
+			return err_set(e, BATON_EINVAL,
+				       "%s: %s.workspace: expected git or "
+				       "none, got '%s'",
+				       where, path, n->value);
+		}
+		p->no_git = !strcmp(n->value, "none");
+		if (p->no_git && strcmp(p->terminal, ST_COMPLETED)) {
+			cnode_where(n, where, sizeof(where));
+			return err_set(e, BATON_EINVAL,
+				       "%s: %s: a pipeline without a "
+				       "workspace leaves no branch: its "
+				       "terminal must be completed",
+				       where, path);
+		}
+	}
 	return 0;
+}
+
+/*
+ * states: {status: name}: the seed's word for each of baton's statuses
+ * ("created: pending"), after the table is derived so that every key
+ * can be checked against the pipeline's statuses.
+ */
+static int
+read_states(struct pipeline *p, const struct cnode *def, const char *path,
+	    struct err *e)
+{
+	const struct cnode *m = cnode_get(def, "states");
+	char where[256], full[256];
+	size_t i;
+	int at, rc;
+
+	if (!m)
+		return 0;
+	snprintf(full, sizeof(full), "%s.states", path);
+	rc = cnode_expect(m, CNODE_MAP, full, e);
+	if (rc)
+		return rc;
+	p->state_of = xcalloc(p->nr_statuses, sizeof(*p->state_of));
+	for (i = 0; i < m->nr; i++) {
+		const struct cnode *v = m->kids[i];
+
+		cnode_where(v, where, sizeof(where));
+		at = status_pos(p, v->key);
+		if (at < 0)
+			return err_set(e, BATON_EINVAL,
+				       "%s: %s.%s: the pipeline has no "
+				       "status '%s'",
+				       where, full, v->key, v->key);
+		if (v->type != CNODE_SCALAR || !is_name(v->value))
+			return err_set(e, BATON_EINVAL,
+				       "%s: %s.%s: expected a name (lowercase "
+				       "letters, digits, '_', '-')",
+				       where, full, v->key);
+		free(p->state_of[at]);
+		p->state_of[at] = xstrdup(v->value);
+	}
+	return 0;
+}
+
+const char *
+pipeline_state(const struct pipeline *p, const char *status)
+{
+	int at = p->state_of ? status_pos(p, status) : -1;
+
+	return at >= 0 ? p->state_of[at] : NULL;
 }
 
 int
@@ -1504,6 +1690,9 @@ pipeline_parse(const char *name, const struct cnode *def, int builtin,
 	if (rc)
 		goto out;
 	derive(p);
+	rc = read_states(p, def, path, e);
+	if (rc)
+		goto out;
 	*out = p;
 	p = NULL;
 out:

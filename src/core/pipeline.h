@@ -87,11 +87,36 @@ enum stage_kind {
 	KIND_CODE_REVIEW,  /* (code-review) a verdict on the change */
 	KIND_REVISE,	   /* (revise) side: rewrites the fix plan for a
 			      plan review that asked for changes */
+	/* the loop family (Craik seed 004): bounded iterations */
+	KIND_LOOP_PLAN,	   /* (loop-plan) the next step and its effects */
+	KIND_ACT,	   /* (act) one governed step: stop conditions,
+			      policy, the agent, a receipt */
+	KIND_OBSERVE,	   /* (observe) the engine records what the act
+			      left and runs the project's checks */
+	KIND_EVALUATE,	   /* (evaluate) continue, done or blocked */
+	/* the assist family (OpenViber seed 003) */
+	KIND_INTAKE,	   /* (intake) the engine classifies the task */
+	KIND_REPORT,	   /* (report) the engine reports with evidence
+			      and asks for feedback */
+	/* the research family (openTiger seed 001): no git */
+	KIND_CLAIMS,	   /* (claims) the question as claims */
+	KIND_COLLECT,	   /* (collect) evidence, one agent per claim, at
+			      once */
+	KIND_CHALLENGE,	   /* (challenge) counter-evidence */
+	KIND_COMPOSE,	   /* (compose) the report */
+	KIND_JUDGE,	   /* (judge) pass, or rework of the weak claims */
 	KIND__COUNT
 };
 
 /* 1 for plan-review and code-review: the seed's versioned verdicts. */
 #define KIND_IS_SEED_REVIEW(k) ((k) == KIND_PLAN_REVIEW || (k) == KIND_CODE_REVIEW)
+
+#define KIND_IS_LOOP(k) ((k) >= KIND_LOOP_PLAN && (k) <= KIND_EVALUATE)
+#define KIND_IS_RESEARCH(k) ((k) >= KIND_CLAIMS && (k) <= KIND_JUDGE)
+/* 1 for the stages the engine does itself, without an agent. */
+#define KIND_IS_ENGINES(k)                                                    \
+	((k) == KIND_VALIDATE || (k) == KIND_CONSOLIDATE ||                   \
+	 (k) == KIND_OBSERVE || (k) == KIND_INTAKE || (k) == KIND_REPORT)
 
 /* stage.next of a side stage that returns to the stage that sent it. */
 #define STAGE_BACK (-2)
@@ -163,6 +188,11 @@ enum edge_why {
 			 phased rounds) */
 	WHY_ANSWER,   /* the person answered: the stage runs again */
 	WHY_REEXAMINE, /* a rejected plan: analyse the bug again */
+	WHY_CONTINUE, /* a loop's evaluation: another iteration */
+	WHY_GOAL,     /* a loop's plan finds the goal met */
+	WHY_REWORK,   /* a research judge sends weak claims back */
+	WHY_REVISE,   /* feedback: plan again with the person's notes */
+	WHY_DEFER,    /* feedback: put the task aside (paused) */
 };
 
 struct edge {
@@ -178,6 +208,12 @@ struct pipeline {
 	int max_iterations; /* fix and re-review rounds over all seed
 			       reviews before max_iterations_reached: 10 */
 	char *terminal;	 /* merge_ready or completed */
+	int no_git;	 /* workspace: none (research): no worktree; agents
+			    work in the run folder */
+	/* states: the seed's names for baton's statuses ("created:
+	   pending"), shown beside the status; state_of[i] is the name
+	   of statuses[i] or NULL */
+	char **state_of;
 	int builtin;
 	struct stage *stages;
 	size_t nr_stages;
@@ -210,6 +246,9 @@ int pipeline_load(const struct cnode *user_pipelines, const char *name,
 		  struct pipeline **out, struct err *e);
 /* Names of the built-in pipelines, NULL-terminated, static. */
 const char **pipeline_builtin_names(void);
+
+/* The seed's name for status in p (its states: map), or NULL. */
+const char *pipeline_state(const struct pipeline *p, const char *status);
 
 /* The edge from → to, or NULL when the table has none. */
 const struct edge *pipeline_edge(const struct pipeline *p, const char *from,

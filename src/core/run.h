@@ -26,6 +26,13 @@
 #define RUN_OUTCOME_CODE_REJECTED  "code_rejected"
 #define RUN_OUTCOME_IMPL_FAILED	   "implementation_failed"
 #define RUN_OUTCOME_GATE_REJECTED  "gate_rejected"
+/* a loop's act: the policy denied a side effect, or the act wrote what
+ * no grant covers */
+#define RUN_OUTCOME_POLICY	   "policy_denied"
+/* a loop stopped before an act: a budget crossed */
+#define RUN_OUTCOME_BUDGET	   "budget_exhausted"
+/* a loop stopped before an act: the stop file, a changed intent lock */
+#define RUN_OUTCOME_STOPPED	   "stop_condition"
 /* and "blocked", "failed", "aborted": the status itself */
 
 struct run {

@@ -43,19 +43,25 @@ engine__lock_path(const struct engine *en, const char *run_id)
 int64_t
 engine_driver_pid(const struct engine *en, const char *run_id)
 {
-	char *path = engine__lock_path(en, run_id);
 	struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *path;
 	int64_t pid = 0;
+	int fd;
 
+	/*
+	 * We drive it: our own lock is invisible to F_GETLK, and closing any
+	 * descriptor of the lock file would drop the lock (POSIX record
+	 * locks belong to the process and the file), so do not even open it.
+	 */
+	if (en->lock_fd >= 0)
+		return getpid();
+	path = engine__lock_path(en, run_id);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	free(path);
 	if (fd < 0)
 		return 0;
-	if (en->lock_fd < 0 && fcntl(fd, F_GETLK, &q) == 0 &&
-	    q.l_type != F_UNLCK)
+	if (fcntl(fd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK)
 		pid = q.l_pid;
-	else if (en->lock_fd >= 0)
-		pid = getpid(); /* we drive it; our own lock is invisible */
 	close(fd);
 	return pid;
 }
@@ -512,12 +518,28 @@ answer(struct engine *en, struct run *r, const char *guidance,
 	return 0;
 }
 
+/* Where feedback sends a run back to plan: its first plan stage. */
+static const struct stage *
+feedback_target(const struct pipeline *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_stages; i++)
+		if (p->stages[i].kind == KIND_PLAN ||
+		    p->stages[i].kind == KIND_LOOP_PLAN ||
+		    p->stages[i].kind == KIND_CLAIMS)
+			return &p->stages[i];
+	return NULL;
+}
+
 int
 engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 	      const char *guidance, struct run *out, struct err *e)
 {
 	static const char *const names[] = { "approve", "reject",
-					     "request-changes" };
+					     "request-changes", "revise",
+					     "defer" };
+	const struct stage *plan;
 	struct pipeline *p = NULL;
 	struct run r = { 0 };
 	json_t *data = NULL;
@@ -572,6 +594,33 @@ engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 			goto out;
 		}
 		to = xstrdup(r.gate_back);
+		rc = engine_steer(en, r.id, guidance, e);
+		if (rc)
+			goto out;
+		break;
+	case GATE_REVISE:
+	case GATE_DEFER:
+		plan = feedback_target(p);
+		if (!plan) {
+			rc = err_set(e, BATON_EBADSTATE,
+				     "run '%s' (pipeline %s) has no plan stage "
+				     "to %s into",
+				     r.id, p->name,
+				     d == GATE_REVISE ? "revise" : "defer");
+			goto out;
+		}
+		if (d == GATE_DEFER) {
+			to = xstrdup(ST_PAUSED);
+			run_set(&r.paused_at_status, plan->status);
+			break;
+		}
+		if (!guidance || !*guidance) {
+			rc = err_set(e, BATON_EINVAL,
+				     "revise needs --guidance: what should "
+				     "the next plan change?");
+			goto out;
+		}
+		to = xstrdup(plan->status);
 		rc = engine_steer(en, r.id, guidance, e);
 		if (rc)
 			goto out;

@@ -35,6 +35,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/redact.h"
 #include "util/spawn.h"
 #include "util/timeutil.h"
@@ -184,6 +185,21 @@ check_stage_providers(const struct engine *en, const struct pipeline *p,
 	return 0;
 }
 
+/*
+ * The round bound a new run counts against: the seed pipelines' own
+ * max_iterations (a loop's may be overridden by loop.max_iterations);
+ * the feature and assist fix loops' workflow.max_review_loops.
+ */
+static int
+run_bound(const struct config *cfg, const struct pipeline *p)
+{
+	if (!strcmp(p->type, "loop") && cfg->loop.max_iterations)
+		return cfg->loop.max_iterations;
+	if (!strcmp(p->type, "feature") || !strcmp(p->type, "assist"))
+		return cfg->max_review_loops;
+	return p->max_iterations;
+}
+
 int
 engine_create_spec(struct engine *en, const struct run_spec *spec,
 		   struct run *out, struct err *e)
@@ -236,9 +252,7 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 	r.config_snapshot = engine__config_snapshot(en);
 	/* the seed's reviews count their rounds against the pipeline's
 	 * max_iterations; the feature loop against the config's */
-	r.max_review_loops = !strcmp(p->type, "bugfix") ?
-				     p->max_iterations :
-				     en->cfg->max_review_loops;
+	r.max_review_loops = run_bound(en->cfg, p);
 	rc = store_run_create(en->store, &r, e);
 	if (rc)
 		goto out;
@@ -249,6 +263,61 @@ out:
 	run_release(&r);
 	pipeline_free(p);
 	return rc;
+}
+
+/* A loop's phase in the stage of kind k (Craik's plan, act, ...). */
+static const char *
+loop_phase(enum stage_kind k)
+{
+	switch (k) {
+	case KIND_LOOP_PLAN:
+		return "plan";
+	case KIND_ACT:
+		return "act";
+	case KIND_OBSERVE:
+		return "observe";
+	case KIND_EVALUATE:
+		return "evaluate";
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * Keeps in r's progress what the run's JSON shows beside its status: the
+ * seed's name for it (the pipeline's states:) and a loop's phase, which
+ * a wait or a pause leaves as it was and an end turns into "stop". s is
+ * the stage r enters, or NULL.
+ */
+static void
+stamp_state(const struct pipeline *p, struct run *r, const struct stage *s)
+{
+	const char *state = pipeline_state(p, r->status), *phase = NULL;
+	json_t *prog, *loop;
+
+	if (!strcmp(p->type, "loop"))
+		phase = s ? loop_phase(s->kind) :
+		       status_is_terminal(r->status) ? "stop" : NULL;
+	if (!state && !phase)
+		return;
+	prog = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	if (!json_is_object(prog)) {
+		json_decref(prog);
+		prog = json_object();
+	}
+	if (state)
+		json_object_set_new(prog, "state", json_string(state));
+	if (phase) {
+		loop = json_object_get(prog, "loop");
+		if (!json_is_object(loop)) {
+			loop = json_object();
+			json_object_set_new(prog, "loop", loop);
+		}
+		json_object_set_new(loop, "phase", json_string(phase));
+	}
+	free(r->progress);
+	r->progress = json_dumps(prog, JSON_COMPACT);
+	json_decref(prog);
 }
 
 int
@@ -294,6 +363,7 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 						       RUN_OUTCOME_COMPLETED :
 						       to);
 	}
+	stamp_state(p, &next, s);
 	if (strcmp(to, ST_PAUSED))
 		run_set(&next.paused_at_status, NULL);
 	if (strcmp(to, ST_WAITING)) {
@@ -514,7 +584,8 @@ cross(struct drive *d, const struct stage *x, const struct stage *back,
 		return engine__abort(d, e);
 	if (loop)
 		d->r.review_loops++;
-	if (x->gate || config_requires_approval(cfg, x->status, x->name)) {
+	if (x->gate || config_requires_approval(cfg, x->status, x->name) ||
+	    engine__assist_gate(d->en, d->p, &d->r, x)) {
 		run_set(&d->r.gate_status, x->status);
 		run_set(&d->r.gate_back, back ? back->status : NULL);
 		return engine__move(d, ST_WAITING,
@@ -581,6 +652,10 @@ route(struct drive *d, const struct stage *s, enum stage_result res,
 	d->outcome = NULL;
 	switch (res) {
 	case STAGE_PASS:
+		if (d->finish) {
+			d->finish = 0;
+			return engine__move(d, d->p->terminal, NULL, e);
+		}
 		if (s->done)
 			return engine__move(d, s->done, NULL, e);
 		return after_success(d, s, e);
@@ -603,6 +678,23 @@ route(struct drive *d, const struct stage *s, enum stage_result res,
 					"review requested changes and the "
 					"pipeline has no fix stage",
 				e);
+		if (d->r.review_loops >= d->r.max_review_loops &&
+		    s->kind == KIND_JUDGE) {
+			/* research: reason names the weak claims */
+			char *why = xasprintf(
+				"%s still finds claims weak after %d rework "
+				"round%s (%s): the pipeline's max_iterations "
+				"(%d) is spent",
+				s->name, d->r.review_loops,
+				d->r.review_loops == 1 ? "" : "s",
+				reason ? reason : "weak claims",
+				d->r.max_review_loops);
+
+			run_set(&d->r.outcome, RUN_OUTCOME_MAX_ITERATIONS);
+			rc = set_reason_and_move(d, ST_BLOCKED, why, e);
+			free(why);
+			return rc;
+		}
 		if (d->r.review_loops >= d->r.max_review_loops &&
 		    KIND_IS_SEED_REVIEW(s->kind)) {
 			char *why = xasprintf(
@@ -694,15 +786,81 @@ drain_wakes(struct drive *d)
  * byte waits in the pipe.
  */
 static void
-sleep_until_woken(struct drive *d)
+sleep_until_woken(struct drive *d, int64_t deadline)
 {
 	struct pollfd pfd = { .fd = d->wake_fd, .events = POLLIN };
+	int64_t left;
+	int ms;
 
 	note(d->en, ENGINE_NOTE_WAITING, &d->r);
-	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-		if (got_signal)
+	for (;;) {
+		left = deadline ? deadline - time_now_ms() : -1;
+		if (deadline && left <= 0)
 			break;
+		ms = left < 0 ? -1 : left > INT_MAX ? INT_MAX : (int)left;
+		if (poll(&pfd, 1, ms) >= 0 || errno != EINTR || got_signal)
+			break;
+	}
 	drain_wakes(d);
+}
+
+/*
+ * When the question the run waits on times out (an escalation's
+ * deadline_ms in progress.ask), or 0 when it never does.
+ */
+static int64_t
+ask_deadline(const struct run *r)
+{
+	json_t *p, *ask;
+	int64_t when = 0;
+
+	if (strcmp(r->status, ST_WAITING) || !r->progress)
+		return 0;
+	p = json_loads(r->progress, 0, NULL);
+	ask = json_object_get(p, "ask");
+	if (json_get_str(ask, "default"))
+		when = json_integer_value(json_object_get(ask, "deadline_ms"));
+	json_decref(p);
+	return when;
+}
+
+int64_t
+engine_ask_deadline(const struct run *r)
+{
+	return ask_deadline(r);
+}
+
+/*
+ * Nobody answered in time: the question's default is the answer, on
+ * record first as an "escalation_timeout" event that names it.
+ */
+static int
+apply_default(struct drive *d, struct err *e)
+{
+	json_t *p = json_loads(d->r.progress, 0, NULL);
+	json_t *ask = json_object_get(p, "ask");
+	const char *dflt = json_get_str(ask, "default");
+	struct run out = { 0 };
+	char *data, *guidance;
+	int rc;
+
+	data = json_take_text(json_pack(
+		"{s:s?, s:s, s:O?, s:s}", "stage", json_get_str(ask, "stage"),
+		"default", dflt, "timeout_seconds",
+		json_object_get(ask, "timeout_seconds"), "applied", dflt));
+	guidance = xasprintf("No answer came within the escalation's timeout: "
+			     "its default, option %s, applies.",
+			     dflt);
+	rc = engine__add_event(d->en, d->r.id, d->r.task_id,
+			       "escalation_timeout", data, e);
+	if (!rc)
+		rc = engine_decide(d->en, d->r.id, GATE_APPROVE, guidance,
+				   &out, e);
+	run_release(&out);
+	free(guidance);
+	free(data);
+	json_decref(p);
+	return rc ? rc : engine__reload(d, e);
 }
 
 int
@@ -868,7 +1026,7 @@ step(struct drive *d, struct err *e)
 	if (d->r.abort_requested)
 		return engine__abort(d, e);
 	if (!strcmp(d->r.status, ST_CREATED)) {
-		if (!d->r.worktree) {
+		if (!d->r.worktree && !d->p->no_git) {
 			rc = make_worktree(d, e);
 			if (rc)
 				return rc;
@@ -877,13 +1035,15 @@ step(struct drive *d, struct err *e)
 	}
 	if (!strcmp(d->r.status, ST_WAITING) ||
 	    !strcmp(d->r.status, ST_PAUSED)) {
-		int64_t before = d->r.version;
+		int64_t before = d->r.version, deadline = ask_deadline(&d->r);
 
+		if (deadline && time_now_ms() >= deadline)
+			return apply_default(d, e);
 		if (d->en->detach) {
 			d->leave = 1; /* the worker blocks the task */
 			return 0;
 		}
-		sleep_until_woken(d);
+		sleep_until_woken(d, deadline);
 		rc = engine__reload(d, e);
 		/* Another process moved it (approve, resume): say so. */
 		if (!rc && d->r.version != before)

@@ -187,15 +187,29 @@ int engine_note_drift(struct engine *en, const char *ref, const char *choice,
 		      const struct strvec *changes, const char *fresh_run,
 		      struct err *e);
 
-enum gate_decision { GATE_APPROVE, GATE_REJECT, GATE_CHANGES };
+enum gate_decision {
+	GATE_APPROVE,
+	GATE_REJECT,
+	GATE_CHANGES,
+	GATE_REVISE, /* feedback: plan again with the guidance */
+	GATE_DEFER,  /* feedback: pause; resuming plans again */
+};
 
 /*
  * Decides a run waiting for approval: approve enters the gated stage,
  * reject ends the run blocked, request changes re-runs the stage before
- * the gate with guidance. BATON_EBADSTATE when the run is not waiting.
+ * the gate with guidance. Feedback on an assist report: revise plans
+ * again with the guidance, defer pauses the run (resume plans again).
+ * BATON_EBADSTATE when the run is not waiting.
  */
 int engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 		  const char *guidance, struct run *out, struct err *e);
+
+/*
+ * When the question run r waits on times out and its default applies (an
+ * assist escalation), in ms since the epoch; 0 when it waits for ever.
+ */
+int64_t engine_ask_deadline(const struct run *r);
 
 /* Pid of the live process driving run_id, or 0 when there is none. */
 int64_t engine_driver_pid(const struct engine *en, const char *run_id);

@@ -48,6 +48,9 @@ struct drive {
 	 */
 	int member;
 	const char *outcome;	/* RUN_OUTCOME_* for a BLOCK or FAIL */
+	int finish;		/* a PASS that ends the run: the terminal
+				   instead of the next stage (a loop's plan
+				   finds the goal met) */
 	int in_steps;		/* a phased implementation: a checkpoint
 				   ends a step, not the stage */
 	const struct call_spec *call; /* set around a bug-fix stage's call */
@@ -107,6 +110,73 @@ int engine__checkpoint(struct drive *d, const struct stage *s,
 int engine__seed_stage(struct drive *d, const struct stage *s,
 		       const char *steers, enum stage_result *res,
 		       char **reason, struct err *e);
+/*
+ * loop.c: the loop's stages (loop-plan, act, observe, evaluate): stop
+ * conditions, policy, receipts. assist.c: intake and report. research.c:
+ * claims, collect (one child per claim, at once), challenge, compose,
+ * judge. Same conventions as engine__seed_stage.
+ */
+int engine__loop_stage(struct drive *d, const struct stage *s,
+		       const char *steers, enum stage_result *res,
+		       char **reason, struct err *e);
+int engine__assist_stage(struct drive *d, const struct stage *s,
+			 const char *steers, enum stage_result *res,
+			 char **reason, struct err *e);
+int engine__research_stage(struct drive *d, const struct stage *s,
+			   const char *steers, enum stage_result *res,
+			   char **reason, struct err *e);
+/*
+ * progress.c. The run's progress object (runs.progress), parsed (the
+ * caller json_decref()s; an empty object when there is none), and
+ * written back into d->r (saved with the next run write).
+ */
+json_t *engine__prog_load(const struct drive *d);
+void engine__prog_save(struct drive *d, json_t *p);
+/* A run-folder JSON file: NULL with BATON_ENOTFOUND or BATON_ECONTRACT
+ * (invalid JSON, with line and column) in e. */
+json_t *engine__load_json(const struct drive *d, const char *name,
+			  struct err *e);
+/* The JSON an agent left: its artifact file when it wrote one, else the
+ * object at the end of its final text; NULL with BATON_ECONTRACT. */
+json_t *engine__take_json(struct drive *d, const char *artifact,
+			  const char *text, struct err *e);
+/* Writes doc as a run-folder file (its folder made) and keeps it as a
+ * stage output with decision (may be NULL). */
+int engine__keep_json(struct drive *d, const char *name, const char *decision,
+		      json_t *doc, struct err *e);
+
+/*
+ * progress.c: ends stage s with a question for a person: STAGE_ASK, the
+ * run waits for approval and an answer (approve with guidance) enters
+ * ask_to. progress.ask keeps {kind, stage, to} and extra's keys (consumed;
+ * may be NULL: a default, a deadline), which also go into the "question"
+ * event beside the question and its options (consumed).
+ */
+int engine__ask(struct drive *d, const struct stage *s, const char *kind,
+		const char *question, json_t *options, json_t *extra,
+		const char *ask_to, enum stage_result *res);
+
+/* stage.c: runs the project's checks (validation.json): PASS or LOOP
+ * (a check failed) or STOPPED. */
+int engine__validate(struct drive *d, const struct stage *s,
+		     enum stage_result *res, struct err *e);
+/*
+ * assist.c: an execute stage's escalation (escalation.json in the run
+ * folder), when the agent left one: checked (BATON_ECONTRACT), kept, and
+ * asked as a question with a default and a deadline (STAGE_ASK). 0 and
+ * *res untouched when there is none.
+ */
+int engine__escalation(struct drive *d, const struct stage *s,
+		       enum stage_result *res, struct err *e);
+/* assist.c: 1 when an assist run must have its plan approved before
+ * stage x (the execution mode, or the plan asks for it). */
+int engine__assist_gate(const struct engine *en, const struct pipeline *p,
+			const struct run *r, const struct stage *x);
+
+/* stage.c: where the run's agents work: the worktree, or the run folder
+ * for a pipeline without one (workspace: none). */
+const char *engine__work_dir(const struct drive *d);
+
 /* seed.c: the engine's own stage, consolidating the RCAs. */
 int engine__consolidate(struct drive *d, const struct stage *s,
 			enum stage_result *res, char **reason,
@@ -126,6 +196,53 @@ const struct stage *engine__seed_pending(struct drive *d,
  */
 void engine__seed_sent(struct drive *d, const struct stage *r);
 void engine__seed_rereview(struct drive *d, const struct stage *r);
+
+/*
+ * fanout.c: a parallel group of one stage's agent calls, each member in a
+ * child process of its own with a store handle of its own. A member's
+ * work runs in its child: its notes are bare events (d->member), never
+ * run writes; it sets m->res (and m->reason, owned, for BLOCK and FAIL)
+ * and may put fields in out, which the parent finds in m->out. A work
+ * that returns an error fails the member with e's message.
+ */
+struct fanout_member;
+typedef int fanout_work_fn(struct drive *cd, struct fanout_member *m,
+			   const char *steers, json_t *out, struct err *e);
+/* In the parent as each member ends (res, reason, out and times set). */
+typedef int fanout_done_fn(struct drive *d, struct fanout_member *m,
+			   struct err *e);
+
+struct fanout_member {
+	const struct stage *s;	/* the stage it works for (the child's
+				   run.stage) */
+	const char *key;	/* unique in the group: its result file */
+	const char *label;	/* names it in messages: "claim c2" */
+	fanout_work_fn *work;
+	void *arg;		/* the caller's */
+	/* set by engine__fanout */
+	enum stage_result res;
+	char *reason;		/* BLOCK, FAIL: why; owned */
+	json_t *out;		/* what the child handed back, or NULL */
+	int pid;
+	int64_t started_ms, ended_ms;
+};
+
+/*
+ * Runs the n members, at most at_once together (0: all at once), and
+ * waits for all; done (may be NULL) records each end as it comes. The
+ * members' usage is added to d->r. An abort or a signal stops them all
+ * (SIGTERM), sets d->stop and leaves members never started at
+ * STAGE_STOPPED. Returns 0 or the first error of done or the run folder.
+ */
+int engine__fanout(struct drive *d, struct fanout_member *m, size_t n,
+		   size_t at_once, const char *steers, fanout_done_fn *done,
+		   struct err *e);
+/* The first member that did not pass, as the stage's result (its reason
+ * moves to *reason): 1, or 0 when all passed. */
+int engine__fanout_failed(struct fanout_member *m, size_t n,
+			  enum stage_result *res, char **reason);
+/* Frees what engine__fanout left in each member (not m itself). */
+void engine__fanout_release(struct fanout_member *m, size_t n);
 
 /* engine.c: transition with a data object (consumed; may be NULL). */
 int engine__move(struct drive *d, const char *to, json_t *data,

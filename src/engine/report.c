@@ -58,7 +58,8 @@ static const char *const evidence_files[] = {
 	"plan.md",	     "architecture.md",	     "execution.log",
 	"validation.json",   "validation.log",	     "review.md",
 	"review.json",	     "finding-responses.md", "verification.md",
-	"verification.json", "events.jsonl",
+	"verification.json", "intake.json",	     "intent-lock.json",
+	"claims.json",	     "report.md",	     "events.jsonl",
 };
 
 /* What the events since the run began say, for one report. */

@@ -36,6 +36,56 @@ progress(const char *text)
 	return str(text);
 }
 
+/*
+ * What the seeds call things, from the run's progress: "state" (the
+ * pipeline's name for the status, states: in its definition) and, for a
+ * loop, "loop": the Craik run record's iteration, max_iterations, phase
+ * and phase_started_at, with the receipt count.
+ */
+static void
+seed_views(const struct run *r, json_t *o)
+{
+	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	json_t *loop = json_object_get(p, "loop"), *it;
+
+	if (json_is_string(json_object_get(p, "state")))
+		json_object_set(o, "state", json_object_get(p, "state"));
+	if (json_is_object(loop)) {
+		it = json_object_get(loop, "iteration");
+		json_object_set_new(
+			o, "loop",
+			json_pack("{s:I, s:i, s:O?, s:o, s:O?, s:I}",
+				  "iteration",
+				  it ? json_integer_value(it) :
+				       (json_int_t)r->review_loops + 1,
+				  "max_iterations", r->max_review_loops,
+				  "phase", json_object_get(loop, "phase"),
+				  "phase_started_at",
+				  json_time(r->phase_started_at), "state",
+				  json_object_get(p, "state"), "receipts",
+				  json_integer_value(json_object_get(
+					  loop, "receipts"))));
+	}
+	json_decref(p);
+}
+
+/*
+ * A research run's "research": its question, round, claims with their
+ * evidence, the judgement and the files (relative to the run folder:
+ * report.md, challenge.json), from progress.research. Absent for other
+ * runs.
+ */
+static void
+research_view(const struct run *r, json_t *o)
+{
+	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	json_t *st = json_object_get(p, "research");
+
+	if (json_is_object(st))
+		json_object_set(o, "research", st);
+	json_decref(p);
+}
+
 json_t *
 engine_run_json(const struct run *r)
 {
@@ -69,6 +119,8 @@ engine_run_json(const struct run *r)
 	json_object_set_new(o, "reason", str(r->reason));
 	json_object_set_new(o, "outcome", str(r->outcome));
 	json_object_set_new(o, "progress", progress(r->progress));
+	research_view(r, o);
+	seed_views(r, o);
 	json_object_set_new(o, "tokens_in", json_integer(r->tokens_in));
 	json_object_set_new(o, "tokens_out", json_integer(r->tokens_out));
 	json_object_set_new(o, "cost_usd", json_real(r->cost_usd));

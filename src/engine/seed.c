@@ -20,17 +20,11 @@
  * fix round's review and the next plan step.
  *
  * Reviews that run at once (a parallel group, parallel phased reviewers)
- * each run in a child process with a store handle of its own. A child
- * writes events only; the parent owns the run record and takes each
- * child's verdict, usage and time from a result file when it exits.
+ * each run in a child process with a store handle of its own (fanout.c).
+ * A child writes events only; the parent owns the run record and takes
+ * each child's verdict, usage and time from a result file when it exits.
  */
 #include "util/compat.h"
-
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "core/bugfix.h"
 #include "core/config.h"
@@ -56,26 +50,6 @@
 
 /* ---- progress: the run's bug-fix state ------------------------------- */
 
-static json_t *
-prog_load(const struct drive *d)
-{
-	json_t *p = d->r.progress ? json_loads(d->r.progress, 0, NULL) : NULL;
-
-	if (json_is_object(p))
-		return p;
-	json_decref(p);
-	return json_object();
-}
-
-static void
-prog_save(struct drive *d, json_t *p)
-{
-	char *text = json_dumps(p, JSON_COMPACT);
-
-	run_set(&d->r.progress, text);
-	free(text);
-}
-
 /* progress.<key>.<name>, created when absent; borrowed from p. */
 static json_t *
 prog_obj(json_t *p, const char *key, const char *name)
@@ -100,7 +74,7 @@ prog_obj(json_t *p, const char *key, const char *name)
 static char *
 prog_str(const struct drive *d, const char *key)
 {
-	json_t *p = prog_load(d);
+	json_t *p = engine__prog_load(d);
 	char *v = xstrdup_or_null(json_get_str(p, key));
 
 	json_decref(p);
@@ -110,13 +84,13 @@ prog_str(const struct drive *d, const char *key)
 static void
 prog_set_str(struct drive *d, const char *key, const char *value)
 {
-	json_t *p = prog_load(d);
+	json_t *p = engine__prog_load(d);
 
 	if (value)
 		json_object_set_new(p, key, json_string(value));
 	else
 		json_object_del(p, key);
-	prog_save(d, p);
+	engine__prog_save(d, p);
 	json_decref(p);
 }
 
@@ -128,7 +102,7 @@ prog_set_str(struct drive *d, const char *key, const char *value)
 static int
 begin_version(struct drive *d, const struct stage *s)
 {
-	json_t *p = prog_load(d), *st = prog_obj(p, "stages", s->name);
+	json_t *p = engine__prog_load(d), *st = prog_obj(p, "stages", s->name);
 	int v = (int)json_integer_value(json_object_get(st, "version"));
 
 	if (!v)
@@ -137,7 +111,7 @@ begin_version(struct drive *d, const struct stage *s)
 		v++;
 	json_object_set_new(st, "version", json_integer(v));
 	json_object_del(st, "status");
-	prog_save(d, p);
+	engine__prog_save(d, p);
 	json_decref(p);
 	return v;
 }
@@ -147,13 +121,13 @@ static void
 mark(struct drive *d, const char *stage, int version, const char *status,
      const char *file)
 {
-	json_t *p = prog_load(d), *st = prog_obj(p, "stages", stage);
+	json_t *p = engine__prog_load(d), *st = prog_obj(p, "stages", stage);
 
 	json_object_set_new(st, "version", json_integer(version));
 	json_object_set_new(st, "status", json_string(status));
 	json_object_set_new(st, "file", json_string(file));
 	json_object_del(st, "pending");
-	prog_save(d, p);
+	engine__prog_save(d, p);
 	json_decref(p);
 }
 
@@ -161,7 +135,7 @@ mark(struct drive *d, const char *stage, int version, const char *status,
 static char *
 stage_str(const struct drive *d, const char *name, const char *key)
 {
-	json_t *p = prog_load(d);
+	json_t *p = engine__prog_load(d);
 	json_t *st = json_object_get(json_object_get(p, "stages"), name);
 	char *v = xstrdup_or_null(json_get_str(st, key));
 
@@ -172,74 +146,6 @@ stage_str(const struct drive *d, const char *name, const char *key)
 /* ---- reading what agents leave --------------------------------------- */
 
 /* A run-folder JSON file, or NULL (e says why when it exists). */
-static json_t *
-load_json(const struct drive *d, const char *name, struct err *e)
-{
-	char *path = engine__run_file(d, name);
-	struct buf text = BUF_INIT;
-	json_error_t je;
-	json_t *doc = NULL;
-
-	if (fs_read(path, &text, BUF_MAX_ARTIFACT, NULL) == 0 && text.len) {
-		doc = json_loads(text.ptr, 0, &je);
-		if (!doc)
-			err_set(e, BATON_ECONTRACT,
-				"%s: invalid JSON at line %d, column %d: %s",
-				name, je.line, je.column, je.text);
-	} else {
-		err_set(e, BATON_ENOTFOUND, "no %s in the run folder", name);
-	}
-	buf_release(&text);
-	free(path);
-	return doc;
-}
-
-/*
- * The JSON an agent left: its artifact file when it wrote one, else the
- * object at the end of its final text.
- */
-static json_t *
-take_json(struct drive *d, const char *artifact, const char *text,
-	  struct err *e)
-{
-	struct err why = ERR_INIT;
-	json_t *doc = load_json(d, artifact, &why);
-
-	if (doc)
-		return doc;
-	if (why.rc == BATON_ECONTRACT) {
-		err_set(e, BATON_ECONTRACT, "%s", why.msg);
-		return NULL;
-	}
-	doc = bugfix_json_from_text(artifact, text ? text : "", e);
-	if (!doc)
-		err_prefix(e, "no %s in the run folder, and in the final text",
-			   artifact);
-	return doc;
-}
-
-/* Writes doc as a run-folder file and keeps it as a stage output. */
-static int
-keep_json(struct drive *d, const char *name, const char *decision,
-	  json_t *doc, struct err *e)
-{
-	char *text = json_dumps(doc, JSON_INDENT(2));
-	char *path = engine__run_file(d, name);
-	char *dir = xstrdup(path);
-	int rc;
-
-	*strrchr(dir, '/') = '\0';
-	rc = fs_mkdir_p(dir, 0755, e);
-	if (!rc)
-		rc = fs_write_atomic(path, text, strlen(text), e);
-	if (!rc)
-		rc = engine__keep_output(d, name, decision, text, e);
-	free(dir);
-	free(path);
-	free(text);
-	return rc;
-}
-
 /* ---- who does a stage ------------------------------------------------- */
 
 /*
@@ -303,7 +209,7 @@ enrich(struct drive *d, const struct stage *upto, struct buf *ctx,
        size_t *budget)
 {
 	struct buf lines = BUF_INIT, one = BUF_INIT;
-	json_t *p = prog_load(d), *stages = json_object_get(p, "stages");
+	json_t *p = engine__prog_load(d), *stages = json_object_get(p, "stages");
 	size_t i;
 
 	for (i = 0; i < d->p->nr_stages; i++) {
@@ -315,7 +221,7 @@ enrich(struct drive *d, const struct stage *upto, struct buf *ctx,
 			break;
 		if (!file || !json_get_str(st, "status"))
 			continue;
-		doc = load_json(d, file, NULL);
+		doc = engine__load_json(d, file, NULL);
 		if (!doc)
 			continue;
 		buf_reset(&one);
@@ -393,7 +299,7 @@ accept_verdict(struct drive *d, const struct stage *s, const char *text,
 {
 	struct verdict_out *out = d->call->arg;
 	const char *artifact = d->call->artifact;
-	json_t *doc = take_json(d, artifact, text, e);
+	json_t *doc = engine__take_json(d, artifact, text, e);
 	const char *status;
 	int rc;
 
@@ -402,7 +308,7 @@ accept_verdict(struct drive *d, const struct stage *s, const char *text,
 		return BATON_ECONTRACT;
 	rc = bugfix_review_check(out->kind, artifact, doc, &status, e);
 	if (!rc)
-		rc = keep_json(d, artifact, status, doc, e);
+		rc = engine__keep_json(d, artifact, status, doc, e);
 	if (!rc) {
 		snprintf(out->status, sizeof(out->status), "%s", status);
 		out->findings = (int)json_array_size(
@@ -426,7 +332,7 @@ accept_rca(struct drive *d, const struct stage *s, const char *text,
 	   enum stage_result *res, char **reason, struct err *e)
 {
 	const char *artifact = d->call->artifact;
-	json_t *doc = take_json(d, artifact, text, e), *rc_obj;
+	json_t *doc = engine__take_json(d, artifact, text, e), *rc_obj;
 	int rc;
 
 	(void)reason;
@@ -434,7 +340,7 @@ accept_rca(struct drive *d, const struct stage *s, const char *text,
 		return BATON_ECONTRACT;
 	rc = bugfix_rca_check(artifact, doc, e);
 	if (!rc)
-		rc = keep_json(d, artifact, "complete", doc, e);
+		rc = engine__keep_json(d, artifact, "complete", doc, e);
 	rc_obj = json_object_get(doc, "root_cause");
 	if (!rc)
 		rc = engine__note(
@@ -462,26 +368,7 @@ ask(struct drive *d, const struct stage *s, const char *kind,
     const char *question, json_t *options, const char *ask_to,
     enum stage_result *res)
 {
-	json_t *p = prog_load(d);
-
-	json_object_set_new(p, "ask",
-			    json_pack("{s:s, s:s, s:s}", "kind", kind, "stage",
-				      s->name, "to", ask_to));
-	prog_save(d, p);
-	json_decref(p);
-	json_decref(d->ask);
-	d->ask = json_pack("{s:s, s:s, s:s, s:o}", "gate", s->name, "question",
-			   question, "kind", kind, "options",
-			   options ? options : json_array());
-	free(d->ask_to);
-	d->ask_to = xstrdup(ask_to);
-	*res = STAGE_ASK;
-	return engine__note(d, "question",
-			    json_pack("{s:s, s:s, s:s, s:O}", "stage", s->name,
-				      "kind", kind, "question", question,
-				      "options", json_object_get(d->ask,
-								 "options")),
-			    NULL);
+	return engine__ask(d, s, kind, question, options, NULL, ask_to, res);
 }
 
 /*
@@ -491,7 +378,7 @@ ask(struct drive *d, const struct stage *s, const char *kind,
 static char *
 take_answer(struct drive *d, const char *kind)
 {
-	json_t *p = prog_load(d), *a = json_object_get(p, "answer");
+	json_t *p = engine__prog_load(d), *a = json_object_get(p, "answer");
 	json_t *q = json_object_get(p, "ask");
 	char *text = NULL;
 
@@ -503,7 +390,7 @@ take_answer(struct drive *d, const char *kind)
 				       "");
 		json_object_del(p, "answer");
 		json_object_del(p, "ask");
-		prog_save(d, p);
+		engine__prog_save(d, p);
 	}
 	json_decref(p);
 	return text;
@@ -533,7 +420,7 @@ first_rca(const struct pipeline *p)
 static char *
 questions_of(struct drive *d, const char *file)
 {
-	json_t *doc = load_json(d, file, NULL);
+	json_t *doc = engine__load_json(d, file, NULL);
 	json_t *qs = json_object_get(doc, "questions");
 	struct buf out = BUF_INIT;
 	size_t i;
@@ -658,201 +545,88 @@ review_call(struct drive *d, const struct stage *s,
 
 /* ---- parallel members -------------------------------------------------- */
 
-/* One reviewer among several that run at once. */
+/* One reviewer among several that run at once (fanout.c). */
 struct member {
 	const struct stage *s;	   /* the stage it reviews for */
 	struct config_provider prov;
 	struct review_req rq;	   /* what it reviews, and its verdict */
 	enum stage_result res;
 	char *reason;
-	pid_t pid;
-	int64_t started_ms, ended_ms;
 };
 
-static char *
-member_result_path(const struct drive *d, const struct member *m)
-{
-	const char *slash = strrchr(m->rq.file, '/');
-
-	return xasprintf("%s/members/%s.result", d->run_dir,
-			 slash ? slash + 1 : m->rq.file);
-}
-
 /*
- * The child's side: a store handle and signal pipe of its own, a private
- * copy of the run, the review call, then its result in a file.
+ * In the member's child: stage_started with its group, the review call,
+ * and the verdict's status handed back to the parent.
  */
-static void
-member_main(struct drive *d, struct member *m, const char *steers)
+static int
+member_work(struct drive *cd, struct fanout_member *fm, const char *steers,
+	    json_t *out, struct err *e)
 {
-	struct engine cen = *d->en;
-	struct drive cd = *d;
-	struct err e = ERR_INIT;
-	char *path = member_result_path(d, m), *text;
-	json_t *o;
+	struct member *m = fm->arg;
+	int rc;
 
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	cen.lock_fd = -1;
-	cen.note = NULL; /* the parent speaks for the run */
-	cd.en = &cen;
-	cd.member = 1;
-	cd.ask = NULL;
-	cd.ask_to = NULL;
-	run_copy(&cd.r, &d->r);
-	run_set(&cd.r.stage, m->s->name);
-	cd.r.tokens_in = cd.r.tokens_out = 0;
-	cd.r.cost_usd = 0;
-	m->res = STAGE_FAIL;
-	cd.wake_fd = engine__child_signals(&e);
-	if (cd.wake_fd < 0 ||
-	    store_open(store_spec(d->en->store), &cen.store, &e)) {
-		m->reason = xasprintf("%s: %s", m->s->name, e.msg);
-	} else {
-		engine__note(&cd, "stage_started",
-			     json_pack("{s:s, s:s, s:i, s:s, s:i}", "stage",
-				       m->s->name, "kind",
-				       m->rq.kind_name ?
-					       m->rq.kind_name :
-					       stage_kind_name(m->s->kind),
-				       "version", m->rq.version, "file",
-				       m->rq.file, "group", m->s->group),
-			     NULL);
-		if (review_call(&cd, m->s, &m->prov, steers, &m->rq, &m->res,
-				&m->reason, &e)) {
-			m->res = STAGE_FAIL;
-			m->reason = xasprintf("%s: %s", m->s->name, e.msg);
-		}
-	}
-	o = json_pack("{s:i, s:s*, s:s, s:I, s:I, s:f, s:I}", "res",
-		      (int)m->res, "reason", m->reason, "status",
-		      m->rq.out.status, "tokens_in", (json_int_t)cd.r.tokens_in,
-		      "tokens_out", (json_int_t)cd.r.tokens_out, "cost_usd",
-		      cd.r.cost_usd, "active_ms",
-		      (json_int_t)(time_now_ms() - m->started_ms));
-	text = json_dumps(o, JSON_COMPACT);
-	fs_write_atomic(path, text, strlen(text), NULL);
-	_exit(0);
+	engine__note(cd, "stage_started",
+		     json_pack("{s:s, s:s, s:i, s:s, s:i}", "stage", m->s->name,
+			       "kind",
+			       m->rq.kind_name ? m->rq.kind_name :
+						 stage_kind_name(m->s->kind),
+			       "version", m->rq.version, "file", m->rq.file,
+			       "group", m->s->group),
+		     NULL);
+	rc = review_call(cd, m->s, &m->prov, steers, &m->rq, &fm->res,
+			 &fm->reason, e);
+	json_object_set_new(out, "status", json_string(m->rq.out.status));
+	return rc;
 }
 
-/* The parent takes an exited member's result. */
-static void
-member_reap(struct drive *d, struct member *m, int status)
+/* In the parent as a member ends: its verdict, and "review_done". */
+static int
+member_done(struct drive *d, struct fanout_member *fm, struct err *e)
 {
-	char *path = member_result_path(d, m);
-	struct buf text = BUF_INIT;
-	json_t *o = NULL;
+	struct member *m = fm->arg;
+	const char *status = json_get_str(fm->out, "status");
 
-	m->ended_ms = time_now_ms();
-	m->pid = 0;
-	if (fs_read(path, &text, 64 * 1024, NULL) == 0)
-		o = json_loads(text.ptr, 0, NULL);
-	if (!o) {
-		m->res = STAGE_FAIL;
-		m->reason = xasprintf("%s: the reviewer's process ended (%s %d) "
-				      "without a result",
-				      m->s->name,
-				      WIFSIGNALED(status) ? "signal" : "exit",
-				      WIFSIGNALED(status) ? WTERMSIG(status) :
-							    WEXITSTATUS(status));
-		goto out;
-	}
-	m->res = (enum stage_result)json_integer_value(json_object_get(o, "res"));
-	m->reason = xstrdup_or_null(json_get_str(o, "reason"));
 	snprintf(m->rq.out.status, sizeof(m->rq.out.status), "%s",
-		 json_get_str(o, "status") ? json_get_str(o, "status") : "");
-	d->r.tokens_in += json_integer_value(json_object_get(o, "tokens_in"));
-	d->r.tokens_out += json_integer_value(json_object_get(o, "tokens_out"));
-	d->r.cost_usd += json_number_value(json_object_get(o, "cost_usd"));
-out:
-	fs_unlink(path, NULL);
-	json_decref(o);
-	buf_release(&text);
-	free(path);
+		 status ? status : "");
+	return engine__note(d, "review_done",
+			    json_pack("{s:s, s:s, s:s, s:I, s:I}", "stage",
+				      m->s->name, "file", m->rq.file, "status",
+				      m->rq.out.status, "started_ms",
+				      (json_int_t)fm->started_ms, "ended_ms",
+				      (json_int_t)fm->ended_ms),
+			    e);
 }
 
 /*
- * Runs the members at once, one child process each, and waits for all:
- * the fan-out and the fan-in. An abort or a signal stops them all. Each
- * member's end is recorded ("review_done", with its times) as it comes.
+ * Runs the members at once, one child process each, and waits for all
+ * (engine__fanout). An abort or a signal stops them all. Each member's
+ * end is recorded ("review_done", with its times) as it comes.
  */
 static int
 run_members(struct drive *d, struct member *m, size_t n, const char *steers,
 	    struct err *e)
 {
-	struct pollfd pfd = { .fd = d->wake_fd, .events = POLLIN };
-	char *dir = engine__run_file(d, "members");
-	size_t i, alive = 0;
-	int rc = fs_mkdir_p(dir, 0755, e), stopping = 0;
-	int64_t last_tick = time_now_ms();
+	struct fanout_member *fm = xcalloc(n, sizeof(*fm));
+	size_t i;
+	int rc;
 
-	free(dir);
-	if (rc)
-		return rc;
-	fflush(NULL);
 	for (i = 0; i < n; i++) {
-		m[i].started_ms = time_now_ms();
-		m[i].pid = fork();
-		if (m[i].pid < 0) {
-			m[i].pid = 0;
-			m[i].res = STAGE_FAIL;
-			m[i].reason = xasprintf("cannot fork: %s",
-						strerror(errno));
-			continue;
-		}
-		if (m[i].pid == 0)
-			member_main(d, &m[i], steers);
-		alive++;
-	}
-	while (alive) {
-		char drain[64];
-		int status, woken;
+		const char *slash = strrchr(m[i].rq.file, '/');
 
-		/* a short nap: an exited member is taken within 50 ms */
-		woken = poll(&pfd, 1, 50) > 0;
-		while (read(d->wake_fd, drain, sizeof(drain)) > 0)
-			;
-		if (!stopping && engine__signalled())
-			stopping = 1;
-		if (!stopping && woken) {
-			struct run fresh = { 0 };
-
-			if (store_run_get(d->en->store, d->r.id, &fresh, NULL) ==
-				    0 &&
-			    fresh.abort_requested)
-				stopping = 1;
-			run_release(&fresh);
-		}
-		for (i = 0; i < n; i++) {
-			if (!m[i].pid)
-				continue;
-			if (stopping)
-				kill(m[i].pid, SIGTERM);
-			if (waitpid(m[i].pid, &status, WNOHANG) != m[i].pid)
-				continue;
-			alive--;
-			member_reap(d, &m[i], status);
-			if (!rc)
-				rc = engine__note(
-					d, "review_done",
-					json_pack("{s:s, s:s, s:s, s:I, s:I}",
-						  "stage", m[i].s->name, "file",
-						  m[i].rq.file, "status",
-						  m[i].rq.out.status, "started_ms",
-						  (json_int_t)m[i].started_ms,
-						  "ended_ms",
-						  (json_int_t)m[i].ended_ms),
-					e);
-		}
-		if (time_now_ms() - last_tick >= 1000) {
-			last_tick = time_now_ms();
-			engine__report_tick(d);
-			if (d->en->note)
-				d->en->note(d->en->note_arg, ENGINE_NOTE_TICK,
-					    &d->r);
-		}
+		fm[i].s = m[i].s;
+		fm[i].key = slash ? slash + 1 : m[i].rq.file;
+		fm[i].label = m[i].s->name;
+		fm[i].work = member_work;
+		fm[i].arg = &m[i];
 	}
-	if (stopping)
-		d->stop = 1;
+	rc = engine__fanout(d, fm, n, 0, steers, member_done, e);
+	for (i = 0; i < n; i++) {
+		m[i].res = fm[i].res;
+		m[i].reason = fm[i].reason;
+		fm[i].reason = NULL;
+	}
+	engine__fanout_release(fm, n);
+	free(fm);
 	return rc;
 }
 
@@ -892,7 +666,7 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 	     enum stage_result *res, char **reason, struct err *e)
 {
 	size_t first, n = pipeline_group(d->p, s->group, &first), i, k = 0;
-	json_t *p = prog_load(d), *g = prog_obj(p, "groups", NULL);
+	json_t *p = engine__prog_load(d), *g = prog_obj(p, "groups", NULL);
 	char gname[16];
 	struct member *m = xcalloc(n, sizeof(*m));
 	json_t *names = json_array(), *verdicts;
@@ -924,10 +698,10 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 		json_array_append_new(names, json_string(ms->name));
 		k++;
 	}
-	p = prog_load(d);
+	p = engine__prog_load(d);
 	json_object_set_new(prog_obj(p, "groups", NULL), gname,
 			    json_string("running"));
-	prog_save(d, p);
+	engine__prog_save(d, p);
 	json_decref(p);
 	rc = engine__note(d, "group_started",
 			  json_pack("{s:i, s:O}", "group", s->group, "stages",
@@ -945,10 +719,10 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 	}
 	if (members_failed(m, k, res, reason))
 		goto out;
-	p = prog_load(d);
+	p = engine__prog_load(d);
 	json_object_set_new(prog_obj(p, "groups", NULL), gname,
 			    json_string("done"));
-	prog_save(d, p);
+	engine__prog_save(d, p);
 	json_decref(p);
 	verdicts = json_object();
 	for (i = 0; i < n; i++) {
@@ -1048,10 +822,10 @@ rca_stage(struct drive *d, const struct stage *s, const char *steers,
 		json_t *p;
 
 		mark(d, s->name, v, "complete", file);
-		p = prog_load(d);
+		p = engine__prog_load(d);
 		json_object_set_new(prog_obj(p, "stages", s->name), "label",
 				    json_string(label));
-		prog_save(d, p);
+		engine__prog_save(d, p);
 		json_decref(p);
 	}
 	buf_release(&ctx);
@@ -1066,7 +840,7 @@ int
 engine__consolidate(struct drive *d, const struct stage *s,
 		    enum stage_result *res, char **reason, struct err *e)
 {
-	json_t *docs[16], *p = prog_load(d), *stages;
+	json_t *docs[16], *p = engine__prog_load(d), *stages;
 	const char *names[16], *labels[16];
 	struct bugfix_consolidated c = { 0 };
 	struct buf q = BUF_INIT;
@@ -1082,7 +856,7 @@ engine__consolidate(struct drive *d, const struct stage *s,
 		if (r->kind != KIND_RCA)
 			continue;
 		docs[n] = json_get_str(st, "file") ?
-				  load_json(d, json_get_str(st, "file"), e) :
+				  engine__load_json(d, json_get_str(st, "file"), e) :
 				  NULL;
 		if (!docs[n]) {
 			*res = STAGE_FAIL;
@@ -1136,12 +910,12 @@ engine__consolidate(struct drive *d, const struct stage *s,
 		rc = 0;
 		goto out;
 	}
-	rc = keep_json(d, "diagnosis.json", agreed ? "agreed" : "chosen",
+	rc = engine__keep_json(d, "diagnosis.json", agreed ? "agreed" : "chosen",
 		       c.diagnosis, e);
 	if (!rc)
-		rc = keep_json(d, "user-story.json", NULL, c.story, e);
+		rc = engine__keep_json(d, "user-story.json", NULL, c.story, e);
 	if (!rc)
-		rc = keep_json(d, "fix-plan.json", NULL, c.plan, e);
+		rc = engine__keep_json(d, "fix-plan.json", NULL, c.plan, e);
 	if (rc)
 		goto out;
 	prog_set_str(d, "choice",
@@ -1181,7 +955,7 @@ struct step_info {
 static void
 step_progress(struct drive *d, const struct step_info *si)
 {
-	json_t *p = prog_load(d), *st = prog_obj(p, "steps", NULL);
+	json_t *p = engine__prog_load(d), *st = prog_obj(p, "steps", NULL);
 	char key[16];
 
 	snprintf(key, sizeof(key), "%d", si->step);
@@ -1189,7 +963,7 @@ step_progress(struct drive *d, const struct step_info *si)
 			    json_integer(si->version));
 	if (si->advance)
 		json_object_set_new(st, "next", json_integer(si->step + 1));
-	prog_save(d, p);
+	engine__prog_save(d, p);
 	json_decref(p);
 }
 
@@ -1199,7 +973,7 @@ accept_impl(struct drive *d, const struct stage *s, const char *text,
 {
 	const char *artifact = d->call->artifact;
 	struct err why = ERR_INIT;
-	json_t *doc = take_json(d, artifact, text, &why);
+	json_t *doc = engine__take_json(d, artifact, text, &why);
 	const char *status;
 	int rc;
 
@@ -1217,7 +991,7 @@ accept_impl(struct drive *d, const struct stage *s, const char *text,
 			     "the plan and report complete",
 			     artifact);
 	if (!rc)
-		rc = keep_json(d, artifact, status, doc, e);
+		rc = engine__keep_json(d, artifact, status, doc, e);
 	if (!rc && !strcmp(status, "failed")) {
 		/* the seed's "implementation blocked": a person decides */
 		*res = STAGE_BLOCK;
@@ -1246,7 +1020,7 @@ impl_step(struct drive *d, const struct stage *s,
 	struct strvec env = STRVEC_INIT;
 	struct call_spec cs = { 0 };
 	struct buf ctx = BUF_INIT;
-	json_t *plan = load_json(d, "fix-plan.json", NULL);
+	json_t *plan = engine__load_json(d, "fix-plan.json", NULL);
 	json_t *one = json_array_get(json_object_get(plan, "steps"),
 				     (size_t)step - 1);
 	size_t budget = SEED_CONTEXT_MAX;
@@ -1290,7 +1064,7 @@ struct steps {
 static void
 steps_load(struct drive *d, struct steps *st, int total)
 {
-	json_t *p = prog_load(d), *o = json_object_get(p, "steps");
+	json_t *p = engine__prog_load(d), *o = json_object_get(p, "steps");
 
 	st->total = total;
 	st->next = (int)json_integer_value(json_object_get(o, "next"));
@@ -1305,21 +1079,21 @@ steps_load(struct drive *d, struct steps *st, int total)
 static void
 steps_save(struct drive *d, const struct steps *st)
 {
-	json_t *p = prog_load(d), *o = prog_obj(p, "steps", NULL);
+	json_t *p = engine__prog_load(d), *o = prog_obj(p, "steps", NULL);
 
 	json_object_set_new(o, "total", json_integer(st->total));
 	json_object_set_new(o, "next", json_integer(st->next));
 	json_object_set_new(o, "reviewed", json_integer(st->reviewed));
 	json_object_set_new(o, "round", json_integer(st->round));
 	json_object_set_new(o, "reviews", json_integer(st->reviews));
-	prog_save(d, p);
+	engine__prog_save(d, p);
 	json_decref(p);
 }
 
 static int
 step_version(struct drive *d, int step)
 {
-	json_t *p = prog_load(d);
+	json_t *p = engine__prog_load(d);
 	char key[16];
 	int v;
 
@@ -1335,7 +1109,7 @@ step_version(struct drive *d, int step)
 static char *
 batch_context(struct drive *d, const struct stage *s, int a, int b)
 {
-	json_t *plan = load_json(d, "fix-plan.json", NULL);
+	json_t *plan = engine__load_json(d, "fix-plan.json", NULL);
 	size_t budget = SEED_CONTEXT_MAX;
 	struct buf ctx = BUF_INIT;
 	int k;
@@ -1377,7 +1151,7 @@ review_batch(struct drive *d, const struct stage *s, const char *steers,
 {
 	struct member *m = xcalloc(s->nr_phased, sizeof(*m));
 	char *extra = batch_context(d, s, a, b);
-	json_t *plan = load_json(d, "fix-plan.json", NULL);
+	json_t *plan = engine__load_json(d, "fix-plan.json", NULL);
 	json_t *verdicts = json_object();
 	struct buf found = BUF_INIT;
 	size_t i, np = 0;
@@ -1445,7 +1219,7 @@ review_batch(struct drive *d, const struct stage *s, const char *steers,
 		if (!strcmp(m[i].rq.out.status, "approved"))
 			continue;
 		want = 1;
-		doc = load_json(d, m[i].rq.file, NULL);
+		doc = engine__load_json(d, m[i].rq.file, NULL);
 		if (doc) {
 			char *text = json_dumps(json_object_get(doc,
 								"findings"),
@@ -1495,7 +1269,7 @@ aggregate(struct drive *d, const struct stage *s, int total, struct err *e)
 	for (k = 1; k <= total; k++) {
 		char *name = xasprintf("impl-steps/impl-step-%d-v%d.json", k,
 				       step_version(d, k));
-		json_t *doc = load_json(d, name, NULL);
+		json_t *doc = engine__load_json(d, name, NULL);
 		const char *lists[] = { "files_modified", "files_created" };
 		size_t i, j;
 
@@ -1515,7 +1289,7 @@ aggregate(struct drive *d, const struct stage *s, int total, struct err *e)
 	json_object_set_new(out, "summary",
 			    json_string(notes.len ? notes.ptr :
 						    "all plan steps done"));
-	rc = keep_json(d, "impl-result.json", "complete", out, e);
+	rc = engine__keep_json(d, "impl-result.json", "complete", out, e);
 	(void)s;
 	json_decref(out);
 	buf_release(&notes);
@@ -1535,7 +1309,7 @@ phased(struct drive *d, const struct stage *s,
        const struct config_provider *prov, const char *steers,
        enum stage_result *res, char **reason, struct err *e)
 {
-	json_t *plan = load_json(d, "fix-plan.json", e);
+	json_t *plan = engine__load_json(d, "fix-plan.json", e);
 	int total = (int)bugfix_plan_steps(plan), *hit = NULL;
 	struct steps st;
 	char *answer = take_answer(d, "phased"), *issues = NULL;
@@ -1681,7 +1455,7 @@ static int
 accept_plan(struct drive *d, const struct stage *s, const char *text,
 	    enum stage_result *res, char **reason, struct err *e)
 {
-	json_t *doc = take_json(d, d->call->artifact, text, e);
+	json_t *doc = engine__take_json(d, d->call->artifact, text, e);
 	int rc;
 
 	(void)s;
@@ -1690,9 +1464,9 @@ accept_plan(struct drive *d, const struct stage *s, const char *text,
 		return BATON_ECONTRACT;
 	rc = bugfix_plan_check(d->call->artifact, doc, e);
 	if (!rc)
-		rc = keep_json(d, d->call->artifact, "revised", doc, e);
+		rc = engine__keep_json(d, d->call->artifact, "revised", doc, e);
 	if (!rc) /* the plan every later stage reads */
-		rc = keep_json(d, "fix-plan.json", "revised", doc, e);
+		rc = engine__keep_json(d, "fix-plan.json", "revised", doc, e);
 	json_decref(doc);
 	*res = STAGE_PASS;
 	return rc;

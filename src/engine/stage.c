@@ -57,6 +57,12 @@ static const char *const artifacts[KIND__COUNT][2] = {
 	[KIND_VERIFY] = { "verification.json", "verification.md" },
 };
 
+const char *
+engine__work_dir(const struct drive *d)
+{
+	return d->r.worktree ? d->r.worktree : d->run_dir;
+}
+
 /* Reads a run-folder file into out; 0, or negative when absent/too big. */
 static int
 read_artifact(const struct drive *d, const char *name, struct buf *out)
@@ -203,7 +209,7 @@ render_prompt(struct drive *d, const struct stage *s, const char *steers,
 		{ "run_id", d->r.id },
 		{ "stage", s->name },
 		{ "run_dir", d->run_dir },
-		{ "worktree", d->r.worktree },
+		{ "worktree", engine__work_dir(d) },
 		{ "artifact", d->call ? d->call->artifact :
 					artifacts[s->kind][0] },
 		{ "context", NULL },
@@ -388,6 +394,8 @@ accept_output(struct drive *d, const struct stage *s, const char *text,
 			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
 		if (!rc)
 			rc = engine__checkpoint(d, s, res, reason, e);
+		if (!rc && *res == STAGE_PASS && !strcmp(d->p->type, "assist"))
+			rc = engine__escalation(d, s, res, e);
 		break;
 	case KIND_REVIEW:
 	case KIND_VERIFY:
@@ -574,7 +582,7 @@ agent_env(const struct drive *d, const struct stage *s, const char *prompt,
 						stage_kind_name(s->kind));
 	strvec_pushf(env, "BATON_RUN_DIR=%s", d->run_dir);
 	strvec_pushf(env, "BATON_PROMPT_FILE=%s", prompt);
-	strvec_pushf(env, "BATON_WORKTREE=%s", d->r.worktree);
+	strvec_pushf(env, "BATON_WORKTREE=%s", engine__work_dir(d));
 	strvec_pushf(env, "BATON_ATTEMPT=%d", d->r.attempt);
 	strvec_pushf(env, "BATON_REVIEW_LOOP=%d", d->r.review_loops);
 	strvec_pushf(env, "BATON_TASK=%s", d->r.task);
@@ -616,7 +624,8 @@ sandbox_for(const struct drive *d, const char *gitdir, const char *home,
 	memset(sb, 0, sizeof(*sb));
 	sb->on = !strcmp(d->en->cfg->sandbox, "bwrap");
 	sb->no_net = no_net;
-	sb->rw[n++] = d->r.worktree;
+	if (d->r.worktree)
+		sb->rw[n++] = d->r.worktree;
 	sb->rw[n++] = d->run_dir;
 	if (gitdir)
 		sb->rw[n++] = gitdir;
@@ -767,7 +776,7 @@ engine__call(struct drive *d, const struct stage *s,
 	rc = fs_mkdir_p(calls_dir, 0755, e);
 	if (rc)
 		goto out;
-	if (strcmp(d->en->cfg->sandbox, "none"))
+	if (strcmp(d->en->cfg->sandbox, "none") && d->r.worktree)
 		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
 	for (;;) {
 		struct watch w = { .d = d, .stage = s->name,
@@ -801,7 +810,7 @@ engine__call(struct drive *d, const struct stage *s,
 		w.out_path = ofile;
 		w.aw = agent_watch_new(prov->type, ofile);
 		req.provider = prov;
-		req.cwd = d->r.worktree;
+		req.cwd = engine__work_dir(d);
 		req.prompt = prompt.ptr;
 		req.prompt_file = pfile;
 		req.env = &env;
@@ -1043,6 +1052,12 @@ run_agent(struct drive *d, const struct stage *s, const char *steers,
 	const struct config_provider *provs[MAX_REVIEWERS];
 	size_t n = 0;
 
+	if (KIND_IS_LOOP(s->kind))
+		return engine__loop_stage(d, s, steers, res, reason, e);
+	if (s->kind == KIND_INTAKE || s->kind == KIND_REPORT)
+		return engine__assist_stage(d, s, steers, res, reason, e);
+	if (KIND_IS_RESEARCH(s->kind))
+		return engine__research_stage(d, s, steers, res, reason, e);
 	if (s->kind >= KIND_RCA || s->next == STAGE_BACK)
 		return engine__seed_stage(d, s, steers, res, reason, e);
 	if (s->providers.nr) {
@@ -1067,9 +1082,9 @@ run_agent(struct drive *d, const struct stage *s, const char *steers,
 	return engine__call(d, s, provs[0], steers, res, reason, e);
 }
 
-static int
-run_validate(struct drive *d, const struct stage *s, enum stage_result *res,
-	     struct err *e)
+int
+engine__validate(struct drive *d, const struct stage *s,
+		 enum stage_result *res, struct err *e)
 {
 	const struct config *cfg = d->en->cfg;
 	struct watch w = { .d = d, .stage = s->name };
@@ -1155,7 +1170,7 @@ engine__run_stage(struct drive *d, const struct stage *s,
 	rc = engine__pending_steers(d, &steers, &upto, e);
 	if (rc)
 		goto out;
-	if (!d->r.worktree || !fs_is_dir(d->r.worktree)) {
+	if (!d->p->no_git && (!d->r.worktree || !fs_is_dir(d->r.worktree))) {
 		*reason = xasprintf("the run's worktree '%s' is gone",
 				    d->r.worktree ? d->r.worktree : "(none)");
 		goto out;
@@ -1163,7 +1178,7 @@ engine__run_stage(struct drive *d, const struct stage *s,
 	run_set(&d->r.phase, RUN_PHASE_RUNNING);
 	d->r.phase_started_at = time_now_ms();
 	/* Guidance waits for the next stage an agent does. */
-	if (s->kind != KIND_VALIDATE && s->kind != KIND_CONSOLIDATE)
+	if (!KIND_IS_ENGINES(s->kind))
 		d->r.steer_seq = upto;
 	rc = engine__note(d, "stage_started",
 			  json_pack("{s:s, s:s, s:i, s:i}", "stage", s->name,
@@ -1176,7 +1191,7 @@ engine__run_stage(struct drive *d, const struct stage *s,
 	d->stop = 0;
 	started = time_now_ms();
 	if (s->kind == KIND_VALIDATE)
-		rc = run_validate(d, s, res, e);
+		rc = engine__validate(d, s, res, e);
 	else if (s->kind == KIND_CONSOLIDATE)
 		rc = engine__consolidate(d, s, res, reason, e);
 	else

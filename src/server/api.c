@@ -826,6 +826,8 @@ approval_decide(struct req *rq)
 		{ "reject", GATE_REJECT },
 		{ "request-changes", GATE_CHANGES },
 		{ "request_changes", GATE_CHANGES },
+		{ "revise", GATE_REVISE },
+		{ "defer", GATE_DEFER },
 	};
 	struct engine en;
 	struct err e = ERR_INIT;
@@ -845,8 +847,8 @@ approval_decide(struct req *rq)
 			break;
 	if (!decision || i == ARRAY_SIZE(decisions)) {
 		http_error(rq, 400, "bad_request",
-			   "\"decision\" must be approve, reject or "
-			   "request-changes");
+			   "\"decision\" must be approve, reject, "
+			   "request-changes, revise or defer");
 		goto out;
 	}
 	engine_of(rq, &en);

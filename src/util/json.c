@@ -5,6 +5,7 @@
 
 #include "util/buf.h"
 #include "util/json.h"
+#include "util/strvec.h"
 #include "util/timeutil.h"
 
 size_t
@@ -114,4 +115,24 @@ json_take_text(json_t *v)
 	text = json_dumps(v, JSON_COMPACT);
 	json_decref(v);
 	return text;
+}
+
+json_t *
+json_str_take(char *s)
+{
+	json_t *v = s ? json_string(s) : json_null();
+
+	free(s);
+	return v ? v : json_null();
+}
+
+json_t *
+json_strvec(const struct strvec *v)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; v && i < v->nr; i++)
+		json_array_append_new(a, json_string(v->v[i]));
+	return a;
 }

@@ -26,6 +26,11 @@ char *json_take_text(json_t *v);
 
 /* The string member key of obj, or NULL. Borrowed. */
 const char *json_get_str(const json_t *obj, const char *key);
+/* A JSON string of s, which it frees (NULL: JSON null). */
+json_t *json_str_take(char *s);
+/* The strings of v as a JSON array. */
+struct strvec;
+json_t *json_strvec(const struct strvec *v);
 /* Epoch ms as an ISO 8601 UTC string; null for 0 (never). */
 json_t *json_time(int64_t ms);
 

@@ -967,6 +967,46 @@ function renderRunHead(r) {
 	reason.textContent = r.reason || '';
 	show(reason, !!r.reason);
 	updateActions(r);
+	renderClaims(r);
+}
+
+/*
+ * A research run's claims (id, status, confidence, evidence count, text)
+ * and its report.md, from the run's "research" view; hidden for other
+ * runs. The report is read again when the run's stage or status moves.
+ */
+function renderClaims(r) {
+	const st = r && typeof r.research === 'object' && r.research ? r.research : null;
+	show($('claims-section'), !!st);
+	if (!st) {
+		rp.reportKey = '';
+		return;
+	}
+	const claims = Array.isArray(st.claims) ? st.claims : [];
+	$('claims-round').textContent = 'round ' + (st.round || 1) +
+		(st.judgement && st.judgement.verdict ? ' \u00b7 judge: ' + st.judgement.verdict : '');
+	$('claims-body').replaceChildren(...claims.map((c) => h('tr', { 'data-testid': 'claim' },
+		h('td', null, String(c.id || '')),
+		h('td', { class: 'c-' + String(c.status || 'pending').replace(/[^a-z]/g, '') }, String(c.status || 'pending')),
+		h('td', null, typeof c.confidence === 'number' ? c.confidence.toFixed(2) : '\u2014'),
+		h('td', null, String(Array.isArray(c.evidence) ? c.evidence.length : 0)),
+		h('td', { class: 'claim-text' }, String(c.text || '')))));
+	const key = r.id + ' ' + r.stage + ' ' + r.status + ' ' + (st.report || '');
+	if (rp.reportKey === key)
+		return;
+	rp.reportKey = key;
+	const pre = $('research-report');
+	if (!st.report) {
+		pre.textContent = 'no report yet';
+		return;
+	}
+	api(runPath('/artifacts/' + encodeURIComponent(st.report)), { text: true }).then((text) => {
+		if (rp.reportKey === key)
+			pre.textContent = String(text);
+	}).catch((e) => {
+		if (rp.reportKey === key)
+			pre.textContent = 'cannot load ' + st.report + ': ' + errText(e);
+	});
 }
 
 function updateActions(r) {

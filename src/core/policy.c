@@ -1,0 +1,415 @@
+/*
+ * The loop's policy envelope: see policy.h. A check walks three steps in
+ * order -- the worktree fence for writes, the explicit grants, the
+ * profile -- and the first that decides wins. Profiles are a table: what
+ * each allows and how it explains a denial, so that a denied effect says
+ * exactly which rule failed and which grant would have allowed it.
+ */
+#include "util/compat.h"
+
+#include <fnmatch.h>
+
+#include "core/policy.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/strvec.h"
+#include "util/xalloc.h"
+
+/* The kinds that are side effects and need a grant. */
+enum kind {
+	KIND_WRITE,
+	KIND_RUN,
+	KIND_NETWORK,
+	KIND_NR,
+};
+
+static const char *const kind_names[KIND_NR] = {
+	[KIND_WRITE] = "write",
+	[KIND_RUN] = "run",
+	[KIND_NETWORK] = "network",
+};
+
+/* The side-effect kind named by the len bytes at s, or -1. */
+static int
+kind_find(const char *s, size_t len)
+{
+	int k;
+
+	for (k = 0; k < KIND_NR; k++)
+		if (strlen(kind_names[k]) == len &&
+		    !strncmp(s, kind_names[k], len))
+			return k;
+	return -1;
+}
+
+/* p without any leading "./": "./src/a.c" and "src/a.c" are one path. */
+static const char *
+skip_dot_slash(const char *p)
+{
+	while (p[0] == '.' && p[1] == '/')
+		p += 2;
+	return p;
+}
+
+/* Whether path has a ".." component ("..", "../a", "a/../b", "a/.."). */
+static int
+has_dotdot(const char *path)
+{
+	const char *p = path;
+
+	while (*p) {
+		size_t len = strcspn(p, "/");
+
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return 1;
+		p += len;
+		while (*p == '/')
+			p++;
+	}
+	return 0;
+}
+
+/* Appends the len bytes at s to out with fnmatch's special characters
+ * escaped, so that the glob matches exactly them. */
+static void
+add_literal(struct buf *out, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (strchr("*?[\\", s[i]))
+			buf_addch(out, '\\');
+		buf_addch(out, s[i]);
+	}
+}
+
+/* Whether a strvec holds no string. */
+static int
+sv_empty(const struct strvec *sv)
+{
+	return !sv || !sv->nr;
+}
+
+/* Whether one of the globs of sv matches s. */
+static int
+sv_glob_match(const struct strvec *sv, const char *s)
+{
+	size_t i;
+
+	for (i = 0; sv && i < sv->nr; i++)
+		if (!fnmatch(skip_dot_slash(sv->v[i]), s, 0))
+			return 1;
+	return 0;
+}
+
+/* Appends the strings of sv, joined with ", ". */
+static void
+add_list(struct buf *out, const struct strvec *sv)
+{
+	size_t i;
+
+	for (i = 0; i < sv->nr; i++)
+		buf_addf(out, "%s%s", i ? ", " : "", sv->v[i]);
+}
+
+/* ---- profiles ---- */
+
+struct profile {
+	const char *name;
+	/* whether the profile allows kind k on target */
+	int (*allows)(const struct policy *p, enum kind k, const char *target);
+	/* appends what the profile grants for kind k, after "profile NAME" */
+	void (*explain)(const struct policy *p, enum kind k, struct buf *out);
+};
+
+static int
+strict_allows(const struct policy *p, enum kind k, const char *target)
+{
+	(void)p;
+	(void)k;
+	(void)target;
+	return 0;
+}
+
+static void
+strict_explain(const struct policy *p, enum kind k, struct buf *out)
+{
+	(void)p;
+	(void)k;
+	buf_adds(out, " grants nothing");
+}
+
+/* Writes reach this only from inside the worktree (policy_check). */
+static int
+trusted_allows(const struct policy *p, enum kind k, const char *target)
+{
+	(void)p;
+	(void)target;
+	return k == KIND_WRITE || k == KIND_RUN;
+}
+
+static void
+trusted_explain(const struct policy *p, enum kind k, struct buf *out)
+{
+	(void)p;
+	(void)k;
+	buf_adds(out, " grants no network access");
+}
+
+static int
+automation_allows(const struct policy *p, enum kind k, const char *target)
+{
+	size_t i;
+
+	switch (k) {
+	case KIND_WRITE:
+		return sv_empty(p->allowed_paths) ||
+		       sv_glob_match(p->allowed_paths, target);
+	case KIND_RUN:
+		for (i = 0; p->commands && i < p->commands->nr; i++)
+			if (!strcmp(p->commands->v[i], target))
+				return 1;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void
+automation_explain(const struct policy *p, enum kind k, struct buf *out)
+{
+	switch (k) {
+	case KIND_WRITE:
+		/* only reached with allowed_paths set: else every write is */
+		buf_adds(out,
+			 " grants writes only within policies.allowed_paths"
+			 " (");
+		add_list(out, p->allowed_paths);
+		buf_addch(out, ')');
+		break;
+	case KIND_RUN:
+		if (sv_empty(p->commands)) {
+			buf_adds(out, " grants runs only of the project's"
+				      " validate commands, and there are none");
+			break;
+		}
+		buf_adds(out, " grants runs only of the project's validate"
+			      " commands (");
+		add_list(out, p->commands);
+		buf_addch(out, ')');
+		break;
+	default:
+		buf_adds(out, " grants no network access");
+		break;
+	}
+}
+
+static const struct profile profiles[] = {
+	{ POLICY_STRICT, strict_allows, strict_explain },
+	{ POLICY_TRUSTED_LOCAL, trusted_allows, trusted_explain },
+	{ POLICY_AUTOMATION, automation_allows, automation_explain },
+};
+
+static const struct profile *
+profile_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < ARRAY_SIZE(profiles); i++)
+		if (!strcmp(profiles[i].name, name))
+			return &profiles[i];
+	return NULL;
+}
+
+int
+policy_profile_valid(const char *name)
+{
+	return profile_find(name) != NULL;
+}
+
+/* ---- grants ---- */
+
+int
+policy_grant_parse(const char *text, struct err *e)
+{
+	const char *colon = text ? strchr(text, ':') : NULL;
+	const char *glob;
+	int k;
+
+	if (!colon)
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': expected KIND:GLOB with KIND write,"
+			       " run or network",
+			       text ? text : "");
+	glob = colon + 1;
+	k = kind_find(text, (size_t)(colon - text));
+	if (k < 0 && colon - text == 4 && !strncmp(text, "read", 4))
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': reads need no grant (they are"
+			       " always allowed)",
+			       text);
+	if (k < 0)
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': unknown kind '%.*s': expected"
+			       " write, run or network",
+			       text, (int)(colon - text), text);
+	if (!*glob)
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': the glob after '%s:' is empty",
+			       text, kind_names[k]);
+	if (k == KIND_WRITE && glob[0] == '/')
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': a write glob is relative to the"
+			       " worktree, not absolute",
+			       text);
+	if (k == KIND_WRITE && has_dotdot(glob))
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': a write glob cannot leave the"
+			       " worktree (it has a '..' component)",
+			       text);
+	return 0;
+}
+
+/* The first valid grant of kind k whose glob matches target, or NULL.
+ * Borrowed from grants. */
+static const char *
+grant_find(const struct strvec *grants, enum kind k, const char *target)
+{
+	size_t len = strlen(kind_names[k]);
+	size_t i;
+
+	for (i = 0; grants && i < grants->nr; i++) {
+		const char *g = grants->v[i];
+
+		if (policy_grant_parse(g, NULL) ||
+		    strncmp(g, kind_names[k], len) || g[len] != ':')
+			continue;
+		if (!fnmatch(skip_dot_slash(g + len + 1), target, 0))
+			return g;
+	}
+	return NULL;
+}
+
+/*
+ * Appends a grant that allows kind k on target and little more: the
+ * directory of a write (the directory, then "/" and two stars), the
+ * program of a run ("curl *"), the host of a network access.
+ */
+static void
+add_suggestion(struct buf *out, enum kind k, const char *target)
+{
+	const char *slash, *p;
+
+	buf_addf(out, "%s:", kind_names[k]);
+	switch (k) {
+	case KIND_WRITE:
+		slash = strrchr(target, '/');
+		if (!slash) {
+			add_literal(out, target, strlen(target));
+			break;
+		}
+		add_literal(out, target, (size_t)(slash - target));
+		buf_adds(out, "/**");
+		break;
+	case KIND_RUN:
+		p = target + strspn(target, " \t");
+		p += strcspn(p, " \t");
+		add_literal(out, target, (size_t)(p - target));
+		if (*p)
+			buf_addf(out, "%c*", *p);
+		break;
+	default:
+		add_literal(out, target, strlen(target));
+		break;
+	}
+}
+
+/* ---- the check ---- */
+
+/* Why a write to path (not empty) is outside the worktree, or NULL. */
+static const char *
+outside_worktree(const char *path)
+{
+	if (path[0] == '/')
+		return "an absolute path";
+	if (has_dotdot(path))
+		return "a '..' component";
+	return NULL;
+}
+
+/* A denial: *why gets the sentence in b (when why is not NULL). */
+static int
+deny(struct buf *b, char **why)
+{
+	if (why)
+		*why = buf_detach(b, NULL);
+	buf_release(b);
+	return BATON_EINVAL;
+}
+
+/* A grant: *by gets a copy of what granted it (when by is not NULL). */
+static int
+allow(const char *what, const char *name, char **by)
+{
+	if (by)
+		*by = name ? xasprintf("%s %s", what, name) : xstrdup(what);
+	return 0;
+}
+
+int
+policy_check(const struct policy *p, const char *kind, const char *target,
+	     char **by, char **why)
+{
+	struct buf b = BUF_INIT;
+	const struct profile *prof;
+	const char *path, *where, *g;
+	int k;
+
+	if (kind && !strcmp(kind, "read"))
+		return allow("read", NULL, by);
+	k = kind ? kind_find(kind, strlen(kind)) : -1;
+	if (k < 0) {
+		buf_addf(&b,
+			 "effect kind '%s' is unknown: expected read, write,"
+			 " run or network",
+			 kind ? kind : "");
+		return deny(&b, why);
+	}
+	path = target ? target : "";
+	if (k == KIND_WRITE)
+		path = skip_dot_slash(path);
+	if (!*path) {
+		buf_addf(&b,
+			 "%s with an empty target is not granted: an effect"
+			 " must name what it touches",
+			 kind_names[k]);
+		return deny(&b, why);
+	}
+	where = k == KIND_WRITE ? outside_worktree(path) : NULL;
+	if (where) {
+		buf_addf(&b,
+			 "write '%s' is not granted: it is outside the worktree"
+			 " (%s)",
+			 target, where);
+		return deny(&b, why);
+	}
+	g = grant_find(p->grants, (enum kind)k, path);
+	if (g)
+		return allow("grant", g, by);
+	prof = profile_find(p->profile ? p->profile : POLICY_STRICT);
+	if (prof && prof->allows(p, (enum kind)k, path))
+		return allow("profile", prof->name, by);
+
+	buf_addf(&b, "%s '%s' is not granted: ", kind_names[k], target);
+	if (prof) {
+		buf_addf(&b, "profile %s", prof->name);
+		prof->explain(p, (enum kind)k, &b);
+	} else {
+		buf_addf(&b, "profile '%s' is unknown and grants nothing",
+			 p->profile);
+	}
+	buf_adds(&b, ", and no grant in loop.grants matches (add \"");
+	add_suggestion(&b, (enum kind)k, path);
+	buf_adds(&b, "\" to allow it)");
+	return deny(&b, why);
+}

@@ -1,0 +1,137 @@
+/*
+ * A stage's state between calls, in the run record (runs.progress), and
+ * the JSON records agents leave in the run folder: shared by the bug-fix,
+ * loop, assist and research stages.
+ */
+#include "util/compat.h"
+
+#include <jansson.h>
+
+#include "core/bugfix.h"
+#include "core/pipeline.h"
+#include "engine/engine_int.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/limits.h"
+#include "util/xalloc.h"
+
+json_t *
+engine__prog_load(const struct drive *d)
+{
+	json_t *p = d->r.progress ? json_loads(d->r.progress, 0, NULL) : NULL;
+
+	if (json_is_object(p))
+		return p;
+	json_decref(p);
+	return json_object();
+}
+
+void
+engine__prog_save(struct drive *d, json_t *p)
+{
+	char *text = json_dumps(p, JSON_COMPACT);
+
+	run_set(&d->r.progress, text);
+	free(text);
+}
+
+
+json_t *
+engine__load_json(const struct drive *d, const char *name, struct err *e)
+{
+	char *path = engine__run_file(d, name);
+	struct buf text = BUF_INIT;
+	json_error_t je;
+	json_t *doc = NULL;
+
+	if (fs_read(path, &text, BUF_MAX_ARTIFACT, NULL) == 0 && text.len) {
+		doc = json_loads(text.ptr, 0, &je);
+		if (!doc)
+			err_set(e, BATON_ECONTRACT,
+				"%s: invalid JSON at line %d, column %d: %s",
+				name, je.line, je.column, je.text);
+	} else {
+		err_set(e, BATON_ENOTFOUND, "no %s in the run folder", name);
+	}
+	buf_release(&text);
+	free(path);
+	return doc;
+}
+
+/*
+ * The JSON an agent left: its artifact file when it wrote one, else the
+ * object at the end of its final text.
+ */
+json_t *
+engine__take_json(struct drive *d, const char *artifact, const char *text,
+	  struct err *e)
+{
+	struct err why = ERR_INIT;
+	json_t *doc = engine__load_json(d, artifact, &why);
+
+	if (doc)
+		return doc;
+	if (why.rc == BATON_ECONTRACT) {
+		err_set(e, BATON_ECONTRACT, "%s", why.msg);
+		return NULL;
+	}
+	doc = bugfix_json_from_text(artifact, text ? text : "", e);
+	if (!doc)
+		err_prefix(e, "no %s in the run folder, and in the final text",
+			   artifact);
+	return doc;
+}
+
+/* Writes doc as a run-folder file and keeps it as a stage output. */
+int
+engine__keep_json(struct drive *d, const char *name, const char *decision,
+	  json_t *doc, struct err *e)
+{
+	char *text = json_dumps(doc, JSON_INDENT(2));
+	char *path = engine__run_file(d, name);
+	char *dir = xstrdup(path);
+	int rc;
+
+	*strrchr(dir, '/') = '\0';
+	rc = fs_mkdir_p(dir, 0755, e);
+	if (!rc)
+		rc = fs_write_atomic(path, text, strlen(text), e);
+	if (!rc)
+		rc = engine__keep_output(d, name, decision, text, e);
+	free(dir);
+	free(path);
+	free(text);
+	return rc;
+}
+
+int
+engine__ask(struct drive *d, const struct stage *s, const char *kind,
+	    const char *question, json_t *options, json_t *extra,
+	    const char *ask_to, enum stage_result *res)
+{
+	json_t *p = engine__prog_load(d), *q, *ev;
+
+	q = json_pack("{s:s, s:s, s:s}", "kind", kind, "stage", s->name, "to",
+		      ask_to);
+	if (extra)
+		json_object_update(q, extra);
+	json_object_set_new(p, "ask", q);
+	engine__prog_save(d, p);
+	json_decref(p);
+	json_decref(d->ask);
+	d->ask = json_pack("{s:s, s:s, s:s, s:o}", "gate", s->name, "question",
+			   question, "kind", kind, "options",
+			   options ? options : json_array());
+	if (extra)
+		json_object_update(d->ask, extra);
+	free(d->ask_to);
+	d->ask_to = xstrdup(ask_to);
+	*res = STAGE_ASK;
+	ev = json_deep_copy(d->ask);
+	json_object_del(ev, "gate");
+	json_object_set_new(ev, "stage", json_string(s->name));
+	json_decref(extra);
+	return engine__note(d, "question", ev, NULL);
+}
