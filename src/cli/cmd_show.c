@@ -113,6 +113,68 @@ snapshot_json(const char *text)
 	return o ? o : json_null();
 }
 
+/* The seed's name for the status (the pipeline's states:), if any. */
+static void
+print_state(const struct run *r)
+{
+	json_t *v = engine_run_json(r);
+	const char *state = json_get_str(v, "state");
+
+	if (state && strcmp(state, r->status))
+		printf(" [%s]", state);
+	json_decref(v);
+}
+
+/* A loop run's record: iteration, phase, receipts. */
+static void
+print_loop(const struct run *r)
+{
+	json_t *v = engine_run_json(r), *l = json_object_get(v, "loop");
+
+	if (json_is_object(l))
+		printf("loop      iteration %lld of %lld, phase %s since %s, "
+		       "%lld receipt%s (baton receipts %s)\n",
+		       (long long)json_integer_value(
+			       json_object_get(l, "iteration")),
+		       (long long)json_integer_value(
+			       json_object_get(l, "max_iterations")),
+		       json_get_str(l, "phase") ? json_get_str(l, "phase") : "-",
+		       json_get_str(l, "phase_started_at") ?
+			       json_get_str(l, "phase_started_at") :
+			       "-",
+		       (long long)json_integer_value(
+			       json_object_get(l, "receipts")),
+		       json_integer_value(json_object_get(l, "receipts")) == 1 ?
+			       "" :
+			       "s",
+		       r->id);
+	json_decref(v);
+}
+
+/* The question a waiting run asks: its kind, default and deadline. */
+static void
+print_question(const struct run *r)
+{
+	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	json_t *ask = json_object_get(p, "ask");
+	const char *dflt = json_get_str(ask, "default");
+
+	if (!strcmp(r->status, ST_WAITING) && json_is_object(ask)) {
+		printf("question  %s: %s\n", json_get_str(ask, "kind"),
+		       json_get_str(ask, "question") ?
+			       json_get_str(ask, "question") :
+			       "(see the question event)");
+		if (dflt)
+			printf("          without an answer, option %s applies "
+			       "at %s\n",
+			       dflt,
+			       json_get_str(ask, "deadline") ?
+				       json_get_str(ask, "deadline") :
+				       "?");
+	}
+	json_decref(p);
+}
+
 static void
 print_human(const struct run *r)
 {
@@ -120,6 +182,7 @@ print_human(const struct run *r)
 
 	printf("run       %s\ntask      %s\npipeline  %s\nstatus    %s",
 	       r->id, r->task, r->pipeline, r->status);
+	print_state(r);
 	if (r->reason)
 		printf(" (%s)", r->reason);
 	if (status_is_terminal(r->status))
@@ -138,6 +201,8 @@ print_human(const struct run *r)
 	if (r->config_hash)
 		printf("config    %s%s\n", r->config_hash,
 		       r->config_snapshot ? " (snapshot kept)" : "");
+	print_loop(r);
+	print_question(r);
 }
 
 /* ---- research runs: the claims and the report ---- */

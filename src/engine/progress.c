@@ -113,8 +113,8 @@ engine__ask(struct drive *d, const struct stage *s, const char *kind,
 {
 	json_t *p = engine__prog_load(d), *q, *ev;
 
-	q = json_pack("{s:s, s:s, s:s}", "kind", kind, "stage", s->name, "to",
-		      ask_to);
+	q = json_pack("{s:s, s:s, s:s, s:s}", "kind", kind, "stage", s->name,
+		      "to", ask_to, "question", question);
 	if (extra)
 		json_object_update(q, extra);
 	json_object_set_new(p, "ask", q);

@@ -7,6 +7,8 @@
  *   running, worker process gone     -> queued   (worker_gone)
  *   blocked(quota_wait), reset passed -> queued
  *   blocked(awaiting_approval | paused), run moved on -> queued
+ *   blocked(awaiting_approval), its question timed out -> queued (the
+ *                                    next driver applies the default)
  *   queued, a dependency failed/cancelled -> blocked(dependency_failed)
  *
  * A requeued task keeps its run: the next worker resumes it where it
@@ -24,6 +26,7 @@
 #include "core/config.h"
 #include "core/pipeline.h"
 #include "core/run.h"
+#include "engine/engine.h"
 #include "sched/sched.h"
 #include "sched/sched_int.h"
 #include "store/store.h"
@@ -112,21 +115,32 @@ sweep_running(struct sweep *sw, struct task *t)
 	return 0;
 }
 
-/* A blocked task whose run went on without it (approved, resumed). */
+/*
+ * A blocked task whose run went on without it (approved, resumed), or
+ * whose question timed out: its default applies when a worker drives
+ * the run again. A question that times out later is due then.
+ */
 static int
 run_moved_on(struct sweep *sw, const struct task *t)
 {
 	struct run r = { 0 };
 	struct err ignored = ERR_INIT;
+	int64_t deadline;
 	int moved;
 
 	if (!t->run_id ||
 	    store_run_get(sw->x->store, t->run_id, &r, &ignored))
 		return 0;
-	if (!strcmp(t->block_reason, BLOCK_AWAITING_APPROVAL))
+	if (!strcmp(t->block_reason, BLOCK_AWAITING_APPROVAL)) {
 		moved = strcmp(r.status, ST_WAITING) != 0;
-	else
+		deadline = engine_ask_deadline(&r);
+		if (!moved && deadline && deadline <= sw->now)
+			moved = 1;
+		else if (!moved && deadline)
+			due_at(sw, deadline);
+	} else {
 		moved = strcmp(r.status, ST_PAUSED) != 0;
+	}
 	run_release(&r);
 	return moved;
 }
