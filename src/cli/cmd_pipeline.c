@@ -158,6 +158,17 @@ describe_json(const struct pipeline *p)
 	json_object_set_new(o, "stages", stages);
 	json_object_set_new(o, "groups", groups);
 	json_object_set_new(o, "transitions", edges);
+	json_object_set_new(o, "workspace",
+			    json_string(p->no_git ? "none" : "git"));
+	if (p->state_of) {
+		json_t *states = json_object();
+
+		for (i = 0; i < p->nr_statuses; i++)
+			if (p->state_of[i])
+				json_object_set_new(states, p->statuses[i],
+						    json_string(p->state_of[i]));
+		json_object_set_new(o, "states", states);
+	}
 	return o;
 }
 

@@ -860,15 +860,19 @@ check_once(const struct parse *c)
 		cnode_where(c->list, where, sizeof(where));
 		if (n == 1)
 			return stage_err(c, at, NULL,
-					 "%s must come after %s in a %s "
+					 "%s must come after %s in %s %s "
 					 "pipeline",
 					 kinds[*k].name,
 					 kinds[p->stages[last].kind].name,
+					 strchr("aeiou", p->type[0]) ? "an" :
+								       "a",
 					 p->type);
 		return err_set(c->e, BATON_EINVAL,
-			       "%s: %s: a %s pipeline needs exactly one %s "
+			       "%s: %s: %s %s pipeline needs exactly one %s "
 			       "stage (it has %d)",
-			       where, c->path, p->type, kinds[*k].name, n);
+			       where, c->path,
+			       strchr("aeiou", p->type[0]) ? "an" : "a",
+			       p->type, kinds[*k].name, n);
 	}
 	return 0;
 }
@@ -888,9 +892,11 @@ check_kinds(const struct parse *c)
 		if (!pipeline_kind_allowed(p->type, s->kind)) {
 			kind_list(find_type(p->type)->kinds, &allowed);
 			rc = stage_err(c, i, NULL,
-				       "type '%s' is not allowed in a %s "
+				       "type '%s' is not allowed in %s %s "
 				       "pipeline (allowed: %s)",
-				       kinds[s->kind].name, p->type,
+				       kinds[s->kind].name,
+				       strchr("aeiou", p->type[0]) ? "an" : "a",
+				       p->type,
 				       allowed.ptr);
 			buf_release(&allowed);
 			return rc;
@@ -1947,6 +1953,20 @@ describe_stage(const struct pipeline *p, const struct stage *s,
  * The stage lines keep their columns at least as wide as the feature
  * pipeline needs, so its listing (docs/lifecycle.md) stays as it was.
  */
+/* "states: created=pending, planning=running, ..." (the seed's names). */
+static void
+describe_states(const struct pipeline *p, struct buf *out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; p->state_of && i < p->nr_statuses; i++)
+		if (p->state_of[i])
+			buf_addf(out, "%s%s=%s", n++ ? ", " : "\nstates: ",
+				 p->statuses[i], p->state_of[i]);
+	if (n)
+		buf_addch(out, '\n');
+}
+
 void
 pipeline_describe(const struct pipeline *p, struct buf *out)
 {
@@ -1988,6 +2008,7 @@ pipeline_describe(const struct pipeline *p, struct buf *out)
 					     p->stages[after].name);
 		}
 	}
+	describe_states(p, out);
 	buf_addf(out, "\ntransitions (%zu):\n", p->nr_edges);
 	for (i = 0; i < p->nr_edges; i = j) {
 		buf_addf(out, "  %-21s ->", p->edges[i].from);

@@ -348,12 +348,14 @@ TEST(rule_a_types_allowed_per_pipeline_type)
 			       "revise, verify)");
 
 	refused("type: hotfix\nstages: [execute]\n", &e);
-	ASSERT_CONTAINS(e.msg, "pipelines.t.type: expected feature or bugfix");
+	ASSERT_CONTAINS(e.msg, "pipelines.t.type: expected feature, bugfix, loop, assist or research");
 
 	refused("stages: [execute, {kind: dance}]\n", &e);
 	ASSERT_CONTAINS(e.msg, "unknown stage kind 'dance' (expected one of "
 			       "plan, architect");
-	ASSERT_CONTAINS(e.msg, "code-review, revise)");
+	ASSERT_CONTAINS(e.msg, "code-review, revise, loop-plan, act, observe, "
+			       "evaluate, intake, report, claims, collect, "
+			       "challenge, compose, judge)");
 
 	refused("stages: [{kind: execute, type: execute}]\n", &e);
 	ASSERT_CONTAINS(e.msg, "pipelines.t.stages[0]");
@@ -626,4 +628,71 @@ TEST(implicit_stage_names_may_collide)
 		&e);
 	ASSERT_CONTAINS(e.msg, "pipelines.t.stages (fix, implicit)");
 	ASSERT_CONTAINS(e.msg, "a stage named 'fix' already exists");
+}
+
+TEST(seed_pipelines_builtin_parse_with_their_edges)
+{
+	static const char *const names[] = { "loop", "assist", "research" };
+	struct pipeline *p = NULL;
+	struct err e = ERR_INIT;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		ASSERT_OK(pipeline_load(NULL, names[i], &p, &e), &e);
+		ASSERT_STREQ(p->type, names[i]);
+		ASSERT_STREQ(p->terminal, ST_COMPLETED);
+		if (!strcmp(names[i], "loop")) {
+			ASSERT_EQ(pipeline_edge(p, "evaluating", "planning")->why,
+				  WHY_CONTINUE);
+			ASSERT_EQ(pipeline_edge(p, "planning", "completed")->why,
+				  WHY_GOAL);
+			ASSERT_STREQ(pipeline_state(p, "acting"), "running");
+			ASSERT_STREQ(pipeline_state(p, "paused"), "interrupted");
+		} else if (!strcmp(names[i], "assist")) {
+			ASSERT_EQ(pipeline_edge(p, ST_WAITING, "planning")->why,
+				  WHY_REVISE);
+			ASSERT_EQ(pipeline_edge(p, ST_WAITING, ST_PAUSED)->why,
+				  WHY_DEFER);
+			ASSERT_EQ(pipeline_edge(p, ST_PAUSED, "planning")->why,
+				  WHY_RESUME);
+			ASSERT_EQ(pipeline_edge(p, "executing", ST_WAITING)->why,
+				  WHY_ASK);
+			ASSERT_STREQ(pipeline_state(p, ST_WAITING),
+				     "awaiting_feedback");
+		} else {
+			ASSERT(p->no_git);
+			ASSERT_EQ(pipeline_edge(p, "judging", "collecting")->why,
+				  WHY_REWORK);
+			ASSERT(!pipeline_state(p, "judging"));
+		}
+		pipeline_free(p);
+		p = NULL;
+	}
+}
+
+TEST(seed_pipelines_need_their_stages_once_and_in_order)
+{
+	struct err e = ERR_INIT;
+
+	refused("type: loop\nstages: [loop-plan, evaluate]\n", &e);
+	ASSERT_CONTAINS(e.msg, "a loop pipeline needs exactly one act stage "
+			       "(it has 0)");
+	refused("type: loop\nstages: [act, loop-plan, evaluate]\n", &e);
+	ASSERT_CONTAINS(e.msg, "act must come after loop-plan in a loop "
+			       "pipeline");
+	refused("type: research\nstages: [claims, collect, compose, judge, "
+		"judge]\n",
+		&e);
+	ASSERT_CONTAINS(e.msg, "exactly one judge stage (it has 2)");
+	refused("type: assist\nstages: [intake, rca, report]\n", &e);
+	ASSERT_CONTAINS(e.msg, "type 'rca' is not allowed in an assist");
+	refused("type: research\nworkspace: none\nterminal: merge_ready\n"
+		"stages: [claims, collect, compose, judge]\n",
+		&e);
+	ASSERT_CONTAINS(e.msg, "its terminal must be completed");
+	refused("type: loop\nstates: {nosuch: x}\n"
+		"stages: [loop-plan, act, evaluate]\n",
+		&e);
+	ASSERT_CONTAINS(e.msg, "states.nosuch: the pipeline has no status "
+			       "'nosuch'");
 }
