@@ -73,6 +73,8 @@ member_main(struct drive *d, struct fanout_member *m, const char *steers)
 	run_set(&cd.r.stage, m->s->name);
 	cd.r.tokens_in = cd.r.tokens_out = 0;
 	cd.r.cost_usd = 0;
+	/* never a periodic report (a run write): the parent makes them */
+	cd.report_ms = INT64_MAX;
 	m->res = STAGE_FAIL;
 	cd.wake_fd = engine__child_signals(&e);
 	if (cd.wake_fd < 0 ||

@@ -74,6 +74,19 @@ test_expect_success 'the five researchers ran at once (claim_collected times ove
 	test_jq "([.[] | select(.type == \"claim_collected\") | .seq] | max) < ([.[] | select(.type == \"evidence_merged\") | .seq] | max)" ../events.json
 '
 
+test_expect_success 'ten claims: at most eight researchers at a time' '
+	research_run repo ten FAKE_CLAIMS=10 FAKE_SLEEP_KIND=collect FAKE_SLEEP=1 &&
+	test "$(cat ten.rc)" = 0 &&
+	cd repo &&
+	id=$(cat ../ten.id) &&
+	events_of "$id" >../events.json &&
+	jq "[.[] | select(.type == \"claim_collected\") | .data] | sort_by(.started_ms)" ../events.json >../collected.json &&
+	test_jq "length == 10" ../collected.json &&
+	# the first eight at once; the last two only after one of them ended
+	test_jq "(.[0:8] | map(.started_ms) | max) < (.[0:8] | map(.ended_ms) | min)" ../collected.json &&
+	test_jq ".[8].started_ms >= (.[0:8] | map(.ended_ms) | min)" ../collected.json
+'
+
 test_expect_success 'each claim has its evidence file; no worktree was made' '
 	cd repo &&
 	id=$(cat ../five.id) &&
@@ -129,6 +142,17 @@ test_expect_success 'every prompt reads the question; a collector reads its clai
 	# the judge reads the report and the evidence
 	test_grep "## The report (report.md)" "$FAKE_STATE/$id.judge.1.prompt" &&
 	test_grep "## Evidence for claim c5" "$FAKE_STATE/$id.judge.1.prompt"
+'
+
+test_expect_success 'agents that answer in their final text (```json blocks, the report) are understood too' '
+	research_run repo stdout FAKE_CLAIMS=2 FAKE_STDOUT_KINDS=any FAKE_COMPOSE_STDOUT=1 &&
+	test "$(cat stdout.rc)" = 0 &&
+	cd repo &&
+	id=$(cat ../stdout.id) &&
+	test "$(run_status "$id")" = completed &&
+	test_jq ".claims | length == 2" ".baton/runs/$id/claims.json" &&
+	test_jq ".claim == \"c2\"" ".baton/runs/$id/evidence/c2-v1.json" &&
+	test_grep "^# Report" ".baton/runs/$id/report.md"
 '
 
 # --- a rework of the weak claims --------------------------------------------
