@@ -567,7 +567,7 @@ TEST(unknown_key)
 				 "of: providers, roles, workflow, policies, "
 				 "validate, pipelines, store, budget, "
 				 "execution, runtime, merge, server, "
-				 "reports, notify, repo)");
+				 "reports, notify, repo, loop, assist)");
 	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
 	ASSERT_STREQ(e.msg,
 		     REPO ":2:34: unknown key 'providers.a.cmd' "
@@ -1393,5 +1393,38 @@ TEST(diff_lines)
 	d = diff_trees("a: 1\n", NULL);
 	ASSERT_STREQ(d, "a: removed\n");
 	free(d);
+	LEAK_CHECK();
+}
+
+TEST(loop_and_assist_sections)
+{
+	struct config c;
+	struct err e = ERR_INIT;
+
+	ASSERT_OK(load(REPO, "loop:\n  profile: trusted-local\n"
+		       "  grants: [\"write:src/**\", \"run:make test\"]\n"
+		       "  stop_file: STOP\n  max_iterations: 7\n"
+		       "assist: {mode: always-ask, auto_complete: true,"
+		       " escalation_timeout_seconds: 60}\n",
+		       &c, &e),
+		  &e);
+	ASSERT_STREQ(c.loop.profile, "trusted-local");
+	ASSERT_EQ(c.loop.grants.nr, 2);
+	ASSERT_STREQ(c.loop.stop_file, "STOP");
+	ASSERT_EQ(c.loop.max_iterations, 7);
+	ASSERT_STREQ(c.assist.mode, "always-ask");
+	ASSERT_EQ(c.assist.auto_complete, 1);
+	ASSERT_EQ(c.assist.escalation_timeout_seconds, 60);
+	config_release(&c);
+
+	load_err("loop: {profile: lax}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:17: loop.profile: 'lax' is not one of: "
+				    "strict, trusted-local, automation");
+	load_err("loop:\n  grants: [\"write:src/*\", \"exec:x\"]\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":2:27: loop.grants[1]: ");
+	ASSERT_CONTAINS(e.msg, "unknown kind 'exec'");
+	load_err("assist: {mode: sometimes}\n", &e);
+	ASSERT_CONTAINS(e.msg, "assist.mode: 'sometimes' is not one of: "
+			       "always-ask, agent-decides, always-execute");
 	LEAK_CHECK();
 }
