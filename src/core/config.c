@@ -988,15 +988,13 @@ read_loop(struct config *c, struct err *e)
 	rc = get_section(c->root, "loop", loop_keys, &sec, e);
 	if (rc < 0 || !sec)
 		return rc;
-	if ((n = cnode_get(sec, "profile"))) {
-		free(l->profile);
-		l->profile = NULL;
+	if ((n = cnode_get(sec, "profile")))
 		rc = read_choice(n, "loop.profile", loop_profiles, &l->profile,
 				 e);
-	}
-	if (rc >= 0 && (n = cnode_get(sec, "grants")))
+	n = cnode_get(sec, "grants");
+	if (rc >= 0 && n)
 		rc = read_strings(n, "loop.grants", 0, &l->grants, e);
-	for (i = 0; rc >= 0 && i < l->grants.nr; i++) {
+	for (i = 0; rc >= 0 && n && i < l->grants.nr; i++) {
 		struct err ge = ERR_INIT;
 
 		if (!policy_grant_parse(l->grants.v[i], &ge))
@@ -1026,11 +1024,8 @@ read_assist(struct config *c, struct err *e)
 	rc = get_section(c->root, "assist", assist_keys, &sec, e);
 	if (rc < 0 || !sec)
 		return rc;
-	if ((n = cnode_get(sec, "mode"))) {
-		free(a->mode);
-		a->mode = NULL;
+	if ((n = cnode_get(sec, "mode")))
 		rc = read_choice(n, "assist.mode", assist_modes, &a->mode, e);
-	}
 	if (rc >= 0 && (n = cnode_get(sec, "auto_complete")))
 		rc = cnode_bool(n, "assist.auto_complete", &a->auto_complete, e);
 	if (rc >= 0 && (n = cnode_get(sec, "escalation_timeout_seconds")))

@@ -154,7 +154,7 @@ top_list(const char *file, json_t *doc, const char *key, json_t **out,
 int
 research_claims_check(const char *file, json_t *doc, size_t max, struct err *e)
 {
-	json_t *list, *c;
+	json_t *list = NULL, *c;
 	size_t i, j, n;
 	char want[64];
 	int rc;
@@ -220,7 +220,7 @@ int
 research_evidence_check(const char *file, json_t *doc, const char *claim,
 			struct err *e)
 {
-	json_t *list, *it;
+	json_t *list = NULL, *it;
 	const char *id;
 	size_t i;
 	int rc;
@@ -293,7 +293,7 @@ int
 research_challenge_check(const char *file, json_t *doc, const json_t *state,
 			 struct err *e)
 {
-	json_t *list, *c;
+	json_t *list = NULL, *c;
 	size_t i;
 	int rc;
 
