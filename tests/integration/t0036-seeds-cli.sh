@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='the loop and assist pipelines end to end with the real Claude Code CLI against the mock model server'
+test_description='the loop, assist and research pipelines end to end with the real Claude Code CLI against the mock model server'
 . "$(dirname "$0")/../lib/test-lib.sh"
 need_agents claude
 
@@ -14,8 +14,26 @@ block() {
 loop_plan='{"done": false, "summary": "nothing written yet",
  "step": "write NOTES with one line", "effects": [{"kind": "write", "target": "NOTES"}]}'
 loop_eval='{"status": "done", "summary": "NOTES holds the line"}'
-jq -n --arg plan "$(block "$loop_plan")" --arg eval "$(block "$loop_eval")" '
+claims='{"claims": [{"id": "c1", "text": "SQLite is embedded in the binary"},
+ {"id": "c2", "text": "WAL mode allows concurrent readers"}]}'
+evidence() {
+	printf '{"claim": "%s", "verdict": "supported", "confidence": 0.9,
+ "evidence": [{"source": "https://sqlite.org/%s", "quote": "as documented", "supports": true}]}' "$1" "$1"
+}
+challenge='{"challenges": [{"claim": "c2", "counter_evidence": "a writer still blocks writers", "severity": "low"}]}'
+judge='{"verdict": "pass", "weak_claims": [], "reasons": "both claims are backed"}'
+jq -n --arg plan "$(block "$loop_plan")" --arg eval "$(block "$loop_eval")" \
+	--arg claims "$(block "$claims")" --arg c1 "$(block "$(evidence c1)")" \
+	--arg c2 "$(block "$(evidence c2)")" --arg ch "$(block "$challenge")" \
+	--arg judge "$(block "$judge")" '
 	{rules: [
+	  {match: "The claim to research (c1)", text: $c1},
+	  {match: "The claim to research (c2)", text: $c2},
+	  {match: "You plan a piece of research", text: $claims},
+	  {match: "You challenge a piece of research", text: $ch},
+	  {match: "You write the report of a piece of research",
+	   text: "# Report\n\nSQLite is embedded (c1); WAL lets readers run beside a writer (c2).\n"},
+	  {match: "You judge a research report", text: $judge},
 	  {match: "You are the planner of a bounded agent loop", text: $plan},
 	  {match: "You are the implementer of one step of a bounded agent loop",
 	   actions: [{write: {path: "NOTES", content: "one line\n"}}],
@@ -74,6 +92,20 @@ test_expect_success 'assist: claude plans and executes, baton verifies and repor
 	test_grep "done" ../done &&
 	"$BATON" show --json "$id" >../show2.json &&
 	test_jq "[.calls[] | select(.provider == \"claude\" and .failure == \"none\")] | length == 2" ../show2.json
+'
+
+test_expect_success 'research: claims, evidence for both at once, a challenge, the report and a passing judge, all by claude, without a worktree' '
+	cd repo &&
+	test_expect_code 0 "$BATON" run --pipeline research "Is SQLite a good default store?" >../research.out 2>&1 &&
+	id=$(newest_run) &&
+	test "$(run_status "$id")" = completed &&
+	transitions "$id" >../actual &&
+	printf "%s\n" created planning collecting challenging composing judging completed >../expect &&
+	test_cmp ../expect ../actual &&
+	"$BATON" show "$id" --json >../research.json &&
+	test_jq "[.research.claims[] | .id] == [\"c1\", \"c2\"] and all(.research.claims[]; (.evidence | length) == 1)" ../research.json &&
+	test_jq ".worktree == null" ../research.json &&
+	test_grep "WAL lets readers" ".baton/runs/$id/report.md"
 '
 
 test_expect_success 'the mock saw the key; nothing baton kept holds it' '
