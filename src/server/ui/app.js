@@ -945,6 +945,18 @@ function renderRunHead(r) {
 	const box = { appendChild: (n) => frag.appendChild(n) };
 	fact(box, 'stage', r.stage, 'fact-stage');
 	fact(box, 'pipeline', r.pipeline, 'fact-pipeline');
+	if (r.state && r.state !== r.status)
+		fact(box, 'state', r.state, 'fact-state');
+	if (r.loop)
+		fact(box, 'loop', 'iteration ' + r.loop.iteration + ' of ' + r.loop.max_iterations +
+			(r.loop.phase ? ', ' + r.loop.phase : '') + ', ' +
+			(r.loop.receipts || 0) + ' receipts', 'fact-loop');
+	const ask = r.progress && r.progress.ask;
+	if (ask && r.status === 'waiting_for_approval') {
+		fact(box, 'question', (ask.kind ? ask.kind + ': ' : '') + (ask.question || ''), 'fact-question');
+		if (ask.default)
+			fact(box, 'default', ask.default + ' at ' + fmtTime(ask.deadline), 'fact-default');
+	}
 	fact(box, 'branch', r.branch, 'fact-branch');
 	if (r.gate_status && r.status === 'waiting_for_approval')
 		fact(box, 'waiting at gate', r.gate_status, 'fact-gate');
