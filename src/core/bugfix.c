@@ -25,20 +25,6 @@
 /* ---- text helpers ---- */
 
 /*
- * The largest n <= max (n <= len) that does not split a UTF-8 sequence
- * of s: a cut before a continuation byte moves back to its lead byte.
- */
-static size_t
-utf8_cut(const char *s, size_t len, size_t max)
-{
-	if (len <= max)
-		return len;
-	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-		max--;
-	return max;
-}
-
-/*
  * Appends s on one line: every run of control characters and spaces
  * becomes one space, so that a multi-line summary cannot break a prompt
  * line or a Markdown list item.
@@ -58,20 +44,6 @@ add_flat(struct buf *out, const char *s)
 		space = 0;
 		buf_addch(out, *s);
 	}
-}
-
-/* Appends at most max bytes of s, ending "..." when it had to cut. */
-static void
-add_cut(struct buf *out, const char *s, size_t len, size_t max)
-{
-	size_t dots = max < 3 ? max : 3;
-
-	if (len <= max) {
-		buf_add(out, s, len);
-		return;
-	}
-	buf_add(out, s, utf8_cut(s, len, max - dots));
-	buf_add(out, "...", dots);
 }
 
 /* p without any leading "./": "./src/a.c" and "src/a.c" are one file. */
@@ -339,43 +311,6 @@ expected(const struct field *f, struct buf *out)
 		buf_adds(out, names[f->type]);
 }
 
-/* A short description of what was found instead: 'sure', 3, a list. */
-static void
-describe(json_t *v, struct buf *out)
-{
-	const char *s;
-
-	switch (json_typeof(v)) {
-	case JSON_STRING:
-		s = json_string_value(v);
-		buf_addch(out, '\'');
-		add_cut(out, s, json_string_length(v), QUOTE_MAX);
-		buf_addch(out, '\'');
-		break;
-	case JSON_INTEGER:
-		buf_addf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		break;
-	case JSON_REAL:
-		buf_addf(out, "%g", json_real_value(v));
-		break;
-	case JSON_TRUE:
-		buf_adds(out, "true");
-		break;
-	case JSON_FALSE:
-		buf_adds(out, "false");
-		break;
-	case JSON_NULL:
-		buf_adds(out, "null");
-		break;
-	case JSON_ARRAY:
-		buf_adds(out, json_array_size(v) ? "a list" : "an empty list");
-		break;
-	case JSON_OBJECT:
-		buf_adds(out, "an object");
-		break;
-	}
-}
-
 /*
  * "FILE: PATH: expected WANT, got GOT" (v NULL: got nothing) as
  * BATON_ECONTRACT. want NULL means what f expects.
@@ -392,7 +327,7 @@ breach(const char *file, const struct buf *path, const struct field *f,
 	else
 		expected(f, &exp);
 	if (v)
-		describe(v, &got);
+		json_describe(v, QUOTE_MAX, &got);
 	else
 		buf_adds(&got, "nothing");
 	rc = err_set(e, BATON_ECONTRACT, "%s: %s: expected %s, got %s", file,
@@ -514,7 +449,7 @@ check_doc(const char *file, json_t *doc, const struct field *fields,
 
 	if (!json_is_object(doc)) {
 		if (doc)
-			describe(doc, &got);
+			json_describe(doc, QUOTE_MAX, &got);
 		rc = err_set(e, BATON_ECONTRACT,
 			     "%s: expected a JSON object, got %s", file,
 			     doc ? got.ptr : "nothing");
@@ -852,7 +787,7 @@ merge(json_t *const *rcas, const char *const *names, const struct pick *p,
 	    join_distinct(rcas, p, "impact", "regression_risk", "not assessed");
 	add_flat(&flat, str_at(rcas[p->primary], "root_cause", "summary"));
 	buf_adds(&title, "Fix: ");
-	add_cut(&title, flat.ptr, flat.len, TITLE_MAX);
+	buf_add_cut(&title, flat.ptr, flat.len, TITLE_MAX);
 	m->title = jstr(title.ptr);
 	buf_release(&title);
 	buf_release(&flat);
@@ -1371,7 +1306,7 @@ bugfix_summary(const char *type, json_t *doc, size_t max, struct buf *out)
 			fn = summarizers[i].fn;
 	if (json_is_object(doc))
 		fn(doc, &line);
-	add_cut(out, line.ptr, line.len, max);
+	buf_add_cut(out, line.ptr, line.len, max);
 	buf_release(&line);
 }
 

@@ -18,66 +18,16 @@ static const char *const verdicts[] = { "supported", "refuted", "uncertain",
 					NULL };
 static const char *const severities[] = { "low", "medium", "high", NULL };
 
-/* The length of s cut to at most max bytes, on a character boundary. */
-static size_t
-utf8_cut(const char *s, size_t len, size_t max)
-{
-	if (len <= max)
-		return len;
-	while (max && ((unsigned char)s[max] & 0xc0) == 0x80)
-		max--;
-	return max;
-}
-
 /* Appends at most max bytes of s (one line), ending "..." when cut. */
 static void
 add_cut(struct buf *out, const char *s, size_t max)
 {
 	size_t len = strlen(s), start = out->len, i;
 
-	if (len <= max) {
-		buf_add(out, s, len);
-	} else {
-		buf_add(out, s, utf8_cut(s, len, max > 3 ? max - 3 : 0));
-		buf_adds(out, "...");
-	}
+	buf_add_cut(out, s, len, max);
 	for (i = start; i < out->len; i++)
 		if (out->ptr[i] == '\n' || out->ptr[i] == '\r')
 			out->ptr[i] = ' ';
-}
-
-/* What was found instead of a wanted value: 'text', 3, a list. */
-static void
-describe(const json_t *v, struct buf *out)
-{
-	switch (v ? json_typeof(v) : JSON_NULL) {
-	case JSON_STRING:
-		buf_addch(out, '\'');
-		add_cut(out, json_string_value(v), QUOTE_MAX);
-		buf_addch(out, '\'');
-		break;
-	case JSON_INTEGER:
-		buf_addf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		break;
-	case JSON_REAL:
-		buf_addf(out, "%g", json_real_value(v));
-		break;
-	case JSON_TRUE:
-		buf_adds(out, "true");
-		break;
-	case JSON_FALSE:
-		buf_adds(out, "false");
-		break;
-	case JSON_NULL:
-		buf_adds(out, v ? "null" : "nothing");
-		break;
-	case JSON_ARRAY:
-		buf_adds(out, json_array_size(v) ? "a list" : "an empty list");
-		break;
-	case JSON_OBJECT:
-		buf_adds(out, "an object");
-		break;
-	}
 }
 
 /*
@@ -95,7 +45,7 @@ breach(struct err *e, const char *file, const char *want, const json_t *v,
 	va_start(ap, path);
 	buf_vaddf(&p, path, ap);
 	va_end(ap);
-	describe(v, &got);
+	json_describe(v, QUOTE_MAX, &got);
 	rc = err_set(e, BATON_ECONTRACT, "%s: %s: expected %s, got %s", file,
 		     p.ptr, want, got.ptr);
 	buf_release(&p);

@@ -156,6 +156,20 @@ int engine__ask(struct drive *d, const struct stage *s, const char *kind,
 		const char *question, json_t *options, json_t *extra,
 		const char *ask_to, enum stage_result *res);
 
+/*
+ * progress.c: one agent call of stage s as cs says (the folder of its
+ * artifact made, d->call set around engine__call).
+ */
+int engine__call_as(struct drive *d, const struct stage *s,
+		    const struct config_provider *prov, const char *steers,
+		    struct call_spec *cs, enum stage_result *res, char **reason,
+		    struct err *e);
+
+/* progress.c: a run-folder file as a prompt section titled title, when
+ * it exists and is not empty, within *budget. */
+void engine__add_file(struct drive *d, struct buf *ctx, const char *title,
+		      const char *name, size_t *budget);
+
 /* stage.c: runs the project's checks (validation.json): PASS or LOOP
  * (a check failed) or STOPPED. */
 int engine__validate(struct drive *d, const struct stage *s,

@@ -340,7 +340,6 @@ loop_call(struct drive *d, const struct stage *s, const char *steers,
 	const struct config_provider *prov;
 	struct buf ctx = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
-	char *dir = engine__run_file(d, "loop");
 	int rc;
 
 	prov = s->providers.nr ?
@@ -351,22 +350,14 @@ loop_call(struct drive *d, const struct stage *s, const char *steers,
 		*reason = xasprintf("no provider plays the %s role (set "
 				    "roles.%s or roles.default)",
 				    s->role, s->role);
-		free(dir);
 		return 0;
 	}
-	rc = fs_mkdir_p(dir, 0755, e);
-	free(dir);
-	if (rc)
-		return rc;
 	loop_context(d, &ctx);
 	strvec_pushf(&env, "BATON_ITERATION=%d", iteration(d));
 	strvec_pushf(&env, "BATON_MAX_ITERATIONS=%d", d->r.max_review_loops);
 	cs->context = ctx.ptr;
 	cs->env = &env;
-	d->call = cs;
-	d->r.attempt = 0;
-	rc = engine__call(d, s, prov, steers, res, reason, e);
-	d->call = NULL;
+	rc = engine__call_as(d, s, prov, steers, cs, res, reason, e);
 	cs->context = NULL;
 	cs->env = NULL;
 	strvec_clear(&env);

@@ -9,6 +9,7 @@
 
 #include "core/bugfix.h"
 #include "core/pipeline.h"
+#include "core/prompt.h"
 #include "engine/engine_int.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -134,4 +135,39 @@ engine__ask(struct drive *d, const struct stage *s, const char *kind,
 	json_object_set_new(ev, "stage", json_string(s->name));
 	json_decref(extra);
 	return engine__note(d, "question", ev, NULL);
+}
+
+int
+engine__call_as(struct drive *d, const struct stage *s,
+		const struct config_provider *prov, const char *steers,
+		struct call_spec *cs, enum stage_result *res, char **reason,
+		struct err *e)
+{
+	char *path = engine__run_file(d, cs->artifact);
+	int rc;
+
+	/* impl-steps/, evidence/, loop/: the agent writes into them */
+	*strrchr(path, '/') = '\0';
+	rc = fs_mkdir_p(path, 0755, e);
+	free(path);
+	if (rc)
+		return rc;
+	d->call = cs;
+	d->r.attempt = 0;
+	rc = engine__call(d, s, prov, steers, res, reason, e);
+	d->call = NULL;
+	return rc;
+}
+
+void
+engine__add_file(struct drive *d, struct buf *ctx, const char *title,
+		 const char *name, size_t *budget)
+{
+	char *path = engine__run_file(d, name);
+	struct buf text = BUF_INIT;
+
+	if (fs_read(path, &text, BUF_MAX_ARTIFACT, NULL) == 0 && text.len)
+		prompt_section(ctx, title, text.ptr, budget);
+	buf_release(&text);
+	free(path);
 }

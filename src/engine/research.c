@@ -101,20 +101,6 @@ who(struct drive *d, const struct stage *s, struct config_provider *out,
 
 /* ---- context: what each stage reads ----------------------------------- */
 
-/* A run-folder file as a prompt section, if it exists. */
-static void
-add_file(struct drive *d, struct buf *ctx, const char *title, const char *name,
-	 size_t *budget)
-{
-	char *path = engine__run_file(d, name);
-	struct buf text = BUF_INIT;
-
-	if (fs_read(path, &text, BUF_MAX_ARTIFACT, NULL) == 0 && text.len)
-		prompt_section(ctx, title, text.ptr, budget);
-	buf_release(&text);
-	free(path);
-}
-
 /* What every research prompt starts from: the claims so far. */
 static void
 base_context(const json_t *st, struct buf *ctx, size_t *budget)
@@ -144,7 +130,7 @@ evidence_context(struct drive *d, const json_t *st, struct buf *ctx,
 			continue;
 		title = xasprintf("Evidence for claim %s (%s)",
 				  json_get_str(c, "id"), file);
-		add_file(d, ctx, title, file, budget);
+		engine__add_file(d, ctx, title, file, budget);
 		free(title);
 	}
 }
@@ -203,7 +189,7 @@ collect_context(struct drive *d, const json_t *st, const json_t *claim)
 			title = xasprintf("What was collected before (%s): "
 					  "find better sources",
 					  file);
-			add_file(d, &ctx, title, file, &budget);
+			engine__add_file(d, &ctx, title, file, &budget);
 			free(title);
 		}
 	}
@@ -213,28 +199,6 @@ collect_context(struct drive *d, const json_t *st, const json_t *claim)
 }
 
 /* ---- one agent call ----------------------------------------------------- */
-
-/* Runs one call of stage s as cs says; d->call is set around it. */
-static int
-research_call(struct drive *d, const struct stage *s,
-	      const struct config_provider *prov, const char *steers,
-	      struct call_spec *cs, enum stage_result *res, char **reason,
-	      struct err *e)
-{
-	char *path = engine__run_file(d, cs->artifact);
-	int rc;
-
-	*strrchr(path, '/') = '\0'; /* evidence/: the agent writes into it */
-	rc = fs_mkdir_p(path, 0755, e);
-	free(path);
-	if (rc)
-		return rc;
-	d->call = cs;
-	d->r.attempt = 0;
-	rc = engine__call(d, s, prov, steers, res, reason, e);
-	d->call = NULL;
-	return rc;
-}
 
 /* A stage of one call: its provider, the call, and the stop paths. */
 static int
@@ -248,7 +212,7 @@ one_call(struct drive *d, const struct stage *s, const char *steers,
 		*res = STAGE_FAIL;
 		return 0;
 	}
-	return research_call(d, s, &prov, steers, cs, res, reason, e);
+	return engine__call_as(d, s, &prov, steers, cs, res, reason, e);
 }
 
 /* ---- claims (planning) -------------------------------------------------- */
@@ -382,7 +346,7 @@ collect_work(struct drive *cd, struct fanout_member *m, const char *steers,
 	cs.version = j->round;
 	cs.accept = accept_evidence;
 	cs.arg = j;
-	rc = research_call(cd, &j->stage, &j->prov, steers, &cs, &m->res,
+	rc = engine__call_as(cd, &j->stage, &j->prov, steers, &cs, &m->res,
 			   &m->reason, e);
 	if (!rc && m->res == STAGE_PASS) {
 		json_object_set_new(out, "verdict", json_string(j->verdict));
@@ -681,7 +645,7 @@ compose_stage(struct drive *d, const struct stage *s, const char *steers,
 	int rc;
 
 	base_context(state_of(p), &ctx, &budget);
-	add_file(d, &ctx, "Counter-evidence (challenge.json)", "challenge.json",
+	engine__add_file(d, &ctx, "Counter-evidence (challenge.json)", "challenge.json",
 		 &budget);
 	evidence_context(d, state_of(p), &ctx, &budget);
 	cs.artifact = "report.md";
@@ -758,9 +722,9 @@ judge_stage(struct drive *d, const struct stage *s, const char *steers,
 	if (round < 1)
 		round = 1;
 	file = xasprintf("judgement-v%d.json", round);
-	add_file(d, &ctx, "The report (report.md)", "report.md", &budget);
+	engine__add_file(d, &ctx, "The report (report.md)", "report.md", &budget);
 	base_context(st, &ctx, &budget);
-	add_file(d, &ctx, "Counter-evidence (challenge.json)", "challenge.json",
+	engine__add_file(d, &ctx, "Counter-evidence (challenge.json)", "challenge.json",
 		 &budget);
 	evidence_context(d, st, &ctx, &budget);
 	cs.artifact = file;

@@ -186,19 +186,6 @@ who(struct drive *d, const struct stage *s, const char *name,
 
 /* ---- context: what each stage reads ----------------------------------- */
 
-static void
-section_file(struct drive *d, struct buf *ctx, const char *title,
-	     const char *name, size_t *budget)
-{
-	char *path = engine__run_file(d, name);
-	struct buf text = BUF_INIT;
-
-	if (fs_read(path, &text, BUF_MAX_ARTIFACT, NULL) == 0 && text.len)
-		prompt_section(ctx, title, text.ptr, budget);
-	buf_release(&text);
-	free(path);
-}
-
 /*
  * Progressive enrichment: one line per earlier stage with a record, its
  * key results cut to a fixed size (smaller for members of a parallel
@@ -250,41 +237,18 @@ seed_context(struct drive *d, const struct stage *s, struct buf *ctx,
 	if (s->kind == KIND_RCA)
 		return;
 	if (s->kind == KIND_PLAN_REVIEW || s->kind == KIND_REVISE)
-		section_file(d, ctx, "The consolidated diagnosis (diagnosis.json)",
+		engine__add_file(d, ctx, "The consolidated diagnosis (diagnosis.json)",
 			     "diagnosis.json", budget);
-	section_file(d, ctx, "The user story (user-story.json)",
+	engine__add_file(d, ctx, "The user story (user-story.json)",
 		     "user-story.json", budget);
-	section_file(d, ctx, "The fix plan (fix-plan.json)", "fix-plan.json",
+	engine__add_file(d, ctx, "The fix plan (fix-plan.json)", "fix-plan.json",
 		     budget);
 	if (s->kind == KIND_CODE_REVIEW)
-		section_file(d, ctx, "The implementation (impl-result.json)",
+		engine__add_file(d, ctx, "The implementation (impl-result.json)",
 			     "impl-result.json", budget);
 }
 
 /* ---- one agent call ----------------------------------------------------- */
-
-/* Runs one call of stage s as cs says; d->call is set around it. */
-static int
-seed_call(struct drive *d, const struct stage *s,
-	  const struct config_provider *prov, const char *steers,
-	  struct call_spec *cs, enum stage_result *res, char **reason,
-	  struct err *e)
-{
-	char *path = engine__run_file(d, cs->artifact);
-	int rc;
-
-	/* impl-steps/, phased-reviews/: the agent writes into them */
-	*strrchr(path, '/') = '\0';
-	rc = fs_mkdir_p(path, 0755, e);
-	free(path);
-	if (rc)
-		return rc;
-	d->call = cs;
-	d->r.attempt = 0;
-	rc = engine__call(d, s, prov, steers, res, reason, e);
-	d->call = NULL;
-	return rc;
-}
 
 /* What a verdict call leaves for its caller (call_spec.arg). */
 struct verdict_out {
@@ -538,7 +502,7 @@ review_call(struct drive *d, const struct stage *s,
 	cs.version = rq->version;
 	cs.accept = accept_verdict;
 	cs.arg = &rq->out;
-	rc = seed_call(d, s, prov, steers, &cs, res, reason, e);
+	rc = engine__call_as(d, s, prov, steers, &cs, res, reason, e);
 	buf_release(&ctx);
 	return rc;
 }
@@ -817,7 +781,7 @@ rca_stage(struct drive *d, const struct stage *s, const char *steers,
 	cs.version = v;
 	cs.accept = accept_rca;
 	cs.arg = label;
-	rc = seed_call(d, s, &prov, steers, &cs, res, reason, e);
+	rc = engine__call_as(d, s, &prov, steers, &cs, res, reason, e);
 	if (!rc && *res == STAGE_PASS) {
 		json_t *p;
 
@@ -1045,7 +1009,7 @@ impl_step(struct drive *d, const struct stage *s,
 	cs.version = version;
 	cs.accept = accept_impl;
 	cs.arg = &si;
-	rc = seed_call(d, s, prov, steers, &cs, res, reason, e);
+	rc = engine__call_as(d, s, prov, steers, &cs, res, reason, e);
 	json_decref(plan);
 	strvec_clear(&env);
 	buf_release(&ctx);
@@ -1127,7 +1091,7 @@ batch_context(struct drive *d, const struct stage *s, int a, int b)
 					name);
 
 		buf_addf(&ctx, "- step %d: %s\n", k, text ? text : "?");
-		section_file(d, &ctx, title, name, &budget);
+		engine__add_file(d, &ctx, title, name, &budget);
 		free(text);
 		free(name);
 		free(title);
@@ -1418,7 +1382,7 @@ implement_stage(struct drive *d, const struct stage *s, const char *steers,
 		cs.artifact = "impl-result.json";
 		cs.context = ctx.ptr;
 		cs.accept = accept_impl;
-		rc = seed_call(d, s, &prov, steers, &cs, res, reason, e);
+		rc = engine__call_as(d, s, &prov, steers, &cs, res, reason, e);
 	}
 	/* the seed's implementation_failed: whatever stopped the fix */
 	if (!rc && (*res == STAGE_FAIL || *res == STAGE_BLOCK))
@@ -1502,7 +1466,7 @@ fix_stage(struct drive *d, const struct stage *s, const char *steers,
 	title = xasprintf("What %s asks you to address (%s)", back->name,
 			  verdict ? verdict : "?");
 	if (verdict)
-		section_file(d, &ctx, title, verdict, &budget);
+		engine__add_file(d, &ctx, title, verdict, &budget);
 	free(title);
 	seed_context(d, s, &ctx, &budget);
 	if (s->kind == KIND_REVISE) {
@@ -1515,7 +1479,7 @@ fix_stage(struct drive *d, const struct stage *s, const char *steers,
 	}
 	cs.artifact = file;
 	cs.context = ctx.ptr;
-	rc = seed_call(d, s, &prov, steers, &cs, res, reason, e);
+	rc = engine__call_as(d, s, &prov, steers, &cs, res, reason, e);
 	buf_release(&ctx);
 	free(verdict);
 	free(file);

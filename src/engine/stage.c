@@ -471,17 +471,6 @@ struct watch {
 /* What one tick reads at most before redaction and the cut. */
 #define OUTPUT_READ_MAX (64 * 1024)
 
-/* The length of s cut to at most max bytes, on a character boundary. */
-static size_t
-utf8_cut(const char *s, size_t len, size_t max)
-{
-	if (len <= max)
-		return len;
-	while (max && ((unsigned char)s[max] & 0xc0) == 0x80)
-		max--;
-	return max;
-}
-
 /*
  * Notes what the watched output gained since the last tick (final: the
  * call has ended; take the partial last line too) as one "agent_output"

@@ -175,3 +175,26 @@ buf_rtrim(struct buf *b)
 	if (b->cap)
 		b->ptr[b->len] = '\0';
 }
+
+size_t
+utf8_cut(const char *s, size_t len, size_t max)
+{
+	if (len <= max)
+		return len;
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
+void
+buf_add_cut(struct buf *b, const char *s, size_t len, size_t max)
+{
+	size_t dots = max < 3 ? max : 3;
+
+	if (len <= max) {
+		buf_add(b, s, len);
+		return;
+	}
+	buf_add(b, s, utf8_cut(s, len, max - dots));
+	buf_add(b, "...", dots);
+}

@@ -47,4 +47,10 @@ void buf_setlen(struct buf *b, size_t len);
 /* Removes trailing whitespace. */
 void buf_rtrim(struct buf *b);
 
+/* The length of s (len bytes) cut to at most max bytes without splitting
+ * a UTF-8 sequence: a cut before a continuation byte moves back. */
+size_t utf8_cut(const char *s, size_t len, size_t max);
+/* Appends at most max bytes of s (len bytes), ending "..." when cut. */
+void buf_add_cut(struct buf *b, const char *s, size_t len, size_t max);
+
 #endif

@@ -136,3 +136,37 @@ json_strvec(const struct strvec *v)
 		json_array_append_new(a, json_string(v->v[i]));
 	return a;
 }
+
+void
+json_describe(const json_t *v, size_t max, struct buf *out)
+{
+	switch (v ? json_typeof(v) : JSON_NULL) {
+	case JSON_STRING:
+		buf_addch(out, '\'');
+		buf_add_cut(out, json_string_value(v), json_string_length(v),
+			    max);
+		buf_addch(out, '\'');
+		break;
+	case JSON_INTEGER:
+		buf_addf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL:
+		buf_addf(out, "%g", json_real_value(v));
+		break;
+	case JSON_TRUE:
+		buf_adds(out, "true");
+		break;
+	case JSON_FALSE:
+		buf_adds(out, "false");
+		break;
+	case JSON_NULL:
+		buf_adds(out, v ? "null" : "nothing");
+		break;
+	case JSON_ARRAY:
+		buf_adds(out, json_array_size(v) ? "a list" : "an empty list");
+		break;
+	case JSON_OBJECT:
+		buf_adds(out, "an object");
+		break;
+	}
+}

@@ -26,6 +26,13 @@ char *json_take_text(json_t *v);
 
 /* The string member key of obj, or NULL. Borrowed. */
 const char *json_get_str(const json_t *obj, const char *key);
+/*
+ * What v is, for an error message about a value that was not the one
+ * wanted: 'text' (cut to max bytes), 3, true, a list, an object; NULL:
+ * nothing.
+ */
+struct buf;
+void json_describe(const json_t *v, size_t max, struct buf *out);
 /* A JSON string of s, which it frees (NULL: JSON null). */
 json_t *json_str_take(char *s);
 /* The strings of v as a JSON array. */
