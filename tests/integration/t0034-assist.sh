@@ -156,6 +156,23 @@ test_expect_success 'an escalation answered by a person before its timeout' '
 	test "$(bg_wait ../repo)" = 0
 '
 
+test_expect_success 'under serve: an escalation times out while no worker holds the task, and the sweep hands it back to apply the default' '
+	assist_repo served "runtime: {judge: false, sweep_seconds: 1}" &&
+	cd served &&
+	ESCALATE=1 ESC_TIMEOUT=2 "$BATON" task add --pipeline assist "Keep notes, served" >/dev/null &&
+	ESCALATE=1 ESC_TIMEOUT=2 bg_start ../srv "$BATON" serve --workers 1 --listen off &&
+	wait_for "test -n \"\$(newest_run)\"" &&
+	id=$(newest_run) &&
+	wait_for "\"\$BATON\" events $id --json | grep -q escalation_timeout" 60 &&
+	wait_for "test \"\$(run_status $id)\" = waiting_for_approval && \"\$BATON\" show $id --json | jq -e \".progress.ask.kind == \\\"feedback\\\"\" >/dev/null" 60 &&
+	"$BATON" task list --json >../tasks.json &&
+	test_jq ".[0].status == \"blocked\" and .[0].block_reason == \"awaiting_approval\"" ../tasks.json &&
+	"$BATON" approvals approve "$id" &&
+	wait_for "\"\$BATON\" task list --json | jq -e \".[0].status == \\\"done\\\"\" >/dev/null" 60 &&
+	test "$(run_status "$id")" = completed &&
+	kill "$(cat ../srv.pid)" && bg_wait ../srv >/dev/null
+'
+
 test_expect_success 'always-ask: the plan waits for approval before executing' '
 	assist_repo ask "assist: {mode: always-ask}" &&
 	start ask &&
