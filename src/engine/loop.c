@@ -138,12 +138,15 @@ add_receipt(struct drive *d, json_t *r, struct err *e)
 	json_object_set_new(r, "n", json_integer(n));
 	json_object_set_new(r, "iteration", json_integer(iteration(d)));
 	text = json_dumps(r, JSON_COMPACT);
-	json_decref(r);
 	buf_adds(&scrub, text);
 	free(text);
 	redact_buf(&scrub);
 	clean = json_loads(scrub.ptr, 0, NULL);
 	buf_release(&scrub);
+	if (clean) /* else a secret's mask broke the JSON: keep it as is */
+		json_decref(r);
+	else
+		clean = r;
 	receipt_seal(clean, head ? head : RECEIPT_GENESIS);
 	json_object_set_new(l, "receipts", json_integer(n));
 	json_object_set(l, "head", json_object_get(clean, "hash"));
@@ -595,6 +598,7 @@ accept_act(struct drive *d, const struct stage *s, const char *text,
 	json_t *step = current_step(d), *r;
 	int rc, changed = 0;
 
+	(void)s;
 	msg = xasprintf("baton %s: act %d", d->r.id, iteration(d));
 	rc = worktree_checkpoint(d->en->ws, d->r.worktree, msg, &commit,
 				 &changed, e);
@@ -607,7 +611,6 @@ accept_act(struct drive *d, const struct stage *s, const char *text,
 	ungranted_writes(d, &paths, &outside);
 	r = receipt_new("act", step, outside.len ? "violation" : "granted",
 			NULL);
-	json_object_del(r, "grants");
 	json_object_set_new(r, "grants", granted_list(d));
 	json_object_set_new(r, "output_digest",
 			    json_str_take(act_digest(d, text, prev, commit)));
@@ -629,7 +632,6 @@ accept_act(struct drive *d, const struct stage *s, const char *text,
 				    iteration(d), outside.ptr,
 				    d->en->cfg->loop.profile);
 	}
-	(void)s;
 out:
 	json_decref(step);
 	strvec_clear(&paths);
