@@ -164,7 +164,7 @@ print_question(const struct run *r)
 		       json_get_str(ask, "question") ?
 			       json_get_str(ask, "question") :
 			       "(see the question event)");
-		if (dflt)
+		if (dflt && json_object_get(ask, "deadline_ms"))
 			printf("          without an answer, option %s applies "
 			       "at %s\n",
 			       dflt,

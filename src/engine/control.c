@@ -518,6 +518,24 @@ answer(struct engine *en, struct run *r, const char *guidance,
 	return 0;
 }
 
+/*
+ * The question is decided: its deadline goes, so that a later wait (a
+ * gate before the same stage) is not taken for it and timed out.
+ */
+static void
+decided(struct run *r)
+{
+	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	json_t *ask = json_object_get(p, "ask");
+
+	if (json_object_get(ask, "deadline_ms")) {
+		json_object_del(ask, "deadline_ms");
+		free(r->progress);
+		r->progress = json_dumps(p, JSON_COMPACT);
+	}
+	json_decref(p);
+}
+
 /* Where feedback sends a run back to plan: its first plan stage. */
 static const struct stage *
 feedback_target(const struct pipeline *p)
@@ -626,6 +644,7 @@ engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 			goto out;
 		break;
 	}
+	decided(&r);
 	text = json_dumps(data, JSON_COMPACT);
 	if (status_is_terminal(to)) /* a rejection ends the run here */
 		engine__report_final(en, p, &r, to, text);

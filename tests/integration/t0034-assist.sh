@@ -142,6 +142,31 @@ test_expect_success 'an escalation: one question, the recommended option first; 
 	test "$(bg_wait ../repo)" = 0
 '
 
+test_expect_success 'a decided escalation leaves no deadline behind: a later gate waits for a person' '
+	assist_repo gated "pipelines:
+  gated:
+    type: assist
+    terminal: completed
+    stages:
+      - {name: intake, kind: intake}
+      - {name: plan, kind: plan}
+      - {name: execute, kind: execute}
+      - {name: verify, kind: validate, status: verifying, gate: true}
+      - {name: report, kind: report}" &&
+	(cd gated && bg_start "$TRASH_DIRECTORY/gated" env ESCALATE=1 ESC_TIMEOUT=1 "$BATON" run --pipeline gated "Gated notes") &&
+	cd gated &&
+	wait_for "test -n \"\$(newest_run)\"" &&
+	id=$(newest_run) && echo "$id" >../gated.id &&
+	wait_for "\"\$BATON\" events $id --json | grep -q escalation_timeout" &&
+	wait_for "test \"\$(run_status $id)\" = waiting_for_approval && test \"\$(run_field $id gate_status)\" = verifying" &&
+	sleep 2 &&
+	test "$(run_status "$id")" = waiting_for_approval &&
+	"$BATON" approvals approve "$id" &&
+	cd .. && wait_question gated feedback && cd gated &&
+	"$BATON" approvals approve "$id" &&
+	test "$(bg_wait ../gated)" = 0
+'
+
 test_expect_success 'an escalation answered by a person before its timeout' '
 	start repo ESCALATE=1 ESC_TIMEOUT=600 &&
 	wait_question repo escalation &&

@@ -954,7 +954,7 @@ function renderRunHead(r) {
 	const ask = r.progress && r.progress.ask;
 	if (ask && r.status === 'waiting_for_approval') {
 		fact(box, 'question', (ask.kind ? ask.kind + ': ' : '') + (ask.question || ''), 'fact-question');
-		if (ask.default)
+		if (ask.default && ask.deadline_ms)
 			fact(box, 'default', ask.default + ' at ' + fmtTime(ask.deadline), 'fact-default');
 	}
 	fact(box, 'branch', r.branch, 'fact-branch');
