@@ -1327,8 +1327,6 @@ config_init(struct config *c)
 	c->reports.milestone_after_seconds = 300;
 	c->reports.periodic_after_seconds = 1800;
 	c->reports.interval_seconds = 600;
-	c->loop.profile = xstrdup("strict");
-	c->assist.mode = xstrdup("agent-decides");
 	c->assist.escalation_timeout_seconds = 900;
 }
 
@@ -1398,6 +1396,12 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 		goto out;
 	if (!c.pipeline)
 		c.pipeline = xstrdup("feature");
+	/* string defaults here: config_init, also run by config_release,
+	   allocates nothing */
+	if (!c.loop.profile)
+		c.loop.profile = xstrdup("strict");
+	if (!c.assist.mode)
+		c.assist.mode = xstrdup("agent-decides");
 	config_hash(&c);
 out:
 	if (rc < 0) {
