@@ -202,7 +202,7 @@ lock_intent(struct drive *d, struct err *e)
 
 	if (loop_int(d, "intent_at"))
 		return 0;
-	lock = json_pack("{s:s, s:s, s:i, s:s, s:O, s:s?}", "goal", d->r.task,
+	lock = json_pack("{s:s, s:s, s:i, s:s, s:o, s:s?}", "goal", d->r.task,
 			 "pipeline", d->p->name, "max_iterations",
 			 d->r.max_review_loops, "profile", cfg->loop.profile,
 			 "grants", json_strvec(&cfg->loop.grants), "stop_file",
