@@ -44,7 +44,7 @@
 #define ESCALATION_FILE "escalation.json"
 #define MAX_OPTIONS	6
 
-/* ---- intake --------------------------------------------------------------- */
+/* ---- intake ------------------------------------------------------------ */
 
 /* Who asked for the work: a person, or baton itself (planner, judge). */
 static const char *

@@ -645,8 +645,8 @@ compose_stage(struct drive *d, const struct stage *s, const char *steers,
 	int rc;
 
 	base_context(state_of(p), &ctx, &budget);
-	engine__add_file(d, &ctx, "Counter-evidence (challenge.json)", "challenge.json",
-		 &budget);
+	engine__add_file(d, &ctx, "Counter-evidence (challenge.json)",
+			 "challenge.json", &budget);
 	evidence_context(d, state_of(p), &ctx, &budget);
 	cs.artifact = "report.md";
 	cs.template = "research-compose";
@@ -724,8 +724,8 @@ judge_stage(struct drive *d, const struct stage *s, const char *steers,
 	file = xasprintf("judgement-v%d.json", round);
 	engine__add_file(d, &ctx, "The report (report.md)", "report.md", &budget);
 	base_context(st, &ctx, &budget);
-	engine__add_file(d, &ctx, "Counter-evidence (challenge.json)", "challenge.json",
-		 &budget);
+	engine__add_file(d, &ctx, "Counter-evidence (challenge.json)",
+			 "challenge.json", &budget);
 	evidence_context(d, st, &ctx, &budget);
 	cs.artifact = file;
 	cs.template = "research-judge";

@@ -237,15 +237,17 @@ seed_context(struct drive *d, const struct stage *s, struct buf *ctx,
 	if (s->kind == KIND_RCA)
 		return;
 	if (s->kind == KIND_PLAN_REVIEW || s->kind == KIND_REVISE)
-		engine__add_file(d, ctx, "The consolidated diagnosis (diagnosis.json)",
-			     "diagnosis.json", budget);
+		engine__add_file(d, ctx,
+				 "The consolidated diagnosis (diagnosis.json)",
+				 "diagnosis.json", budget);
 	engine__add_file(d, ctx, "The user story (user-story.json)",
-		     "user-story.json", budget);
-	engine__add_file(d, ctx, "The fix plan (fix-plan.json)", "fix-plan.json",
-		     budget);
+			 "user-story.json", budget);
+	engine__add_file(d, ctx, "The fix plan (fix-plan.json)",
+			 "fix-plan.json", budget);
 	if (s->kind == KIND_CODE_REVIEW)
-		engine__add_file(d, ctx, "The implementation (impl-result.json)",
-			     "impl-result.json", budget);
+		engine__add_file(d, ctx,
+				 "The implementation (impl-result.json)",
+				 "impl-result.json", budget);
 }
 
 /* ---- one agent call ----------------------------------------------------- */
