@@ -181,6 +181,10 @@ struct agent_info {
  */
 char *agent_which(const char *program);
 
+/* The program provider p runs (its command's, else its type's), or NULL
+ * when it runs none (an HTTP agent). */
+const char *agent_program(const struct config_provider *p);
+
 /* The adapter table (agent_int.h has the entry type). */
 int agent_type_known(const char *type);
 const struct agent_info *agent_info(const char *type);

@@ -1371,6 +1371,16 @@ is_executable(const char *path)
 	return !stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK);
 }
 
+const char *
+agent_program(const struct config_provider *p)
+{
+	const struct agent_info *info = agent_info(p->type);
+
+	if (p->command.nr)
+		return p->command.v[0];
+	return info ? info->program : NULL;
+}
+
 char *
 agent_which(const char *program)
 {
@@ -1468,7 +1478,7 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 			       p->type);
 	info = &cp->adapter->info;
 	stream_init(&st, cp, r);
-	prog = p->command.nr ? p->command.v[0] : info->program;
+	prog = agent_program(p);
 	path = agent_which(prog);
 	if (!path) {
 		r->outcome = AGENT_EXIT;

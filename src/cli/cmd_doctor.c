@@ -227,8 +227,7 @@ check_providers(const struct config *cfg, int quick)
 		}
 		if (quick) {
 			const struct agent_info *info = agent_info(p->type);
-			const char *prog = p->command.nr ? p->command.v[0] :
-					   info ? info->program : NULL;
+			const char *prog = agent_program(p);
 			char *path = prog ? agent_which(prog) : NULL;
 
 			if (prog && !path) {

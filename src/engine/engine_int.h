@@ -53,6 +53,8 @@ struct drive {
 				   finds the goal met) */
 	int in_steps;		/* a phased implementation: a checkpoint
 				   ends a step, not the stage */
+	int missing;		/* the last call blocked because its agent
+				   program is not installed */
 	const struct call_spec *call; /* set around a bug-fix stage's call */
 	json_t *ask;		/* STAGE_ASK: the question event's data */
 	char *ask_to;		/* STAGE_ASK: the status an answer enters */

@@ -26,6 +26,7 @@
  */
 #include "util/compat.h"
 
+#include "agent/agent.h"
 #include "core/bugfix.h"
 #include "core/config.h"
 #include "core/pipeline.h"
@@ -47,6 +48,9 @@
 #define GROUP_SUMMARY_MAX 250
 /* The context a bug-fix stage adds, before the stage's own sections. */
 #define SEED_CONTEXT_MAX (32 * 1024)
+/* A phased implementation of more steps asks a person first (the seed's
+ * "Recommended maximum: 20-30 plan steps"). */
+#define PHASED_STEPS_ASK 30
 
 /* ---- progress: the run's bug-fix state ------------------------------- */
 
@@ -149,6 +153,30 @@ stage_str(const struct drive *d, const char *name, const char *key)
 /* ---- who does a stage ------------------------------------------------- */
 
 /*
+ * A stage's provider list is an order of preference: the first whose
+ * program is installed (an HTTP agent always is), else the first, whose
+ * call then finds it missing.
+ */
+static const struct config_provider *
+preferred(const struct config *cfg, const struct strvec *names)
+{
+	size_t i;
+
+	for (i = 0; i < names->nr; i++) {
+		const struct config_provider *p =
+			config_find_provider(cfg, names->v[i]);
+		const char *prog = p ? agent_program(p) : NULL;
+		char *path = prog ? agent_which(prog) : NULL;
+		int installed = !prog || path;
+
+		free(path);
+		if (p && installed)
+			return p;
+	}
+	return config_find_provider(cfg, names->v[0]);
+}
+
+/*
  * The provider of a bug-fix call: named (a phased reviewer), the stage's
  * own, or its role's; with the stage's model and timeout over it. A copy
  * sharing the config's strings. NULL with *reason set when none plays it.
@@ -163,7 +191,7 @@ who(struct drive *d, const struct stage *s, const char *name,
 	if (name)
 		p = config_find_provider(cfg, name);
 	else if (s->providers.nr)
-		p = config_find_provider(cfg, s->providers.v[0]);
+		p = preferred(cfg, &s->providers);
 	else
 		p = config_provider_for(cfg, s->role);
 	if (!p) {
@@ -338,19 +366,18 @@ ask(struct drive *d, const struct stage *s, const char *kind,
 }
 
 /*
- * The person's answer to the question kind asked at stage, taken (it is
- * removed from progress): a copy, or NULL when there is none.
+ * The person's answer to the question of that kind the run waited on,
+ * taken (the question and its answer leave progress): a copy, "" when
+ * it was approved without guidance, NULL when it was not asked.
  */
 static char *
 take_answer(struct drive *d, const char *kind)
 {
 	json_t *p = engine__prog_load(d), *a = json_object_get(p, "answer");
-	json_t *q = json_object_get(p, "ask");
+	const char *asked = json_get_str(json_object_get(p, "ask"), "kind");
 	char *text = NULL;
 
-	if (a && !strcmp(json_get_str(q, "kind") ? json_get_str(q, "kind") :
-						   "",
-			 kind)) {
+	if (asked && !strcmp(asked, kind)) {
 		text = xstrdup(json_get_str(a, "text") ?
 				       json_get_str(a, "text") :
 				       "");
@@ -360,6 +387,109 @@ take_answer(struct drive *d, const char *kind)
 	}
 	json_decref(p);
 	return text;
+}
+
+/* ---- an agent that is not installed ------------------------------------ */
+
+/*
+ * Whether a person may go on without stage s: a review, or an RCA while
+ * another RCA stage is not skipped (consolidation needs one record).
+ */
+static int
+skippable(struct drive *d, const struct stage *s)
+{
+	json_t *p, *stages;
+	size_t i, others = 0;
+
+	if (s->kind == KIND_PLAN_REVIEW || s->kind == KIND_CODE_REVIEW)
+		return 1;
+	if (s->kind != KIND_RCA)
+		return 0;
+	p = engine__prog_load(d);
+	stages = json_object_get(p, "stages");
+	for (i = 0; i < d->p->nr_stages; i++) {
+		const struct stage *r = &d->p->stages[i];
+		const char *st = json_get_str(
+			json_object_get(stages, r->name), "status");
+
+		if (r->kind == KIND_RCA && r != s &&
+		    (!st || strcmp(st, "skipped")))
+			others++;
+	}
+	json_decref(p);
+	return others > 0;
+}
+
+/*
+ * The seed's "Codex error: ask to skip or install": stage s waits for a
+ * person, who installs the agent and approves to run it again, or
+ * approves with "skip" to go on without it. why names what is missing.
+ */
+static int
+ask_install(struct drive *d, const struct stage *s, const char *why,
+	    const char *what, enum stage_result *res)
+{
+	char *q = xasprintf("%s\nInstall it and approve to run %s again, "
+			    "approve with guidance 'skip' to go on without "
+			    "%s, or reject to end the run.",
+			    why, what, what);
+	int rc = ask(d, s, "agent_missing", q,
+		     json_pack("[s, s]", "install", "skip"), s->status, res);
+
+	free(q);
+	return rc;
+}
+
+/* A call of s that blocked on a missing agent asks, when s may be
+ * skipped. */
+static int
+ask_missing(struct drive *d, const struct stage *s, enum stage_result *res,
+	    char **reason)
+{
+	int rc;
+
+	if (*res != STAGE_BLOCK || !d->missing || !skippable(d, s))
+		return 0;
+	rc = ask_install(d, s, *reason, s->name, res);
+	free(*reason);
+	*reason = NULL;
+	return rc;
+}
+
+/* Records stage s as skipped by a person. */
+static int
+mark_skipped(struct drive *d, const struct stage *s, struct err *e)
+{
+	json_t *p = engine__prog_load(d), *st = prog_obj(p, "stages", s->name);
+
+	json_object_set_new(st, "status", json_string("skipped"));
+	json_object_del(st, "file");
+	engine__prog_save(d, p);
+	json_decref(p);
+	return engine__note(d, "stage_skipped",
+			    json_pack("{s:s, s:s}", "stage", s->name, "why",
+				      "its agent is not installed, and a "
+				      "person chose to go on without it"),
+			    e);
+}
+
+/*
+ * On entering stage s after an agent_missing question: when the person
+ * said "skip", the stage is recorded as skipped and *res is PASS. Any
+ * other answer runs the stage again (*res is left alone).
+ */
+static int
+skip_answered(struct drive *d, const struct stage *s, enum stage_result *res,
+	      struct err *e)
+{
+	char *answer = take_answer(d, "agent_missing");
+	int yes = answer && !strcmp(answer, "skip");
+
+	free(answer);
+	if (!yes)
+		return 0;
+	*res = STAGE_PASS;
+	return mark_skipped(d, s, e);
 }
 
 /* ---- reviews ------------------------------------------------------------ */
@@ -518,6 +648,7 @@ struct member {
 	struct review_req rq;	   /* what it reviews, and its verdict */
 	enum stage_result res;
 	char *reason;
+	int missing;		   /* blocked: its agent is not installed */
 };
 
 /*
@@ -542,6 +673,8 @@ member_work(struct drive *cd, struct fanout_member *fm, const char *steers,
 	rc = review_call(cd, m->s, &m->prov, steers, &m->rq, &fm->res,
 			 &fm->reason, e);
 	json_object_set_new(out, "status", json_string(m->rq.out.status));
+	if (cd->missing)
+		json_object_set_new(out, "missing", json_true());
 	return rc;
 }
 
@@ -589,6 +722,9 @@ run_members(struct drive *d, struct member *m, size_t n, const char *steers,
 	for (i = 0; i < n; i++) {
 		m[i].res = fm[i].res;
 		m[i].reason = fm[i].reason;
+		m[i].missing = m[i].res == STAGE_BLOCK &&
+			       json_is_true(json_object_get(fm[i].out,
+							    "missing"));
 		fm[i].reason = NULL;
 	}
 	engine__fanout_release(fm, n);
@@ -608,7 +744,10 @@ members_release(struct member *m, size_t n)
 	free(m);
 }
 
-/* The first member that failed or was stopped, as the stage's result. */
+/*
+ * The first member that failed or was stopped, as the stage's result; a
+ * missing agent is not a failure here (members_missing asks about it).
+ */
 static int
 members_failed(struct member *m, size_t n, enum stage_result *res,
 	       char **reason)
@@ -616,13 +755,39 @@ members_failed(struct member *m, size_t n, enum stage_result *res,
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (m[i].res != STAGE_PASS) {
+		if (m[i].res != STAGE_PASS && !m[i].missing) {
 			*res = m[i].res;
 			*reason = m[i].reason;
 			m[i].reason = NULL;
 			return 1;
 		}
 	return 0;
+}
+
+/*
+ * Members whose agent is not installed: one question for all of them.
+ * The group stays running, so approving runs just those members again
+ * (review_group's resume), and "skip" records them as skipped.
+ */
+static int
+members_missing(struct drive *d, const struct stage *s, struct member *m,
+		size_t n, enum stage_result *res)
+{
+	struct buf why = BUF_INIT, what = BUF_INIT;
+	size_t i, k = 0;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		if (m[i].missing) {
+			buf_addf(&why, "%s%s", k ? "\n" : "", m[i].reason);
+			buf_addf(&what, "%s%s", k++ ? ", " : "", m[i].s->name);
+		}
+	if (!k)
+		return 0;
+	rc = ask_install(d, s, why.ptr, what.ptr, res);
+	buf_release(&why);
+	buf_release(&what);
+	return rc;
 }
 
 /* ---- a review stage, alone or as its parallel group ------------------- */
@@ -636,8 +801,10 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 	char gname[16];
 	struct member *m = xcalloc(n, sizeof(*m));
 	json_t *names = json_array(), *verdicts;
-	int rc = 0, resumed;
+	char *answer = take_answer(d, "agent_missing");
+	int rc = 0, resumed, skip = answer && !strcmp(answer, "skip");
 
+	free(answer);
 	snprintf(gname, sizeof(gname), "%d", s->group);
 	resumed = !strcmp(json_get_str(g, gname) ? json_get_str(g, gname) : "",
 			  "running");
@@ -648,6 +815,12 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 		int pending = !resumed || !st;
 
 		free(st);
+		if (pending && resumed && skip) {
+			rc = mark_skipped(d, ms, e);
+			if (rc)
+				goto out;
+			pending = 0;
+		}
 		if (!pending)
 			continue; /* decided before the driver died */
 		if (who(d, ms, NULL, NULL, &m[k].prov, reason)) {
@@ -669,11 +842,12 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 			    json_string("running"));
 	engine__prog_save(d, p);
 	json_decref(p);
-	rc = engine__note(d, "group_started",
-			  json_pack("{s:i, s:O}", "group", s->group, "stages",
-				    names),
-			  e);
-	if (!rc)
+	if (k)
+		rc = engine__note(d, "group_started",
+				  json_pack("{s:i, s:O}", "group", s->group,
+					    "stages", names),
+				  e);
+	if (!rc && k)
 		rc = run_members(d, m, k, steers, e);
 	for (i = 0; !rc && i < k; i++)
 		if (m[i].res == STAGE_PASS)
@@ -684,6 +858,9 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 		goto out;
 	}
 	if (members_failed(m, k, res, reason))
+		goto out;
+	rc = members_missing(d, s, m, k, res);
+	if (rc || *res == STAGE_ASK)
 		goto out;
 	p = engine__prog_load(d);
 	json_object_set_new(prog_obj(p, "groups", NULL), gname,
@@ -738,10 +915,12 @@ review_stage(struct drive *d, const struct stage *s, const char *steers,
 		return review_group(d, s, steers, res, reason, e);
 	}
 	free(again);
-	if (who(d, s, NULL, NULL, &prov, reason)) {
-		*res = STAGE_FAIL;
+	*res = STAGE_FAIL;
+	rc = skip_answered(d, s, res, e);
+	if (rc || *res == STAGE_PASS)
+		return rc;
+	if (who(d, s, NULL, NULL, &prov, reason))
 		return 0;
-	}
 	rq.kind = review_kind(s);
 	rq.version = begin_version(d, s);
 	rq.file = bugfix_output_name(stage_kind_name(s->kind), prov.name,
@@ -751,6 +930,8 @@ review_stage(struct drive *d, const struct stage *s, const char *steers,
 		mark(d, s->name, rq.version, rq.out.status, rq.file);
 		prog_set_str(d, "rereview", NULL);
 		rc = decide(d, s, rq.out.status, rq.file, res, reason);
+	} else if (!rc) {
+		rc = ask_missing(d, s, res, reason);
 	}
 	review_req_release(&rq);
 	return rc;
@@ -769,10 +950,12 @@ rca_stage(struct drive *d, const struct stage *s, const char *steers,
 	char *file, *label;
 	int v, rc;
 
-	if (who(d, s, NULL, NULL, &prov, reason)) {
-		*res = STAGE_FAIL;
+	*res = STAGE_FAIL;
+	rc = skip_answered(d, s, res, e);
+	if (rc || *res == STAGE_PASS)
+		return rc;
+	if (who(d, s, NULL, NULL, &prov, reason))
 		return 0;
-	}
 	v = begin_version(d, s);
 	file = bugfix_output_name("rca", prov.name, prov.model, s->index, v);
 	label = xasprintf("%s/%s", prov.name,
@@ -793,6 +976,8 @@ rca_stage(struct drive *d, const struct stage *s, const char *steers,
 				    json_string(label));
 		engine__prog_save(d, p);
 		json_decref(p);
+	} else if (!rc) {
+		rc = ask_missing(d, s, res, reason);
 	}
 	buf_release(&ctx);
 	free(label);
@@ -819,7 +1004,11 @@ engine__consolidate(struct drive *d, const struct stage *s,
 		const struct stage *r = &d->p->stages[i];
 		json_t *st = json_object_get(stages, r->name);
 
-		if (r->kind != KIND_RCA)
+		if (r->kind != KIND_RCA ||
+		    !strcmp(json_get_str(st, "status") ?
+				    json_get_str(st, "status") :
+				    "",
+			    "skipped"))
 			continue;
 		docs[n] = json_get_str(st, "file") ?
 				  engine__load_json(d, json_get_str(st, "file"), e) :
@@ -860,7 +1049,7 @@ engine__consolidate(struct drive *d, const struct stage *s,
 				json_array_append_new(opts,
 						      json_string(names[i]));
 			json_array_append_new(opts, json_string("all"));
-			if (answer)
+			if (answer && *answer)
 				buf_addf(&q, "\n('%s' is not one of the "
 					     "options.)\n", answer);
 			rc = ask(d, s, "diagnosis", q.ptr, opts, s->status,
@@ -1270,6 +1459,42 @@ aggregate(struct drive *d, const struct stage *s, int total, struct err *e)
  * and the checkpoint are written together, so a driver that dies goes on
  * at the step after the last committed one.
  */
+/*
+ * A plan of more than PHASED_STEPS_ASK steps is implemented step by step
+ * only once a person approved it (asked once; the answer is kept).
+ */
+static int
+long_plan(struct drive *d, const struct stage *s, int total,
+	  enum stage_result *res)
+{
+	char *agreed = prog_str(d, "long_plan"), *answer, *q;
+	int rc;
+
+	if (agreed) {
+		free(agreed);
+		return 0;
+	}
+	answer = take_answer(d, "long_plan");
+	if (answer) {
+		free(answer);
+		prog_set_str(d, "long_plan", "approved");
+		return 0;
+	}
+	q = xasprintf("The fix plan has %d steps with phased reviews enabled: "
+		      "%d implementation calls and %d batch reviews at the "
+		      "least, more than the recommended %d steps. Consider "
+		      "splitting the plan or disabling phased_reviews. "
+		      "Approve to proceed anyway, or reject to end the run.",
+		      total, total,
+		      (total + s->review_interval - 1) / s->review_interval,
+		      PHASED_STEPS_ASK);
+	rc = ask(d, s, "long_plan", q, json_pack("[s, s]", "proceed",
+						 "reject"),
+		 s->status, res);
+	free(q);
+	return rc;
+}
+
 static int
 phased(struct drive *d, const struct stage *s,
        const struct config_provider *prov, const char *steers,
@@ -1288,6 +1513,13 @@ phased(struct drive *d, const struct stage *s,
 				    s->name);
 		free(answer);
 		return 0;
+	}
+	if (total > PHASED_STEPS_ASK) {
+		rc = long_plan(d, s, total, res);
+		if (rc || *res == STAGE_ASK) {
+			free(answer);
+			return rc;
+		}
 	}
 	steps_load(d, &st, total);
 	if (answer)

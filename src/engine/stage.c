@@ -722,20 +722,24 @@ setup_failure(const struct stage *s, const struct config_provider *prov,
 	      const struct agent_result *ar)
 {
 	const struct agent_info *info = agent_info(prov->type);
-	const char *hint = NULL;
+	const char *hint = NULL, *msg = ar->message.len ? ar->message.ptr :
+				agent_failure_name(ar->failure);
+	char *who = xasprintf("provider '%s' (%s): ", prov->name, prov->type);
+	char *out;
 
 	if (ar->failure == AGENT_FAIL_AUTH && info && info->auth_hint)
 		hint = info->auth_hint;
 	else if (ar->failure == AGENT_FAIL_MISSING && info &&
 		 info->install_hint)
 		hint = info->install_hint;
-	return xasprintf("stage %s: provider '%s' (%s): %s%s%s", s->name,
-			 prov->name, prov->type,
-			 ar->message.len ? ar->message.ptr :
-					   agent_failure_name(ar->failure),
-			 hint && !strstr(ar->message.ptr, hint) ? ". Fix: " :
-								    "",
-			 hint && !strstr(ar->message.ptr, hint) ? hint : "");
+	if (hint && strstr(msg, hint))
+		hint = NULL;	/* the agent's message names it already */
+	if (!strncmp(msg, who, strlen(who)))
+		msg += strlen(who);
+	out = xasprintf("stage %s: %s%s%s%s", s->name, who, msg,
+			hint ? ". Fix: " : "", hint ? hint : "");
+	free(who);
+	return out;
 }
 
 /*
@@ -762,6 +766,7 @@ engine__call(struct drive *d, const struct stage *s,
 	char tail[512];
 	int rc, waits = 0, stop = 0;
 
+	d->missing = 0;
 	rc = fs_mkdir_p(calls_dir, 0755, e);
 	if (rc)
 		goto out;
@@ -877,6 +882,7 @@ engine__call(struct drive *d, const struct stage *s,
 		case AGENT_FAIL_LIMIT:
 			*res = STAGE_BLOCK;
 			*reason = setup_failure(s, prov, &ar);
+			d->missing = ar.failure == AGENT_FAIL_MISSING;
 			goto out;
 		case AGENT_FAIL_TIMEOUT:
 			*res = STAGE_FAIL;
