@@ -51,6 +51,15 @@ pipelines='pipelines:
       - type: implementation
         phased_reviews: [{provider: fake}]
         review_interval: 40
+      - {type: code-review}
+  stuck:
+    type: bugfix
+    stages:
+      - {type: rca}
+      - type: implementation
+        phased_reviews: [{provider: fake}]
+        review_interval: 2
+        max_phased_iterations: 2
       - {type: code-review}'
 
 # start PIPELINE NAME [ENV=VALUE...]: a background run of PIPELINE in repo
@@ -237,6 +246,35 @@ test_expect_success 'reject: the run ends gate_rejected before any step' '
 	test "$(run_field "$id" outcome)" = gate_rejected &&
 	fake_calls "$id" implementation >../calls &&
 	test_line_count = 0 ../calls
+'
+
+# --- a phased batch a person takes over ---------------------------------------
+
+test_expect_success 'a batch still failing after max_phased_iterations asks; approve without guidance gives the agent its rounds again' '
+	start stuck stuck FAKE_PLAN_STEPS=2 FAKE_FINDING_FILE=step2.txt \
+		FAKE_VERDICT_PHASED=needs_changes,needs_changes,needs_changes,approved &&
+	cd repo &&
+	id=$(cat ../stuck.id) &&
+	wait_for_status "$id" waiting_for_approval &&
+	question "$id" 1 >../q.json &&
+	test_jq ".kind == \"phased\"" ../q.json &&
+	"$BATON" approvals approve "$id" >../approve.out 2>&1 &&
+	rc=$(bg_wait ../stuck) &&
+	test "$rc" = 0 &&
+	test "$(run_status "$id")" = merge_ready &&
+	test "$(count_events "$id" question)" = 1 &&
+	fake_calls "$id" | grep "^implementation \|^phased-review " | cut -d" " -f1,4,5,6 >../actual &&
+	cat >../expect <<-\EOF &&
+	implementation step=1 steps=- version=1
+	implementation step=2 steps=- version=1
+	phased-review step=- steps=1-2 version=1
+	implementation step=2 steps=- version=2
+	phased-review step=- steps=1-2 version=2
+	phased-review step=- steps=1-2 version=3
+	implementation step=2 steps=- version=3
+	phased-review step=- steps=1-2 version=4
+	EOF
+	test_cmp ../expect ../actual
 '
 
 test_done
