@@ -97,6 +97,13 @@ stage_json(const struct pipeline *p, const struct stage *s)
 	json_object_set_new(o, "gate", json_boolean(s->gate));
 	json_object_set_new(o, "timeout_seconds",
 			    json_integer(s->timeout_seconds));
+	json_object_set_new(
+		o, "budget",
+		s->max_cost_usd || s->max_tokens ?
+			json_pack("{s:f, s:I}", "max_cost_usd",
+				  s->max_cost_usd, "max_tokens",
+				  (json_int_t)s->max_tokens) :
+			json_null());
 	json_object_set_new(o, "on_reject",
 			    s->kind != KIND_CODE_REVIEW ? json_null() :
 			    s->on_reject_stop	       ? json_string("stop") :

@@ -372,6 +372,30 @@ cnode_int(const struct cnode *n, const char *path, long min, long max,
 }
 
 int
+cnode_number(const struct cnode *n, const char *path, double min, double max,
+	     double *out, struct err *e)
+{
+	char where[512];
+	char *end = NULL;
+	double v;
+
+	if (n->type != CNODE_SCALAR || n->quoted)
+		return type_error(n, path, "a number", e);
+	errno = 0;
+	v = strtod(n->value, &end);
+	if (!n->value[0] || *end || errno || v != v)
+		return type_error(n, path, "a number", e);
+	if (v < min || v > max) {
+		cnode_where(n, where, sizeof(where));
+		return err_set(e, BATON_EINVAL,
+			       "%s: %s: %g is out of range [%g, %g]", where,
+			       path, v, min, max);
+	}
+	*out = v;
+	return 0;
+}
+
+int
 cnode_bool(const struct cnode *n, const char *path, int *out, struct err *e)
 {
 	static const char *const yes[] = {"true", "yes", "on"};

@@ -70,6 +70,8 @@ int cnode_expect(const struct cnode *n, enum cnode_type type,
 		 const char *path, struct err *e);
 int cnode_int(const struct cnode *n, const char *path, long min, long max,
 	      long *out, struct err *e);
+int cnode_number(const struct cnode *n, const char *path, double min,
+		 double max, double *out, struct err *e);
 int cnode_bool(const struct cnode *n, const char *path, int *out,
 	       struct err *e);
 /*

@@ -455,31 +455,6 @@ read_choice(const struct cnode *n, const char *path, const char *const *list,
 	return rc;
 }
 
-/* A number in [min, max]: "0.5", "12", "1e3". */
-static int
-read_number(const struct cnode *n, const char *path, double min, double max,
-	    double *out, struct err *e)
-{
-	char *end = NULL, msg[128];
-	double v;
-	int rc;
-
-	rc = cnode_expect(n, CNODE_SCALAR, path, e);
-	if (rc < 0)
-		return rc;
-	errno = 0;
-	v = strtod(n->value, &end);
-	if (!n->value[0] || *end || errno || v != v)
-		return node_error(n, path, "expected a number", e);
-	if (v < min || v > max) {
-		snprintf(msg, sizeof(msg), "%g is out of range [%g, %g]", v,
-			 min, max);
-		return node_error(n, path, msg, e);
-	}
-	*out = v;
-	return 0;
-}
-
 /* An environment variable's name: [A-Za-z_][A-Za-z0-9_]*. */
 static int
 is_var_name(const char *s)
@@ -574,13 +549,14 @@ read_provider_options(const struct cnode *pn, const char *path,
 		if (rc >= 0)
 			rc = cnode_check_keys(n, k.ptr, pricing_keys, e);
 		if (rc >= 0 && cnode_get(n, "input")) {
-			rc = read_number(cnode_get(n, "input"),
-					 KEY("pricing.input"), 0, 1e6, &v, e);
+			rc = cnode_number(cnode_get(n, "input"),
+					  KEY("pricing.input"), 0, 1e6, &v, e);
 			p->price_in = v;
 		}
 		if (rc >= 0 && cnode_get(n, "output")) {
-			rc = read_number(cnode_get(n, "output"),
-					 KEY("pricing.output"), 0, 1e6, &v, e);
+			rc = cnode_number(cnode_get(n, "output"),
+					  KEY("pricing.output"), 0, 1e6, &v,
+					  e);
 			p->price_out = v;
 		}
 	}
@@ -817,8 +793,8 @@ read_budget(struct config *c, struct err *e)
 	if (rc < 0 || !sec)
 		return rc;
 	if ((n = cnode_get(sec, "max_cost_usd")))
-		rc = read_number(n, "budget.max_cost_usd", 0, 1e9,
-				 &c->budget.max_cost_usd, e);
+		rc = cnode_number(n, "budget.max_cost_usd", 0, 1e9,
+				  &c->budget.max_cost_usd, e);
 	if (rc >= 0 && (n = cnode_get(sec, "max_tokens"))) {
 		rc = cnode_int(n, "budget.max_tokens", 0, LONG_MAX, &l, e);
 		c->budget.max_tokens = l;
@@ -1797,6 +1773,20 @@ diff_maps(struct buf *path, const struct cnode *old, const struct cnode *cur,
 	free(b);
 }
 
+/* Two sequences of mappings, as long as each other: item by item. */
+static void
+diff_seqs(struct buf *path, const struct cnode *old, const struct cnode *cur,
+	  struct strvec *out)
+{
+	size_t i, mark = path->len;
+
+	for (i = 0; i < old->nr; i++) {
+		buf_addf(path, "[%zu]", i);
+		diff_walk(path, old->kids[i], cur->kids[i], out);
+		buf_setlen(path, mark);
+	}
+}
+
 static void
 diff_walk(struct buf *path, const struct cnode *old, const struct cnode *cur,
 	  struct strvec *out)
@@ -1811,15 +1801,20 @@ diff_walk(struct buf *path, const struct cnode *old, const struct cnode *cur,
 	}
 	if (same_node(old, cur))
 		return;
-	buf_addf(&line, "%s: ", path->ptr);
 	if (old->type == CNODE_SEQ && cur->type == CNODE_SEQ &&
 	    (!all_scalar_kids(old) || !all_scalar_kids(cur))) {
-		buf_adds(&line, "changed");
-	} else {
-		diff_value(&line, old);
-		buf_adds(&line, " -> ");
-		diff_value(&line, cur);
+		if (old->nr == cur->nr) {
+			diff_seqs(path, old, cur, out);
+			return;
+		}
+		strvec_pushf(out, "%s: changed (%zu -> %zu items)", path->ptr,
+			     old->nr, cur->nr);
+		return;
 	}
+	buf_addf(&line, "%s: ", path->ptr);
+	diff_value(&line, old);
+	buf_adds(&line, " -> ");
+	diff_value(&line, cur);
 	strvec_push(out, line.ptr);
 	buf_release(&line);
 }

@@ -19,6 +19,7 @@
  */
 #include "util/compat.h"
 
+#include <limits.h>
 #include <stdarg.h>
 
 #include "core/cnode.h"
@@ -677,6 +678,46 @@ read_phased(const struct parse *c, size_t i)
 	return rc;
 }
 
+/* budget: {max_cost_usd, max_tokens}, for the stage's agent calls. */
+static int
+read_budget(const struct parse *c, size_t i)
+{
+	static const char *const keys[] = { "max_cost_usd", "max_tokens",
+					    NULL };
+	struct stage *s = &c->p->stages[i];
+	const struct cnode *b = cnode_get(c->defs[i], "budget"), *n;
+	char path[400];
+	int rc;
+
+	if (!b)
+		return 0;
+	key_path(c, i, "budget", path, sizeof(path));
+	rc = cnode_expect(b, CNODE_MAP, path, c->e);
+	if (!rc)
+		rc = cnode_check_keys(b, path, keys, c->e);
+	if (rc)
+		return rc;
+	n = cnode_get(b, "max_cost_usd");
+	if (n) {
+		key_path(c, i, "budget.max_cost_usd", path, sizeof(path));
+		rc = cnode_number(n, path, 0, 1e9, &s->max_cost_usd, c->e);
+		if (rc)
+			return rc;
+	}
+	n = cnode_get(b, "max_tokens");
+	if (n) {
+		key_path(c, i, "budget.max_tokens", path, sizeof(path));
+		rc = cnode_int(n, path, 0, LONG_MAX, &s->max_tokens, c->e);
+		if (rc)
+			return rc;
+	}
+	if (!s->max_cost_usd && !s->max_tokens)
+		return stage_err(c, i, b,
+				 "budget: needs max_cost_usd or max_tokens "
+				 "above 0");
+	return 0;
+}
+
 /* The keys of a stage after its names: who runs it, and how. */
 static int
 read_options(const struct parse *c, size_t i)
@@ -717,6 +758,9 @@ read_options(const struct parse *c, size_t i)
 		if (rc)
 			return rc;
 	}
+	rc = read_budget(c, i);
+	if (rc)
+		return rc;
 	n = cnode_get(def, "on_reject");
 	if (n) {
 		if (s->kind != KIND_CODE_REVIEW)
@@ -739,7 +783,7 @@ static const char *const stage_keys[] = {
 	"on_changes",	   "provider",	     "model",
 	"parallel",	   "gate",	     "timeout_seconds",
 	"on_reject",	   "phased_reviews", "review_interval",
-	"max_phased_iterations", NULL,
+	"max_phased_iterations", "budget",	     NULL,
 };
 
 /*
@@ -1928,6 +1972,10 @@ describe_stage(const struct pipeline *p, const struct stage *s,
 		buf_addf(out, ", gate");
 	if (s->timeout_seconds)
 		buf_addf(out, ", timeout %ds", s->timeout_seconds);
+	if (s->max_cost_usd)
+		buf_addf(out, ", budget $%.2f", s->max_cost_usd);
+	if (s->max_tokens)
+		buf_addf(out, ", budget %ld tokens", s->max_tokens);
 	if (s->side || s->implicit)
 		buf_addf(out, " (%s%s%s)", s->side ? "side" : "",
 			 s->side && s->implicit ? ", " : "",

@@ -156,6 +156,11 @@ struct stage {
 			    kind, all parallel; they run at once */
 	int gate;	 /* gate: true: a person approves entry */
 	int timeout_seconds; /* overrides the provider's; 0: the provider's */
+	/* budget: what the stage's agent calls may spend together in a
+	 * run, its retries, re-reviews and fix rounds included; 0: no
+	 * limit */
+	double max_cost_usd;
+	long max_tokens;
 	int on_reject_stop; /* code-review: rejected ends the run
 			       (code_rejected) instead of a rework round */
 	struct phased_reviewer *phased; /* implementation: phased_reviews */

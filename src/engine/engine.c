@@ -541,15 +541,22 @@ pause_for_budget(struct drive *d, const struct stage *s, int *rc,
 
 	if (!why)
 		return 0;
+	*rc = engine__budget_pause(d, s, why, e);
+	free(why);
+	return 1;
+}
+
+int
+engine__budget_pause(struct drive *d, const struct stage *s, const char *why,
+		     struct err *e)
+{
 	run_set(&d->r.paused_at_status, s->status);
 	run_set(&d->r.reason, why);
-	*rc = engine__move(d, ST_PAUSED,
-			   json_pack("{s:s, s:s, s:s}", "resume_to", s->status,
-				     "cause", "budget", "reason", why),
-			   e);
-	free(why);
 	d->leave = 1;
-	return 1;
+	return engine__move(d, ST_PAUSED,
+			    json_pack("{s:s, s:s, s:s}", "resume_to", s->status,
+				      "cause", "budget", "reason", why),
+			    e);
 }
 
 /*

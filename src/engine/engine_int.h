@@ -167,6 +167,24 @@ int engine__call_as(struct drive *d, const struct stage *s,
 		    struct call_spec *cs, enum stage_result *res, char **reason,
 		    struct err *e);
 
+/*
+ * progress.c: a stage's budget (its budget: key). engine__stage_spent
+ * adds a call's usage to progress.usage.<stage> (only for a stage with
+ * a budget); engine__stage_budget says how the budget is crossed, or
+ * NULL while it holds (caller frees).
+ */
+void engine__stage_spent(struct drive *d, const struct stage *s,
+			 int64_t tokens, double cost_usd);
+char *engine__stage_budget(const struct drive *d, const struct stage *s);
+
+/*
+ * engine.c: pauses the run because a budget line is crossed (why), to go
+ * on at stage s when resumed after the budget is raised; the driver
+ * leaves the run.
+ */
+int engine__budget_pause(struct drive *d, const struct stage *s,
+			 const char *why, struct err *e);
+
 /* progress.c: a run-folder file as a prompt section titled title, when
  * it exists and is not empty, within *budget. */
 void engine__add_file(struct drive *d, struct buf *ctx, const char *title,

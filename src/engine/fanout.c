@@ -101,6 +101,8 @@ member_reap(struct drive *d, struct fanout_member *m, int status)
 	char *path = result_path(d, m);
 	struct buf text = BUF_INIT;
 	json_t *o = NULL;
+	json_int_t tokens_in, tokens_out;
+	double cost;
 
 	m->ended_ms = time_now_ms();
 	m->pid = 0;
@@ -121,9 +123,13 @@ member_reap(struct drive *d, struct fanout_member *m, int status)
 	m->reason = xstrdup_or_null(json_get_str(o, "reason"));
 	if (json_is_object(json_object_get(o, "out")))
 		m->out = json_incref(json_object_get(o, "out"));
-	d->r.tokens_in += json_integer_value(json_object_get(o, "tokens_in"));
-	d->r.tokens_out += json_integer_value(json_object_get(o, "tokens_out"));
-	d->r.cost_usd += json_number_value(json_object_get(o, "cost_usd"));
+	tokens_in = json_integer_value(json_object_get(o, "tokens_in"));
+	tokens_out = json_integer_value(json_object_get(o, "tokens_out"));
+	cost = json_number_value(json_object_get(o, "cost_usd"));
+	d->r.tokens_in += tokens_in;
+	d->r.tokens_out += tokens_out;
+	d->r.cost_usd += cost;
+	engine__stage_spent(d, m->s, tokens_in + tokens_out, cost);
 out:
 	fs_unlink(path, NULL);
 	json_decref(o);

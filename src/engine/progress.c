@@ -171,3 +171,62 @@ engine__add_file(struct drive *d, struct buf *ctx, const char *title,
 	buf_release(&text);
 	free(path);
 }
+
+void
+engine__stage_spent(struct drive *d, const struct stage *s, int64_t tokens,
+		    double cost_usd)
+{
+	json_t *p, *usage, *u;
+
+	if (!s->max_cost_usd && !s->max_tokens)
+		return;
+	p = engine__prog_load(d);
+	usage = json_object_get(p, "usage");
+	if (!json_is_object(usage)) {
+		usage = json_object();
+		json_object_set_new(p, "usage", usage);
+	}
+	u = json_object_get(usage, s->name);
+	if (!json_is_object(u)) {
+		u = json_pack("{s:I, s:f}", "tokens", (json_int_t)0,
+			      "cost_usd", 0.0);
+		json_object_set_new(usage, s->name, u);
+	}
+	json_object_set_new(
+		u, "tokens",
+		json_integer(json_integer_value(json_object_get(u, "tokens")) +
+			     tokens));
+	json_object_set_new(
+		u, "cost_usd",
+		json_real(json_number_value(json_object_get(u, "cost_usd")) +
+			  cost_usd));
+	engine__prog_save(d, p);
+	json_decref(p);
+}
+
+char *
+engine__stage_budget(const struct drive *d, const struct stage *s)
+{
+	json_t *p, *u;
+	json_int_t tokens;
+	double cost;
+	char *why = NULL;
+
+	if (!s->max_cost_usd && !s->max_tokens)
+		return NULL;
+	p = engine__prog_load(d);
+	u = json_object_get(json_object_get(p, "usage"), s->name);
+	tokens = json_integer_value(json_object_get(u, "tokens"));
+	cost = json_number_value(json_object_get(u, "cost_usd"));
+	if (s->max_cost_usd > 0 && cost >= s->max_cost_usd)
+		why = xasprintf("pipeline %s, stage %s: its budget.max_cost_usd "
+				"($%.4f) is spent: $%.4f by its calls",
+				d->p->name, s->name, s->max_cost_usd, cost);
+	else if (s->max_tokens > 0 && tokens >= s->max_tokens)
+		why = xasprintf("pipeline %s, stage %s: its budget.max_tokens "
+				"(%ld) is spent: %lld tokens by its calls",
+				d->p->name, s->name, s->max_tokens,
+				(long long)tokens);
+	json_decref(p);
+	return why;
+}

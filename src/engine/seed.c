@@ -801,7 +801,7 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 	char gname[16];
 	struct member *m = xcalloc(n, sizeof(*m));
 	json_t *names = json_array(), *verdicts;
-	char *answer = take_answer(d, "agent_missing");
+	char *answer = take_answer(d, "agent_missing"), *why;
 	int rc = 0, resumed, skip = answer && !strcmp(answer, "skip");
 
 	free(answer);
@@ -823,6 +823,14 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 		}
 		if (!pending)
 			continue; /* decided before the driver died */
+		why = engine__stage_budget(d, ms);
+		if (why) {
+			/* a member's budget: the group goes on when raised */
+			rc = engine__budget_pause(d, s, why, e);
+			free(why);
+			*res = STAGE_STOPPED;
+			goto out;
+		}
 		if (who(d, ms, NULL, NULL, &m[k].prov, reason)) {
 			*res = STAGE_FAIL;
 			goto out;
@@ -1619,7 +1627,7 @@ implement_stage(struct drive *d, const struct stage *s, const char *steers,
 		rc = engine__call_as(d, s, &prov, steers, &cs, res, reason, e);
 	}
 	/* the seed's implementation_failed: whatever stopped the fix */
-	if (!rc && (*res == STAGE_FAIL || *res == STAGE_BLOCK))
+	if (!rc && (*res == STAGE_FAIL || *res == STAGE_BLOCK) && !d->outcome)
 		d->outcome = RUN_OUTCOME_IMPL_FAILED;
 	buf_release(&ctx);
 	return rc;

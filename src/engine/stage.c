@@ -624,12 +624,15 @@ sandbox_for(const struct drive *d, const char *gitdir, const char *home,
 
 /* Adds a call's usage to the run, for status, show and the budgets. */
 static void
-count_usage(struct drive *d, const struct agent_result *ar)
+count_usage(struct drive *d, const struct stage *s,
+	    const struct agent_result *ar)
 {
 	d->r.tokens_in += ar->tokens_in;
 	d->r.tokens_out += ar->tokens_out;
 	if (ar->cost_known)
 		d->r.cost_usd += ar->cost_usd;
+	engine__stage_spent(d, s, ar->tokens_in + ar->tokens_out,
+			    ar->cost_known ? ar->cost_usd : 0);
 }
 
 static int
@@ -764,9 +767,21 @@ engine__call(struct drive *d, const struct stage *s,
 	     *efile = NULL, *home = NULL, *gitdir = NULL,
 	     *calls_dir = engine__run_file(d, "calls");
 	char tail[512];
-	int rc, waits = 0, stop = 0;
+	int rc = 0, waits = 0, stop = 0;
 
 	d->missing = 0;
+	*reason = engine__stage_budget(d, s);
+	if (*reason && d->member) {
+		*res = STAGE_BLOCK; /* the parent checks before it forks */
+		goto out;
+	}
+	if (*reason) {
+		rc = engine__budget_pause(d, s, *reason, e);
+		free(*reason);
+		*reason = NULL;
+		*res = STAGE_STOPPED;
+		goto out;
+	}
 	rc = fs_mkdir_p(calls_dir, 0755, e);
 	if (rc)
 		goto out;
@@ -841,7 +856,7 @@ engine__call(struct drive *d, const struct stage *s,
 		redact_buf(&ar.message);
 		redact_buf(&ar.err_tail);
 		each_artifact(d, s->kind, redact_file);
-		count_usage(d, &ar);
+		count_usage(d, s, &ar);
 		rc = note_exit(d, call, prov, &ar, e);
 		if (rc)
 			goto out;
@@ -1145,8 +1160,9 @@ stopped(struct drive *d, struct err *e)
 		return rc;
 	if (d->r.abort_requested)
 		return engine__abort(d, e);
-	if (!strcmp(d->r.status, ST_INTERRUPTED))
-		return 0; /* handed back for a quota wait (detach) */
+	if (!strcmp(d->r.status, ST_INTERRUPTED) ||
+	    !strcmp(d->r.status, ST_PAUSED))
+		return 0; /* handed back: a quota wait (detach), a budget */
 	return engine__move(d, ST_INTERRUPTED,
 			    json_pack("{s:s, s:s}", "stage", d->r.stage,
 				      "cause", "driver stopped by signal"),

@@ -1362,12 +1362,20 @@ TEST(diff_lines)
 
 	d = diff_of(before, after);
 	ASSERT_STREQ(d, "budget: added\n"
-			"pipelines.p.stages: changed\n"
+			"pipelines.p.stages: changed (1 -> 2 items)\n"
 			"policies.allowed_paths: [a] -> [a, b]\n"
 			"providers.x.timeout_seconds: added\n"
 			"providers.y: added\n"
 			"roles.reviewer: removed\n"
 			"workflow.max_review_loops: 2 -> 3\n");
+	free(d);
+	/* stages as many as before: item by item, down to the key */
+	d = diff_of("pipelines: {p: {stages: [plan, {type: fix, budget: "
+		    "{max_tokens: 100}}]}}\n",
+		    "pipelines: {p: {stages: [plan, {type: fix, budget: "
+		    "{max_tokens: 900}}]}}\n");
+	ASSERT_STREQ(d, "pipelines.p.stages[1].budget.max_tokens: 100 -> "
+			"900\n");
 	free(d);
 	/* the same meaning: nothing */
 	d = diff_of(example_flow, example_block);
