@@ -15,26 +15,28 @@
  *
  * With no flag and no terminal to ask on, it stops with exit 2. A change
  * of nothing but budget keys is taken without asking: raising a budget
- * is how a run paused by one goes on.
+ * is how a run paused by one goes on. The decision is the engine's
+ * (engine_settle_drift, which the API's resume shares); this file asks
+ * and prints.
+ *
+ * A task's run started afresh leaves its task to the new run, which is
+ * driven here; the task waits blocked (paused) meanwhile, as it does
+ * while a run of it resumed here is driven, and serve settles it once
+ * the driver is gone (sched_task_rerun, sweep.c).
  */
 #include "util/compat.h"
 
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "core/pipeline.h"
 #include "core/run.h"
-#include "store/store.h"
+#include "sched/sched.h"
 #include "util/err.h"
 #include "util/strvec.h"
 
-/* The answers, numbered as the question numbers them. */
-enum drift_choice {
-	DRIFT_ASK = 0,
-	DRIFT_SNAPSHOT = 1,
-	DRIFT_FRESH = 2,
-	DRIFT_CURRENT = 3,
-};
+/* The answers, in the order the question numbers them. */
+static const enum drift_choice answers[] = { DRIFT_SNAPSHOT, DRIFT_FRESH,
+					     DRIFT_CURRENT };
 
 /* Asks on the terminal; DRIFT_ASK when stdin ends first. */
 static enum drift_choice
@@ -53,7 +55,7 @@ ask(void)
 			return DRIFT_ASK;
 		if (line[0] >= '1' && line[0] <= '3' &&
 		    (line[1] == '\n' || !line[1]))
-			return (enum drift_choice)(line[0] - '0');
+			return answers[line[0] - '1'];
 	}
 }
 
@@ -67,139 +69,108 @@ print_joined(const struct strvec *changes)
 		fprintf(stderr, "%s%s", i ? "; " : "", changes->v[i]);
 }
 
-/*
- * --fresh: a new run of old's task, pipeline and base, made before old
- * is aborted, so that a config the new run cannot start under (a
- * pipeline gone, a role without a provider) leaves old as it was. Then
- * drives it like `baton run`. Returns the exit code.
- */
-static int
-start_fresh(struct cli *c, const struct run *old, const struct strvec *changes)
+/* The change lines under a heading, once. */
+static void
+print_changes(const struct drift_outcome *o, int *shown)
 {
-	struct run_spec spec = { 0 };
-	struct err e = ERR_INIT;
-	struct run fresh = { 0 }, done = { 0 };
-	int rc;
+	size_t i;
 
-	spec.task = old->task;
-	spec.pipeline = old->pipeline;
-	spec.base_ref = old->base_ref;
-	if (engine_create_spec(&c->en, &spec, &fresh, &e)) {
-		cli_error("cannot start '%s' afresh: %s", old->id, e.msg);
-		return EXIT_FAIL;
-	}
-	if (engine_note_drift(&c->en, old->id, "fresh", changes, fresh.id,
-			      &e) ||
-	    engine_abort_reason(&c->en, old->id,
-				"started afresh under the changed config",
-				&done, &e)) {
-		cli_error("%s (the new run %s is created; abort it with: "
-			  "baton abort %s)",
-			  e.msg, fresh.id, fresh.id);
-		run_release(&fresh);
-		return EXIT_FAIL;
-	}
-	fprintf(stderr, "%s  %s: started afresh as %s\n", old->id, done.status,
-		fresh.id);
-	fprintf(stderr, "%s  created (pipeline %s)\n", fresh.id,
-		fresh.pipeline);
-	rc = cli_drive(c, fresh.id);
-	run_release(&done);
-	run_release(&fresh);
-	return rc;
+	if (*shown || !o->changes.nr || o->result == DRIFT_BUDGET)
+		return;
+	fprintf(stderr, "config changed since %s started:\n", o->run.id);
+	for (i = 0; i < o->changes.nr; i++)
+		fprintf(stderr, "  %s\n", o->changes.v[i]);
+	*shown = 1;
 }
 
 /*
- * Settles r's config drift before it resumes: says what changed and acts
- * on *choice, asking for it when need be. Returns -1 when the resume
+ * Settles run ref's config drift before it resumes (engine_settle_drift)
+ * and says what became of it, asking on the terminal when nobody chose.
+ * A run of a task started afresh stays its task's, which waits while the
+ * new run is driven here (sched_task_rerun). Returns -1 when the resume
  * should go on, else the exit code (--fresh drove a new run, a refusal,
  * no answer).
  */
 static int
-settle_drift(struct cli *c, const struct run *r, enum drift_choice choice)
+settle_drift(struct cli *c, const char *ref, enum drift_choice choice)
 {
-	struct strvec changes = STRVEC_INIT;
+	struct sched_ctx x = { c->store, &c->ws, &c->cfg, "cli",
+			       c->store_spec, 0 };
+	struct sched_rerun rerun = { &x, 0 };
+	struct drift_outcome o;
 	struct err e = ERR_INIT;
-	int64_t pid = engine_driver_pid(&c->en, r->id);
-	size_t i;
-	int rc = -1;
+	int shown = 0, rc;
 
-	if (engine_drift(&c->en, r->id, &changes, &e)) {
-		cli_error("%s", e.msg);
-		rc = EXIT_FAIL;
-		goto out;
+	rc = engine_settle_drift(&c->en, ref, choice, sched_task_rerun, &rerun,
+				 &o, &e);
+	if (!rc && o.result == DRIFT_UNDECIDED && isatty(STDIN_FILENO)) {
+		print_changes(&o, &shown);
+		choice = ask();
+		if (choice != DRIFT_ASK) {
+			drift_outcome_release(&o);
+			rc = engine_settle_drift(&c->en, ref, choice,
+						 sched_task_rerun, &rerun, &o,
+						 &e);
+		}
 	}
-	if (!changes.nr && r->config_hash && !r->config_snapshot &&
-	    strcmp(r->config_hash, c->cfg.hash))
+	if (o.no_snapshot)
 		fprintf(stderr,
 			"%s  note: the config changed since this run started "
 			"(hash %s, now %s); the run has no snapshot of it and "
 			"goes on under the current one\n",
-			r->id, r->config_hash, c->cfg.hash);
-	if (!changes.nr && choice != DRIFT_FRESH && choice != DRIFT_CURRENT)
+			o.run.id, o.run.config_hash, c->cfg.hash);
+	print_changes(&o, &shown);
+	if (rc) {
+		cli_error("%s", e.msg);
+		rc = EXIT_FAIL;
 		goto out;
-	if (choice == DRIFT_ASK && pid <= 0 &&
-	    engine_drift_budget_only(&changes)) {
-		if (engine_adopt_config(&c->en, r->id, &e)) {
-			cli_error("%s", e.msg);
-			rc = EXIT_FAIL;
-			goto out;
-		}
+	}
+	rc = -1;
+	switch (o.result) {
+	case DRIFT_NONE:
+		break;
+	case DRIFT_BUDGET:
 		fprintf(stderr,
 			"%s  budget changed: resuming with the new budget (",
-			r->id);
-		print_joined(&changes);
+			o.run.id);
+		print_joined(&o.changes);
 		fputs(")\n", stderr);
-		goto out;
-	}
-	if (changes.nr) {
-		fprintf(stderr, "config changed since %s started:\n", r->id);
-		for (i = 0; i < changes.nr; i++)
-			fprintf(stderr, "  %s\n", changes.v[i]);
-	}
-	if (pid > 0 && choice != DRIFT_FRESH && choice != DRIFT_CURRENT) {
+		break;
+	case DRIFT_DRIVEN:
 		fprintf(stderr,
 			"%s  its driver (pid %lld) goes on under the config it "
 			"started with\n",
-			r->id, (long long)pid);
-		goto out;
-	}
-	if (choice == DRIFT_ASK && isatty(STDIN_FILENO))
-		choice = ask();
-	switch (choice) {
-	case DRIFT_ASK:
+			o.run.id, (long long)o.driver_pid);
+		break;
+	case DRIFT_UNDECIDED:
 		cli_error("resume %s with --snapshot (the config it started "
 			  "with), --current (the config as it is now) or "
 			  "--fresh (a new run under the new config)",
-			  r->id);
+			  o.run.id);
 		rc = EXIT_USAGE;
 		break;
-	case DRIFT_SNAPSHOT:
-		if (engine_note_drift(&c->en, r->id, "snapshot", &changes, NULL,
-				      &e)) {
-			cli_error("%s", e.msg);
-			rc = EXIT_FAIL;
-			break;
-		}
+	case DRIFT_KEPT:
 		fprintf(stderr,
 			"%s  goes on under the config it started with\n",
-			r->id);
+			o.run.id);
 		break;
-	case DRIFT_CURRENT:
-		if (engine_adopt_config(&c->en, r->id, &e)) {
-			cli_error("%s", e.msg);
-			rc = EXIT_FAIL;
-			break;
-		}
+	case DRIFT_ADOPTED:
 		fprintf(stderr, "%s  goes on under the current config (%s)\n",
-			r->id, c->cfg.hash);
+			o.run.id, c->cfg.hash);
 		break;
-	case DRIFT_FRESH:
-		rc = start_fresh(c, r, &changes);
+	case DRIFT_RESTARTED:
+		fprintf(stderr, "%s  %s: started afresh as %s\n", o.run.id,
+			o.run.status, o.fresh.id);
+		if (o.fresh.task_id)
+			fprintf(stderr, "%s  now the run of t%lld\n",
+				o.fresh.id, (long long)o.fresh.task_id);
+		fprintf(stderr, "%s  created (pipeline %s)\n", o.fresh.id,
+			o.fresh.pipeline);
+		rc = cli_drive(c, o.fresh.id);
 		break;
 	}
 out:
-	strvec_clear(&changes);
+	drift_outcome_release(&o);
 	return rc;
 }
 
@@ -221,10 +192,6 @@ resume_exec(struct cli *c, int argc, char **argv)
 		return EXIT_USAGE;
 	if (n != 1 || snapshot + current + fresh > 1)
 		return cli_usage(&cmd_resume);
-	if (store_run_get(c->store, argv[1], &r, &e)) {
-		cli_error("%s", e.msg);
-		return EXIT_FAIL;
-	}
 	if (snapshot)
 		choice = DRIFT_SNAPSHOT;
 	else if (current)
@@ -232,12 +199,9 @@ resume_exec(struct cli *c, int argc, char **argv)
 	else if (fresh)
 		choice = DRIFT_FRESH;
 	/* A terminal run is refused by engine_resume, drift or not. */
-	if (!status_is_terminal(r.status)) {
-		rc = settle_drift(c, &r, choice);
-		if (rc >= 0)
-			goto out;
-	}
-	run_release(&r);
+	rc = settle_drift(c, argv[1], choice);
+	if (rc >= 0)
+		return rc;
 	if (engine_resume(&c->en, argv[1], &drive, &r, &e)) {
 		cli_error("%s", e.msg);
 		rc = EXIT_FAIL;

@@ -265,11 +265,14 @@ int config_from_json(const char *text, const char *label,
  * What changed from tree old to tree cur (either may be NULL: empty),
  * one line per changed key pushed on out, keys in sorted order at each
  * level: "workflow.max_review_loops: 2 -> 3", "providers.x: added",
- * "roles.reviewer: removed". Maps are compared key by key; sequences
- * whole ("policies.allowed_paths: [a] -> [a, b]", or ": changed" when
- * they hold more than scalars). Quoting and origins are ignored, and an
- * empty or null scalar counts as an empty map. Values are cut to about 60
- * characters, at the first control character too, so a line stays short.
+ * "roles.reviewer: removed". Maps are compared key by key; sequences of
+ * scalars whole ("policies.allowed_paths: [a] -> [a, b]"), others item
+ * by item while their length holds ("pipelines.p.stages[1].model: a ->
+ * b"), else "changed (3 -> 4 items)". The server section (how serve
+ * listens) is left out: it is nothing of a run's. Quoting and origins
+ * are ignored, and an empty or null scalar counts as an empty map.
+ * Values are cut to about 60 characters, at the first control character
+ * too, so a line stays short.
  */
 void config_diff(const struct cnode *old, const struct cnode *cur,
 		 struct strvec *out);

@@ -7,14 +7,17 @@
  * dies with its process, so a stale pid is never signalled.
  *
  * Config drift is here too: what changed since a run took its config
- * snapshot (snapshot.c), and a run adopting the current config. A live
- * driver keeps the config it loaded, so a run it holds cannot adopt.
+ * snapshot (snapshot.c), a run adopting the current config, and the
+ * decision `baton resume` and the API's resume share before resuming
+ * (engine_settle_drift). A live driver keeps the config it loaded, so a
+ * run it holds cannot adopt.
  */
 #include "util/compat.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <unistd.h>
 
 #include "core/cnode.h"
@@ -206,14 +209,33 @@ engine_drift(struct engine *en, const char *ref, struct strvec *changes,
 	return rc;
 }
 
+/*
+ * A change line about a budget: the run's ("budget.max_tokens: ...") or a
+ * pipeline stage's ("pipelines.bf.stages[3].budget.max_tokens: ...").
+ */
+static int
+is_budget_change(const char *line)
+{
+	const char *key = line;
+
+	if (!strncmp(line, "pipelines.", 10)) {
+		const char *colon = strstr(line, ": ");
+
+		key = strstr(line, "].");
+		if (!key || (colon && key > colon))
+			return 0;
+		key += 2;
+	}
+	return !strncmp(key, "budget.", 7) || !strncmp(key, "budget:", 7);
+}
+
 int
 engine_drift_budget_only(const struct strvec *changes)
 {
 	size_t i;
 
 	for (i = 0; i < changes->nr; i++)
-		if (strncmp(changes->v[i], "budget.", 7) &&
-		    strncmp(changes->v[i], "budget:", 7))
+		if (!is_budget_change(changes->v[i]))
 			return 0;
 	return changes->nr > 0;
 }
@@ -270,6 +292,182 @@ out:
 	return rc;
 }
 
+void
+drift_outcome_release(struct drift_outcome *o)
+{
+	strvec_clear(&o->changes);
+	run_release(&o->run);
+	run_release(&o->fresh);
+}
+
+/*
+ * Whether a fresh start of r attempts r's task: r is still the task's
+ * current run and the task has not ended. A task that went on without r
+ * (r was superseded) or is gone is left alone, and the new run is bare.
+ */
+static int
+fresh_takes_task(struct engine *en, const struct run *r, int *out,
+		 struct err *e)
+{
+	struct task t = { 0 };
+	int rc;
+
+	*out = 0;
+	if (!r->task_id)
+		return 0;
+	rc = store_task_get(en->store, r->task_id, &t, e);
+	if (rc == BATON_ENOTFOUND) {
+		if (e)
+			*e = (struct err)ERR_INIT;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	*out = t.run_id && !strcmp(t.run_id, r->id) &&
+	       strcmp(t.status, TASK_DONE) && strcmp(t.status, TASK_FAILED) &&
+	       strcmp(t.status, TASK_CANCELLED);
+	task_release(&t);
+	return 0;
+}
+
+/* Adds to e's message what a failed fresh start left behind; returns rc. */
+static int left_behind(struct err *e, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+left_behind(struct err *e, int rc, const char *fmt, ...)
+{
+	struct err cause;
+	char what[256];
+	va_list ap;
+
+	if (!e)
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	cause = *e;
+	err_set(e, rc, "%s (%s)", cause.msg, what);
+	return rc;
+}
+
+/*
+ * DRIFT_FRESH for o->run (engine_settle_drift). The new run is made
+ * first and becomes the task's before the old one is aborted: aborted
+ * while still the task's current run, the old run would settle the task
+ * cancelled. An error past the making names the run it leaves behind.
+ */
+static int
+start_fresh(struct engine *en, struct drift_outcome *o, engine_rerun_cb *rerun,
+	    void *rerun_arg, struct err *e)
+{
+	struct run_spec spec = { 0 };
+	struct run done = { 0 };
+	const struct run *old = &o->run;
+	int task = 0, rc = 0;
+
+	if (rerun)
+		rc = fresh_takes_task(en, old, &task, e);
+	if (rc)
+		return rc;
+	spec.task = old->task;
+	spec.pipeline = old->pipeline;
+	spec.base_ref = old->base_ref;
+	spec.task_id = task ? old->task_id : 0;
+	rc = engine_create_spec(en, &spec, &o->fresh, e);
+	if (rc) {
+		err_prefix(e, "cannot start '%s' afresh", old->id);
+		return rc;
+	}
+	if (task) {
+		rc = rerun(rerun_arg, old, &o->fresh, e);
+		if (rc)
+			return left_behind(e, rc,
+					   "the new run %s is created; abort "
+					   "it with: baton abort %s",
+					   o->fresh.id, o->fresh.id);
+	}
+	rc = engine_note_drift(en, old->id, "fresh", &o->changes, o->fresh.id,
+			       e);
+	if (!rc)
+		rc = engine_abort_reason(en, old->id,
+					 "started afresh under the changed "
+					 "config",
+					 &done, e);
+	if (rc && task) /* the task follows the new run already */
+		return left_behind(e, rc,
+				   "t%lld goes on with the new run %s; abort "
+				   "%s with: baton abort %s",
+				   (long long)old->task_id, o->fresh.id,
+				   old->id, old->id);
+	if (rc)
+		return left_behind(e, rc,
+				   "the new run %s is created; abort it with: "
+				   "baton abort %s",
+				   o->fresh.id, o->fresh.id);
+	run_release(&o->run);
+	o->run = done;
+	o->result = DRIFT_RESTARTED;
+	return 0;
+}
+
+int
+engine_settle_drift(struct engine *en, const char *ref,
+		    enum drift_choice choice, engine_rerun_cb *rerun,
+		    void *rerun_arg, struct drift_outcome *out, struct err *e)
+{
+	struct drift_outcome *o = out; /* filled even on failure */
+	struct run *r = &o->run;
+	int acts = choice == DRIFT_FRESH || choice == DRIFT_CURRENT;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	strvec_init(&o->changes);
+	o->result = DRIFT_NONE;
+	rc = store_run_get(en->store, ref, r, e);
+	if (rc || status_is_terminal(r->status))
+		return rc; /* engine_resume refuses a terminal run */
+	o->driver_pid = engine_driver_pid(en, r->id);
+	rc = drift_of(en, r, &o->changes, e);
+	if (rc)
+		return rc;
+	o->no_snapshot = !o->changes.nr && r->config_hash &&
+			 !r->config_snapshot &&
+			 strcmp(r->config_hash, en->cfg->hash);
+	if (!o->changes.nr && !acts)
+		return 0;
+	if (choice == DRIFT_ASK && o->driver_pid <= 0 &&
+	    engine_drift_budget_only(&o->changes)) {
+		rc = engine_adopt_config(en, r->id, e);
+		if (!rc)
+			o->result = DRIFT_BUDGET;
+		return rc;
+	}
+	if (o->driver_pid > 0 && !acts) {
+		o->result = DRIFT_DRIVEN;
+		return 0;
+	}
+	switch (choice) {
+	case DRIFT_ASK:
+		o->result = DRIFT_UNDECIDED;
+		return 0;
+	case DRIFT_SNAPSHOT:
+		rc = engine_note_drift(en, r->id, "snapshot", &o->changes, NULL,
+				       e);
+		if (!rc)
+			o->result = DRIFT_KEPT;
+		return rc;
+	case DRIFT_CURRENT:
+		rc = engine_adopt_config(en, r->id, e);
+		if (!rc)
+			o->result = DRIFT_ADOPTED;
+		return rc;
+	case DRIFT_FRESH:
+		return start_fresh(en, o, rerun, rerun_arg, e);
+	}
+	BUG("unknown drift choice %d", (int)choice);
+}
+
 static int
 request(struct engine *en, const struct run *r, const char *flag, int value,
 	const char *type, struct err *e)
@@ -314,6 +512,30 @@ out:
 }
 
 /*
+ * Why paused run r may not go on yet: the run's budget, or that of the
+ * stage it is paused at (each member's, for a parallel group). NULL when
+ * every budget holds; caller frees.
+ */
+static char *
+budget_spent(const struct config *cfg, const struct pipeline *p,
+	     const struct run *r)
+{
+	const struct stage *at = NULL;
+	char *over = engine__budget_crossed(cfg, r);
+	size_t i;
+
+	if (r->paused_at_status)
+		at = pipeline_stage_at(p, r->paused_at_status);
+	for (i = 0; !over && at && i < p->nr_stages; i++) {
+		const struct stage *s = &p->stages[i];
+
+		if (s == at || (at->group && s->group == at->group))
+			over = engine__stage_budget(p, s, r);
+	}
+	return over;
+}
+
+/*
  * The run's own config decides: its budget must allow the resume, and its
  * pipeline has the edge back. A change of nothing but budget is taken
  * first, unless a live driver holds the run (it keeps what it loaded).
@@ -327,7 +549,7 @@ engine_resume(struct engine *en, const char *ref, int *drive_out,
 	struct config *own = NULL;
 	const struct config *cfg;
 	struct run r = { 0 };
-	char *over;
+	char *over = NULL;
 	int rc = store_run_get(en->store, ref, &r, e);
 
 	if (rc)
@@ -357,8 +579,9 @@ engine_resume(struct engine *en, const char *ref, int *drive_out,
 	rc = pipeline_load(cfg->pipelines, r.pipeline, &p, e);
 	if (rc)
 		goto out;
-	if (!strcmp(r.status, ST_PAUSED) &&
-	    (over = engine__budget_crossed(cfg, &r))) {
+	if (!strcmp(r.status, ST_PAUSED))
+		over = budget_spent(cfg, p, &r);
+	if (over) {
 		rc = err_set(e, BATON_EBADSTATE,
 			     "run '%s' stays paused: %s; raise the budget in "
 			     ".baton/config.yaml first",

@@ -27,13 +27,13 @@
 #include <stdint.h>
 
 #include "core/run.h"
+#include "util/strvec.h"
 
 struct config;
 struct event;
 struct err;
 struct pipeline;
 struct store;
-struct strvec;
 struct workspace;
 
 /* What the engine reports to its front door (the CLI's progress line). */
@@ -165,7 +165,8 @@ int engine_steer(struct engine *en, const char *ref, const char *text,
  */
 int engine_drift(struct engine *en, const char *ref, struct strvec *changes,
 		 struct err *e);
-/* 1 when there are changes and each is a key under budget. */
+/* 1 when there are changes and each is a key under budget, the run's
+ * or a pipeline stage's. */
 int engine_drift_budget_only(const struct strvec *changes);
 /*
  * Run ref takes en's config: its snapshot and hash are replaced, and its
@@ -186,6 +187,87 @@ int engine_adopt_config(struct engine *en, const char *ref, struct err *e);
 int engine_note_drift(struct engine *en, const char *ref, const char *choice,
 		      const struct strvec *changes, const char *fresh_run,
 		      struct err *e);
+
+/* A person's answer to a run's drift (`baton resume`, the API's resume). */
+enum drift_choice {
+	DRIFT_ASK,	/* none yet: settle what needs no answer */
+	DRIFT_SNAPSHOT, /* go on under the snapshot */
+	DRIFT_CURRENT,	/* adopt the current config and go on */
+	DRIFT_FRESH,	/* abort the run for a new one under the config */
+};
+
+/* What engine_settle_drift did. */
+enum drift_result {
+	DRIFT_NONE,	 /* nothing to settle: resume */
+	DRIFT_BUDGET,	 /* only budget keys changed, adopted: resume */
+	DRIFT_DRIVEN,	 /* a live driver keeps its config: resume */
+	DRIFT_UNDECIDED, /* it changed and nobody chose: nothing written */
+	DRIFT_KEPT,	 /* it goes on under its snapshot: resume */
+	DRIFT_ADOPTED,	 /* it took the current config: resume */
+	DRIFT_RESTARTED, /* aborted for a fresh run, which waits for a driver */
+};
+
+struct drift_outcome {
+	enum drift_result result;
+	/* engine_drift's lines: what changed since the run started */
+	struct strvec changes;
+	/* the config changed but the run has no snapshot: it follows it */
+	int no_snapshot;
+	int64_t driver_pid; /* the run's live driver, or 0 */
+	struct run run;	    /* the run as read; RESTARTED: as it ended */
+	struct run fresh;   /* RESTARTED: the new run */
+};
+
+/* Frees what an outcome holds; it may be released twice. */
+void drift_outcome_release(struct drift_outcome *o);
+
+/*
+ * How engine_settle_drift makes a fresh run its task's: called when the
+ * old run is its task's current run, after fresh (whose task_id is the
+ * task's) is made and before old is aborted. An error stops the fresh
+ * start there, old untouched. sched_task_rerun is the one there is.
+ */
+typedef int engine_rerun_cb(void *arg, const struct run *old,
+			    const struct run *fresh, struct err *e);
+
+/*
+ * Settles the config drift of run ref before it resumes, as choice says;
+ * the caller then resumes it (engine_resume) unless the result says
+ * otherwise. The one decision `baton resume` and the API share:
+ *
+ *   - a terminal run: NONE, nothing read but the run (engine_resume
+ *     refuses it);
+ *   - a run whose config has not changed: NONE, with no_snapshot when
+ *     it has no snapshot to compare; FRESH and CURRENT still act, on no
+ *     changes;
+ *   - ASK, no live driver, only budget keys changed: the run adopts the
+ *     config (engine_adopt_config), BUDGET;
+ *   - ASK or SNAPSHOT while a live driver holds the run: DRIVEN, nothing
+ *     written (that driver keeps the config it loaded);
+ *   - ASK otherwise: UNDECIDED, nothing written;
+ *   - SNAPSHOT: a "config_drift" event records it, KEPT;
+ *   - CURRENT: engine_adopt_config, ADOPTED;
+ *   - FRESH: a new run of the same task text, pipeline and base under
+ *     en's config is made first, so that a config it cannot start under
+ *     (a pipeline gone, a role without a provider) leaves the run as it
+ *     was. When the run is its task's current run, the new run attempts
+ *     the same task and rerun (may be NULL: it attempts none) makes it
+ *     the task's. Then a "config_drift" event names the new run and the
+ *     run is aborted ("started afresh under the changed config"):
+ *     RESTARTED, the new run in out->fresh, created and not driven.
+ *
+ * Unlike most out parameters, *out is filled in every case and released
+ * by the caller even on failure: an error found after the changes (a
+ * live driver refusing CURRENT, a failed abort) leaves them in
+ * out->changes, for the caller to show beside the error. Errors: reading
+ * the run, adopting (BATON_EBUSY, BATON_EBADSTATE), making the fresh run
+ * ("cannot start 'ID' afresh: ..."), rerun's, recording and aborting
+ * (the message then names the run left over and how to abort it).
+ */
+int engine_settle_drift(struct engine *en, const char *ref,
+			enum drift_choice choice, engine_rerun_cb *rerun,
+			void *rerun_arg, struct drift_outcome *out,
+			struct err *e);
 
 enum gate_decision {
 	GATE_APPROVE,

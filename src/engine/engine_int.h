@@ -170,12 +170,13 @@ int engine__call_as(struct drive *d, const struct stage *s,
 /*
  * progress.c: a stage's budget (its budget: key). engine__stage_spent
  * adds a call's usage to progress.usage.<stage> (only for a stage with
- * a budget); engine__stage_budget says how the budget is crossed, or
- * NULL while it holds (caller frees).
+ * a budget); engine__stage_budget says how run r crossed it, or NULL
+ * while it holds (caller frees).
  */
 void engine__stage_spent(struct drive *d, const struct stage *s,
 			 int64_t tokens, double cost_usd);
-char *engine__stage_budget(const struct drive *d, const struct stage *s);
+char *engine__stage_budget(const struct pipeline *p, const struct stage *s,
+			   const struct run *r);
 
 /*
  * engine.c: pauses the run because a budget line is crossed (why), to go

@@ -205,7 +205,8 @@ engine__stage_spent(struct drive *d, const struct stage *s, int64_t tokens,
 }
 
 char *
-engine__stage_budget(const struct drive *d, const struct stage *s)
+engine__stage_budget(const struct pipeline *pl, const struct stage *s,
+		     const struct run *r)
 {
 	json_t *p, *u;
 	json_int_t tokens;
@@ -214,18 +215,18 @@ engine__stage_budget(const struct drive *d, const struct stage *s)
 
 	if (!s->max_cost_usd && !s->max_tokens)
 		return NULL;
-	p = engine__prog_load(d);
+	p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
 	u = json_object_get(json_object_get(p, "usage"), s->name);
 	tokens = json_integer_value(json_object_get(u, "tokens"));
 	cost = json_number_value(json_object_get(u, "cost_usd"));
 	if (s->max_cost_usd > 0 && cost >= s->max_cost_usd)
 		why = xasprintf("pipeline %s, stage %s: its budget.max_cost_usd "
 				"($%.4f) is spent: $%.4f by its calls",
-				d->p->name, s->name, s->max_cost_usd, cost);
+				pl->name, s->name, s->max_cost_usd, cost);
 	else if (s->max_tokens > 0 && tokens >= s->max_tokens)
 		why = xasprintf("pipeline %s, stage %s: its budget.max_tokens "
 				"(%ld) is spent: %lld tokens by its calls",
-				d->p->name, s->name, s->max_tokens,
+				pl->name, s->name, s->max_tokens,
 				(long long)tokens);
 	json_decref(p);
 	return why;

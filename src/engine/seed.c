@@ -823,7 +823,7 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 		}
 		if (!pending)
 			continue; /* decided before the driver died */
-		why = engine__stage_budget(d, ms);
+		why = engine__stage_budget(d->p, ms, &d->r);
 		if (why) {
 			/* a member's budget: the group goes on when raised */
 			rc = engine__budget_pause(d, s, why, e);

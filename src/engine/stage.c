@@ -770,7 +770,7 @@ engine__call(struct drive *d, const struct stage *s,
 	int rc = 0, waits = 0, stop = 0;
 
 	d->missing = 0;
-	*reason = engine__stage_budget(d, s);
+	*reason = engine__stage_budget(d->p, s, &d->r);
 	if (*reason && d->member) {
 		*res = STAGE_BLOCK; /* the parent checks before it forks */
 		goto out;

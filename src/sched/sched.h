@@ -93,6 +93,30 @@ int sched_task_cancel(struct sched_ctx *x, struct engine *en, int64_t id,
 int sched_task_retry(struct sched_ctx *x, int64_t id, struct task *out,
 		     struct err *e);
 
+/* What sched_task_rerun works with (its arg); borrowed. */
+struct sched_rerun {
+	struct sched_ctx *x;
+	/*
+	 * 1: the task goes back to the queue, for a worker of serve to
+	 * drive the new run (the API). 0: a terminal drives it (`baton
+	 * resume --fresh`): the task waits blocked (paused), which the
+	 * sweep takes up once that driver is gone (sweep.c).
+	 */
+	int queue;
+};
+
+/*
+ * engine_settle_drift's engine_rerun_cb, arg a struct sched_rerun: makes
+ * fresh, a run started afresh in place of old, the current run of their
+ * task (fresh->task_id), with a "task_run" event {run, fresh_of}. The
+ * task stays the same task: its attempts, history and dependants are
+ * kept; it gives up any lease (a worker still driving old is fenced off
+ * and leaves the task alone). BATON_ECONFLICT when old is no longer the
+ * task's current run or the task changed under us.
+ */
+int sched_task_rerun(void *arg, const struct run *old, const struct run *fresh,
+		     struct err *e);
+
 /* ---- call.c ------------------------------------------------------------ */
 
 /* One call of a role's provider outside any run (planner, judge). */

@@ -7,6 +7,7 @@
  *   running, worker process gone     -> queued   (worker_gone)
  *   blocked(quota_wait), reset passed -> queued
  *   blocked(awaiting_approval | paused), run moved on -> queued
+ *                                    (once no terminal drives it)
  *   blocked(awaiting_approval), its question timed out -> queued (the
  *                                    next driver applies the default)
  *   queued, a dependency failed/cancelled -> blocked(dependency_failed)
@@ -116,9 +117,32 @@ sweep_running(struct sweep *sw, struct task *t)
 }
 
 /*
+ * Whether a blocked task's run is in the hands of a terminal: `baton
+ * resume` drives it (a live driver: no worker drives a blocked task's
+ * run), or `baton resume --fresh` made it and is about to (created, see
+ * sched_task_rerun). A worker would take such a run over as if its
+ * lease had been lost, aborting it; the task waits for the driver to be
+ * gone, and a worker then settles it from where the run stopped.
+ */
+static int
+driven_in_terminal(struct sweep *sw, const struct run *r)
+{
+	struct engine en;
+	int64_t pid;
+
+	if (!strcmp(r->status, ST_CREATED))
+		return 1;
+	engine_init(&en, sw->x->store, sw->x->ws, sw->x->cfg);
+	pid = engine_driver_pid(&en, r->id);
+	engine_release(&en);
+	return pid > 0;
+}
+
+/*
  * A blocked task whose run went on without it (approved, resumed), or
  * whose question timed out: its default applies when a worker drives
- * the run again. A question that times out later is due then.
+ * the run again. A question that times out later is due then. A run a
+ * terminal drives is left to it.
  */
 static int
 run_moved_on(struct sweep *sw, const struct task *t)
@@ -141,6 +165,8 @@ run_moved_on(struct sweep *sw, const struct task *t)
 	} else {
 		moved = strcmp(r.status, ST_PAUSED) != 0;
 	}
+	if (moved && driven_in_terminal(sw, &r))
+		moved = 0;
 	run_release(&r);
 	return moved;
 }

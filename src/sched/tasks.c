@@ -289,3 +289,46 @@ out:
 	task_release(&t);
 	return rc;
 }
+
+int
+sched_task_rerun(void *arg, const struct run *old, const struct run *fresh,
+		 struct err *e)
+{
+	struct sched_rerun *rr = arg;
+	struct task t = { 0 };
+	char *data = NULL;
+	int rc = store_task_get(rr->x->store, fresh->task_id, &t, e);
+
+	if (rc)
+		goto out;
+	if (!t.run_id || strcmp(t.run_id, old->id)) {
+		rc = err_set(e, BATON_ECONFLICT,
+			     "t%lld has gone on to run '%s' meanwhile",
+			     (long long)t.id, t.run_id ? t.run_id : "(none)");
+		goto out;
+	}
+	sched__drop_lease(&t);
+	run_set(&t.run_id, fresh->id);
+	free(t.reason);
+	if (rr->queue) {
+		run_set(&t.status, TASK_QUEUED);
+		run_set(&t.block_reason, NULL);
+		t.not_before = 0;
+		t.reason = xasprintf("its run %s was started afresh as %s "
+				     "under the changed config",
+				     old->id, fresh->id);
+	} else {
+		run_set(&t.status, TASK_BLOCKED);
+		run_set(&t.block_reason, BLOCK_PAUSED);
+		t.reason = xasprintf("its run %s was started afresh as %s, "
+				     "which baton resume drives",
+				     old->id, fresh->id);
+	}
+	data = json_take_text(json_pack("{s:s, s:s}", "run", fresh->id,
+					"fresh_of", old->id));
+	rc = sched_task_write(rr->x, &t, "task_run", data, e);
+out:
+	free(data);
+	task_release(&t);
+	return rc;
+}

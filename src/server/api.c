@@ -15,10 +15,12 @@
 #include "sched/sched.h"
 #include "server/server_int.h"
 #include "store/store.h"
+#include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/spawn.h"
+#include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/version.h"
 #include "util/xalloc.h"
@@ -690,7 +692,7 @@ out:
 	run_release(&r);
 }
 
-enum run_act { ACT_PAUSE, ACT_RESUME, ACT_ABORT };
+enum run_act { ACT_PAUSE, ACT_ABORT };
 
 static void
 run_act(struct req *rq, enum run_act act)
@@ -698,37 +700,19 @@ run_act(struct req *rq, enum run_act act)
 	struct engine en;
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
-	int drive = 0, rc;
+	int rc;
 
 	engine_of(rq, &en);
-	switch (act) {
-	case ACT_PAUSE:
+	if (act == ACT_PAUSE)
 		rc = engine_pause(&en, rq->params[0], &r, &e);
-		break;
-	case ACT_RESUME:
-		rc = engine_resume(&en, rq->params[0], &drive, &r, &e);
-		break;
-	default:
+	else
 		rc = engine_abort(&en, rq->params[0], &r, &e);
-		break;
-	}
 	engine_release(&en);
 	if (rc) {
 		http_fail(rq, &e);
 		return;
 	}
-	if (act == ACT_RESUME) {
-		json_t *o = engine_run_json(&r);
-
-		/* a task's run is taken up by a worker; a bare run waits
-		 * for `baton resume` in a terminal */
-		json_object_set_new(o, "driven",
-				    json_boolean(!drive || r.task_id));
-		sched_wake(rq->srv->ws);
-		http_json(rq, 200, o);
-	} else {
-		http_json(rq, 200, engine_run_json(&r));
-	}
+	http_json(rq, 200, engine_run_json(&r));
 	run_release(&r);
 }
 
@@ -739,15 +723,111 @@ run_pause(struct req *rq)
 }
 
 static void
-run_resume(struct req *rq)
-{
-	run_act(rq, ACT_RESUME);
-}
-
-static void
 run_abort(struct req *rq)
 {
 	run_act(rq, ACT_ABORT);
+}
+
+/* The answers to a drift a resume's "config" may give. */
+static const struct {
+	const char *name;
+	enum drift_choice choice;
+} drift_choices[] = {
+	{ "snapshot", DRIFT_SNAPSHOT },
+	{ "current", DRIFT_CURRENT },
+	{ "fresh", DRIFT_FRESH },
+};
+
+/* 409 config_drift: what changed, and the three answers. */
+static void
+drift_undecided(struct req *rq, const struct drift_outcome *o)
+{
+	struct buf msg = BUF_INIT;
+	json_t *changes = json_array();
+	size_t i;
+
+	buf_addf(&msg, "config changed since %s started: ", o->run.id);
+	for (i = 0; i < o->changes.nr; i++) {
+		buf_addf(&msg, "%s%s", i ? "; " : "", o->changes.v[i]);
+		json_array_append_new(changes, json_lossy_str(o->changes.v[i]));
+	}
+	buf_adds(&msg, "; resume with {\"config\": \"snapshot\"} (the "
+		       "config it started with), \"current\" or \"fresh\"");
+	http_error_with(rq, 409, "config_drift", msg.ptr,
+			json_pack("{s:o}", "changes", changes));
+	buf_release(&msg);
+}
+
+/*
+ * The same doors as `baton resume`: the drift settled first
+ * (engine_settle_drift, with the body's "config" as the answer), then
+ * engine_resume. A run started afresh is answered with the new run; a
+ * task's is queued for a worker (sched_task_rerun), a bare one waits for
+ * `baton resume` in a terminal, as a bare run resumed here does.
+ */
+static void
+run_resume(struct req *rq)
+{
+	struct sched_ctx x = ctx_of(rq);
+	struct sched_rerun rerun = { &x, 1 };
+	enum drift_choice choice = DRIFT_ASK;
+	struct drift_outcome o = { 0 };
+	struct engine en;
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	json_t *body = NULL, *ans;
+	char *config = NULL;
+	int drive = 0, rc;
+	size_t i;
+
+	strvec_init(&o.changes);
+	if (http_body_json_opt(rq, (void **)&body) ||
+	    opt_string(rq, body, "config", &config))
+		goto out;
+	for (i = 0; config && i < ARRAY_SIZE(drift_choices); i++)
+		if (!strcmp(config, drift_choices[i].name))
+			choice = drift_choices[i].choice;
+	if (config && choice == DRIFT_ASK) {
+		http_error(rq, 400, "bad_request",
+			   "\"config\" must be \"snapshot\", \"current\" or "
+			   "\"fresh\", not '%s'",
+			   config);
+		goto out;
+	}
+	engine_of(rq, &en);
+	rc = engine_settle_drift(&en, rq->params[0], choice, sched_task_rerun,
+				 &rerun, &o, &e);
+	if (!rc && o.result == DRIFT_UNDECIDED) {
+		drift_undecided(rq, &o);
+	} else if (!rc && o.result == DRIFT_RESTARTED) {
+		ans = engine_run_json(&o.fresh);
+		json_object_set_new(ans, "fresh_of", json_string(o.run.id));
+		json_object_set_new(ans, "driven",
+				    json_boolean(o.fresh.task_id != 0));
+		sched_wake(rq->srv->ws);
+		http_json(rq, 201, ans);
+	} else if (!rc) {
+		rc = engine_resume(&en, rq->params[0], &drive, &r, &e);
+	}
+	engine_release(&en);
+	if (rc) {
+		http_fail(rq, &e);
+		goto out;
+	}
+	if (r.id) {
+		ans = engine_run_json(&r);
+		/* a task's run is taken up by a worker; a bare run waits
+		 * for `baton resume` in a terminal */
+		json_object_set_new(ans, "driven",
+				    json_boolean(!drive || r.task_id));
+		sched_wake(rq->srv->ws);
+		http_json(rq, 200, ans);
+	}
+out:
+	drift_outcome_release(&o);
+	run_release(&r);
+	free(config);
+	json_decref(body);
 }
 
 static void

@@ -113,9 +113,20 @@ http_error(struct req *rq, int status, const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	http_json(rq, status,
-		  json_pack("{s:{s:s, s:o}}", "error", "code", code, "message",
-			    json_lossy_str(msg)));
+	http_error_with(rq, status, code, msg, NULL);
+}
+
+void
+http_error_with(struct req *rq, int status, const char *code, const char *msg,
+		void *extra)
+{
+	json_t *err = json_pack("{s:s, s:o}", "code", code, "message",
+				json_lossy_str(msg));
+
+	if (extra)
+		json_object_update_missing(err, extra);
+	json_decref(extra);
+	http_json(rq, status, json_pack("{s:o}", "error", err));
 }
 
 void
@@ -170,6 +181,7 @@ read_body(struct req *rq)
 			goto too_large;
 		buf_add(&rq->body, chunk, (size_t)n);
 	}
+	rq->body_ready = 1;
 	return 0;
 too_large:
 	http_error(rq, 413, "too_large",
@@ -177,6 +189,23 @@ too_large:
 		   "(server.max_body_kb)",
 		   rq->srv->max_body);
 	return -1;
+}
+
+int
+http_body_json_opt(struct req *rq, void **out)
+{
+	size_t i;
+
+	*out = NULL;
+	if (read_body(rq))
+		return -1;
+	for (i = 0; i < rq->body.len; i++) {
+		char c = rq->body.ptr[i];
+
+		if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
+			return http_body_json(rq, out);
+	}
+	return 0;
 }
 
 int

@@ -41,7 +41,7 @@ struct req {
 	const char *params[3];	/* the {id} parts of the route, in order */
 	struct store *store;	/* this request thread's own connection */
 	struct buf body;	/* the request body, read on demand */
-	int body_ready;		/* body holds it already (http_call) */
+	int body_ready;	/* body holds it already (read, http_call) */
 	struct buf *capture;	/* http_call: the answer goes here */
 	int status;		/* what was sent, for the log and metrics */
 };
@@ -69,6 +69,13 @@ void http_json(struct req *rq, int status, void *body);
  */
 void http_error(struct req *rq, int status, const char *code,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/*
+ * http_error with a message of any length and more fields: the members
+ * of extra (a jansson object, consumed; NULL: none) join code and
+ * message in the error object, e.g. the "changes" of config_drift.
+ */
+void http_error_with(struct req *rq, int status, const char *code,
+		     const char *msg, void *extra);
 /* An err from a lower layer as the fitting status and code. */
 void http_fail(struct req *rq, const struct err *e);
 /* Sends one of the dashboard's files, with its security policy. */
@@ -83,6 +90,11 @@ void http_text(struct req *rq, int status, const char *type, const char *text,
  * when it is not one. *out is a json_t * the caller decrefs.
  */
 int http_body_json(struct req *rq, void **out);
+/*
+ * http_body_json for a body that may be left out: an empty one (or only
+ * white space) is no body, *out NULL and 0 returned.
+ */
+int http_body_json_opt(struct req *rq, void **out);
 /* The value of query parameter name, copied into out; 0 when absent. */
 int http_query(const struct req *rq, const char *name, char *out, size_t len);
 /* The bearer token of a request (header, or access_token= for streams). */

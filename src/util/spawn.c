@@ -50,6 +50,7 @@
 #include "util/spawn.h"
 #include "util/strvec.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #define LOG_MODULE "spawn"
 #include "util/log.h"
@@ -530,27 +531,33 @@ stream_put(struct stream *s, const char *p, size_t n)
 
 /*
  * Reads what the pipe has, at most max_reads chunks. At EOF or on an
- * error the pipe is closed.
+ * error the pipe is closed. The chunk is on the heap: a thread of the
+ * HTTP server runs children too (an abort's final report runs git), on
+ * the 100 KiB stack civetweb gives it.
  */
 static void
 stream_read(struct stream *s, int max_reads)
 {
-	char chunk[CHUNK];
+	char *chunk;
 	ssize_t n;
 
+	if (s->fd < 0 || max_reads <= 0)
+		return;
+	chunk = xmalloc(CHUNK);
 	while (s->fd >= 0 && max_reads > 0) {
-		n = read(s->fd, chunk, sizeof(chunk));
+		n = read(s->fd, chunk, CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
+			break;
 		if (n <= 0) {
 			close_fd(&s->fd);
-			return;
+			break;
 		}
 		stream_put(s, chunk, (size_t)n);
 		max_reads--;
 	}
+	free(chunk);
 }
 
 /* Writes as much of o->in as the pipe takes; closes stdin when done. */

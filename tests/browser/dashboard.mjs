@@ -19,11 +19,12 @@
 //   BATON_DASH_REPO    the repository, for `$BATON task add` (live)
 //   BATON_DASH_RUN     a run: finished (errors, screens) or running (controls)
 //   BATON_DASH_QUEUED  how many tasks are queued (paging)
+//   BATON_DASH_CHANGE  a change line the drift scenario expects
 //   BATON_CHROMIUM     the browser (default /usr/bin/chromium)
 //   BATON_PLAYWRIGHT   playwright-core's directory
 //
 // Scenarios: login, live, diff, xss, errors, screens, approve, paging,
-// controls.
+// controls, drift.
 
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -401,6 +402,33 @@ scenarios.controls = async () => {
 	await step('abort ends the run', () => page.waitForFunction(() =>
 		document.getElementById('run-status').textContent === 'aborted', null, { timeout: 60000 }));
 	ok(await shown() === '', 'an aborted run offers no controls', await shown());
+};
+
+// A paused run whose config changed since it started: Resume is refused
+// (409 config_drift), the page lists the changes as text with the three
+// answers, and "original config" resumes it for a worker to finish.
+scenarios.drift = async () => {
+	const run = env.BATON_DASH_RUN;
+	await openBoard();
+	await page.goto(base + '#/runs/' + encodeURIComponent(run));
+	await step('the run page shows the paused run', () => page.waitForFunction(() =>
+		document.getElementById('run-status').textContent === 'paused'));
+	ok(await page.locator('#drift').isHidden(), 'no drift answers before a resume');
+	await page.click('#btn-resume');
+	await step('resume is refused with what changed', () => page.locator('#drift:not([hidden])').waitFor());
+	const lines = await page.$$eval('#drift-changes li', (ls) => ls.map((l) => l.textContent));
+	ok(lines.includes(env.BATON_DASH_CHANGE), 'the change, one line each', lines.join(' | '));
+	ok(await page.$$eval('#drift-changes li *', (es) => es.length) === 0, 'as text');
+	const answers = await page.$$eval('#drift button', (bs) => bs.filter((b) => !b.hidden).map((b) => b.id).sort().join(','));
+	ok(answers === 'btn-drift-current,btn-drift-fresh,btn-drift-snapshot', 'three answers are offered', answers);
+	ok(/config changed/.test(await page.textContent('#run-msg')), 'the message says why');
+	await page.click('#btn-drift-fresh');
+	ok((await page.textContent('#btn-drift-fresh')) === 'Confirm start fresh', 'start fresh asks for a second click');
+	await page.click('#btn-drift-snapshot');
+	await step('the original config is taken and the answers go', () => page.locator('#drift').waitFor({ state: 'hidden' }));
+	ok(/done/.test(await page.textContent('#run-msg.ok')), 'the resume is done');
+	await step('and a worker finishes the run', () => page.waitForFunction(() =>
+		document.getElementById('run-status').textContent === 'merge_ready', null, { timeout: 60000 }));
 };
 
 // Screenshots of the board and of a run page, at 1366x768.

@@ -82,6 +82,40 @@ test_expect_success 'a crossed budget pauses the run with the reason; raised, re
 	test_jq ".status == \"merge_ready\"" ../budget2.json
 '
 
+# A pipeline whose fix stage may spend 100 tokens (each mock call spends
+# 120); the checks pass only once the test sets CAPPED_OK=1.
+capped_yaml='validate: {commands: ["test \"$CAPPED_OK\" = 1"]}
+pipelines:
+  capped:
+    stages:
+      - {name: plan, kind: plan}
+      - {name: execute, kind: execute}
+      - {name: validate, kind: validate, on_fail: fix}
+      - {name: review, kind: review, on_changes: fix}
+      - {name: verify, kind: verify}
+      - {name: fix, kind: fix, side: true, next: validate, budget: {max_tokens: 100}}'
+
+test_expect_success 'a stage budget: the fix stage pauses the run once its calls spent it; raised, resume completes it' '
+	own_agent capped "$(mock_url mock)" "$capped_yaml" &&
+	cd capped &&
+	"$BATON" pipeline show capped >../capped.show &&
+	test_grep "budget 100 tokens" ../capped.show &&
+	test_expect_code 3 "$BATON" run --pipeline capped "Add hello.txt" >../capped.out 2>&1 &&
+	id=$(newest_run) &&
+	"$BATON" show --json "$id" >../capped.json &&
+	test_jq ".status == \"paused\" and .paused_at_status == \"fixing\"" ../capped.json &&
+	test_jq "[.events[] | select(.type == \"transition\" and .to == \"paused\") | .data.cause] == [\"budget\"]" ../capped.json &&
+	test_jq ".reason == \"pipeline capped, stage fix: its budget.max_tokens (100) is spent: 120 tokens by its calls\"" ../capped.json &&
+	test_jq "[.calls[] | select(.call | test(\"-fix-\"))] | length == 1" ../capped.json &&
+	test_expect_code 1 "$BATON" resume "$id" 2>../capped-still.err &&
+	test_grep "stays paused: pipeline capped, stage fix: its budget.max_tokens" ../capped-still.err &&
+	sed -i "s/max_tokens: 100}/max_tokens: 100000}/" .baton/config.yaml &&
+	CAPPED_OK=1 test_expect_code 0 "$BATON" resume "$id" >../capped-resume.out 2>&1 &&
+	test_grep "budget changed" ../capped-resume.out &&
+	"$BATON" show --json "$id" >../capped2.json &&
+	test_jq ".status == \"merge_ready\" and .outcome == \"completed\"" ../capped2.json
+'
+
 test_expect_success 'secrets in the environment are redacted from agent logs and events' '
 	make_repo secret &&
 	cat >leaky <<-\EOF &&

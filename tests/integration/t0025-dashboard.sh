@@ -40,15 +40,16 @@ XSS='<img src=x onerror=window.__pwned=1>'
 FORM_TITLE='WAIT-slow Add a greeting from the dashboard'
 GATED_TITLE='A gated change'
 
-# The agent: waits for $TRASH_DIRECTORY/go-hold (go-slow, go-page) when
-# its prompt says WAIT-hold (WAIT-slow, WAIT-page), saying so every half
+# The agent: waits for $TRASH_DIRECTORY/go-hold (go-slow, go-page,
+# go-drift) when its prompt says WAIT-hold (WAIT-slow, WAIT-page,
+# WAIT-drift), saying so every half
 # second; writes a line the diff shows, and prints
 # output with markup in it.
 write_agent() {
 	cat >"$TRASH_DIRECTORY/agent" <<-\EOF
 	#!/bin/sh
 	T=$TRASH_DIRECTORY
-	for w in hold slow page; do
+	for w in hold slow page drift; do
 		if grep -q "WAIT-$w" "$BATON_PROMPT_FILE"; then
 			i=0
 			while [ ! -e "$T/go-$w" ]; do
@@ -224,9 +225,50 @@ test_expect_success 'a running run: steer, pause, resume, abort from its page' '
 	test_grep "keep the <b>public</b> API unchanged" ../ctl.ev
 '
 
+test_expect_success 'a resume refused for config drift: the page lists the changes and resumes with the original config' '
+	make_repo drift &&
+	baton_init_with_agent drift "providers:
+  instant: {type: command, command: [\"$TRASH_DIRECTORY/agent\"]}
+roles: {default: instant}
+pipelines:
+  quick:
+    terminal: merge_ready
+    stages:
+      - {name: execute, kind: execute}
+      - {name: check, kind: validate}
+workflow: {pipeline: quick}
+validate: {commands: []}
+runtime: {judge: false, sweep_seconds: 1}" &&
+	cd drift &&
+	"$BATON" task add "WAIT-drift paused, then the config changes" >/dev/null &&
+	cd .. &&
+	serve_http drift serve-drift &&
+	cd drift &&
+	wait_for "test \"\$(\"\$BATON\" task show 1 --json | jq -r .run)\" != null" 30 &&
+	run=$("$BATON" task show 1 --json | jq -r .run) &&
+	wait_for_status "$run" executing &&
+	"$BATON" pause "$run" >/dev/null &&
+	: >../go-drift &&
+	wait_for_status "$run" paused &&
+	wait_for "test \"\$(task_status 1)\" = blocked" 30 &&
+	hash=$("$BATON" show "$run" --json | jq -r .config_hash) &&
+	sed -i "s/^workflow: .*/workflow: {pipeline: quick, max_review_loops: 4}/" .baton/config.yaml &&
+	kill -TERM "$(cat ../serve-drift.pid)" &&
+	bg_wait ../serve-drift >/dev/null &&
+	cd .. &&
+	serve_http drift serve-drift2 &&
+	dash drift drift BATON_DASH_RUN="$run" \
+		BATON_DASH_CHANGE="workflow.max_review_loops: 2 -> 4" &&
+	cd drift &&
+	wait_for "test \"\$(task_status 1)\" = done" 60 &&
+	"$BATON" show "$run" --json >../drift.json &&
+	test_jq ".status == \"merge_ready\" and .config_hash == \"$hash\"" ../drift.json &&
+	test_jq "[.events[] | select(.type == \"config_drift\") | .data.choice] == [\"snapshot\"]" ../drift.json
+'
+
 test_expect_success 'serve stops cleanly' '
 	: >go-page &&
-	for s in serve-board serve-gated serve-many; do
+	for s in serve-board serve-gated serve-many serve-drift2; do
 		kill -TERM "$(cat $s.pid)" &&
 		rc=$(bg_wait $s 30) &&
 		test "$rc" = 0 || exit 1

@@ -190,4 +190,213 @@ test_expect_success 'a live driver keeps its config: resume says so and lets it 
 	test "$(run_field "$id" max_review_loops)" = 5
 '
 
+# --- the HTTP API's resume ----------------------------------------------
+
+# serve_http listens where BATON_LISTEN says (server.listen) while the
+# runs below are made without it: how serve listens is no drift of a run.
+
+# load_http DIR: the address and token of the serve running in DIR (each
+# test body is a subshell of its own).
+load_http() {
+	cd "$TRASH_DIRECTORY/$1" &&
+		HTTP_URL=$(sed "s|/$||" .baton/http.url) &&
+		HTTP_TOKEN=$(cat .baton/token)
+}
+
+# task_json ID: `baton task show ID --json`.
+task_json() {
+	"$BATON" task show "$1" --json
+}
+
+test_expect_success 'API setup: paused runs, then a changed config and budget, then serve' '
+	make_repo api &&
+	baton_init_with_agent api "runtime: {judge: false}" &&
+	cd api &&
+	config_hash >../api-hash1 &&
+	paused_run a1 "API keeps the snapshot" &&
+	paused_run a2 "API starts afresh" &&
+	paused_run a4 "API adopts the config" &&
+	set_loops 3 &&
+	paused_run a3 "API raises the budget" &&
+	echo "budget: {max_cost_usd: 100}" >>.baton/config.yaml &&
+	serve_http "$TRASH_DIRECTORY/api-serve" --workers 1
+'
+
+test_expect_success 'API: resume without a body on a drifted run is 409 config_drift naming the changes' '
+	load_http api &&
+	id=$(cat ../a1.id) &&
+	api_expect 409 POST "/api/v1/runs/$id/resume" >../a1.409 &&
+	test_jq ".error.code == \"config_drift\"" ../a1.409 &&
+	test_jq ".error.changes | index(\"workflow.max_review_loops: 2 -> 3\") != null" ../a1.409 &&
+	test_jq ".error.changes | index(\"budget: added\") != null" ../a1.409 &&
+	test_jq ".error.message | startswith(\"config changed since $id started: \")" ../a1.409 &&
+	test_jq ".error.message | contains(\"workflow.max_review_loops: 2 -> 3\")" ../a1.409 &&
+	test_jq ".error.message | endswith(\"; resume with {\\\"config\\\": \\\"snapshot\\\"} (the config it started with), \\\"current\\\" or \\\"fresh\\\"\")" ../a1.409 &&
+	api_expect 409 POST "/api/v1/runs/$id/resume" "{}" >../a1.409b &&
+	test_jq ".error.code == \"config_drift\"" ../a1.409b &&
+	test "$(run_status "$id")" = paused &&
+	"$BATON" events "$id" --json >../a1.events &&
+	test_grep ! "config_drift\|config_adopted" ../a1.events
+'
+
+test_expect_success 'API: a bad "config" is 400 naming the field and its values' '
+	load_http api &&
+	id=$(cat ../a1.id) &&
+	api_expect 400 POST "/api/v1/runs/$id/resume" "{\"config\": \"bogus\"}" >../bad.json &&
+	test_jq ".error.code == \"bad_request\"" ../bad.json &&
+	test_jq ".error.message | contains(\"config\") and contains(\"snapshot\") and
+		contains(\"current\") and contains(\"fresh\") and contains(\"bogus\")" ../bad.json &&
+	api_expect 400 POST "/api/v1/runs/$id/resume" "{\"config\": 2}" >../bad2.json &&
+	test_jq ".error.message | contains(\"config\")" ../bad2.json &&
+	test "$(run_status "$id")" = paused
+'
+
+test_expect_success 'API: {"config": "snapshot"} resumes under the snapshot (200), which the run keeps to the end' '
+	load_http api &&
+	id=$(cat ../a1.id) &&
+	api_expect 200 POST "/api/v1/runs/$id/resume" "{\"config\": \"snapshot\"}" >../a1.json &&
+	test_jq ".id == \"$id\" and .status != \"paused\" and .driven == false" ../a1.json &&
+	test_jq ".config_hash == \"$(cat ../api-hash1)\"" ../a1.json &&
+	"$BATON" show "$id" --json >../a1.show &&
+	test_jq "[.events[] | select(.type == \"config_drift\") | .data.choice] == [\"snapshot\"]" ../a1.show &&
+	test_jq "[.events[] | select(.type == \"config_adopted\")] == []" ../a1.show &&
+	test_expect_code 0 "$BATON" resume --snapshot "$id" >../a1.out 2>&1 &&
+	"$BATON" show "$id" --json >../a1.show &&
+	test_jq ".status == \"merge_ready\" and .max_review_loops == 2" ../a1.show &&
+	test_jq ".config_hash == \"$(cat ../api-hash1)\"" ../a1.show
+'
+
+test_expect_success 'API: {"config": "current"} adopts the config the server loaded (200)' '
+	load_http api &&
+	id=$(cat ../a4.id) &&
+	api_expect 200 POST "/api/v1/runs/$id/resume" "{\"config\": \"current\"}" >../a4.json &&
+	test_jq ".config_hash == \"$(config_hash)\" and .max_review_loops == 3" ../a4.json &&
+	"$BATON" show "$id" --json >../a4.show &&
+	test_jq "[.events[] | select(.type == \"config_adopted\")] | length == 1" ../a4.show
+'
+
+test_expect_success 'API: {"config": "fresh"} answers 201 with a new bare run, not driven; the old one is aborted' '
+	load_http api &&
+	id=$(cat ../a2.id) &&
+	api_expect 201 POST "/api/v1/runs/$id/resume" "{\"config\": \"fresh\"}" >../a2.json &&
+	new=$(jq -r .id ../a2.json) &&
+	test -n "$new" && test "$new" != "$id" &&
+	test_jq ".fresh_of == \"$id\" and .driven == false and .task_id == null" ../a2.json &&
+	test_jq ".status == \"created\" and .task == \"API starts afresh\"" ../a2.json &&
+	test_jq ".config_hash == \"$(config_hash)\" and .max_review_loops == 3" ../a2.json &&
+	"$BATON" show "$id" --json >../a2.show &&
+	test_jq ".status == \"aborted\" and
+		.reason == \"started afresh under the changed config\"" ../a2.show &&
+	test_jq "[.events[] | select(.type == \"config_drift\") | .data.run] == [\"$new\"]" ../a2.show &&
+	test "$(run_status "$new")" = created
+'
+
+test_expect_success 'API: a budget-only change is taken without a choice (200)' '
+	load_http api &&
+	id=$(cat ../a3.id) &&
+	api_expect 200 POST "/api/v1/runs/$id/resume" >../a3.json &&
+	test_jq ".config_hash == \"$(config_hash)\"" ../a3.json &&
+	"$BATON" show "$id" --json >../a3.show &&
+	test_jq "[.events[] | select(.type == \"config_adopted\") | .data.changes] ==
+		[[\"budget: added\"]]" ../a3.show &&
+	kill "$(cat ../api-serve.pid)" &&
+	bg_wait ../api-serve >/dev/null
+'
+
+# --- a task's run started afresh ------------------------------------------
+
+# paused_task_run NAME TITLE: under the serve running in the current
+# repository, a task whose run pauses after its execute stage, which the
+# worker hands back (the task blocked, paused). The task id goes to
+# NAME.task, the run id to NAME.id.
+paused_task_run() {
+	local name=$TRASH_DIRECTORY/$1 task id
+	rm -f "$TRASH_DIRECTORY/release" &&
+		task=$("$BATON" task add "$2" --json | jq .id) &&
+		echo "$task" >"$name.task" &&
+		wait_for "task_json $task | jq -e \".run != null\"" 30 &&
+		id=$(task_json "$task" | jq -r .run) &&
+		echo "$id" >"$name.id" &&
+		wait_for_status "$id" executing &&
+		"$BATON" pause "$id" >/dev/null &&
+		touch "$TRASH_DIRECTORY/release" &&
+		wait_for_status "$id" paused &&
+		wait_for "task_json $task | jq -e \".status == \\\"blocked\\\" and .block_reason == \\\"paused\\\"\"" 30
+}
+
+test_expect_success 'task setup: three tasks paused under serve, then a changed config and serve again' '
+	make_repo tasks &&
+	baton_init_with_agent tasks "runtime: {judge: false, sweep_seconds: 1}" &&
+	cd tasks &&
+	export FAKE_WAIT_FOR=$TRASH_DIRECTORY/release &&
+	serve_http "$TRASH_DIRECTORY/tasks-serve" --workers 1 &&
+	paused_task_run t1 "Start the task over" &&
+	paused_task_run t2 "Start the task over from the API" &&
+	paused_task_run t3 "Resume the task in a terminal" &&
+	kill "$(cat ../tasks-serve.pid)" &&
+	bg_wait ../tasks-serve >/dev/null &&
+	set_loops 3 &&
+	serve_http "$TRASH_DIRECTORY/tasks-serve2" --workers 1
+'
+
+test_expect_success 'resume --fresh of a task'"'"'s run: the new run is the task'"'"'s, driven here while serve runs; the task ends done' '
+	cd tasks &&
+	id=$(cat ../t1.id) &&
+	task=$(cat ../t1.task) &&
+	test_expect_code 0 "$BATON" resume --fresh "$id" >../t1.out 2>../t1.err &&
+	new=$(sed -n "s/^$id  aborted: started afresh as //p" ../t1.err) &&
+	test -n "$new" && test "$new" != "$id" &&
+	test_grep "^$new  now the run of t$task$" ../t1.err &&
+	test_grep "^$new: merge_ready" ../t1.out &&
+	test "$(run_field "$new" task_id)" = "$task" &&
+	test "$(run_field "$new" max_review_loops)" = 3 &&
+	test "$(run_status "$id")" = aborted &&
+	"$BATON" events "$new" --json >../t1-new.events &&
+	test_grep ! "superseded\|abort_requested" ../t1-new.events &&
+	wait_for "task_json $task | jq -e \".status == \\\"done\\\"\"" 60 &&
+	task_json "$task" >../t1.json &&
+	test_jq ".run == \"$new\" and .runs == [\"$id\", \"$new\"]" ../t1.json &&
+	"$BATON" events --task "$task" --json | jq -s . >../t1.tevents &&
+	test_jq "[.[] | select(.type == \"task_run\") | .data] ==
+		[{\"run\": \"$id\"}, {\"run\": \"$new\", \"fresh_of\": \"$id\"}]" ../t1.tevents &&
+	test_jq "[.[] | select(.type == \"task_settled\") | .data.status] |
+		all(. != \"cancelled\" and . != \"failed\")" ../t1.tevents
+'
+
+test_expect_success 'API {"config": "fresh"} of a task'"'"'s run: 201, the task queued with the new run, which a worker drives to done' '
+	load_http tasks &&
+	id=$(cat ../t2.id) &&
+	task=$(cat ../t2.task) &&
+	api_expect 201 POST "/api/v1/runs/$id/resume" "{\"config\": \"fresh\"}" >../t2.json &&
+	new=$(jq -r .id ../t2.json) &&
+	test "$new" != "$id" &&
+	test_jq ".fresh_of == \"$id\" and .driven == true and .task_id == $task" ../t2.json &&
+	test "$(run_status "$id")" = aborted &&
+	wait_for "task_json $task | jq -e \".status == \\\"done\\\"\"" 90 &&
+	task_json "$task" >../t2.task.json &&
+	test_jq ".run == \"$new\" and .runs == [\"$id\", \"$new\"]" ../t2.task.json &&
+	test "$(run_status "$new")" = merge_ready &&
+	test "$(run_field "$new" max_review_loops)" = 3 &&
+	"$BATON" events --task "$task" --json | jq -s . >../t2.tevents &&
+	test_jq "[.[] | select(.type == \"task_settled\") | .data.status] |
+		all(. != \"cancelled\" and . != \"failed\")" ../t2.tevents
+'
+
+test_expect_success 'resume of a task'"'"'s run in a terminal while serve runs: no worker takes it over' '
+	cd tasks &&
+	id=$(cat ../t3.id) &&
+	task=$(cat ../t3.task) &&
+	# slow stages: sweeps come and go while it is driven here
+	FAKE_FAIL_STAGE=any FAKE_SLEEP=2 \
+		test_expect_code 0 "$BATON" resume --snapshot "$id" >../t3.out 2>&1 &&
+	test_grep "^$id: merge_ready" ../t3.out &&
+	"$BATON" events "$id" --json >../t3.events &&
+	test_grep ! "superseded\|abort_requested" ../t3.events &&
+	wait_for "task_json $task | jq -e \".status == \\\"done\\\"\"" 60 &&
+	task_json "$task" >../t3.json &&
+	test_jq ".run == \"$id\" and .runs == [\"$id\"]" ../t3.json &&
+	kill "$(cat ../tasks-serve2.pid)" &&
+	bg_wait ../tasks-serve2 >/dev/null
+'
+
 test_done

@@ -1170,6 +1170,12 @@ TEST(hash_tracks_meaning)
 	ASSERT_STREQ(c, d);
 	hash_of(REPO, example_flow, c);
 	ASSERT_STREQ(a, c);
+	/* how serve listens is not the run's config */
+	hash_of(REPO, "workflow: {max_review_loops: 3}\n", c);
+	hash_of(REPO, "workflow: {max_review_loops: 3}\n"
+		      "server: {listen: \"127.0.0.1:0\"}\n",
+		d);
+	ASSERT_STREQ(c, d);
 	LEAK_CHECK();
 }
 
@@ -1368,6 +1374,11 @@ TEST(diff_lines)
 			"providers.y: added\n"
 			"roles.reviewer: removed\n"
 			"workflow.max_review_loops: 2 -> 3\n");
+	free(d);
+	/* how serve listens is not a change of a run's config */
+	d = diff_of("server: {listen: \"127.0.0.1:7070\"}\n",
+		    "server: {listen: \"127.0.0.1:0\", max_body_kb: 9}\n");
+	ASSERT_STREQ(d, "");
 	free(d);
 	/* stages as many as before: item by item, down to the key */
 	d = diff_of("pipelines: {p: {stages: [plan, {type: fix, budget: "

@@ -219,10 +219,11 @@ function runIdOf(m) {
 /* --- the API ------------------------------------------------------------ */
 
 class ApiError extends Error {
-	constructor(status, code, message) {
+	constructor(status, code, message, detail) {
 		super(message);
 		this.status = status;
 		this.code = code;
+		this.detail = detail || null; /* the whole error object */
 	}
 }
 
@@ -260,16 +261,18 @@ async function api(path, opts) {
 	if (!res.ok) {
 		let code = 'http_' + res.status;
 		let msg = 'HTTP ' + res.status + (res.statusText ? ' ' + res.statusText : '');
+		let detail = null;
 		try {
 			const j = await res.json();
 			if (j && j.error) {
 				code = j.error.code || code;
 				msg = j.error.message || msg;
+				detail = j.error;
 			}
 		} catch (e) {
 			/* not JSON: keep the status line */
 		}
-		throw new ApiError(res.status, code, msg);
+		throw new ApiError(res.status, code, msg, detail);
 	}
 	if (opts.text)
 		return res.text();
@@ -878,6 +881,7 @@ function resetRunPage() {
 	$('diff-stat').textContent = '';
 	show($('run-msg'), false);
 	closeAsk();
+	closeDrift();
 	for (const b of ['approve', 'changes', 'reject', 'pause', 'resume', 'steer', 'abort'])
 		show($('btn-' + b), false);
 }
@@ -1033,8 +1037,10 @@ function updateActions(r) {
 	show($('btn-resume'), paused || (!term && !!r.pause_requested));
 	show($('btn-steer'), !term);
 	show($('btn-abort'), !term);
-	if (term)
+	if (term) {
 		closeAsk();
+		closeDrift();
+	}
 	$('run-actions').dataset.status = s;
 }
 
@@ -1463,27 +1469,65 @@ function reportEl(r) {
 
 async function act(label, path, body) {
 	const key = rp.key;
-	const buttons = $('run-actions').querySelectorAll('button');
+	const buttons = document.querySelectorAll('#run-actions button, #drift button');
 	for (const b of buttons)
 		b.disabled = true;
 	try {
 		const ans = await api(path, { method: 'POST', json: body || {} });
 		if (rp.key !== key)
 			return true;
-		let text = label + ': done.';
-		if (ans && ans.driven === false)
-			text += ' No worker drives this run: resume it with `baton resume`.';
-		runMsg(text, true);
+		closeDrift();
+		if (ans && ans.fresh_of) {
+			freshMsg(label, ans);
+		} else {
+			let text = label + ': done.';
+			if (ans && ans.driven === false)
+				text += ' No worker drives this run: resume it with `baton resume`.';
+			runMsg(text, true);
+		}
 		refreshRun();
 		return true;
 	} catch (e) {
-		if (rp.key === key)
+		if (rp.key !== key)
+			return false;
+		if (e instanceof ApiError && e.code === 'config_drift') {
+			openDrift(e.detail);
+			runMsg(label + ': the config changed since this run started; choose how it goes on.', false);
+		} else {
 			runMsg(label + ' failed: ' + errText(e), false);
+		}
 		return false;
 	} finally {
 		for (const b of buttons)
 			b.disabled = false;
 	}
+}
+
+/* The run was started afresh: say so, with a link to the new run. */
+function freshMsg(label, ans) {
+	const id = String(ans.id || '');
+	runMsg(label + ': started afresh as ', true);
+	$('run-msg').append(h('a', { href: '#/runs/' + encodeURIComponent(id), 'data-testid': 'fresh-link' }, id),
+		ans.driven === false ? '; no worker drives it: start it with `baton resume ' + id + '`.' :
+			'; a worker drives it.');
+}
+
+/*
+ * A resume refused for config drift (409 config_drift): the changed keys,
+ * one per line, and the three answers, each of which resumes again.
+ */
+function openDrift(detail) {
+	const changes = detail && Array.isArray(detail.changes) ? detail.changes : [];
+	$('drift-head').textContent = changes.length ?
+		'The config changed since this run started:' :
+		'The config changed since this run started.';
+	$('drift-changes').replaceChildren(...changes.map((c) => h('li', null, String(c))));
+	show($('drift'), true);
+}
+
+function closeDrift() {
+	show($('drift'), false);
+	$('drift-changes').textContent = '';
 }
 
 /* A second click within 4 s confirms a button that ends something. */
@@ -1533,6 +1577,12 @@ $('btn-steer').addEventListener('click', () =>
 	openAsk('steer', 'Guidance the next stage\u2019s agent reads', 'e.g. keep the public API unchanged'));
 $('btn-pause').addEventListener('click', () => act('Pause', runPath('/pause')));
 $('btn-resume').addEventListener('click', () => act('Resume', runPath('/resume')));
+$('btn-drift-snapshot').addEventListener('click', () =>
+	act('Resume with the original config', runPath('/resume'), { config: 'snapshot' }));
+$('btn-drift-current').addEventListener('click', () =>
+	act('Resume with the current config', runPath('/resume'), { config: 'current' }));
+confirming($('btn-drift-fresh'), 'Confirm start fresh', () =>
+	act('Start fresh', runPath('/resume'), { config: 'fresh' }));
 confirming($('btn-abort'), 'Confirm abort', () => act('Abort', runPath('/abort')));
 $('ask-cancel').addEventListener('click', closeAsk);
 $('ask-form').addEventListener('submit', async (ev) => {
