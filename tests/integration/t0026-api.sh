@@ -217,9 +217,11 @@ test_expect_success 'SSE: disconnect mid-run, reconnect with Last-Event-ID: ever
 	api_expect 201 POST /api/v1/tasks "{\"title\": \"Streamed\"}" >t &&
 	id=$(jq .id t) &&
 	# the first client listens from before the task started, then drops
+	# once the run has started (created -> its first stage: task:started;
+	# the run entering created is a task:progress before it)
 	bg_start sse1 curl -s -N -H "Authorization: Bearer $HTTP_TOKEN" \
 		"$HTTP_URL/api/v1/events?task=$id&after=0" &&
-	wait_for "grep -q \"^event: task:progress\" sse1.out" 60 &&
+	wait_for "grep -q \"^event: task:started\" sse1.out" 60 &&
 	kill "$(cat sse1.pid)" && bg_wait sse1 >/dev/null &&
 	last=$(sse_seqs sse1.out | tail -n 1) &&
 	test -n "$last" &&
