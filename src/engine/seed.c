@@ -489,6 +489,7 @@ skip_answered(struct drive *d, const struct stage *s, enum stage_result *res,
 	if (!yes)
 		return 0;
 	*res = STAGE_PASS;
+	prog_set_str(d, "rereview", NULL); /* as a review that passed */
 	return mark_skipped(d, s, e);
 }
 
@@ -1460,14 +1461,6 @@ aggregate(struct drive *d, const struct stage *s, int total, struct err *e)
 }
 
 /*
- * A phased implementation: one plan step at a time, each committed; the
- * phased reviewers on every review_interval steps (and the last); fixes
- * scoped to the steps the findings name; after max_phased_iterations
- * rounds a person decides (there is no skipping forward). progress.steps
- * and the checkpoint are written together, so a driver that dies goes on
- * at the step after the last committed one.
- */
-/*
  * A plan of more than PHASED_STEPS_ASK steps is implemented step by step
  * only once a person approved it (asked once; the answer is kept).
  */
@@ -1503,6 +1496,14 @@ long_plan(struct drive *d, const struct stage *s, int total,
 	return rc;
 }
 
+/*
+ * A phased implementation: one plan step at a time, each committed; the
+ * phased reviewers on every review_interval steps (and the last); fixes
+ * scoped to the steps the findings name; after max_phased_iterations
+ * rounds a person decides (there is no skipping forward). progress.steps
+ * and the checkpoint are written together, so a driver that dies goes on
+ * at the step after the last committed one.
+ */
 static int
 phased(struct drive *d, const struct stage *s,
        const struct config_provider *prov, const char *steers,
