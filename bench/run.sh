@@ -4,7 +4,8 @@
 # the library (make bench-bins), runs the store benchmark, a raw-SQLite reference (the
 # sqlite3 CLI doing as many single-row INSERTs, each its own transaction,
 # with synchronous=FULL and WAL on the same disk), the `baton status`
-# benchmark, the orchestration overhead, the task queue (bench_queue),
+# benchmark, the orchestration overhead, a parallel review group
+# (bench_groups.sh), the task queue (bench_queue),
 # `baton serve` end to end (bench_serve.sh) and serve's HTTP API and live
 # stream (bench_http.sh, with bench_http); writes everything to
 # bench/out/<date>.txt and prints it. `make bench` runs it.
@@ -141,6 +142,12 @@ echo "bench: orchestration overhead per run ..." >&2
 section "orchestration overhead: baton run with an instant agent"
 BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_overhead.sh \
 	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_overhead.sh failed: see $out"; }
+cat "$part" >>"$out"
+
+echo "bench: a parallel review group against three in sequence ..." >&2
+section "bug-fix review groups: three 3 s code reviews, parallel and in sequence"
+BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_groups.sh \
+	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_groups.sh failed: see $out"; }
 cat "$part" >>"$out"
 
 echo "bench: task queue (bench_queue -n $TASKS) ..." >&2
