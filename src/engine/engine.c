@@ -522,12 +522,20 @@ set_reason_and_move(struct drive *d, const char *to, const char *reason,
 	return rc;
 }
 
-/*
- * Crosses the boundary from the current status into stage x: a gate,
- * a pause, or the stage itself. back is the stage that just ended (what a
- * gate's request-changes would re-run); loop marks entry into the fix
- * loop, which spends one round of the review budget.
- */
+/* Pauses the run at stage s because a budget line is crossed (why). */
+static int
+budget_pause(struct drive *d, const struct stage *s, const char *why,
+	     struct err *e)
+{
+	run_set(&d->r.paused_at_status, s->status);
+	run_set(&d->r.reason, why);
+	d->leave = 1;
+	return engine__move(d, ST_PAUSED,
+			    json_pack("{s:s, s:s, s:s}", "resume_to", s->status,
+				      "cause", "budget", "reason", why),
+			    e);
+}
+
 /*
  * Pauses the run before stage s when a budget line is crossed: the
  * reason is on record and `baton resume` (after raising the budget)
@@ -541,22 +549,24 @@ pause_for_budget(struct drive *d, const struct stage *s, int *rc,
 
 	if (!why)
 		return 0;
-	*rc = engine__budget_pause(d, s, why, e);
+	*rc = budget_pause(d, s, why, e);
 	free(why);
 	return 1;
 }
 
 int
-engine__budget_pause(struct drive *d, const struct stage *s, const char *why,
-		     struct err *e)
+engine__stage_pause(struct drive *d, const struct stage *s,
+		    const struct stage *at, enum stage_result *res, int *rc,
+		    struct err *e)
 {
-	run_set(&d->r.paused_at_status, s->status);
-	run_set(&d->r.reason, why);
-	d->leave = 1;
-	return engine__move(d, ST_PAUSED,
-			    json_pack("{s:s, s:s, s:s}", "resume_to", s->status,
-				      "cause", "budget", "reason", why),
-			    e);
+	char *why = engine__stage_budget(d->p, s, &d->r);
+
+	if (!why)
+		return 0;
+	*rc = budget_pause(d, at, why, e);
+	*res = STAGE_STOPPED;
+	free(why);
+	return 1;
 }
 
 /*
@@ -577,6 +587,12 @@ refresh_requests(struct drive *d, struct err *e)
 	return 0;
 }
 
+/*
+ * Crosses the boundary from the current status into stage x: a gate,
+ * a pause, or the stage itself. back is the stage that just ended (what a
+ * gate's request-changes would re-run); loop marks entry into the fix
+ * loop, which spends one round of the review budget.
+ */
 static int
 cross(struct drive *d, const struct stage *x, const struct stage *back,
       int loop, struct err *e)

@@ -179,12 +179,14 @@ char *engine__stage_budget(const struct pipeline *p, const struct stage *s,
 			   const struct run *r);
 
 /*
- * engine.c: pauses the run because a budget line is crossed (why), to go
- * on at stage s when resumed after the budget is raised; the driver
- * leaves the run.
+ * engine.c: when stage s's budget is spent, pauses the run to go on at
+ * stage at (s, or the first of s's parallel group) once it is raised,
+ * and sets *res to STAGE_STOPPED; the driver leaves the run. Returns 1
+ * when it paused, *rc then the pause's result; 0 while the budget holds.
  */
-int engine__budget_pause(struct drive *d, const struct stage *s,
-			 const char *why, struct err *e);
+int engine__stage_pause(struct drive *d, const struct stage *s,
+			const struct stage *at, enum stage_result *res,
+			int *rc, struct err *e);
 
 /* progress.c: a run-folder file as a prompt section titled title, when
  * it exists and is not empty, within *budget. */

@@ -186,20 +186,15 @@ engine__stage_spent(struct drive *d, const struct stage *s, int64_t tokens,
 		usage = json_object();
 		json_object_set_new(p, "usage", usage);
 	}
-	u = json_object_get(usage, s->name);
-	if (!json_is_object(u)) {
-		u = json_pack("{s:I, s:f}", "tokens", (json_int_t)0,
-			      "cost_usd", 0.0);
-		json_object_set_new(usage, s->name, u);
-	}
+	u = json_object_get(usage, s->name); /* NULL reads as 0 */
 	json_object_set_new(
-		u, "tokens",
-		json_integer(json_integer_value(json_object_get(u, "tokens")) +
-			     tokens));
-	json_object_set_new(
-		u, "cost_usd",
-		json_real(json_number_value(json_object_get(u, "cost_usd")) +
-			  cost_usd));
+		usage, s->name,
+		json_pack("{s:I, s:f}", "tokens",
+			  json_integer_value(json_object_get(u, "tokens")) +
+				  (json_int_t)tokens,
+			  "cost_usd",
+			  json_number_value(json_object_get(u, "cost_usd")) +
+				  cost_usd));
 	engine__prog_save(d, p);
 	json_decref(p);
 }

@@ -391,6 +391,15 @@ take_answer(struct drive *d, const char *kind)
 
 /* ---- an agent that is not installed ------------------------------------ */
 
+/* Whether progress.stages (stages) records the stage named as skipped. */
+static int
+was_skipped(const json_t *stages, const char *name)
+{
+	const char *st = json_get_str(json_object_get(stages, name), "status");
+
+	return st && !strcmp(st, "skipped");
+}
+
 /*
  * Whether a person may go on without stage s: a review, or an RCA while
  * another RCA stage is not skipped (consolidation needs one record).
@@ -409,11 +418,9 @@ skippable(struct drive *d, const struct stage *s)
 	stages = json_object_get(p, "stages");
 	for (i = 0; i < d->p->nr_stages; i++) {
 		const struct stage *r = &d->p->stages[i];
-		const char *st = json_get_str(
-			json_object_get(stages, r->name), "status");
 
 		if (r->kind == KIND_RCA && r != s &&
-		    (!st || strcmp(st, "skipped")))
+		    !was_skipped(stages, r->name))
 			others++;
 	}
 	json_decref(p);
@@ -802,7 +809,7 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 	char gname[16];
 	struct member *m = xcalloc(n, sizeof(*m));
 	json_t *names = json_array(), *verdicts;
-	char *answer = take_answer(d, "agent_missing"), *why;
+	char *answer = take_answer(d, "agent_missing");
 	int rc = 0, resumed, skip = answer && !strcmp(answer, "skip");
 
 	free(answer);
@@ -824,14 +831,9 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 		}
 		if (!pending)
 			continue; /* decided before the driver died */
-		why = engine__stage_budget(d->p, ms, &d->r);
-		if (why) {
-			/* a member's budget: the group goes on when raised */
-			rc = engine__budget_pause(d, s, why, e);
-			free(why);
-			*res = STAGE_STOPPED;
+		/* a member's budget: the group goes on when raised */
+		if (engine__stage_pause(d, ms, s, res, &rc, e))
 			goto out;
-		}
 		if (who(d, ms, NULL, NULL, &m[k].prov, reason)) {
 			*res = STAGE_FAIL;
 			goto out;
@@ -1013,11 +1015,7 @@ engine__consolidate(struct drive *d, const struct stage *s,
 		const struct stage *r = &d->p->stages[i];
 		json_t *st = json_object_get(stages, r->name);
 
-		if (r->kind != KIND_RCA ||
-		    !strcmp(json_get_str(st, "status") ?
-				    json_get_str(st, "status") :
-				    "",
-			    "skipped"))
+		if (r->kind != KIND_RCA || was_skipped(stages, r->name))
 			continue;
 		docs[n] = json_get_str(st, "file") ?
 				  engine__load_json(d, json_get_str(st, "file"), e) :

@@ -770,16 +770,14 @@ engine__call(struct drive *d, const struct stage *s,
 	int rc = 0, waits = 0, stop = 0;
 
 	d->missing = 0;
-	*reason = engine__stage_budget(d->p, s, &d->r);
-	if (*reason && d->member) {
-		*res = STAGE_BLOCK; /* the parent checks before it forks */
-		goto out;
-	}
-	if (*reason) {
-		rc = engine__budget_pause(d, s, *reason, e);
-		free(*reason);
-		*reason = NULL;
-		*res = STAGE_STOPPED;
+	if (d->member) {
+		/* the parent checked before it forked: no pausing here */
+		*reason = engine__stage_budget(d->p, s, &d->r);
+		if (*reason) {
+			*res = STAGE_BLOCK;
+			goto out;
+		}
+	} else if (engine__stage_pause(d, s, s, res, &rc, e)) {
 		goto out;
 	}
 	rc = fs_mkdir_p(calls_dir, 0755, e);
