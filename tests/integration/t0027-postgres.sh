@@ -94,6 +94,29 @@ host_workers() {
 		"$TRASH_DIRECTORY/$1.out" | sort -u
 }
 
+# mid_run HOST: the runs HOST is in the middle of (the task running, the
+# run not ended, its worktree in HOST's clone).
+mid_run() {
+	count "select count(*) from runs r join tasks t on t.run_id = r.id
+		where t.status = 'running' and r.worktree like '%/$1/.baton/%'
+		and r.status not in ('merge_ready', 'completed', 'blocked',
+				     'failed', 'aborted')"
+}
+
+# freeze_mid_run HOST PIDS: stop PIDS (SIGSTOP) at a moment when HOST is
+# in the middle of a run, so that a kill lands mid-run and not between
+# two runs; a try that finds it between runs lets it go on a little.
+freeze_mid_run() {
+	for try in $(seq 1 100); do
+		kill -STOP $2 &&
+		test "$(mid_run $1)" -ge 1 && return 0
+		kill -CONT $2
+		sleep 0.05
+	done
+	echo "$1 never seen mid-run"
+	return 1
+}
+
 test_expect_success 'setup: a remote, a server clone and two host clones on one database' '
 	write_agent &&
 	url=$(pg_new_db) &&
@@ -126,6 +149,7 @@ test_expect_success 'two hosts and a server drain 200 tasks; one host is killed 
 	wait_for "test \$(grep -c \" claimed by\" ../h1.out) -ge 10" 120 &&
 	kids=$(host_workers h1) &&
 	sup=$(ps -o ppid= -p $(echo $kids | cut -d" " -f1)) &&
+	freeze_mid_run h1 "$sup $kids" &&
 	echo "killing host h1: supervisor $sup, workers $kids" &&
 	kill -9 $sup $kids &&
 	wait_for "! ps -p $(echo $sup $kids | tr " " ,) >/dev/null" 10 &&
