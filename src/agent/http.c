@@ -977,8 +977,7 @@ get_key(struct call *c, const char **key)
 		*key = NULL;
 	if (!*key && var) {
 		finish(c, AGENT_EXIT, AGENT_FAIL_AUTH,
-		       "provider '%s': the API key variable %s is not set",
-		       c->p->name, var);
+		       "the API key variable %s is not set", var);
 		return 1;
 	}
 	return 0;

@@ -53,7 +53,9 @@ test_expect_success 'an unset key variable blocks before any request' '
 	cd nokey &&
 	(unset MOCK_KEY && test_expect_code 3 "$BATON" run "Add hello.txt" >../nokey.out 2>&1) &&
 	"$BATON" show --json "$(newest_run)" >../nokey.json &&
-	test_jq ".reason | test(\"MOCK_KEY\")" ../nokey.json
+	test_jq ".reason | test(\"MOCK_KEY\")" ../nokey.json &&
+	# the provider is named once
+	test_jq ".reason | test(\"^stage plan: provider .own. \\\\(openai\\\\): the API key variable MOCK_KEY is not set\")" ../nokey.json
 '
 
 test_expect_success 'an edit outside policies.allowed_paths blocks the run, naming the file' '

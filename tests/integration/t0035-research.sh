@@ -2,6 +2,7 @@
 test_description='the research pipeline with scripted agents: claims collected at once, a judge rework of only the weak claims, show and the API, max_iterations, and broken claims'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
+export MOCK_KEY=sk-mock-research-0123456789
 question='is write-ahead logging faster than a rollback journal'
 
 # research_run REPO NAME [ENV=VALUE...]: a foreground research run in REPO
@@ -264,6 +265,66 @@ test_expect_success 'a researcher that fails blocks the run naming its claim' '
 	# the others are kept
 	test "$(run_field "$id" "research.claims[0].status")" = collected &&
 	test "$(run_field "$id" "research.claims[1].status")" = pending
+'
+
+
+# --- a stage budget on the collectors -----------------------------------------
+
+# research_script FILE: a mock script for a research run of one claim whose
+# judge always asks for rework (the mock keeps no state).
+research_script() {
+	jq -n '"```json\n" as $o | "\n```" as $c | {rules: [
+	  {match: "You plan a piece of research",
+	   text: ($o + ({claims: [{id: "c1", text: "WAL allows readers during a write"}]} | tojson) + $c)},
+	  {match: "You are a researcher gathering evidence",
+	   text: ($o + ({claim: "c1", verdict: "supported", confidence: 0.9,
+			 evidence: [{source: "sqlite.org/wal.html", quote: "readers do not block writers", supports: true}]} | tojson) + $c)},
+	  {match: "You challenge a piece of research",
+	   text: ($o + ({challenges: []} | tojson) + $c)},
+	  {match: "You write the report", text: "# Report\n\nYes.\n"},
+	  {match: "You judge a research report",
+	   text: ($o + ({verdict: "rework", weak_claims: ["c1"], reasons: "one source"} | tojson) + $c)}
+	]}' >"$1"
+}
+
+test_expect_success 'a collect budget: the next round pauses once the researchers spent it; raised, resume goes on' '
+	research_script budget-script.json &&
+	mock_start budget budget-script.json &&
+	make_repo budget &&
+	baton_init_with_agent budget "providers:
+  own: {type: openai, model: mock-model, base_url: \"$(mock_url budget)/v1\", api_key_env: MOCK_KEY, max_retries: 0}
+roles: {default: own}
+pipelines:
+  capped:
+    type: research
+    workspace: none
+    terminal: completed
+    max_iterations: 2
+    stages:
+      - {name: plan, kind: claims}
+      - {name: collect, kind: collect, budget: {max_tokens: 100}}
+      - {name: challenge, kind: challenge}
+      - {name: compose, kind: compose}
+      - {name: judge, kind: judge, on_changes: collect}" &&
+	cd budget &&
+	test_expect_code 3 "$BATON" run --pipeline capped "$question" >../budget.out 2>&1 &&
+	id=$(newest_run) &&
+	"$BATON" show --json "$id" >../budget.json &&
+	test_jq ".status == \"paused\" and .paused_at_status == \"collecting\"" ../budget.json &&
+	test_jq ".reason == \"pipeline capped, stage collect: its budget.max_tokens (100) is spent: 120 tokens by its calls\"" ../budget.json &&
+	# one round collected, the judge asked for another, which did not begin
+	test_jq ".research.round == 1" ../budget.json &&
+	test_jq "[.events[] | select(.type == \"claim_started\")] | length == 1" ../budget.json &&
+	test_expect_code 1 "$BATON" resume "$id" 2>../budget-still.err &&
+	test_grep "stays paused: pipeline capped, stage collect" ../budget-still.err &&
+	sed -i "s/max_tokens: 100}/max_tokens: 100000}/" .baton/config.yaml &&
+	test_expect_code 3 "$BATON" resume "$id" >../budget-resume.out 2>&1 &&
+	"$BATON" show --json "$id" >../budget2.json &&
+	test_grep "resuming at collecting" ../budget-resume.out &&
+	# rounds 2 and 3, until max_iterations (2 reworks) is spent
+	test_jq ".research.round == 3" ../budget2.json &&
+	test_jq "[.events[] | select(.type == \"claim_started\")] | length == 3" ../budget2.json &&
+	test_jq ".status == \"blocked\" and .outcome == \"max_iterations_reached\"" ../budget2.json
 '
 
 test_done
