@@ -394,7 +394,33 @@ test_expect_success 'resume of a task'"'"'s run in a terminal while serve runs: 
 	test_grep ! "superseded\|abort_requested" ../t3.events &&
 	wait_for "task_json $task | jq -e \".status == \\\"done\\\"\"" 60 &&
 	task_json "$task" >../t3.json &&
-	test_jq ".run == \"$id\" and .runs == [\"$id\"]" ../t3.json &&
+	test_jq ".run == \"$id\" and .runs == [\"$id\"]" ../t3.json
+'
+
+test_expect_success 'resume --fresh of a task'"'"'s run a worker is driving: the worker lets go, the new run is driven here; the task ends done' '
+	cd tasks &&
+	rm -f ../release &&
+	task=$("$BATON" task add "Start over under a live worker" --json | jq .id) &&
+	wait_for "task_json $task | jq -e \".run != null\"" 30 &&
+	id=$(task_json "$task" | jq -r .run) &&
+	wait_for_status "$id" executing &&
+	set_loops 4 &&
+	test_expect_code 0 "$BATON" resume --fresh "$id" >../t4.out 2>../t4.err &&
+	new=$(sed -n "s/^$id  aborted: started afresh as //p" ../t4.err) &&
+	test -n "$new" && test "$new" != "$id" &&
+	test_grep "^$new: merge_ready" ../t4.out &&
+	test "$(run_field "$new" max_review_loops)" = 4 &&
+	# the worker stopped its agent (still waiting for the release) and let go
+	test "$(run_status "$id")" = aborted &&
+	wait_for "task_json $task | jq -e \".status == \\\"done\\\"\"" 60 &&
+	task_json "$task" >../t4.json &&
+	test_jq ".run == \"$new\" and .runs == [\"$id\", \"$new\"]" ../t4.json &&
+	"$BATON" events --task "$task" --json | jq -s . >../t4.tevents &&
+	test_jq "[.[] | select(.type == \"task_settled\") | .data.status] ==
+		[\"done\"]" ../t4.tevents &&
+	"$BATON" events "$new" --json >../t4-new.events &&
+	test_grep ! "superseded\|abort_requested" ../t4-new.events &&
+	touch ../release &&
 	kill "$(cat ../tasks-serve2.pid)" &&
 	bg_wait ../tasks-serve2 >/dev/null
 '
