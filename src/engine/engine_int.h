@@ -96,6 +96,13 @@ int engine__call(struct drive *d, const struct stage *s,
 		 enum stage_result *res, char **reason, struct err *e);
 
 /*
+ * stage.c: provider p as stage s runs it, with the stage's model and
+ * timeout_seconds over p's: a copy sharing p's strings.
+ */
+struct config_provider engine__stage_provider(const struct stage *s,
+					      const struct config_provider *p);
+
+/*
  * stage.c: commits the worktree as the stage's checkpoint and holds the
  * edits to policies.allowed_paths (a path outside them: STAGE_BLOCK).
  * The run write carries d->r as it is, progress included.

@@ -341,6 +341,7 @@ loop_call(struct drive *d, const struct stage *s, const char *steers,
 	  struct err *e)
 {
 	const struct config_provider *prov;
+	struct config_provider own;
 	struct buf ctx = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
 	int rc;
@@ -355,12 +356,13 @@ loop_call(struct drive *d, const struct stage *s, const char *steers,
 				    s->role, s->role);
 		return 0;
 	}
+	own = engine__stage_provider(s, prov);
 	loop_context(d, &ctx);
 	strvec_pushf(&env, "BATON_ITERATION=%d", iteration(d));
 	strvec_pushf(&env, "BATON_MAX_ITERATIONS=%d", d->r.max_review_loops);
 	cs->context = ctx.ptr;
 	cs->env = &env;
-	rc = engine__call_as(d, s, prov, steers, cs, res, reason, e);
+	rc = engine__call_as(d, s, &own, steers, cs, res, reason, e);
 	cs->context = NULL;
 	cs->env = NULL;
 	strvec_clear(&env);

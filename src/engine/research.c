@@ -91,11 +91,7 @@ who(struct drive *d, const struct stage *s, struct config_provider *out,
 				    s->name, s->role, s->role);
 		return -1;
 	}
-	*out = *p;
-	if (s->model)
-		out->model = s->model;
-	if (s->timeout_seconds)
-		out->timeout_seconds = s->timeout_seconds;
+	*out = engine__stage_provider(s, p);
 	return 0;
 }
 

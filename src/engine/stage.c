@@ -1052,13 +1052,26 @@ out:
 	return rc;
 }
 
+struct config_provider
+engine__stage_provider(const struct stage *s, const struct config_provider *p)
+{
+	struct config_provider own = *p;
+
+	if (s->model)
+		own.model = s->model;
+	if (s->timeout_seconds)
+		own.timeout_seconds = s->timeout_seconds;
+	return own;
+}
+
 /* An agent stage: the role's provider, or all of a review's reviewers. */
 static int
 run_agent(struct drive *d, const struct stage *s, const char *steers,
 	  enum stage_result *res, char **reason, struct err *e)
 {
 	const struct config_provider *provs[MAX_REVIEWERS];
-	size_t n = 0;
+	struct config_provider own[MAX_REVIEWERS];
+	size_t i, n = 0;
 
 	if (KIND_IS_LOOP(s->kind))
 		return engine__loop_stage(d, s, steers, res, reason, e);
@@ -1084,6 +1097,10 @@ run_agent(struct drive *d, const struct stage *s, const char *steers,
 				    "roles.%s or roles.default)",
 				    s->role, s->role);
 		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		own[i] = engine__stage_provider(s, provs[i]);
+		provs[i] = &own[i];
 	}
 	if (s->kind == KIND_REVIEW && n > 1)
 		return review_by_all(d, s, provs, n, steers, res, reason, e);

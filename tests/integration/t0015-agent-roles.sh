@@ -69,4 +69,26 @@ test_expect_success 'two reviewers: one asks for changes, so the run loops until
 	test_grep "Review by strict" "$dir/review.md"
 '
 
+
+test_expect_success 'a stage'"'"'s model overrides its provider'"'"'s, for that stage only' '
+	cd repo &&
+	cat >>.baton/config.yaml <<-\EOF &&
+	pipelines:
+	  modeled:
+	    stages:
+	      - {name: plan, kind: plan, model: mock-planner}
+	      - {name: execute, kind: execute}
+	      - {name: review, kind: review, model: mock-reviewer}
+	      - {name: verify, kind: verify}
+	EOF
+	before=$(wc -l <../mock.log) &&
+	test_expect_code 0 "$BATON" run --pipeline modeled "Add hello.txt" >../modeled.out 2>&1 &&
+	tail -n +$((before + 1)) ../mock.log >../modeled.log &&
+	# the rule each request matched (feature_script): 0 plan, 2 implement,
+	# 4 review, 5 verify
+	jq -s -c "[.[] | select(.status == 200) | [.rule, .model]] | unique" ../modeled.log >../actual &&
+	echo "[[0,\"mock-planner\"],[2,\"mock-model\"],[4,\"mock-reviewer\"],[5,\"mock-model\"]]" >../expect &&
+	test_cmp ../expect ../actual
+'
+
 test_done
