@@ -20,6 +20,7 @@
 //   BATON_DASH_RUN     a run: finished (errors, screens) or running (controls)
 //   BATON_DASH_QUEUED  how many tasks are queued (paging)
 //   BATON_DASH_CHANGE  a change line the drift scenario expects
+//   BATON_DASH_RESEARCH, BATON_DASH_ASSIST  the runs of the facts scenario
 //   BATON_CHROMIUM     the browser (default /usr/bin/chromium)
 //   BATON_PLAYWRIGHT   playwright-core's directory
 //
@@ -429,6 +430,35 @@ scenarios.drift = async () => {
 	ok(/done/.test(await page.textContent('#run-msg.ok')), 'the resume is done');
 	await step('and a worker finishes the run', () => page.waitForFunction(() =>
 		document.getElementById('run-status').textContent === 'merge_ready', null, { timeout: 60000 }));
+};
+
+// A research run's Claims panel (a row per claim, the round and the
+// judge, the report), and an assist run waiting for feedback: its state
+// (the pipeline's own name for the status) and its question as facts.
+scenarios.facts = async () => {
+	await openBoard();
+	await page.goto(base + '#/runs/' + encodeURIComponent(env.BATON_DASH_RESEARCH));
+	await step('the research run shows its claims', () =>
+		page.locator('#claims-section:not([hidden]) [data-testid=claim]').first().waitFor());
+	const rows = await page.$$eval('[data-testid=claim]', (rs) =>
+		rs.map((r) => [...r.children].map((c) => c.textContent)));
+	const want = [['c1', 'supported', '0.80', '2'], ['c2', 'supported', '0.80', '2'], ['c3', 'supported', '0.80', '2']];
+	ok(JSON.stringify(rows.map((r) => r.slice(0, 4))) === JSON.stringify(want),
+		'a row per claim: id, status, confidence, evidence', JSON.stringify(rows));
+	ok(rows.every((r) => r[4] !== ''), 'with the claim\'s text');
+	ok(await page.textContent('#claims-round') === 'round 1 \u00b7 judge: pass', 'the round and the judge',
+		await page.textContent('#claims-round'));
+	await step('the report is shown', () => page.waitForFunction(() =>
+		/^# Report/.test(document.getElementById('research-report').textContent)));
+	ok(await page.locator('#fact-question').count() === 0, 'a finished run asks nothing');
+
+	await page.goto(base + '#/runs/' + encodeURIComponent(env.BATON_DASH_ASSIST));
+	await step('the assist run waits for feedback', () => page.waitForFunction(() =>
+		document.getElementById('run-status').textContent === 'waiting_for_approval'));
+	const fact = (id) => page.textContent('[data-testid=' + id + ']');
+	ok(await fact('fact-state') === 'awaiting_feedback', 'its state is the pipeline\'s name', await fact('fact-state'));
+	ok(/^feedback: /.test(await fact('fact-question')), 'its question, with its kind', await fact('fact-question'));
+	ok(await page.locator('#claims-section').isHidden(), 'no Claims panel outside research');
 };
 
 // Screenshots of the board and of a run page, at 1366x768.

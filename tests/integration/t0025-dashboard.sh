@@ -266,6 +266,27 @@ runtime: {judge: false, sweep_seconds: 1}" &&
 	test_jq "[.events[] | select(.type == \"config_drift\") | .data.choice] == [\"snapshot\"]" ../drift.json
 '
 
+test_expect_success 'a research run'"'"'s claims and an assist run'"'"'s state and question on their pages' '
+	make_repo facts &&
+	baton_init_with_agent facts "runtime: {judge: false, sweep_seconds: 1}" &&
+	cd facts &&
+	FAKE_CLAIMS=3 "$BATON" run --pipeline research "Is WAL faster" >../research.out 2>&1 &&
+	research=$(newest_run) &&
+	test "$(run_status "$research")" = completed &&
+	bg_start ../assist "$BATON" run --pipeline assist "Keep notes for the team" &&
+	wait_for "test \"\$(newest_run)\" != \"$research\"" 30 &&
+	assist=$(newest_run) &&
+	wait_for_status "$assist" waiting_for_approval &&
+	cd .. &&
+	serve_http facts serve-facts &&
+	dash facts facts BATON_DASH_RESEARCH="$research" BATON_DASH_ASSIST="$assist" &&
+	cd facts &&
+	"$BATON" approvals approve "$assist" >/dev/null &&
+	test "$(bg_wait ../assist)" = 0 &&
+	kill -TERM "$(cat ../serve-facts.pid)" &&
+	bg_wait ../serve-facts >/dev/null
+'
+
 test_expect_success 'serve stops cleanly' '
 	: >go-page &&
 	for s in serve-board serve-gated serve-many serve-drift2; do
