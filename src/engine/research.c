@@ -488,8 +488,10 @@ collect_stage(struct drive *d, const struct stage *s, const char *steers,
 		*res = STAGE_FAIL;
 		goto out;
 	}
-	/* the members' calls count against s: checked here, before a round
-	   begins, as a review group checks before it forks */
+	/*
+	 * The researchers' calls count against s: checked before a round
+	 * begins, as a review group checks before it forks.
+	 */
 	if (engine__stage_pause(d, s, s, res, &rc, e))
 		goto out;
 	round = research_begin_round(st);
