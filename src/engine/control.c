@@ -184,15 +184,22 @@ static int
 adopt(struct engine *en, struct run *r, const struct strvec *changes,
       struct err *e)
 {
+	struct pipeline *p = NULL;
 	json_t *data;
+	int rc;
 
+	rc = engine_pipeline(en, r->pipeline ? r->pipeline : en->cfg->pipeline,
+			     &p, e);
+	if (rc)
+		return err_prefix(e, "run '%s' cannot take the config", r->id);
+	r->max_review_loops = engine__run_bound(en->cfg, p);
+	pipeline_free(p);
 	data = json_pack("{s:o, s:o, s:s}", "changes", changes_json(changes),
 			 "from", json_lossy_str(r->config_hash), "to",
 			 en->cfg->hash);
 	free(r->config_snapshot);
 	r->config_snapshot = engine__config_snapshot(en);
 	run_set(&r->config_hash, en->cfg->hash);
-	r->max_review_loops = en->cfg->max_review_loops;
 	return engine__record(en, r, "config_adopted", data, e);
 }
 

@@ -185,13 +185,8 @@ check_stage_providers(const struct engine *en, const struct pipeline *p,
 	return 0;
 }
 
-/*
- * The round bound a new run counts against: the seed pipelines' own
- * max_iterations (a loop's may be overridden by loop.max_iterations);
- * the feature and assist fix loops' workflow.max_review_loops.
- */
-static int
-run_bound(const struct config *cfg, const struct pipeline *p)
+int
+engine__run_bound(const struct config *cfg, const struct pipeline *p)
 {
 	if (!strcmp(p->type, "loop") && cfg->loop.max_iterations)
 		return cfg->loop.max_iterations;
@@ -252,7 +247,7 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 	r.config_snapshot = engine__config_snapshot(en);
 	/* the seed's reviews count their rounds against the pipeline's
 	 * max_iterations; the feature loop against the config's */
-	r.max_review_loops = run_bound(en->cfg, p);
+	r.max_review_loops = engine__run_bound(en->cfg, p);
 	rc = store_run_create(en->store, &r, e);
 	if (rc)
 		goto out;

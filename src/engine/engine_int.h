@@ -288,6 +288,15 @@ int engine__fanout_failed(struct fanout_member *m, size_t n,
 /* Frees what engine__fanout left in each member (not m itself). */
 void engine__fanout_release(struct fanout_member *m, size_t n);
 
+/*
+ * engine.c: the round bound a run of pipeline p counts against under cfg
+ * (its max_review_loops): the seed pipelines' own max_iterations (a
+ * loop's overridden by loop.max_iterations), the feature and assist fix
+ * loops' workflow.max_review_loops.
+ */
+struct config;
+int engine__run_bound(const struct config *cfg, const struct pipeline *p);
+
 /* engine.c: transition with a data object (consumed; may be NULL). */
 int engine__move(struct drive *d, const char *to, json_t *data,
 		 struct err *e);

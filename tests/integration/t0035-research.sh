@@ -299,7 +299,7 @@ pipelines:
     type: research
     workspace: none
     terminal: completed
-    max_iterations: 2
+    max_iterations: 3
     stages:
       - {name: plan, kind: claims}
       - {name: collect, kind: collect, budget: {max_tokens: 100}}
@@ -321,9 +321,11 @@ pipelines:
 	test_expect_code 3 "$BATON" resume "$id" >../budget-resume.out 2>&1 &&
 	"$BATON" show --json "$id" >../budget2.json &&
 	test_grep "resuming at collecting" ../budget-resume.out &&
-	# rounds 2 and 3, until max_iterations (2 reworks) is spent
-	test_jq ".research.round == 3" ../budget2.json &&
-	test_jq "[.events[] | select(.type == \"claim_started\")] | length == 3" ../budget2.json &&
+	# the run kept its pipeline'"'"'s bound when it took the raised budget
+	test_jq ".max_review_loops == 3" ../budget2.json &&
+	# rounds 2 to 4, until max_iterations (3 reworks) is spent
+	test_jq ".research.round == 4" ../budget2.json &&
+	test_jq "[.events[] | select(.type == \"claim_started\")] | length == 4" ../budget2.json &&
 	test_jq ".status == \"blocked\" and .outcome == \"max_iterations_reached\"" ../budget2.json
 '
 
