@@ -42,11 +42,11 @@ struct config_provider {
 	int timeout_seconds;	/* default 1800 */
 	int max_retries;	/* the agent's own API retries; -1: default */
 	int max_steps;		/* baton's agent: tool-loop steps per call */
+	int isolated;		/* private home for the CLI's config; default:
+				   on when base_url is set */
 	long long max_tokens;	/* baton's agent: tokens per call; 0: none */
 	double price_in;	/* USD per million input tokens; 0: unknown */
 	double price_out;	/* USD per million output tokens */
-	int isolated;		/* private home for the CLI's config; default:
-				   on when base_url is set */
 	const struct cnode *node; /* borrowed from config.root */
 };
 

@@ -583,6 +583,35 @@ refresh_requests(struct drive *d, struct err *e)
 }
 
 /*
+ * Whether a person approves before stage x starts: its gate: key, the
+ * config's require_approval_at_stages, or the assist pipeline's gate. A
+ * parallel group starts as one, so entering it at its first member asks
+ * for the gate of any member; a member re-reviewed alone asks for its own.
+ */
+static int
+gated(const struct drive *d, const struct stage *x)
+{
+	const struct config *cfg = d->en->cfg;
+	size_t at = (size_t)(x - d->p->stages), n = 1, first, i;
+
+	if (engine__assist_gate(d->en, d->p, &d->r, x))
+		return 1;
+	if (x->group) {
+		size_t members = pipeline_group(d->p, x->group, &first);
+
+		if (first == at)
+			n = members; /* the group starts */
+	}
+	for (i = at; i < at + n; i++) {
+		const struct stage *m = &d->p->stages[i];
+
+		if (m->gate || config_requires_approval(cfg, m->status, m->name))
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * Crosses the boundary from the current status into stage x: a gate,
  * a pause, or the stage itself. back is the stage that just ended (what a
  * gate's request-changes would re-run); loop marks entry into the fix
@@ -592,7 +621,6 @@ static int
 cross(struct drive *d, const struct stage *x, const struct stage *back,
       int loop, struct err *e)
 {
-	const struct config *cfg = d->en->cfg;
 	int rc;
 
 	rc = refresh_requests(d, e);
@@ -602,8 +630,7 @@ cross(struct drive *d, const struct stage *x, const struct stage *back,
 		return engine__abort(d, e);
 	if (loop)
 		d->r.review_loops++;
-	if (x->gate || config_requires_approval(cfg, x->status, x->name) ||
-	    engine__assist_gate(d->en, d->p, &d->r, x)) {
+	if (gated(d, x)) {
 		run_set(&d->r.gate_status, x->status);
 		run_set(&d->r.gate_back, back ? back->status : NULL);
 		return engine__move(d, ST_WAITING,

@@ -131,6 +131,32 @@ test_expect_success 'a member asks for changes: its fix and re-review run alone;
 	test_jq "[.[] | select(.type == \"group_started\")] | length == 1" ../events.json
 '
 
+test_expect_success 'a gate on the second member holds the whole group before any member starts' '
+	cd group &&
+	cat >>.baton/config.yaml <<-\EOF &&
+	  gated:
+	    type: bugfix
+	    stages:
+	      - {type: rca}
+	      - {type: implementation}
+	      - {type: code-review, parallel: true}
+	      - {type: code-review, parallel: true, gate: true}
+	EOF
+	"$BATON" pipeline validate gated >../gated-validate.out 2>&1 &&
+	bg_start ../gated "$BATON" run --pipeline gated "$bug" &&
+	wait_for "test -n \"\$(newest_run)\" && test \"\$(run_status \$(newest_run))\" = waiting_for_approval" 60 &&
+	id=$(newest_run) &&
+	test "$(run_field "$id" gate_status)" = reviewing_code_1 &&
+	test "$(fake_calls "$id" code-review | wc -l)" = 0 &&
+	"$BATON" approvals approve "$id" >/dev/null &&
+	test "$(bg_wait ../gated)" = 0 &&
+	test "$(run_status "$id")" = merge_ready &&
+	fake_calls "$id" code-review >../gated-reviews &&
+	test_line_count = 2 ../gated-reviews &&
+	events_of "$id" >../gated-events.json &&
+	test_jq "[.[] | select(.type == \"group_started\")] | length == 1" ../gated-events.json
+'
+
 # --- a phased implementation -----------------------------------------------
 
 test_expect_success 'phased: 4 plan steps, review_interval 2: merge_ready' '
