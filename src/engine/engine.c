@@ -1158,6 +1158,60 @@ keep_to_snapshot(struct drive *d, struct config **own, struct err *e)
 	return 0;
 }
 
+/* The task's own policy laid over a config (task_policy()). */
+struct task_policy {
+	struct config cfg; /* a shallow copy: borrows all but these two */
+	struct strvec paths, checks;
+};
+
+/* Pushes the strings of a JSON array text onto v; 0 when text is none. */
+static int
+push_json_strings(struct strvec *v, const char *text)
+{
+	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+	size_t i;
+
+	if (!a)
+		return 0;
+	for (i = 0; i < json_array_size(a); i++)
+		if (json_is_string(json_array_get(a, i)))
+			strvec_push(v, json_string_value(json_array_get(a, i)));
+	json_decref(a);
+	return 1;
+}
+
+/*
+ * A task's run works under the task's own policy (`baton task add
+ * --allow/--verify`, a plan's allowed_paths and verify): its allowed
+ * paths instead of the config's, its verification commands after the
+ * config's checks. Laid over the config the run keeps to, the current one
+ * or its snapshot, by whoever drives it: a worker, `baton resume`, a
+ * fresh start.
+ */
+static int
+task_policy(struct drive *d, struct task_policy *tp, struct err *e)
+{
+	struct task t = { 0 };
+	int rc;
+
+	if (!d->r.task_id)
+		return 0;
+	rc = store_task_get(d->en->store, d->r.task_id, &t, e);
+	if (rc)
+		return err_prefix(e, "the policy of task t%lld",
+				  (long long)d->r.task_id);
+	tp->cfg = *d->en->cfg;
+	if (push_json_strings(&tp->paths, t.allowed_paths))
+		tp->cfg.allowed_paths = tp->paths;
+	strvec_pushv(&tp->checks,
+		     (const char *const *)d->en->cfg->validate_commands.v);
+	if (push_json_strings(&tp->checks, t.verify))
+		tp->cfg.validate_commands = tp->checks;
+	d->en->cfg = &tp->cfg;
+	task_release(&t);
+	return 0;
+}
+
 int
 engine_drive(struct engine *en, const char *ref, struct run *out,
 	     struct err *e)
@@ -1165,6 +1219,7 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 	struct drive d = { .en = en, .wake_fd = -1 };
 	const struct config *cfg = en->cfg;
 	struct config *own = NULL;
+	struct task_policy tp = { .paths = STRVEC_INIT, .checks = STRVEC_INIT };
 	int rc;
 
 	rc = store_run_get(en->store, ref, &d.r, e);
@@ -1185,6 +1240,8 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 	rc = engine__reload(&d, e);
 	if (!rc)
 		rc = keep_to_snapshot(&d, &own, e);
+	if (!rc)
+		rc = task_policy(&d, &tp, e);
 	if (rc)
 		goto out;
 	engine_mirror_events(en, d.r.id, NULL);
@@ -1230,6 +1287,8 @@ out:
 		config_release(own);
 		free(own);
 	}
+	strvec_clear(&tp.paths);
+	strvec_clear(&tp.checks);
 	json_decref(d.ask);
 	free(d.ask_to);
 	run_release(&d.r);

@@ -329,39 +329,6 @@ sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 
 /* ---- one task ----------------------------------------------------------- */
 
-/*
- * The config a task's run sees: the project's, with the task's allowed
- * paths instead of the project's and its verification commands after
- * the project's checks. A shallow copy: it borrows every other field.
- */
-/* Pushes the strings of a JSON array text onto v; 0 when text is none. */
-static int
-push_json_strings(struct strvec *v, const char *text)
-{
-	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
-	size_t i;
-
-	if (!a)
-		return 0;
-	for (i = 0; i < json_array_size(a); i++)
-		if (json_is_string(json_array_get(a, i)))
-			strvec_push(v, json_string_value(json_array_get(a, i)));
-	json_decref(a);
-	return 1;
-}
-
-static void
-task_config(const struct config *cfg, const struct task *t,
-	    struct config *out, struct strvec *paths, struct strvec *checks)
-{
-	*out = *cfg;
-	if (push_json_strings(paths, t->allowed_paths))
-		out->allowed_paths = *paths;
-	strvec_pushv(checks, (const char *const *)cfg->validate_commands.v);
-	if (push_json_strings(checks, t->verify))
-		out->validate_commands = *checks;
-}
-
 /* Makes the task's next run and records it as the task's current one. */
 static int
 new_run(struct sched_ctx *x, struct engine *en, struct task *t,
@@ -517,8 +484,6 @@ give_back(struct sched_ctx *x, struct task *t, const struct err *cause)
 static int
 work_task(struct sched_ctx *x, struct task *t, struct err *e)
 {
-	struct strvec paths = STRVEC_INIT, checks = STRVEC_INIT;
-	struct config tcfg;
 	struct engine en;
 	struct keeper k;
 	struct run r = { 0 };
@@ -529,8 +494,7 @@ work_task(struct sched_ctx *x, struct task *t, struct err *e)
 	if (rc)
 		return rc;
 	store_fence(x->store, t->id, t->lease_token);
-	task_config(x->cfg, t, &tcfg, &paths, &checks);
-	engine_init(&en, x->store, x->ws, &tcfg);
+	engine_init(&en, x->store, x->ws, x->cfg);
 	en.detach = 1;
 	rc = pick_run(x, &en, t, e);
 	fprintf(stderr, "t%lld  claimed by %s (attempt %d) -> %s\n",
@@ -565,8 +529,6 @@ work_task(struct sched_ctx *x, struct task *t, struct err *e)
 	keeper_stop(&k);
 	engine_release(&en);
 	run_release(&r);
-	strvec_clear(&paths);
-	strvec_clear(&checks);
 	return rc;
 }
 

@@ -425,4 +425,30 @@ test_expect_success 'resume --fresh of a task'"'"'s run a worker is driving: the
 	bg_wait ../tasks-serve2 >/dev/null
 '
 
+
+test_expect_success 'a task'"'"'s --allow holds its run when resumed in a terminal under its snapshot' '
+	make_repo pol &&
+	baton_init_with_agent pol "runtime: {judge: false, sweep_seconds: 1}" &&
+	cd pol &&
+	task=$("$BATON" task add "Keep to the docs" --allow "docs/**" --json | jq .id) &&
+	export FAKE_FAIL_STAGE=plan FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$TRASH_DIRECTORY/pol-release &&
+	serve_http "$TRASH_DIRECTORY/pol-serve" --workers 1 &&
+	wait_for "task_json $task | jq -e \".run != null\"" 30 &&
+	id=$(task_json "$task" | jq -r .run) &&
+	wait_for_status "$id" planning &&
+	"$BATON" pause "$id" >/dev/null &&
+	touch ../pol-release &&
+	wait_for_status "$id" paused &&
+	wait_for "task_json $task | jq -e \".status == \\\"blocked\\\"\"" 30 &&
+	kill "$(cat ../pol-serve.pid)" &&
+	bg_wait ../pol-serve >/dev/null &&
+	unset FAKE_FAIL_STAGE FAKE_FAIL_MODE FAKE_WAIT_FOR &&
+	set_loops 3 &&
+	# the execute stage edits feature.txt, outside docs/**
+	test_expect_code 3 "$BATON" resume --snapshot "$id" >../pol.out 2>&1 &&
+	test "$(run_status "$id")" = blocked &&
+	run_field "$id" reason >../pol.reason &&
+	test_grep "outside policies.allowed_paths: feature.txt" ../pol.reason
+'
+
 test_done
