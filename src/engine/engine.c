@@ -1164,22 +1164,6 @@ struct task_policy {
 	struct strvec paths, checks;
 };
 
-/* Pushes the strings of a JSON array text onto v; 0 when text is none. */
-static int
-push_json_strings(struct strvec *v, const char *text)
-{
-	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
-	size_t i;
-
-	if (!a)
-		return 0;
-	for (i = 0; i < json_array_size(a); i++)
-		if (json_is_string(json_array_get(a, i)))
-			strvec_push(v, json_string_value(json_array_get(a, i)));
-	json_decref(a);
-	return 1;
-}
-
 /*
  * A task's run works under the task's own policy (`baton task add
  * --allow/--verify`, a plan's allowed_paths and verify): its allowed
@@ -1201,11 +1185,11 @@ task_policy(struct drive *d, struct task_policy *tp, struct err *e)
 		return err_prefix(e, "the policy of task t%lld",
 				  (long long)d->r.task_id);
 	tp->cfg = *d->en->cfg;
-	if (push_json_strings(&tp->paths, t.allowed_paths))
+	if (json_text_strings(t.allowed_paths, &tp->paths) > 0)
 		tp->cfg.allowed_paths = tp->paths;
 	strvec_pushv(&tp->checks,
 		     (const char *const *)d->en->cfg->validate_commands.v);
-	if (push_json_strings(&tp->checks, t.verify))
+	if (json_text_strings(t.verify, &tp->checks) > 0)
 		tp->cfg.validate_commands = tp->checks;
 	d->en->cfg = &tp->cfg;
 	task_release(&t);

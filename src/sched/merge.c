@@ -199,21 +199,10 @@ static void
 landing_checks(const struct config *cfg, const struct task *t,
 	       struct strvec *out)
 {
-	json_t *doc = NULL, *v;
-	size_t i;
-
 	strvec_pushv(out, cfg->validate_commands.v);
-	if (!t || !t->verify)
-		return;
-	doc = json_loads(t->verify, 0, NULL);
-	if (!json_is_array(doc))
+	if (t && json_text_strings(t->verify, out) < 0)
 		log_warn("task t%lld: verify is not a JSON array; ignored",
 			 (long long)t->id);
-	json_array_foreach(doc, i, v) {
-		if (json_is_string(v))
-			strvec_push(out, json_string_value(v));
-	}
-	json_decref(doc);
 }
 
 /* "a.txt, b.txt" */

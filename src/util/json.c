@@ -137,6 +137,27 @@ json_strvec(const struct strvec *v)
 	return a;
 }
 
+int
+json_text_strings(const char *text, struct strvec *out)
+{
+	json_t *a, *v;
+	size_t i;
+
+	if (!text)
+		return 0;
+	a = json_loads(text, 0, NULL);
+	if (!json_is_array(a)) {
+		json_decref(a);
+		return -1;
+	}
+	json_array_foreach(a, i, v) {
+		if (json_is_string(v))
+			strvec_push(out, json_string_value(v));
+	}
+	json_decref(a);
+	return 1;
+}
+
 void
 json_describe(const json_t *v, size_t max, struct buf *out)
 {

@@ -38,6 +38,11 @@ json_t *json_str_take(char *s);
 /* The strings of v as a JSON array. */
 struct strvec;
 json_t *json_strvec(const struct strvec *v);
+/*
+ * Pushes the strings of text, a JSON array (other items skipped), onto
+ * out: 1; 0 when text is NULL; -1 when it is not a JSON array.
+ */
+int json_text_strings(const char *text, struct strvec *out);
 /* Epoch ms as an ISO 8601 UTC string; null for 0 (never). */
 json_t *json_time(int64_t ms);
 
