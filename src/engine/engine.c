@@ -1200,7 +1200,7 @@ int
 engine_drive(struct engine *en, const char *ref, struct run *out,
 	     struct err *e)
 {
-	struct drive d = { .en = en, .wake_fd = -1 };
+	struct drive d = { .en = en, .wake_fd = -1, .unseen = STRVEC_INIT };
 	const struct config *cfg = en->cfg;
 	struct config *own = NULL;
 	struct task_policy tp = { .paths = STRVEC_INIT, .checks = STRVEC_INIT };
@@ -1276,6 +1276,7 @@ out:
 	json_decref(d.ask);
 	free(d.ask_to);
 	run_release(&d.r);
+	strvec_clear(&d.unseen);
 	pipeline_free(d.p);
 	free(d.run_dir);
 	return rc;

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "core/run.h"
+#include "util/strvec.h"
 
 struct buf;
 struct config;
@@ -57,6 +58,9 @@ struct drive {
 				   program is not installed */
 	const struct call_spec *call; /* set around a bug-fix stage's call */
 	json_t *ask;		/* STAGE_ASK: the question event's data */
+	/* paths of the worktree the stage's calls changed that a diff does
+	   not show (ignored files), for the checkpoint's policy */
+	struct strvec unseen;
 	char *ask_to;		/* STAGE_ASK: the status an answer enters */
 };
 
@@ -79,6 +83,13 @@ struct call_spec {
 	void *arg;
 };
 
+
+/*
+ * stage.c: appends to paths the worktree paths the stage's calls changed
+ * that no diff shows (d->unseen: ignored files), each once, and empties
+ * d->unseen: what a checkpoint holds to its policy.
+ */
+void engine__take_unseen(struct drive *d, struct strvec *paths);
 
 /* stage.c: runs d->r's current stage; *reason gets a message (freed by
  * the caller) for BLOCK and FAIL. */

@@ -610,6 +610,7 @@ accept_act(struct drive *d, const struct stage *s, const char *text,
 					    commit, &paths, e);
 	if (rc)
 		goto out;
+	engine__take_unseen(d, &paths);
 	ungranted_writes(d, &paths, &outside);
 	r = receipt_new("act", step, outside.len ? "violation" : "granted",
 			NULL);

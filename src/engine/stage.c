@@ -280,6 +280,21 @@ out:
 	return rc;
 }
 
+void
+engine__take_unseen(struct drive *d, struct strvec *paths)
+{
+	size_t i, j;
+
+	for (i = 0; i < d->unseen.nr; i++) {
+		for (j = 0; j < paths->nr; j++)
+			if (!strcmp(paths->v[j], d->unseen.v[i]))
+				break;
+		if (j == paths->nr)
+			strvec_push(paths, d->unseen.v[i]);
+	}
+	strvec_clear(&d->unseen);
+}
+
 /*
  * Records a checkpoint commit after a stage that edits code, then holds
  * the edits to policies.allowed_paths: a path outside them blocks the run
@@ -307,6 +322,8 @@ engine__checkpoint(struct drive *d, const struct stage *s,
 	if (changed && cfg->allowed_paths.nr && prev)
 		rc = worktree_changed_paths(d->en->ws, d->r.worktree, prev,
 					    commit, &paths, e);
+	/* and what the calls changed that git did not commit */
+	engine__take_unseen(d, &paths);
 	for (i = 0; !rc && i < paths.nr; i++) {
 		if (config_path_allowed(cfg, paths.v[i]))
 			continue;
@@ -745,6 +762,72 @@ setup_failure(const struct stage *s, const struct config_provider *prov,
 	return out;
 }
 
+/* store_merge_list's callback for landed(): stops at a match. */
+static int
+is_landing(const struct merge_item *m, void *arg)
+{
+	const char *commit = arg;
+
+	return (m->merged_commit && !strcmp(m->merged_commit, commit)) ||
+	       !strcmp(m->status, MERGE_PROCESSING);
+}
+
+/*
+ * Whether a branch that moved during a call moved to a landing of the
+ * merge queue (or one is under way): the store, not the repository,
+ * says so.
+ */
+static int
+landed(void *arg, const char *commit)
+{
+	struct drive *d = arg;
+	struct err ignored = ERR_INIT;
+
+	return store_merge_list(d->en->store, NULL, is_landing,
+				(void *)commit, &ignored) > 0;
+}
+
+/*
+ * After a call: what the agent changed that the checkpoint's diff will
+ * not show goes to d->unseen, for the stage's policy; anything it may
+ * not do at all (a link out of the worktree, another ref moved, the
+ * worktree's git files rewritten) gives *breach, the reason that blocks
+ * the stage, with a policy_violation event naming each.
+ */
+static int
+guard_end(struct drive *d, const struct stage *s, struct worktree_guard *g,
+	  char **breach, struct err *e)
+{
+	struct worktree_guard_check c = { .landed = landed, .arg = d };
+	struct strvec breaches = STRVEC_INIT;
+	struct buf all = BUF_INIT;
+	json_t *list;
+	size_t i;
+	int rc;
+
+	rc = worktree_guard_end(d->en->ws, d->r.worktree, g, &c, &d->unseen,
+				&breaches, e);
+	if (rc || !breaches.nr)
+		goto out;
+	list = json_array();
+	for (i = 0; i < breaches.nr; i++) {
+		buf_addf(&all, "%s%s", i ? "; " : "", breaches.v[i]);
+		json_array_append_new(list, json_string(breaches.v[i]));
+	}
+	d->outcome = RUN_OUTCOME_POLICY;
+	*breach = xasprintf("stage %s: the agent went outside its worktree: "
+			    "%s", s->name, all.ptr);
+	rc = engine__note(d, "policy_violation",
+			  json_pack("{s:s, s:s, s:o, s:s}", "stage", s->name,
+				    "policy", "integrity", "breaches", list,
+				    "paths", all.ptr),
+			  e);
+out:
+	strvec_clear(&breaches);
+	buf_release(&all);
+	return rc;
+}
+
 /*
  * One provider on one agent stage: prompt, call, contract. Broken output
  * is retried once with the error in the prompt; a quota or an outage
@@ -760,10 +843,12 @@ engine__call(struct drive *d, const struct stage *s,
 {
 	const struct agent_info *info = agent_info(prov->type);
 	struct agent_result ar = AGENT_RESULT_INIT;
+	struct worktree_guard guard = WORKTREE_GUARD_INIT;
 	struct buf prompt = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
 	struct sandbox sb;
 	char *retry = NULL, *call = NULL, *pfile = NULL, *ofile = NULL,
+	     *breach = NULL,
 	     *efile = NULL, *home = NULL, *gitdir = NULL,
 	     *calls_dir = engine__run_file(d, "calls");
 	char tail[512];
@@ -831,6 +916,14 @@ engine__call(struct drive *d, const struct stage *s,
 		req.arg = &w;
 		agent_result_release(&ar);
 		ar = (struct agent_result)AGENT_RESULT_INIT;
+		if (d->r.worktree) {
+			rc = worktree_guard_begin(d->en->ws, d->r.worktree,
+						  &guard, e);
+			if (rc) {
+				agent_watch_free(w.aw);
+				goto out;
+			}
+		}
 		rc = agent_run(&req, &ar, e);
 		d->r.agent_pid = 0;
 		/* the rest of the output, before agent_exited says it ended */
@@ -856,8 +949,16 @@ engine__call(struct drive *d, const struct stage *s,
 		each_artifact(d, s->kind, redact_file);
 		count_usage(d, s, &ar);
 		rc = note_exit(d, call, prov, &ar, e);
+		if (!rc && d->r.worktree)
+			rc = guard_end(d, s, &guard, &breach, e);
 		if (rc)
 			goto out;
+		if (breach) {
+			*res = STAGE_BLOCK;
+			*reason = breach;
+			breach = NULL;
+			goto out;
+		}
 		last_line(&ar.err_tail, tail, sizeof(tail));
 		if (ar.outcome == AGENT_STOPPED) {
 			*res = STAGE_STOPPED;
@@ -952,6 +1053,7 @@ engine__call(struct drive *d, const struct stage *s,
 	}
 out:
 	agent_result_release(&ar);
+	worktree_guard_release(&guard);
 	buf_release(&prompt);
 	strvec_clear(&env);
 	free(retry);

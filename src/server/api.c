@@ -30,7 +30,6 @@
 #define LIST_MAX     1000
 #define EVENTS_DEFAULT 500
 #define EVENTS_MAX     5000
-#define DIFF_MAX       (8 << 20)
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -672,15 +671,10 @@ run_diff(struct req *rq)
 		rc = worktree_diff(rq->srv->ws, r.worktree, r.base_commit, 0,
 				   &out, &e);
 	if (rc && r.branch) {
-		char *range = xasprintf("%s..%s", r.base_commit, r.branch);
-		const char *argv[] = { "git", "diff", "--no-color", range,
-				       NULL };
-
 		buf_reset(&out);
 		e = (struct err)ERR_INIT;
-		rc = spawn_capture(argv, rq->srv->ws->repo, &out, DIFF_MAX,
-				   30000, &e);
-		free(range);
+		rc = worktree_range_diff(rq->srv->ws, r.base_commit, r.branch,
+					 &out, &e);
 	}
 	if (rc)
 		http_fail(rq, &e);

@@ -38,13 +38,15 @@
 #include "util/strvec.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
+#include "workspace/workspace_int.h"
 
 #define GIT_TIMEOUT_MS (120 * 1000)
 /* Files named in the error about local changes; the rest are counted. */
 #define MAX_NAMED_FILES 10
 
 /*
- * Runs "git [identity] -C dir ARGS" (ARGS from ap, up to a NULL). The exit
+ * Runs "git [baton's options] -C dir ARGS" (git.c; ARGS from ap, up to a
+ * NULL): no hooks, no fsmonitor, no replace refs. The exit
  * status goes to *status, stdout (trimmed) to out and the tail of stderr
  * (trimmed) to errout, both optional. Returns negative only when git
  * could not be run or timed out: a git that ran and failed is the
@@ -56,14 +58,11 @@ git_va(const struct workspace *ws, const char *dir, struct buf *out,
 {
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_result r = SPAWN_RESULT_INIT;
+	struct git_at at = { .dir = dir };
 	const char *arg;
 	int rc;
 
-	strvec_push(&o.argv, "git");
-	if (ws->identity)
-		strvec_pushl(&o.argv, "-c", "user.name=baton", "-c",
-			     "user.email=baton@localhost", NULL);
-	strvec_pushl(&o.argv, "-C", dir, NULL);
+	workspace__git_start(ws, &at, &o);
 	while ((arg = va_arg(ap, const char *)))
 		strvec_push(&o.argv, arg);
 	o.timeout_ms = GIT_TIMEOUT_MS;
@@ -437,6 +436,7 @@ run_checks(const struct workspace *ws, const char *path,
 	struct workspace_hooks hooks = { -1, 0, NULL, NULL, NULL };
 	struct validate_result vr = { 0 };
 	struct strvec none = STRVEC_INIT;
+	struct buf dir = BUF_INIT;
 	struct sandbox sb;
 	char *gitdir = NULL, *json = NULL;
 	int rc;
@@ -445,9 +445,11 @@ run_checks(const struct workspace *ws, const char *path,
 		hooks = *rq->hooks;
 	memset(&sb, 0, sizeof(sb));
 	hooks.sandbox = NULL;
-	rc = worktree_git_dir(ws, path, &gitdir, e);
+	/* the merge worktree is baton's alone: its git may say */
+	rc = git(ws, path, &dir, e, "rev-parse", "--absolute-git-dir", NULL);
 	if (rc < 0)
 		goto out;
+	gitdir = buf_detach(&dir, NULL);
 	if (rq->sandbox) {
 		sb.on = 1;
 		sb.no_net = 1;
@@ -475,6 +477,7 @@ run_checks(const struct workspace *ws, const char *path,
 out:
 	validate_result_release(&vr);
 	free(gitdir);
+	buf_release(&dir);
 	free(json);
 	return rc;
 }
@@ -739,6 +742,7 @@ worktree_branch_diff(const struct workspace *ws, const char *base,
 {
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_result r = SPAWN_RESULT_INIT;
+	struct git_at at = { .dir = ws->repo };
 	char *range = xasprintf("%s...%s", base, branch);
 	char chunk[8192];
 	size_t got = 0;
@@ -747,8 +751,9 @@ worktree_branch_diff(const struct workspace *ws, const char *base,
 	rc = fs_unlink(path, e);
 	if (rc < 0)
 		goto out;
-	strvec_pushl(&o.argv, "git", "-C", ws->repo, "diff", "--no-color",
-		     "--no-ext-diff", range, "--", NULL);
+	workspace__git_start(ws, &at, &o);
+	strvec_pushl(&o.argv, "diff", "--no-color", "--no-ext-diff",
+		     "--no-textconv", range, "--", NULL);
 	o.out_path = path;
 	o.timeout_ms = GIT_TIMEOUT_MS;
 	rc = spawn_run(&o, &r, e);

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 
+#include "util/buf.h"
 #include "util/spawn.h"
 
 struct buf;
@@ -26,6 +27,8 @@ struct strvec;
 struct workspace {
 	char *repo;  /* top of the main worktree */
 	char *dir;   /* repo/.baton */
+	char *common; /* the repository's common git dir, absolute: every
+			 git call in a run's worktree goes through it */
 	int identity; /* git needs user.name/email given on the command line */
 };
 
@@ -79,8 +82,12 @@ int worktree_create(const struct workspace *ws, const char *run_id,
 		    char **base_commit_out, struct err *e);
 
 /*
- * Commits everything in the worktree (git add -A) with message, if there
- * is anything to commit. *commit_out gets HEAD afterwards (caller frees);
+ * Commits everything in the worktree (add --all into baton's own index)
+ * with message on the run's branch, if there is anything to commit,
+ * without using or moving any HEAD: commit-tree, then update-ref of
+ * refs/heads/baton/<id> from its tip to the commit. Puts back the
+ * worktree's .git file and admin HEAD should the agent have changed them.
+ * *commit_out gets the branch's tip afterwards (caller frees);
  * *changed_out (may be NULL) is set to 1 when a commit was made.
  */
 int worktree_checkpoint(const struct workspace *ws, const char *path,
@@ -88,19 +95,31 @@ int worktree_checkpoint(const struct workspace *ws, const char *path,
 			int *changed_out, struct err *e);
 
 /*
+ * Appends the diff between commits from and to (git diff from..to) to
+ * out, which the caller may cap.
+ */
+int worktree_range_diff(const struct workspace *ws, const char *from,
+			const char *to, struct buf *out, struct err *e);
+
+/*
  * The paths that differ between commits from and to (git diff
- * --name-only), appended to out.
+ * --name-only --no-renames: a rename gives both names), appended to out.
  */
 int worktree_changed_paths(const struct workspace *ws, const char *path,
 			   const char *from, const char *to,
 			   struct strvec *out, struct err *e);
 
-/* The worktree's own git directory (.git/worktrees/<id>); caller frees. */
+/*
+ * The worktree's admin directory (<common>/worktrees/<id>), named from
+ * its path, never read from its .git file; caller frees.
+ * BATON_ENOTFOUND when git has no such entry.
+ */
 int worktree_git_dir(const struct workspace *ws, const char *path,
 		     char **out, struct err *e);
 
 /*
- * Resets the worktree to commit: reset --hard, then clean -fd. The caller
+ * Resets the worktree and its branch to commit: read-tree --reset -u into
+ * baton's index, clean -fd, update-ref (no HEAD is used). The caller
  * owns the worktree (it holds the run's lock): lock files a git killed
  * with the previous driver left (index.lock, HEAD.lock, the branch's
  * ref lock) are removed first.
@@ -114,6 +133,67 @@ int worktree_reset(const struct workspace *ws, const char *path,
  */
 int worktree_diff(const struct workspace *ws, const char *path,
 		  const char *base, int stat, struct buf *out, struct err *e);
+
+/*
+ * Puts back the worktree's .git file and its admin HEAD when they no
+ * longer tie it to the run's branch, appending a sentence per file to
+ * changed (may be NULL). baton's git never reads them (it names the
+ * common git dir itself); they are for the agent's git and the user's.
+ */
+int worktree_restore(const struct workspace *ws, const char *path,
+		     struct strvec *changed, struct err *e);
+
+/* ---- guard.c: what an agent call did that a diff does not show ------- */
+
+struct guard_entry;
+
+/*
+ * A snapshot of a run's worktree and of the repository's refs, taken
+ * before an agent call and compared after it.
+ */
+struct worktree_guard {
+	struct guard_entry *entries; /* non-directories, by path */
+	size_t nr, alloc;
+	int truncated;		     /* too many entries: files not compared */
+	struct buf refs;	     /* "<object> <name>" lines */
+	struct buf repo_files;	     /* config, hooks, info/: "<name> <stat>" */
+};
+
+#define WORKTREE_GUARD_INIT { NULL, 0, 0, 0, BUF_INIT, BUF_INIT }
+
+/* What worktree_guard_end holds the refs to. */
+struct worktree_guard_check {
+	/* 1 if commit is one the merge queue landed (a base branch may
+	 * move to it); may be NULL */
+	int (*landed)(void *arg, const char *commit);
+	void *arg;
+};
+
+/*
+ * Takes the snapshot: every entry of the work tree at path but
+ * directories (by lstat; nothing is followed, the top .git is skipped),
+ * and every ref. Replaces what g held. 0, or negative when the worktree
+ * cannot be opened or the refs listed.
+ */
+int worktree_guard_begin(const struct workspace *ws, const char *path,
+			 struct worktree_guard *g, struct err *e);
+
+/*
+ * Compares the worktree and the refs with g. Appended to changed: every
+ * path of the work tree that appeared, changed or went, ignored files
+ * included, for the caller to hold to its policy beside the checkpoint's
+ * diff. Appended to breaches, a sentence each: a symbolic link made or
+ * changed whose target leaves the worktree; a ref created, moved or
+ * deleted other than other runs' branches and a landing (c); the common
+ * git dir's config, a hook, info/ or alternates changed; the .git file
+ * or admin HEAD rewritten (then put back). g is left as it was.
+ */
+int worktree_guard_end(const struct workspace *ws, const char *path,
+		       struct worktree_guard *g,
+		       const struct worktree_guard_check *c,
+		       struct strvec *changed, struct strvec *breaches,
+		       struct err *e);
+void worktree_guard_release(struct worktree_guard *g);
 
 /*
  * Hooks that let a caller watch and stop long children (abort, ticks),

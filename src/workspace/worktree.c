@@ -1,14 +1,25 @@
 /*
  * Git worktrees for runs: one worktree and branch per run, checkpoints
  * after stages that edit code, resets to the last checkpoint when a run is
- * recovered, and diffs. Every git call goes through spawn_capture with an
- * argv array and a timeout.
+ * recovered, and diffs. Every git call is baton's own (git.c): an argv
+ * array, a timeout, no hooks, and in a run's worktree the common git dir
+ * and baton's own index rather than anything the worktree says:
+ *
+ *   .baton/worktrees/<id>/           the work tree (the agent's)
+ *   .baton/worktrees/<id>/.git       "gitdir: <common>/worktrees/<id>",
+ *                                    put back after every checkpoint
+ *   <common>/worktrees/<id>/         its admin dir: HEAD -> the branch,
+ *                                    the agent's index; never read
+ *   .baton/runs/<id>/worktree.index  baton's index of the work tree
+ *   refs/heads/baton/<id>            moved only by update-ref OLD -> NEW
  */
 #include "util/compat.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/buf.h"
@@ -20,40 +31,129 @@
 #include "util/strvec.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
+#include "workspace/workspace_int.h"
 
 #define GIT_TIMEOUT_MS (120 * 1000)
+/* What baton reads of a file an agent could have written, at most. */
+#define LINK_FILE_MAX 4096
 
-/* Starts "git [-c identity] -C dir" in argv. */
-static void
-git_argv(const struct workspace *ws, struct strvec *argv, const char *dir)
+/*
+ * Runs baton's git (git.c) at at with the arguments in ap, up to a NULL;
+ * stdout into out (trimmed). 0 when it exits 0, else BATON_ECHILD with
+ * what it said.
+ */
+static int
+git_va(const struct workspace *ws, const struct git_at *at, struct buf *out,
+       struct err *e, va_list ap)
 {
-	strvec_push(argv, "git");
-	if (ws && ws->identity)
-		strvec_pushl(argv, "-c", "user.name=baton", "-c",
-			     "user.email=baton@localhost", NULL);
-	strvec_pushl(argv, "-C", dir, NULL);
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r = SPAWN_RESULT_INIT;
+	struct buf what = BUF_INIT;
+	const char *arg;
+	size_t i;
+	int rc;
+
+	workspace__git_start(ws, at, &o);
+	while ((arg = va_arg(ap, const char *)))
+		strvec_push(&o.argv, arg);
+	o.timeout_ms = GIT_TIMEOUT_MS;
+	o.tail_max = out ? BUF_MAX_GIT_OUTPUT + 1 : 0;
+	rc = spawn_run(&o, &r, e);
+	if (rc < 0)
+		goto out;
+	for (i = 1; i < o.argv.nr && what.len < 200; i++)
+		buf_addf(&what, "%s%s", i > 1 ? " " : "", o.argv.v[i]);
+	buf_rtrim(&r.err);
+	if (r.timed_out)
+		rc = err_set(e, BATON_ETIMEDOUT, "'git %s' timed out after "
+			     "%d s", what.ptr, GIT_TIMEOUT_MS / 1000);
+	else if (r.status)
+		rc = err_set(e, BATON_ECHILD, "'git %s' failed (exit %d): %s",
+			     what.ptr, r.status,
+			     r.err.len ? r.err.ptr : "(no message)");
+	else if (out && r.out_bytes > BUF_MAX_GIT_OUTPUT)
+		rc = err_set(e, BATON_ECHILD, "output of 'git %s' exceeds "
+			     "%d bytes", what.ptr, BUF_MAX_GIT_OUTPUT);
+	else if (out) {
+		buf_add(out, r.out.ptr, r.out.len);
+		buf_rtrim(out);
+	}
+out:
+	buf_release(&what);
+	spawn_result_release(&r);
+	spawn_opts_release(&o);
+	return rc;
 }
 
-/* Runs git with the arguments that follow dir; stdout into out (trimmed). */
+/* git in the main checkout dir (or, NULL, the common git dir). */
 static int
 git(const struct workspace *ws, const char *dir, struct buf *out,
     struct err *e, ...)
 {
-	struct strvec argv = STRVEC_INIT;
-	const char *arg;
+	struct git_at at = { .dir = dir };
 	va_list ap;
 	int rc;
 
-	git_argv(ws, &argv, dir);
 	va_start(ap, e);
-	while ((arg = va_arg(ap, const char *)))
-		strvec_push(&argv, arg);
+	rc = git_va(ws, &at, out, e, ap);
 	va_end(ap);
-	rc = spawn_capture(argv.v, NULL, out, BUF_MAX_GIT_OUTPUT,
-			   GIT_TIMEOUT_MS, e);
-	if (!rc && out)
-		buf_rtrim(out);
-	strvec_clear(&argv);
+	return rc;
+}
+
+/*
+ * The names baton derives from a run's worktree path, never from what is
+ * in the worktree: the run id (its last component), the branch, the
+ * worktree's admin directory in the common git dir, and baton's own
+ * index for it in the run folder.
+ */
+struct wt {
+	const char *path;
+	const char *id;
+	char *ref;   /* refs/heads/baton/<id> */
+	char *admin; /* <common>/worktrees/<id> */
+	char *index; /* .baton/runs/<id>/worktree.index */
+};
+
+static int
+wt_init(const struct workspace *ws, const char *path, struct wt *w,
+	struct err *e)
+{
+	const char *slash = strrchr(path, '/');
+
+	memset(w, 0, sizeof(*w));
+	if (!slash || !slash[1] || !strcmp(slash, "/.") ||
+	    !strcmp(slash, "/.."))
+		return err_set(e, BATON_EINVAL, "'%s' is not a run's worktree",
+			       path);
+	w->path = path;
+	w->id = slash + 1;
+	w->ref = xasprintf("refs/heads/baton/%s", w->id);
+	w->admin = xasprintf("%s/worktrees/%s", ws->common, w->id);
+	w->index = xasprintf("%s/runs/%s/worktree.index", ws->dir, w->id);
+	return 0;
+}
+
+static void
+wt_release(struct wt *w)
+{
+	FREE_AND_NULL(w->ref);
+	FREE_AND_NULL(w->admin);
+	FREE_AND_NULL(w->index);
+}
+
+/* git in the run's worktree, through the common git dir and index. */
+static int
+wgit(const struct workspace *ws, const struct wt *w, const char *index,
+     int read_only, struct buf *out, struct err *e, ...)
+{
+	struct git_at at = { .work_tree = w->path, .index = index,
+			     .read_only = read_only };
+	va_list ap;
+	int rc;
+
+	va_start(ap, e);
+	rc = git_va(ws, &at, out, e, ap);
+	va_end(ap);
 	return rc;
 }
 
@@ -61,18 +161,25 @@ int
 workspace_open(const char *cwd, struct workspace *out, struct err *e)
 {
 	struct buf top = BUF_INIT;
+	char *nl;
 	int rc;
 
+	/* The main checkout is the user's, and trusted: its git says
+	 * where the repository's common git directory is. */
 	rc = git(NULL, cwd ? cwd : ".", &top, e, "rev-parse",
-		 "--show-toplevel", NULL);
-	if (rc < 0 || !top.len) {
+		 "--show-toplevel", "--path-format=absolute",
+		 "--git-common-dir", NULL);
+	nl = rc < 0 ? NULL : strchr(top.ptr, '\n');
+	if (!nl || nl == top.ptr || !nl[1]) {
 		rc = err_set(e, BATON_ENOREPO,
 			     "'%s' is not inside a git repository (run "
 			     "'git init' first, or cd into one)",
 			     cwd ? cwd : ".");
 		goto out;
 	}
-	out->repo = buf_detach(&top, NULL);
+	*nl = '\0';
+	out->repo = xstrdup(top.ptr);
+	out->common = xstrdup(nl + 1);
 	out->dir = xasprintf("%s/.baton", out->repo);
 	out->identity = 0;
 out:
@@ -97,6 +204,7 @@ workspace_release(struct workspace *ws)
 {
 	FREE_AND_NULL(ws->repo);
 	FREE_AND_NULL(ws->dir);
+	FREE_AND_NULL(ws->common);
 }
 
 char *
@@ -117,10 +225,11 @@ worktree_resolve_base(const struct workspace *ws, const char *base_ref,
 {
 	char *spec = xasprintf("%s^{commit}", base_ref ? base_ref : "HEAD");
 	struct buf base = BUF_INIT;
+	struct err why = ERR_INIT;
 	int rc;
 
-	rc = git(ws, ws->repo, &base, e, "rev-parse", "--verify", "--quiet",
-		 spec, NULL);
+	rc = git(ws, ws->repo, &base, &why, "rev-parse", "--verify",
+		 "--quiet", spec, NULL);
 	if (rc < 0 && !base_ref)
 		rc = err_set(e, BATON_EINVAL,
 			     "the repository '%s' has no commits yet: a run "
@@ -197,17 +306,11 @@ half_made(const char *entry)
 void
 worktree_repair_admin(const struct workspace *ws)
 {
-	struct buf common = BUF_INIT;
 	struct err ignored = ERR_INIT;
 	struct dirent *de;
-	char *dir = NULL;
-	DIR *d = NULL;
+	char *dir = xasprintf("%s/worktrees", ws->common);
+	DIR *d = opendir(dir);
 
-	if (git(ws, ws->repo, &common, &ignored, "rev-parse", "--path-format="
-		"absolute", "--git-common-dir", NULL) == 0) {
-		dir = xasprintf("%s/worktrees", common.ptr);
-		d = opendir(dir);
-	}
 	while (d && (de = readdir(d))) {
 		char *entry;
 
@@ -224,8 +327,146 @@ worktree_repair_admin(const struct workspace *ws)
 	if (d)
 		closedir(d);
 	free(dir);
-	buf_release(&common);
 	git(ws, ws->repo, NULL, &ignored, "worktree", "prune", NULL);
+}
+
+/*
+ * Reads at most LINK_FILE_MAX bytes of a small file an agent could have
+ * written (the worktree's .git file, its admin HEAD) without following
+ * a link; trimmed. 0, or negative (a link or a directory is -ELOOP or
+ * -EISDIR).
+ */
+static int
+read_small(const char *path, struct buf *out)
+{
+	char chunk[LINK_FILE_MAX];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	ssize_t n;
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	while (!rc && (n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || out->len + (size_t)n > LINK_FILE_MAX)
+			rc = n < 0 ? -errno : -EFBIG;
+		else
+			buf_add(out, chunk, (size_t)n);
+	}
+	close(fd);
+	buf_rtrim(out);
+	return rc;
+}
+
+/*
+ * Puts back the two files that tie the worktree to its run's branch, for
+ * the agent's own git and the user's: the worktree's .git file and the
+ * admin directory's HEAD. baton's git reads neither (git.c); an agent
+ * that rewrote them gets them back, and what they said is appended to
+ * changed (may be NULL) as a sentence. Both are replaced by rename, so a
+ * link planted in their place is replaced, never followed.
+ */
+static int
+restore_links(const struct workspace *ws, const struct wt *w,
+	      struct strvec *changed, struct err *e)
+{
+	char *dotgit = xasprintf("%s/.git", w->path);
+	char *head = xasprintf("%s/HEAD", w->admin);
+	char *want_git = xasprintf("gitdir: %s", w->admin);
+	char *want_head = xasprintf("ref: %s", w->ref);
+	struct buf have = BUF_INIT;
+	struct stat st;
+	int rc;
+
+	(void)ws;
+	if (read_small(dotgit, &have) < 0 || strcmp(have.ptr, want_git)) {
+		if (changed)
+			strvec_pushf(changed, "the worktree's .git was "
+				     "rewritten (it read '%.200s')", have.ptr);
+		if (lstat(dotgit, &st) == 0 && S_ISDIR(st.st_mode))
+			fs_remove_tree(dotgit, NULL);
+		buf_reset(&have);
+		buf_addf(&have, "%s\n", want_git);
+		rc = fs_write_atomic(dotgit, have.ptr, have.len, e);
+		if (rc)
+			goto out;
+	}
+	buf_reset(&have);
+	if (read_small(head, &have) < 0 || strcmp(have.ptr, want_head)) {
+		if (changed)
+			strvec_pushf(changed, "the worktree's HEAD was "
+				     "pointed elsewhere ('%.200s')", have.ptr);
+		buf_reset(&have);
+		buf_addf(&have, "%s\n", want_head);
+		rc = fs_write_atomic(head, have.ptr, have.len, e);
+		if (rc)
+			goto out;
+	}
+	rc = 0;
+out:
+	buf_release(&have);
+	free(dotgit);
+	free(head);
+	free(want_git);
+	free(want_head);
+	return rc;
+}
+
+int
+worktree_restore(const struct workspace *ws, const char *path,
+		 struct strvec *changed, struct err *e)
+{
+	struct wt w;
+	int rc;
+
+	rc = wt_init(ws, path, &w, e);
+	if (!rc)
+		rc = restore_links(ws, &w, changed, e);
+	wt_release(&w);
+	return rc;
+}
+
+/*
+ * Makes the worktree's two indexes say commit: baton's own (its add
+ * --all starts from the last checkpoint) and the admin one, so that the
+ * agent's `git status` in the next stage shows only its own changes.
+ * git writes an index through a lock file and a rename, never following
+ * a planted link.
+ */
+static int
+sync_indexes(const struct workspace *ws, const struct wt *w,
+	     const char *commit, struct err *e)
+{
+	char *admin_index = xasprintf("%s/index", w->admin);
+	int rc;
+
+	rc = wgit(ws, w, w->index, 0, NULL, e, "read-tree", commit, NULL);
+	if (!rc)
+		rc = wgit(ws, w, admin_index, 0, NULL, e, "read-tree", commit,
+			  NULL);
+	free(admin_index);
+	return rc;
+}
+
+/*
+ * baton's index of the worktree, made from the run's branch when there
+ * is none yet (a new worktree, or one made before baton kept its own).
+ */
+static int
+ensure_index(const struct workspace *ws, const struct wt *w, struct err *e)
+{
+	char *dir = xasprintf("%s/runs/%s", ws->dir, w->id);
+	int rc = fs_mkdir_p(dir, 0755, e);
+
+	if (!rc && !fs_exists(w->index))
+		rc = wgit(ws, w, w->index, 0, NULL, e, "read-tree", w->ref,
+			  NULL);
+	free(dir);
+	return rc;
 }
 
 /* worktree_create's git work, under the worktrees lock. */
@@ -233,15 +474,23 @@ static int
 make_worktree(const struct workspace *ws, const char *path,
 	      const char *branch, const char *base, struct err *e)
 {
-	struct buf head = BUF_INIT;
 	struct err ignored = ERR_INIT;
-	int rc = 0;
+	char *gitdir_file = NULL;
+	struct wt w;
+	int rc;
 
-	if (fs_is_dir(path) &&
-	    git(ws, path, &head, &ignored, "symbolic-ref", "--short", "HEAD",
-		NULL) == 0 &&
-	    !strcmp(head.ptr, branch))
+	rc = wt_init(ws, path, &w, e);
+	if (rc)
+		return rc;
+	/* Reused when git still has it: its admin entry and the branch.
+	 * What the worktree's own files say is not asked. */
+	gitdir_file = xasprintf("%s/gitdir", w.admin);
+	if (fs_is_dir(path) && fs_size(gitdir_file) > 0 &&
+	    git(ws, NULL, NULL, &ignored, "rev-parse", "--verify", "--quiet",
+		w.ref, NULL) == 0) {
+		rc = restore_links(ws, &w, NULL, e);
 		goto done;
+	}
 	/* A half-made worktree from a crash: forget it and start over. */
 	worktree_repair_admin(ws);
 	if (fs_exists(path) && (rc = fs_remove_tree(path, e)) < 0)
@@ -255,8 +504,11 @@ make_worktree(const struct workspace *ws, const char *path,
 			 "-b", branch, path, base, NULL);
 	if (rc < 0)
 		err_prefix(e, "cannot create worktree '%s'", path);
+	if (!rc)
+		rc = ensure_index(ws, &w, e);
 done:
-	buf_release(&head);
+	free(gitdir_file);
+	wt_release(&w);
 	return rc;
 }
 
@@ -296,36 +548,72 @@ out:
 }
 
 
+/*
+ * The checkpoint, without a HEAD: baton's index starts from the branch's
+ * tip, takes in the work tree (add --all, through the common git dir),
+ * and when its tree differs a commit is made on the tip with commit-tree
+ * and the branch moved by compare-and-swap (update-ref NEW OLD). No hook
+ * runs, and no ref but the run's own branch can move, whatever the agent
+ * did to the worktree's HEAD.
+ */
 int
 worktree_checkpoint(const struct workspace *ws, const char *path,
 		    const char *message, char **commit_out, int *changed_out,
 		    struct err *e)
 {
-	struct buf head = BUF_INIT;
-	struct err ignored = ERR_INIT;
+	struct buf old = BUF_INIT, tree = BUF_INIT, old_tree = BUF_INIT,
+		   commit = BUF_INIT;
+	char *spec = NULL;
 	int rc, changed = 0;
+	struct wt w;
 
-	rc = git(ws, path, NULL, e, "add", "--all", NULL);
-	if (rc < 0)
+	rc = wt_init(ws, path, &w, e);
+	if (rc)
+		return rc;
+	rc = git(ws, NULL, &old, e, "rev-parse", "--verify", w.ref, NULL);
+	if (!rc)
+		rc = ensure_index(ws, &w, e);
+	if (!rc)
+		rc = wgit(ws, &w, w.index, 0, NULL, e, "read-tree", old.ptr,
+			  NULL);
+	if (!rc)
+		rc = wgit(ws, &w, w.index, 0, NULL, e, "add", "--all", NULL);
+	if (!rc)
+		rc = wgit(ws, &w, w.index, 0, &tree, e, "write-tree", NULL);
+	spec = xasprintf("%s^{tree}", old.ptr);
+	if (!rc)
+		rc = git(ws, NULL, &old_tree, e, "rev-parse", spec, NULL);
+	if (rc)
 		goto out;
-	if (git(ws, path, NULL, &ignored, "diff", "--cached", "--quiet",
-		NULL) < 0) {
-		rc = git(ws, path, NULL, e, "commit", "--quiet", "--no-verify",
-			 "-m", message, NULL);
-		if (rc < 0)
-			goto out;
+	if (strcmp(tree.ptr, old_tree.ptr)) {
+		rc = git(ws, NULL, &commit, e, "commit-tree", "--no-gpg-sign",
+			 "-p", old.ptr, "-m", message, tree.ptr, NULL);
+		if (!rc)
+			rc = git(ws, NULL, NULL, e, "update-ref", "-m",
+				 "baton: checkpoint", w.ref, commit.ptr,
+				 old.ptr, NULL);
 		changed = 1;
+	} else {
+		buf_add(&commit, old.ptr, old.len);
 	}
-	rc = git(ws, path, &head, e, "rev-parse", "HEAD", NULL);
-	if (rc < 0)
+	if (!rc)
+		rc = sync_indexes(ws, &w, commit.ptr, e);
+	if (!rc)
+		rc = restore_links(ws, &w, NULL, e);
+	if (rc)
 		goto out;
-	*commit_out = buf_detach(&head, NULL);
+	*commit_out = buf_detach(&commit, NULL);
 	if (changed_out)
 		*changed_out = changed;
 out:
 	if (rc < 0)
 		err_prefix(e, "cannot checkpoint worktree '%s'", path);
-	buf_release(&head);
+	buf_release(&old);
+	buf_release(&tree);
+	buf_release(&old_tree);
+	buf_release(&commit);
+	free(spec);
+	wt_release(&w);
 	return rc;
 }
 
@@ -338,53 +626,35 @@ unlink_stale(const char *lock)
 
 /*
  * A git killed with its driver leaves its lock files behind: index.lock,
- * HEAD.lock, ORIG_HEAD.lock in the worktree's own git directory, and the
- * lock of the branch it was moving in the common one. The caller holds
- * the run, so no live git works in this worktree: they are all stale.
+ * HEAD.lock in the worktree's admin directory, baton's index lock, and
+ * the lock of the run's branch. The caller holds the run, so no live git
+ * of baton's works on this worktree: they are all stale. Their names come
+ * from the run's id, never from the files in the worktree.
  */
 static void
-clear_stale_locks(const struct workspace *ws, const char *path)
+clear_stale_locks(const struct workspace *ws, const struct wt *w)
 {
-	struct buf head = BUF_INIT, common = BUF_INIT;
-	struct err ignored = ERR_INIT;
-	char *gitdir = NULL, *p;
 	struct dirent *de;
-	DIR *d;
+	DIR *d = opendir(w->admin);
+	char *p;
 
-	if (worktree_git_dir(ws, path, &gitdir, &ignored))
-		return;
-	d = opendir(gitdir);
 	while (d && (de = readdir(d))) {
 		size_t n = strlen(de->d_name);
 
 		if (n > 5 && !strcmp(de->d_name + n - 5, ".lock")) {
-			p = xasprintf("%s/%s", gitdir, de->d_name);
+			p = xasprintf("%s/%s", w->admin, de->d_name);
 			unlink_stale(p);
 			free(p);
 		}
 	}
 	if (d)
 		closedir(d);
-	p = xasprintf("%s/HEAD", gitdir);
-	fs_read(p, &head, 4096, &ignored);
+	p = xasprintf("%s.lock", w->index);
+	unlink_stale(p);
 	free(p);
-	p = xasprintf("%s/commondir", gitdir);
-	fs_read(p, &common, 4096, &ignored);
+	p = xasprintf("%s/%s.lock", ws->common, w->ref);
+	unlink_stale(p);
 	free(p);
-	buf_rtrim(&head);
-	buf_rtrim(&common);
-	if (head.len > 5 && !strncmp(head.ptr, "ref: ", 5) && common.len &&
-	    !strstr(head.ptr, "..")) {
-		p = common.ptr[0] == '/' ?
-			    xasprintf("%s/%s.lock", common.ptr, head.ptr + 5) :
-			    xasprintf("%s/%s/%s.lock", gitdir, common.ptr,
-				      head.ptr + 5);
-		unlink_stale(p);
-		free(p);
-	}
-	buf_release(&head);
-	buf_release(&common);
-	free(gitdir);
 }
 
 /*
@@ -395,47 +665,64 @@ clear_stale_locks(const struct workspace *ws, const char *path)
  * or made at commit when even the branch is missing.
  */
 static int
-remake_lost(const struct workspace *ws, const char *path, const char *commit,
-	    struct err *e)
+remake_lost(const struct workspace *ws, const struct wt *w,
+	    const char *commit, struct err *e)
 {
-	struct buf out = BUF_INIT;
-	struct err ignored = ERR_INIT;
-	const char *name = strrchr(path, '/');
+	char *gitdir_file = xasprintf("%s/gitdir", w->admin);
 	char *branch;
-	int rc, lock;
+	int rc = 0, lock;
 
-	rc = git(ws, path, &out, &ignored, "rev-parse", "--git-dir", NULL);
-	buf_release(&out);
-	if (rc == 0 || !name)
-		return 0;
-	log_warn("worktree %s is unknown to git; making it again", path);
-	branch = xasprintf("baton/%s", name + 1);
+	if (fs_is_dir(w->path) && fs_size(gitdir_file) > 0)
+		goto out;
+	log_warn("worktree %s is unknown to git; making it again", w->path);
+	branch = xasprintf("baton/%s", w->id);
 	lock = workspace_lock_worktrees(ws, e);
-	rc = lock < 0 ? lock : make_worktree(ws, path, branch, commit, e);
+	rc = lock < 0 ? lock : make_worktree(ws, w->path, branch, commit, e);
 	if (lock >= 0)
 		workspace_unlock_worktrees(lock);
 	free(branch);
+out:
+	free(gitdir_file);
 	return rc;
 }
 
+/*
+ * Back to commit without a HEAD: read-tree --reset -u puts the tracked
+ * files as commit has them (removing what it does not have), clean takes
+ * the untracked ones, and the branch is set to commit.
+ */
 int
 worktree_reset(const struct workspace *ws, const char *path,
 	       const char *commit, struct err *e)
 {
+	struct wt w;
 	int rc;
 
-	rc = remake_lost(ws, path, commit, e);
+	rc = wt_init(ws, path, &w, e);
+	if (rc)
+		return rc;
+	rc = remake_lost(ws, &w, commit, e);
 	if (rc < 0)
-		return err_prefix(e, "cannot reset worktree '%s' to %.12s",
-				  path, commit);
-	clear_stale_locks(ws, path);
-	rc = git(ws, path, NULL, e, "reset", "--quiet", "--hard", commit,
-		 NULL);
+		goto out;
+	clear_stale_locks(ws, &w);
+	rc = ensure_index(ws, &w, e);
 	if (!rc)
-		rc = git(ws, path, NULL, e, "clean", "-fdq", NULL);
+		rc = wgit(ws, &w, w.index, 0, NULL, e, "read-tree", "--reset",
+			  "-u", commit, NULL);
+	if (!rc)
+		rc = wgit(ws, &w, w.index, 0, NULL, e, "clean", "-fdq", NULL);
+	if (!rc)
+		rc = git(ws, NULL, NULL, e, "update-ref", "-m", "baton: reset",
+			 w.ref, commit, NULL);
+	if (!rc)
+		rc = sync_indexes(ws, &w, commit, e);
+	if (!rc)
+		rc = restore_links(ws, &w, NULL, e);
+out:
 	if (rc < 0)
 		err_prefix(e, "cannot reset worktree '%s' to %.12s", path,
 			   commit);
+	wt_release(&w);
 	return rc;
 }
 
@@ -443,9 +730,30 @@ int
 worktree_diff(const struct workspace *ws, const char *path, const char *base,
 	      int stat, struct buf *out, struct err *e)
 {
-	if (stat)
-		return git(ws, path, out, e, "diff", "--stat", base, NULL);
-	return git(ws, path, out, e, "diff", "--binary", base, NULL);
+	struct wt w;
+	int rc;
+
+	rc = wt_init(ws, path, &w, e);
+	if (!rc)
+		rc = ensure_index(ws, &w, e);
+	if (!rc)
+		rc = wgit(ws, &w, w.index, 1, out, e, "diff", "--no-ext-diff",
+			  "--no-textconv", stat ? "--stat" : "--binary", base,
+			  NULL);
+	wt_release(&w);
+	return rc;
+}
+
+int
+worktree_range_diff(const struct workspace *ws, const char *from,
+		    const char *to, struct buf *out, struct err *e)
+{
+	char *range = xasprintf("%s..%s", from, to);
+	int rc = git(ws, NULL, out, e, "diff", "--no-color", "--no-ext-diff",
+		     "--no-textconv", range, NULL);
+
+	free(range);
+	return rc;
 }
 
 int
@@ -457,8 +765,11 @@ worktree_changed_paths(const struct workspace *ws, const char *path,
 	size_t i = 0;
 	int rc;
 
-	rc = git(ws, path, &names, e, "diff", "--name-only", "-z", from, to,
-		 NULL);
+	(void)path;
+	/* --no-renames: a rename is the old path deleted and the new one
+	 * added, and both are held to the policy. */
+	rc = git(ws, NULL, &names, e, "diff", "--no-ext-diff", "--no-renames",
+		 "--name-only", "-z", from, to, NULL);
 	while (!rc && i < names.len) {
 		size_t n = strnlen(names.ptr + i, names.len - i);
 
@@ -474,11 +785,18 @@ int
 worktree_git_dir(const struct workspace *ws, const char *path, char **out,
 		 struct err *e)
 {
-	struct buf dir = BUF_INIT;
-	int rc = git(ws, path, &dir, e, "rev-parse", "--absolute-git-dir",
-		     NULL);
+	struct wt w;
+	int rc;
 
-	*out = rc ? NULL : buf_detach(&dir, NULL);
-	buf_release(&dir);
+	*out = NULL;
+	rc = wt_init(ws, path, &w, e);
+	if (rc)
+		return rc;
+	if (!fs_is_dir(w.admin))
+		rc = err_set(e, BATON_ENOTFOUND, "worktree '%s' has no admin "
+			     "directory '%s'", path, w.admin);
+	else
+		*out = xstrdup(w.admin);
+	wt_release(&w);
 	return rc;
 }

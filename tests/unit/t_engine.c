@@ -65,6 +65,7 @@ setup(struct fixture *f, const char *pipeline)
 	make_repo(test_tmpdir());
 	f->ws.repo = xstrdup(test_tmpdir());
 	f->ws.dir = xasprintf("%s/.baton", test_tmpdir());
+	f->ws.common = xasprintf("%s/.git", test_tmpdir());
 	ASSERT_OK(fs_mkdir_p(f->ws.dir, 0755, &e), &e);
 	config_builder_init(&b);
 	ASSERT_OK(config_add_yaml(&b, "test.yaml", base_config,

@@ -305,7 +305,7 @@ load_config(const char *hooks, int port, struct config *cfg)
 static struct notifier *
 start(const struct config *cfg)
 {
-	struct workspace ws = { NULL, NULL, 0 };
+	struct workspace ws = { 0 };
 	struct err e = ERR_INIT;
 	struct notifier *n;
 	char *spec = notify_store_spec();
@@ -418,7 +418,7 @@ static const char one_hook[] = "    - url: http://127.0.0.1:PORT/hook\n"
 
 TEST(no_webhooks_no_notifier)
 {
-	struct workspace ws = { NULL, NULL, 0 };
+	struct workspace ws = { 0 };
 	struct config_builder b = CONFIG_BUILDER_INIT;
 	struct err e = ERR_INIT;
 	struct config cfg;

@@ -1,0 +1,120 @@
+#!/bin/bash
+test_description='a hostile agent against baton'"'"'s own git and change detection: a planted .git file and fsmonitor, a HEAD pointed at the base branch, planted hooks, a rename out of the allowed paths, a replace ref, an ignored script, a link out of the worktree, a moved base branch'
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+HOSTILE_AGENT=$TEST_DIRECTORY/lib/hostile-agent
+
+# hostile_repo DIR MODE [EXTRA_YAML]: a repository with docs/keep.txt and a
+# .gitignore of build/, the hostile agent in MODE playing every role.
+hostile_repo() {
+	make_repo "$1" &&
+	mkdir -p "$1/docs" "$1.mark" &&
+	echo "kept" >"$1/docs/keep.txt" &&
+	echo "build/" >"$1/.gitignore" &&
+	git -C "$1" add docs/keep.txt .gitignore &&
+	git -C "$1" commit -qm "docs and ignores" &&
+	baton_init_with_agent "$1" "providers:
+  hostile: {type: command, command: [\"$HOSTILE_AGENT\"]}
+roles: {default: hostile}
+${3:-}" &&
+	echo "$2" >"$1.mode"
+}
+
+# hostile_run DIR: baton run under the hostile agent; the exit code in
+# DIR.rc, the run's record in DIR.json.
+hostile_run() {
+	(
+		cd "$1" &&
+		HOSTILE_MODE=$(cat "../$1.mode") HOSTILE_MARK=$PWD/../$1.mark \
+			"$BATON" run "Add a feature" >"../$1.out" 2>&1
+		echo $? >"../$1.rc"
+		"$BATON" show --json "$(newest_run)" >"../$1.json"
+	)
+}
+
+# nothing_ran DIR: no payload the agent planted was run by anyone.
+nothing_ran() {
+	ls "$1.mark" >"$1.marks" &&
+	test_grep ! -v '^done-' "$1.marks"
+}
+
+test_expect_success 'a .git file pointed at the agent'"'"'s own git dir: baton never uses it, its fsmonitor never runs, the run blocks and the file is put back' '
+	hostile_repo gitfile gitfile-fsmonitor &&
+	base=$(git -C gitfile rev-parse HEAD) &&
+	hostile_run gitfile &&
+	test "$(cat gitfile.rc)" = 3 &&
+	nothing_ran gitfile &&
+	test_jq ".status == \"blocked\" and .outcome == \"policy_denied\"" gitfile.json &&
+	test_jq ".reason | test(\"the worktree.s .git was rewritten\")" gitfile.json &&
+	test_jq "[.events[] | select(.type == \"policy_violation\" and .data.policy == \"integrity\")] | length == 1" gitfile.json &&
+	# nothing was committed into .evil, nor anywhere but the run branch
+	branch=$(jq -r .branch gitfile.json) &&
+	test_must_fail git --git-dir=gitfile/.baton/worktrees/$(jq -r .id gitfile.json)/.evil rev-parse --verify -q HEAD &&
+	test "$(git -C gitfile rev-parse HEAD)" = "$base" &&
+	# and the .git file ties the worktree to its branch again
+	git -C gitfile/.baton/worktrees/$(jq -r .id gitfile.json) symbolic-ref HEAD >head &&
+	test "$(cat head)" = "refs/heads/$branch"
+'
+
+test_expect_success 'a HEAD pointed at the base branch: the base does not move, the run blocks and the HEAD is put back' '
+	hostile_repo headbase head-to-base &&
+	base=$(git -C headbase rev-parse HEAD) &&
+	hostile_run headbase &&
+	test "$(git -C headbase rev-parse HEAD)" = "$base" &&
+	test "$(cat headbase.rc)" = 3 &&
+	test_jq ".reason | test(\"HEAD was pointed elsewhere\")" headbase.json &&
+	# the worktree is on its run branch again
+	id=$(jq -r .id headbase.json) &&
+	git -C headbase/.baton/worktrees/$id symbolic-ref HEAD >head &&
+	test "$(cat head)" = "refs/heads/baton/$id"
+'
+
+test_expect_success 'hooks and fsmonitor planted in the repository never run on baton'"'"'s git, and the run blocks naming them' '
+	hostile_repo hooks hooks &&
+	hostile_run hooks &&
+	nothing_ran hooks &&
+	test "$(cat hooks.rc)" = 3 &&
+	test_jq ".reason | test(\"hooks/post-commit was created\")" hooks.json &&
+	test_jq ".reason | test(\"repository.s config was\")" hooks.json
+'
+
+test_expect_success 'a rename out of the allowed paths is seen: both names are held to policies.allowed_paths' '
+	hostile_repo rename rename-out "policies: {allowed_paths: [src/, feature.txt]}" &&
+	hostile_run rename &&
+	test "$(cat rename.rc)" = 3 &&
+	test_jq ".status == \"blocked\" and (.reason | test(\"outside policies.allowed_paths: docs/keep.txt\"))" rename.json
+'
+
+test_expect_success 'a replace ref that hides an edit: baton diffs the commits themselves and the new ref is a breach' '
+	hostile_repo replace replace "policies: {allowed_paths: [feature.txt]}" &&
+	hostile_run replace &&
+	test "$(cat replace.rc)" = 3 &&
+	test_jq ".reason | test(\"the ref refs/replace/[0-9a-f]+ was created\")" replace.json &&
+	id=$(jq -r .id replace.json) &&
+	(cd replace && "$BATON" diff "$id" >../replace.diff) &&
+	test_grep "changed by the agent" replace.diff
+'
+
+test_expect_success 'an ignored script the agent wrote is a change like any other' '
+	hostile_repo ignored ignored-script "policies: {allowed_paths: [feature.txt]}" &&
+	hostile_run ignored &&
+	test "$(cat ignored.rc)" = 3 &&
+	test_jq ".reason | test(\"outside policies.allowed_paths: build/evil.sh\")" ignored.json
+'
+
+test_expect_success 'a symbolic link out of the worktree blocks the run, naming it' '
+	hostile_repo link symlink-out &&
+	hostile_run link &&
+	test "$(cat link.rc)" = 3 &&
+	test_jq ".reason | test(\"symbolic link notes.txt points out of the worktree\")" link.json &&
+	test_path_is_missing link.mark/../outside.txt
+'
+
+test_expect_success 'the base branch moved by the agent is a breach naming it' '
+	hostile_repo movebase move-base &&
+	hostile_run movebase &&
+	test "$(cat movebase.rc)" = 3 &&
+	test_jq ".reason | test(\"the ref refs/heads/(master|main) was moved\")" movebase.json
+'
+
+test_done
