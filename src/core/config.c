@@ -94,7 +94,10 @@ static const char *const reports_keys[] = {
 };
 static const char *const notify_keys[] = { "webhooks", NULL };
 static const char *const loop_keys[] = {
-    "profile", "grants", "stop_file", "max_iterations", NULL,
+    "profile", "grants", "immutable", "stop_file", "max_iterations", NULL,
+};
+static const char *const grant_keys[] = {
+    "grant", "exclude", "override_immutable", NULL,
 };
 static const char *const loop_profiles[] = {
     "strict", "trusted-local", "automation", NULL,
@@ -951,6 +954,110 @@ read_reports(struct config *c, struct err *e)
 	return rc;
 }
 
+/*
+ * The excludes of grant g, the node n at path (PATH.exclude): globs that
+ * policy_exclude_parse takes, each error at its own item.
+ */
+static int
+read_grant_exclude(const struct cnode *n, const char *path,
+		   struct policy_grant *g, struct err *e)
+{
+	struct buf item = BUF_INIT;
+	struct err ge = ERR_INIT;
+	size_t i;
+	int rc;
+
+	rc = read_strings(n, path, 0, &g->exclude, e);
+	for (i = 0; rc >= 0 && i < g->exclude.nr; i++) {
+		if (!policy_exclude_parse(g->text, g->exclude.v[i], &ge))
+			continue;
+		buf_reset(&item);
+		buf_addf(&item, "%s[%zu]", path, i);
+		rc = node_error(n->type == CNODE_SEQ ? n->kids[i] : n, item.ptr,
+				ge.msg, e);
+	}
+	buf_release(&item);
+	return rc;
+}
+
+/*
+ * One grant of loop.grants, the node n at path (loop.grants[I]), into g:
+ * a string ("write:src/a.c") or a mapping {grant: "write:src/a.c", exclude:
+ * [globs], override_immutable: bool}. Each error names the key it is at.
+ */
+static int
+read_grant(const struct cnode *n, const char *path, struct policy_grant *g,
+	   struct err *e)
+{
+	const struct cnode *at = n, *k;
+	struct buf sub = BUF_INIT;
+	struct err ge = ERR_INIT;
+	int rc = 0;
+
+	buf_adds(&sub, path);
+	if (n->type == CNODE_MAP) {
+		rc = cnode_check_keys(n, path, grant_keys, e);
+		if (rc < 0)
+			goto out;
+		at = cnode_get(n, "grant");
+		if (!at) {
+			rc = node_error(n, path,
+					"a grant mapping needs a grant (such as"
+					" grant: \"write:src/**\")",
+					e);
+			goto out;
+		}
+		buf_addf(&sub, ".grant");
+	}
+	rc = cnode_expect(at, CNODE_SCALAR, sub.ptr, e);
+	if (rc < 0)
+		goto out;
+	g->text = xstrdup(at->value);
+	if (policy_grant_parse(g->text, &ge)) {
+		rc = node_error(at, sub.ptr, ge.msg, e);
+		goto out;
+	}
+	if (n->type != CNODE_MAP)
+		goto out;
+	if ((k = cnode_get(n, "exclude"))) {
+		buf_reset(&sub);
+		buf_addf(&sub, "%s.exclude", path);
+		rc = read_grant_exclude(k, sub.ptr, g, e);
+	}
+	if (rc >= 0 && (k = cnode_get(n, "override_immutable"))) {
+		buf_reset(&sub);
+		buf_addf(&sub, "%s.override_immutable", path);
+		rc = cnode_bool(k, sub.ptr, &g->override_immutable, e);
+	}
+out:
+	buf_release(&sub);
+	return rc;
+}
+
+/* loop.grants: a sequence of grants, or one grant string alone. */
+static int
+read_grants(const struct cnode *n, struct config_loop *l, struct err *e)
+{
+	char path[48];
+	size_t i, nr;
+	int rc = 0;
+
+	if (is_null(n))
+		return 0;
+	if (n->type == CNODE_MAP)
+		return cnode_expect(n, CNODE_SEQ, "loop.grants", e);
+	nr = n->type == CNODE_SEQ ? n->nr : 1;
+	l->grants = xcalloc(nr, sizeof(*l->grants));
+	for (i = 0; i < nr && rc >= 0; i++) {
+		strvec_init(&l->grants[i].exclude);
+		l->nr_grants++;
+		snprintf(path, sizeof(path), "loop.grants[%zu]", i);
+		rc = read_grant(n->type == CNODE_SEQ ? n->kids[i] : n, path,
+				&l->grants[i], e);
+	}
+	return rc;
+}
+
 /* loop: the loop pipeline's policy and stop conditions (docs/config.md). */
 static int
 read_loop(struct config *c, struct err *e)
@@ -958,6 +1065,7 @@ read_loop(struct config *c, struct err *e)
 	struct config_loop *l = &c->loop;
 	const struct cnode *sec, *n;
 	struct buf path = BUF_INIT;
+	struct err ge = ERR_INIT;
 	size_t i;
 	int rc;
 
@@ -967,16 +1075,16 @@ read_loop(struct config *c, struct err *e)
 	if ((n = cnode_get(sec, "profile")))
 		rc = read_choice(n, "loop.profile", loop_profiles, &l->profile,
 				 e);
-	n = cnode_get(sec, "grants");
+	if (rc >= 0 && (n = cnode_get(sec, "grants")))
+		rc = read_grants(n, l, e);
+	n = cnode_get(sec, "immutable");
 	if (rc >= 0 && n)
-		rc = read_strings(n, "loop.grants", 0, &l->grants, e);
-	for (i = 0; rc >= 0 && n && i < l->grants.nr; i++) {
-		struct err ge = ERR_INIT;
-
-		if (!policy_grant_parse(l->grants.v[i], &ge))
+		rc = read_strings(n, "loop.immutable", 0, &l->immutable, e);
+	for (i = 0; rc >= 0 && n && i < l->immutable.nr; i++) {
+		if (!policy_immutable_parse(l->immutable.v[i], &ge))
 			continue;
 		buf_reset(&path);
-		buf_addf(&path, "loop.grants[%zu]", i);
+		buf_addf(&path, "loop.immutable[%zu]", i);
 		rc = node_error(n->type == CNODE_SEQ ? n->kids[i] : n,
 				path.ptr, ge.msg, e);
 	}
@@ -1292,6 +1400,7 @@ config_init(struct config *c)
 	strvec_init(&c->approval_stages);
 	strvec_init(&c->validate_commands);
 	strvec_init(&c->allowed_paths);
+	strvec_init(&c->loop.immutable);
 	c->max_review_loops = 2;
 	c->quota_retries = 5;
 	c->backoff_seconds = 60;
@@ -1436,7 +1545,10 @@ config_release(struct config *c)
 	free(c->sandbox);
 	free(c->store);
 	free(c->loop.profile);
-	strvec_clear(&c->loop.grants);
+	for (i = 0; i < c->loop.nr_grants; i++)
+		policy_grant_release(&c->loop.grants[i]);
+	free(c->loop.grants);
+	strvec_clear(&c->loop.immutable);
 	free(c->loop.stop_file);
 	free(c->assist.mode);
 	cnode_free(c->root);

@@ -28,6 +28,7 @@
 struct buf;
 struct cnode;
 struct err;
+struct policy_grant;
 
 struct config_provider {
 	char *name;
@@ -118,13 +119,19 @@ struct config_webhook {
  * loop: the loop pipeline (Craik). profile: strict (only grants),
  * trusted-local (writes in the worktree, any command), automation
  * (writes in policies.allowed_paths, the validate commands); grants:
- * "write:GLOB", "run:GLOB", "network:GLOB"; network needs a grant in
- * every profile. stop_file: the loop stops before an act when this file
- * exists in the worktree. max_iterations: overrides the pipeline's.
+ * "write:GLOB", "run:GLOB", "network:GLOB", each a string or a mapping
+ * {grant, exclude, override_immutable}; network needs a grant in every
+ * profile. immutable: globs no write may touch without an override grant,
+ * beside .git and .baton (core/policy.h). stop_file: the loop stops
+ * before an act when this file exists in the worktree. max_iterations:
+ * overrides the pipeline's.
  */
 struct config_loop {
 	char *profile;		/* "strict" */
-	struct strvec grants;
+	struct policy_grant *grants; /* nr_grants of them, each checked by
+					policy_grant_parse */
+	size_t nr_grants;
+	struct strvec immutable;
 	char *stop_file;	/* NULL: none */
 	int max_iterations;	/* 0: the pipeline's */
 };

@@ -1,13 +1,15 @@
 /*
- * The loop's policy envelope: see policy.h. A check walks three steps in
- * order -- the worktree fence for writes, the explicit grants, the
- * profile -- and the first that decides wins. Profiles are a table: what
- * each allows and how it explains a denial, so that a denied effect says
- * exactly which rule failed and which grant would have allowed it.
+ * The loop's policy envelope: see policy.h. A check walks four steps in
+ * order -- the worktree fence for writes, the immutable paths, the
+ * explicit grants, the profile -- and the first that decides wins.
+ * Profiles are a table: what each allows and how it explains a denial,
+ * so that a denied effect says exactly which rule failed and which grant
+ * would have allowed it.
  */
 #include "util/compat.h"
 
 #include <fnmatch.h>
+#include <strings.h>
 
 #include "core/policy.h"
 #include "util/buf.h"
@@ -51,22 +53,66 @@ skip_dot_slash(const char *p)
 	return p;
 }
 
-/* Whether path has a ".." component ("..", "../a", "a/../b", "a/.."). */
+/*
+ * Whether path has a component spelled name, ignoring case: a file system
+ * that ignores case (macOS, Windows) opens ".GIT/config" as .git/config,
+ * which is why git itself refuses such paths in a tree.
+ */
 static int
-has_dotdot(const char *path)
+has_component(const char *path, const char *name)
 {
+	size_t n = strlen(name);
 	const char *p = path;
 
 	while (*p) {
 		size_t len = strcspn(p, "/");
 
-		if (len == 2 && p[0] == '.' && p[1] == '.')
+		if (len == n && !strncasecmp(p, name, n))
 			return 1;
 		p += len;
 		while (*p == '/')
 			p++;
 	}
 	return 0;
+}
+
+/* Whether path has a ".." component ("..", "../a", "a/../b", "a/.."). */
+static int
+has_dotdot(const char *path)
+{
+	return has_component(path, "..");
+}
+
+/*
+ * Whether the len bytes at s hold no literal character: only '*', '?'
+ * and complete bracket expressions ("[a-z]"), which is a segment that
+ * matches a name whatever it is. A '[' without its ']' and a backslash
+ * escape are literal, as fnmatch(3) takes them.
+ */
+static int
+wild_only(const char *s, size_t len)
+{
+	size_t i = 0, j;
+
+	while (i < len) {
+		if (s[i] == '*' || s[i] == '?') {
+			i++;
+			continue;
+		}
+		if (s[i] != '[')
+			return 0;
+		j = i + 1;
+		if (j < len && (s[j] == '!' || s[j] == '^'))
+			j++;
+		if (j < len && s[j] == ']')
+			j++;
+		while (j < len && s[j] != ']')
+			j++;
+		if (j >= len)
+			return 0;
+		i = j + 1;
+	}
+	return 1;
 }
 
 /* Appends the len bytes at s to out with fnmatch's special characters
@@ -139,7 +185,8 @@ strict_explain(const struct policy *p, enum kind k, struct buf *out)
 	buf_adds(out, " grants nothing");
 }
 
-/* Writes reach this only from inside the worktree (policy_check). */
+/* Writes reach this only from inside the worktree and only to paths that
+ * are not immutable (policy_check). */
 static int
 trusted_allows(const struct policy *p, enum kind k, const char *target)
 {
@@ -229,6 +276,62 @@ policy_profile_valid(const char *name)
 
 /* ---- grants ---- */
 
+void
+policy_grant_release(struct policy_grant *g)
+{
+	if (!g)
+		return;
+	FREE_AND_NULL(g->text);
+	strvec_clear(&g->exclude);
+	g->override_immutable = 0;
+}
+
+/* Why a write (a path without its "./", not empty) is outside the
+ * worktree, or NULL. */
+static const char *
+outside_worktree(const char *path)
+{
+	if (path[0] == '/')
+		return "an absolute path";
+	if (has_dotdot(path))
+		return "a '..' component";
+	return NULL;
+}
+
+/* The write glob after "write:" of grant text: in the worktree and not
+ * too broad (policy_grant_parse). */
+static int
+write_glob_parse(const char *text, const char *glob, struct err *e)
+{
+	size_t seg;
+
+	glob = skip_dot_slash(glob);
+	if (glob[0] == '/')
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': a write glob is relative to the"
+			       " worktree, not absolute",
+			       text);
+	if (has_dotdot(glob))
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': a write glob cannot leave the"
+			       " worktree (it has a '..' component)",
+			       text);
+	if (!*glob)
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': the glob after 'write:' names no"
+			       " path",
+			       text);
+	seg = strcspn(glob, "/");
+	if (wild_only(glob, seg))
+		return err_set(e, BATON_EINVAL,
+			       "grant '%s': too broad: its first path segment"
+			       " '%.*s' is only wildcards, which reach every"
+			       " directory of the worktree (start it with a"
+			       " name, such as \"write:src/**\")",
+			       text, (int)seg, glob);
+	return 0;
+}
+
 int
 policy_grant_parse(const char *text, struct err *e)
 {
@@ -257,16 +360,64 @@ policy_grant_parse(const char *text, struct err *e)
 		return err_set(e, BATON_EINVAL,
 			       "grant '%s': the glob after '%s:' is empty",
 			       text, kind_names[k]);
-	if (k == KIND_WRITE && glob[0] == '/')
+	if (k == KIND_WRITE)
+		return write_glob_parse(text, glob, e);
+	if (wild_only(glob, strlen(glob)))
 		return err_set(e, BATON_EINVAL,
-			       "grant '%s': a write glob is relative to the"
-			       " worktree, not absolute",
-			       text);
-	if (k == KIND_WRITE && has_dotdot(glob))
+			       "grant '%s': too broad: a glob of only wildcards"
+			       " grants every %s",
+			       text,
+			       k == KIND_RUN ? "command (profile trusted-local"
+					       " is the way to allow any)"
+					     : "host (name the hosts)");
+	return 0;
+}
+
+/* The kind of grant text, which policy_grant_parse accepted. */
+static enum kind
+grant_kind(const char *text)
+{
+	return (enum kind)kind_find(text, strcspn(text, ":"));
+}
+
+int
+policy_exclude_parse(const char *grant, const char *glob, struct err *e)
+{
+	const char *where;
+
+	if (!glob || !*glob)
 		return err_set(e, BATON_EINVAL,
-			       "grant '%s': a write glob cannot leave the"
-			       " worktree (it has a '..' component)",
-			       text);
+			       "exclude '' of grant '%s': an exclude glob"
+			       " cannot be empty",
+			       grant ? grant : "");
+	if (!grant || policy_grant_parse(grant, NULL) ||
+	    grant_kind(grant) != KIND_WRITE)
+		return 0;
+	glob = skip_dot_slash(glob);
+	where = *glob ? outside_worktree(glob) : NULL;
+	if (where)
+		return err_set(e, BATON_EINVAL,
+			       "exclude '%s' of grant '%s': it is outside the"
+			       " worktree (%s)",
+			       glob, grant, where);
+	return 0;
+}
+
+int
+policy_immutable_parse(const char *glob, struct err *e)
+{
+	const char *where;
+
+	if (!glob || !*skip_dot_slash(glob))
+		return err_set(e, BATON_EINVAL,
+			       "immutable path '%s': it names no path",
+			       glob ? glob : "");
+	where = outside_worktree(skip_dot_slash(glob));
+	if (where)
+		return err_set(e, BATON_EINVAL,
+			       "immutable path '%s': it is outside the worktree"
+			       " (%s)",
+			       glob, where);
 	return 0;
 }
 
@@ -277,27 +428,79 @@ policy_grant_parse(const char *text, struct err *e)
  */
 #define SHELL_CONTROL ";&|`$<>()\n"
 
-/* The first valid grant of kind k whose glob matches target, or NULL.
- * Borrowed from grants. */
-static const char *
-grant_find(const struct strvec *grants, enum kind k, const char *target)
+/* Whether g is whole: its text and every exclude as config takes them
+ * (one bad exclude voids the grant rather than widen it). */
+static int
+grant_valid(const struct policy_grant *g)
 {
-	size_t len = strlen(kind_names[k]);
 	size_t i;
 
-	for (i = 0; grants && i < grants->nr; i++) {
-		const char *g = grants->v[i];
+	if (policy_grant_parse(g->text, NULL))
+		return 0;
+	for (i = 0; i < g->exclude.nr; i++)
+		if (policy_exclude_parse(g->text, g->exclude.v[i], NULL))
+			return 0;
+	return 1;
+}
 
-		if (policy_grant_parse(g, NULL) ||
-		    strncmp(g, kind_names[k], len) || g[len] != ':')
+/* Whether glob, of a grant of kind k, matches target. */
+static int
+glob_match(enum kind k, const char *glob, const char *target)
+{
+	if (k == KIND_WRITE)
+		glob = skip_dot_slash(glob);
+	return !fnmatch(glob, target, 0);
+}
+
+/* What the grants say of one target. Every pointer is borrowed from the
+ * policy. */
+struct grant_match {
+	const struct policy_grant *grant;    /* the first that covers it */
+	const struct policy_grant *excluder; /* else the first that would,
+						but for its exclude */
+	const char *exclude;		     /* the excluder's exclude */
+};
+
+/*
+ * Fills m (zeroed first) for target: the first valid grant of kind k whose
+ * glob matches target and no exclude of which does. With override set,
+ * only grants that say override_immutable count.
+ */
+static void
+grant_find(const struct policy *p, enum kind k, const char *target,
+	   int override, struct grant_match *m)
+{
+	size_t len = strlen(kind_names[k]);
+	size_t i, x;
+
+	memset(m, 0, sizeof(*m));
+	for (i = 0; p->grants && i < p->nr_grants; i++) {
+		const struct policy_grant *g = &p->grants[i];
+		const char *glob;
+
+		if (override && !g->override_immutable)
 			continue;
+		if (!grant_valid(g) || strncmp(g->text, kind_names[k], len) ||
+		    g->text[len] != ':')
+			continue;
+		glob = g->text + len + 1;
 		if (k == KIND_RUN && strpbrk(target, SHELL_CONTROL) &&
-		    strcmp(g + len + 1, target))
+		    strcmp(glob, target))
 			continue; /* see SHELL_CONTROL */
-		if (!fnmatch(skip_dot_slash(g + len + 1), target, 0))
-			return g;
+		if (!glob_match(k, glob, target))
+			continue;
+		for (x = 0; x < g->exclude.nr; x++)
+			if (glob_match(k, g->exclude.v[x], target))
+				break;
+		if (x == g->exclude.nr) {
+			m->grant = g;
+			return;
+		}
+		if (!m->excluder) {
+			m->excluder = g;
+			m->exclude = g->exclude.v[x];
+		}
 	}
-	return NULL;
 }
 
 /*
@@ -336,15 +539,33 @@ add_suggestion(struct buf *out, enum kind k, const char *target)
 
 /* ---- the check ---- */
 
-/* Why a write to path (not empty) is outside the worktree, or NULL. */
-static const char *
-outside_worktree(const char *path)
+/*
+ * Whether path (inside the worktree, without "./") is immutable; if so,
+ * appends why to out: "a '.git' component", "under '.baton'" or
+ * "loop.immutable has 'ADR-*'".
+ */
+static int
+immutable(const struct policy *p, const char *path, struct buf *out)
 {
-	if (path[0] == '/')
-		return "an absolute path";
-	if (has_dotdot(path))
-		return "a '..' component";
-	return NULL;
+	size_t i;
+
+	if (has_component(path, ".git")) {
+		buf_adds(out, "a '.git' component");
+		return 1;
+	}
+	if (!strncasecmp(path, ".baton", 6) &&
+	    (path[6] == '\0' || path[6] == '/')) {
+		buf_adds(out, "under '.baton'");
+		return 1;
+	}
+	for (i = 0; p->immutable && i < p->immutable->nr; i++) {
+		if (glob_match(KIND_WRITE, p->immutable->v[i], path)) {
+			buf_addf(out, "loop.immutable has '%s'",
+				 p->immutable->v[i]);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* A denial: *why gets the sentence in b (when why is not NULL). */
@@ -366,13 +587,48 @@ allow(const char *what, const char *name, char **by)
 	return 0;
 }
 
+/*
+ * The decision on a write to path, an immutable path (the sentence in b
+ * says why so far): only a grant that says override_immutable writes it,
+ * whatever the profile.
+ */
+static int
+check_immutable(const struct policy *p, const char *target, const char *path,
+		struct buf *b, char **by, char **why)
+{
+	struct grant_match m;
+	char *reason;
+
+	grant_find(p, KIND_WRITE, path, 1, &m);
+	if (m.grant) {
+		buf_release(b);
+		if (by)
+			*by = xasprintf("grant %s (override_immutable)",
+					m.grant->text);
+		return 0;
+	}
+	reason = buf_detach(b, NULL);
+	buf_addf(
+	    b,
+	    "write '%s' is not granted: it is immutable (%s), and no"
+	    " grant in loop.grants with override_immutable: true covers it",
+	    target, reason);
+	free(reason);
+	grant_find(p, KIND_WRITE, path, 0, &m);
+	if (m.grant)
+		buf_addf(b, " (grant %s matches it, without the override)",
+			 m.grant->text);
+	return deny(b, why);
+}
+
 int
 policy_check(const struct policy *p, const char *kind, const char *target,
 	     char **by, char **why)
 {
 	struct buf b = BUF_INIT;
 	const struct profile *prof;
-	const char *path, *where, *g;
+	const char *path, *where;
+	struct grant_match m;
 	int k;
 
 	if (kind && !strcmp(kind, "read"))
@@ -403,9 +659,11 @@ policy_check(const struct policy *p, const char *kind, const char *target,
 			 target, where);
 		return deny(&b, why);
 	}
-	g = grant_find(p->grants, (enum kind)k, path);
-	if (g)
-		return allow("grant", g, by);
+	if (k == KIND_WRITE && immutable(p, path, &b))
+		return check_immutable(p, target, path, &b, by, why);
+	grant_find(p, (enum kind)k, path, 0, &m);
+	if (m.grant)
+		return allow("grant", m.grant->text, by);
 	prof = profile_find(p->profile ? p->profile : POLICY_STRICT);
 	if (prof && prof->allows(p, (enum kind)k, path))
 		return allow("profile", prof->name, by);
@@ -418,7 +676,11 @@ policy_check(const struct policy *p, const char *kind, const char *target,
 		buf_addf(&b, "profile '%s' is unknown and grants nothing",
 			 p->profile);
 	}
-	buf_adds(&b, ", and no grant in loop.grants matches (add \"");
+	buf_adds(&b, ", and no grant in loop.grants matches (");
+	if (m.excluder)
+		buf_addf(&b, "grant %s excludes it by '%s'; ", m.excluder->text,
+			 m.exclude);
+	buf_adds(&b, "add \"");
 	add_suggestion(&b, (enum kind)k, path);
 	buf_adds(&b, "\" to allow it)");
 	return deny(&b, why);

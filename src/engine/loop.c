@@ -188,6 +188,32 @@ budget_json(const struct config *cfg, json_t *lock)
 }
 
 /*
+ * The grants of the intent lock: a plain grant as its text, one with
+ * excludes or the override as {grant, exclude, override_immutable}, so
+ * that a lock reads as the config that made it.
+ */
+static json_t *
+grants_json(const struct config_loop *l)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; i < l->nr_grants; i++) {
+		const struct policy_grant *g = &l->grants[i];
+
+		if (!g->exclude.nr && !g->override_immutable)
+			json_array_append_new(a, json_string(g->text));
+		else
+			json_array_append_new(
+			    a, json_pack("{s:s, s:o, s:b}", "grant", g->text,
+					 "exclude", json_strvec(&g->exclude),
+					 "override_immutable",
+					 g->override_immutable));
+	}
+	return a;
+}
+
+/*
  * The intent lock: what the run may do and when it must stop, fixed at
  * its first plan (intent-lock.json, its hash in progress). A lock that
  * changes on disk afterwards stops the run before its next act.
@@ -202,10 +228,11 @@ lock_intent(struct drive *d, struct err *e)
 
 	if (loop_int(d, "intent_at"))
 		return 0;
-	lock = json_pack("{s:s, s:s, s:i, s:s, s:o, s:s?}", "goal", d->r.task,
-			 "pipeline", d->p->name, "max_iterations",
+	lock = json_pack("{s:s, s:s, s:i, s:s, s:o, s:o, s:s?}", "goal",
+			 d->r.task, "pipeline", d->p->name, "max_iterations",
 			 d->r.max_review_loops, "profile", cfg->loop.profile,
-			 "grants", json_strvec(&cfg->loop.grants), "stop_file",
+			 "grants", grants_json(&cfg->loop), "immutable",
+			 json_strvec(&cfg->loop.immutable), "stop_file",
 			 cfg->loop.stop_file);
 	budget_json(cfg, lock);
 	text = json_dumps(lock, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -495,9 +522,11 @@ policy_of(const struct drive *d, struct policy *pol)
 	const struct config *cfg = d->en->cfg;
 
 	pol->profile = cfg->loop.profile;
-	pol->grants = &cfg->loop.grants;
+	pol->grants = cfg->loop.grants;
+	pol->nr_grants = cfg->loop.nr_grants;
 	pol->allowed_paths = &cfg->allowed_paths;
 	pol->commands = &cfg->validate_commands;
+	pol->immutable = &cfg->loop.immutable;
 }
 
 /*

@@ -125,6 +125,22 @@ test_expect_success 'strict: an act that writes outside its grants blocks the ru
 	test_jq ".[-1].decision == \"violation\" and (.[-1].reason | test(\"notes/1.txt\"))" ../viol.json
 '
 
+test_expect_success 'trusted-local: a planned write to .baton is denied as immutable; an over-broad grant is a config error' '
+	loop_config trusted-local &&
+	(cd repo && LOOP_EFFECTS="{\"kind\": \"write\", \"target\": \".baton/config.yaml\"}" \
+		"$BATON" run --pipeline loop "rewrite my policy"; echo $? >../imm.rc) &&
+	test "$(cat imm.rc)" = 3 &&
+	(cd repo &&
+	 id=$(newest_run) &&
+	 test "$(run_field "$id" outcome)" = policy_denied &&
+	 test "$(calls_of "$id" act)" = 0 &&
+	 run_field "$id" reason >../imm.reason) &&
+	test_grep "is immutable (under .\.baton.)" imm.reason &&
+	loop_config strict "grants: [\"write:**\"]" &&
+	(cd repo && test_must_fail "$BATON" run --pipeline loop "everything" 2>../broad.err) &&
+	test_grep "loop.grants\[0\]: grant .write:\*\*.: too broad" broad.err
+'
+
 test_expect_success 'tampering with a stored receipt makes receipts verify fail, naming the receipt' '
 	loop_config trusted-local &&
 	(cd repo && LOOP_STEPS=2 "$BATON" run --pipeline loop "to tamper with") &&

@@ -12,6 +12,7 @@
 #include "agent/agent.h"
 #include "core/cnode.h"
 #include "core/config.h"
+#include "core/policy.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/xalloc.h"
@@ -1415,6 +1416,87 @@ TEST(diff_lines)
 	LEAK_CHECK();
 }
 
+TEST(loop_grant_mappings_and_immutable)
+{
+	static const char yaml[] =
+	    "loop:\n"
+	    "  grants:\n"
+	    "    - \"run:make *\"\n"
+	    "    - grant: \"write:src/**\"\n"
+	    "      exclude: [\"src/gen/**\", \"*.lock\"]\n"
+	    "    - {grant: \"write:docs/adr/0001.md\", override_immutable: "
+	    "true}\n"
+	    "  immutable: [\"docs/adr/**\", LICENSE]\n";
+	struct err e = ERR_INIT;
+	struct config c, d;
+	char *json;
+
+	ASSERT_OK(load(REPO, yaml, &c, &e), &e);
+	ASSERT_EQ(c.loop.nr_grants, 3);
+	ASSERT_STREQ(c.loop.grants[0].text, "run:make *");
+	ASSERT_EQ(c.loop.grants[0].exclude.nr, 0);
+	ASSERT_STREQ(c.loop.grants[1].text, "write:src/**");
+	ASSERT_EQ(c.loop.grants[1].exclude.nr, 2);
+	ASSERT_STREQ(c.loop.grants[1].exclude.v[1], "*.lock");
+	ASSERT_EQ(c.loop.grants[1].override_immutable, 0);
+	ASSERT_EQ(c.loop.grants[2].override_immutable, 1);
+	ASSERT_EQ(c.loop.immutable.nr, 2);
+	ASSERT_STREQ(c.loop.immutable.v[1], "LICENSE");
+	/* a run keeps its grants through its snapshot */
+	json = config_to_json(&c);
+	ASSERT_OK(config_from_json(json, "snapshot", &d, &e), &e);
+	ASSERT_STREQ(c.hash, d.hash);
+	ASSERT_EQ(d.loop.nr_grants, 3);
+	ASSERT_STREQ(d.loop.grants[1].exclude.v[0], "src/gen/**");
+	ASSERT_EQ(d.loop.grants[2].override_immutable, 1);
+	ASSERT_STREQ(d.loop.immutable.v[0], "docs/adr/**");
+	free(json);
+	config_release(&d);
+	config_release(&c);
+	LEAK_CHECK();
+}
+
+TEST(loop_grant_errors_name_their_place)
+{
+	struct err e = ERR_INIT;
+
+	load_err("loop:\n  grants:\n    - \"run:make\"\n"
+		 "    - {grant: \"write:*/x\", exclude: [a]}\n",
+		 &e);
+	ASSERT_STREQ(e.msg,
+		     REPO ":4:15: loop.grants[1].grant: grant "
+			  "'write:*/x': too broad: its first path segment "
+			  "'*' is only wildcards, which reach every "
+			  "directory of the worktree (start it with a name, "
+			  "such as \"write:src/**\")");
+	load_err("loop:\n  grants:\n    - grant: \"write:docs/**\"\n"
+		 "      exclude: [\"docs/x\", \"../outside.md\"]\n",
+		 &e);
+	ASSERT_STREQ(e.msg,
+		     REPO ":4:27: loop.grants[0].exclude[1]: exclude "
+			  "'../outside.md' of grant 'write:docs/**': it is "
+			  "outside the worktree (a '..' component)");
+	load_err("loop: {grants: [{exclude: [x]}]}\n", &e);
+	ASSERT_STREQ(e.msg,
+		     REPO ":1:17: loop.grants[0]: a grant mapping "
+			  "needs a grant (such as grant: \"write:src/**\")");
+	load_err("loop: {grants: [{grant: \"run:x\", excludes: [x]}]}\n", &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'loop.grants[0].excludes'");
+	load_err("loop: {grants: [{grant: \"write:a\", "
+		 "override_immutable: maybe}]}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "loop.grants[0].override_immutable: ");
+	load_err("loop: {grants: {grant: \"write:a\"}}\n", &e);
+	ASSERT_CONTAINS(e.msg, "loop.grants: expected a sequence");
+	load_err("loop: {grants: [[x]]}\n", &e);
+	ASSERT_CONTAINS(e.msg, "loop.grants[0]: expected a string");
+	load_err("loop: {immutable: [docs, \"/etc/**\"]}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":1:26: loop.immutable[1]: immutable path "
+				 "'/etc/**': it is outside the worktree (an "
+				 "absolute path)");
+	LEAK_CHECK();
+}
+
 TEST(loop_and_assist_sections)
 {
 	struct config c;
@@ -1428,7 +1510,8 @@ TEST(loop_and_assist_sections)
 		       &c, &e),
 		  &e);
 	ASSERT_STREQ(c.loop.profile, "trusted-local");
-	ASSERT_EQ(c.loop.grants.nr, 2);
+	ASSERT_EQ(c.loop.nr_grants, 2);
+	ASSERT_STREQ(c.loop.grants[1].text, "run:make test");
 	ASSERT_STREQ(c.loop.stop_file, "STOP");
 	ASSERT_EQ(c.loop.max_iterations, 7);
 	ASSERT_STREQ(c.assist.mode, "always-ask");
@@ -1442,6 +1525,22 @@ TEST(loop_and_assist_sections)
 	load_err("loop:\n  grants: [\"write:src/*\", \"exec:x\"]\n", &e);
 	ASSERT_CONTAINS(e.msg, REPO ":2:27: loop.grants[1]: ");
 	ASSERT_CONTAINS(e.msg, "unknown kind 'exec'");
+	load_err("loop:\n  grants: [\"run:make\", \"write:**\"]\n", &e);
+	ASSERT_STREQ(e.msg,
+		     REPO ":2:24: loop.grants[1]: grant 'write:**': "
+			  "too broad: its first path segment '**' is only "
+			  "wildcards, which reach every directory of the "
+			  "worktree (start it with a name, such as "
+			  "\"write:src/**\")");
+	load_err("loop: {grants: \"write:*\"}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:16: loop.grants[0]: grant 'write:*': "
+				    "too broad");
+	load_err("loop: {grants: [\"write:../x\"]}\n", &e);
+	ASSERT_CONTAINS(e.msg, "loop.grants[0]: grant 'write:../x': a write "
+			       "glob cannot leave the worktree");
+	load_err("loop: {grants: [\"write:/etc/*\"]}\n", &e);
+	ASSERT_CONTAINS(e.msg, "loop.grants[0]: grant 'write:/etc/*': a write "
+			       "glob is relative to the worktree");
 	load_err("assist: {mode: sometimes}\n", &e);
 	ASSERT_CONTAINS(e.msg, "assist.mode: 'sometimes' is not one of: "
 			       "always-ask, agent-decides, always-execute");
