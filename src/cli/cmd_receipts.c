@@ -145,25 +145,44 @@ verify_one(const struct event *ev, void *arg)
 	return rc != 0;
 }
 
+static int
+count_one(const struct event *ev, void *arg)
+{
+	(void)ev;
+	(*(int *)arg)++;
+	return 0;
+}
+
 /*
  * Checks the end of the walked chain against the anchor r recorded in
  * progress.loop. A run is held to an anchor when it has receipts or a
  * progress.loop, which the engine stamps on every loop run from its
- * first transition, anchor included; only a run with neither (not a loop
- * run, or one that never started) may have no anchor, and it has no
- * receipts. Returns 0, or BATON_EINVAL with v->e saying what is wrong.
+ * first transition, anchor included. A run with neither may be one that
+ * never started, or not a loop run, and has no receipts; but one with an
+ * "evaluated" event ran an iteration, whose act left a receipt, so its
+ * receipts and its record of them were removed. Returns 0, or
+ * BATON_EINVAL with v->e saying what is wrong, or the store's error.
  */
 static int
-check_anchor(const struct run *r, struct verify_ctx *v)
+check_anchor(struct cli *c, const struct run *r, struct verify_ctx *v)
 {
 	json_t *progress =
 	    r->progress ? json_loads(r->progress, 0, NULL) : NULL;
 	json_t *loop = json_object_get(progress, "loop");
 	struct receipt_anchor a;
-	int rc = 0;
+	int rc = 0, evaluated = 0;
 
-	if (!v->seen && !json_is_object(loop))
+	if (!v->seen && !json_is_object(loop)) {
+		rc = store_event_list(c->store, r->id, 0, "evaluated",
+				      count_one, &evaluated, &v->e);
+		if (!rc && evaluated)
+			rc = err_set(&v->e, BATON_EINVAL,
+				     "the run evaluated %d iteration%s but has"
+				     " no receipts and no record of them"
+				     " (progress.loop): they were removed",
+				     evaluated, evaluated == 1 ? "" : "s");
 		goto out;
+	}
 	rc = receipt_anchor_read(loop, &a, &v->e);
 	if (!rc)
 		rc = receipt_chain_end(&v->chain, &a, &v->e);
@@ -212,7 +231,7 @@ receipts_verify(struct cli *c, const struct run *r, int json)
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	ok = !v.broken && !check_anchor(r, &v);
+	ok = !v.broken && !check_anchor(c, r, &v);
 	print_verdict(r, &v, ok, json);
 	return ok ? EXIT_OK : EXIT_FAIL;
 }
