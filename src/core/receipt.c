@@ -234,8 +234,9 @@ receipt_anchor_read(const json_t *loop, struct receipt_anchor *out,
 	count = json_integer_value(n);
 	if (count < 0 || count > INT32_MAX)
 		return err_set(e, BATON_EINVAL,
-			       "the run's receipt count (progress.loop.receipts)"
-			       " is %lld, which no chain has",
+			       "the run's receipt count"
+			       " (progress.loop.receipts) is %lld, which no"
+			       " chain has",
 			       (long long)count);
 	if (!head)
 		return err_set(e, BATON_EINVAL,
@@ -256,10 +257,9 @@ receipt_anchor_read(const json_t *loop, struct receipt_anchor *out,
 			       " a chain with no receipts starts at 64 zeros",
 			       json_string_value(head));
 	/* an act and its receipt are one write: a run that acted has them */
-	if (json_is_integer(acted) && json_integer_value(acted) > 0)
-		done = json_integer_value(acted) > INT32_MAX ?
-			       INT32_MAX :
-			       (int)json_integer_value(acted);
+	if (json_is_integer(acted) && json_integer_value(acted) > 0 &&
+	    json_integer_value(acted) <= INT32_MAX)
+		done = (int)json_integer_value(acted);
 	if (done > count)
 		return err_set(e, BATON_EINVAL,
 			       "the run recorded act %d done but %lld"
@@ -273,8 +273,8 @@ receipt_anchor_read(const json_t *loop, struct receipt_anchor *out,
 }
 
 int
-receipt_chain_end(const struct receipt_chain *c,
-		  const struct receipt_anchor *a, struct err *e)
+receipt_chain_end(const struct receipt_chain *c, const struct receipt_anchor *a,
+		  struct err *e)
 {
 	int want_n = a->n;
 

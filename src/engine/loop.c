@@ -23,9 +23,9 @@
  * (core/receipt.h). The run's progress keeps the count and the head (the
  * anchor, there from the run's first transition), in the same write as
  * the receipt, so `baton receipts verify` notices a changed, missing,
- * extra or borrowed receipt. Each stage records that it is done for its iteration in
- * that same write: a driver killed anywhere resumes without repeating a
- * completed step.
+ * extra or borrowed receipt. Each stage records that it is done for its
+ * iteration in that same write: a driver killed anywhere resumes without
+ * repeating a completed step.
  */
 #include "util/compat.h"
 

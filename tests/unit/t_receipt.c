@@ -13,7 +13,7 @@
 #include "test.h"
 #include "util/err.h"
 
-#define NR 3
+#define NR  3
 #define RUN "r1-notes"
 
 /* Where the shared conformance cases are: $BATON_CONFORMANCE_DIR, or
@@ -33,8 +33,7 @@ receipt(int n, const char *decision)
 	return json_pack("{s:i, s:s, s:i, s:s, s:{s:s, s:[{s:s, s:s}]}, s:s,"
 			 " s:[{s:s, s:s, s:s, s:s}], s:n, s:s}",
 			 "n", n, "run", RUN, "iteration", (n + 1) / 2, "phase",
-			 "act",
-			 "asked", "step", "edit a.c", "effects", "kind",
+			 "act", "asked", "step", "edit a.c", "effects", "kind",
 			 "write", "target", "src/a.c", "decision", decision,
 			 "grants", "kind", "write", "target", "src/a.c",
 			 "decision", decision, "by", "profile trusted-local",
@@ -523,11 +522,12 @@ TEST(anchor_read)
 	ASSERT_EQ(a.n, 0);
 	ASSERT_STREQ(a.head, RECEIPT_GENESIS);
 	ASSERT_EQ(a.acted, 0);
-	ASSERT_OK(anchor("{\"receipts\": 4, \"acted\": 2, \"head\": \"0123456789"
-			 "abcdef0123456789abcdef0123456789abcdef0123456789abcd"
-			 "ef\"}",
-			 &a, &e),
-		  &e);
+	ASSERT_OK(
+	    anchor("{\"receipts\": 4, \"acted\": 2, \"head\": \"0123456789"
+		   "abcdef0123456789abcdef0123456789abcdef0123456789abcd"
+		   "ef\"}",
+		   &a, &e),
+	    &e);
 	ASSERT_EQ(a.n, 4);
 	ASSERT_EQ(a.acted, 2);
 	ASSERT_STREQ(a.head, "0123456789abcdef0123456789abcdef"
@@ -566,7 +566,8 @@ TEST(anchor_spoiled)
 		  "no receipt head (progress.loop.head is missing)" },
 		{ "3", "null", NULL,
 		  "(progress.loop.head is null, not a hash)" },
-		{ "3", "7", NULL, "(progress.loop.head is a number, not a hash)" },
+		{ "3", "7", NULL,
+		  "(progress.loop.head is a number, not a hash)" },
 		{ "3", "\"abc\"", NULL, "is not 64 lowercase hex digits" },
 		{ "3",
 		  "\"0123456789ABCDEF0123456789abcdef"
@@ -598,8 +599,9 @@ TEST(anchor_spoiled)
 		size_t len = strlen(text);
 
 		if (cases[i].receipts)
-			len += snprintf(text + len, sizeof(text) - len,
-					", \"receipts\": %s", cases[i].receipts);
+			len +=
+			    snprintf(text + len, sizeof(text) - len,
+				     ", \"receipts\": %s", cases[i].receipts);
 		if (cases[i].head)
 			len += snprintf(text + len, sizeof(text) - len,
 					", \"head\": %s", cases[i].head);
@@ -751,8 +753,10 @@ TEST(craik_receipt_chain_cases)
 			  jerr.text);
 	cases = json_object_get(doc, "cases");
 	ASSERT(json_array_size(cases) > 0);
-	json_array_foreach(cases, i, c) {
-		const char *name = json_string_value(json_object_get(c, "name"));
+	json_array_foreach(cases, i, c)
+	{
+		const char *name =
+		    json_string_value(json_object_get(c, "name"));
 
 		ASSERT(name);
 		for (j = 0; j < ARRAY_SIZE(craik_cases); j++)
