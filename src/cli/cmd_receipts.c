@@ -2,9 +2,12 @@
  * baton receipts RUN: the receipts of a loop run, one line each (--json:
  * an array of the receipt objects). baton receipts verify RUN walks the
  * hash chain of the run's "receipt" events in order and checks its end
- * against what the run recorded in its progress (loop.receipts and
- * loop.head), so a receipt changed, removed, reordered or cut off the
- * end is named; it exits 1 when the chain is broken.
+ * against the anchor the run recorded in its progress (loop.receipts and
+ * loop.head), so a receipt changed, removed, reordered, cut off the end
+ * or copied from another run is named; it exits 1 when the chain is
+ * broken. The anchor is required of every loop run (core/receipt.h):
+ * removing it, or the count alone, must not turn a cut chain into an
+ * intact one.
  */
 #include "util/compat.h"
 
@@ -17,7 +20,6 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
-#include "util/xalloc.h"
 
 /* How many hex digits of a hash a line shows. */
 #define SHORT_HASH 12
@@ -124,6 +126,7 @@ out:
 struct verify_ctx {
 	struct receipt_chain chain;
 	struct err e;
+	int seen;   /* receipt events read */
 	int broken; /* the chain broke at a receipt, named in e */
 };
 
@@ -134,6 +137,7 @@ verify_one(const struct event *ev, void *arg)
 	json_t *r = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
 	int rc;
 
+	v->seen++;
 	rc = receipt_chain_next(&v->chain, r, ev->seq, &v->e);
 	json_decref(r);
 	if (rc)
@@ -141,28 +145,50 @@ verify_one(const struct event *ev, void *arg)
 	return rc != 0;
 }
 
+static int
+count_one(const struct event *ev, void *arg)
+{
+	(void)ev;
+	(*(int *)arg)++;
+	return 0;
+}
+
 /*
- * What the run recorded about its receipts: progress.loop.receipts in
- * *want_n (-1 when it recorded none) and progress.loop.head in *head
- * (NULL when none; the caller frees).
+ * Checks the end of the walked chain against the anchor r recorded in
+ * progress.loop. A run is held to an anchor when it has receipts or a
+ * progress.loop, which the engine stamps on every loop run from its
+ * first transition, anchor included. A run with neither may be one that
+ * never started, or not a loop run, and has no receipts; but one with an
+ * "evaluated" event ran an iteration, whose act left a receipt, so its
+ * receipts and its record of them were removed. Returns 0, or
+ * BATON_EINVAL with v->e saying what is wrong, or the store's error.
  */
-static void
-recorded(const struct run *r, int *want_n, char **head)
+static int
+check_anchor(struct cli *c, const struct run *r, struct verify_ctx *v)
 {
 	json_t *progress =
 	    r->progress ? json_loads(r->progress, 0, NULL) : NULL;
 	json_t *loop = json_object_get(progress, "loop");
-	json_t *n = json_object_get(loop, "receipts");
-	const char *h = json_get_str(loop, "head");
+	struct receipt_anchor a;
+	int rc = 0, evaluated = 0;
 
-	*want_n = -1;
-	*head = NULL;
-	if (json_is_integer(n) && json_integer_value(n) >= 0 &&
-	    json_integer_value(n) <= INT32_MAX)
-		*want_n = (int)json_integer_value(n);
-	if (h)
-		*head = xstrdup(h);
+	if (!v->seen && !json_is_object(loop)) {
+		rc = store_event_list(c->store, r->id, 0, "evaluated",
+				      count_one, &evaluated, &v->e);
+		if (!rc && evaluated)
+			rc = err_set(&v->e, BATON_EINVAL,
+				     "the run evaluated %d iteration%s but has"
+				     " no receipts and no record of them"
+				     " (progress.loop): they were removed",
+				     evaluated, evaluated == 1 ? "" : "s");
+		goto out;
+	}
+	rc = receipt_anchor_read(loop, &a, &v->e);
+	if (!rc)
+		rc = receipt_chain_end(&v->chain, &a, &v->e);
+out:
 	json_decref(progress);
+	return rc;
 }
 
 static void
@@ -195,19 +221,17 @@ print_verdict(const struct run *r, const struct verify_ctx *v, int ok, int json)
 static int
 receipts_verify(struct cli *c, const struct run *r, int json)
 {
-	struct verify_ctx v = { RECEIPT_CHAIN_INIT, ERR_INIT, 0 };
+	struct verify_ctx v = { .e = ERR_INIT };
 	struct err e = ERR_INIT;
-	char *head = NULL;
-	int want_n, ok;
+	int ok;
 
+	receipt_chain_init(&v.chain, r->id);
 	if (store_event_list(c->store, r->id, 0, "receipt", verify_one, &v,
 			     &e)) {
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	recorded(r, &want_n, &head);
-	ok = !v.broken && !receipt_chain_end(&v.chain, want_n, head, &v.e);
-	free(head);
+	ok = !v.broken && !check_anchor(c, r, &v);
 	print_verdict(r, &v, ok, json);
 	return ok ? EXIT_OK : EXIT_FAIL;
 }

@@ -2,9 +2,10 @@
  * The loop's hash-chained receipts: see receipt.h. Sealing and verifying
  * share one hash function, so a receipt verifies exactly when it is
  * byte for byte (in canonical form) what was sealed. Verification says
- * which receipt broke the chain and how: a gap in the numbers, a prev
- * that does not match the receipt before it, or content that does not
- * match its own hash.
+ * which receipt broke the chain and how: a gap in the numbers, a receipt
+ * of another run, a prev that does not match the receipt before it, or
+ * content that does not match its own hash; then whether the chain ends
+ * where the run's record (its anchor) says it does.
  */
 #include "util/compat.h"
 
@@ -70,8 +71,9 @@ receipt_seal(json_t *r, const char *prev_hex)
 }
 
 void
-receipt_chain_init(struct receipt_chain *c)
+receipt_chain_init(struct receipt_chain *c, const char *run)
 {
+	c->run = run;
 	c->n = 0;
 	memcpy(c->head, RECEIPT_GENESIS, sizeof(c->head));
 }
@@ -107,6 +109,7 @@ receipt_chain_next(struct receipt_chain *c, const json_t *r, int64_t seq,
 {
 	int want = c->n + 1;
 	const json_t *n = json_object_get(r, "n");
+	const char *run = json_string_value(json_object_get(r, "run"));
 	const char *prev = json_string_value(json_object_get(r, "prev"));
 	const char *hash = json_string_value(json_object_get(r, "hash"));
 	char got[65];
@@ -121,6 +124,22 @@ receipt_chain_next(struct receipt_chain *c, const json_t *r, int64_t seq,
 			       (long long)seq);
 	if (json_integer_value(n) != want)
 		return misnumbered(c, json_integer_value(n), seq, e);
+	/*
+	 * Before the prev and the hash, so that a chain moved here from
+	 * another run is named as that rather than as a changed receipt.
+	 * Without a run, it cannot be told from such a chain.
+	 */
+	if (!run)
+		return err_set(e, BATON_EINVAL,
+			       "receipt %d (event %lld) does not name its run:"
+			       " it was written before receipts were bound to"
+			       " their run, or its run was removed",
+			       want, (long long)seq);
+	if (strcmp(run, c->run))
+		return err_set(e, BATON_EINVAL,
+			       "receipt %d (event %lld) belongs to run '%s',"
+			       " not '%s': it was copied from another run",
+			       want, (long long)seq, run, c->run);
 	if (!prev || strcmp(prev, c->head)) {
 		if (want == 1)
 			return err_set(e, BATON_EINVAL,
@@ -156,12 +175,109 @@ plural(int n)
 	return n == 1 ? "" : "s";
 }
 
-int
-receipt_chain_end(const struct receipt_chain *c, int want_n,
-		  const char *want_head, struct err *e)
+/* The name of j's JSON type, for a message about a member that has the
+ * wrong one. */
+static const char *
+type_name(const json_t *j)
 {
-	if (want_n < 0)
-		return 0;
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	default:
+		return "null";
+	}
+}
+
+/* 1 when s is 64 lowercase hex digits, as every hash is. */
+static int
+is_hash(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < 64; i++)
+		if (!(s[i] >= '0' && s[i] <= '9') &&
+		    !(s[i] >= 'a' && s[i] <= 'f'))
+			return 0;
+	return s[64] == '\0';
+}
+
+int
+receipt_anchor_read(const json_t *loop, struct receipt_anchor *out,
+		    struct err *e)
+{
+	const json_t *n = json_object_get(loop, "receipts");
+	const json_t *head = json_object_get(loop, "head");
+	const json_t *acted = json_object_get(loop, "acted");
+	json_int_t count;
+	int done = 0;
+
+	if (!n)
+		return err_set(e, BATON_EINVAL,
+			       "the run's record has no receipt count"
+			       " (progress.loop.receipts is missing)");
+	if (!json_is_integer(n))
+		return err_set(e, BATON_EINVAL,
+			       "the run's record has no receipt count"
+			       " (progress.loop.receipts is %s, not an"
+			       " integer)",
+			       type_name(n));
+	count = json_integer_value(n);
+	if (count < 0 || count > INT32_MAX)
+		return err_set(e, BATON_EINVAL,
+			       "the run's receipt count"
+			       " (progress.loop.receipts) is %lld, which no"
+			       " chain has",
+			       (long long)count);
+	if (!head)
+		return err_set(e, BATON_EINVAL,
+			       "the run's record has no receipt head"
+			       " (progress.loop.head is missing)");
+	if (!json_is_string(head))
+		return err_set(e, BATON_EINVAL,
+			       "the run's record has no receipt head"
+			       " (progress.loop.head is %s, not a hash)",
+			       type_name(head));
+	if (!is_hash(json_string_value(head)))
+		return err_set(e, BATON_EINVAL,
+			       "the run's receipt head (progress.loop.head) is"
+			       " not 64 lowercase hex digits");
+	if (!count && strcmp(json_string_value(head), RECEIPT_GENESIS))
+		return err_set(e, BATON_EINVAL,
+			       "the run recorded 0 receipts but head %.12s:"
+			       " a chain with no receipts starts at 64 zeros",
+			       json_string_value(head));
+	/* an act and its receipt are one write: a run that acted has them */
+	if (json_is_integer(acted) && json_integer_value(acted) > 0 &&
+	    json_integer_value(acted) <= INT32_MAX)
+		done = (int)json_integer_value(acted);
+	if (done > count)
+		return err_set(e, BATON_EINVAL,
+			       "the run recorded act %d done but %lld"
+			       " receipt%s: every act leaves one, so receipts"
+			       " were removed and the count lowered",
+			       done, (long long)count, count == 1 ? "" : "s");
+	out->n = (int)count;
+	memcpy(out->head, json_string_value(head), sizeof(out->head));
+	out->acted = done;
+	return 0;
+}
+
+int
+receipt_chain_end(const struct receipt_chain *c, const struct receipt_anchor *a,
+		  struct err *e)
+{
+	int want_n = a->n;
+
 	if (c->n == want_n - 1)
 		return err_set(e, BATON_EINVAL,
 			       "the run recorded %d receipt%s but %d remain%s:"
@@ -180,10 +296,10 @@ receipt_chain_end(const struct receipt_chain *c, int want_n,
 		    "the run recorded %d receipt%s but %d are stored:"
 		    " receipt %d is not in the run's record",
 		    want_n, plural(want_n), c->n, want_n + 1);
-	if (want_head && strcmp(want_head, c->head))
+	if (strcmp(a->head, c->head))
 		return err_set(e, BATON_EINVAL,
 			       "the run recorded head %.12s but the chain ends"
 			       " at %.12s: the last receipt was replaced",
-			       want_head, c->head);
+			       a->head, c->head);
 	return 0;
 }

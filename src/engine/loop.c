@@ -19,12 +19,13 @@
  *              past max_iterations stops the run before the next act.
  *
  * Every act and check leaves a receipt: a "receipt" event whose hash
- * covers its content and the previous receipt's hash (core/receipt.h).
- * The run's progress keeps the count and the head, in the same write as
- * the receipt, so `baton receipts verify` notices a changed, missing or
- * extra receipt. Each stage records that it is done for its iteration in
- * that same write: a driver killed anywhere resumes without repeating a
- * completed step.
+ * covers its content, its run's id and the previous receipt's hash
+ * (core/receipt.h). The run's progress keeps the count and the head (the
+ * anchor, there from the run's first transition), in the same write as
+ * the receipt, so `baton receipts verify` notices a changed, missing,
+ * extra or borrowed receipt. Each stage records that it is done for its
+ * iteration in that same write: a driver killed anywhere resumes without
+ * repeating a completed step.
  */
 #include "util/compat.h"
 
@@ -147,6 +148,8 @@ add_receipt(struct drive *d, json_t *r, struct err *e)
 		json_decref(r);
 	else
 		clean = r;
+	/* after the redaction: the id is the run's, kept as it is anyway */
+	json_object_set_new(clean, "run", json_string(d->r.id));
 	receipt_seal(clean, head ? head : RECEIPT_GENESIS);
 	json_object_set_new(l, "receipts", json_integer(n));
 	json_object_set(l, "head", json_object_get(clean, "hash"));
