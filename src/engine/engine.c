@@ -792,10 +792,9 @@ lock_run(struct drive *d, struct err *e)
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	int fd, rc = 0;
 
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = fs_open_nofollow(path, O_RDWR | O_CREAT, 0644, e);
 	if (fd < 0) {
-		rc = err_set(e, -errno, "cannot open '%s': %s", path,
-			     strerror(errno));
+		rc = fd;
 		goto out;
 	}
 	if (fcntl(fd, F_SETLK, &fl) < 0) {

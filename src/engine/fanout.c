@@ -106,7 +106,7 @@ member_reap(struct drive *d, struct fanout_member *m, int status)
 
 	m->ended_ms = time_now_ms();
 	m->pid = 0;
-	if (fs_read(path, &text, RESULT_MAX, NULL) == 0)
+	if (fs_read_nofollow(path, &text, RESULT_MAX, NULL) == 0)
 		o = json_loads(text.ptr, 0, NULL);
 	if (!o) {
 		m->res = STAGE_FAIL;

@@ -68,7 +68,7 @@ static int
 read_artifact(const struct drive *d, const char *name, struct buf *out)
 {
 	char *path = engine__run_file(d, name);
-	int rc = fs_read(path, out, BUF_MAX_ARTIFACT, NULL);
+	int rc = fs_read_nofollow(path, out, BUF_MAX_ARTIFACT, NULL);
 
 	free(path);
 	return rc;
@@ -976,7 +976,7 @@ keep_as(struct drive *d, const char *name, const char *provider,
 			     name, provider, dot);
 
 	if (md)
-		fs_read(from, md, BUF_MAX_ARTIFACT, NULL);
+		fs_read_nofollow(from, md, BUF_MAX_ARTIFACT, NULL);
 	if (rename(from, as) < 0 && errno != ENOENT)
 		engine__note(d, "contract_warning",
 			     json_pack("{s:s, s:s}", "file", from, "error",
@@ -1142,7 +1142,7 @@ engine__validate(struct drive *d, const struct stage *s,
 		*res = STAGE_STOPPED;
 		goto out;
 	}
-	fs_read(json, &text, BUF_MAX_ARTIFACT, NULL);
+	fs_read_nofollow(json, &text, BUF_MAX_ARTIFACT, NULL);
 	rc = engine__keep_output(d, "validation.json",
 				 vr.passed ? "PASSED" : "FAILED", text.ptr, e);
 	if (!rc)

@@ -295,10 +295,10 @@ open_log(const char *path, int *fd, struct err *e)
 	*fd = -1;
 	if (!path)
 		return 0;
-	*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	/* The run folder is the agent's to write: never follow a link. */
+	*fd = fs_open_nofollow(path, O_WRONLY | O_CREAT | O_APPEND, 0644, e);
 	if (*fd < 0)
-		return err_set(e, -errno, "cannot open '%s': %s", path,
-			       strerror(errno));
+		return *fd;
 	*fd = fd_above_stdio(*fd);
 	if (*fd < 0)
 		return err_set(e, *fd, "cannot open '%s': %s", path,
