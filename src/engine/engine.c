@@ -1209,6 +1209,8 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 	if (rc)
 		return rc;
 	d.run_dir = workspace_run_dir(en->ws, d.r.id);
+	/* what an agent daemonizes is reparented to us, to be killed */
+	spawn_adopt_orphans();
 	rc = fs_mkdir_p(d.run_dir, 0755, e);
 	if (!rc)
 		rc = engine_pipeline(en, d.r.pipeline, &d.p, e);

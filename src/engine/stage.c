@@ -34,6 +34,7 @@
 #include "util/json.h"
 #include "util/redact.h"
 #include "util/sandbox.h"
+#include "util/spawn.h"
 #include "util/limits.h"
 #include "util/strvec.h"
 #include "util/timeutil.h"
@@ -833,6 +834,8 @@ engine__call(struct drive *d, const struct stage *s,
 		ar = (struct agent_result)AGENT_RESULT_INIT;
 		rc = agent_run(&req, &ar, e);
 		d->r.agent_pid = 0;
+		/* nothing the agent started outlives its call (spawn.h) */
+		spawn_kill_orphans();
 		/* the rest of the output, before agent_exited says it ended */
 		if (rc == 0 && w.rc == 0)
 			w.rc = note_output(&w, 1, e);
@@ -1134,6 +1137,8 @@ engine__validate(struct drive *d, const struct stage *s,
 			  cfg->validate_timeout_seconds, json, log, &hooks, &vr,
 			  e);
 	d->r.agent_pid = 0;
+	/* the checks run code the agent wrote: the same rule as its calls */
+	spawn_kill_orphans();
 	if (!rc && !w.rc)
 		rc = note_output(&w, 1, e);
 	if (rc)
