@@ -58,8 +58,9 @@ done" &&
 
 test_expect_success 'events.jsonl, validation.log and reports/ as links: nothing is written through them' '
 	hostile_agent record.sh "
-rm -f \$BATON_RUN_DIR/events.jsonl
-ln -s \"$TRASH_DIRECTORY/victim\" \$BATON_RUN_DIR/events.jsonl
+# baton appends events meanwhile: swap in the link atomically
+ln -s \"$TRASH_DIRECTORY/victim\" \$BATON_RUN_DIR/link.tmp
+mv -fT \$BATON_RUN_DIR/link.tmp \$BATON_RUN_DIR/events.jsonl
 ln -s \"$TRASH_DIRECTORY/victim\" \$BATON_RUN_DIR/validation.log
 rm -rf \$BATON_RUN_DIR/reports
 ln -s \"$TRASH_DIRECTORY/victim-dir\" \$BATON_RUN_DIR/reports" &&
