@@ -1065,15 +1065,17 @@ stream_read_file(struct cli_stream *st, const char *path, off_t offset,
 		 struct err *e)
 {
 	char chunk[65536];
+	struct err oe = ERR_INIT;
 	ssize_t n;
 	int fd, rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT
-			   ? 0
-			   : err_set(e, -errno, "cannot open '%s': %s", path,
-				     strerror(errno));
+	/* In the run folder: a link the agent put there is not followed. */
+	fd = fs_open_nofollow(path, O_RDONLY, 0, &oe);
+	if (fd < 0) {
+		if (fd != -ENOENT && e)
+			*e = oe;
+		return fd == -ENOENT ? 0 : fd;
+	}
 	if (offset > 0 && lseek(fd, offset, SEEK_SET) < 0) {
 		rc = err_set(e, -errno, "cannot seek in '%s': %s", path,
 			     strerror(errno));

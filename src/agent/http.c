@@ -1074,12 +1074,11 @@ http_run(const struct wire *w, const struct agent_request *req,
 	r->outcome = AGENT_EXIT;
 	r->status = 1;
 	if (req->out_path) {
-		c.out_fd =
-		    open(req->out_path,
-			 O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		c.out_fd = fs_open_nofollow(req->out_path,
+					    O_WRONLY | O_CREAT | O_APPEND,
+					    0644, e);
 		if (c.out_fd < 0) {
-			rc = err_set(e, -errno, "cannot open '%s': %s",
-				     req->out_path, strerror(errno));
+			rc = c.out_fd;
 			goto fail;
 		}
 	}

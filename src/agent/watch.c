@@ -88,7 +88,7 @@ read_new(struct agent_watch *w, struct buf *out)
 	ssize_t n;
 	int fd;
 
-	fd = open(w->path, O_RDONLY | O_CLOEXEC);
+	fd = fs_open_nofollow(w->path, O_RDONLY, 0, NULL);
 	if (fd < 0)
 		return;
 	/* a file cut shorter (rewritten) has nothing new for us */

@@ -800,10 +800,9 @@ lock_run(struct drive *d, struct err *e)
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	int fd, rc = 0;
 
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = fs_open_nofollow(path, O_RDWR | O_CREAT, 0644, e);
 	if (fd < 0) {
-		rc = err_set(e, -errno, "cannot open '%s': %s", path,
-			     strerror(errno));
+		rc = fd;
 		goto out;
 	}
 	if (fcntl(fd, F_SETLK, &fl) < 0) {
@@ -1218,6 +1217,8 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 	if (rc)
 		return rc;
 	d.run_dir = workspace_run_dir(en->ws, d.r.id);
+	/* what an agent daemonizes is reparented to us, to be killed */
+	spawn_adopt_orphans();
 	rc = fs_mkdir_p(d.run_dir, 0755, e);
 	if (!rc)
 		rc = engine_pipeline(en, d.r.pipeline, &d.p, e);

@@ -34,6 +34,7 @@
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/spawn.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -63,6 +64,8 @@ member_main(struct drive *d, struct fanout_member *m, const char *steers)
 	json_t *out = json_object(), *o;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	/* a member drives its own agents: their orphans are its to kill */
+	spawn_adopt_orphans();
 	cen.lock_fd = -1;
 	cen.note = NULL; /* the parent speaks for the run */
 	cd.en = &cen;
@@ -106,7 +109,7 @@ member_reap(struct drive *d, struct fanout_member *m, int status)
 
 	m->ended_ms = time_now_ms();
 	m->pid = 0;
-	if (fs_read(path, &text, RESULT_MAX, NULL) == 0)
+	if (fs_read_nofollow(path, &text, RESULT_MAX, NULL) == 0)
 		o = json_loads(text.ptr, 0, NULL);
 	if (!o) {
 		m->res = STAGE_FAIL;
@@ -153,6 +156,7 @@ member_start(struct drive *d, struct fanout_member *m, const char *steers)
 	}
 	if (m->pid == 0)
 		member_main(d, m, steers);
+	spawn_keep(m->pid); /* ours, not an agent's orphan */
 	return 1;
 }
 
@@ -215,6 +219,7 @@ engine__fanout(struct drive *d, struct fanout_member *m, size_t n,
 			if (waitpid(m[i].pid, &status, WNOHANG) != m[i].pid)
 				continue;
 			alive--;
+			spawn_forget(m[i].pid);
 			member_reap(d, &m[i], status);
 			if (!rc && done)
 				rc = done(d, &m[i], e);

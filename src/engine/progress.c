@@ -47,7 +47,8 @@ engine__load_json(const struct drive *d, const char *name, struct err *e)
 	json_error_t je;
 	json_t *doc = NULL;
 
-	if (fs_read(path, &text, BUF_MAX_ARTIFACT, NULL) == 0 && text.len) {
+	if (fs_read_nofollow(path, &text, BUF_MAX_ARTIFACT, NULL) == 0 &&
+	    text.len) {
 		doc = json_loads(text.ptr, 0, &je);
 		if (!doc)
 			err_set(e, BATON_ECONTRACT,
@@ -166,7 +167,8 @@ engine__add_file(struct drive *d, struct buf *ctx, const char *title,
 	char *path = engine__run_file(d, name);
 	struct buf text = BUF_INIT;
 
-	if (fs_read(path, &text, BUF_MAX_ARTIFACT, NULL) == 0 && text.len)
+	if (fs_read_nofollow(path, &text, BUF_MAX_ARTIFACT, NULL) == 0 &&
+	    text.len)
 		prompt_section(ctx, title, text.ptr, budget);
 	buf_release(&text);
 	free(path);

@@ -19,6 +19,7 @@
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/log.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
@@ -121,24 +122,24 @@ engine_mirror_events(struct engine *en, const char *run_id, struct err *e)
 	char *dir = workspace_run_dir(en->ws, run_id);
 	char *path = xasprintf("%s/events.jsonl", dir);
 	struct buf lines = BUF_INIT;
+	struct err me = ERR_INIT;
 	int fd = -1, rc;
 
-	rc = fs_mkdir_p(dir, 0755, e);
+	rc = fs_mkdir_p(dir, 0755, &me);
 	if (rc)
 		goto out;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = fs_open_nofollow(path, O_RDWR | O_CREAT, 0644, &me);
 	if (fd < 0) {
-		rc = err_set(e, -errno, "cannot open '%s': %s", path,
-			     strerror(errno));
+		rc = fd;
 		goto out;
 	}
 	if (flock(fd, LOCK_EX) < 0) {
-		rc = err_set(e, -errno, "cannot lock '%s': %s", path,
+		rc = err_set(&me, -errno, "cannot lock '%s': %s", path,
 			     strerror(errno));
 		goto out;
 	}
 	rc = store_event_list(en->store, run_id, last_seq(fd), NULL,
-			      append_event, &lines, e);
+			      append_event, &lines, &me);
 	if (rc || !lines.len)
 		goto out;
 	if (lseek(fd, 0, SEEK_END) < 0)
@@ -146,9 +147,16 @@ engine_mirror_events(struct engine *en, const char *run_id, struct err *e)
 	else
 		rc = fs_write_all(fd, lines.ptr, lines.len);
 	if (rc)
-		err_set(e, rc, "cannot append to '%s': %s", path,
+		err_set(&me, rc, "cannot append to '%s': %s", path,
 			strerror(-rc));
 out:
+	if (rc) {
+		/* Callers go on without the mirror: the store has it all. */
+		log_warn("events.jsonl of run '%s' not updated: %s", run_id,
+			 me.msg);
+		if (e)
+			*e = me;
+	}
 	if (fd >= 0)
 		close(fd);
 	buf_release(&lines);

@@ -516,6 +516,7 @@ engine__report(struct engine *en, const struct pipeline *p, struct run *r,
 {
 	struct scan sc = { .p = p, .changed = json_array() };
 	const char *status = to ? to : r->status;
+	struct err we = ERR_INIT;
 	json_t *move = NULL;
 	struct buf md = BUF_INIT;
 	char *run_dir = workspace_run_dir(en->ws, r->id);
@@ -552,9 +553,9 @@ engine__report(struct engine *en, const struct pipeline *p, struct run *r,
 		BUG("cannot build a report");
 	markdown(r, rep, &md);
 	redact_buf(&md);
-	if (fs_mkdir_p(dir, 0755, NULL) ||
-	    fs_write_atomic(file, md.ptr, md.len, NULL))
-		log_warn("cannot write the report '%s'", file);
+	if (fs_mkdir_p(dir, 0755, &we) ||
+	    fs_write_atomic(file, md.ptr, md.len, &we))
+		log_warn("cannot write the report '%s': %s", file, we.msg);
 	rc = engine__record(en, r, "report", rep, e);
 	rep = NULL;
 out:

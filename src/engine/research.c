@@ -603,7 +603,8 @@ accept_report(struct drive *d, const struct stage *s, const char *text,
 	int rc = 0;
 
 	(void)reason;
-	if (fs_read(path, &body, BUF_MAX_ARTIFACT, NULL) < 0 || !body.len) {
+	if (fs_read_nofollow(path, &body, BUF_MAX_ARTIFACT, NULL) < 0 ||
+	    !body.len) {
 		buf_reset(&body);
 		buf_adds(&body, text ? text : "");
 		buf_rtrim(&body);

@@ -1640,7 +1640,8 @@ accept_notes(struct drive *d, const struct stage *s, const char *text,
 	struct buf body = BUF_INIT;
 	int rc = 0;
 
-	if (fs_read(path, &body, BUF_MAX_ARTIFACT, NULL) < 0 || !body.len) {
+	if (fs_read_nofollow(path, &body, BUF_MAX_ARTIFACT, NULL) < 0 ||
+	    !body.len) {
 		buf_reset(&body);
 		buf_addf(&body, "%s\n", text && *text ? text :
 							"(the fixer left no notes)");

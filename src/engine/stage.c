@@ -34,6 +34,7 @@
 #include "util/json.h"
 #include "util/redact.h"
 #include "util/sandbox.h"
+#include "util/spawn.h"
 #include "util/limits.h"
 #include "util/strvec.h"
 #include "util/timeutil.h"
@@ -68,7 +69,7 @@ static int
 read_artifact(const struct drive *d, const char *name, struct buf *out)
 {
 	char *path = engine__run_file(d, name);
-	int rc = fs_read(path, out, BUF_MAX_ARTIFACT, NULL);
+	int rc = fs_read_nofollow(path, out, BUF_MAX_ARTIFACT, NULL);
 
 	free(path);
 	return rc;
@@ -926,6 +927,8 @@ engine__call(struct drive *d, const struct stage *s,
 		}
 		rc = agent_run(&req, &ar, e);
 		d->r.agent_pid = 0;
+		/* nothing the agent started outlives its call (spawn.h) */
+		spawn_kill_orphans();
 		/* the rest of the output, before agent_exited says it ended */
 		if (rc == 0 && w.rc == 0)
 			w.rc = note_output(&w, 1, e);
@@ -1078,7 +1081,7 @@ keep_as(struct drive *d, const char *name, const char *provider,
 			     name, provider, dot);
 
 	if (md)
-		fs_read(from, md, BUF_MAX_ARTIFACT, NULL);
+		fs_read_nofollow(from, md, BUF_MAX_ARTIFACT, NULL);
 	if (rename(from, as) < 0 && errno != ENOENT)
 		engine__note(d, "contract_warning",
 			     json_pack("{s:s, s:s}", "file", from, "error",
@@ -1236,6 +1239,8 @@ engine__validate(struct drive *d, const struct stage *s,
 			  cfg->validate_timeout_seconds, json, log, &hooks, &vr,
 			  e);
 	d->r.agent_pid = 0;
+	/* the checks run code the agent wrote: the same rule as its calls */
+	spawn_kill_orphans();
 	if (!rc && !w.rc)
 		rc = note_output(&w, 1, e);
 	if (rc)
@@ -1244,7 +1249,7 @@ engine__validate(struct drive *d, const struct stage *s,
 		*res = STAGE_STOPPED;
 		goto out;
 	}
-	fs_read(json, &text, BUF_MAX_ARTIFACT, NULL);
+	fs_read_nofollow(json, &text, BUF_MAX_ARTIFACT, NULL);
 	rc = engine__keep_output(d, "validation.json",
 				 vr.passed ? "PASSED" : "FAILED", text.ptr, e);
 	if (!rc)

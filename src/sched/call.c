@@ -26,6 +26,7 @@
 #include "util/fs.h"
 #include "util/redact.h"
 #include "util/sandbox.h"
+#include "util/spawn.h"
 #include "util/strvec.h"
 #include "util/xalloc.h"
 
@@ -194,6 +195,8 @@ sched_call_role(const struct config *cfg, const struct role_call *c,
 	req.on_event = watch_call;
 	req.wake_fd = catch_signals(old, &caught);
 	rc = agent_run(&req, out, e);
+	/* a no-op unless this process adopted orphans (spawn.h) */
+	spawn_kill_orphans();
 	restore_signals(old, caught);
 	if (!rc)
 		redact_call(info, ofile, efile, home, out);

@@ -126,7 +126,7 @@ judge_prompt(struct sched_ctx *x, const struct task *t, const struct run *r,
 
 	run_diff(x, r, run_dir, &diff);
 	path = xasprintf("%s/review.md", run_dir);
-	fs_read(path, &review, BUF_MAX_PROMPT_CONTEXT, &ignored);
+	fs_read_nofollow(path, &review, BUF_MAX_PROMPT_CONTEXT, &ignored);
 	prompt_section(&ctx, "Diff against the base", diff.ptr, &budget);
 	prompt_section(&ctx, "The run's last review", review.ptr, &budget);
 	vars[2].value = ctx.ptr ? ctx.ptr : "";

@@ -49,16 +49,19 @@ fsync_dir_of(const char *path)
 int
 fs_write_atomic(const char *path, const void *data, size_t len, struct err *e)
 {
-	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	char *tmp = xasprintf("%s.tmp.XXXXXX", path);
 	int fd = -1, rc;
 
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* O_CREAT | O_EXCL under a random name: never a planted file. */
+	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		rc = err_set(e, -errno, "cannot create '%s': %s", tmp,
 			     strerror(errno));
 		goto out;
 	}
-	rc = fs_write_all(fd, data, len);
+	rc = fchmod(fd, 0644) < 0 ? -errno : 0;
+	if (!rc)
+		rc = fs_write_all(fd, data, len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)
@@ -69,6 +72,7 @@ fs_write_atomic(const char *path, const void *data, size_t len, struct err *e)
 		unlink(tmp);
 		goto out;
 	}
+	/* rename() replaces a link at path; it does not follow it. */
 	if (rename(tmp, path) < 0) {
 		rc = err_set(e, -errno, "cannot rename '%s' to '%s': %s", tmp,
 			     path, strerror(errno));
@@ -83,17 +87,88 @@ out:
 	return rc;
 }
 
+/* -ELOOP with a message naming path when it is a symbolic link, else 0. */
+static int
+refuse_link(const char *path, struct err *e)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		return err_set(e, -ELOOP,
+			       "'%s' is a symbolic link; baton does not "
+			       "follow links in folders an agent can write",
+			       path);
+	return 0;
+}
+
+/*
+ * The error for a failed fs_open_nofollow of path: a link or a file of
+ * another kind (a FIFO without a reader fails with ENXIO) is named as
+ * such, anything else is the system's reason.
+ */
+static int
+open_error(const char *path, int errnum, struct err *e)
+{
+	struct stat st;
+	int rc = refuse_link(path, e);
+
+	if (rc)
+		return rc;
+	if (errnum != ENOENT && lstat(path, &st) == 0 &&
+	    !S_ISREG(st.st_mode))
+		return err_set(e, -EINVAL, "'%s' is not a regular file", path);
+	return err_set(e, -errnum, "cannot open '%s': %s", path,
+		       strerror(errnum));
+}
+
 int
-fs_read(const char *path, struct buf *out, size_t max, struct err *e)
+fs_open_nofollow(const char *path, int flags, mode_t mode, struct err *e)
+{
+	char *dir = xstrdup(path);
+	struct stat st;
+	int fd = -1, fl, rc;
+
+	rc = refuse_link(dirname(dir), e);
+	if (rc)
+		goto out;
+	/* O_NONBLOCK: a FIFO in the file's place must not hang the open. */
+	fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
+	if (fd < 0) {
+		rc = open_error(path, errno, e);
+		goto out;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = err_set(e, -errno, "cannot stat '%s': %s", path,
+			     strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = err_set(e, -EINVAL, "'%s' is not a regular file", path);
+		goto out;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		rc = err_set(e, -errno, "cannot open '%s': %s", path,
+			     strerror(errno));
+out:
+	free(dir);
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* Reads fd (opened from path) to its end into out; see fs_read. */
+static int
+read_fd(int fd, const char *path, struct buf *out, size_t max,
+	struct err *e)
 {
 	char chunk[65536];
 	size_t total = 0;
-	int fd, rc = 0;
+	int rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return err_set(e, -errno, "cannot open '%s': %s", path,
-			       strerror(errno));
 	for (;;) {
 		ssize_t n = read(fd, chunk, sizeof(chunk));
 
@@ -115,6 +190,32 @@ fs_read(const char *path, struct buf *out, size_t max, struct err *e)
 		}
 		buf_add(out, chunk, (size_t)n);
 	}
+	return rc;
+}
+
+int
+fs_read(const char *path, struct buf *out, size_t max, struct err *e)
+{
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, -errno, "cannot open '%s': %s", path,
+			       strerror(errno));
+	rc = read_fd(fd, path, out, max, e);
+	close(fd);
+	return rc;
+}
+
+int
+fs_read_nofollow(const char *path, struct buf *out, size_t max,
+		 struct err *e)
+{
+	int fd = fs_open_nofollow(path, O_RDONLY, 0, e), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = read_fd(fd, path, out, max, e);
 	close(fd);
 	return rc;
 }
@@ -140,6 +241,8 @@ fs_mkdir_p(const char *path, mode_t mode, struct err *e)
 			break;
 		*s = '/';
 	}
+	if (!rc)
+		rc = refuse_link(path, e);
 	if (!rc && !fs_is_dir(path))
 		rc = err_set(e, -ENOTDIR, "'%s' exists and is not a directory",
 			     path);

@@ -1,6 +1,15 @@
 /*
  * Files: whole-file reads with a cap, atomic writes (temporary file, fsync,
  * rename, fsync of the directory: s6), directories.
+ *
+ * The run folder (.baton/runs/<id>/) is written by agents too, and an
+ * agent is untrusted: it may plant a symbolic link where baton will open
+ * a file next (calls/0007-execute-x-0.stdout -> ~/.bashrc). Files baton
+ * opens there go through fs_open_nofollow and fs_read_nofollow, which
+ * refuse a link as the file or as its folder and anything that is not a
+ * regular file (a FIFO would hang the open); atomic writes create their
+ * temporary file exclusively and rename() replaces a link rather than
+ * following it; fs_mkdir_p refuses a folder that is a link.
  */
 #ifndef BATON_UTIL_FS_H
 #define BATON_UTIL_FS_H
@@ -13,7 +22,10 @@ struct err;
 
 /*
  * Replaces path with data in one step: a reader sees the old file or the
- * new one, never a mix, even across a crash. Returns 0 or -errno.
+ * new one, never a mix, even across a crash. The temporary file beside
+ * path gets a fresh random name and is created with O_EXCL and
+ * O_NOFOLLOW, so nothing planted there is followed or reused; a link at
+ * path itself is replaced, not followed. Returns 0 or -errno.
  */
 int fs_write_atomic(const char *path, const void *data, size_t len,
 		    struct err *e);
@@ -27,8 +39,30 @@ int fs_write_all(int fd, const void *data, size_t len);
  * (0: no limit) is refused with -EFBIG. Missing file: -ENOENT.
  */
 int fs_read(const char *path, struct buf *out, size_t max, struct err *e);
-/* Creates path and its missing parents. An existing directory is fine. */
+/*
+ * Creates path and its missing parents. An existing directory is fine;
+ * path itself being a symbolic link (even to a directory) is refused with
+ * -ELOOP, so a folder baton writes in cannot be redirected elsewhere.
+ * The parents may be links (a home folder reached through one).
+ */
 int fs_mkdir_p(const char *path, mode_t mode, struct err *e);
+/*
+ * Opens path with open(2)'s flags (O_CREAT takes mode), adding O_NOFOLLOW
+ * and O_CLOEXEC, for a file in a folder an agent can write. Refused: a
+ * symbolic link as path or as its folder (-ELOOP, "'path' is a symbolic
+ * link"), and anything but a regular file (-EINVAL), without blocking on
+ * a FIFO. Returns the descriptor (in blocking mode) or a negative error
+ * with the message in e.
+ */
+int fs_open_nofollow(const char *path, int flags, mode_t mode,
+		     struct err *e);
+/*
+ * fs_read for a file an agent wrote (plan.md, a verdict's JSON): opened
+ * with fs_open_nofollow, so a link or a FIFO planted in its place is
+ * refused, and more than max bytes is -EFBIG as in fs_read.
+ */
+int fs_read_nofollow(const char *path, struct buf *out, size_t max,
+		     struct err *e);
 /* 1 if path exists (any type), 0 if not. */
 int fs_exists(const char *path);
 /* 1 if path is a directory. */

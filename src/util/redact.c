@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/buf.h"
@@ -166,6 +167,7 @@ int
 redact_file(const char *path, struct err *e)
 {
 	struct buf carry = BUF_INIT;
+	struct err oe = ERR_INIT;
 	char *tmp, chunk[64 * 1024];
 	int in, out, rc = 0;
 	size_t count = 0, keep;
@@ -173,13 +175,23 @@ redact_file(const char *path, struct err *e)
 
 	if (!values.nr)
 		return 0;
-	in = open(path, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return errno == ENOENT ? 0 :
-					 err_set(e, -errno, "cannot open '%s': %s",
-						 path, strerror(errno));
-	tmp = xasprintf("%s.redact", path);
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/*
+	 * The file is in the run folder, which the agent can write: a link
+	 * planted in its place would have us copy, say, ~/.ssh/id_rsa into
+	 * a file the agent reads. Links are refused, not followed.
+	 */
+	in = fs_open_nofollow(path, O_RDONLY, 0, &oe);
+	if (in < 0) {
+		if (in != -ENOENT && e)
+			*e = oe;
+		return in == -ENOENT ? 0 : in;
+	}
+	tmp = xasprintf("%s.redact.XXXXXX", path);
+	out = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
+	if (out >= 0 && fchmod(out, 0644) < 0) {
+		close(out);
+		out = -1;
+	}
 	if (out < 0) {
 		rc = err_set(e, -errno, "cannot create '%s': %s", tmp,
 			     strerror(errno));
@@ -228,6 +240,7 @@ int
 redact_dir(const char *dir, struct err *e)
 {
 	struct dirent *de;
+	struct stat st;
 	DIR *dp;
 	int rc = 0;
 
@@ -239,7 +252,8 @@ redact_dir(const char *dir, struct err *e)
 		if (de->d_name[0] == '.')
 			continue;
 		path = xasprintf("%s/%s", dir, de->d_name);
-		if (!fs_is_dir(path))
+		/* Regular files only: a planted link must not stop the rest. */
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
 			rc = redact_file(path, e);
 		free(path);
 	}

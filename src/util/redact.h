@@ -34,10 +34,15 @@ size_t redact_restore(struct buf *b);
 /*
  * The same for a file, rewritten atomically when something changed.
  * A missing file is fine. Files larger than the in-memory cap are
- * rewritten through a temporary file in chunks.
+ * rewritten through a temporary file in chunks. path is opened with
+ * fs_open_nofollow: a symbolic link or a FIFO in its place is refused
+ * (-ELOOP, -EINVAL), so nothing outside the run folder is read or copied.
  */
 int redact_file(const char *path, struct err *e);
-/* redact_file for each file directly in dir (a missing dir is fine). */
+/*
+ * redact_file for each regular file directly in dir (a missing dir is
+ * fine); links and other kinds are skipped.
+ */
 int redact_dir(const char *dir, struct err *e);
 
 #endif

@@ -37,6 +37,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -73,6 +74,11 @@ extern char **environ;
 #define CAPTURE_ERR_BYTES 600
 /* Tail spawn_capture keeps of each stream at least, for that message. */
 #define CAPTURE_ERR_TAIL (16 * 1024)
+
+/* Children spared by spawn_kill_orphans at most (running + kept). */
+#define OWN_MAX 256
+/* Orphans killed per round of spawn_kill_orphans at most. */
+#define ORPHANS_PER_ROUND 64
 
 /* What the child reports on the status pipe before _exit(127). */
 enum child_stage { STAGE_CHDIR = 1, STAGE_EXEC };
@@ -118,6 +124,63 @@ struct run {
  * never see a closed descriptor.
  */
 static int sigchld_pipe[2] = {-1, -1};
+
+/*
+ * baton's own children, which spawn_kill_orphans spares: the child of
+ * every spawn_run in progress (in any thread) and those kept with
+ * spawn_keep. spawn_run holds the lock across fork(), so no other
+ * thread's spawn_kill_orphans can see its child before it is listed.
+ */
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t own[OWN_MAX];
+static size_t own_nr;
+/* spawn_adopt_orphans succeeded: this process reaps orphans. */
+static int adopting;
+
+/* With own_lock held. A full list (never seen) leaves pid unlisted. */
+static void
+own_add_locked(pid_t pid)
+{
+	if (own_nr < OWN_MAX)
+		own[own_nr++] = pid;
+	else
+		log_warn("too many children to track; %ld is not spared",
+			 (long)pid);
+}
+
+static int
+own_has_locked(pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < own_nr; i++)
+		if (own[i] == pid)
+			return 1;
+	return 0;
+}
+
+void
+spawn_keep(pid_t pid)
+{
+	pthread_mutex_lock(&own_lock);
+	own_add_locked(pid);
+	pthread_mutex_unlock(&own_lock);
+}
+
+void
+spawn_forget(pid_t pid)
+{
+	size_t i;
+
+	pthread_mutex_lock(&own_lock);
+	for (i = 0; i < own_nr; i++) {
+		if (own[i] == pid) {
+			own[i] = own[--own_nr];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&own_lock);
+}
 
 static void
 on_sigchld(int sig)
@@ -295,10 +358,10 @@ open_log(const char *path, int *fd, struct err *e)
 	*fd = -1;
 	if (!path)
 		return 0;
-	*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	/* The run folder is the agent's to write: never follow a link. */
+	*fd = fs_open_nofollow(path, O_WRONLY | O_CREAT | O_APPEND, 0644, e);
 	if (*fd < 0)
-		return err_set(e, -errno, "cannot open '%s': %s", path,
-			       strerror(errno));
+		return *fd;
 	*fd = fd_above_stdio(*fd);
 	if (*fd < 0)
 		return err_set(e, *fd, "cannot open '%s': %s", path,
@@ -960,10 +1023,14 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *out, struct err *e)
 
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old_mask);
+	pthread_mutex_lock(&own_lock);
 	pid = fork();
 	if (pid == 0)
 		child(o, o->argv.v, envp.v, parent, status_p[1], fd0, fd1, fd2);
 	rc = pid < 0 ? -errno : 0;
+	if (pid > 0)
+		own_add_locked(pid);
+	pthread_mutex_unlock(&own_lock);
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	if (rc < 0) {
 		err_set(e, rc, "cannot fork for '%s': %s", o->argv.v[0],
@@ -1007,6 +1074,8 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *out, struct err *e)
 	if (rc == 0 && !out)
 		rc = result_error(o->argv.v, r, o->timeout_ms, e);
 out:
+	if (pid > 0)
+		spawn_forget(pid);
 	r->duration_ms = time_mono_ms() - start;
 	if (handlers) {
 		sigaction(SIGPIPE, &old_pipe, NULL);
@@ -1132,6 +1201,119 @@ spawn_kill_group(pid_t pgid, int grace_ms)
 	if (!wait_group_gone(pgid, 1000))
 		log_warn("process group %ld survived SIGKILL", (long)pgid);
 	return 1;
+}
+
+int
+spawn_adopt_orphans(void)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		return -errno;
+	adopting = 1;
+	return 0;
+}
+
+/*
+ * The children of this process that baton did not start on purpose,
+ * read from /proc: up to max pids in out, with live[i] 0 for a zombie.
+ * With own_lock held. Returns how many.
+ */
+static size_t
+stray_children(pid_t *out, int *live, size_t max)
+{
+	char path[64], line[256], *p, *end;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	long pid, ppid, me = (long)getpid();
+	size_t n = 0;
+	ssize_t len;
+	int fd;
+
+	if (!d)
+		return 0;
+	while (n < max && (de = readdir(d))) {
+		pid = strtol(de->d_name, &end, 10);
+		if (pid <= 0 || *end)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, line, sizeof(line) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		line[len] = '\0';
+		/* "pid (comm) S ppid ...": comm may hold anything. */
+		p = strrchr(line, ')');
+		if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+			continue;
+		ppid = strtol(p + 4, &end, 10);
+		if (ppid != me || own_has_locked((pid_t)pid))
+			continue;
+		live[n] = p[2] != 'Z' && p[2] != 'X';
+		out[n++] = (pid_t)pid;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Reaps pid, a child just sent SIGKILL (or a zombie), waiting until end. */
+static void
+reap_until(pid_t pid, int64_t end)
+{
+	pid_t w;
+	int st;
+
+	for (;;) {
+		w = waitpid(pid, &st, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			return;
+		if (time_mono_ms() >= end) {
+			log_warn("orphan %ld survived SIGKILL", (long)pid);
+			return;
+		}
+		if (w == 0)
+			sleep_ms(5);
+	}
+}
+
+/*
+ * See spawn.h. Kills under own_lock, so a spawn_run starting in another
+ * thread cannot have its new child taken for an orphan; reaps outside it.
+ */
+int
+spawn_kill_orphans(void)
+{
+	pid_t found[ORPHANS_PER_ROUND];
+	int live[ORPHANS_PER_ROUND];
+	int64_t end = time_mono_ms() + GIVE_UP_MS;
+	size_t n, i;
+	int killed = 0;
+
+	if (!adopting)
+		return 0;
+	for (;;) {
+		pthread_mutex_lock(&own_lock);
+		n = stray_children(found, live, ORPHANS_PER_ROUND);
+		for (i = 0; i < n; i++)
+			if (live[i])
+				kill(found[i], SIGKILL);
+		pthread_mutex_unlock(&own_lock);
+		if (!n)
+			break;
+		for (i = 0; i < n; i++) {
+			reap_until(found[i], end);
+			killed += live[i];
+		}
+		if (time_mono_ms() >= end) {
+			log_warn("orphans are still appearing; giving up");
+			break;
+		}
+	}
+	if (killed)
+		log_info("killed %d process%s left behind by a child", killed,
+			 killed == 1 ? "" : "es");
+	return killed;
 }
 
 int

@@ -109,6 +109,48 @@ int spawn_kill_group(pid_t pgid, int grace_ms);
 /* 1 if any process in group pgid is alive. */
 int spawn_group_alive(pid_t pgid);
 
+/*
+ * Orphans. An agent can leave its session and group (setsid, a double
+ * fork) and so escape the group kill that ends its call; without a
+ * sandbox such a daemon would go on editing the worktree after review.
+ * A process that drives runs (baton run and resume, a serve worker, a
+ * parallel group's member) calls spawn_adopt_orphans() once: with
+ * PR_SET_CHILD_SUBREAPER every descendant whose parent dies is
+ * reparented to it instead of init. At the end of each agent call (also
+ * when it was stopped, aborted or timed out) the engine calls
+ * spawn_kill_orphans(), which SIGKILLs and reaps every child of this
+ * process that baton did not start on purpose: children of a spawn_run
+ * in progress (in any thread) and those registered with spawn_keep()
+ * (parallel group members) are spared.
+ *
+ *   agent ──fork──▶ sh ──setsid, fork──▶ daemon        agent exits: sh and
+ *     ▲ reaped by spawn_run                            daemon reparent to
+ *   baton (subreaper) ◀────────────────────────────    baton, which kills
+ *                                                      them, then whatever
+ *                                                      they left, in rounds
+ */
+
+/*
+ * Makes this process the reaper of its orphaned descendants. Not
+ * inherited across fork: each driving process calls it. 0 or -errno.
+ */
+int spawn_adopt_orphans(void);
+/*
+ * Registers pid, a child this process forked itself and reaps itself,
+ * so that spawn_kill_orphans spares it; spawn_forget once it is reaped.
+ * Thread-safe.
+ */
+void spawn_keep(pid_t pid);
+void spawn_forget(pid_t pid);
+/*
+ * SIGKILLs and reaps every child of this process that is neither running
+ * under spawn_run nor kept, round after round (a killed process's own
+ * children are reparented to us next), until none is left or about two
+ * seconds pass. Zombies of such children are reaped. Returns how many
+ * were killed; a no-op unless spawn_adopt_orphans succeeded.
+ */
+int spawn_kill_orphans(void);
+
 /* kill(pid, sig), for waking another baton process; 0 or -errno. */
 int spawn_signal(pid_t pid, int sig);
 

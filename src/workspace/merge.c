@@ -413,7 +413,8 @@ log_landing(const char *log_path, const char *branch, const char *base,
 
 	if (!log_path)
 		return;
-	fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	fd = fs_open_nofollow(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644,
+			      NULL);
 	if (fd < 0)
 		return;
 	buf_addf(&line, "\n# checks of %.12s: '%s' merged onto '%s'\n", commit,

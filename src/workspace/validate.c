@@ -26,8 +26,8 @@
 static void
 log_header(const char *log_path, const char *cmd)
 {
-	int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-		      0644);
+	int fd = fs_open_nofollow(log_path, O_WRONLY | O_CREAT | O_APPEND,
+				  0644, NULL);
 	struct buf line = BUF_INIT;
 
 	if (fd < 0)
