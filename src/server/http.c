@@ -508,7 +508,7 @@ dispatch(struct mg_connection *conn, void *arg)
 	const struct route *r;
 	char *path, *segs, q[256];
 	size_t len;
-	int known;
+	int known, query_token;
 
 	rq.method = ri->request_method;
 	path = xstrdup(ri->local_uri ? ri->local_uri : "/");
@@ -527,8 +527,10 @@ dispatch(struct mg_connection *conn, void *arg)
 		goto out;
 	}
 	r = find_route(&rq, segs, &known);
-	if (!http_authorized(&rq, r && (r->flags & ROUTE_F_QUERY_TOKEN))) {
-		if (http_query(&rq, "access_token", q, sizeof(q)))
+	query_token = r && (r->flags & ROUTE_F_QUERY_TOKEN);
+	if (!http_authorized(&rq, query_token)) {
+		if (!query_token &&
+		    http_query(&rq, "access_token", q, sizeof(q)))
 			http_error(&rq, 401, "unauthorized",
 				   "?access_token= opens the live stream only "
 				   "(/api/v1/events, /api/v1/ws): send "

@@ -39,6 +39,7 @@ test_expect_success 'no token, a wrong token, a token one character short: 401' 
 	test "$(cat status)" = 401 &&
 	curl -s -o body -w "%{http_code}" "$HTTP_URL/api/v1/events?access_token=wrong" >status &&
 	test "$(cat status)" = 401 &&
+	test_jq ".error.message | test(\"a bearer token is required\")" body &&
 	# the page itself holds no data and needs none
 	curl -s -o page -w "%{http_code}" "$HTTP_URL/" >status &&
 	test "$(cat status)" = 200 &&
