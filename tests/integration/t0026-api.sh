@@ -156,6 +156,24 @@ test_expect_success '?access_token= opens the live stream only; elsewhere it is 
 	ws_expect 101 "$HTTP_URL/api/v1/ws?access_token=$HTTP_TOKEN"
 '
 
+test_expect_success 'on every address (0.0.0.0) it answers to IP addresses, not to names' '
+	make_repo w &&
+	baton_init_with_agent w "$nojudge" &&
+	cd w &&
+	serve_http "$TRASH_DIRECTORY/serve-w" --workers 1 --listen 0.0.0.0:0 &&
+	for host in "10.1.2.3:$HTTP_PORT" "0.0.0.0:$HTTP_PORT" \
+		"[fe80::1]:$HTTP_PORT" "localhost:$HTTP_PORT"; do
+		guard_expect 200 -H "Host: $host" "$HTTP_URL/api/v1/health" || exit 1
+	done &&
+	guard_expect 421 -H "Host: evil.example:$HTTP_PORT" "$HTTP_URL/api/v1/health" &&
+	guard_expect 421 -H "Host: 10.1.2.3:1" "$HTTP_URL/api/v1/health" &&
+	guard_expect 403 -H "Origin: http://evil.example:$HTTP_PORT" \
+		-X POST "$HTTP_URL/api/v1/runs/r1/pause" &&
+	guard_expect 404 -H "Origin: http://10.1.2.3:$HTTP_PORT" \
+		-X POST "$HTTP_URL/api/v1/runs/r1/pause" &&
+	kill "$(cat ../serve-w.pid)" && bg_wait ../serve-w >/dev/null
+'
+
 test_expect_success 'docs/api.md lists exactly the routes of the route table' '
 	load_http &&
 	api_expect 200 GET /api/v1 >routes.json &&
