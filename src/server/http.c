@@ -1,7 +1,7 @@
 /*
  * The HTTP process: civetweb set up, one dispatcher for every request
- * (token check, body limit, route match), the response helpers, and the
- * process around it (server_spawn).
+ * (Host and Origin check, token check, body limit, route match), the
+ * response helpers, and the process around it (server_spawn).
  *
  * civetweb answers each connection on one of its own threads; a handler
  * runs there from start to end, and a live stream keeps its thread for as
@@ -11,7 +11,9 @@
  */
 #include "util/compat.h"
 
+#include <arpa/inet.h>
 #include <civetweb.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -250,15 +252,146 @@ token_equal(const char *given, const char *want)
 }
 
 int
-http_authorized(const struct req *rq)
+http_authorized(const struct req *rq, int query_token)
 {
 	const char *h = mg_get_header(rq->conn, "Authorization");
 	char q[TOKEN_BYTES * 2 + 8];
 
 	if (h && !strncasecmp(h, "Bearer ", 7))
 		return token_equal(h + 7, rq->srv->token);
-	if (http_query(rq, "access_token", q, sizeof(q)))
+	if (query_token && http_query(rq, "access_token", q, sizeof(q)))
 		return token_equal(q, rq->srv->token);
+	return 0;
+}
+
+/* ---- who may ask --------------------------------------------------------- */
+
+/*
+ * The address of an IP literal as a URL writes it ("127.0.0.1",
+ * "[::1]") into out: its length, 4 or 16; 0 when host is a name.
+ */
+static size_t
+ip_literal(const char *host, unsigned char out[16])
+{
+	char v6[INET6_ADDRSTRLEN];
+	size_t n = strlen(host);
+
+	if (inet_pton(AF_INET, host, out) == 1)
+		return 4;
+	if (n < 3 || host[0] != '[' || host[n - 1] != ']' ||
+	    n - 2 >= sizeof(v6))
+		return 0;
+	memcpy(v6, host + 1, n - 2);
+	v6[n - 2] = '\0';
+	return inet_pton(AF_INET6, v6, out) == 1 ? 16 : 0;
+}
+
+/* Whether serve listens on every address (0.0.0.0, [::]). */
+static int
+listens_everywhere(const struct server *srv)
+{
+	static const unsigned char any[16];
+	unsigned char a[16];
+	size_t n = ip_literal(srv->listen_host, a);
+
+	return n && !memcmp(a, any, n);
+}
+
+/*
+ * Whether host (no port) names this server: localhost, 127.0.0.1, [::1],
+ * the HOST serve listens on, or, when that is every address, any IP
+ * address. What the check stops is a page whose DNS name is made to
+ * point here (DNS rebinding): it has to come with that name, and an
+ * address is not one.
+ */
+static int
+host_is_ours(const struct server *srv, const char *host)
+{
+	static const unsigned char lo4[4] = { 127, 0, 0, 1 };
+	static const unsigned char lo6[16] = { [15] = 1 };
+	unsigned char a[16], l[16];
+	size_t n, ln;
+
+	if (!strcasecmp(host, "localhost") ||
+	    !strcasecmp(host, srv->listen_host))
+		return 1;
+	n = ip_literal(host, a);
+	if (!n)
+		return 0;
+	if (!memcmp(a, n == 4 ? lo4 : lo6, n) || listens_everywhere(srv))
+		return 1;
+	ln = ip_literal(srv->listen_host, l);
+	return ln == n && !memcmp(a, l, n);
+}
+
+/*
+ * Whether authority ("host", "host:port", "[v6]:port") names this server
+ * and its port. Without a port it is port 80 when default_80 (an
+ * Origin's); a Host without one passes on its name (civetweb's own
+ * WebSocket client sends none, and a browser names any port but 80).
+ */
+static int
+authority_is_ours(const struct server *srv, const char *authority,
+		  int default_80)
+{
+	const char *bracket = NULL, *colon;
+	char host[256], *end = NULL;
+	size_t len;
+	long port = srv->port;
+
+	if (authority[0] == '[')
+		bracket = strchr(authority, ']');
+	colon = strchr(bracket ? bracket : authority, ':');
+	len = colon ? (size_t)(colon - authority) : strlen(authority);
+	if (!len || len >= sizeof(host))
+		return 0;
+	memcpy(host, authority, len);
+	host[len] = '\0';
+	if (colon) {
+		if (!isdigit((unsigned char)colon[1]))
+			return 0;
+		port = strtol(colon + 1, &end, 10);
+		if (*end)
+			return 0;
+	} else if (default_80) {
+		port = 80;
+	}
+	return port == srv->port && host_is_ours(srv, host);
+}
+
+int
+http_guard(struct req *rq)
+{
+	const char *host = mg_get_header(rq->conn, "Host");
+	const char *origin = mg_get_header(rq->conn, "Origin");
+	const char *own = listens_everywhere(rq->srv) ? "127.0.0.1" :
+							rq->srv->listen_host;
+	int port = rq->srv->port;
+
+	if (!host || !*host) {
+		http_error(rq, 421, "misdirected_request",
+			   "the request has no Host header: ask for %s:%d",
+			   own, port);
+		return -1;
+	}
+	if (!authority_is_ours(rq->srv, host, 0)) {
+		http_error(rq, 421, "misdirected_request",
+			   "the Host header '%s' does not name this server: "
+			   "ask for %s:%d (or localhost, 127.0.0.1, [::1] "
+			   "with that port)",
+			   host, own, port);
+		return -1;
+	}
+	if (origin && (strncmp(origin, "http://", 7) ||
+		       strchr(origin + 7, '/') ||
+		       !authority_is_ours(rq->srv, origin + 7, 1))) {
+		http_error(rq, 403, "forbidden_origin",
+			   "the Origin header '%s' is not this server's own "
+			   "(http://%s:%d): a page from elsewhere may not call "
+			   "baton",
+			   origin, own, port);
+		return -1;
+	}
 	return 0;
 }
 
@@ -373,9 +506,9 @@ dispatch(struct mg_connection *conn, void *arg)
 	const struct mg_request_info *ri = mg_get_request_info(conn);
 	struct req rq = { .srv = arg, .conn = conn, .body = BUF_INIT };
 	const struct route *r;
-	char *path, *segs;
+	char *path, *segs, q[256];
 	size_t len;
-	int known;
+	int known, query_token;
 
 	rq.method = ri->request_method;
 	path = xstrdup(ri->local_uri ? ri->local_uri : "/");
@@ -385,19 +518,29 @@ dispatch(struct mg_connection *conn, void *arg)
 	rq.path = path;
 	rq.query = ri->query_string;
 	segs = xmalloc(len + 1);
+	if (http_guard(&rq))
+		goto out;
 	if (!is_api(rq.path)) {
 		if (!assets_serve(&rq))
 			http_error(&rq, 404, "not_found", "no page '%s'",
 				   rq.path);
 		goto out;
 	}
-	if (!http_authorized(&rq)) {
-		http_error(&rq, 401, "unauthorized",
-			   "a bearer token is required: Authorization: Bearer "
-			   "$(cat .baton/token)");
+	r = find_route(&rq, segs, &known);
+	query_token = r && (r->flags & ROUTE_F_QUERY_TOKEN);
+	if (!http_authorized(&rq, query_token)) {
+		if (!query_token &&
+		    http_query(&rq, "access_token", q, sizeof(q)))
+			http_error(&rq, 401, "unauthorized",
+				   "?access_token= opens the live stream only "
+				   "(/api/v1/events, /api/v1/ws): send "
+				   "Authorization: Bearer $(cat .baton/token)");
+		else
+			http_error(&rq, 401, "unauthorized",
+				   "a bearer token is required: Authorization: "
+				   "Bearer $(cat .baton/token)");
 		goto out;
 	}
-	r = find_route(&rq, segs, &known);
 	if (!r) {
 		if (known)
 			http_error(&rq, 405, "method_not_allowed",
@@ -519,10 +662,16 @@ start(struct server *srv, const char *listen, struct mg_context **ctxp,
 	struct mg_server_port port;
 	struct mg_context *ctx;
 	char threads[16], host[256];
+	/* civetweb answers CORS preflights itself, allowing any origin
+	 * ("*"), unless these are empty: the dashboard is same-origin and
+	 * a page anywhere else gets no CORS at all */
 	const char *options[] = {
 		"listening_ports", listen, "num_threads", threads,
 		"enable_keep_alive", "yes", "tcp_nodelay", "1",
-		"request_timeout_ms", "30000", NULL,
+		"request_timeout_ms", "30000",
+		"access_control_allow_origin", "",
+		"access_control_allow_methods", "",
+		"access_control_allow_headers", "", NULL,
 	};
 	size_t hlen;
 	int rc;
@@ -544,8 +693,6 @@ start(struct server *srv, const char *listen, struct mg_context **ctxp,
 			       "--listen HOST:PORT picks another, port 0 any "
 			       "free one)",
 			       listen);
-	mg_set_request_handler(ctx, "/", dispatch, srv);
-	stream_ws_register(ctx, srv);
 	if (mg_get_server_ports(ctx, 1, &port) < 1) {
 		mg_stop(ctx);
 		return err_set(e, BATON_EINVAL, "cannot tell the port of %s",
@@ -556,6 +703,12 @@ start(struct server *srv, const char *listen, struct mg_context **ctxp,
 		hlen = sizeof(host) - 1;
 	memcpy(host, listen, hlen);
 	host[hlen] = '\0';
+	/* set before any handler is: the registration's lock publishes
+	 * them to civetweb's threads */
+	snprintf(srv->listen_host, sizeof(srv->listen_host), "%s", host);
+	srv->port = port.port;
+	mg_set_request_handler(ctx, "/", dispatch, srv);
+	stream_ws_register(ctx, srv);
 	if (!strcmp(host, "0.0.0.0") || !*host)
 		snprintf(host, sizeof(host), "127.0.0.1");
 	snprintf(url, url_len, "http://%s:%d/", host, port.port);

@@ -30,6 +30,13 @@ struct server {
 	struct hub *hub;
 	struct notifier *notifier; /* NULL: no webhooks */
 	int64_t started_ms;
+	/*
+	 * Who may ask (http_guard): the HOST of serve's HOST:PORT as given
+	 * ("127.0.0.1", "[::1]", "box.lan", "0.0.0.0") and the port it
+	 * listens on (port 0's pick).
+	 */
+	char listen_host[256];
+	int port;
 };
 
 /* ---- http.c: requests and responses ------------------------------------ */
@@ -49,11 +56,19 @@ struct req {
 /* A route handler; it sends exactly one response (or keeps the stream). */
 typedef void route_fn(struct req *rq);
 
+/*
+ * The route takes its token as ?access_token= too: a browser can set no
+ * header on an EventSource. Only the live stream has it; elsewhere a
+ * token in the URL would end up in logs and histories for nothing.
+ */
+#define ROUTE_F_QUERY_TOKEN 0x1
+
 struct route {
 	const char *method;  /* "GET", "POST" */
 	const char *pattern; /* "/api/v1/runs/{id}/events" */
 	route_fn *fn;
 	const char *summary; /* one line, as docs/api.md has it */
+	unsigned flags;	     /* ROUTE_F_* */
 };
 
 /* The REST routes (api.c), for the router and GET /api/v1. */
@@ -97,8 +112,21 @@ int http_body_json(struct req *rq, void **out);
 int http_body_json_opt(struct req *rq, void **out);
 /* The value of query parameter name, copied into out; 0 when absent. */
 int http_query(const struct req *rq, const char *name, char *out, size_t len);
-/* The bearer token of a request (header, or access_token= for streams). */
-int http_authorized(const struct req *rq);
+/*
+ * Whether the request is this server's to answer, before its token is
+ * looked at: its Host names the server (the address it listens on, or
+ * localhost, 127.0.0.1 or [::1], with its port), else 421, so a page
+ * whose own name was rebound to this address cannot read it; and its
+ * Origin, when it has one, is this server's (http://HOST:PORT of such a
+ * Host), else 403, so a page elsewhere cannot drive it. Sends the error
+ * and returns -1 when it is not; 0 when it is.
+ */
+int http_guard(struct req *rq);
+/*
+ * Whether the request bears the token: Authorization: Bearer TOKEN, or
+ * with query_token (the live stream's routes) ?access_token=TOKEN too.
+ */
+int http_authorized(const struct req *rq, int query_token);
 /*
  * Runs a route in-process, as if requested (the WebSocket's commands
  * use the REST routes this way): returns the status, the answer's body

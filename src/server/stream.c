@@ -204,20 +204,21 @@ ws_connect(const struct mg_connection *cconn, void *arg)
 {
 	struct mg_connection *conn = (struct mg_connection *)cconn;
 	const struct mg_request_info *ri = mg_get_request_info(conn);
-	struct req rq = { .srv = arg, .conn = conn, .query = ri->query_string };
-	static const char body[] =
-		"{\"error\":{\"code\":\"unauthorized\",\"message\":"
-		"\"a token is required: ?access_token=TOKEN\"}}";
+	struct req rq = { .srv = arg, .conn = conn,
+			  .method = ri->request_method,
+			  .path = ri->local_uri, .query = ri->query_string,
+			  .body = BUF_INIT };
 
-	if (http_authorized(&rq))
-		return 0;
-	mg_printf(conn,
-		  "HTTP/1.1 401 Unauthorized\r\n"
-		  "Content-Type: application/json\r\n"
-		  "Content-Length: %zu\r\n"
-		  "Connection: close\r\n\r\n%s",
-		  sizeof(body) - 1, body);
-	metrics_count(401);
+	if (http_guard(&rq))
+		goto refused;
+	if (!http_authorized(&rq, 1)) {
+		http_error(&rq, 401, "unauthorized",
+			   "a token is required: ?access_token=TOKEN");
+		goto refused;
+	}
+	return 0;
+refused:
+	metrics_count(rq.status);
 	return 1;
 }
 

@@ -39,11 +39,139 @@ test_expect_success 'no token, a wrong token, a token one character short: 401' 
 	test "$(cat status)" = 401 &&
 	curl -s -o body -w "%{http_code}" "$HTTP_URL/api/v1/events?access_token=wrong" >status &&
 	test "$(cat status)" = 401 &&
+	test_jq ".error.message | test(\"a bearer token is required\")" body &&
 	# the page itself holds no data and needs none
 	curl -s -o page -w "%{http_code}" "$HTTP_URL/" >status &&
 	test "$(cat status)" = 200 &&
 	curl -s -D headers -o /dev/null "$HTTP_URL/" &&
 	test_grep "Content-Security-Policy: default-src .none.; script-src .self." headers
+'
+
+# guard_expect STATUS CURL-ARGS...: the status of a token-bearing request
+# (its body in ./body, its headers in ./headers)
+guard_expect() {
+	local want=$1
+	shift
+	curl -s -o body -D headers -w "%{http_code}" \
+		-H "Authorization: Bearer $HTTP_TOKEN" "$@" >status || return 1
+	if [ "$(cat status)" != "$want" ]; then
+		echo "curl $*: status $(cat status), expected $want: $(cat body)" >&2
+		return 1
+	fi
+}
+
+# ws_expect STATUS CURL-ARGS...: guard_expect for a WebSocket upgrade
+# of /api/v1/ws (a 101 is cut off after a second)
+ws_expect() {
+	local want=$1
+	shift
+	curl -s -o body -w "%{http_code}" --max-time 1 \
+		-H "Connection: Upgrade" -H "Upgrade: websocket" \
+		-H "Sec-WebSocket-Version: 13" \
+		-H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" \
+		"$@" >status || test $? = 28 || return 1
+	if [ "$(cat status)" != "$want" ]; then
+		echo "curl $*: status $(cat status), expected $want: $(cat body)" >&2
+		return 1
+	fi
+}
+
+test_expect_success 'a Host that is not this server is 421 on every route (DNS rebinding)' '
+	load_http &&
+	for path in / /app.js /api/v1/health /api/v1/runs /metrics; do
+		guard_expect 421 -H "Host: evil.example:$HTTP_PORT" "$HTTP_URL$path" &&
+		test_jq ".error.code == \"misdirected_request\" and (.error.message | test(\"Host header .evil.example:$HTTP_PORT.\"))" body ||
+		exit 1
+	done &&
+	guard_expect 421 -H "Host: 127.0.0.1:1" "$HTTP_URL/api/v1/health" &&
+	guard_expect 421 -H "Host: 127.0.0.1.evil.example:$HTTP_PORT" "$HTTP_URL/api/v1/health" &&
+	guard_expect 421 -H "Host: [::2]:$HTTP_PORT" "$HTTP_URL/api/v1/health" &&
+	guard_expect 421 -H "Host: 127.0.0.1:${HTTP_PORT}x" "$HTTP_URL/api/v1/health" &&
+	guard_expect 421 -H "Host:" "$HTTP_URL/api/v1/health" &&
+	test_jq ".error.message | test(\"no Host header\")" body &&
+	# the address it listens on, and the loopback names, with its port
+	for host in "127.0.0.1:$HTTP_PORT" "localhost:$HTTP_PORT" \
+		"LocalHost:$HTTP_PORT" "[::1]:$HTTP_PORT" 127.0.0.1 localhost; do
+		guard_expect 200 -H "Host: $host" "$HTTP_URL/api/v1/health" || exit 1
+	done &&
+	ws_expect 421 -H "Host: evil.example:$HTTP_PORT" \
+		"$HTTP_URL/api/v1/ws?access_token=$HTTP_TOKEN" &&
+	test_jq ".error.code == \"misdirected_request\"" body
+'
+
+test_expect_success 'a foreign Origin is 403; no Origin (curl, the CLI) passes; no CORS' '
+	load_http &&
+	"$BATON" task list --json | jq length >before &&
+	guard_expect 403 -H "Origin: http://evil.example" -H "Content-Type: application/json" \
+		--data-binary "{\"title\": \"from a foreign page\"}" "$HTTP_URL/api/v1/tasks" &&
+	test_jq ".error.code == \"forbidden_origin\" and (.error.message | test(\"Origin header .http://evil.example.\"))" body &&
+	! grep -i "^Access-Control-" headers &&
+	"$BATON" task list --json | jq length >after &&
+	test_cmp before after &&
+	for origin in "http://127.0.0.1:1" "http://127.0.0.1" "https://127.0.0.1:$HTTP_PORT" \
+		"http://evil.example:$HTTP_PORT" null "http://127.0.0.1:$HTTP_PORT/x"; do
+		guard_expect 403 -H "Origin: $origin" -X POST "$HTTP_URL/api/v1/runs/r1/pause" ||
+		exit 1
+	done &&
+	guard_expect 403 -H "Origin: http://evil.example" -X DELETE "$HTTP_URL/api/v1/tasks" &&
+	guard_expect 403 -H "Origin: http://evil.example" -X PUT "$HTTP_URL/api/v1/tasks" &&
+	guard_expect 403 -H "Origin: http://evil.example" -X PATCH "$HTTP_URL/api/v1/tasks" &&
+	# its own origin and no origin reach the route (the body is bad: 400)
+	for origin in "http://127.0.0.1:$HTTP_PORT" "http://localhost:$HTTP_PORT" ""; do
+		guard_expect 400 ${origin:+-H "Origin: $origin"} -H "Content-Type: application/json" \
+			--data-binary "[1]" "$HTTP_URL/api/v1/tasks" &&
+		test_jq ".error.code == \"bad_request\"" body &&
+		! grep -i "^Access-Control-" headers || exit 1
+	done &&
+	guard_expect 200 -H "Origin: http://127.0.0.1:$HTTP_PORT" "$HTTP_URL/api/v1/health" &&
+	! grep -i "^Access-Control-" headers &&
+	guard_expect 403 -H "Origin: http://evil.example" "$HTTP_URL/api/v1/runs" &&
+	guard_expect 403 -H "Origin: http://evil.example" -X OPTIONS \
+		-H "Access-Control-Request-Method: POST" "$HTTP_URL/api/v1/tasks" &&
+	! grep -i "^Access-Control-" headers &&
+	! grep -rn "Access-Control-" "$BATON_SRC_ROOT/src" &&
+	ws_expect 403 -H "Origin: http://evil.example" \
+		"$HTTP_URL/api/v1/ws?access_token=$HTTP_TOKEN" &&
+	test_jq ".error.code == \"forbidden_origin\"" body &&
+	ws_expect 101 -H "Origin: http://127.0.0.1:$HTTP_PORT" \
+		"$HTTP_URL/api/v1/ws?access_token=$HTTP_TOKEN"
+'
+
+test_expect_success '?access_token= opens the live stream only; elsewhere it is 401' '
+	load_http &&
+	for path in /api/v1/runs /api/v1/health /metrics /api/v1/tasks/1/events; do
+		curl -s -o body -w "%{http_code}" "$HTTP_URL$path?access_token=$HTTP_TOKEN" >status &&
+		test "$(cat status)" = 401 &&
+		test_jq ".error.code == \"unauthorized\" and (.error.message | test(\"access_token= opens the live stream only.*Authorization: Bearer\"))" body ||
+		exit 1
+	done &&
+	curl -s -o body -w "%{http_code}" -H "Content-Type: application/json" \
+		--data-binary "{\"title\": \"by query\"}" \
+		"$HTTP_URL/api/v1/tasks?access_token=$HTTP_TOKEN" >status &&
+	test "$(cat status)" = 401 &&
+	{ curl -s -o body -w "%{http_code}" --max-time 1 \
+		"$HTTP_URL/api/v1/events?access_token=$HTTP_TOKEN" >status ||
+		test $? = 28; } &&
+	test "$(cat status)" = 200 &&
+	ws_expect 101 "$HTTP_URL/api/v1/ws?access_token=$HTTP_TOKEN"
+'
+
+test_expect_success 'on every address (0.0.0.0) it answers to IP addresses, not to names' '
+	make_repo w &&
+	baton_init_with_agent w "$nojudge" &&
+	cd w &&
+	serve_http "$TRASH_DIRECTORY/serve-w" --workers 1 --listen 0.0.0.0:0 &&
+	for host in "10.1.2.3:$HTTP_PORT" "0.0.0.0:$HTTP_PORT" \
+		"[fe80::1]:$HTTP_PORT" "localhost:$HTTP_PORT"; do
+		guard_expect 200 -H "Host: $host" "$HTTP_URL/api/v1/health" || exit 1
+	done &&
+	guard_expect 421 -H "Host: evil.example:$HTTP_PORT" "$HTTP_URL/api/v1/health" &&
+	guard_expect 421 -H "Host: 10.1.2.3:1" "$HTTP_URL/api/v1/health" &&
+	guard_expect 403 -H "Origin: http://evil.example:$HTTP_PORT" \
+		-X POST "$HTTP_URL/api/v1/runs/r1/pause" &&
+	guard_expect 404 -H "Origin: http://10.1.2.3:$HTTP_PORT" \
+		-X POST "$HTTP_URL/api/v1/runs/r1/pause" &&
+	kill "$(cat ../serve-w.pid)" && bg_wait ../serve-w >/dev/null
 '
 
 test_expect_success 'docs/api.md lists exactly the routes of the route table' '
