@@ -24,6 +24,8 @@
  */
 #include "util/compat.h"
 
+#include <assert.h>
+
 #include "util/spawn.h"
 #include "util/strvec.h"
 #include "workspace/workspace.h"
@@ -39,6 +41,7 @@ workspace__git_start(const struct workspace *ws, const struct git_at *at,
 			     "user.email=baton@localhost", NULL);
 	strvec_pushl(&o->argv, "-c", "core.hooksPath=/dev/null", "-c",
 		     "core.fsmonitor=false", "--no-replace-objects", NULL);
+	assert(ws || (at->dir && !at->work_tree));
 	if (at->work_tree) {
 		strvec_pushf(&o->argv, "--git-dir=%s", ws->common);
 		strvec_pushf(&o->argv, "--work-tree=%s", at->work_tree);

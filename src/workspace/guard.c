@@ -461,6 +461,8 @@ worktree_guard_end(const struct workspace *ws, const char *path,
 			i++;
 			continue;
 		}
+		if (!y)
+			break; /* cmp > 0 needs a y */
 		if (cmp == 0 && same_entry(x, y)) {
 			i++;
 			j++;

@@ -118,13 +118,15 @@ static int
 wt_init(const struct workspace *ws, const char *path, struct wt *w,
 	struct err *e)
 {
-	const char *slash = strrchr(path, '/');
+	const char *slash = path ? strrchr(path, '/') : NULL;
 
 	memset(w, 0, sizeof(*w));
 	if (!slash || !slash[1] || !strcmp(slash, "/.") ||
-	    !strcmp(slash, "/.."))
-		return err_set(e, BATON_EINVAL, "'%s' is not a run's worktree",
-			       path);
+	    !strcmp(slash, "/..")) {
+		err_set(e, BATON_EINVAL, "'%s' is not a run's worktree",
+			path ? path : "(none)");
+		return BATON_EINVAL;
+	}
 	w->path = path;
 	w->id = slash + 1;
 	w->ref = xasprintf("refs/heads/baton/%s", w->id);
