@@ -4,16 +4,22 @@ test_description='a hostile agent against baton'"'"'s own git and change detecti
 
 HOSTILE_AGENT=$TEST_DIRECTORY/lib/hostile-agent
 
-# hostile_repo DIR MODE [EXTRA_YAML]: a repository with docs/keep.txt and a
-# .gitignore of build/, the hostile agent in MODE playing every role.
-hostile_repo() {
+# docs_repo DIR YAML: a repository with docs/keep.txt and a .gitignore of
+# build/, and YAML in its config.
+docs_repo() {
 	make_repo "$1" &&
 	mkdir -p "$1/docs" "$1.mark" &&
 	echo "kept" >"$1/docs/keep.txt" &&
 	echo "build/" >"$1/.gitignore" &&
 	git -C "$1" add docs/keep.txt .gitignore &&
 	git -C "$1" commit -qm "docs and ignores" &&
-	baton_init_with_agent "$1" "providers:
+	baton_init_with_agent "$1" "$2"
+}
+
+# hostile_repo DIR MODE [EXTRA_YAML]: docs_repo with the hostile agent in
+# MODE playing every role.
+hostile_repo() {
+	docs_repo "$1" "providers:
   hostile: {type: command, command: [\"$HOSTILE_AGENT\"]}
 roles: {default: hostile}
 ${3:-}" &&
@@ -115,6 +121,56 @@ test_expect_success 'the base branch moved by the agent is a breach naming it' '
 	hostile_run movebase &&
 	test "$(cat movebase.rc)" = 3 &&
 	test_jq ".reason | test(\"the ref refs/heads/(master|main) was moved\")" movebase.json
+'
+
+# The loop: every file an act changed must be granted. LOOP_ACT is what the
+# act does beyond writing its granted note.
+cat >"$TRASH_DIRECTORY/loop-agent" <<-\AGENT
+#!/bin/sh
+it=${BATON_ITERATION:-1}
+case "$BATON_STAGE_KIND" in
+loop-plan)
+	if [ "$it" -gt 1 ]; then
+		echo '{"done": true, "summary": "met"}' >"$BATON_ARTIFACT"
+		exit 0
+	fi
+	printf '{"done": false, "summary": "s", "step": "write a note", "effects": [{"kind": "write", "target": "notes/1.txt"}]}\n' >"$BATON_ARTIFACT" ;;
+act)
+	mkdir -p notes && echo "note" >notes/1.txt && eval "$LOOP_ACT"
+	echo "wrote notes/1.txt" ;;
+evaluate)
+	echo '{"status": "done", "summary": "done"}' >"$BATON_ARTIFACT" ;;
+esac
+AGENT
+chmod +x "$TRASH_DIRECTORY/loop-agent"
+
+# loop_run DIR ACT: a loop run granted write:notes/** whose act also does ACT.
+loop_run() {
+	docs_repo "$1" "providers:
+  a: {type: command, command: [\"$TRASH_DIRECTORY/loop-agent\"]}
+roles: {default: a}
+loop: {profile: strict, max_iterations: 2, grants: [\"write:notes/**\"]}" &&
+	(
+		cd "$1" &&
+		LOOP_ACT=$2 "$BATON" run --pipeline loop "Write a note" >"../$1.out" 2>&1
+		echo $? >"../$1.rc"
+		"$BATON" show --json "$(newest_run)" >"../$1.json"
+		"$BATON" events "$(newest_run)" --json >"../$1.events"
+	)
+}
+
+test_expect_success 'the loop: a git mv into a granted folder writes the old path too, and gets no "granted" receipt' '
+	loop_run loopmv "git mv docs/keep.txt notes/keep.txt" &&
+	test "$(cat loopmv.rc)" = 3 &&
+	test_jq ".outcome == \"policy_denied\" and (.reason | test(\"docs/keep.txt\"))" loopmv.json &&
+	jq -s "[.[] | select(.type == \"receipt\" and .data.phase == \"act\") | .data.decision]" loopmv.events >decisions &&
+	test_jq ". == [\"violation\"]" decisions
+'
+
+test_expect_success 'the loop: an ignored file the act wrote must be granted like any other' '
+	loop_run loopign "mkdir -p build && echo evil >build/evil.sh" &&
+	test "$(cat loopign.rc)" = 3 &&
+	test_jq ".outcome == \"policy_denied\" and (.reason | test(\"build/evil.sh\"))" loopign.json
 '
 
 test_done
