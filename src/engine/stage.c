@@ -763,14 +763,21 @@ setup_failure(const struct stage *s, const struct config_provider *prov,
 	return out;
 }
 
+/* What landed() looks for, and whether it found it. */
+struct landing {
+	const char *commit;
+	int found;
+};
+
 /* store_merge_list's callback for landed(): stops at a match. */
 static int
 is_landing(const struct merge_item *m, void *arg)
 {
-	const char *commit = arg;
+	struct landing *l = arg;
 
-	return (m->merged_commit && !strcmp(m->merged_commit, commit)) ||
-	       !strcmp(m->status, MERGE_PROCESSING);
+	l->found = (m->merged_commit && !strcmp(m->merged_commit, l->commit)) ||
+		   !strcmp(m->status, MERGE_PROCESSING);
+	return l->found;
 }
 
 /*
@@ -782,10 +789,11 @@ static int
 landed(void *arg, const char *commit)
 {
 	struct drive *d = arg;
+	struct landing l = { commit, 0 };
 	struct err ignored = ERR_INIT;
 
-	return store_merge_list(d->en->store, NULL, is_landing,
-				(void *)commit, &ignored) > 0;
+	store_merge_list(d->en->store, NULL, is_landing, &l, &ignored);
+	return l.found;
 }
 
 /*

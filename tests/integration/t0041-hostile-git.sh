@@ -123,6 +123,28 @@ test_expect_success 'the base branch moved by the agent is a breach naming it' '
 	test_jq ".reason | test(\"the ref refs/heads/(master|main) was moved\")" movebase.json
 '
 
+test_expect_success 'a landing of the merge queue while an agent works is no breach: the base moved to a merge the store recorded' '
+	make_repo land &&
+	baton_init_with_agent land &&
+	cd land &&
+	FAKE_EDIT_FILE=first.txt "$BATON" run "First" >../first.out 2>&1 &&
+	first=$(newest_run) &&
+	FAKE_EDIT_FILE=second.txt FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow \
+		FAKE_WAIT_FOR=$TRASH_DIRECTORY/go \
+		bg_start ../second "$BATON" run "Second" &&
+	wait_for "test \"\$(newest_run)\" != \"$first\"" &&
+	second=$(newest_run) &&
+	wait_for "fake_calls $second execute | grep -q ." 60 &&
+	base=$(git rev-parse HEAD) &&
+	"$BATON" merge --add "$first" >../add.out &&
+	"$BATON" merge --queue >../queue.out 2>&1 &&
+	test "$(git rev-parse HEAD)" != "$base" &&
+	touch "$TRASH_DIRECTORY/go" &&
+	rc=$(bg_wait ../second) &&
+	test "$rc" = 0 &&
+	test "$(run_status "$second")" = merge_ready
+'
+
 # The loop: every file an act changed must be granted. LOOP_ACT is what the
 # act does beyond writing its granted note.
 cat >"$TRASH_DIRECTORY/loop-agent" <<-\AGENT
