@@ -437,22 +437,25 @@ run_checks(const struct workspace *ws, const char *path,
 	struct workspace_hooks hooks = { -1, 0, NULL, NULL, NULL };
 	struct validate_result vr = { 0 };
 	struct strvec none = STRVEC_INIT;
-	struct sandbox sb;
-	char *gitdir = NULL, *json = NULL;
+	struct sandbox sb = SANDBOX_INIT;
+	char *gitdir = NULL, *json = NULL, *common = NULL;
 	int rc;
 
 	if (rq->hooks)
 		hooks = *rq->hooks;
-	memset(&sb, 0, sizeof(sb));
 	hooks.sandbox = NULL;
 	rc = worktree_git_dir(ws, path, &gitdir, e);
 	if (rc < 0)
 		goto out;
 	if (rq->sandbox) {
-		sb.on = 1;
-		sb.no_net = 1;
-		sb.rw[0] = path;
-		sb.rw[1] = gitdir;
+		/* the checks see the merge, not the user's home or .baton/ */
+		common = xasprintf("%s/.git", ws->repo);
+		sandbox_init(&sb, 1, 1);
+		sandbox_hide_user(&sb, ws->repo);
+		sandbox_git(&sb, common, gitdir);
+		sandbox_rw(&sb, path);
+		if (!strcmp(path, ws->repo))
+			sandbox_hide(&sb, ws->dir);
 		hooks.sandbox = &sb;
 	}
 	json = rq->json_path ? xstrdup(rq->json_path) :
@@ -474,6 +477,8 @@ run_checks(const struct workspace *ws, const char *path,
 	}
 out:
 	validate_result_release(&vr);
+	sandbox_release(&sb);
+	free(common);
 	free(gitdir);
 	free(json);
 	return rc;
