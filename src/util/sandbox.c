@@ -162,10 +162,14 @@ sandbox_program(struct sandbox *sb, const char *path)
 	const char *home = user_home();
 	char *real, *slash, *pkg;
 
-	if (!sb->on || !home || !path)
+	if (!sb->on || !path || path[0] != '/')
 		return;
 	real = realpath(path, NULL);
-	if (!real || !is_under(real, home)) {
+	if (!real)
+		return;
+	if (!home || !is_under(real, home)) {
+		/* the file alone: its folder may hold a repository */
+		strvec_pushl(&sb->mounts, "--ro-bind", real, path, NULL);
 		free(real);
 		return;
 	}
@@ -184,9 +188,10 @@ sandbox_program(struct sandbox *sb, const char *path)
 	}
 	free(real);
 	real = realpath(path, NULL);
-	slash = strrchr(real, '/');
-	*slash = '\0';
-	sandbox_ro(sb, real);
+	if (real && (slash = strrchr(real, '/')) && slash != real) {
+		*slash = '\0';
+		sandbox_ro(sb, real);
+	}
 	free(real);
 }
 

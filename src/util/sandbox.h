@@ -63,9 +63,11 @@ void sandbox_hide_user(struct sandbox *sb, const char *repo);
 void sandbox_git(struct sandbox *sb, const char *common, const char *gitdir);
 
 /*
- * Keeps readable a program installed under $HOME (a real path of path
- * there): its folder, or the npm package it belongs to (the nearest
- * folder above it with a package.json).
+ * Keeps the program at path (absolute; else nothing) readable: one
+ * installed under $HOME (its real path there) with its folder, or the
+ * npm package it belongs to (the nearest folder above it with a
+ * package.json); one elsewhere (a script under /tmp, in a repository)
+ * as the file alone, since its folder may be one the sandbox hides.
  */
 void sandbox_program(struct sandbox *sb, const char *path);
 
