@@ -168,8 +168,9 @@ sandbox_program(struct sandbox *sb, const char *path)
 	if (!real)
 		return;
 	if (!home || !is_under(real, home)) {
-		/* the file alone: its folder may hold a repository */
-		strvec_pushl(&sb->mounts, "--ro-bind", real, path, NULL);
+		/* the file alone (its folder may hold a repository), at
+		 * its real path: bwrap cannot mount through a link */
+		sandbox_ro(sb, real);
 		free(real);
 		return;
 	}
