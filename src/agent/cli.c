@@ -1601,6 +1601,8 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 		set_message(r, e ? e->msg : "cannot start the agent");
 		goto out;
 	}
+	if (!res.signal && !res.timed_out && !res.stopped)
+		res.signal = sandbox_signal(&sb, res.status);
 	set_outcome(r, &res);
 	buf_release(&r->err_tail);
 	r->err_tail = res.err;

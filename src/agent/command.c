@@ -57,6 +57,8 @@ command_run(const struct agent_request *req, struct agent_result *r,
 	o.on_event = req->on_event;
 	o.arg = req->arg;
 	rc = spawn_run(&o, &res, e);
+	if (!res.signal && !res.timed_out && !res.stopped)
+		res.signal = sandbox_signal(req->sandbox, res.status);
 	r->status = res.status;
 	r->signal = res.signal;
 	r->out_bytes = res.out_bytes;

@@ -216,6 +216,14 @@ sandbox_wrap(const struct sandbox *sb, const struct strvec *argv,
 		strvec_push(out, argv->v[i]);
 }
 
+int
+sandbox_signal(const struct sandbox *sb, int status)
+{
+	return sb && sb->on && status > 128 && status < 128 + 65 ?
+		       status - 128 :
+		       0;
+}
+
 /* 1 when program is an executable file in a folder of PATH. */
 static int
 on_path(const char *program)

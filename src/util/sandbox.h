@@ -79,6 +79,12 @@ void sandbox_wrap(const struct sandbox *sb, const struct strvec *argv,
 		  struct strvec *out);
 
 /*
+ * bwrap exits 128+N when the program it ran was killed by signal N: the
+ * signal for such an exit status of a child run in sb (on), else 0.
+ */
+int sandbox_signal(const struct sandbox *sb, int status);
+
+/*
  * 1 when bwrap is on PATH and can make a sandbox here with the flags
  * baton uses (user and pid namespaces, a private network). Probed once
  * per process. When it cannot, why (may be NULL) gets the reason.
