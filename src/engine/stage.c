@@ -639,29 +639,26 @@ open_below(const char *dir, const char *name)
 {
 	char *copy = xstrdup(name), *part = copy, *slash;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int next;
+	int next, flags, saved = errno;
 
-	while (fd >= 0 && (slash = strchr(part, '/'))) {
-		*slash = '\0';
-		next = strcmp(part, "..") && *part ?
-			       openat(fd, part,
-				      O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					      O_CLOEXEC) :
-			       -1;
+	while (fd >= 0 && part) {
+		slash = strchr(part, '/');
+		if (slash)
+			*slash = '\0';
+		flags = slash ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC :
+				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+		errno = EINVAL;
+		next = *part && strcmp(part, "..") ? openat(fd, part, flags) :
+						     -1;
+		saved = errno;
 		close(fd);
+		errno = saved;
 		fd = next;
-		part = slash + 1;
-	}
-	if (fd >= 0) {
-		next = strcmp(part, "..") && *part ?
-			       openat(fd, part,
-				      O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-					      O_CLOEXEC) :
-			       -1;
-		close(fd);
-		fd = next;
+		part = slash ? slash + 1 : NULL;
 	}
 	free(copy);
+	if (fd < 0)
+		errno = saved;
 	return fd;
 }
 
