@@ -10,14 +10,14 @@ test_description='the assist pipeline (OpenViber): intake, feedback by approve, 
 write_agent() {
 	cat >"$TRASH_DIRECTORY/agent" <<-\EOF
 	#!/bin/sh
-	echo "$BATON_RUN_ID $BATON_STAGE_KIND" >>"$TRASH_DIRECTORY/calls"
+	echo "$BATON_RUN_ID $BATON_STAGE_KIND" >>"$FAKE_STATE/calls"
 	case "$BATON_STAGE_KIND" in
 	plan)
-		n=$(grep -c "^$BATON_RUN_ID plan" "$TRASH_DIRECTORY/calls")
+		n=$(grep -c "^$BATON_RUN_ID plan" "$FAKE_STATE/calls")
 		cp "$BATON_PROMPT_FILE" "$TRASH_DIRECTORY/$BATON_RUN_ID.plan-$n.prompt"
 		printf '# Plan %s\n\n1. write done.txt\n%s\n' "$n" "${PLAN_LINE:-}" >"$BATON_RUN_DIR/plan.md" ;;
 	execute)
-		n=$(grep -c "^$BATON_RUN_ID execute" "$TRASH_DIRECTORY/calls")
+		n=$(grep -c "^$BATON_RUN_ID execute" "$FAKE_STATE/calls")
 		cp "$BATON_PROMPT_FILE" "$TRASH_DIRECTORY/$BATON_RUN_ID.execute-$n.prompt"
 		if [ "${ESCALATE:-}" = 1 ] && [ "$n" = 1 ]; then
 			cat >"$BATON_RUN_DIR/escalation.json" <<-JSON

@@ -101,20 +101,6 @@ test_expect_success 'the agent cannot write the run folder, .baton/, the checkou
 	test_jq "any(.[]; .type == \"contract_warning\" and .data.file == \"plan.md\")" ../c.events
 '
 
-# sandboxed_sleepers: the pids of this script's `sleep 1000`s (the fake
-# agent's hang), found by their environment: pids written inside the
-# sandbox's pid namespace are not the host's
-sandboxed_sleepers() {
-	local f pid
-	for f in $(grep -lzxF "TRASH_DIRECTORY=$TRASH_DIRECTORY" /proc/[0-9]*/environ 2>/dev/null); do
-		pid=${f#/proc/}
-		pid=${pid%/environ}
-		[ "$(tr "\0" " " <"/proc/$pid/cmdline" 2>/dev/null)" = "sleep 1000 " ] &&
-			echo "$pid"
-	done
-	return 0
-}
-
 test_expect_success 'an abort ends a hanging agent in the sandbox and all it started' '
 	hostile_repo e none &&
 	cd e &&
@@ -123,11 +109,11 @@ test_expect_success 'an abort ends a hanging agent in the sandbox and all it sta
 	wait_for "test -n \"\$(newest_run)\"" &&
 	id=$(newest_run) &&
 	wait_for "test -s \"$FAKE_STATE/$id.grandchild.pid\"" &&
-	sandboxed_sleepers >../e.before &&
+	trash_procs "sleep 1000" >../e.before &&
 	test_line_count -ge 1 ../e.before &&
 	"$BATON" abort "$id" >/dev/null &&
 	wait_for_status "$id" aborted 30 &&
-	wait_for "test -z \"\$(sandboxed_sleepers)\"" 15
+	wait_for "test -z \"\$(trash_procs \"sleep 1000\")\"" 15
 '
 
 test_done

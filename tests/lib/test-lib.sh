@@ -486,6 +486,24 @@ process_is_alive() {
 	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
 }
 
+# trash_procs CMDLINE
+#
+# The pids of live processes this script started (their environment holds
+# its TRASH_DIRECTORY) whose command line is CMDLINE, arguments joined by
+# spaces ("sleep 1000"). For agents in the sandbox, whose pid namespace
+# makes the pids they write of themselves useless out here.
+trash_procs() {
+	local f pid
+	# shellcheck disable=SC2013 # /proc paths have no spaces
+	for f in $(grep -lzxF "TRASH_DIRECTORY=$TRASH_DIRECTORY" /proc/[0-9]*/environ 2>/dev/null); do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		[ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "$1 " ] &&
+			process_is_alive "$pid" && echo "$pid"
+	done
+	return 0
+}
+
 # --- waiting ------------------------------------------------------------
 
 # Microseconds since the epoch (bash 5's EPOCHREALTIME, else date).
