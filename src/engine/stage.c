@@ -6,6 +6,7 @@
  *   plan       plan.md (or the final text)          not empty
  *   architect  architecture.md (or the final text)  not empty
  *   execute    worktree edits, execution.log        exit 0; checkpoint
+ *              (assist: escalation.json, a question)
  *   validate   validation.json                      every command exits 0
  *   review     review.json + review.md              decision APPROVED |
  *              (or a "DECISION: X" line)            CHANGES_REQUESTED | BLOCKED
@@ -48,11 +49,14 @@
 /* Reviewers on one review stage. */
 #define MAX_REVIEWERS 8
 
-/* The files each kind leaves in the run folder: [0] is the main one. */
+/*
+ * The files each kind leaves in the run folder: [0] is the main one. The
+ * agent writes them into its output folder, which they are taken from.
+ */
 static const char *const artifacts[KIND__COUNT][2] = {
 	[KIND_PLAN] = { "plan.md", NULL },
 	[KIND_ARCHITECT] = { "architecture.md", NULL },
-	[KIND_EXECUTE] = { "execution.log", NULL },
+	[KIND_EXECUTE] = { "execution.log", "escalation.json" },
 	[KIND_VALIDATE] = { "validation.json", NULL },
 	[KIND_REVIEW] = { "review.json", "review.md" },
 	[KIND_FIX] = { "finding-responses.md", NULL },
