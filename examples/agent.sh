@@ -5,9 +5,11 @@
 # one task, "Add a --version flag to the CLI", on exactly one project, the
 # sample in examples/sample-repo (examples/demo.sh sets that up). It shows
 # what any command agent does: baton runs it in the run's worktree with the
-# prompt on stdin and BATON_STAGE_KIND, BATON_RUN_DIR, ... in the
+# prompt on stdin and BATON_STAGE_KIND, BATON_OUT_DIR, ... in the
 # environment; it edits the worktree and leaves its artifacts (plan.md,
-# review.json, ...) in BATON_RUN_DIR. Real agents (Claude Code, Codex, any
+# review.json, ...) in BATON_OUT_DIR, the call's output folder, from where
+# baton takes them into the run folder (in the sandbox, the run folder is
+# read-only). Real agents (Claude Code, Codex, any
 # CLI or HTTP model) come in through `providers:` in .baton/config.yaml, on
 # the same interface; see docs/.
 #
@@ -26,6 +28,8 @@ die() {
 
 kind=${BATON_STAGE_KIND:?BATON_STAGE_KIND is not set: run me from baton}
 run_dir=${BATON_RUN_DIR:?BATON_RUN_DIR is not set: run me from baton}
+# where artifacts go (a baton without BATON_OUT_DIR took them in run_dir)
+out_dir=${BATON_OUT_DIR:-$run_dir}
 
 # The prompt: on stdin, or in BATON_PROMPT_FILE.
 if [ -t 0 ] && [ -n "${BATON_PROMPT_FILE:-}" ]; then
@@ -156,7 +160,7 @@ findings() {
 
 case $kind in
 plan)
-	write "$run_dir/plan.md" <<EOF
+	write "$out_dir/plan.md" <<EOF
 # Plan: $task
 
 ## What changes
@@ -177,7 +181,7 @@ EOF
 	say "wrote plan.md: 3 steps in cli.sh and tests/test.sh"
 	;;
 architect)
-	write "$run_dir/architecture.md" <<EOF
+	write "$out_dir/architecture.md" <<EOF
 # Design: $task
 
 - One constant, \`VERSION=$VERSION\`, at the top of \`cli.sh\`: the single place
@@ -204,7 +208,7 @@ fix)
 	fi
 	rm -f "${TMPDIR:-/tmp}/agent-sh-test.$$"
 	say "- $tests"
-	write "$run_dir/finding-responses.md" <<EOF
+	write "$out_dir/finding-responses.md" <<EOF
 # Finding responses
 
 $out
@@ -220,12 +224,12 @@ review)
 		summary="the --version change is incomplete: see the findings"
 	fi
 	printf '{"decision": "%s", "summary": "%s", "findings": [%s]}\n' \
-		"$decision" "$summary" "$f" | write "$run_dir/review.json"
+		"$decision" "$summary" "$f" | write "$out_dir/review.json"
 	{
 		say "# Review: $decision"
 		say ""
 		say "$summary"
-	} | write "$run_dir/review.md"
+	} | write "$out_dir/review.md"
 	say "review: $decision"
 	;;
 verify)
@@ -237,9 +241,9 @@ verify)
 		summary="./cli.sh --version or make test does not pass"
 	fi
 	printf '{"decision": "%s", "summary": "%s"}\n' "$decision" "$summary" |
-		write "$run_dir/verification.json"
+		write "$out_dir/verification.json"
 	printf '# Verification: %s\n\n%s\n' "$decision" "$summary" |
-		write "$run_dir/verification.md"
+		write "$out_dir/verification.md"
 	say "verification: $decision"
 	;;
 *)

@@ -1365,6 +1365,87 @@ cli__build(const struct agent_request *req, const char *program,
 	return 0;
 }
 
+/*
+ * What each CLI keeps of a user's own login and settings, bound into the
+ * sandbox when the provider is not isolated (its $HOME there is an empty
+ * tmpfs): the folder named by var when the environment sets it, else
+ * $HOME/home_rel, then "/sub" when sub is set. The CLIs refresh tokens
+ * and keep sessions there, so it is read-write unless ro.
+ */
+static const struct cli_login {
+	const char *type;
+	const char *var;
+	const char *home_rel;
+	const char *sub;
+	int ro;
+} logins[] = {
+	{ "claude-code", "CLAUDE_CONFIG_DIR", ".claude", NULL, 0 },
+	{ "claude-code", NULL, ".claude.json", NULL, 0 },
+	{ "codex", "CODEX_HOME", ".codex", NULL, 0 },
+	{ "gemini", NULL, ".gemini", NULL, 0 },
+	{ "qwen", NULL, ".qwen", NULL, 0 },
+	{ "opencode", "XDG_CONFIG_HOME", ".config", "opencode", 0 },
+	{ "opencode", "XDG_DATA_HOME", ".local/share", "opencode", 0 },
+	{ "opencode", "XDG_STATE_HOME", ".local/state", "opencode", 0 },
+	{ "opencode", "XDG_CACHE_HOME", ".cache", "opencode", 0 },
+	{ "aider", NULL, ".aider", NULL, 0 },
+	{ "aider", NULL, ".aider.conf.yml", NULL, 1 },
+	{ "aider", NULL, ".aider.model.settings.yml", NULL, 1 },
+	{ "aider", NULL, ".aider.model.metadata.json", NULL, 1 },
+};
+
+/* The value of name in env ("K=V" entries, the last wins), else getenv. */
+static const char *
+env_get(const struct strvec *env, const char *name)
+{
+	size_t i, n = strlen(name);
+	const char *v = NULL;
+
+	for (i = 0; i < env->nr; i++)
+		if (!strncmp(env->v[i], name, n) && env->v[i][n] == '=')
+			v = env->v[i] + n + 1;
+	return v ? v : getenv(name);
+}
+
+/*
+ * The sandbox of a CLI call: req's, plus the program's install when it
+ * lies under $HOME, plus (not isolated) the CLI's own login, so that a
+ * user's real login keeps working inside. sb is filled; release it.
+ */
+static void
+cli_sandbox(const struct agent_request *req, const char *program,
+	    const struct strvec *env, struct sandbox *sb)
+{
+	const struct config_provider *p = req->provider;
+	const char *home = getenv("HOME"), *dir;
+	char *path;
+	size_t i;
+
+	sandbox_copy(sb, req->sandbox);
+	sandbox_program(sb, program);
+	if ((p->isolated && req->home) || !home || home[0] != '/')
+		return;
+	for (i = 0; i < ARRAY_SIZE(logins); i++) {
+		if (strcmp(logins[i].type, p->type))
+			continue;
+		dir = logins[i].var ? env_get(env, logins[i].var) : NULL;
+		path = dir && dir[0] == '/' ?
+			       xstrdup(dir) :
+			       xasprintf("%s/%s", home, logins[i].home_rel);
+		if (logins[i].sub) {
+			char *full = xasprintf("%s/%s", path, logins[i].sub);
+
+			free(path);
+			path = full;
+		}
+		if (logins[i].ro)
+			sandbox_ro(sb, path);
+		else
+			sandbox_rw(sb, path);
+		free(path);
+	}
+}
+
 static int
 is_executable(const char *path)
 {
@@ -1468,6 +1549,7 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_result res = SPAWN_RESULT_INIT;
 	struct strvec argv = STRVEC_INIT;
+	struct sandbox sb = SANDBOX_INIT;
 	struct cli_stream st;
 	const char *prog;
 	char *path = NULL;
@@ -1498,7 +1580,8 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 	rc = cli__build(req, path, &argv, &o.env, e);
 	if (rc)
 		goto out;
-	sandbox_wrap(req->sandbox, &argv, &o.argv);
+	cli_sandbox(req, path, &o.env, &sb);
+	sandbox_wrap(&sb, &argv, &o.argv);
 	o.cwd = req->cwd;
 	o.out_path = req->out_path;
 	o.err_path = req->err_path;
@@ -1520,6 +1603,8 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 		set_message(r, e ? e->msg : "cannot start the agent");
 		goto out;
 	}
+	if (!res.signal && !res.timed_out && !res.stopped)
+		res.signal = sandbox_signal(&sb, res.status);
 	set_outcome(r, &res);
 	buf_release(&r->err_tail);
 	r->err_tail = res.err;
@@ -1551,6 +1636,7 @@ cli_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 	}
 out:
 	stream_release(&st);
+	sandbox_release(&sb);
 	free(path);
 	strvec_clear(&argv);
 	spawn_result_release(&res);

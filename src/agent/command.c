@@ -2,7 +2,9 @@
  * The `command` provider: runs any program as an agent. Its argv comes
  * from config (providers.NAME.command); the prompt arrives on stdin and in
  * the file named by BATON_PROMPT_FILE; it works in the worktree and
- * writes its artifacts into BATON_RUN_DIR; its stdout is its final text.
+ * writes its artifacts into BATON_OUT_DIR (BATON_ARTIFACT names the one
+ * a stage wants), from where baton takes them into the run folder; its
+ * stdout is its final text.
  */
 #include "util/compat.h"
 
@@ -21,6 +23,7 @@ command_run(const struct agent_request *req, struct agent_result *r,
 	const struct config_provider *p = req->provider;
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_result res = SPAWN_RESULT_INIT;
+	struct sandbox sb = SANDBOX_INIT;
 	char *path = agent_which(p->command.v[0]);
 	int rc;
 
@@ -33,8 +36,12 @@ command_run(const struct agent_request *req, struct agent_result *r,
 			 p->command.v[0]);
 		return 0;
 	}
+	/* a program under $HOME stays readable in the sandbox */
+	sandbox_copy(&sb, req->sandbox);
+	sandbox_program(&sb, path);
 	free(path);
-	sandbox_wrap(req->sandbox, &p->command, &o.argv);
+	sandbox_wrap(&sb, &p->command, &o.argv);
+	sandbox_release(&sb);
 	strvec_pushv(&o.env, p->env.v);
 	if (req->env)
 		strvec_pushv(&o.env, req->env->v);
@@ -50,6 +57,8 @@ command_run(const struct agent_request *req, struct agent_result *r,
 	o.on_event = req->on_event;
 	o.arg = req->arg;
 	rc = spawn_run(&o, &res, e);
+	if (!res.signal && !res.timed_out && !res.stopped)
+		res.signal = sandbox_signal(req->sandbox, res.status);
 	r->status = res.status;
 	r->signal = res.signal;
 	r->out_bytes = res.out_bytes;

@@ -127,6 +127,34 @@ has_git(const char *p)
 }
 
 /*
+ * 1 when rel (a path below the worktree root, '/'-separated) lies in
+ * baton's own folder: its first component is ".baton" and the root is a
+ * repository baton serves (a planner works in the main checkout), where
+ * .baton/ holds the store and the token. A worktree's own .baton/ holds
+ * only what the project committed.
+ */
+static int
+has_baton(const struct tools_ctx *ctx, const char *rel)
+{
+	char *token;
+	int yes;
+
+	while (*rel == '/')
+		rel++;
+	if (strncmp(rel, ".baton", 6) || (rel[6] && rel[6] != '/'))
+		return 0;
+	token = xasprintf("%s/.baton/token", ctx->cwd);
+	yes = access(token, F_OK) == 0;
+	free(token);
+	if (!yes) {
+		token = xasprintf("%s/.baton/baton.db", ctx->cwd);
+		yes = access(token, F_OK) == 0;
+		free(token);
+	}
+	return yes;
+}
+
+/*
  * The absolute path p with "." and empty components removed and each
  * ".." taking away the component before it, lexically. A ".." after a
  * symlink thus goes back to the link's parent rather than its target's;
@@ -167,7 +195,8 @@ normalize(const char *p, struct buf *out)
  * through realpath(), which resolves every symlink in it; the rest does
  * not exist yet, so it holds no symlink and, once normalized, no "..".
  * Returns 0, or -1 with the reason in out: outside the worktree (directly
- * or through a symlink), a dangling symlink, or under .git.
+ * or through a symlink), a dangling symlink, under .git, or in baton's
+ * own .baton/ (has_baton).
  */
 static int
 resolve(const struct tools_ctx *ctx, const char *path, struct buf *res,
@@ -236,6 +265,12 @@ resolve(const struct tools_ctx *ctx, const char *path, struct buf *res,
 	}
 	if (has_git(res->ptr + strlen(ctx->cwd))) {
 		fail(out, "'%s' is under .git, which the tools may not touch",
+		     path);
+		goto out;
+	}
+	if (has_baton(ctx, res->ptr + strlen(ctx->cwd))) {
+		fail(out, "'%s' is in baton's own folder .baton/, which the "
+			  "tools may not touch",
 		     path);
 		goto out;
 	}

@@ -1,7 +1,8 @@
 /*
  * baton doctor: what is installed and whether it works. Three parts:
  *
- *   tools       git, and bwrap when execution.sandbox asks for it
+ *   tools       git, and whether the sandbox is on (execution.sandbox)
+ *               and why
  *   agent CLIs  each known CLI: found on PATH? does `--version` answer?
  *   providers   each configured provider: its program, its key variable,
  *               and (unless --quick) one real call with a tiny prompt,
@@ -137,13 +138,17 @@ roles_of(const struct config *cfg, const char *name, struct buf *out)
 }
 
 /*
- * One real call of provider p in a scratch directory. 0 when it answered;
- * -1 with the classified failure and its fix in why.
+ * One real call of provider p in a scratch directory, in the sandbox a
+ * run's calls get when it is on (so a login the sandbox would hide shows
+ * here). 0 when it answered; -1 with the classified failure and its fix
+ * in why.
  */
 static int
-ping(const struct config_provider *p, char *answer, size_t n,
+ping(const struct config *cfg, const char *repo,
+     const struct config_provider *p, char *answer, size_t n,
      struct buf *why)
 {
+	struct sandbox sb = SANDBOX_INIT;
 	struct config_provider quick = *p;
 	struct agent_request req = { 0 };
 	struct agent_result r = AGENT_RESULT_INIT;
@@ -165,6 +170,12 @@ ping(const struct config_provider *p, char *answer, size_t n,
 	home = xasprintf("%s/home", dir);
 	prompt = xasprintf("%s/prompt.md", dir);
 	fs_write_atomic(prompt, PING_PROMPT, strlen(PING_PROMPT), NULL);
+	if (info && info->is_cli)
+		fs_mkdir_p(home, 0700, NULL);
+	sandbox_init(&sb, sandbox_mode(cfg->sandbox, NULL), 0);
+	sandbox_hide_user(&sb, repo);
+	sandbox_rw(&sb, dir);
+	req.sandbox = &sb;
 	req.provider = &quick;
 	req.cwd = dir;
 	req.prompt = PING_PROMPT;
@@ -190,6 +201,7 @@ ping(const struct config_provider *p, char *answer, size_t n,
 		rc = 0;
 	}
 	agent_result_release(&r);
+	sandbox_release(&sb);
 	fs_remove_tree(dir, NULL);
 	free(out);
 	free(errf);
@@ -198,9 +210,41 @@ ping(const struct config_provider *p, char *answer, size_t n,
 	return rc;
 }
 
+/*
+ * Whether execution.sandbox (setting; NULL outside a repository: auto)
+ * puts the agents in the sandbox here, and why. Off is a problem only
+ * when the config asked for bwrap; otherwise a warning that gates and
+ * policies are then advisory. Returns the number of problems.
+ */
+static int
+check_sandbox(const char *setting)
+{
+	struct buf why = BUF_INIT;
+	int on = sandbox_mode(setting, &why), bad = 0;
+
+	if (on && !sandbox_available(NULL)) {
+		buf_reset(&why);
+		sandbox_available(&why);
+		printf("  %-12s FAILING execution.sandbox is bwrap, but %s "
+		       "(apt-get install bubblewrap; user namespaces must "
+		       "be allowed)\n",
+		       "sandbox", why.ptr);
+		bad = 1;
+	} else if (on) {
+		printf("  %-12s ok      on: %s\n", "sandbox", why.ptr);
+	} else {
+		printf("  %-12s off     %s: agents can reach .baton/ (the "
+		       "token, the API, other runs) and your home, so gates "
+		       "and policies are advisory only\n",
+		       "sandbox", why.ptr);
+	}
+	buf_release(&why);
+	return bad;
+}
+
 /* Each configured provider; returns how many do not work. */
 static int
-check_providers(const struct config *cfg, int quick)
+check_providers(const struct config *cfg, const char *repo, int quick)
 {
 	struct buf roles = BUF_INIT, why = BUF_INIT;
 	size_t i;
@@ -246,7 +290,7 @@ check_providers(const struct config *cfg, int quick)
 			continue;
 		}
 		fflush(stdout);
-		if (ping(p, answer, sizeof(answer), &why) == 0) {
+		if (ping(cfg, repo, p, answer, sizeof(answer), &why) == 0) {
 			printf("ok      answered \"%s\"\n", answer);
 		} else {
 			printf("FAILING %s\n", why.ptr);
@@ -455,20 +499,10 @@ doctor_exec(struct cli *c, int argc, char **argv)
 		       "CLIs are checked\n",
 		       "repository");
 	}
-	if (have_cfg && !strcmp(c->cfg.sandbox, "bwrap")) {
-		if (sandbox_available()) {
-			printf("  %-12s ok      bwrap works here\n", "sandbox");
-		} else {
-			printf("  %-12s FAILING execution.sandbox is bwrap "
-			       "but bwrap cannot run here (apt-get install "
-			       "bubblewrap; user namespaces must be allowed)\n",
-			       "sandbox");
-			bad++;
-		}
-	}
+	bad += check_sandbox(have_cfg ? c->cfg.sandbox : NULL);
 	check_clis(&installed);
 	if (have_cfg)
-		bad += check_providers(&c->cfg, quick);
+		bad += check_providers(&c->cfg, c->ws.repo, quick);
 	if (have_cfg)
 		check_queue(c);
 	if (!installed && (!have_cfg || !c->cfg.nr_providers)) {

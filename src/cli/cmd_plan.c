@@ -15,6 +15,8 @@
 
 #include <ctype.h>
 #include <jansson.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,7 +139,8 @@ load_template(const struct planning *pl)
 }
 
 static void
-render_prompt(const struct planning *pl, const char *retry, struct buf *out)
+render_prompt(const struct planning *pl, const char *retry,
+	      const char *out_dir, struct buf *out)
 {
 	struct buf retry_text = BUF_INIT;
 	char *tmpl = load_template(pl);
@@ -146,6 +149,7 @@ render_prompt(const struct planning *pl, const char *retry, struct buf *out)
 		{ "task", pl->requirement },
 		{ "source", strcmp(pl->source, "-") ? pl->source : "stdin" },
 		{ "worktree", pl->c->ws.repo },
+		{ "out_dir", out_dir },
 		{ "max_tasks", max },
 		{ "retry", NULL },
 	};
@@ -156,7 +160,7 @@ render_prompt(const struct planning *pl, const char *retry, struct buf *out)
 			 "\n## Your previous answer was not accepted\n\n%s\n\n"
 			 "Fix this and answer again.\n",
 			 retry);
-	vars[4].value = retry_text.ptr;
+	vars[5].value = retry_text.ptr;
 	prompt_render(tmpl, vars, ARRAY_SIZE(vars), out);
 	free(tmpl);
 	buf_release(&retry_text);
@@ -203,6 +207,43 @@ root_file_take(struct root_file *f, const char *keep, struct buf *out)
 	else
 		fs_unlink(f->path, NULL);
 	return 1;
+}
+
+/*
+ * Takes plan.json from the call's output folder into out (and keep), if
+ * the planner wrote it there: a regular file reached without a link, at
+ * most BUF_MAX_ARTIFACT bytes. Returns 1 when it did.
+ */
+static int
+out_file_take(const char *out_dir, const char *keep, struct buf *out)
+{
+	struct buf text;
+	char *path = xasprintf("%s/plan.json", out_dir);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	char chunk[8192];
+	ssize_t n = 0;
+	int took = 0;
+
+	buf_init(&text, BUF_MAX_ARTIFACT);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		while ((n = read(fd, chunk, sizeof(chunk))) > 0 &&
+		       buf_add(&text, chunk, (size_t)n) == 0)
+			;
+	else
+		n = -1;
+	if (fd >= 0 && n == 0) {
+		buf_reset(out);
+		buf_add(out, text.ptr, text.len);
+		redact_buf(out);
+		fs_write_atomic(keep, out->ptr, out->len, NULL);
+		took = 1;
+	}
+	if (fd >= 0)
+		close(fd);
+	buf_release(&text);
+	free(path);
+	return took;
 }
 
 static void
@@ -254,22 +295,29 @@ ask_planner(struct planning *pl, int attempt, const char *retry,
 	char *name = xasprintf("%s-%s-%d", pl->stem, pl->stamp, attempt + 1);
 	char *keep_json = xasprintf("%s/%s.plan.json", pl->calls_dir, name);
 	char *keep_text = xasprintf("%s/%s.answer.md", pl->calls_dir, name);
+	char *out_dir = xasprintf("%s/out/%s", pl->calls_dir, name);
 	char *found = NULL;
 	int rc, wrote;
 
-	render_prompt(pl, retry, &prompt);
+	render_prompt(pl, retry, out_dir, &prompt);
 	call.role = "planner";
 	call.cwd = pl->c->ws.repo;
 	call.prompt = prompt.ptr;
 	call.dir = pl->calls_dir;
 	call.name = name;
+	call.repo = pl->c->ws.repo;
+	call.common = pl->c->ws.common;
+	call.out_dir = out_dir;
 	root_file_snapshot(pl, &root);
 	fprintf(pl->talk, "asking the planner (provider %s)...\n",
 		pl->prov->name);
 	fflush(pl->talk);
 	rc = sched_call_role(&pl->c->cfg, &call, &ar, e);
-	/* Whatever happened, plan.json leaves the repository. */
+	/* Whatever happened, plan.json leaves the repository; the one in
+	 * the output folder wins (in the sandbox, the only one). */
 	wrote = root_file_take(&root, keep_json, &answer);
+	if (out_file_take(out_dir, keep_json, &answer))
+		wrote = 1;
 	if (rc)
 		goto out;
 	if (ar.text.len)
@@ -304,6 +352,7 @@ out:
 	free(name);
 	free(keep_json);
 	free(keep_text);
+	free(out_dir);
 	return rc;
 }
 

@@ -62,7 +62,7 @@ static const char *const execution_keys[] = {
     "backoff_seconds",
     NULL,
 };
-static const char *const sandboxes[] = {"none", "bwrap", NULL};
+static const char *const sandboxes[] = {"auto", "bwrap", "none", NULL};
 static const char *const role_names[] = {
     "default",	"planner", "architect", "implementer", "reviewer",
     "fixer",	"verifier", "judge",	"analyst",     "researcher",
@@ -160,7 +160,7 @@ static const struct default_key {
     {"validate.timeout_seconds", "600"},
     {"validate.commands", "[]"},
     {"policies.require_approval_at_stages", "[]"},
-    {"execution.sandbox", "none"},
+    {"execution.sandbox", "auto"},
     {"execution.quota_retries", "5"},
     {"execution.backoff_seconds", "60"},
 };

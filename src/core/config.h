@@ -156,7 +156,7 @@ struct config {
 	struct strvec allowed_paths;   /* policies.allowed_paths (globs);
 					  empty: anywhere in the worktree */
 	struct config_budget budget;
-	char *sandbox;		/* execution.sandbox: "none" | "bwrap" */
+	char *sandbox;		/* execution.sandbox: "auto" | "bwrap" | "none" */
 	int quota_retries;	/* execution.quota_retries, default 5 */
 	int backoff_seconds;	/* execution.backoff_seconds, default 60 */
 	struct strvec validate_commands; /* shell strings, run with sh -c */

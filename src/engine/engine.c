@@ -37,7 +37,9 @@
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/log.h"
 #include "util/redact.h"
+#include "util/sandbox.h"
 #include "util/spawn.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -1203,6 +1205,36 @@ task_policy(struct drive *d, struct task_policy *tp, struct err *e)
 	return 0;
 }
 
+/*
+ * Says, as a "sandbox" event each time a driver takes the run, whether
+ * its agents and checks run in the sandbox (execution.sandbox) and why.
+ * Off, baton's gates and policies are advisory only: an agent can read
+ * the token and call the API, or write the run folder; that is also
+ * logged as a warning, which `baton run` shows.
+ */
+static int
+note_sandbox(struct drive *d, struct err *e)
+{
+	struct buf why = BUF_INIT;
+	int on = sandbox_mode(d->en->cfg->sandbox, &why), rc;
+	json_t *o = json_pack("{s:b, s:s, s:s}", "on", on, "mode",
+			      d->en->cfg->sandbox ? d->en->cfg->sandbox : "auto",
+			      "why", why.ptr);
+
+	if (!on) {
+		json_object_set_new(o, "advisory",
+				    json_string("gates and policies are "
+						"advisory only: agents can "
+						"reach .baton/ and the API"));
+		log_warn("run %s: no sandbox (%s): gates and policies are "
+			 "advisory only",
+			 d->r.id, why.ptr);
+	}
+	rc = engine__note(d, "sandbox", o, e);
+	buf_release(&why);
+	return rc;
+}
+
 int
 engine_drive(struct engine *en, const char *ref, struct run *out,
 	     struct err *e)
@@ -1238,6 +1270,10 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 	if (rc)
 		goto out;
 	engine_mirror_events(en, d.r.id, NULL);
+	if (!status_is_terminal(d.r.status))
+		rc = note_sandbox(&d, e);
+	if (rc)
+		goto out;
 	if (pipeline_stage_at(d.p, d.r.status) &&
 	    !strcmp(d.r.phase, RUN_PHASE_RUNNING)) {
 		rc = recover_orphan(&d, e);

@@ -6,6 +6,7 @@
  *   plan       plan.md (or the final text)          not empty
  *   architect  architecture.md (or the final text)  not empty
  *   execute    worktree edits, execution.log        exit 0; checkpoint
+ *              (assist: escalation.json, a question)
  *   validate   validation.json                      every command exits 0
  *   review     review.json + review.md              decision APPROVED |
  *              (or a "DECISION: X" line)            CHANGES_REQUESTED | BLOCKED
@@ -18,6 +19,8 @@
  */
 #include "util/compat.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -47,11 +50,14 @@
 /* Reviewers on one review stage. */
 #define MAX_REVIEWERS 8
 
-/* The files each kind leaves in the run folder: [0] is the main one. */
+/*
+ * The files each kind leaves in the run folder: [0] is the main one. The
+ * agent writes them into its output folder, which they are taken from.
+ */
 static const char *const artifacts[KIND__COUNT][2] = {
 	[KIND_PLAN] = { "plan.md", NULL },
 	[KIND_ARCHITECT] = { "architecture.md", NULL },
-	[KIND_EXECUTE] = { "execution.log", NULL },
+	[KIND_EXECUTE] = { "execution.log", "escalation.json" },
 	[KIND_VALIDATE] = { "validation.json", NULL },
 	[KIND_REVIEW] = { "review.json", "review.md" },
 	[KIND_FIX] = { "finding-responses.md", NULL },
@@ -201,7 +207,7 @@ load_template(const struct drive *d, const struct stage *s)
 
 static void
 render_prompt(struct drive *d, const struct stage *s, const char *steers,
-	      const char *retry, struct buf *out)
+	      const char *retry, const char *out_dir, struct buf *out)
 {
 	struct buf ctx = BUF_INIT, retry_text = BUF_INIT;
 	char *tmpl = load_template(d, s);
@@ -210,6 +216,7 @@ render_prompt(struct drive *d, const struct stage *s, const char *steers,
 		{ "run_id", d->r.id },
 		{ "stage", s->name },
 		{ "run_dir", d->run_dir },
+		{ "out_dir", out_dir },
 		{ "worktree", engine__work_dir(d) },
 		{ "artifact", d->call ? d->call->artifact :
 					artifacts[s->kind][0] },
@@ -223,8 +230,8 @@ render_prompt(struct drive *d, const struct stage *s, const char *steers,
 			 "\n## Your previous answer was not accepted\n\n%s\n\n"
 			 "Fix this and answer again.\n",
 			 retry);
-	vars[6].value = ctx.ptr;
-	vars[7].value = retry_text.ptr;
+	vars[7].value = ctx.ptr;
+	vars[8].value = retry_text.ptr;
 	prompt_render(tmpl, vars, ARRAY_SIZE(vars), out);
 	free(tmpl);
 	buf_release(&ctx);
@@ -579,7 +586,7 @@ watch_child(void *arg, enum spawn_event ev, pid_t pid)
 /* The environment an agent sees (DESIGN.md section 5, docs/agents.md). */
 static void
 agent_env(const struct drive *d, const struct stage *s, const char *prompt,
-	  struct strvec *env)
+	  const char *out_dir, struct strvec *env)
 {
 	strvec_pushf(env, "BATON_RUN_ID=%s", d->r.id);
 	strvec_pushf(env, "BATON_STAGE=%s", s->status);
@@ -588,13 +595,14 @@ agent_env(const struct drive *d, const struct stage *s, const char *prompt,
 		     d->call && d->call->kind ? d->call->kind :
 						stage_kind_name(s->kind));
 	strvec_pushf(env, "BATON_RUN_DIR=%s", d->run_dir);
+	strvec_pushf(env, "BATON_OUT_DIR=%s", out_dir);
 	strvec_pushf(env, "BATON_PROMPT_FILE=%s", prompt);
 	strvec_pushf(env, "BATON_WORKTREE=%s", engine__work_dir(d));
 	strvec_pushf(env, "BATON_ATTEMPT=%d", d->r.attempt);
 	strvec_pushf(env, "BATON_REVIEW_LOOP=%d", d->r.review_loops);
 	strvec_pushf(env, "BATON_TASK=%s", d->r.task);
 	if (d->call) {
-		strvec_pushf(env, "BATON_ARTIFACT=%s/%s", d->run_dir,
+		strvec_pushf(env, "BATON_ARTIFACT=%s/%s", out_dir,
 			     d->call->artifact);
 		if (d->call->version)
 			strvec_pushf(env, "BATON_OUTPUT_VERSION=%d",
@@ -619,25 +627,159 @@ last_line(const struct buf *b, char *out, size_t n)
 }
 
 /*
- * The sandbox a stage's children run in (execution.sandbox): the
- * worktree, its git directory, the run folder and home read-write.
+ * The sandbox a stage's children run in (execution.sandbox, sandbox.h):
+ * the user's home and the repository (with .baton/) hidden; the git
+ * objects read-only; an agent also reads its run folder; read-write
+ * only the worktree, its git admin folder, the call's output folder and
+ * the agent's private home (out_dir and home may be NULL).
  */
 static void
-sandbox_for(const struct drive *d, const char *gitdir, const char *home,
-	    int no_net, struct sandbox *sb)
+sandbox_for(const struct drive *d, const char *gitdir, const char *out_dir,
+	    const char *home, int no_net, struct sandbox *sb)
 {
-	int n = 0;
+	sandbox_init(sb, sandbox_mode(d->en->cfg->sandbox, NULL), no_net);
+	sandbox_hide_user(sb, d->en->ws->repo);
+	sandbox_git(sb, d->en->ws->common, gitdir);
+	if (!no_net)
+		sandbox_ro(sb, d->run_dir);
+	sandbox_rw(sb, d->r.worktree);
+	sandbox_rw(sb, out_dir);
+	sandbox_rw(sb, home);
+}
 
-	memset(sb, 0, sizeof(*sb));
-	sb->on = !strcmp(d->en->cfg->sandbox, "bwrap");
-	sb->no_net = no_net;
-	if (d->r.worktree)
-		sb->rw[n++] = d->r.worktree;
-	sb->rw[n++] = d->run_dir;
-	if (gitdir)
-		sb->rw[n++] = gitdir;
-	if (home)
-		sb->rw[n++] = home;
+/*
+ * Opens name (relative, '/'-separated) under the folder dir without
+ * following a link anywhere on the way: an agent could have put one in
+ * its output folder to make baton read a file it must not. Returns the
+ * fd, or -1.
+ */
+static int
+open_below(const char *dir, const char *name)
+{
+	char *copy = xstrdup(name), *part = copy, *slash;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int next, flags, saved = errno;
+
+	while (fd >= 0 && part) {
+		slash = strchr(part, '/');
+		if (slash)
+			*slash = '\0';
+		flags = slash ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC :
+				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+		errno = EINVAL;
+		next = *part && strcmp(part, "..") ? openat(fd, part, flags) :
+						     -1;
+		saved = errno;
+		close(fd);
+		errno = saved;
+		fd = next;
+		part = slash ? slash + 1 : NULL;
+	}
+	free(copy);
+	if (fd < 0)
+		errno = saved;
+	return fd;
+}
+
+/*
+ * Takes the artifact name the agent left in its output folder into the
+ * run folder: a regular file only, reached without a link, at most
+ * BUF_MAX_ARTIFACT bytes, written atomically. None there: nothing (an
+ * agent without a sandbox may have written the run folder itself).
+ * Anything else is refused with a contract_warning.
+ */
+static void
+take_artifact(struct drive *d, const char *out_dir, const char *name)
+{
+	struct buf text;
+	struct stat st;
+	char *to = NULL, *slash;
+	const char *why = NULL;
+	int fd = open_below(out_dir, name);
+	ssize_t n;
+
+	buf_init(&text, BUF_MAX_ARTIFACT);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			why = "not a regular file (a link?)";
+		goto out;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		why = "not a regular file";
+		goto out;
+	}
+	for (;;) {
+		char chunk[8192];
+
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (buf_add(&text, chunk, (size_t)n) < 0) {
+			why = "larger than the artifact limit";
+			goto out;
+		}
+	}
+	if (n < 0) {
+		why = strerror(errno);
+		goto out;
+	}
+	to = engine__run_file(d, name);
+	slash = strrchr(to, '/');
+	*slash = '\0';
+	fs_mkdir_p(to, 0755, NULL);
+	*slash = '/';
+	if (fs_write_atomic(to, text.ptr, text.len, NULL) < 0)
+		why = "cannot write it into the run folder";
+out:
+	if (why)
+		engine__note(d, "contract_warning",
+			     json_pack("{s:s, s:s}", "file", name, "error",
+				       why),
+			     NULL);
+	if (fd >= 0)
+		close(fd);
+	free(to);
+	buf_release(&text);
+}
+
+/*
+ * A call's output folder, runs/<id>/out/<call>/, empty (with the
+ * folders its artifacts go in) before the call; the agent's writable
+ * place besides the worktree. After the call take_artifacts brings the
+ * artifacts the stage expects, and only those, into the run folder.
+ */
+static int
+make_out_dir(const struct drive *d, const char *out_dir, struct err *e)
+{
+	const char *name = d->call ? d->call->artifact : NULL;
+	char *sub;
+	int rc;
+
+	fs_remove_tree(out_dir, NULL);
+	rc = fs_mkdir_p(out_dir, 0755, e);
+	if (rc || !name || !strchr(name, '/'))
+		return rc;
+	sub = xasprintf("%s/%.*s", out_dir,
+			(int)(strrchr(name, '/') - name), name);
+	rc = fs_mkdir_p(sub, 0755, e);
+	free(sub);
+	return rc;
+}
+
+static void
+take_artifacts(struct drive *d, const struct stage *s, const char *out_dir)
+{
+	int i;
+
+	if (d->call) {
+		take_artifact(d, out_dir, d->call->artifact);
+		return;
+	}
+	for (i = 0; i < 2; i++)
+		if (artifacts[s->kind][i])
+			take_artifact(d, out_dir, artifacts[s->kind][i]);
 }
 
 /* Adds a call's usage to the run, for status, show and the budgets. */
@@ -855,10 +997,10 @@ engine__call(struct drive *d, const struct stage *s,
 	struct worktree_guard guard = WORKTREE_GUARD_INIT;
 	struct buf prompt = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
-	struct sandbox sb;
+	struct sandbox sb = SANDBOX_INIT;
 	char *retry = NULL, *call = NULL, *pfile = NULL, *ofile = NULL,
-	     *breach = NULL,
-	     *efile = NULL, *home = NULL, *gitdir = NULL,
+	     *breach = NULL, *efile = NULL, *home = NULL, *gitdir = NULL,
+	     *out_dir = NULL,
 	     *calls_dir = engine__run_file(d, "calls");
 	char tail[512];
 	int rc = 0, waits = 0, stop = 0;
@@ -877,7 +1019,7 @@ engine__call(struct drive *d, const struct stage *s,
 	rc = fs_mkdir_p(calls_dir, 0755, e);
 	if (rc)
 		goto out;
-	if (strcmp(d->en->cfg->sandbox, "none") && d->r.worktree)
+	if (sandbox_mode(d->en->cfg->sandbox, NULL) && d->r.worktree)
 		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
 	for (;;) {
 		struct watch w = { .d = d, .stage = s->name,
@@ -886,15 +1028,20 @@ engine__call(struct drive *d, const struct stage *s,
 		struct err cerr = ERR_INIT;
 
 		each_artifact(d, s->kind, fs_unlink);
-		buf_reset(&prompt);
-		render_prompt(d, s, steers, retry, &prompt);
 		free(call);
 		free(pfile);
 		free(ofile);
 		free(efile);
 		free(home);
+		free(out_dir);
 		call = xasprintf("%04lld-%s-%s-%d", (long long)d->r.version,
 				 s->name, prov->name, d->r.attempt);
+		out_dir = xasprintf("%s/out/%s", d->run_dir, call);
+		rc = make_out_dir(d, out_dir, e);
+		if (rc)
+			goto out;
+		buf_reset(&prompt);
+		render_prompt(d, s, steers, retry, out_dir, &prompt);
 		pfile = xasprintf("%s/%s.prompt.md", calls_dir, call);
 		ofile = xasprintf("%s/%s.stdout", calls_dir, call);
 		efile = xasprintf("%s/%s.stderr", calls_dir, call);
@@ -902,11 +1049,16 @@ engine__call(struct drive *d, const struct stage *s,
 			       xasprintf("%s/agents/%s", d->run_dir, prov->name) :
 			       xasprintf("%s/%s.http", calls_dir, call);
 		rc = fs_write_atomic(pfile, prompt.ptr, prompt.len, e);
+		if (!rc && info && info->is_cli)
+			rc = fs_mkdir_p(home, 0700, e);
 		if (rc)
 			goto out;
 		strvec_clear(&env);
-		agent_env(d, s, pfile, &env);
-		sandbox_for(d, gitdir, home, 0, &sb);
+		agent_env(d, s, pfile, out_dir, &env);
+		sandbox_release(&sb);
+		/* baton's own agent: its records are baton's, not the tools' */
+		sandbox_for(d, gitdir, out_dir,
+			    info && info->is_cli ? home : NULL, 0, &sb);
 		w.call = call;
 		w.out_path = ofile;
 		w.aw = agent_watch_new(prov->type, ofile);
@@ -937,6 +1089,7 @@ engine__call(struct drive *d, const struct stage *s,
 		d->r.agent_pid = 0;
 		/* nothing the agent started outlives its call (spawn.h) */
 		spawn_kill_orphans();
+		take_artifacts(d, s, out_dir);
 		/* the rest of the output, before agent_exited says it ended */
 		if (rc == 0 && w.rc == 0)
 			w.rc = note_output(&w, 1, e);
@@ -1073,8 +1226,10 @@ out:
 	free(ofile);
 	free(efile);
 	free(home);
+	free(out_dir);
 	free(gitdir);
 	free(calls_dir);
+	sandbox_release(&sb);
 	return rc;
 }
 
@@ -1226,7 +1381,7 @@ engine__validate(struct drive *d, const struct stage *s,
 {
 	const struct config *cfg = d->en->cfg;
 	struct watch w = { .d = d, .stage = s->name };
-	struct sandbox sb;
+	struct sandbox sb = SANDBOX_INIT;
 	struct workspace_hooks hooks = { d->wake_fd, TICK_MS, watch_child, &w,
 					 &sb };
 	struct validate_result vr = { 0 };
@@ -1240,9 +1395,9 @@ engine__validate(struct drive *d, const struct stage *s,
 	/* the checks' output streams as the agents' does */
 	w.out_path = log;
 	w.aw = agent_watch_new("command", log);
-	if (strcmp(cfg->sandbox, "none"))
+	if (sandbox_mode(cfg->sandbox, NULL))
 		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
-	sandbox_for(d, gitdir, NULL, 1, &sb);
+	sandbox_for(d, gitdir, NULL, NULL, 1, &sb);
 	rc = validate_run(d->r.worktree, &cfg->validate_commands,
 			  cfg->validate_timeout_seconds, json, log, &hooks, &vr,
 			  e);
@@ -1270,6 +1425,7 @@ engine__validate(struct drive *d, const struct stage *s,
 out:
 	agent_watch_free(w.aw);
 	validate_result_release(&vr);
+	sandbox_release(&sb);
 	free(gitdir);
 	buf_release(&text);
 	free(json);

@@ -11,6 +11,11 @@
  *   c->dir/<name>.stderr
  *   c->dir/<name>.http/         baton's own agent: each request, response
  *   c->dir/agents/<provider>/   a CLI's private home
+ *   c->out_dir                  what the agent leaves (BATON_OUT_DIR)
+ *
+ * In the sandbox the agent reads its working directory; it writes it
+ * only when it is a run's worktree, never the repository itself (a
+ * planner works there), and never .baton/.
  */
 #include "util/compat.h"
 
@@ -112,23 +117,36 @@ call_env(const struct role_call *c, const char *pfile, struct strvec *env)
 	strvec_pushf(env, "BATON_PROMPT_FILE=%s", pfile);
 	strvec_pushf(env, "BATON_WORKTREE=%s", c->cwd);
 	strvec_pushf(env, "BATON_CALL_DIR=%s", c->dir);
+	if (c->out_dir)
+		strvec_pushf(env, "BATON_OUT_DIR=%s", c->out_dir);
 }
 
 /*
- * execution.sandbox for a role call: its working directory, the call
- * folder and the agent's home read-write, the rest read-only.
+ * execution.sandbox for a role call: the user's home and the repository
+ * hidden; the repository read-only again, without .baton/, when the
+ * agent works in it (a planner); a run's worktree and its git admin
+ * folder read-write; the output folder and the agent's home read-write.
  */
 static void
 call_sandbox(const struct config *cfg, const struct role_call *c,
 	     const char *home, struct sandbox *sb)
 {
-	int n = 0;
+	char *baton = NULL;
 
-	memset(sb, 0, sizeof(*sb));
-	sb->on = !strcmp(cfg->sandbox, "bwrap");
-	sb->rw[n++] = c->cwd;
-	sb->rw[n++] = c->dir;
-	sb->rw[n++] = home;
+	sandbox_init(sb, sandbox_mode(cfg->sandbox, NULL), 0);
+	sandbox_hide_user(sb, c->repo);
+	if (c->repo)
+		baton = xasprintf("%s/.baton", c->repo);
+	if (c->repo && !strcmp(c->cwd, c->repo)) {
+		sandbox_ro(sb, c->repo);
+		sandbox_hide(sb, baton);
+	} else {
+		sandbox_git(sb, c->common, c->gitdir);
+		sandbox_rw(sb, c->cwd);
+	}
+	sandbox_rw(sb, c->out_dir);
+	sandbox_rw(sb, home);
+	free(baton);
 }
 
 /* Keeps the environment's secrets out of everything the call left. */
@@ -155,7 +173,7 @@ sched_call_role(const struct config *cfg, const struct role_call *c,
 	struct agent_request req = { 0 };
 	struct strvec env = STRVEC_INIT;
 	struct sigaction old[3];
-	struct sandbox sb;
+	struct sandbox sb = SANDBOX_INIT;
 	char *pfile = NULL, *ofile = NULL, *efile = NULL, *home = NULL;
 	int rc, caught;
 
@@ -176,13 +194,19 @@ sched_call_role(const struct config *cfg, const struct role_call *c,
 		       xasprintf("%s/agents/%s", c->dir, prov->name) :
 		       xasprintf("%s/%s.http", c->dir, c->name);
 	rc = fs_write_atomic(pfile, c->prompt, strlen(c->prompt), e);
+	if (!rc && info && info->is_cli)
+		rc = fs_mkdir_p(home, 0700, e);
+	if (!rc && c->out_dir) {
+		fs_remove_tree(c->out_dir, NULL);
+		rc = fs_mkdir_p(c->out_dir, 0755, e);
+	}
 	if (rc)
 		goto out;
 	/* Output files are appended to: a name used again starts afresh. */
 	fs_unlink(ofile, NULL);
 	fs_unlink(efile, NULL);
 	call_env(c, pfile, &env);
-	call_sandbox(cfg, c, home, &sb);
+	call_sandbox(cfg, c, info && info->is_cli ? home : NULL, &sb);
 	req.provider = prov;
 	req.cwd = c->cwd;
 	req.prompt = c->prompt;
@@ -201,6 +225,7 @@ sched_call_role(const struct config *cfg, const struct role_call *c,
 	if (!rc)
 		redact_call(info, ofile, efile, home, out);
 out:
+	sandbox_release(&sb);
 	strvec_clear(&env);
 	free(pfile);
 	free(ofile);

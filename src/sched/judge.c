@@ -291,6 +291,7 @@ judge(struct sched_ctx *x, struct task *t, struct err *e)
 	struct role_call c = { 0 };
 	struct run r = { 0 };
 	char *run_dir = NULL, *dir = NULL, *name = NULL, *decision = NULL;
+	char *gitdir = NULL;
 	int rc;
 
 	rc = store_run_get(x->store, t->run_id ? t->run_id : "", &r, e);
@@ -306,6 +307,11 @@ judge(struct sched_ctx *x, struct task *t, struct err *e)
 	c.prompt = prompt.ptr;
 	c.dir = dir;
 	c.name = name;
+	c.repo = x->ws->repo;
+	c.common = x->ws->common;
+	if (strcmp(c.cwd, x->ws->repo))
+		worktree_git_dir(x->ws, c.cwd, &gitdir, NULL);
+	c.gitdir = gitdir;
 	rc = fs_mkdir_p(dir, 0755, e);
 	if (!rc)
 		rc = sched_call_role(x->cfg, &c, &ar, e);
@@ -332,6 +338,7 @@ judge(struct sched_ctx *x, struct task *t, struct err *e)
 	free(decision);
 	free(run_dir);
 	free(dir);
+	free(gitdir);
 	free(name);
 	return rc;
 }

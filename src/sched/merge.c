@@ -45,6 +45,7 @@
 #include "util/json.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/sandbox.h"
 #include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -573,7 +574,7 @@ process(struct sched_ctx *x, struct merge_item *m, struct err *e)
 	rq.timeout_s = cfg->validate_timeout_seconds;
 	rq.log_path = log;
 	rq.json_path = json;
-	rq.sandbox = cfg->sandbox && !strcmp(cfg->sandbox, "bwrap");
+	rq.sandbox = sandbox_mode(cfg->sandbox, NULL);
 	log_info("landing %s (%s) onto %s", m->branch, m->run_id,
 		 rq.base_branch ? rq.base_branch : "the checked-out branch");
 	/* a worker host pushed the branch; this clone has never seen it */

@@ -126,6 +126,15 @@ struct role_call {
 	const char *prompt; /* the full prompt */
 	const char *dir;    /* where prompt, stdout and stderr are kept */
 	const char *name;   /* file stem inside dir */
+	const char *repo;   /* the repository top, hidden in the sandbox */
+	const char *common; /* its common git dir (read-only in the sandbox) */
+	const char *gitdir; /* cwd's git admin folder (a worktree), or NULL */
+	/*
+	 * NULL, or the call's output folder (BATON_OUT_DIR): made empty
+	 * before the call, the one place besides a worktree cwd that the
+	 * agent may write in the sandbox; the caller reads it after.
+	 */
+	const char *out_dir;
 };
 
 /*

@@ -438,13 +438,12 @@ run_checks(const struct workspace *ws, const char *path,
 	struct validate_result vr = { 0 };
 	struct strvec none = STRVEC_INIT;
 	struct buf dir = BUF_INIT;
-	struct sandbox sb;
+	struct sandbox sb = SANDBOX_INIT;
 	char *gitdir = NULL, *json = NULL;
 	int rc;
 
 	if (rq->hooks)
 		hooks = *rq->hooks;
-	memset(&sb, 0, sizeof(sb));
 	hooks.sandbox = NULL;
 	/* the merge worktree is baton's alone: its git may say */
 	rc = git(ws, path, &dir, e, "rev-parse", "--absolute-git-dir", NULL);
@@ -452,10 +451,13 @@ run_checks(const struct workspace *ws, const char *path,
 		goto out;
 	gitdir = buf_detach(&dir, NULL);
 	if (rq->sandbox) {
-		sb.on = 1;
-		sb.no_net = 1;
-		sb.rw[0] = path;
-		sb.rw[1] = gitdir;
+		/* the checks see the merge, not the user's home or .baton/ */
+		sandbox_init(&sb, 1, 1);
+		sandbox_hide_user(&sb, ws->repo);
+		sandbox_git(&sb, ws->common, gitdir);
+		sandbox_rw(&sb, path);
+		if (!strcmp(path, ws->repo))
+			sandbox_hide(&sb, ws->dir);
 		hooks.sandbox = &sb;
 	}
 	json = rq->json_path ? xstrdup(rq->json_path) :
@@ -477,6 +479,7 @@ run_checks(const struct workspace *ws, const char *path,
 	}
 out:
 	validate_result_release(&vr);
+	sandbox_release(&sb);
 	free(gitdir);
 	buf_release(&dir);
 	free(json);

@@ -183,11 +183,12 @@ test_expect_success 'validate commands run in the worktree and time out per comm
 	make_repo repo3 &&
 	baton_init_with_agent repo3 "validate: {commands: [\"pwd > \$PWD_OUT_FILE\", \"sleep 30\"], timeout_seconds: 1}" &&
 	cd repo3 &&
-	PWD_OUT_FILE=$TRASH_DIRECTORY/pwd.out \
+	# FAKE_STATE: the one folder of the trash the sandbox lets it write
+	PWD_OUT_FILE=$FAKE_STATE/pwd.out \
 		test_expect_code 3 "$BATON" run "Slow checks" >../out 2>&1 &&
 	id=$(newest_run) &&
 	test "$(run_status "$id")" = blocked &&
-	test "$(cat ../pwd.out)" = "$(run_field "$id" worktree)" &&
+	test "$(cat "$FAKE_STATE/pwd.out")" = "$(run_field "$id" worktree)" &&
 	v=.baton/runs/$id/validation.json &&
 	test_jq ".commands[1].timed_out == true" "$v"
 '

@@ -14,7 +14,7 @@ export FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow
 start_slow_run() {
 	local name=$TRASH_DIRECTORY/$1 last
 	last=$(newest_run)
-	FAKE_WAIT_FOR=$name.release bg_start "$name" "$BATON" run "$2" &&
+	FAKE_WAIT_FOR=$FAKE_STATE/$1.release bg_start "$name" "$BATON" run "$2" &&
 		wait_for "test -n \"\$(newest_run)\" && test \"\$(newest_run)\" != \"$last\"" &&
 		newest_run >"$name.id" &&
 		wait_for_status "$(cat "$name.id")" executing &&
@@ -48,7 +48,7 @@ test_expect_success 'the run stops paused at the next boundary, paused_at_status
 	id=$(cat ../id) &&
 	# still executing: the pause waits for the stage
 	test "$(run_status "$id")" = executing &&
-	touch ../run.release &&
+	touch "$FAKE_STATE/run.release" &&
 	wait_for_status "$id" paused &&
 	run_field "$id" paused_at_status >../at &&
 	echo validating >../expect &&
@@ -114,7 +114,7 @@ test_expect_success 'resume before the boundary cancels the pause request' '
 	"$BATON" pause "$id" >/dev/null &&
 	"$BATON" resume "$id" >../resume2.out &&
 	test "$(run_field "$id" pause_requested)" = false &&
-	touch ../run2.release &&
+	touch "$FAKE_STATE/run2.release" &&
 	rc=$(bg_wait ../run2) &&
 	test "$rc" = 0 &&
 	test "$(run_status "$id")" = merge_ready &&
@@ -129,7 +129,7 @@ test_expect_success 'a paused run whose driver went away is driven by resume' '
 	start_slow_run run3 "Terminal closes while paused" &&
 	id=$(cat ../run3.id) &&
 	"$BATON" pause "$id" >/dev/null &&
-	touch ../run3.release &&
+	touch "$FAKE_STATE/run3.release" &&
 	wait_for_status "$id" paused &&
 	kill -TERM "$(cat ../run3.pid)" &&
 	bg_wait ../run3 >/dev/null &&
@@ -146,7 +146,7 @@ test_expect_success 'a pause requested at a gate takes effect at the boundary af
 	cd gated &&
 	start_slow_run gated "Gate and pause" &&
 	id=$(cat ../gated.id) &&
-	touch ../gated.release &&
+	touch "$FAKE_STATE/gated.release" &&
 	wait_for_status "$id" waiting_for_approval &&
 	"$BATON" pause "$id" >/dev/null &&
 	"$BATON" approvals approve "$id" >/dev/null &&
@@ -166,7 +166,7 @@ test_expect_success 'a pause asked for during the last stage is dropped when the
 	make_repo late &&
 	baton_init_with_agent late &&
 	cd late &&
-	FAKE_FAIL_STAGE=verify FAKE_WAIT_FOR=$TRASH_DIRECTORY/late.release \
+	FAKE_FAIL_STAGE=verify FAKE_WAIT_FOR=$FAKE_STATE/late.release \
 		bg_start ../late "$BATON" run "Pause too late" &&
 	wait_for "test -n \"\$(newest_run)\"" &&
 	id=$(newest_run) &&
@@ -174,7 +174,7 @@ test_expect_success 'a pause asked for during the last stage is dropped when the
 	wait_for "\"\$BATON\" events $id --json | grep -q \"agent_started.*-verify-\"" &&
 	"$BATON" pause "$id" >/dev/null &&
 	test "$(run_field "$id" pause_requested)" = true &&
-	touch ../late.release &&
+	touch "$FAKE_STATE/late.release" &&
 	rc=$(bg_wait ../late) &&
 	test "$rc" = 0 &&
 	test "$(run_status "$id")" = merge_ready &&

@@ -299,13 +299,13 @@ test_expect_success 'approvals approve of a run not waiting fails clearly and ch
 test_expect_success 'approve of a live paused run fails and changes nothing' '
 	cd repo &&
 	last=$(newest_run) &&
-	FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$TRASH_DIRECTORY/release \
+	FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$FAKE_STATE/release \
 		bg_start ../paused "$BATON" run "Pause me" &&
 	wait_for "test \"\$(newest_run)\" != $last" &&
 	id=$(newest_run) &&
 	wait_for_status "$id" executing &&
 	"$BATON" pause "$id" >/dev/null &&
-	touch ../release &&
+	touch "$FAKE_STATE/release" &&
 	wait_for_status "$id" paused &&
 	record "$id" >../before &&
 	test_expect_code 1 "$BATON" approvals approve "$id" 2>../err &&

@@ -7,7 +7,7 @@ test_description='kill -9 of baton run mid-stage, then baton resume'
 # re-run after recovery goes straight through. The first call is never
 # released: baton is killed under it, and recovery must kill it.
 export FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow FAKE_FAIL_ATTEMPTS=1
-export FAKE_WAIT_FOR=$TRASH_DIRECTORY/release
+export FAKE_WAIT_FOR=$FAKE_STATE/release
 
 # crash_mid_execute REPO TASK: starts a run of TASK in REPO in the
 # background, waits until its execute agent works, and kill -9s baton (not
@@ -133,7 +133,8 @@ test_expect_success 'the partial work of the killed stage is reset to the last c
 
 test_expect_success 'what the killed agent left running in its group is killed by recovery' '
 	make_repo repo4 &&
-	baton_init_with_agent repo4 &&
+	# no sandbox: the grandchild pid the agent writes must be a host pid
+	baton_init_with_agent repo4 "execution: {sandbox: none}" &&
 	FAKE_FAIL_MODE=hang crash_mid_execute repo4 "Crash under a hang" &&
 	id=$(cat ../repo4.id) &&
 	wait_for "test -s \"$FAKE_STATE/$id.grandchild.pid\"" &&
@@ -198,14 +199,14 @@ test_expect_success 'a second resume while the first drives the run leaves it to
 	crash_mid_execute repo3 "Two resumes" &&
 	id=$(cat ../repo3.id) &&
 	# this time the re-run works until released too
-	FAKE_FAIL_ATTEMPTS=2 FAKE_WAIT_FOR=$TRASH_DIRECTORY/release3 \
+	FAKE_FAIL_ATTEMPTS=2 FAKE_WAIT_FOR=$FAKE_STATE/release3 \
 		bg_start ../resume3 "$BATON" resume "$id" &&
 	wait_for "transitions $id | grep -q \"^interrupted\$\"" &&
 	wait_for_status "$id" executing &&
 	wait_for "test \"\$(fake_calls $id execute | wc -l)\" = 2" &&
 	"$BATON" resume "$id" >../resume-again.out 2>&1 &&
 	test_grep "carries on" ../resume-again.out &&
-	touch ../release3 &&
+	touch "$FAKE_STATE/release3" &&
 	rc=$(bg_wait ../resume3) &&
 	test "$rc" = 0 &&
 	test "$(run_status "$id")" = merge_ready &&
@@ -220,7 +221,7 @@ test_expect_success 'SIGTERM (Ctrl-C) of baton run mid-stage: exit 130, run inte
 	make_repo repo5 &&
 	baton_init_with_agent repo5 &&
 	cd repo5 &&
-	FAKE_WAIT_FOR=$TRASH_DIRECTORY/release5 \
+	FAKE_WAIT_FOR=$FAKE_STATE/release5 \
 		bg_start ../term "$BATON" run "Stop politely" &&
 	wait_for "test -n \"\$(newest_run)\"" &&
 	id=$(newest_run) &&

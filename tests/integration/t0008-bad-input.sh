@@ -224,8 +224,10 @@ test_expect_success 'an agent that exits 3: failed, exit 3, its stderr in the re
 
 test_expect_success 'an agent that outlives its timeout: failed, its group killed' '
 	make_repo slow &&
+	# no sandbox: the pids the agent writes must be host pids
 	baton_init_with_agent slow "providers:
-  fake: {type: command, command: [\"$FAKE_AGENT\"], timeout_seconds: 1}" &&
+  fake: {type: command, command: [\"$FAKE_AGENT\"], timeout_seconds: 1}
+execution: {sandbox: none}" &&
 	cd slow &&
 	FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=hang \
 		test_expect_code 3 "$BATON" run "Hanging agent" >../out 2>&1 &&

@@ -103,7 +103,7 @@ test_expect_success 'events -f on a finished run prints its events and ends' '
 test_expect_success 'events -f on a live run follows it to the end' '
 	cd repo &&
 	last=$(newest_run) &&
-	FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$TRASH_DIRECTORY/live.release \
+	FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$FAKE_STATE/live.release \
 		bg_start ../live "$BATON" run "Followed task" &&
 	wait_for "test \"\$(newest_run)\" != $last" &&
 	id=$(newest_run) &&
@@ -112,7 +112,7 @@ test_expect_success 'events -f on a live run follows it to the end' '
 	wait_for "grep -q stage_started.*execute ../follow.out" &&
 	# the run is not over: the follower is still there
 	test_path_is_missing ../follow.rc &&
-	touch ../live.release &&
+	touch "$FAKE_STATE/live.release" &&
 	rc=$(bg_wait ../live) &&
 	test "$rc" = 0 &&
 	rc=$(bg_wait ../follow 60) &&
@@ -130,15 +130,15 @@ test_expect_success 'events -f on a live run follows it to the end' '
 pause_after_slow() {
 	local kind=$1 task=$2 last id
 	last=$(newest_run)
-	rm -f "$TRASH_DIRECTORY/steer.release"
-	FAKE_FAIL_STAGE=$kind FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$TRASH_DIRECTORY/steer.release \
+	rm -f "$FAKE_STATE/steer.release"
+	FAKE_FAIL_STAGE=$kind FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$FAKE_STATE/steer.release \
 		bg_start "$TRASH_DIRECTORY/steer" "$BATON" run "$task" &&
 		wait_for "test \"\$(newest_run)\" != \"$last\"" &&
 		id=$(newest_run) &&
 		echo "$id" >"$TRASH_DIRECTORY/steer.id" &&
 		wait_for "\"\$BATON\" events $id --json | grep -q \"agent_started.*-$kind-\"" &&
 		"$BATON" pause "$id" >/dev/null &&
-		touch "$TRASH_DIRECTORY/steer.release" &&
+		touch "$FAKE_STATE/steer.release" &&
 		wait_for_status "$id" paused
 }
 
@@ -177,13 +177,13 @@ test_expect_success 'steer before a validate stage reaches the next agent stage 
 test_expect_success 'steer while a stage works: the following stage reads it' '
 	cd repo &&
 	last=$(newest_run) &&
-	FAKE_FAIL_STAGE=plan FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$TRASH_DIRECTORY/live2.release \
+	FAKE_FAIL_STAGE=plan FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$FAKE_STATE/live2.release \
 		bg_start ../live2 "$BATON" run "Steered live" &&
 	wait_for "test \"\$(newest_run)\" != $last" &&
 	id=$(newest_run) &&
 	wait_for "\"\$BATON\" events $id --json | grep -q \"agent_started.*-plan-\"" &&
 	"$BATON" steer "$id" "keep the diff small" >/dev/null &&
-	touch ../live2.release &&
+	touch "$FAKE_STATE/live2.release" &&
 	rc=$(bg_wait ../live2) &&
 	test "$rc" = 0 &&
 	test_grep "keep the diff small" "$FAKE_STATE/$id.architect.1.prompt"

@@ -51,4 +51,32 @@ test_expect_success 'the mock saw the key; nothing baton kept holds it' '
 	test_must_fail grep -r -l "$MOCK_KEY" repo/.baton/runs repo/.baton/baton.db
 '
 
+test_expect_success 'in the sandbox, a user login (isolated: false) is ~/.claude and ~/.claude.json, written through' '
+	make_repo own &&
+	baton_init_with_agent own "providers:
+  claude:
+    type: claude-code
+    command: [\"$AGENTS_BIN/claude\"]
+    model: claude-sonnet-4-5
+    base_url: \"$(mock_url mock)\"
+    api_key_env: MOCK_KEY
+    isolated: false
+    max_retries: 0
+    timeout_seconds: 180
+roles: {default: claude}
+execution: {sandbox: bwrap}" &&
+	mkdir -p "$HOME/.claude" &&
+	echo "{\"mark\": \"users own\"}" >"$HOME/.claude.json" &&
+	cd own &&
+	test_expect_code 0 "$BATON" run "Add hello.txt with a greeting" >../own.out 2>&1 &&
+	id=$(newest_run) &&
+	test "$(run_status "$id")" = merge_ready &&
+	# the sessions went to the user home, through the sandbox
+	ls "$HOME"/.claude/projects/*/*.jsonl >../sessions &&
+	test_line_count -ge 5 ../sessions &&
+	test_grep "users own" "$HOME/.claude.json" &&
+	test_grep "numStartups\|firstStartTime" "$HOME/.claude.json" &&
+	test_path_is_missing ".baton/runs/$id/agents/claude/projects"
+'
+
 test_done

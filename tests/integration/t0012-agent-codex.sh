@@ -43,4 +43,33 @@ test_expect_success 'tokens come from the stream, cost from the configured prici
 	test_grep "\"wire\":\"responses\"" ../mock.log
 '
 
+test_expect_success 'in the sandbox, a user login (isolated: false) is ~/.codex, written through' '
+	make_repo own &&
+	baton_init_with_agent own "providers:
+  codex:
+    type: codex
+    command: [\"$AGENTS_BIN/codex\"]
+    model: mock-model
+    base_url: \"$(mock_url mock)/v1\"
+    api_key_env: MOCK_KEY
+    isolated: false
+    max_retries: 0
+    timeout_seconds: 180
+    env: {TMPDIR: \"$HOME/.codex/tmp\"}
+roles: {default: codex}
+execution: {sandbox: bwrap}" &&
+	# (the test home is under /tmp, where codex will not put its helpers)
+	mkdir -p "$HOME/.codex/tmp" &&
+	printf "check_for_update_on_startup = false\n" >"$HOME/.codex/config.toml" &&
+	cd own &&
+	test_expect_code 0 "$BATON" run "Add hello.txt with a greeting" >../own.out 2>&1 &&
+	id=$(newest_run) &&
+	test "$(run_status "$id")" = merge_ready &&
+	"$BATON" diff "$id" >../own.diff &&
+	test_grep "+hello from codex" ../own.diff &&
+	# its sessions went to the user home, through the sandbox
+	find "$HOME/.codex/sessions" -name "*.jsonl" >../sessions &&
+	test_line_count -ge 5 ../sessions
+'
+
 test_done

@@ -42,4 +42,36 @@ qwen qwen /v1 mock-model
 opencode opencode /v1 mock-model
 EOF
 
+test_expect_success 'in the sandbox, a user gemini login (isolated: false) is ~/.gemini, written through' '
+	make_repo own &&
+	baton_init_with_agent own "providers:
+  cli:
+    type: gemini
+    command: [\"$AGENTS_BIN/gemini\"]
+    model: gemini-2.5-flash
+    base_url: \"$(mock_url mock)\"
+    api_key_env: MOCK_KEY
+    isolated: false
+    max_retries: 0
+    timeout_seconds: 180
+roles: {default: cli}
+execution: {sandbox: bwrap}" &&
+	mkdir -p "$HOME/.gemini" &&
+	cat >"$HOME/.gemini/settings.json" <<-\EOF &&
+	{"security": {"auth": {"selectedType": "gemini-api-key"},
+	              "folderTrust": {"enabled": false}},
+	 "privacy": {"usageStatisticsEnabled": false},
+	 "general": {"disableAutoUpdate": true}}
+	EOF
+	cd own &&
+	test_expect_code 0 "$BATON" run "Add hello.txt" >../own.out 2>&1 &&
+	id=$(newest_run) &&
+	test "$(run_status "$id")" = merge_ready &&
+	"$BATON" diff "$id" >../own.diff &&
+	test_grep "+hello from a cli" ../own.diff &&
+	# what it keeps went to the user home, through the sandbox
+	find "$HOME/.gemini" -newer "$HOME/.gemini/settings.json" -type f >../kept &&
+	test_line_count -ge 1 ../kept
+'
+
 test_done

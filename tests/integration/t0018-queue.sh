@@ -7,7 +7,7 @@ test_description='the task queue: add, list, 200 tasks drained by 8 workers exac
 write_agent() {
 	cat >"$TRASH_DIRECTORY/agent" <<-\EOF
 	#!/bin/sh
-	echo "$BATON_RUN_ID $BATON_STAGE_KIND" >>"$TRASH_DIRECTORY/calls"
+	echo "$BATON_RUN_ID $BATON_STAGE_KIND" >>"$FAKE_STATE/calls"
 	area=$(sed -n "s/^AREA: //p" "$BATON_PROMPT_FILE" | head -n 1)
 	mkdir -p "$BATON_WORKTREE/${area:-misc}"
 	echo "$BATON_RUN_ID" >>"$BATON_WORKTREE/${area:-misc}/log.txt"
@@ -102,12 +102,12 @@ test_expect_success 'enqueue 200 tasks across 10 areas with dependencies' '
 
 test_expect_success '8 workers run every task exactly once' '
 	cd repo &&
-	: >"$TRASH_DIRECTORY/calls" &&
+	: >"$FAKE_STATE/calls" &&
 	"$BATON" serve --workers 8 --exit-when-idle 2>../serve.err &&
 	"$BATON" task list --json >../all.json &&
 	test_jq "[.[] | select(.status != \"done\")] | length == 0" ../all.json &&
-	test_line_count = 200 "$TRASH_DIRECTORY/calls" &&
-	sort "$TRASH_DIRECTORY/calls" | uniq -d >../dups &&
+	test_line_count = 200 "$FAKE_STATE/calls" &&
+	sort "$FAKE_STATE/calls" | uniq -d >../dups &&
 	test_line_count = 0 ../dups &&
 	"$BATON" events --all --json >../ev.json &&
 	jq -s -r "[.[] | select(.type == \"task_claimed\") | .task] | group_by(.) | map(select(length > 1)) | length" ../ev.json >../double &&

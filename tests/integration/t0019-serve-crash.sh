@@ -7,7 +7,7 @@ test_description='kill -9 of baton serve, over and over: every task ends done, n
 write_agent() {
 	cat >"$TRASH_DIRECTORY/agent" <<-\EOF
 	#!/bin/sh
-	echo "$BATON_RUN_ID $BATON_STAGE_KIND" >>"$TRASH_DIRECTORY/calls"
+	echo "$BATON_RUN_ID $BATON_STAGE_KIND" >>"$FAKE_STATE/calls"
 	sleep 0.$(( $(od -An -N1 -tu1 /dev/urandom) % 4 ))
 	case "$BATON_STAGE_KIND" in
 	execute) echo "$BATON_RUN_ID" >>"$BATON_WORKTREE/work.txt"; echo done ;;

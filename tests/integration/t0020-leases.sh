@@ -2,13 +2,13 @@
 test_description='leases and recovery: a stalled worker is fenced out, a rate-limited provider parks tasks in quota_wait, gates block tasks until decided'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
-# The agent: logs each call; waits for $TRASH_DIRECTORY/go when the task
-# says "slow"; answers "rate limited" while $TRASH_DIRECTORY/limit-until
+# The agent: logs each call; waits for $FAKE_STATE/go when the task
+# says "slow"; answers "rate limited" while $FAKE_STATE/limit-until
 # (epoch seconds) is in the future.
 write_agent() {
 	cat >"$TRASH_DIRECTORY/agent" <<-\EOF
 	#!/bin/sh
-	T=$TRASH_DIRECTORY
+	T=$FAKE_STATE
 	echo "$BATON_RUN_ID $BATON_STAGE_KIND $(date +%s)" >>"$T/calls"
 	if grep -q slow "$BATON_PROMPT_FILE"; then
 		echo $$ >"$T/slow.pid"
@@ -51,7 +51,7 @@ test_expect_success 'a worker stalled past its lease loses the task to another' 
 	cd repo &&
 	"$BATON" task add "slow job" >/dev/null &&
 	bg_start ../serveA "$BATON" serve --workers 1 &&
-	wait_for "test -s \"$TRASH_DIRECTORY/slow.pid\"" 30 &&
+	wait_for "test -s \"$FAKE_STATE/slow.pid\"" 30 &&
 	holder=$("$BATON" task show 1 --json | jq -r .lease_holder) &&
 	old_run=$("$BATON" task show 1 --json | jq -r .run) &&
 	echo "$old_run" >../old_run &&
@@ -59,7 +59,7 @@ test_expect_success 'a worker stalled past its lease loses the task to another' 
 	kill -STOP "$wpid" &&
 	# the lease (2 s) runs out; a second serve takes the task over
 	sleep 3 &&
-	touch "$TRASH_DIRECTORY/go" &&
+	touch "$FAKE_STATE/go" &&
 	"$BATON" serve --workers 1 --exit-when-idle 2>../serveB.err &&
 	"$BATON" task show 1 --json >../t1.json &&
 	test_jq ".status == \"done\" and (.runs | length) == 2 and .run != \"$old_run\"" ../t1.json &&
@@ -81,8 +81,8 @@ test_expect_success 'a worker stalled past its lease loses the task to another' 
 test_expect_success 'a rate-limited provider parks tasks in quota_wait, then all complete' '
 	setup_repo quota &&
 	cd quota &&
-	echo $(( $(date +%s) + 4 )) >"$TRASH_DIRECTORY/limit-until" &&
-	: >"$TRASH_DIRECTORY/limited" &&
+	echo $(( $(date +%s) + 4 )) >"$FAKE_STATE/limit-until" &&
+	: >"$FAKE_STATE/limited" &&
 	for i in 1 2 3 4 5; do "$BATON" task add "q $i" >/dev/null || exit 1; done &&
 	"$BATON" serve --workers 2 --exit-when-idle 2>../quota.err &&
 	"$BATON" task list --json >../q.json &&
@@ -91,7 +91,7 @@ test_expect_success 'a rate-limited provider parks tasks in quota_wait, then all
 	test_grep "quota_wait" ../q.ev &&
 	# no tight loop: each task was told to wait 2 s at a time, in a 4 s
 	# window: a handful of refused calls per task, never dozens
-	n=$(wc -l <"$TRASH_DIRECTORY/limited") &&
+	n=$(wc -l <"$FAKE_STATE/limited") &&
 	echo "refused calls: $n" &&
 	test "$n" -ge 5 && test "$n" -le 20 &&
 	# and a quota wait never spends an attempt
@@ -99,7 +99,7 @@ test_expect_success 'a rate-limited provider parks tasks in quota_wait, then all
 '
 
 test_expect_success 'a gate blocks the task until a person decides' '
-	rm -f "$TRASH_DIRECTORY/limit-until" &&
+	rm -f "$FAKE_STATE/limit-until" &&
 	setup_repo gated "policies: {require_approval_at_stages: [execute]}" &&
 	cd gated &&
 	"$BATON" task add "gated job" >/dev/null &&
@@ -136,7 +136,7 @@ test_expect_success 'the same failure again and again asks for rework instead of
 	cd repeat &&
 	cat >fail.sh <<-\EOF &&
 	#!/bin/sh
-	echo "$BATON_RUN_ID" >>"$TRASH_DIRECTORY/repeat-calls"
+	echo "$BATON_RUN_ID" >>"$FAKE_STATE/repeat-calls"
 	echo "the same error, run $BATON_RUN_ID" >&2
 	exit 3
 	EOF
@@ -147,32 +147,32 @@ test_expect_success 'the same failure again and again asks for rework instead of
 	"$BATON" task show 1 --json >../r.json &&
 	test_jq ".status == \"blocked\" and .block_reason == \"needs_rework\" and .attempts == 3" ../r.json &&
 	test_jq ".reason | test(\"same failure 3 times\")" ../r.json &&
-	test_line_count = 3 "$TRASH_DIRECTORY/repeat-calls"
+	test_line_count = 3 "$FAKE_STATE/repeat-calls"
 '
 
 test_expect_success 'Ctrl-C drains: the running task finishes, nothing new starts' '
-	rm -f "$TRASH_DIRECTORY/go" "$TRASH_DIRECTORY/slow.pid" &&
+	rm -f "$FAKE_STATE/go" "$FAKE_STATE/slow.pid" &&
 	setup_repo drain &&
 	cd drain &&
 	"$BATON" task add "slow one" >/dev/null &&
 	"$BATON" task add "next one" --after 1 >/dev/null &&
 	bg_start ../drain "$BATON" serve --workers 2 &&
-	wait_for "test -s \"$TRASH_DIRECTORY/slow.pid\"" 30 &&
+	wait_for "test -s \"$FAKE_STATE/slow.pid\"" 30 &&
 	kill -INT "$(cat ../drain.pid)" &&
 	wait_for "grep -q draining ../drain.out" 10 &&
-	touch "$TRASH_DIRECTORY/go" &&
+	touch "$FAKE_STATE/go" &&
 	test "$(bg_wait ../drain 60)" = 0 &&
 	"$BATON" task list --json >../dr.json &&
 	test_jq ".[0].status == \"done\" and .[1].status == \"queued\"" ../dr.json
 '
 
 test_expect_success 'a second Ctrl-C stops at once; the next serve resumes the run' '
-	rm -f "$TRASH_DIRECTORY/go" "$TRASH_DIRECTORY/slow.pid" &&
+	rm -f "$FAKE_STATE/go" "$FAKE_STATE/slow.pid" &&
 	setup_repo stop &&
 	cd stop &&
 	"$BATON" task add "slow again" >/dev/null &&
 	bg_start ../stop "$BATON" serve --workers 1 &&
-	wait_for "test -s \"$TRASH_DIRECTORY/slow.pid\"" 30 &&
+	wait_for "test -s \"$FAKE_STATE/slow.pid\"" 30 &&
 	kill -INT "$(cat ../stop.pid)" &&
 	wait_for "grep -q draining ../stop.out" 10 &&
 	kill -INT "$(cat ../stop.pid)" &&
@@ -182,7 +182,7 @@ test_expect_success 'a second Ctrl-C stops at once; the next serve resumes the r
 	run=$(jq -r .run ../st.json) &&
 	"$BATON" show "$run" --json >../st-run.json &&
 	test_jq ".status == \"interrupted\"" ../st-run.json &&
-	touch "$TRASH_DIRECTORY/go" &&
+	touch "$FAKE_STATE/go" &&
 	"$BATON" serve --workers 1 --exit-when-idle 2>../stop2.err &&
 	"$BATON" task show 1 --json >../st2.json &&
 	test_jq ".status == \"done\" and .run == \"$run\" and (.runs | length) == 1" ../st2.json

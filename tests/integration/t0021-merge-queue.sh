@@ -20,24 +20,25 @@ write_editor() {
 	chmod +x "$TRASH_DIRECTORY/editor"
 }
 
-# The project's check: fails while $TRASH_DIRECTORY/fail-checks exists;
+# The project's check (in FAKE_STATE, which the sandbox binds): fails
+# while $FAKE_STATE/fail-checks exists;
 # when it passes, it records the commit it passed on and where, so the
 # test can tell that everything on main was checked. With race-once
 # present it first commits to main behind the queue's back (once).
 write_check() {
-	cat >"$TRASH_DIRECTORY/check.sh" <<-EOF
+	cat >"$FAKE_STATE/check.sh" <<-EOF
 	#!/bin/sh
-	if [ -e "$TRASH_DIRECTORY/race-once" ]; then
-		rm -f "$TRASH_DIRECTORY/race-once"
-		repo=\$(cat "$TRASH_DIRECTORY/race-repo")
+	if [ -e "$FAKE_STATE/race-once" ]; then
+		rm -f "$FAKE_STATE/race-once"
+		repo=\$(cat "$FAKE_STATE/race-repo")
 		sha=\$(git -C "\$repo" commit-tree -p main -m "sneaky commit" "main^{tree}") &&
 			git -C "\$repo" update-ref refs/heads/main "\$sha"
 	fi
-	if [ -e "$TRASH_DIRECTORY/fail-checks" ]; then
+	if [ -e "$FAKE_STATE/fail-checks" ]; then
 		echo "checks told to fail"
 		exit 1
 	fi
-	echo "passed \$(git rev-parse HEAD) \$PWD" >>"$TRASH_DIRECTORY/validated.log"
+	echo "passed \$(git rev-parse HEAD) \$PWD" >>"$FAKE_STATE/validated.log"
 	EOF
 }
 
@@ -56,8 +57,9 @@ make_story_repo() {
 			cat <<-EOF
 			providers:
 			  fake: {type: command, command: ["$TRASH_DIRECTORY/editor"]}
-			validate: {commands: ["make test", "sh $TRASH_DIRECTORY/check.sh"], timeout_seconds: 120}
+			validate: {commands: ["make test", "sh $FAKE_STATE/check.sh"], timeout_seconds: 120}
 			merge: {retries: 2, backoff_seconds: 1${2:+, $2}}
+			${3:-}
 			EOF
 		)"
 }
@@ -140,9 +142,9 @@ test_expect_success 'main history holds only validated states: one checked merge
 		# a merge commit (two parents) whose exact state passed the checks
 		# in the merge worktree
 		test "$(git rev-list --parents -n 1 "$c" | wc -w)" = 3 || exit 1
-		grep -q "^passed $c .*/.baton/worktrees/.merge$" ../validated.log || {
+		grep -q "^passed $c .*/.baton/worktrees/.merge$" "$FAKE_STATE/validated.log" || {
 			echo "main commit $c was never checked"
-			cat ../validated.log
+			cat "$FAKE_STATE/validated.log"
 			exit 1
 		}
 	done <../landed &&
@@ -197,9 +199,9 @@ test_expect_success 'failing checks leave main untouched; merging again after th
 	cd repo &&
 	r4=$(edit_run 5 "five, from the fourth run" "Change line five") &&
 	before=$(git rev-parse main) &&
-	touch ../fail-checks &&
+	touch "$FAKE_STATE/fail-checks" &&
 	test_expect_code 1 "$BATON" merge "$r4" >../fail.out 2>&1 &&
-	rm ../fail-checks &&
+	rm "$FAKE_STATE/fail-checks" &&
 	test_grep "$r4: failed: checks failed on the merge with main (main untouched)" ../fail.out &&
 	test_grep "checks told to fail" ../fail.out &&
 	test "$(git rev-parse main)" = "$before" &&
@@ -268,21 +270,22 @@ test_expect_success 'all landings so far were checked' '
 	git rev-list --first-parent "$(cat ../start)..main" >../landed &&
 	test_line_count = 4 ../landed &&
 	while read -r c; do
-		grep -q "^passed $c .*/.baton/worktrees/.merge$" ../validated.log ||
+		grep -q "^passed $c .*/.baton/worktrees/.merge$" "$FAKE_STATE/validated.log" ||
 			{ echo "main commit $c was never checked"; exit 1; }
 	done <../landed
 '
 
 test_expect_success 'a base not checked out moves by compare-and-swap; a race retries on the new base' '
-	make_story_repo repo2 "base_branch: main" &&
-	echo "$TRASH_DIRECTORY/repo2" >race-repo &&
+	# no sandbox: the check itself commits to main (a sandboxed one cannot)
+	make_story_repo repo2 "base_branch: main" "execution: {sandbox: none}" &&
+	echo "$TRASH_DIRECTORY/repo2" >"$FAKE_STATE/race-repo" &&
 	git -C repo2 checkout -q -b work &&
 	cd repo2 &&
 	r=$(edit_run 2 "two, from repo2" "Change line two") &&
 	start=$(git rev-parse main) &&
-	touch ../race-once &&
+	touch "$FAKE_STATE/race-once" &&
 	"$BATON" merge "$r" >../race.out &&
-	test_path_is_missing ../race-once &&
+	test_path_is_missing "$FAKE_STATE/race-once" &&
 	test_grep "$r: .main. moved while the merge was checked (retrying at once)" ../race.out &&
 	test_grep "$r: merged as" ../race.out &&
 	# main: the landing, on top of the sneaky commit, on top of the start
@@ -291,7 +294,7 @@ test_expect_success 'a base not checked out moves by compare-and-swap; a race re
 	test "$(git log -1 --format=%s main^1)" = "sneaky commit" &&
 	test "$(git rev-parse main^1^1)" = "$start" &&
 	git show main:story.txt | grep -q "two, from repo2" &&
-	grep -q "^passed $(git rev-parse main) " ../validated.log &&
+	grep -q "^passed $(git rev-parse main) " "$FAKE_STATE/validated.log" &&
 	# the branch checked out here was left alone
 	test "$(git rev-parse work)" = "$start" &&
 	test_grep ! "two, from" story.txt &&

@@ -2,20 +2,24 @@
 test_description='baton plan: a requirement becomes queued tasks with dependencies and areas; plans are versioned; broken answers, cycles and unconfirmed plans queue nothing; the planner on the mock model server'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
-P=$TRASH_DIRECTORY/planner
+# (in FAKE_STATE, the one folder of the trash the sandbox lets it write)
+P=$FAKE_STATE/planner
 mkdir -p "$P"
 
 # The scripted planner: records each call (prompt, cwd), then answers as
-# the file $P/mode says: good (writes plan.json), text (the plan in a
-# ```json block of its answer), garbage, cycle, slow (writes plan.json,
-# then sleeps with its pid in $P/slow.pid).
+# the file $P/mode says: good (writes plan.json in its output folder,
+# BATON_OUT_DIR), text (the plan in a ```json block of its answer),
+# garbage, cycle, slow (writes plan.json, then sleeps with its pid in
+# $P/slow.pid).
 cat >"$TRASH_DIRECTORY/planner.sh" <<-\EOF
 #!/bin/sh
-P=$TRASH_DIRECTORY/planner
+P=$FAKE_STATE/planner
+here=$(pwd)
+cd "${BATON_OUT_DIR:-.}" || exit 1
 n=$(($(cat "$P/calls" 2>/dev/null || echo 0) + 1))
 echo "$n" >"$P/calls"
 cat >"$P/prompt.$n"
-pwd >"$P/cwd.$n"
+echo "$here" >"$P/cwd.$n"
 echo "$BATON_ROLE" >"$P/role.$n"
 case $(cat "$P/mode") in
 good) cp "$P/good.json" plan.json && echo "Wrote plan.json." ;;
@@ -230,10 +234,11 @@ test_expect_success 'SIGTERM during the call stops the planner; nothing is queue
 	ntasks=$(q "SELECT count(*) FROM tasks") &&
 	bg_start "$TRASH_DIRECTORY/slow" "$BATON" plan req.md --yes &&
 	wait_for "test -s \"$P/slow.pid\"" 10 &&
-	agent=$(cat "$P/slow.pid") &&
+	# (its pid in the sandbox is not the host pid: found by command line)
+	wait_for "test -n \"\$(trash_procs \"sleep 1000\")\"" 10 &&
 	kill -TERM "$(cat "$TRASH_DIRECTORY/slow.pid")" &&
 	test "$(bg_wait "$TRASH_DIRECTORY/slow")" = 130 &&
-	wait_for "! process_is_alive $agent" 10 &&
+	wait_for "test -z \"\$(trash_procs \"sleep 1000\")\"" 10 &&
 	test_grep "the planner was stopped; nothing was queued" "$TRASH_DIRECTORY/slow.out" &&
 	test "$(q "SELECT count(*) FROM tasks")" = "$ntasks" &&
 	test_path_is_missing plan.json

@@ -13,7 +13,7 @@ write_agents() {
 	cat >"$TRASH_DIRECTORY/judge" <<-\EOF
 	#!/bin/sh
 	prompt=$(cat)
-	echo "$(basename "$PWD")" >>"$TRASH_DIRECTORY/judged"
+	echo "$(basename "$PWD")" >>"$FAKE_STATE/judged"
 	sleep 0.05
 	if echo "$prompt" | grep -q "please-rework" && ! echo "$prompt" | grep -q "^Task: Rework"; then
 		echo "- work.txt: say more. Because it is terse."
@@ -52,15 +52,15 @@ test_expect_success 'setup' '
 test_expect_success 'two serves racing over 100 finished runs judge each exactly once' '
 	cd repo &&
 	for i in $(seq 1 100); do "$BATON" task add "job $i" >/dev/null || exit 1; done &&
-	: >"$TRASH_DIRECTORY/judged" &&
+	: >"$FAKE_STATE/judged" &&
 	bg_start ../s1 "$BATON" serve --workers 3 --exit-when-idle &&
 	bg_start ../s2 "$BATON" serve --workers 3 --exit-when-idle &&
 	test "$(bg_wait ../s1 600)" = 0 &&
 	test "$(bg_wait ../s2 600)" = 0 &&
 	"$BATON" task list --json >../all.json &&
 	test_jq "length == 100 and all(.[]; .status == \"done\" and .judgement_version == 1)" ../all.json &&
-	test_line_count = 100 "$TRASH_DIRECTORY/judged" &&
-	sort "$TRASH_DIRECTORY/judged" | uniq -d >../dups &&
+	test_line_count = 100 "$FAKE_STATE/judged" &&
+	sort "$FAKE_STATE/judged" | uniq -d >../dups &&
 	test_line_count = 0 ../dups &&
 	"$BATON" events --all --json >../ev.json &&
 	jq -s "[.[] | select(.type == \"judged\")] | length" ../ev.json >../judged &&

@@ -33,14 +33,14 @@ command -v node >/dev/null 2>&1 || skip_all "node is not installed (tools/deps.s
 [ -f "$PLAYWRIGHT/index.mjs" ] || skip_all "playwright-core is not installed in $PLAYWRIGHT (run tools/agents.sh)"
 
 export BATON_PLAYWRIGHT=$PLAYWRIGHT BATON_CHROMIUM=$CHROMIUM
-export BATON_DASH_GO=$TRASH_DIRECTORY BATON_DASH_OUT=$TRASH_DIRECTORY
+export BATON_DASH_GO=$FAKE_STATE BATON_DASH_OUT=$TRASH_DIRECTORY
 export BATON_DASH_SHOTS=$SHOTS
 
 XSS='<img src=x onerror=window.__pwned=1>'
 FORM_TITLE='WAIT-slow Add a greeting from the dashboard'
 GATED_TITLE='A gated change'
 
-# The agent: waits for $TRASH_DIRECTORY/go-hold (go-slow, go-page,
+# The agent: waits for $FAKE_STATE/go-hold (go-slow, go-page,
 # go-drift) when its prompt says WAIT-hold (WAIT-slow, WAIT-page,
 # WAIT-drift), saying so every half
 # second; writes a line the diff shows, and prints
@@ -48,7 +48,7 @@ GATED_TITLE='A gated change'
 write_agent() {
 	cat >"$TRASH_DIRECTORY/agent" <<-\EOF
 	#!/bin/sh
-	T=$TRASH_DIRECTORY
+	T=$FAKE_STATE
 	for w in hold slow page drift; do
 		if grep -q "WAIT-$w" "$BATON_PROMPT_FILE"; then
 			i=0
@@ -248,7 +248,7 @@ runtime: {judge: false, sweep_seconds: 1}" &&
 	run=$("$BATON" task show 1 --json | jq -r .run) &&
 	wait_for_status "$run" executing &&
 	"$BATON" pause "$run" >/dev/null &&
-	: >../go-drift &&
+	: >"$FAKE_STATE/go-drift" &&
 	wait_for_status "$run" paused &&
 	wait_for "test \"\$(task_status 1)\" = blocked" 30 &&
 	hash=$("$BATON" show "$run" --json | jq -r .config_hash) &&
@@ -288,7 +288,7 @@ test_expect_success 'a research run'"'"'s claims and an assist run'"'"'s state a
 '
 
 test_expect_success 'serve stops cleanly' '
-	: >go-page &&
+	: >"$FAKE_STATE/go-page" &&
 	for s in serve-board serve-gated serve-many serve-drift2; do
 		kill -TERM "$(cat $s.pid)" &&
 		rc=$(bg_wait $s 30) &&

@@ -12,13 +12,13 @@ export FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow
 paused_run() {
 	local name=$TRASH_DIRECTORY/$1 last id
 	last=$(newest_run)
-	FAKE_WAIT_FOR=$name.release bg_start "$name" "$BATON" run "$2" &&
+	FAKE_WAIT_FOR=$FAKE_STATE/$1.release bg_start "$name" "$BATON" run "$2" &&
 		wait_for "test -n \"\$(newest_run)\" && test \"\$(newest_run)\" != \"$last\"" &&
 		id=$(newest_run) &&
 		echo "$id" >"$name.id" &&
 		wait_for_status "$id" executing &&
 		"$BATON" pause "$id" >/dev/null &&
-		touch "$name.release" &&
+		touch "$FAKE_STATE/$1.release" &&
 		wait_for_status "$id" paused &&
 		kill -TERM "$(cat "$name.pid")" &&
 		bg_wait "$name" >/dev/null &&
@@ -171,13 +171,13 @@ test_expect_success 'a secret in the config is redacted in the snapshot and back
 test_expect_success 'a live driver keeps its config: resume says so and lets it go on' '
 	cd repo &&
 	last=$(newest_run) &&
-	FAKE_WAIT_FOR=$TRASH_DIRECTORY/five.release \
+	FAKE_WAIT_FOR=$FAKE_STATE/five.release \
 		bg_start ../five "$BATON" run "A driver stays" &&
 	wait_for "test \"\$(newest_run)\" != \"$last\"" &&
 	id=$(newest_run) &&
 	wait_for_status "$id" executing &&
 	"$BATON" pause "$id" >/dev/null &&
-	touch ../five.release &&
+	touch "$FAKE_STATE/five.release" &&
 	wait_for_status "$id" paused &&
 	set_loops 6 &&
 	test_expect_code 1 "$BATON" resume --current "$id" </dev/null 2>../live.err &&
@@ -311,7 +311,7 @@ test_expect_success 'API: a budget-only change is taken without a choice (200)' 
 # NAME.task, the run id to NAME.id.
 paused_task_run() {
 	local name=$TRASH_DIRECTORY/$1 task id
-	rm -f "$TRASH_DIRECTORY/release" &&
+	rm -f "$FAKE_STATE/release" &&
 		task=$("$BATON" task add "$2" --json | jq .id) &&
 		echo "$task" >"$name.task" &&
 		wait_for "task_json $task | jq -e \".run != null\"" 30 &&
@@ -319,7 +319,7 @@ paused_task_run() {
 		echo "$id" >"$name.id" &&
 		wait_for_status "$id" executing &&
 		"$BATON" pause "$id" >/dev/null &&
-		touch "$TRASH_DIRECTORY/release" &&
+		touch "$FAKE_STATE/release" &&
 		wait_for_status "$id" paused &&
 		wait_for "task_json $task | jq -e \".status == \\\"blocked\\\" and .block_reason == \\\"paused\\\"\"" 30
 }
@@ -328,7 +328,7 @@ test_expect_success 'task setup: three tasks paused under serve, then a changed 
 	make_repo tasks &&
 	baton_init_with_agent tasks "runtime: {judge: false, sweep_seconds: 1}" &&
 	cd tasks &&
-	export FAKE_WAIT_FOR=$TRASH_DIRECTORY/release &&
+	export FAKE_WAIT_FOR=$FAKE_STATE/release &&
 	serve_http "$TRASH_DIRECTORY/tasks-serve" --workers 1 &&
 	paused_task_run t1 "Start the task over" &&
 	paused_task_run t2 "Start the task over from the API" &&
@@ -399,7 +399,7 @@ test_expect_success 'resume of a task'"'"'s run in a terminal while serve runs: 
 
 test_expect_success 'resume --fresh of a task'"'"'s run a worker is driving: the worker lets go, the new run is driven here; the task ends done' '
 	cd tasks &&
-	rm -f ../release &&
+	rm -f "$FAKE_STATE/release" &&
 	task=$("$BATON" task add "Start over under a live worker" --json | jq .id) &&
 	wait_for "task_json $task | jq -e \".run != null\"" 30 &&
 	id=$(task_json "$task" | jq -r .run) &&
@@ -420,7 +420,7 @@ test_expect_success 'resume --fresh of a task'"'"'s run a worker is driving: the
 		[\"done\"]" ../t4.tevents &&
 	"$BATON" events "$new" --json >../t4-new.events &&
 	test_grep ! "superseded\|abort_requested" ../t4-new.events &&
-	touch ../release &&
+	touch "$FAKE_STATE/release" &&
 	kill "$(cat ../tasks-serve2.pid)" &&
 	bg_wait ../tasks-serve2 >/dev/null
 '
@@ -431,13 +431,13 @@ test_expect_success 'a task'"'"'s --allow holds its run when resumed in a termin
 	baton_init_with_agent pol "runtime: {judge: false, sweep_seconds: 1}" &&
 	cd pol &&
 	task=$("$BATON" task add "Keep to the docs" --allow "docs/**" --json | jq .id) &&
-	export FAKE_FAIL_STAGE=plan FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$TRASH_DIRECTORY/pol-release &&
+	export FAKE_FAIL_STAGE=plan FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=$FAKE_STATE/pol-release &&
 	serve_http "$TRASH_DIRECTORY/pol-serve" --workers 1 &&
 	wait_for "task_json $task | jq -e \".run != null\"" 30 &&
 	id=$(task_json "$task" | jq -r .run) &&
 	wait_for_status "$id" planning &&
 	"$BATON" pause "$id" >/dev/null &&
-	touch ../pol-release &&
+	touch "$FAKE_STATE/pol-release" &&
 	wait_for_status "$id" paused &&
 	wait_for "task_json $task | jq -e \".status == \\\"blocked\\\"\"" 30 &&
 	kill "$(cat ../pol-serve.pid)" &&

@@ -99,11 +99,15 @@ test_expect_success 'each agent stage ran once, with its kind, name, artifact an
 	env=$FAKE_STATE/$id.stage-rca-1.1.env &&
 	test_grep "^BATON_STAGE_KIND=rca$" "$env" &&
 	test_grep "^BATON_STAGE=analyzing_1$" "$env" &&
-	test_grep "^BATON_ARTIFACT=$dir/rca-fake-default-1-v1.json$" "$env" &&
+	# the file to write is in the output folder of the call; baton
+	# takes it from there into the run folder
+	test_grep "^BATON_ARTIFACT=$dir/out/[^/]*-rca-1-fake-0/rca-fake-default-1-v1.json$" "$env" &&
+	test_path_is_file "$dir/rca-fake-default-1-v1.json" &&
 	test_grep "^BATON_OUTPUT_VERSION=1$" "$env" &&
 	env=$FAKE_STATE/$id.stage-code-review-3.1.env &&
 	test_grep "^BATON_STAGE=reviewing_code_3$" "$env" &&
-	test_grep "^BATON_ARTIFACT=$dir/code-review-fake-default-3-v1.json$" "$env"
+	test_grep "^BATON_ARTIFACT=$dir/out/[^/]*-code-review-3-fake-0/code-review-fake-default-3-v1.json$" "$env" &&
+	test_path_is_file "$dir/code-review-fake-default-3-v1.json"
 '
 
 test_expect_success 'the run folder holds the versioned records and what consolidation wrote' '

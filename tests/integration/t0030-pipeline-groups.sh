@@ -235,7 +235,7 @@ test_expect_success 'phased: kill -9 of baton run while step 4 is implemented' '
 	cd phased &&
 	FAKE_PLAN_STEPS=4 FAKE_FAIL_STAGE=implementation FAKE_FAIL_STEP=4 \
 		FAKE_FAIL_MODE=slow FAKE_FAIL_ATTEMPTS=1 \
-		FAKE_WAIT_FOR=$TRASH_DIRECTORY/never \
+		FAKE_WAIT_FOR=$FAKE_STATE/never \
 		bg_start ../crash "$BATON" run --pipeline phased "Phased: $bug" &&
 	wait_for "test -n \"\$(newest_run)\"" &&
 	id=$(newest_run) && echo "$id" >../crash.id &&
@@ -258,7 +258,7 @@ test_expect_success 'phased: baton resume finishes the run (exit 0)' '
 	id=$(cat ../crash.id) &&
 	FAKE_PLAN_STEPS=4 FAKE_FAIL_STAGE=implementation FAKE_FAIL_STEP=4 \
 		FAKE_FAIL_MODE=slow FAKE_FAIL_ATTEMPTS=1 \
-		FAKE_WAIT_FOR=$TRASH_DIRECTORY/never \
+		FAKE_WAIT_FOR=$FAKE_STATE/never \
 		test_expect_code 0 "$BATON" resume "$id" >../resume.out 2>&1 &&
 	test "$(run_status "$id")" = merge_ready &&
 	transitions "$id" >../actual &&

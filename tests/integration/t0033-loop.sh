@@ -11,7 +11,7 @@ test_description='the loop pipeline (Craik): bounded iterations, policy grants w
 write_agent() {
 	cat >"$TRASH_DIRECTORY/agent" <<-\EOF
 	#!/bin/sh
-	echo "$BATON_RUN_ID $BATON_STAGE_KIND $BATON_ITERATION" >>"$TRASH_DIRECTORY/calls"
+	echo "$BATON_RUN_ID $BATON_STAGE_KIND $BATON_ITERATION" >>"$FAKE_STATE/calls"
 	it=${BATON_ITERATION:-1}
 	case "$BATON_STAGE_KIND" in
 	loop-plan)
@@ -27,7 +27,7 @@ write_agent() {
 		if [ -n "${ACT_SLEEP:-}" ] && [ "$it" = "${ACT_SLEEP_AT:-2}" ]; then
 			sleep "$ACT_SLEEP"
 		fi
-		echo "act $it done" >>"$TRASH_DIRECTORY/acts"
+		echo "act $it done" >>"$FAKE_STATE/acts"
 		echo "wrote notes/$it.txt" ;;
 	evaluate)
 		st=continue
@@ -54,7 +54,7 @@ loop_config() {
 
 # calls_of RUN KIND: how many calls of that kind the run made.
 calls_of() {
-	grep -c "^$1 $2 " "$TRASH_DIRECTORY/calls" || :
+	grep -c "^$1 $2 " "$FAKE_STATE/calls" || :
 }
 
 # The Craik receipt chain cases (../shared beside the source tree, as in
@@ -228,7 +228,7 @@ test_expect_success 'tampering with a stored receipt makes receipts verify fail,
 test_expect_success 'kill -9 during act 2, then resume: no completed step runs again' '
 	loop_config trusted-local &&
 	cd repo &&
-	: >"$TRASH_DIRECTORY/acts" &&
+	: >"$FAKE_STATE/acts" &&
 	before=$(newest_run) &&
 	LOOP_STEPS=3 ACT_SLEEP=30 ACT_SLEEP_AT=2 bg_start "$TRASH_DIRECTORY/crash" "$BATON" run --pipeline loop "crash in the middle" &&
 	wait_for "test \"\$(newest_run)\" != \"$before\"" &&
@@ -240,8 +240,8 @@ test_expect_success 'kill -9 during act 2, then resume: no completed step runs a
 	test "$(run_status "$id")" = completed &&
 	test "$(calls_of "$id" loop-plan)" = 3 &&
 	test "$(calls_of "$id" evaluate)" = 3 &&
-	test "$(grep -c "act 1 done" "$TRASH_DIRECTORY/acts")" = 1 &&
-	test "$(grep -c "act 3 done" "$TRASH_DIRECTORY/acts")" = 1 &&
+	test "$(grep -c "act 1 done" "$FAKE_STATE/acts")" = 1 &&
+	test "$(grep -c "act 3 done" "$FAKE_STATE/acts")" = 1 &&
 	"$BATON" receipts "$id" --json >../crash.json &&
 	test_jq "[.[] | select(.phase == \"act\") | .iteration] == [1, 2, 3]" ../crash.json &&
 	"$BATON" receipts verify "$id"

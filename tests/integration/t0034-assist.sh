@@ -10,17 +10,17 @@ test_description='the assist pipeline (OpenViber): intake, feedback by approve, 
 write_agent() {
 	cat >"$TRASH_DIRECTORY/agent" <<-\EOF
 	#!/bin/sh
-	echo "$BATON_RUN_ID $BATON_STAGE_KIND" >>"$TRASH_DIRECTORY/calls"
+	echo "$BATON_RUN_ID $BATON_STAGE_KIND" >>"$FAKE_STATE/calls"
 	case "$BATON_STAGE_KIND" in
 	plan)
-		n=$(grep -c "^$BATON_RUN_ID plan" "$TRASH_DIRECTORY/calls")
-		cp "$BATON_PROMPT_FILE" "$TRASH_DIRECTORY/$BATON_RUN_ID.plan-$n.prompt"
-		printf '# Plan %s\n\n1. write done.txt\n%s\n' "$n" "${PLAN_LINE:-}" >"$BATON_RUN_DIR/plan.md" ;;
+		n=$(grep -c "^$BATON_RUN_ID plan" "$FAKE_STATE/calls")
+		cp "$BATON_PROMPT_FILE" "$FAKE_STATE/$BATON_RUN_ID.plan-$n.prompt"
+		printf '# Plan %s\n\n1. write done.txt\n%s\n' "$n" "${PLAN_LINE:-}" >"$BATON_OUT_DIR/plan.md" ;;
 	execute)
-		n=$(grep -c "^$BATON_RUN_ID execute" "$TRASH_DIRECTORY/calls")
-		cp "$BATON_PROMPT_FILE" "$TRASH_DIRECTORY/$BATON_RUN_ID.execute-$n.prompt"
+		n=$(grep -c "^$BATON_RUN_ID execute" "$FAKE_STATE/calls")
+		cp "$BATON_PROMPT_FILE" "$FAKE_STATE/$BATON_RUN_ID.execute-$n.prompt"
 		if [ "${ESCALATE:-}" = 1 ] && [ "$n" = 1 ]; then
-			cat >"$BATON_RUN_DIR/escalation.json" <<-JSON
+			cat >"$BATON_OUT_DIR/escalation.json" <<-JSON
 			{"question": "Which storage should the notes use?",
 			 "options": [
 			   {"id": "A", "label": "a JSON file", "tradeoffs": "Pro: simple. Con: no queries."},
@@ -99,7 +99,7 @@ test_expect_success 'revise: planning again, with the notes in the planner promp
 	id=$(cat ../repo.id) &&
 	"$BATON" approvals revise "$id" --guidance "also keep a changelog" &&
 	cd .. && wait_question repo feedback && cd repo &&
-	test_grep "also keep a changelog" "$TRASH_DIRECTORY/$id.plan-2.prompt" &&
+	test_grep "also keep a changelog" "$FAKE_STATE/$id.plan-2.prompt" &&
 	transitions "$id" | grep -c "^planning$" >../plannings &&
 	test "$(cat ../plannings)" = 2 &&
 	"$BATON" approvals approve "$id" &&
@@ -135,7 +135,7 @@ test_expect_success 'an escalation: one question, the recommended option first; 
 	test_jq ".question == \"Which storage should the notes use?\" and .options[0].id == \"B\" and .options[0].recommended == true and .default == \"B\" and .timeout_seconds == 2" ../q.json &&
 	jq -s "[.[] | select(.type == \"escalation_timeout\")] | first | .data" ../esc.json >../t.json &&
 	test_jq ".default == \"B\" and .applied == \"B\"" ../t.json &&
-	test_grep "option B" "$TRASH_DIRECTORY/$id.execute-2.prompt" &&
+	test_grep "option B" "$FAKE_STATE/$id.execute-2.prompt" &&
 	transitions "$id" >../path &&
 	test_grep "^waiting_for_approval$" ../path &&
 	"$BATON" approvals approve "$id" &&
@@ -174,7 +174,7 @@ test_expect_success 'an escalation answered by a person before its timeout' '
 	id=$(cat ../repo.id) &&
 	"$BATON" approvals approve "$id" --guidance A &&
 	cd .. && wait_question repo feedback && cd repo &&
-	test_grep "A" "$TRASH_DIRECTORY/$id.execute-2.prompt" &&
+	test_grep "A" "$FAKE_STATE/$id.execute-2.prompt" &&
 	"$BATON" events "$id" --json | jq -s "[.[] | select(.type == \"escalation_timeout\")] | length" >../n &&
 	test "$(cat ../n)" = 0 &&
 	"$BATON" approvals approve "$id" &&

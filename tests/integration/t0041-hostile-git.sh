@@ -8,7 +8,7 @@ HOSTILE_AGENT=$TEST_DIRECTORY/lib/hostile-agent
 # build/, and YAML in its config.
 docs_repo() {
 	make_repo "$1" &&
-	mkdir -p "$1/docs" "$1.mark" &&
+	mkdir -p "$1/docs" &&
 	echo "kept" >"$1/docs/keep.txt" &&
 	echo "build/" >"$1/.gitignore" &&
 	git -C "$1" add docs/keep.txt .gitignore &&
@@ -31,7 +31,8 @@ ${3:-}" &&
 hostile_run() {
 	(
 		cd "$1" &&
-		HOSTILE_MODE=$(cat "../$1.mode") HOSTILE_MARK=$PWD/../$1.mark \
+		HOSTILE_MODE=$(cat "../$1.mode") HOSTILE_STAGE=execute \
+			HOSTILE_TRAP=$FAKE_STATE/$1.trap \
 			"$BATON" run "Add a feature" >"../$1.out" 2>&1
 		echo $? >"../$1.rc"
 		"$BATON" show --json "$(newest_run)" >"../$1.json"
@@ -40,9 +41,13 @@ hostile_run() {
 
 # nothing_ran DIR: no payload the agent planted was run by anyone.
 nothing_ran() {
-	ls "$1.mark" >"$1.marks" &&
-	test_grep ! -v '^done-' "$1.marks"
+	ls "$FAKE_STATE/$1.trap" >"$1.marks" &&
+	test_grep ! "^ran-" "$1.marks"
 }
+
+# The attacks on the repository's git dir need it writable: without the
+# sandbox (with it, the git dir is read-only to the agent; see below).
+NOSANDBOX="execution: {sandbox: none}"
 
 test_expect_success 'a .git file pointed at the agent'"'"'s own git dir: baton never uses it, its fsmonitor never runs, the run blocks and the file is put back' '
 	hostile_repo gitfile gitfile-fsmonitor &&
@@ -76,12 +81,25 @@ test_expect_success 'a HEAD pointed at the base branch: the base does not move, 
 '
 
 test_expect_success 'hooks and fsmonitor planted in the repository never run on baton'"'"'s git, and the run blocks naming them' '
-	hostile_repo hooks hooks &&
+	hostile_repo hooks hooks "$NOSANDBOX" &&
 	hostile_run hooks &&
 	nothing_ran hooks &&
 	test "$(cat hooks.rc)" = 3 &&
 	test_jq ".reason | test(\"hooks/post-commit was created\")" hooks.json &&
 	test_jq ".reason | test(\"repository.s config was\")" hooks.json
+'
+
+test_expect_success 'under the sandbox the git dir is read-only: the hooks, the config, a replace ref and the base branch cannot even be written' '
+	for m in hooks replace move-base; do
+		rm -f "$FAKE_STATE/hostile.$m" &&
+		hostile_repo "sb-$m" "$m" &&
+		hostile_run "sb-$m" &&
+		nothing_ran "sb-$m" &&
+		test_grep ": refused" "$FAKE_STATE/hostile.$m" &&
+		test_grep ! ": ok" "$FAKE_STATE/hostile.$m" || return 1
+	done &&
+	test "$(cat sb-move-base.rc)" = 0 &&
+	test_jq ".status == \"merge_ready\"" sb-hooks.json
 '
 
 test_expect_success 'a rename out of the allowed paths is seen: both names are held to policies.allowed_paths' '
@@ -92,7 +110,8 @@ test_expect_success 'a rename out of the allowed paths is seen: both names are h
 '
 
 test_expect_success 'a replace ref that hides an edit: baton diffs the commits themselves and the new ref is a breach' '
-	hostile_repo replace replace "policies: {allowed_paths: [feature.txt]}" &&
+	hostile_repo replace replace "policies: {allowed_paths: [feature.txt]}
+$NOSANDBOX" &&
 	hostile_run replace &&
 	test "$(cat replace.rc)" = 3 &&
 	test_jq ".reason | test(\"the ref refs/replace/[0-9a-f]+ was created\")" replace.json &&
@@ -113,11 +132,11 @@ test_expect_success 'a symbolic link out of the worktree blocks the run, naming 
 	hostile_run link &&
 	test "$(cat link.rc)" = 3 &&
 	test_jq ".reason | test(\"symbolic link notes.txt points out of the worktree\")" link.json &&
-	test_path_is_missing link.mark/../outside.txt
+	test_path_is_missing "$FAKE_STATE/outside.txt"
 '
 
 test_expect_success 'the base branch moved by the agent is a breach naming it' '
-	hostile_repo movebase move-base &&
+	hostile_repo movebase move-base "$NOSANDBOX" &&
 	hostile_run movebase &&
 	test "$(cat movebase.rc)" = 3 &&
 	test_jq ".reason | test(\"the ref refs/heads/(master|main) was moved\")" movebase.json
@@ -130,7 +149,7 @@ test_expect_success 'a landing of the merge queue while an agent works is no bre
 	FAKE_EDIT_FILE=first.txt "$BATON" run "First" >../first.out 2>&1 &&
 	first=$(newest_run) &&
 	FAKE_EDIT_FILE=second.txt FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow \
-		FAKE_WAIT_FOR=$TRASH_DIRECTORY/go \
+		FAKE_WAIT_FOR=$FAKE_STATE/go \
 		bg_start ../second "$BATON" run "Second" &&
 	wait_for "test \"\$(newest_run)\" != \"$first\"" &&
 	second=$(newest_run) &&
@@ -139,7 +158,7 @@ test_expect_success 'a landing of the merge queue while an agent works is no bre
 	"$BATON" merge --add "$first" >../add.out &&
 	"$BATON" merge --queue >../queue.out 2>&1 &&
 	test "$(git rev-parse HEAD)" != "$base" &&
-	touch "$TRASH_DIRECTORY/go" &&
+	touch "$FAKE_STATE/go" &&
 	rc=$(bg_wait ../second) &&
 	test "$rc" = 0 &&
 	test "$(run_status "$second")" = merge_ready

@@ -25,7 +25,8 @@
 #     variables inherited from the caller;
 #   - exports BATON (the binary under test: $BATON_BIN, else ./baton at the
 #     top of the repository), FAKE_AGENT (tests/lib/fake-agent), FAKE_STATE
-#     (the fake agent's state directory) and TEST_DIRECTORY (tests/);
+#     (the fake agent's state directory; BATON_SANDBOX_RW lets the sandbox
+#     bind it read-write) and TEST_DIRECTORY (tests/);
 #   - kills, at exit, every background process the script started.
 #
 # Each test body runs in its own subshell with `set -e` (and an ERR trap that
@@ -123,6 +124,10 @@ export TRASH_DIRECTORY
 export HOME=$TRASH_DIRECTORY/home
 export XDG_CONFIG_HOME=$HOME/.config
 export FAKE_STATE=$TRASH_DIRECTORY/fake-state
+# The sandbox (on by default where bwrap works) hides /tmp, the home and
+# the repository: the scripted agents keep their records in FAKE_STATE,
+# which it binds read-write for them.
+export BATON_SANDBOX_RW=$FAKE_STATE
 mkdir -p "$HOME" "$FAKE_STATE"
 # The one global git setting tests want: a stable initial branch name and
 # no advice noise in captured output.
@@ -479,6 +484,24 @@ process_is_alive() {
 	[ -r "/proc/$1/stat" ] || return 1
 	state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
 	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# trash_procs CMDLINE
+#
+# The pids of live processes this script started (their environment holds
+# its TRASH_DIRECTORY) whose command line is CMDLINE, arguments joined by
+# spaces ("sleep 1000"). For agents in the sandbox, whose pid namespace
+# makes the pids they write of themselves useless out here.
+trash_procs() {
+	local f pid
+	# shellcheck disable=SC2013 # /proc paths have no spaces
+	for f in $(grep -lzxF "TRASH_DIRECTORY=$TRASH_DIRECTORY" /proc/[0-9]*/environ 2>/dev/null); do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		[ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "$1 " ] &&
+			process_is_alive "$pid" && echo "$pid"
+	done
+	return 0
 }
 
 # --- waiting ------------------------------------------------------------

@@ -591,6 +591,34 @@ TEST(escape_git)
 	buf_release(&out);
 }
 
+TEST(escape_baton)
+{
+	struct tools_ctx ctx;
+	struct buf out = BUF_INIT;
+
+	setup(&ctx);
+	/* a worktree's own .baton/ (committed config) is the project's */
+	ASSERT(mkdir(at(root, ".baton"), 0755) == 0);
+	put_s(at(root, ".baton/config.yaml"), "roles: {}\n");
+	ASSERT_EQ(call(&ctx, "read_file", "{\"path\":\".baton/config.yaml\"}",
+		       &out),
+		  0);
+	/* the repository's, with the token (a planner works there), is not */
+	put_s(at(root, ".baton/token"), "secret\n");
+	ASSERT_EQ(call(&ctx, "read_file", "{\"path\":\".baton/token\"}", &out),
+		  -1);
+	ASSERT_STREQ(out.ptr, "'.baton/token' is in baton's own folder "
+			      ".baton/, which the tools may not touch");
+	ASSERT_EQ(call(&ctx, "write_file",
+		       "{\"path\":\"a/../.baton/config.yaml\",\"content\":\"x\"}",
+		       &out),
+		  -1);
+	ASSERT_CONTAINS(out.ptr, "baton's own folder");
+	ASSERT_EQ(call(&ctx, "list", "{\"path\":\".baton\"}", &out), -1);
+	ASSERT_CONTAINS(out.ptr, "baton's own folder");
+	buf_release(&out);
+}
+
 TEST(unknown_tool_and_args)
 {
 	struct tools_ctx ctx;

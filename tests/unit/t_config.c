@@ -995,7 +995,7 @@ TEST(provider_problems)
 			       "from 1 to 10000");
 	load_err("execution: {sandbox: docker}\n", &e);
 	ASSERT_CONTAINS(e.msg, "execution.sandbox: 'docker' is not one of: "
-			       "none, bwrap");
+			       "auto, bwrap, none");
 	load_err("budget: {max_cost_usd: lots}\n", &e);
 	ASSERT_CONTAINS(e.msg, REPO ":1:24: budget.max_cost_usd: expected a "
 				    "number");

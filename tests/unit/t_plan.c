@@ -464,7 +464,7 @@ TEST(call_role_without_a_provider)
 {
 	struct fixture f;
 	struct agent_result ar = AGENT_RESULT_INIT;
-	struct role_call c = { "judge", ".", "p", "calls", "x" };
+	struct role_call c = { "judge", ".", "p", "calls", "x", NULL, NULL, NULL };
 	struct err e = ERR_INIT;
 
 	setup(&f, "providers: {a: {type: command, command: [\"true\"]}}\n"
