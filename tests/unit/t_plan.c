@@ -464,7 +464,8 @@ TEST(call_role_without_a_provider)
 {
 	struct fixture f;
 	struct agent_result ar = AGENT_RESULT_INIT;
-	struct role_call c = { "judge", ".", "p", "calls", "x", NULL, NULL, NULL };
+	struct role_call c = { .role = "judge", .cwd = ".", .prompt = "p",
+			       .dir = "calls", .name = "x" };
 	struct err e = ERR_INIT;
 
 	setup(&f, "providers: {a: {type: command, command: [\"true\"]}}\n"
