@@ -21,12 +21,15 @@ hostile_agent() {
 		chmod +x "$1"
 }
 
-# setup_repo NAME: a repository whose agent is ./NAME.sh.
+# setup_repo NAME: a repository whose agent is ./NAME.sh, without the
+# sandbox: under it the run folder is read-only to the agent (t0038), so
+# only without it can the agent plant links there for baton to trip over.
 setup_repo() {
 	make_repo "$1" &&
 		baton_init_with_agent "$1" "providers:
   hostile: {type: command, command: [\"$TRASH_DIRECTORY/$1.sh\"]}
-roles: {default: hostile}"
+roles: {default: hostile}
+execution: {sandbox: none}"
 }
 
 victim_untouched() {

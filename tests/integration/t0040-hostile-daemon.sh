@@ -5,6 +5,8 @@ test_description='a daemon an agent starts outside its session and group (setsid
 # daemon_agent NAME: a `type: command` agent that, in its execute stage,
 # starts a setsid daemon appending a line to NAME.ticks every 0.1 s (its
 # pid in NAME.daemon), then does what the fake agent does (FAKE_* apply).
+# Without the sandbox, whose pid namespace ends such a daemon by itself
+# (t0038): here baton's subreaper must find and kill it.
 daemon_agent() {
 	cat >"$1.sh" <<-EOF &&
 	#!/bin/sh
@@ -21,7 +23,8 @@ daemon_agent() {
 		make_repo "$1" &&
 		baton_init_with_agent "$1" "providers:
   hostile: {type: command, command: [\"$TRASH_DIRECTORY/$1.sh\"]}
-roles: {default: hostile}"
+roles: {default: hostile}
+execution: {sandbox: none}"
 }
 
 # daemon_is_dead NAME: its pid is gone and its file stops changing.
