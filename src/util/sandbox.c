@@ -262,7 +262,7 @@ sandbox_available(struct buf *why)
 			if (!probed)
 				snprintf(reason, sizeof(reason),
 					 "bwrap cannot make a sandbox here (user "
-					 "namespaces off?): %s",
+					 "namespaces off?): %.400s",
 					 e.msg);
 		}
 	}
