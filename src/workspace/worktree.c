@@ -433,23 +433,21 @@ worktree_restore(const struct workspace *ws, const char *path,
 }
 
 /*
- * Makes the worktree's two indexes say commit: baton's own (its add
- * --all starts from the last checkpoint) and the admin one, so that the
- * agent's `git status` in the next stage shows only its own changes.
- * git writes an index through a lock file and a rename, never following
- * a planted link.
+ * Makes the admin index say commit, so that the agent's `git status` in
+ * the next stage shows only its own changes. baton's own index says it
+ * already (the add --all of a checkpoint, the read-tree -u of a reset),
+ * with the files' stat data, so that diffs need not hash every file. git
+ * writes an index through a lock file and a rename, never following a
+ * planted link.
  */
 static int
-sync_indexes(const struct workspace *ws, const struct wt *w,
-	     const char *commit, struct err *e)
+sync_admin_index(const struct workspace *ws, const struct wt *w,
+		 const char *commit, struct err *e)
 {
 	char *admin_index = xasprintf("%s/index", w->admin);
 	int rc;
 
-	rc = wgit(ws, w, w->index, 0, NULL, e, "read-tree", commit, NULL);
-	if (!rc)
-		rc = wgit(ws, w, admin_index, 0, NULL, e, "read-tree", commit,
-			  NULL);
+	rc = wgit(ws, w, admin_index, 0, NULL, e, "read-tree", commit, NULL);
 	free(admin_index);
 	return rc;
 }
@@ -573,18 +571,23 @@ worktree_checkpoint(const struct workspace *ws, const char *path,
 	if (rc)
 		return rc;
 	rc = git(ws, NULL, &old, e, "rev-parse", "--verify", w.ref, NULL);
+	spec = xasprintf("%s^{tree}", old.ptr);
+	if (!rc)
+		rc = git(ws, NULL, &old_tree, e, "rev-parse", spec, NULL);
 	if (!rc)
 		rc = ensure_index(ws, &w, e);
-	if (!rc)
+	/* The index starts from the tip: it is there already unless the
+	 * agent committed (or it is new), and then keeps its stat data. */
+	if (!rc && (wgit(ws, &w, w.index, 0, &tree, NULL, "write-tree",
+			 NULL) < 0 ||
+		    strcmp(tree.ptr, old_tree.ptr)))
 		rc = wgit(ws, &w, w.index, 0, NULL, e, "read-tree", old.ptr,
 			  NULL);
+	buf_reset(&tree);
 	if (!rc)
 		rc = wgit(ws, &w, w.index, 0, NULL, e, "add", "--all", NULL);
 	if (!rc)
 		rc = wgit(ws, &w, w.index, 0, &tree, e, "write-tree", NULL);
-	spec = xasprintf("%s^{tree}", old.ptr);
-	if (!rc)
-		rc = git(ws, NULL, &old_tree, e, "rev-parse", spec, NULL);
 	if (rc)
 		goto out;
 	if (strcmp(tree.ptr, old_tree.ptr)) {
@@ -599,7 +602,7 @@ worktree_checkpoint(const struct workspace *ws, const char *path,
 		buf_add(&commit, old.ptr, old.len);
 	}
 	if (!rc)
-		rc = sync_indexes(ws, &w, commit.ptr, e);
+		rc = sync_admin_index(ws, &w, commit.ptr, e);
 	if (!rc)
 		rc = restore_links(ws, &w, NULL, e);
 	if (rc)
@@ -717,7 +720,7 @@ worktree_reset(const struct workspace *ws, const char *path,
 		rc = git(ws, NULL, NULL, e, "update-ref", "-m", "baton: reset",
 			 w.ref, commit, NULL);
 	if (!rc)
-		rc = sync_indexes(ws, &w, commit, e);
+		rc = sync_admin_index(ws, &w, commit, e);
 	if (!rc)
 		rc = restore_links(ws, &w, NULL, e);
 out:
