@@ -16,9 +16,10 @@
  *                                        leaves the work tree -> breach
  *   the common git dir's config, hooks,  any change -> breach
  *   info/ and alternates
- *   every ref of the repository          any that moved, but the run
- *                                        branches baton itself moves
- *                                        and landings -> breach
+ *   every ref of the repository          any that moved, but run
+ *                                        branches (baton's checkpoints,
+ *                                        an agent that commits) and
+ *                                        landings -> breach
  *                                        the worktree's .git file and
  *                                        admin HEAD rewritten -> breach
  *                                        (and put back)
