@@ -14,6 +14,7 @@
 #include "core/receipt.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/json.h"
 
 #define CANONICAL_FLAGS (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)
 
@@ -175,29 +176,6 @@ plural(int n)
 	return n == 1 ? "" : "s";
 }
 
-/* The name of j's JSON type, for a message about a member that has the
- * wrong one. */
-static const char *
-type_name(const json_t *j)
-{
-	switch (json_typeof(j)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
-}
-
 /* 1 when s is 64 lowercase hex digits, as every hash is. */
 static int
 is_hash(const char *s)
@@ -230,7 +208,7 @@ receipt_anchor_read(const json_t *loop, struct receipt_anchor *out,
 			       "the run's record has no receipt count"
 			       " (progress.loop.receipts is %s, not an"
 			       " integer)",
-			       type_name(n));
+			       json_kind(n));
 	count = json_integer_value(n);
 	if (count < 0 || count > INT32_MAX)
 		return err_set(e, BATON_EINVAL,
@@ -246,7 +224,7 @@ receipt_anchor_read(const json_t *loop, struct receipt_anchor *out,
 		return err_set(e, BATON_EINVAL,
 			       "the run's record has no receipt head"
 			       " (progress.loop.head is %s, not a hash)",
-			       type_name(head));
+			       json_kind(head));
 	if (!is_hash(json_string_value(head)))
 		return err_set(e, BATON_EINVAL,
 			       "the run's receipt head (progress.loop.head) is"

@@ -43,29 +43,6 @@ struct draft {
 	size_t nr_deps;
 };
 
-/* "a string", "a list" ...: what a JSON value is, for messages. */
-static const char *
-kind_of(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "a list";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "true/false";
-	case JSON_NULL:
-		return "null";
-	}
-	return "something else";
-}
-
 static int
 is_member(const char *const *names, const char *key)
 {
@@ -148,7 +125,7 @@ opt_string(const json_t *obj, const char *name, const char *where,
 	if (!json_is_string(v))
 		return err_set(e, BATON_EINVAL,
 			       "%s.%s must be a string, got %s", where, name,
-			       kind_of(v));
+			       json_kind(v));
 	s = json_string_value(v);
 	while (isspace((unsigned char)*s))
 		s++;
@@ -180,7 +157,7 @@ read_key(const json_t *obj, const char *where, char **out, struct err *e)
 	if (!json_is_string(v))
 		return err_set(e, BATON_EINVAL,
 			       "%s.key must be a string, got %s", where,
-			       kind_of(v));
+			       json_kind(v));
 	key = json_string_value(v);
 	if (!*key)
 		return err_set(e, BATON_EINVAL, "%s.key is empty", where);
@@ -208,7 +185,7 @@ read_title(const json_t *obj, const char *where, char **out, struct err *e)
 	if (!json_is_string(v))
 		return err_set(e, BATON_EINVAL,
 			       "%s.title must be a string, got %s", where,
-			       kind_of(v));
+			       json_kind(v));
 	title = squeeze(json_string_value(v));
 	if (!*title) {
 		free(title);
@@ -274,7 +251,7 @@ read_priority(const json_t *obj, const char *where, int *out, struct err *e)
 	if (!json_is_integer(v))
 		return err_set(e, BATON_EINVAL,
 			       "%s.priority must be an integer, got %s", where,
-			       kind_of(v));
+			       json_kind(v));
 	n = json_integer_value(v);
 	if (n < PLAN_MIN_PRIORITY || n > PLAN_MAX_PRIORITY)
 		return err_set(e, BATON_EINVAL,
@@ -303,7 +280,7 @@ read_strings(const json_t *obj, const char *name, const char *what,
 	if (!json_is_array(v))
 		return err_set(e, BATON_EINVAL,
 			       "%s.%s must be a list of %s, got %s", where,
-			       name, what, kind_of(v));
+			       name, what, json_kind(v));
 	json_array_foreach(v, i, x) {
 		const char *s = json_string_value(x);
 
@@ -312,7 +289,7 @@ read_strings(const json_t *obj, const char *name, const char *what,
 				       "%s.%s[%zu] must be a non-empty string "
 				       "(%s), got %s",
 				       where, name, i, what,
-				       s ? "an empty string" : kind_of(x));
+				       s ? "an empty string" : json_kind(x));
 	}
 	*out = v;
 	return 0;
@@ -375,7 +352,7 @@ read_task(const json_t *v, const char *file, size_t i, struct plan_task *t,
 
 	if (!json_is_object(v)) {
 		rc = err_set(e, BATON_EINVAL, "%s must be an object, got %s",
-			     where, kind_of(v));
+			     where, json_kind(v));
 		goto out;
 	}
 	rc = check_members(v, task_members, where, e);
@@ -542,7 +519,7 @@ read_top(const json_t *doc, const char *file, const json_t **tasks,
 		return err_set(e, BATON_EINVAL,
 			       "%s must be a JSON object with a \"tasks\" "
 			       "list, got %s",
-			       file, kind_of(doc));
+			       file, json_kind(doc));
 	rc = check_members(doc, plan_members, file, e);
 	if (rc)
 		return rc;
@@ -553,7 +530,7 @@ read_top(const json_t *doc, const char *file, const json_t **tasks,
 	if (!json_is_array(v))
 		return err_set(e, BATON_EINVAL,
 			       "%s: \"tasks\" must be a list, got %s", file,
-			       kind_of(v));
+			       json_kind(v));
 	n = json_array_size(v);
 	if (!n)
 		return err_set(e, BATON_EINVAL,
@@ -570,7 +547,7 @@ read_top(const json_t *doc, const char *file, const json_t **tasks,
 	if (v && !json_is_null(v) && !json_is_string(v))
 		return err_set(e, BATON_EINVAL,
 			       "%s: \"summary\" must be a string, got %s", file,
-			       kind_of(v));
+			       json_kind(v));
 	if (v && json_string_value(v) && *json_string_value(v))
 		*summary = xstrdup(json_string_value(v));
 	return 0;

@@ -191,3 +191,25 @@ json_describe(const json_t *v, size_t max, struct buf *out)
 		break;
 	}
 }
+
+const char *
+json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "a list";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "true/false";
+	case JSON_NULL:
+	default:
+		return "null";
+	}
+}

@@ -33,6 +33,12 @@ const char *json_get_str(const json_t *obj, const char *key);
  */
 struct buf;
 void json_describe(const json_t *v, size_t max, struct buf *out);
+/*
+ * What kind of value v is, for a message about a member that has the
+ * wrong one: "an object", "a list", "a string", "a number",
+ * "true/false" or "null". A static string.
+ */
+const char *json_kind(const json_t *v);
 /* A JSON string of s, which it frees (NULL: JSON null). */
 json_t *json_str_take(char *s);
 /* The strings of v as a JSON array. */

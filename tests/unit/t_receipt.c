@@ -559,7 +559,7 @@ TEST(anchor_spoiled)
 		{ "3.0", "\"" RECEIPT_GENESIS "\"", NULL,
 		  "(progress.loop.receipts is a number, not an integer)" },
 		{ "true", "\"" RECEIPT_GENESIS "\"", NULL,
-		  "(progress.loop.receipts is a boolean, not an integer)" },
+		  "(progress.loop.receipts is true/false, not an integer)" },
 		{ "4294967296", "\"" RECEIPT_GENESIS "\"", NULL,
 		  "is 4294967296, which no chain has" },
 		{ "3", NULL, NULL,
