@@ -487,29 +487,31 @@ group_term(pid_t pgid)
 	kill(-pgid, SIGCONT);
 }
 
+/* What /proc/<pid>/stat says of one process. */
+struct proc_stat {
+	pid_t pid, ppid, pgrp;
+	int live; /* 0 for a zombie (or one being reaped) */
+};
+
 /*
- * Whether group pgid has a member that is not a zombie, read from /proc.
- * A zombie runs no code and holds no descriptors, but counts for
- * kill(-pgid, 0) until its parent reaps it; a grandchild's parent is
- * often init, which may take seconds. Returns 1 or 0, or -1 when /proc
- * cannot be read.
+ * Calls fn for every process /proc lists, until fn returns nonzero.
+ * Processes that exit meanwhile are skipped. Returns fn's nonzero value,
+ * 0 when it never stopped, -1 when /proc cannot be read.
  */
 static int
-group_has_live_member(pid_t pgid)
+each_proc(int (*fn)(const struct proc_stat *ps, void *arg), void *arg)
 {
 	char path[64], line[256], *p, *end;
+	struct proc_stat ps;
 	struct dirent *de;
 	DIR *d = opendir("/proc");
-	int fd, found = 0;
+	int fd, rc = 0;
 	ssize_t n;
-	long pid, grp;
+	long pid;
 
 	if (!d)
 		return -1;
-	while (!found) {
-		de = readdir(d);
-		if (!de)
-			break;
+	while (!rc && (de = readdir(d))) {
 		pid = strtol(de->d_name, &end, 10);
 		if (pid <= 0 || *end)
 			continue;
@@ -526,15 +528,33 @@ group_has_live_member(pid_t pgid)
 		p = strrchr(line, ')');
 		if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
 			continue;
-		if (p[2] == 'Z' || p[2] == 'X')
-			continue;
-		strtol(p + 4, &end, 10); /* ppid */
-		grp = strtol(end, &end, 10);
-		if (grp == (long)pgid)
-			found = 1;
+		ps.pid = (pid_t)pid;
+		ps.live = p[2] != 'Z' && p[2] != 'X';
+		ps.ppid = (pid_t)strtol(p + 4, &end, 10);
+		ps.pgrp = (pid_t)strtol(end, &end, 10);
+		rc = fn(&ps, arg);
 	}
 	closedir(d);
-	return found;
+	return rc;
+}
+
+static int
+is_live_member(const struct proc_stat *ps, void *arg)
+{
+	return ps->live && ps->pgrp == *(const pid_t *)arg;
+}
+
+/*
+ * Whether group pgid has a member that is not a zombie, read from /proc.
+ * A zombie runs no code and holds no descriptors, but counts for
+ * kill(-pgid, 0) until its parent reaps it; a grandchild's parent is
+ * often init, which may take seconds. Returns 1 or 0, or -1 when /proc
+ * cannot be read.
+ */
+static int
+group_has_live_member(pid_t pgid)
+{
+	return each_proc(is_live_member, &pgid);
 }
 
 /*
@@ -1212,6 +1232,26 @@ spawn_adopt_orphans(void)
 	return 0;
 }
 
+/* What stray_children gathers. */
+struct strays {
+	pid_t *out;
+	int *live;
+	size_t max, n;
+	pid_t me;
+};
+
+static int
+add_stray(const struct proc_stat *ps, void *arg)
+{
+	struct strays *st = arg;
+
+	if (ps->ppid != st->me || own_has_locked(ps->pid))
+		return 0;
+	st->live[st->n] = ps->live;
+	st->out[st->n++] = ps->pid;
+	return st->n == st->max;
+}
+
 /*
  * The children of this process that baton did not start on purpose,
  * read from /proc: up to max pids in out, with live[i] 0 for a zombie.
@@ -1220,41 +1260,11 @@ spawn_adopt_orphans(void)
 static size_t
 stray_children(pid_t *out, int *live, size_t max)
 {
-	char path[64], line[256], *p, *end;
-	struct dirent *de;
-	DIR *d = opendir("/proc");
-	long pid, ppid, me = (long)getpid();
-	size_t n = 0;
-	ssize_t len;
-	int fd;
+	struct strays st = { out, live, max, 0, getpid() };
 
-	if (!d)
-		return 0;
-	while (n < max && (de = readdir(d))) {
-		pid = strtol(de->d_name, &end, 10);
-		if (pid <= 0 || *end)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, line, sizeof(line) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		line[len] = '\0';
-		/* "pid (comm) S ppid ...": comm may hold anything. */
-		p = strrchr(line, ')');
-		if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-			continue;
-		ppid = strtol(p + 4, &end, 10);
-		if (ppid != me || own_has_locked((pid_t)pid))
-			continue;
-		live[n] = p[2] != 'Z' && p[2] != 'X';
-		out[n++] = (pid_t)pid;
-	}
-	closedir(d);
-	return n;
+	if (max)
+		each_proc(add_stray, &st);
+	return st.n;
 }
 
 /* Reaps pid, a child just sent SIGKILL (or a zombie), waiting until end. */
