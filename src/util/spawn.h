@@ -1,6 +1,14 @@
 /*
- * Running child processes: the only code in baton that forks, execs,
- * signals or reaps (DESIGN.md section 6, STYLE.md section 7).
+ * Running child processes: the only code in baton that execs another
+ * program or signals and reaps a process it did not make itself
+ * (DESIGN.md section 6, STYLE.md section 7).
+ *
+ * baton also forks copies of itself, each of which runs baton's own code
+ * and never execs: serve's workers (sched/serve.c), the HTTP server
+ * (server/http.c) and the members of a parallel stage group
+ * (engine/fanout.c). Each parent reaps its own; a run's driver, which
+ * sweeps stray children (spawn_adopt_orphans below), registers its
+ * group members with spawn_keep() so the sweep leaves them alone.
  *
  * Every child gets its own session and process group (setsid), so the
  * child and all its grandchildren can be signalled as one. Its stdout and
