@@ -283,9 +283,11 @@ int store_task_renew(struct store *s, int64_t id, int64_t token,
 
 /*
  * The earliest time something not claimable now becomes claimable: the
- * smallest not_before in the future of a queued task, the smallest
- * lease_expires_at of a running task, or 0 when there is none. The
- * supervisor sleeps until then (or until woken).
+ * smallest not_before in the future of a queued task or of an unclaimed
+ * task awaiting its judge (a judge that could not decide gave it back
+ * with a cooldown), the smallest lease_expires_at of a running task, or
+ * 0 when there is none. The supervisor's sweep (sched/sweep.c) keeps
+ * the same account to sleep until then and for serve --exit-when-idle.
  */
 int store_task_next_due(struct store *s, int64_t *out, struct err *e);
 

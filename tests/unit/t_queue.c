@@ -1319,6 +1319,42 @@ TEST(next_due)
 	store_close(s);
 }
 
+/*
+ * A task whose judge could not decide waits blocked(awaiting_judge) for
+ * its cooldown: due then, as a queued task's cooldown is. Claimed by a
+ * judge (judged_at set), it is not due at its old cooldown.
+ */
+TEST(next_due_judge_cooldown)
+{
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task t;
+	int64_t due = -1, soon = time_now_ms() + 50000;
+
+	add_task(s, "judged later", 0, NULL, NULL);
+	get_task(s, 1, &t);
+	run_set(&t.status, TASK_BLOCKED);
+	run_set(&t.block_reason, BLOCK_AWAITING_JUDGE);
+	t.not_before = soon;
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, soon);
+
+	t.judged_at = time_now_ms();
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, 0);
+
+	/* blocked for another reason: a person decides, nothing falls due */
+	t.judged_at = 0;
+	run_set(&t.block_reason, BLOCK_NEEDS_REWORK);
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, 0);
+	task_release(&t);
+	store_close(s);
+}
+
 /* ---- workers ------------------------------------------------------------ */
 
 struct workers {
