@@ -811,6 +811,46 @@ TEST(claim_area_exclusive)
 	store_close(s);
 }
 
+/*
+ * The claim's SQL and store_areas_overlap (what baton doctor counts
+ * with) are one rule: for each pair, a task of area b is claimable next
+ * to a running task of area a exactly when they do not overlap.
+ */
+TEST(claim_area_rule_is_store_areas_overlap)
+{
+	static const char *const pairs[][2] = {
+		{ "src", "src" },	    { "src", "src/x" },
+		{ "src/x", "src" },	    { "src", "srcx" },
+		{ "src/export", "src/exporter" },
+		{ "a/b", "a/b/c/d" },	    { "a/b/c/d", "a/b" },
+		{ "src/", "src/x" },	    { "docs", "src" },
+		{ NULL, "src" },	    { "src", NULL },
+		{ NULL, NULL },		    { "a.b", "a/b" },
+	};
+	struct store *s = open_store();
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(pairs); i++) {
+		const char *a = pairs[i][0], *b = pairs[i][1];
+		int64_t first = add_task(s, "first", 100, a, NULL), second;
+		int64_t got;
+
+		ASSERT_EQ(claim(s, "w", NULL), first);
+		second = add_task(s, "second", 100, b, NULL);
+		got = claim(s, "w", NULL);
+		if ((got == second) == store_areas_overlap(a, b))
+			test_fail(__FILE__, __LINE__,
+				  "areas '%s' and '%s': the claim %s, "
+				  "store_areas_overlap says %d",
+				  a ? a : "(none)", b ? b : "(none)",
+				  got == second ? "ran both" : "held one back",
+				  store_areas_overlap(a, b));
+		set_status(s, first, TASK_DONE);
+		set_status(s, second, TASK_DONE);
+	}
+	store_close(s);
+}
+
 TEST(claim_respects_not_before)
 {
 	struct store *s = open_store();
@@ -1156,30 +1196,13 @@ TEST(claim_concurrent_processes)
 #define AREA_FAMILIES 4
 #define AREA_TASKS    48
 
-/* The area rule of store_task_claim, for checking it from outside. */
-static int
-areas_overlap(const char *a, const char *b)
-{
-	size_t la, lb;
-
-	if (!a || !b)
-		return 0;
-	la = strlen(a);
-	lb = strlen(b);
-	if (la == lb)
-		return !strcmp(a, b);
-	if (la > lb)
-		return !strncmp(a, b, lb) && a[lb] == '/';
-	return !strncmp(a, b, la) && b[la] == '/';
-}
-
 /* Fails the claimer when a running task other than t overlaps it. */
 static int
 check_no_overlap(const struct task *r, void *arg)
 {
 	const struct task *t = arg;
 
-	if (r->id != t->id && areas_overlap(r->area, t->area))
+	if (r->id != t->id && store_areas_overlap(r->area, t->area))
 		test_fail(__FILE__, __LINE__,
 			  "task %lld (%s) runs next to task %lld (%s)",
 			  (long long)r->id, r->area, (long long)t->id,
