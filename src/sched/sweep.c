@@ -62,6 +62,16 @@ due_at(struct sweep *sw, int64_t when)
 		sw->next = when;
 }
 
+/* Whether holder ("host:pid:n") names a worker of this host. */
+static int
+on_this_host(const char *holder)
+{
+	const char *host = sched__host();
+	size_t n = strlen(host);
+
+	return holder && !strncmp(holder, host, n) && holder[n] == ':';
+}
+
 /*
  * Whether the worker named holder ("host:pid:n") is known to be gone: it
  * ran on this host and its process no longer exists. A worker elsewhere
@@ -70,13 +80,11 @@ due_at(struct sweep *sw, int64_t when)
 static int
 holder_gone(const char *holder)
 {
-	const char *host = sched__host();
-	size_t n = strlen(host);
 	long pid;
 
-	if (!holder || strncmp(holder, host, n) || holder[n] != ':')
+	if (!on_this_host(holder))
 		return 0;
-	pid = strtol(holder + n + 1, NULL, 10);
+	pid = strtol(holder + strlen(sched__host()) + 1, NULL, 10);
 	return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
 
@@ -204,27 +212,27 @@ judge_claim_expiry(const struct sched_ctx *x, const struct task *t)
 	       (int64_t)x->cfg->runtime.lease_seconds * 1000;
 }
 
-/* What find_judge_pid looks for and finds. */
+/* The judge whose agent kill_judge_agent looks for, and its pid. */
 struct judge_pid {
 	const struct task *t;
 	int64_t pid;
 };
 
+/* Keeps the pid of a judge_started event of t's current judgement. */
 static int
 note_judge_pid(const struct event *ev, void *arg)
 {
 	struct judge_pid *jp = arg;
+	const char *judge;
 	json_t *d;
 
 	if (strcmp(ev->type, "judge_started") || !ev->data)
 		return 0;
 	d = json_loads(ev->data, 0, NULL);
-	if (d && json_integer_value(json_object_get(d, "judgement_version")) ==
-			 jp->t->judgement_version &&
-	    json_is_string(json_object_get(d, "judge")) &&
-	    jp->t->judged_by &&
-	    !strcmp(json_string_value(json_object_get(d, "judge")),
-		    jp->t->judged_by))
+	judge = json_string_value(json_object_get(d, "judge"));
+	if (judge && !strcmp(judge, jp->t->judged_by) &&
+	    json_integer_value(json_object_get(d, "judgement_version")) ==
+		    jp->t->judgement_version)
 		jp->pid = json_integer_value(json_object_get(d, "pid"));
 	json_decref(d);
 	return 0;
@@ -241,11 +249,8 @@ kill_judge_agent(struct sweep *sw, const struct task *t)
 {
 	struct judge_pid jp = { t, 0 };
 	struct err ignored = ERR_INIT;
-	const char *host = sched__host();
-	size_t n = strlen(host);
 
-	if (!t->judged_by || strncmp(t->judged_by, host, n) ||
-	    t->judged_by[n] != ':')
+	if (!on_this_host(t->judged_by))
 		return 0;
 	store_task_events(sw->x->store, t->id, 0, note_judge_pid, &jp,
 			  &ignored);

@@ -819,13 +819,19 @@ TEST(claim_area_exclusive)
 TEST(claim_area_rule_is_store_areas_overlap)
 {
 	static const char *const pairs[][2] = {
-		{ "src", "src" },	    { "src", "src/x" },
-		{ "src/x", "src" },	    { "src", "srcx" },
+		{ "src", "src" },
+		{ "src", "src/x" },
+		{ "src/x", "src" },
+		{ "src", "srcx" },
 		{ "src/export", "src/exporter" },
-		{ "a/b", "a/b/c/d" },	    { "a/b/c/d", "a/b" },
-		{ "src/", "src/x" },	    { "docs", "src" },
-		{ NULL, "src" },	    { "src", NULL },
-		{ NULL, NULL },		    { "a.b", "a/b" },
+		{ "a/b", "a/b/c/d" },
+		{ "a/b/c/d", "a/b" },
+		{ "src/", "src/x" },
+		{ "docs", "src" },
+		{ NULL, "src" },
+		{ "src", NULL },
+		{ NULL, NULL },
+		{ "a.b", "a/b" },
 	};
 	struct store *s = open_store();
 	size_t i;
