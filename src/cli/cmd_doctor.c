@@ -304,11 +304,21 @@ check_providers(const struct config *cfg, const char *repo, int quick)
 
 /* ---- the queue: what serve will find (the seed's preflight) ---------- */
 
+/* A task a claim could take now, with what orders the claims. */
+struct ready_task {
+	int64_t id;
+	int priority;
+	char *area; /* NULL: none */
+};
+
 struct backlog {
 	struct store *store;
 	int64_t now;
 	int ready, waiting_deps, cooling, stale, judge, blocked_dep;
 	int by_reason[6];
+	struct ready_task *ready_tasks; /* the ready ones, ready of them */
+	size_t ready_alloc;
+	struct strvec held; /* areas of running tasks still leased */
 };
 
 static const char *const block_reasons[] = {
@@ -333,6 +343,81 @@ deps_done(struct backlog *b, const struct task *t)
 	return ok;
 }
 
+static void
+note_ready(struct backlog *b, const struct task *t)
+{
+	struct ready_task *r;
+
+	ALLOC_GROW(b->ready_tasks, (size_t)b->ready + 1, b->ready_alloc);
+	r = &b->ready_tasks[b->ready++];
+	r->id = t->id;
+	r->priority = t->priority;
+	r->area = t->area ? xstrdup(t->area) : NULL;
+}
+
+/* The claim's order: priority, high first, then id. */
+static int
+by_claim_order(const void *pa, const void *pb)
+{
+	const struct ready_task *a = pa, *b = pb;
+
+	if (a->priority != b->priority)
+		return a->priority > b->priority ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Whether area overlaps any of held (store_areas_overlap, the claim's
+ * own rule). */
+static int
+area_taken(const struct strvec *held, const char *area)
+{
+	size_t i;
+
+	for (i = 0; i < held->nr; i++)
+		if (store_areas_overlap(held->v[i], area))
+			return 1;
+	return 0;
+}
+
+/*
+ * How many of the ready tasks serve's workers would start at once: the
+ * claims one after the other, each taking the first ready task in claim
+ * order whose area overlaps no running task's nor one just claimed, up
+ * to one per worker. b->held is grown with the areas claimed.
+ */
+static int
+starts_at_once(struct backlog *b, int workers, int *held_back)
+{
+	int i, starts = 0;
+
+	*held_back = 0;
+	qsort(b->ready_tasks, (size_t)b->ready, sizeof(*b->ready_tasks),
+	      by_claim_order);
+	for (i = 0; i < b->ready && starts < workers; i++) {
+		const char *area = b->ready_tasks[i].area;
+
+		if (area_taken(&b->held, area)) {
+			(*held_back)++;
+			continue;
+		}
+		if (area)
+			strvec_push(&b->held, area);
+		starts++;
+	}
+	return starts;
+}
+
+static void
+backlog_release(struct backlog *b)
+{
+	int i;
+
+	for (i = 0; i < b->ready; i++)
+		free(b->ready_tasks[i].area);
+	FREE_AND_NULL(b->ready_tasks);
+	strvec_clear(&b->held);
+}
+
 static int
 look_at_task(const struct task *t, void *arg)
 {
@@ -345,9 +430,11 @@ look_at_task(const struct task *t, void *arg)
 		else if (t->not_before > b->now)
 			b->cooling++;
 		else
-			b->ready++;
+			note_ready(b, t);
 	} else if (!strcmp(t->status, TASK_RUNNING)) {
 		b->stale += t->lease_expires_at <= b->now;
+		if (t->area && t->lease_expires_at > b->now)
+			strvec_push(&b->held, t->area);
 	} else if (!strcmp(t->status, TASK_BLOCKED) && t->block_reason) {
 		for (i = 0; i < ARRAY_SIZE(block_reasons); i++)
 			if (!strcmp(t->block_reason, block_reasons[i]))
@@ -407,12 +494,12 @@ static void
 check_queue(struct cli *c)
 {
 	struct buf counts = BUF_INIT;
-	struct backlog b = { .now = time_now_ms() };
+	struct backlog b = { .now = time_now_ms(), .held = STRVEC_INIT };
 	struct err e = ERR_INIT;
 	struct store *s = NULL;
 	char *spec = cli_store_spec(c);
 	const struct config_runtime *rt = &c->cfg.runtime;
-	int pending = 0, failed = 0, starts;
+	int pending = 0, failed = 0, starts, held_back;
 	size_t i;
 
 	printf("\nqueue\n");
@@ -434,11 +521,15 @@ check_queue(struct cli *c)
 		if (b.by_reason[i])
 			printf("  %-12s blocked(%s) %d\n", "", block_reasons[i],
 			       b.by_reason[i]);
-	starts = b.ready < rt->workers ? b.ready : rt->workers;
-	printf("  %-12s %d ready now: serve (%d worker%s) starts %d at once; "
-	       "%d wait for dependencies, %d cool down\n",
+	starts = starts_at_once(&b, rt->workers, &held_back);
+	printf("  %-12s %d ready now: serve (%d worker%s) starts %d at once",
 	       "backlog", b.ready, rt->workers, rt->workers == 1 ? "" : "s",
-	       starts, b.waiting_deps, b.cooling);
+	       starts);
+	if (held_back)
+		printf(" (%d wait%s for an overlapping area)", held_back,
+		       held_back == 1 ? "s" : "");
+	printf("; %d wait for dependencies, %d cool down\n", b.waiting_deps,
+	       b.cooling);
 	if (b.stale)
 		printf("  %-12s %d running task%s lost %s worker: serve "
 		       "requeues %s and resumes the run%s\n",
@@ -456,6 +547,7 @@ check_queue(struct cli *c)
 	       rt->auto_merge ? "serve lands them" :
 				"land them with: baton merge --queue");
 out:
+	backlog_release(&b);
 	buf_release(&counts);
 	store_close(s);
 	free(spec);

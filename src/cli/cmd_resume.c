@@ -177,7 +177,7 @@ out:
 static int
 resume_exec(struct cli *c, int argc, char **argv)
 {
-	int snapshot = 0, current = 0, fresh = 0, drive = 0, n, rc;
+	int snapshot = 0, current = 0, fresh = 0, drive = 0, tries = 0, n, rc;
 	struct cli_opt opts[] = {
 		{ "--snapshot", &snapshot, NULL },
 		{ "--current", &current, NULL },
@@ -202,7 +202,15 @@ resume_exec(struct cli *c, int argc, char **argv)
 	rc = settle_drift(c, argv[1], choice);
 	if (rc >= 0)
 		return rc;
-	if (engine_resume(&c->en, argv[1], &drive, &r, &e)) {
+	/* BATON_ECONFLICT: another resume moved the run first (out of its
+	 * pause); read it again, to find it driven or drive it here */
+	for (;;) {
+		rc = engine_resume(&c->en, argv[1], &drive, &r, &e);
+		if (rc != BATON_ECONFLICT || ++tries == 3)
+			break;
+		e = (struct err)ERR_INIT;
+	}
+	if (rc) {
 		cli_error("%s", e.msg);
 		rc = EXIT_FAIL;
 		goto out;

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "core/pipeline.h"
 #include "core/run.h"
+#include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/timeutil.h"
@@ -89,17 +90,58 @@ cli_print_run_line(const struct run *r)
 	putchar('\n');
 }
 
-/* Drives ref in the foreground; shared by run and resume. */
+/*
+ * Another process took the run's lock first (two `baton resume` of a
+ * run nobody drove, racing): that process drives it, and the run goes
+ * on as asked, so this is no failure. Returns the exit code, or -1 when
+ * the driver is gone already and the run may be driven here after all.
+ */
+static int
+driven_elsewhere(struct cli *c, const char *ref)
+{
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	int64_t pid;
+	int rc;
+
+	if (store_run_get(c->store, ref, &r, &e)) {
+		cli_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	pid = engine_driver_pid(&c->en, r.id);
+	rc = -1;
+	if (pid > 0) {
+		printf("%s: resumed (%s); its driver (pid %lld) carries on\n",
+		       r.id, r.status, (long long)pid);
+		rc = EXIT_OK;
+	}
+	run_release(&r);
+	return rc;
+}
+
+/*
+ * Drives ref in the foreground; shared by run and resume. A run another
+ * process drives already is left to it (exit 0, its pid named).
+ */
 int
 cli_drive(struct cli *c, const char *ref)
 {
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
-	int rc;
+	int rc, tries = 0;
 
 	c->en.note = cli_progress;
 	workspace_detect_identity(&c->ws);
-	rc = engine_drive(&c->en, ref, &r, &e);
+	do {
+		e = (struct err)ERR_INIT;
+		rc = engine_drive(&c->en, ref, &r, &e);
+		if (rc == BATON_EBUSY) {
+			int code = driven_elsewhere(c, ref);
+
+			if (code >= 0)
+				return code;
+		}
+	} while (rc == BATON_EBUSY && ++tries < 3);
 	if (rc && rc != BATON_EABORTED) {
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;

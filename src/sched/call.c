@@ -100,12 +100,17 @@ restore_signals(const struct sigaction old[3], int caught)
 			sigaction(sigs[i], &old[i], NULL);
 }
 
-/* spawn's callback: a signal arrived, so stop the agent. */
+/*
+ * spawn's callback: the agent started (tell the caller, who may record
+ * its group), or a signal arrived (stop the agent).
+ */
 static int
 watch_call(void *arg, enum spawn_event ev, pid_t pid)
 {
-	(void)arg;
-	(void)pid;
+	const struct role_call *c = arg;
+
+	if (ev == SPAWN_EV_STARTED && c->on_started && pid > 0)
+		c->on_started(c->arg, (int64_t)pid);
 	return ev == SPAWN_EV_WAKE && got_signal;
 }
 
@@ -217,6 +222,7 @@ sched_call_role(const struct config *cfg, const struct role_call *c,
 	req.home = home;
 	req.sandbox = &sb;
 	req.on_event = watch_call;
+	req.arg = (void *)c;
 	req.wake_fd = catch_signals(old, &caught);
 	rc = agent_run(&req, out, e);
 	/* a no-op unless this process adopted orphans (spawn.h) */

@@ -6,7 +6,11 @@
  * and bumps judgement_version in a versioned update, so of two judges
  * that read the same task one writes and the other gets BATON_ECONFLICT
  * and moves on. A judge that cannot decide (its provider failed, its
- * answer had no decision) gives the claim back with a cooldown.
+ * answer had no decision) gives the claim back with a cooldown, which
+ * the sweep watches: the workers are woken when it ends. A judge that
+ * dies with its claim (serve killed) is found by the sweep too, which
+ * kills the agent the judge had started (on record as "judge_started")
+ * and gives the claim back (sweep.c).
  *
  *   APPROVED           task done, branch queued for merging
  *   CHANGES_REQUESTED  a rework task on top of the branch; the task
@@ -283,9 +287,42 @@ keep_judgement(struct sched_ctx *x, const struct run *r,
 		log_warn("run %s: cannot keep the judgement: %s", r->id, e.msg);
 }
 
+/* What on_started needs to put the judge's agent on record. */
+struct judge_call {
+	struct sched_ctx *x;
+	const struct task *t;
+};
+
+/*
+ * The judge's agent started: its process group goes on record (event
+ * "judge_started", outside the task's version, which the judgement's
+ * own write still needs), so that when this worker dies with the agent
+ * still running, the sweep that gives the claim back can kill it.
+ */
+static void
+judge_started(void *arg, int64_t pid)
+{
+	struct judge_call *jc = arg;
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+
+	ev.type = (char *)"judge_started";
+	ev.task_id = jc->t->id;
+	ev.run_id = jc->t->run_id;
+	ev.data = json_take_text(json_pack(
+		"{s:s, s:I, s:i}", "judge", jc->x->holder, "pid",
+		(json_int_t)pid, "judgement_version",
+		jc->t->judgement_version));
+	if (store_event_add(jc->x->store, &ev, &e))
+		log_warn("task %lld: cannot record the judge's pid %lld: %s",
+			 (long long)jc->t->id, (long long)pid, e.msg);
+	free(ev.data);
+}
+
 static int
 judge(struct sched_ctx *x, struct task *t, struct err *e)
 {
+	struct judge_call jc = { x, t };
 	struct agent_result ar = AGENT_RESULT_INIT;
 	struct buf prompt = BUF_INIT;
 	struct role_call c = { 0 };
@@ -312,6 +349,8 @@ judge(struct sched_ctx *x, struct task *t, struct err *e)
 	if (strcmp(c.cwd, x->ws->repo))
 		worktree_git_dir(x->ws, c.cwd, &gitdir, NULL);
 	c.gitdir = gitdir;
+	c.on_started = judge_started;
+	c.arg = &jc;
 	rc = fs_mkdir_p(dir, 0755, e);
 	if (!rc)
 		rc = sched_call_role(x->cfg, &c, &ar, e);

@@ -135,6 +135,14 @@ struct role_call {
 	 * agent may write in the sandbox; the caller reads it after.
 	 */
 	const char *out_dir;
+	/*
+	 * NULL, or called once the agent's process exists, with its pid
+	 * (the leader of its process group), so that whoever finds the
+	 * caller dead can kill what the call left (the judge records it,
+	 * sweep.c kills it). Not called for an agent without a process.
+	 */
+	void (*on_started)(void *arg, int64_t pid);
+	void *arg;
 };
 
 /*

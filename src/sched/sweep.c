@@ -11,6 +11,11 @@
  *   blocked(awaiting_approval), its question timed out -> queued (the
  *                                    next driver applies the default)
  *   queued, a dependency failed/cancelled -> blocked(dependency_failed)
+ *   blocked(awaiting_judge), its judge gone or its claim expired
+ *                                    -> claim given back, the judge's
+ *                                    agent group killed (judge_gone,
+ *                                    judge_expired)
+ *   blocked(awaiting_judge), its cooldown over -> the workers are woken
  *
  * A requeued task keeps its run: the next worker resumes it where it
  * stopped. The sweep runs when serve starts (which is what turns a kill
@@ -34,6 +39,7 @@
 #include "util/err.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/spawn.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -56,6 +62,16 @@ due_at(struct sweep *sw, int64_t when)
 		sw->next = when;
 }
 
+/* Whether holder ("host:pid:n") names a worker of this host. */
+static int
+on_this_host(const char *holder)
+{
+	const char *host = sched__host();
+	size_t n = strlen(host);
+
+	return holder && !strncmp(holder, host, n) && holder[n] == ':';
+}
+
 /*
  * Whether the worker named holder ("host:pid:n") is known to be gone: it
  * ran on this host and its process no longer exists. A worker elsewhere
@@ -64,13 +80,11 @@ due_at(struct sweep *sw, int64_t when)
 static int
 holder_gone(const char *holder)
 {
-	const char *host = sched__host();
-	size_t n = strlen(host);
 	long pid;
 
-	if (!holder || strncmp(holder, host, n) || holder[n] != ':')
+	if (!on_this_host(holder))
 		return 0;
-	pid = strtol(holder + n + 1, NULL, 10);
+	pid = strtol(holder + strlen(sched__host()) + 1, NULL, 10);
 	return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
 
@@ -171,6 +185,123 @@ run_moved_on(struct sweep *sw, const struct task *t)
 	return moved;
 }
 
+/* A task whose cooldown ran out since the last sweep (queued, or
+ * awaiting its judge) counts as a change: nobody else will wake the
+ * workers for it. */
+static int
+cooled(struct sweep *sw, const struct task *t)
+{
+	due_at(sw, t->not_before);
+	return t->not_before > sw->since && t->not_before <= sw->now;
+}
+
+/*
+ * When the claim of t's judge is given up for lost: the judge call's
+ * own timeout (the judge role's provider) plus a lease for the write
+ * that follows. A judge still alive past that is wedged; its late write
+ * loses to the version the sweep's write bumps.
+ */
+static int64_t
+judge_claim_expiry(const struct sched_ctx *x, const struct task *t)
+{
+	const struct config_provider *prov =
+		config_provider_for(x->cfg, "judge");
+	int64_t call_ms = (int64_t)(prov ? prov->timeout_seconds : 1800) * 1000;
+
+	return t->judged_at + call_ms +
+	       (int64_t)x->cfg->runtime.lease_seconds * 1000;
+}
+
+/* The judge whose agent kill_judge_agent looks for, and its pid. */
+struct judge_pid {
+	const struct task *t;
+	int64_t pid;
+};
+
+/* Keeps the pid of a judge_started event of t's current judgement. */
+static int
+note_judge_pid(const struct event *ev, void *arg)
+{
+	struct judge_pid *jp = arg;
+	const char *judge;
+	json_t *d;
+
+	if (strcmp(ev->type, "judge_started") || !ev->data)
+		return 0;
+	d = json_loads(ev->data, 0, NULL);
+	judge = json_string_value(json_object_get(d, "judge"));
+	if (judge && !strcmp(judge, jp->t->judged_by) &&
+	    json_integer_value(json_object_get(d, "judgement_version")) ==
+		    jp->t->judgement_version)
+		jp->pid = json_integer_value(json_object_get(d, "pid"));
+	json_decref(d);
+	return 0;
+}
+
+/*
+ * Kills what the lost judge of t had started: its agent's process group,
+ * on record as "judge_started" (judge.c). The agent runs in a session of
+ * its own, so it outlives its worker; only a judge of this host has a
+ * group we can reach. Returns the group's pid, or 0 when none was found.
+ */
+static int64_t
+kill_judge_agent(struct sweep *sw, const struct task *t)
+{
+	struct judge_pid jp = { t, 0 };
+	struct err ignored = ERR_INIT;
+
+	if (!on_this_host(t->judged_by))
+		return 0;
+	store_task_events(sw->x->store, t->id, 0, note_judge_pid, &jp,
+			  &ignored);
+	if (jp.pid > 1)
+		spawn_kill_group((pid_t)jp.pid, 2000);
+	return jp.pid > 1 ? jp.pid : 0;
+}
+
+/*
+ * A task awaiting its judge. Unclaimed, it waits for its cooldown (a
+ * judge that could not decide) and wakes the workers when it ends.
+ * Claimed, the claim is given back when its judge is gone (its worker's
+ * process, on this host) or the claim expired, after killing the
+ * agent the judge left running; the next idle worker judges it anew.
+ */
+static int
+sweep_judging(struct sweep *sw, struct task *t)
+{
+	const char *type = "judge_gone";
+	int64_t expires, pid;
+	char *why, *data;
+	int rc;
+
+	if (!t->judged_at)
+		return cooled(sw, t);
+	expires = judge_claim_expiry(sw->x, t);
+	if (holder_gone(t->judged_by)) {
+		why = xasprintf("judge %s is gone; the task is judged again",
+				t->judged_by);
+	} else if (expires <= sw->now) {
+		type = "judge_expired";
+		why = xasprintf("the claim of judge %s expired; the task is "
+				"judged again",
+				t->judged_by);
+	} else {
+		due_at(sw, expires);
+		return 0;
+	}
+	pid = kill_judge_agent(sw, t);
+	data = json_take_text(json_pack("{s:s?, s:I, s:s}", "judge",
+					t->judged_by, "pid", (json_int_t)pid,
+					"reason", why));
+	t->judged_at = 0;
+	t->not_before = 0;
+	run_set(&t->reason, why);
+	rc = sched_task_write(sw->x, t, type, data, sw->e);
+	free(why);
+	free(data);
+	return rc ? rc : 1;
+}
+
 static int
 sweep_blocked(struct sweep *sw, struct task *t)
 {
@@ -186,6 +317,8 @@ sweep_blocked(struct sweep *sw, struct task *t)
 			     "the rate limit has reset; resuming");
 		return rc ? rc : 1;
 	}
+	if (!strcmp(why, BLOCK_AWAITING_JUDGE))
+		return sweep_judging(sw, t);
 	if ((!strcmp(why, BLOCK_AWAITING_APPROVAL) ||
 	     !strcmp(why, BLOCK_PAUSED)) &&
 	    run_moved_on(sw, t)) {
@@ -219,15 +352,6 @@ failed_dependency(struct sweep *sw, const struct task *t)
 			return t->deps[i];
 	}
 	return 0;
-}
-
-/* A queued task whose cooldown ran out since the last sweep counts as a
- * change: nobody else will wake the workers for it. */
-static int
-cooled(struct sweep *sw, const struct task *t)
-{
-	due_at(sw, t->not_before);
-	return t->not_before > sw->since && t->not_before <= sw->now;
 }
 
 static int

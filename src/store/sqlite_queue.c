@@ -854,6 +854,11 @@ sqlite__task_next_due(struct store *s, int64_t *out, struct err *e)
 		       " SELECT MIN(not_before) AS v FROM tasks"
 		       "  WHERE status = 'queued' AND not_before > ?1"
 		       " UNION ALL"
+		       " SELECT MIN(not_before) FROM tasks"
+		       "  WHERE status = 'blocked'"
+		       "  AND block_reason = 'awaiting_judge'"
+		       "  AND judged_at = 0 AND not_before > ?1"
+		       " UNION ALL"
 		       " SELECT MIN(lease_expires_at) FROM tasks"
 		       "  WHERE status = 'running')",
 		       time_now_ms(), &due, "find when a task is due", e);

@@ -454,6 +454,22 @@ store_task_renew(struct store *s, int64_t id, int64_t token,
 }
 
 int
+store_areas_overlap(const char *a, const char *b)
+{
+	size_t la, lb;
+
+	if (!a || !b)
+		return 0;
+	la = strlen(a);
+	lb = strlen(b);
+	if (la == lb)
+		return !strcmp(a, b);
+	if (la > lb)
+		return !strncmp(a, b, lb) && a[lb] == '/';
+	return !strncmp(a, b, la) && b[la] == '/';
+}
+
+int
 store_task_next_due(struct store *s, int64_t *out, struct err *e)
 {
 	if (!s)

@@ -274,6 +274,16 @@ int store_task_claim(struct store *s, const char *holder, int64_t lease_ms,
 		     struct task *out, struct err *e);
 
 /*
+ * The claim's area rule: whether areas a and b overlap, one being the
+ * other or a directory of it ("src/export" overlaps "src" and
+ * "src/export/csv", not "src/exporter"); NULL overlaps nothing. Each
+ * backend's claim SQL says the same (t_queue checks that they agree);
+ * this is the rule for code that counts what a claim would take
+ * (baton doctor).
+ */
+int store_areas_overlap(const char *a, const char *b);
+
+/*
  * Heartbeat: extends the lease of task id to now + lease_ms if token is
  * still its lease_token and it is running; else BATON_EFENCED. Writes no
  * event and does not bump the version.
@@ -283,9 +293,11 @@ int store_task_renew(struct store *s, int64_t id, int64_t token,
 
 /*
  * The earliest time something not claimable now becomes claimable: the
- * smallest not_before in the future of a queued task, the smallest
- * lease_expires_at of a running task, or 0 when there is none. The
- * supervisor sleeps until then (or until woken).
+ * smallest not_before in the future of a queued task or of an unclaimed
+ * task awaiting its judge (a judge that could not decide gave it back
+ * with a cooldown), the smallest lease_expires_at of a running task, or
+ * 0 when there is none. The supervisor's sweep (sched/sweep.c) keeps
+ * the same account to sleep until then and for serve --exit-when-idle.
  */
 int store_task_next_due(struct store *s, int64_t *out, struct err *e);
 

@@ -217,6 +217,40 @@ test_expect_success 'a second resume while the first drives the run leaves it to
 	test_line_count = 2 ../calls
 '
 
+test_expect_success 'two resumes racing for a run nobody drives: the one that lost says who drives it and exits 0' '
+	make_repo repo9 &&
+	baton_init_with_agent repo9 &&
+	crash_mid_execute repo9 "Racing resumes" &&
+	id=$(cat ../repo9.id) &&
+	# resume A is held in its first "git config user.email", which it
+	# runs after it found no driver and before it takes the run lock:
+	# the window of the race, held open
+	mkdir -p ../holdgit &&
+	real=$(command -v git) &&
+	cat >../holdgit/git <<-EOF &&
+	#!/bin/sh
+	case " \$* " in *" config user.email "*) hold=1 ;; *) hold= ;; esac
+	if [ -n "\$hold" ] && ! [ -e "$FAKE_STATE/git-held" ]; then
+		: >"$FAKE_STATE/git-held"
+		while ! [ -e "$FAKE_STATE/git-release" ]; do sleep 0.1; done
+	fi
+	exec "$real" "\$@"
+	EOF
+	chmod +x ../holdgit/git &&
+	PATH=$TRASH_DIRECTORY/holdgit:$PATH bg_start ../resumeA "$BATON" resume "$id" &&
+	wait_for "test -e \"$FAKE_STATE/git-held\"" &&
+	# resume B wins: it drives the run, its agent working until released
+	FAKE_FAIL_ATTEMPTS=2 FAKE_WAIT_FOR=$FAKE_STATE/release9 \
+		bg_start ../resumeB "$BATON" resume "$id" &&
+	wait_for "test \"\$(fake_calls $id execute | wc -l)\" = 2" &&
+	touch "$FAKE_STATE/git-release" &&
+	test "$(bg_wait ../resumeA)" = 0 &&
+	test_grep "its driver (pid $(cat ../resumeB.pid)) carries on" ../resumeA.out &&
+	touch "$FAKE_STATE/release9" &&
+	test "$(bg_wait ../resumeB)" = 0 &&
+	test "$(run_status "$id")" = merge_ready
+'
+
 test_expect_success 'SIGTERM (Ctrl-C) of baton run mid-stage: exit 130, run interrupted, agent stopped; resume finishes it' '
 	make_repo repo5 &&
 	baton_init_with_agent repo5 &&

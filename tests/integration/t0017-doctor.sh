@@ -34,6 +34,19 @@ test_expect_success 'claude installed but failing: --version fails, and the conf
 	test_grep "problem" ../broken.out
 '
 
+test_expect_success 'the backlog counts what serve would start at once: tasks of overlapping areas one at a time' '
+	make_repo areas &&
+	baton_init_with_agent areas "runtime: {workers: 4}" &&
+	cd areas &&
+	"$BATON" task add "first in src" --area src >/dev/null &&
+	"$BATON" task add "second in src" --area src >/dev/null &&
+	"$BATON" task add "under src" --area src/x >/dev/null &&
+	"$BATON" task add "docs" --area docs >/dev/null &&
+	"$BATON" task add "anywhere" >/dev/null &&
+	"$BATON" doctor --quick >../areas.out 2>&1 || : &&
+	test_grep "5 ready now: serve (4 workers) starts 3 at once (2 wait for an overlapping area)" ../areas.out
+'
+
 if [ -x "$AGENTS_BIN/claude" ] || [ "${BATON_TEST_REQUIRE_AGENTS:-0}" = 1 ]; then
 	export MOCK_KEY=sk-mock-doctor-0123456789
 	feature_script script.json "x"

@@ -811,6 +811,52 @@ TEST(claim_area_exclusive)
 	store_close(s);
 }
 
+/*
+ * The claim's SQL and store_areas_overlap (what baton doctor counts
+ * with) are one rule: for each pair, a task of area b is claimable next
+ * to a running task of area a exactly when they do not overlap.
+ */
+TEST(claim_area_rule_is_store_areas_overlap)
+{
+	static const char *const pairs[][2] = {
+		{ "src", "src" },
+		{ "src", "src/x" },
+		{ "src/x", "src" },
+		{ "src", "srcx" },
+		{ "src/export", "src/exporter" },
+		{ "a/b", "a/b/c/d" },
+		{ "a/b/c/d", "a/b" },
+		{ "src/", "src/x" },
+		{ "docs", "src" },
+		{ NULL, "src" },
+		{ "src", NULL },
+		{ NULL, NULL },
+		{ "a.b", "a/b" },
+	};
+	struct store *s = open_store();
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(pairs); i++) {
+		const char *a = pairs[i][0], *b = pairs[i][1];
+		int64_t first = add_task(s, "first", 100, a, NULL), second;
+		int64_t got;
+
+		ASSERT_EQ(claim(s, "w", NULL), first);
+		second = add_task(s, "second", 100, b, NULL);
+		got = claim(s, "w", NULL);
+		if ((got == second) == store_areas_overlap(a, b))
+			test_fail(__FILE__, __LINE__,
+				  "areas '%s' and '%s': the claim %s, "
+				  "store_areas_overlap says %d",
+				  a ? a : "(none)", b ? b : "(none)",
+				  got == second ? "ran both" : "held one back",
+				  store_areas_overlap(a, b));
+		set_status(s, first, TASK_DONE);
+		set_status(s, second, TASK_DONE);
+	}
+	store_close(s);
+}
+
 TEST(claim_respects_not_before)
 {
 	struct store *s = open_store();
@@ -1156,30 +1202,13 @@ TEST(claim_concurrent_processes)
 #define AREA_FAMILIES 4
 #define AREA_TASKS    48
 
-/* The area rule of store_task_claim, for checking it from outside. */
-static int
-areas_overlap(const char *a, const char *b)
-{
-	size_t la, lb;
-
-	if (!a || !b)
-		return 0;
-	la = strlen(a);
-	lb = strlen(b);
-	if (la == lb)
-		return !strcmp(a, b);
-	if (la > lb)
-		return !strncmp(a, b, lb) && a[lb] == '/';
-	return !strncmp(a, b, la) && b[la] == '/';
-}
-
 /* Fails the claimer when a running task other than t overlaps it. */
 static int
 check_no_overlap(const struct task *r, void *arg)
 {
 	const struct task *t = arg;
 
-	if (r->id != t->id && areas_overlap(r->area, t->area))
+	if (r->id != t->id && store_areas_overlap(r->area, t->area))
 		test_fail(__FILE__, __LINE__,
 			  "task %lld (%s) runs next to task %lld (%s)",
 			  (long long)r->id, r->area, (long long)t->id,
@@ -1315,6 +1344,42 @@ TEST(next_due)
 	ASSERT_EQ(t.id, 1);
 	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
 	ASSERT_EQ(due, t.lease_expires_at);
+	task_release(&t);
+	store_close(s);
+}
+
+/*
+ * A task whose judge could not decide waits blocked(awaiting_judge) for
+ * its cooldown: due then, as a queued task's cooldown is. Claimed by a
+ * judge (judged_at set), it is not due at its old cooldown.
+ */
+TEST(next_due_judge_cooldown)
+{
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task t;
+	int64_t due = -1, soon = time_now_ms() + 50000;
+
+	add_task(s, "judged later", 0, NULL, NULL);
+	get_task(s, 1, &t);
+	run_set(&t.status, TASK_BLOCKED);
+	run_set(&t.block_reason, BLOCK_AWAITING_JUDGE);
+	t.not_before = soon;
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, soon);
+
+	t.judged_at = time_now_ms();
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, 0);
+
+	/* blocked for another reason: a person decides, nothing falls due */
+	t.judged_at = 0;
+	run_set(&t.block_reason, BLOCK_NEEDS_REWORK);
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	ASSERT_OK(store_task_next_due(s, &due, &e), &e);
+	ASSERT_EQ(due, 0);
 	task_release(&t);
 	store_close(s);
 }
