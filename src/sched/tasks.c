@@ -28,11 +28,22 @@ sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 {
 	struct event ev = { 0 };
 	json_t *data, *deps;
+	char *text, *area = NULL;
 	size_t i;
 	int rc;
 
 	if (!t->title || !*t->title)
 		return err_set(e, BATON_EINVAL, "a task needs a title");
+	text = sched__task_text(t);
+	rc = run_task_text_fits(strlen(text), e);
+	free(text);
+	if (rc)
+		return rc;
+	rc = sched_task_area(t->area, "area", &area, e);
+	if (rc)
+		return rc;
+	free(t->area);
+	t->area = area;
 	if (!t->status)
 		t->status = xstrdup(TASK_QUEUED);
 	if (!t->max_attempts)
@@ -51,6 +62,40 @@ sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 	if (!rc)
 		sched_wake(x->ws);
 	return rc;
+}
+
+int
+sched_task_area(const char *raw, const char *what, char **out,
+		struct err *e)
+{
+	struct buf b = BUF_INIT;
+	const char *p, *seg;
+	size_t len;
+
+	*out = NULL;
+	if (!raw)
+		return 0;
+	if (raw[0] == '/')
+		goto bad;
+	for (p = raw; *p; p += strcspn(p, "/")) {
+		p += strspn(p, "/");
+		seg = p;
+		len = strcspn(seg, "/");
+		if (!len || (len == 1 && seg[0] == '.'))
+			continue;
+		if (len == 2 && !strncmp(seg, "..", 2))
+			goto bad;
+		buf_addf(&b, "%s%.*s", b.len ? "/" : "", (int)len, seg);
+	}
+	if (b.len)
+		*out = buf_detach(&b, NULL);
+	return 0;
+bad:
+	buf_release(&b);
+	return err_set(e, BATON_EINVAL,
+		       "%s '%s' must be a path inside the repository "
+		       "(relative, without '..')",
+		       what, raw);
 }
 
 int64_t
