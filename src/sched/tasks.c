@@ -65,8 +65,7 @@ sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 }
 
 int
-sched_task_area(const char *raw, const char *what, char **out,
-		struct err *e)
+sched_task_area(const char *raw, const char *what, char **out, struct err *e)
 {
 	struct buf b = BUF_INIT;
 	const char *p, *seg;

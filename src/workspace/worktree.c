@@ -87,8 +87,8 @@ out:
 
 /* git at at, as git_va(). */
 static int
-git_at_run(const struct workspace *ws, const struct git_at *at,
-	   struct buf *out, struct err *e, ...)
+git_at_run(const struct workspace *ws, const struct git_at *at, struct buf *out,
+	   struct err *e, ...)
 {
 	va_list ap;
 	int rc;
@@ -561,20 +561,18 @@ out:
 	return rc;
 }
 
-
 /*
  * commit-tree of tree on parent, the message on stdin: it holds the
  * task's text, which need not fit in one argument.
  */
 static int
-commit_tree(const struct workspace *ws, const char *message,
-	    const char *parent, const char *tree, struct buf *out,
-	    struct err *e)
+commit_tree(const struct workspace *ws, const char *message, const char *parent,
+	    const char *tree, struct buf *out, struct err *e)
 {
 	struct git_at at = { .in = message };
 
-	return git_at_run(ws, &at, out, e, "commit-tree", "--no-gpg-sign",
-			  "-p", parent, tree, NULL);
+	return git_at_run(ws, &at, out, e, "commit-tree", "--no-gpg-sign", "-p",
+			  parent, tree, NULL);
 }
 
 /*
