@@ -5,8 +5,9 @@
 # sqlite3 CLI doing as many single-row INSERTs, each its own transaction,
 # with synchronous=FULL and WAL on the same disk), the `baton status`
 # benchmark, the orchestration overhead, a parallel review group
-# (bench_groups.sh), the guard around agent calls (bench_guard.sh), the
-# task queue (bench_queue),
+# (bench_groups.sh), the guard around agent calls (bench_guard.sh), loading
+# a config with big pipelines (bench_config.sh), the task queue
+# (bench_queue),
 # `baton serve` end to end (bench_serve.sh) and serve's HTTP API and live
 # stream (bench_http.sh, with bench_http); writes everything to
 # bench/out/<date>.txt and prints it. `make bench` runs it.
@@ -155,6 +156,12 @@ echo "bench: what the guard and the checkpoint cost ..." >&2
 section "the guard around agent calls and the checkpoint: 10 and 20000 files"
 BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_guard.sh \
 	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_guard.sh failed: see $out"; }
+cat "$part" >>"$out"
+
+echo "bench: loading a config with big pipelines ..." >&2
+section "config load: pipelines of 250 to 1000 stages, 1 to 16 of them"
+BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_config.sh \
+	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_config.sh failed: see $out"; }
 cat "$part" >>"$out"
 
 echo "bench: task queue (bench_queue -n $TASKS) ..." >&2

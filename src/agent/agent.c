@@ -58,12 +58,18 @@ agent_run(const struct agent_request *req, struct agent_result *r,
 	  struct err *e)
 {
 	const struct agent_adapter *a = find(req->provider->type);
+	int rc;
 
 	if (!a)
 		return err_set(e, BATON_EINVAL,
 			       "provider '%s': unknown type '%s'",
 			       req->provider->name, req->provider->type);
-	return a->run(req, r, e);
+	rc = a->run(req, r, e);
+	/* every reader of these takes them as C strings */
+	buf_escape_nul(&r->text);
+	buf_escape_nul(&r->message);
+	buf_escape_nul(&r->err_tail);
+	return rc;
 }
 
 void

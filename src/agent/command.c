@@ -79,6 +79,9 @@ command_run(const struct agent_request *req, struct agent_result *r,
 	res.err = (struct buf)BUF_INIT;
 	spawn_result_release(&res);
 	spawn_opts_release(&o);
+	/* before classify reads them: a NUL must not hide what follows */
+	buf_escape_nul(&r->text);
+	buf_escape_nul(&r->err_tail);
 	if (rc == 0)
 		agent_classify(r);
 	return rc;

@@ -27,6 +27,7 @@
 #include "util/buf.h"
 #include "util/embed.h"
 #include "util/err.h"
+#include "util/strmap.h"
 #include "util/xalloc.h"
 
 /* What each kind is called and what it shows by default. */
@@ -355,12 +356,14 @@ first_of(const struct pipeline *p, enum stage_kind k)
 
 /* Resolves a stage reference key (next, on_fail, on_changes). */
 static int
-stage_ref(struct pipeline *p, const struct cnode *def, const char *key,
-	  const char *path, int *out, struct err *e)
+stage_ref(struct pipeline *p, const struct strmap *names,
+	  const struct cnode *def, const char *key, const char *path, int *out,
+	  struct err *e)
 {
 	const struct cnode *n = cnode_get(def, key);
 	char where[256], full[256];
-	int rc, idx;
+	size_t idx;
+	int rc;
 
 	if (!n)
 		return 0;
@@ -372,13 +375,12 @@ stage_ref(struct pipeline *p, const struct cnode *def, const char *key,
 		*out = -1;
 		return 0;
 	}
-	idx = stage_index(p, n->value);
-	if (idx < 0) {
+	if (!strmap_get(names, n->value, &idx)) {
 		cnode_where(n, where, sizeof(where));
 		return err_set(e, BATON_EINVAL, "%s: %s: no stage named '%s'",
 			       where, full, n->value);
 	}
-	*out = idx;
+	*out = (int)idx;
 	return 0;
 }
 
@@ -397,6 +399,7 @@ struct parse {
 	int count[KIND__COUNT];	   /* stages of each kind written */
 	int seen[KIND__COUNT];	   /* of them, read so far */
 	char path[256];		   /* "pipelines.NAME.stages" */
+	struct strmap names;	   /* stage name -> index (check_names) */
 	struct err *e;
 };
 
@@ -1086,15 +1089,23 @@ complete(struct parse *c)
 			p->stages[i].on_reject_stop = (int)i == last;
 }
 
-static void
-add_status(struct pipeline *p, size_t *alloc, const char *s)
-{
-	size_t i;
+/*
+ * What derive() builds the table with: the statuses and edges so far,
+ * each looked up by a hash rather than by a scan of the lists (a config
+ * may have thousands of stages, and every one adds statuses and edges).
+ */
+struct derive {
+	size_t salloc, ealloc;
+	struct strmap status_at; /* status -> its index in p->statuses */
+	struct strmap edge_seen; /* "FROM>TO" (status indexes) */
+};
 
-	for (i = 0; i < p->nr_statuses; i++)
-		if (!strcmp(p->statuses[i], s))
-			return;
-	ALLOC_GROW(p->statuses, p->nr_statuses + 1, *alloc);
+static void
+add_status(struct pipeline *p, struct derive *d, const char *s)
+{
+	if (!strmap_add(&d->status_at, s, p->nr_statuses))
+		return;
+	ALLOC_GROW(p->statuses, p->nr_statuses + 1, d->salloc);
 	p->statuses[p->nr_statuses++] = xstrdup(s);
 }
 
@@ -1109,22 +1120,25 @@ status_pos(const struct pipeline *p, const char *s)
 	return -1;
 }
 
+/* Adds from -> to, unless the pair is there already (the first why stays). */
 static void
-add_edge(struct pipeline *p, size_t *alloc, const char *from, const char *to,
+add_edge(struct pipeline *p, struct derive *d, const char *from, const char *to,
 	 enum edge_why why)
 {
-	int f = status_pos(p, from), t = status_pos(p, to);
-	size_t i;
+	size_t f, t;
+	char pair[48];
 
-	if (f < 0 || t < 0)
+	if (!strmap_get(&d->status_at, from, &f) ||
+	    !strmap_get(&d->status_at, to, &t))
 		BUG("edge between unknown statuses '%s' -> '%s'", from, to);
-	for (i = 0; i < p->nr_edges; i++)
-		if (p->edges[i].from == p->statuses[f] &&
-		    p->edges[i].to == p->statuses[t])
-			return;
-	ALLOC_GROW(p->edges, p->nr_edges + 1, *alloc);
+	snprintf(pair, sizeof(pair), "%zu>%zu", f, t);
+	if (!strmap_add(&d->edge_seen, pair, 0))
+		return;
+	ALLOC_GROW(p->edges, p->nr_edges + 1, d->ealloc);
 	p->edges[p->nr_edges].from = p->statuses[f];
 	p->edges[p->nr_edges].to = p->statuses[t];
+	p->edges[p->nr_edges].from_at = f;
+	p->edges[p->nr_edges].to_at = t;
 	p->edges[p->nr_edges].why = why;
 	p->nr_edges++;
 }
@@ -1136,15 +1150,17 @@ exit_status(const struct stage *s)
 	return s->done ? s->done : s->status;
 }
 
-static const struct pipeline *sort_ctx;
-
+/* Status order: by from, then to. */
 static int
 edge_cmp(const void *a, const void *b)
 {
 	const struct edge *x = a, *y = b;
-	int d = status_pos(sort_ctx, x->from) - status_pos(sort_ctx, y->from);
 
-	return d ? d : status_pos(sort_ctx, x->to) - status_pos(sort_ctx, y->to);
+	if (x->from_at != y->from_at)
+		return x->from_at < y->from_at ? -1 : 1;
+	if (x->to_at != y->to_at)
+		return x->to_at < y->to_at ? -1 : 1;
+	return 0;
 }
 
 /*
@@ -1153,25 +1169,24 @@ edge_cmp(const void *a, const void *b)
  * (NULL for created), which a gate's request-changes re-runs.
  */
 static void
-add_boundary(struct pipeline *p, size_t *alloc, const char *a,
-	     const struct stage *x, const struct stage *back,
-	     enum edge_why why)
+add_boundary(struct pipeline *p, struct derive *d, const char *a,
+	     const struct stage *x, const struct stage *back, enum edge_why why)
 {
-	add_edge(p, alloc, a, x->status, why);
-	add_edge(p, alloc, a, ST_WAITING, WHY_GATE);
-	add_edge(p, alloc, ST_WAITING, x->status, WHY_APPROVE);
+	add_edge(p, d, a, x->status, why);
+	add_edge(p, d, a, ST_WAITING, WHY_GATE);
+	add_edge(p, d, ST_WAITING, x->status, WHY_APPROVE);
 	if (back)
-		add_edge(p, alloc, ST_WAITING, back->status, WHY_REDO);
-	add_edge(p, alloc, a, ST_PAUSED, WHY_PAUSE);
-	add_edge(p, alloc, ST_PAUSED, x->status, WHY_RESUME);
+		add_edge(p, d, ST_WAITING, back->status, WHY_REDO);
+	add_edge(p, d, a, ST_PAUSED, WHY_PAUSE);
+	add_edge(p, d, ST_PAUSED, x->status, WHY_RESUME);
 }
 
 /* s's work may stop to ask a person, and the answer re-runs it. */
 static void
-add_question(struct pipeline *p, size_t *alloc, const struct stage *s)
+add_question(struct pipeline *p, struct derive *d, const struct stage *s)
 {
-	add_edge(p, alloc, s->status, ST_WAITING, WHY_ASK);
-	add_edge(p, alloc, ST_WAITING, s->status, WHY_ANSWER);
+	add_edge(p, d, s->status, ST_WAITING, WHY_ASK);
+	add_edge(p, d, ST_WAITING, s->status, WHY_ANSWER);
 }
 
 /*
@@ -1180,17 +1195,17 @@ add_question(struct pipeline *p, size_t *alloc, const struct stage *s)
  * it aside (paused) until it is resumed into planning.
  */
 static void
-derive_feedback(struct pipeline *p, size_t *alloc, const struct stage *s)
+derive_feedback(struct pipeline *p, struct derive *d, const struct stage *s)
 {
 	int plan = first_of(p, KIND_PLAN);
 	const struct stage *again = plan >= 0 ? &p->stages[plan] :
 				    pipeline_first(p);
 
-	add_question(p, alloc, s);
-	add_edge(p, alloc, ST_WAITING, p->terminal, WHY_APPROVE);
-	add_edge(p, alloc, ST_WAITING, again->status, WHY_REVISE);
-	add_edge(p, alloc, ST_WAITING, ST_PAUSED, WHY_DEFER);
-	add_edge(p, alloc, ST_PAUSED, again->status, WHY_RESUME);
+	add_question(p, d, s);
+	add_edge(p, d, ST_WAITING, p->terminal, WHY_APPROVE);
+	add_edge(p, d, ST_WAITING, again->status, WHY_REVISE);
+	add_edge(p, d, ST_WAITING, ST_PAUSED, WHY_DEFER);
+	add_edge(p, d, ST_PAUSED, again->status, WHY_RESUME);
 }
 
 /*
@@ -1202,7 +1217,7 @@ derive_feedback(struct pipeline *p, size_t *alloc, const struct stage *s)
  * gates show as what they mostly are.
  */
 static void
-derive_questions(struct pipeline *p, size_t *alloc)
+derive_questions(struct pipeline *p, struct derive *d)
 {
 	int rca = first_of(p, KIND_RCA);
 	size_t i;
@@ -1213,14 +1228,14 @@ derive_questions(struct pipeline *p, size_t *alloc)
 		if (KIND_IS_SEED_REVIEW(s->kind) ||
 		    s->kind == KIND_CONSOLIDATE ||
 		    (s->kind == KIND_IMPLEMENT && s->nr_phased))
-			add_question(p, alloc, s);
+			add_question(p, d, s);
 		if (s->kind == KIND_PLAN_REVIEW && rca >= 0)
-			add_edge(p, alloc, ST_WAITING, p->stages[rca].status,
+			add_edge(p, d, ST_WAITING, p->stages[rca].status,
 				 WHY_REEXAMINE);
 		if (s->kind == KIND_EXECUTE && !strcmp(p->type, "assist"))
-			add_question(p, alloc, s); /* an escalation */
+			add_question(p, d, s); /* an escalation */
 		if (s->kind == KIND_REPORT)
-			derive_feedback(p, alloc, s);
+			derive_feedback(p, d, s);
 	}
 }
 
@@ -1230,7 +1245,7 @@ derive_questions(struct pipeline *p, size_t *alloc)
  * each lead to the stage after the group.
  */
 static void
-derive_loops(struct pipeline *p, size_t *alloc)
+derive_loops(struct pipeline *p, struct derive *d)
 {
 	size_t i, j, first = 0, n;
 	int g, after;
@@ -1243,7 +1258,7 @@ derive_loops(struct pipeline *p, size_t *alloc)
 		for (j = 0; j < p->nr_stages; j++)
 			if (p->stages[j].on_changes == (int)i ||
 			    p->stages[j].on_fail == (int)i)
-				add_boundary(p, alloc, exit_status(f),
+				add_boundary(p, d, exit_status(f),
 					     &p->stages[j], f, WHY_REREVIEW);
 	}
 	for (g = 1;; g++) {
@@ -1255,10 +1270,10 @@ derive_loops(struct pipeline *p, size_t *alloc)
 			const struct stage *m = &p->stages[j];
 
 			if (after < 0)
-				add_edge(p, alloc, exit_status(m), p->terminal,
+				add_edge(p, d, exit_status(m), p->terminal,
 					 WHY_NEXT);
 			else
-				add_boundary(p, alloc, exit_status(m),
+				add_boundary(p, d, exit_status(m),
 					     &p->stages[after], m, WHY_NEXT);
 		}
 	}
@@ -1267,125 +1282,127 @@ derive_loops(struct pipeline *p, size_t *alloc)
 static void
 derive(struct pipeline *p)
 {
-	size_t salloc = 0, ealloc = 0, i;
+	struct derive dc = { 0, 0, STRMAP_INIT, STRMAP_INIT }, *d = &dc;
 	const struct stage *first = pipeline_first(p);
+	size_t i;
 
-	add_status(p, &salloc, ST_CREATED);
+	add_status(p, d, ST_CREATED);
 	for (i = 0; i < p->nr_stages; i++) {
-		add_status(p, &salloc, p->stages[i].status);
+		add_status(p, d, p->stages[i].status);
 		if (p->stages[i].done)
-			add_status(p, &salloc, p->stages[i].done);
+			add_status(p, d, p->stages[i].done);
 	}
-	add_status(p, &salloc, ST_WAITING);
-	add_status(p, &salloc, ST_PAUSED);
-	add_status(p, &salloc, ST_INTERRUPTED);
-	add_status(p, &salloc, p->terminal);
-	add_status(p, &salloc, ST_BLOCKED);
-	add_status(p, &salloc, ST_FAILED);
-	add_status(p, &salloc, ST_ABORTED);
+	add_status(p, d, ST_WAITING);
+	add_status(p, d, ST_PAUSED);
+	add_status(p, d, ST_INTERRUPTED);
+	add_status(p, d, p->terminal);
+	add_status(p, d, ST_BLOCKED);
+	add_status(p, d, ST_FAILED);
+	add_status(p, d, ST_ABORTED);
 
-	derive_questions(p, &ealloc);
-	add_boundary(p, &ealloc, ST_CREATED, first, NULL, WHY_START);
+	derive_questions(p, d);
+	add_boundary(p, d, ST_CREATED, first, NULL, WHY_START);
 	for (i = 0; i < p->nr_stages; i++) {
 		const struct stage *s = &p->stages[i];
 		const char *x = exit_status(s);
 
 		if (s->done)
-			add_edge(p, &ealloc, s->status, s->done, WHY_DONE);
+			add_edge(p, d, s->status, s->done, WHY_DONE);
 		if (s->next == -1)
-			add_edge(p, &ealloc, x, p->terminal, WHY_NEXT);
+			add_edge(p, d, x, p->terminal, WHY_NEXT);
 		else if (s->next >= 0)
-			add_boundary(p, &ealloc, x, &p->stages[s->next], s,
-				     WHY_NEXT);
+			add_boundary(p, d, x, &p->stages[s->next], s, WHY_NEXT);
 		if (s->on_fail >= 0)
-			add_boundary(p, &ealloc, s->status,
-				     &p->stages[s->on_fail], s, WHY_FAIL);
+			add_boundary(p, d, s->status, &p->stages[s->on_fail], s,
+				     WHY_FAIL);
 		if (s->on_changes >= 0)
-			add_boundary(p, &ealloc, s->status,
-				     &p->stages[s->on_changes], s,
+			add_boundary(p, d, s->status, &p->stages[s->on_changes],
+				     s,
 				     s->kind == KIND_EVALUATE ? WHY_CONTINUE :
 				     s->kind == KIND_JUDGE	? WHY_REWORK :
 								  WHY_CHANGES);
 		if (s->kind == KIND_LOOP_PLAN)
-			add_edge(p, &ealloc, s->status, p->terminal,
-				 WHY_GOAL);
+			add_edge(p, d, s->status, p->terminal, WHY_GOAL);
 	}
-	derive_loops(p, &ealloc);
-	add_edge(p, &ealloc, ST_WAITING, ST_BLOCKED, WHY_REJECT);
+	derive_loops(p, d);
+	add_edge(p, d, ST_WAITING, ST_BLOCKED, WHY_REJECT);
 	for (i = 0; i < p->nr_stages; i++) {
-		add_edge(p, &ealloc, p->stages[i].status, ST_BLOCKED,
-			 WHY_BLOCK);
-		add_edge(p, &ealloc, p->stages[i].status, ST_INTERRUPTED,
+		add_edge(p, d, p->stages[i].status, ST_BLOCKED, WHY_BLOCK);
+		add_edge(p, d, p->stages[i].status, ST_INTERRUPTED,
 			 WHY_INTERRUPT);
-		add_edge(p, &ealloc, ST_INTERRUPTED, p->stages[i].status,
+		add_edge(p, d, ST_INTERRUPTED, p->stages[i].status,
 			 WHY_RECOVER);
 	}
 	for (i = 0; i < p->nr_statuses; i++) {
 		if (status_is_terminal(p->statuses[i]))
 			continue;
-		add_edge(p, &ealloc, p->statuses[i], ST_FAILED, WHY_FAILED);
-		add_edge(p, &ealloc, p->statuses[i], ST_ABORTED, WHY_ABORT);
+		add_edge(p, d, p->statuses[i], ST_FAILED, WHY_FAILED);
+		add_edge(p, d, p->statuses[i], ST_ABORTED, WHY_ABORT);
 	}
-	sort_ctx = p;
 	qsort(p->edges, p->nr_edges, sizeof(*p->edges), edge_cmp);
-	sort_ctx = NULL;
+	strmap_release(&d->status_at);
+	strmap_release(&d->edge_seen);
 }
 
-/* Status names must be unique and must not reuse a shared one. */
+/*
+ * Status names must be unique and must not reuse a shared one. Names and
+ * statuses are looked up in hashes: one pass, however many stages. Fills
+ * c->names for the references link_stages() resolves.
+ */
 static int
-check_names(const struct parse *c)
+check_names(struct parse *c)
 {
 	const struct pipeline *p = c->p;
-	size_t i, j, nmain = 0;
+	struct strmap owner = STRMAP_INIT;
+	size_t i, nmain = 0, j;
+	int rc = 0;
 
-	for (i = 0; i < p->nr_stages; i++) {
+	for (i = 0; i < p->nr_stages && !rc; i++) {
 		const struct stage *s = &p->stages[i];
 		const char *mine[2] = { s->status, s->done };
 		int k;
 
 		if (!s->side)
 			nmain++;
-		for (k = 0; k < 2; k++) {
+		for (k = 0; k < 2 && !rc; k++) {
 			if (!mine[k])
 				continue;
 			if (in_list(reserved, mine[k]))
-				return stage_err(c, i, NULL,
-						 "status '%s' is reserved for "
-						 "every pipeline",
-						 mine[k]);
+				rc = stage_err(c, i, NULL,
+					       "status '%s' is reserved for "
+					       "every pipeline",
+					       mine[k]);
 		}
-		if (s->done && s->status && !strcmp(s->done, s->status))
-			return stage_err(c, i, NULL,
-					 "done and status are both '%s'",
-					 s->done);
-		for (j = 0; j < i; j++) {
-			const struct stage *t = &p->stages[j];
-			const char *theirs[2] = { t->status, t->done };
-			int a, b;
-
-			if (!strcmp(s->name, t->name))
-				return stage_err(c, i, NULL,
-						 "a stage named '%s' already "
-						 "exists",
-						 s->name);
-			for (a = 0; a < 2; a++)
-				for (b = 0; b < 2; b++)
-					if (mine[a] && theirs[b] &&
-					    !strcmp(mine[a], theirs[b]))
-						return stage_err(
-							c, i, NULL,
-							"status '%s' is "
-							"already used by "
-							"stage '%s'",
-							mine[a], t->name);
+		if (rc)
+			break;
+		if (s->done && s->status && !strcmp(s->done, s->status)) {
+			rc = stage_err(c, i, NULL, "done and status are both "
+				       "'%s'", s->done);
+			break;
 		}
+		if (!strmap_add(&c->names, s->name, i)) {
+			rc = stage_err(c, i, NULL,
+				       "a stage named '%s' already exists",
+				       s->name);
+			break;
+		}
+		for (k = 0; k < 2 && !rc; k++)
+			if (mine[k] && strmap_get(&owner, mine[k], &j))
+				rc = stage_err(c, i, NULL,
+					       "status '%s' is already used "
+					       "by stage '%s'",
+					       mine[k], p->stages[j].name);
+		for (k = 0; k < 2 && !rc; k++)
+			if (mine[k])
+				strmap_add(&owner, mine[k], i);
 	}
-	if (!nmain)
-		return err_set(c->e, BATON_EINVAL,
-			       "%s: pipeline '%s' has no stage outside the "
-			       "side loops",
-			       c->path, p->name);
-	return 0;
+	if (!rc && !nmain)
+		rc = err_set(c->e, BATON_EINVAL,
+			     "%s: pipeline '%s' has no stage outside the "
+			     "side loops",
+			     c->path, p->name);
+	strmap_release(&owner);
+	return rc;
 }
 
 /* 1 for the side stages that may go back to the stage that sent them. */
@@ -1438,7 +1455,7 @@ link_stages(const struct parse *c)
 					 "it returns to)");
 		rc = 0;
 		if (n && n->type == CNODE_SCALAR && !strcmp(n->value, "back") &&
-		    (goes_back(s) || stage_index(p, "back") < 0)) {
+		    (goes_back(s) || !strmap_get(&c->names, "back", &j))) {
 			if (!goes_back(s))
 				return stage_err(c, i, n,
 						 "next: back is only for side "
@@ -1447,13 +1464,14 @@ link_stages(const struct parse *c)
 						 "sent them)");
 			s->next = STAGE_BACK;
 		} else {
-			rc = stage_ref(p, def, "next", sp, &s->next, c->e);
+			rc = stage_ref(p, &c->names, def, "next", sp, &s->next,
+				       c->e);
 		}
 		if (!rc)
-			rc = stage_ref(p, def, "on_fail", sp, &s->on_fail,
-				       c->e);
+			rc = stage_ref(p, &c->names, def, "on_fail", sp,
+				       &s->on_fail, c->e);
 		if (!rc)
-			rc = stage_ref(p, def, "on_changes", sp,
+			rc = stage_ref(p, &c->names, def, "on_changes", sp,
 				       &s->on_changes, c->e);
 		if (rc)
 			return rc;
@@ -1674,7 +1692,7 @@ pipeline_parse(const char *name, const struct cnode *def, int builtin,
 	       struct pipeline **out, struct err *e)
 {
 	struct pipeline *p = xcalloc(1, sizeof(*p));
-	struct parse c = { .p = p, .e = e };
+	struct parse c = { .p = p, .names = STRMAP_INIT, .e = e };
 	char path[200], where[256];
 	enum stage_kind k;
 	size_t i;
@@ -1700,6 +1718,14 @@ pipeline_parse(const char *name, const struct cnode *def, int builtin,
 		rc = err_set(e, BATON_EINVAL,
 			     "%s: %s: expected a non-empty list of stages",
 			     where, c.path);
+		goto out;
+	}
+	if (c.list->nr > PIPELINE_MAX_STAGES) {
+		cnode_where(c.list, where, sizeof(where));
+		rc = err_set(e, BATON_EINVAL,
+			     "%s: %s: %zu stages, over the limit of %d stages "
+			     "in a pipeline",
+			     where, c.path, c.list->nr, PIPELINE_MAX_STAGES);
 		goto out;
 	}
 	/* room for the three implicit stages complete() may add */
@@ -1746,6 +1772,7 @@ pipeline_parse(const char *name, const struct cnode *def, int builtin,
 	*out = p;
 	p = NULL;
 out:
+	strmap_release(&c.names);
 	free(c.defs);
 	free(c.pos);
 	pipeline_free(p);

@@ -200,8 +200,15 @@ enum edge_why {
 	WHY_DEFER,    /* feedback: put the task aside (paused) */
 };
 
+/*
+ * The most stages a pipeline may have. Far past any real one: it keeps a
+ * runaway generated config from costing every command that loads it.
+ */
+#define PIPELINE_MAX_STAGES 1000
+
 struct edge {
 	const char *from, *to; /* borrowed from the pipeline's status list */
+	size_t from_at, to_at; /* their indexes in it: the table's order */
 	enum edge_why why;
 };
 

@@ -4,6 +4,8 @@
 #include "util/compat.h"
 
 #include "core/run.h"
+#include "util/err.h"
+#include "util/limits.h"
 #include "util/xalloc.h"
 
 #define RUN_STRINGS(X)                                                         \
@@ -11,6 +13,18 @@
 	X(paused_at_status) X(gate_status) X(gate_back) X(reason)              \
 	X(worktree) X(branch) X(base_ref) X(base_commit) X(checkpoint)        \
 	X(config_hash) X(config_snapshot) X(outcome) X(progress)
+
+int
+run_task_text_fits(size_t len, struct err *e)
+{
+	if (len <= TASK_TEXT_MAX)
+		return 0;
+	return err_set(e, BATON_EINVAL,
+		       "task text is %zu bytes, over the limit of %d bytes "
+		       "(%d KiB): put the detail in a file of the repository "
+		       "and name it in the task",
+		       len, TASK_TEXT_MAX, TASK_TEXT_MAX / 1024);
+}
 
 void
 run_release(struct run *r)

@@ -9,7 +9,10 @@
 #ifndef BATON_CORE_RUN_H
 #define BATON_CORE_RUN_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct err;
 
 /* Where a run is inside its current status. */
 #define RUN_PHASE_PENDING "pending" /* entered; the stage has not started */
@@ -34,6 +37,13 @@
 /* a loop stopped before an act: the stop file, a changed intent lock */
 #define RUN_OUTCOME_STOPPED	   "stop_condition"
 /* and "blocked", "failed", "aborted": the status itself */
+
+/*
+ * Whether task text of len bytes may be a run's task: 0, or BATON_EINVAL
+ * with a message naming the size and the limit (TASK_TEXT_MAX). Every
+ * door a task comes in by asks, so a task accepted is one that can run.
+ */
+int run_task_text_fits(size_t len, struct err *e);
 
 struct run {
 	char *id;	    /* "r7-add-a-version-flag": deterministic, see ids.h */

@@ -213,6 +213,9 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 		pipeline = en->cfg->pipeline;
 	if (!task || !*task)
 		return err_set(e, BATON_EINVAL, "the task is empty");
+	rc = run_task_text_fits(strlen(task), e);
+	if (rc)
+		return rc;
 	rc = engine_pipeline(en, pipeline, &p, e);
 	if (rc)
 		return rc;

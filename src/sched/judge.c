@@ -186,6 +186,7 @@ add_rework(struct sched_ctx *x, struct task *t, const struct run *r,
 	w.origin = xstrdup("rework");
 	w.parent_id = t->id;
 	w.depth = t->depth + 1;
+	sched__task_fit(&w);
 	rc = sched_task_add(x, &w, e);
 	*id = w.id;
 	task_release(&w);

@@ -317,6 +317,7 @@ add_conflict_task(struct sched_ctx *x, const struct merge_item *m,
 		t.allowed_paths = xstrdup_or_null(parent->allowed_paths);
 		t.verify = xstrdup_or_null(parent->verify);
 	}
+	sched__task_fit(&t);
 	ev.run_id = m->run_id;
 	ev.type = (char *)"task_added";
 	ev.data = json_take_text(

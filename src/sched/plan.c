@@ -195,47 +195,21 @@ read_title(const json_t *obj, const char *where, char **out, struct err *e)
 	return 0;
 }
 
-/*
- * area: relative to the repository, without "..", normalised: "./a//b/"
- * is "a/b"; "" and "." mean no area.
- */
+/* area: a path inside the repository, the rule of sched_task_area(). */
 static int
 read_area(const json_t *obj, const char *where, char **out, struct err *e)
 {
-	struct buf b = BUF_INIT;
-	char *raw = NULL;
-	const char *p, *seg;
+	char *raw = NULL, *what;
 	int rc;
 
 	*out = NULL;
 	rc = opt_string(obj, "area", where, &raw, e);
 	if (rc || !raw)
 		return rc;
-	if (raw[0] == '/')
-		goto bad;
-	for (p = raw; *p; p += strcspn(p, "/")) {
-		size_t len;
-
-		p += strspn(p, "/");
-		seg = p;
-		len = strcspn(seg, "/");
-		if (!len || (len == 1 && seg[0] == '.'))
-			continue;
-		if (len == 2 && !strncmp(seg, "..", 2))
-			goto bad;
-		buf_addf(&b, "%s%.*s", b.len ? "/" : "", (int)len, seg);
-	}
-	if (b.len)
-		*out = buf_detach(&b, NULL);
+	what = xasprintf("%s.area", where);
+	rc = sched_task_area(raw, what, out, e);
+	free(what);
 	free(raw);
-	return 0;
-bad:
-	rc = err_set(e, BATON_EINVAL,
-		     "%s.area '%s' must be a path inside the repository "
-		     "(relative, without '..')",
-		     where, raw);
-	free(raw);
-	buf_release(&b);
 	return rc;
 }
 
@@ -343,6 +317,25 @@ task_clear(struct plan_task *t)
 }
 
 /* Reads tasks[i] into t (which the caller clears either way). */
+/*
+ * The text a run of the task gets (sched__task_text: the title, a blank
+ * line, the body) fits the limit every task is held to, so that no plan
+ * is queued halfway to be refused at its first oversized task.
+ */
+static int
+check_text_size(const struct plan_task *t, const char *where, struct err *e)
+{
+	size_t len = strlen(t->title);
+	int rc;
+
+	if (t->body && *t->body)
+		len += 2 + strlen(t->body);
+	rc = run_task_text_fits(len, e);
+	if (rc)
+		err_prefix(e, "%s", where);
+	return rc;
+}
+
 static int
 read_task(const json_t *v, const char *file, size_t i, struct plan_task *t,
 	  struct err *e)
@@ -362,6 +355,8 @@ read_task(const json_t *v, const char *file, size_t i, struct plan_task *t,
 		rc = read_title(v, where, &t->title, e);
 	if (!rc)
 		rc = opt_string(v, "body", where, &t->body, e);
+	if (!rc)
+		rc = check_text_size(t, where, e);
 	if (!rc)
 		rc = read_area(v, where, &t->area, e);
 	if (!rc)

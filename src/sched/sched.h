@@ -55,7 +55,9 @@ void sched_wake(const struct workspace *ws);
 
 /*
  * Adds a task (title required; the rest of t as given) with a
- * "task_added" event, then wakes serve. Fills t->id.
+ * "task_added" event, then wakes serve. Fills t->id. BATON_EINVAL, and
+ * nothing written, when its text is over TASK_TEXT_MAX (it could never
+ * run) or its area leaves the repository; t->area is normalised.
  */
 int sched_task_add(struct sched_ctx *x, struct task *t, struct err *e);
 
@@ -65,6 +67,17 @@ int sched_task_add(struct sched_ctx *x, struct task *t, struct err *e);
  */
 int sched_task_write(struct sched_ctx *x, struct task *t, const char *type,
 		     const char *data, struct err *e);
+
+/*
+ * A task's area as baton keeps it: raw relative to the repository,
+ * without "..", normalised ("./a//b/" is "a/b"); "" and "." mean no area
+ * (*out NULL). BATON_EINVAL for a path that leaves the repository, named
+ * in the message as what ("area", "tasks[2].area"). *out is the
+ * caller's to free. Every writer of an area asks: the planner, task add,
+ * the API (through sched_task_add).
+ */
+int sched_task_area(const char *raw, const char *what, char **out,
+		    struct err *e);
 
 /* "t7" / "7" -> 7; 0 when ref is not a task reference. */
 int64_t sched_task_ref(const char *ref);

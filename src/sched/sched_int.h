@@ -22,6 +22,15 @@ char *sched__wake_dir(const struct workspace *ws);
 char *sched__task_text(const struct task *t);
 
 /*
+ * tasks.c: cuts a task baton makes itself (a rework with the judge's
+ * findings, a merge conflict) to TASK_TEXT_MAX, so that sched_task_add
+ * takes it and its runs can start: a title over 1 KiB keeps its first
+ * KiB, then the middle of the body goes, with a line that says so; its
+ * head (what was asked) and tail (the findings) stay.
+ */
+void sched__task_fit(struct task *t);
+
+/*
  * tasks.c: a failure's signature: the reason with its numbers, hashes
  * and quoted names blurred, hashed to 16 hex digits, so that "timed out
  * after 31 s" and "timed out after 30 s" are one failure.

@@ -20,6 +20,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
+#include "util/limits.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -28,11 +29,22 @@ sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 {
 	struct event ev = { 0 };
 	json_t *data, *deps;
+	char *text, *area = NULL;
 	size_t i;
 	int rc;
 
 	if (!t->title || !*t->title)
 		return err_set(e, BATON_EINVAL, "a task needs a title");
+	text = sched__task_text(t);
+	rc = run_task_text_fits(strlen(text), e);
+	free(text);
+	if (rc)
+		return rc;
+	rc = sched_task_area(t->area, "area", &area, e);
+	if (rc)
+		return rc;
+	free(t->area);
+	t->area = area;
 	if (!t->status)
 		t->status = xstrdup(TASK_QUEUED);
 	if (!t->max_attempts)
@@ -51,6 +63,39 @@ sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 	if (!rc)
 		sched_wake(x->ws);
 	return rc;
+}
+
+int
+sched_task_area(const char *raw, const char *what, char **out, struct err *e)
+{
+	struct buf b = BUF_INIT;
+	const char *p, *seg;
+	size_t len;
+
+	*out = NULL;
+	if (!raw)
+		return 0;
+	if (raw[0] == '/')
+		goto bad;
+	for (p = raw; *p; p += strcspn(p, "/")) {
+		p += strspn(p, "/");
+		seg = p;
+		len = strcspn(seg, "/");
+		if (!len || (len == 1 && seg[0] == '.'))
+			continue;
+		if (len == 2 && !strncmp(seg, "..", 2))
+			goto bad;
+		buf_addf(&b, "%s%.*s", b.len ? "/" : "", (int)len, seg);
+	}
+	if (b.len)
+		*out = buf_detach(&b, NULL);
+	return 0;
+bad:
+	buf_release(&b);
+	return err_set(e, BATON_EINVAL,
+		       "%s '%s' must be a path inside the repository "
+		       "(relative, without '..')",
+		       what, raw);
 }
 
 int64_t
@@ -76,6 +121,37 @@ sched__task_text(const struct task *t)
 	if (t->body && *t->body)
 		return xasprintf("%s\n\n%s", t->title, t->body);
 	return xstrdup(t->title);
+}
+
+#define FIT_TITLE_MAX 1024
+
+void
+sched__task_fit(struct task *t)
+{
+	static const char note[] = "\n\n[... %zu bytes cut here: a task's "
+				   "text is at most %d KiB ...]\n\n";
+	size_t title = strlen(t->title), body, room, head, tail, gap;
+	struct buf b = BUF_INIT;
+
+	if (title > FIT_TITLE_MAX) {
+		title = utf8_cut(t->title, title, FIT_TITLE_MAX);
+		t->title[title] = '\0';
+	}
+	body = t->body ? strlen(t->body) : 0;
+	if (!body || title + 2 + body <= TASK_TEXT_MAX)
+		return;
+	/* room for the body: the limit less title, blank line and note
+	 * (with its numbers), and the 3 bytes the tail's cut may move */
+	room = TASK_TEXT_MAX - title - 2 - (sizeof(note) + 32);
+	head = utf8_cut(t->body, body, room / 2);
+	/* the tail starts on a whole character: utf8_cut moves back */
+	tail = body - utf8_cut(t->body, body, body - (room - head));
+	gap = body - head - tail;
+	buf_add(&b, t->body, head);
+	buf_addf(&b, note, gap, TASK_TEXT_MAX / 1024);
+	buf_add(&b, t->body + body - tail, tail);
+	free(t->body);
+	t->body = buf_detach(&b, NULL);
 }
 
 /* Skips a run of characters of class cls; returns where it stopped. */

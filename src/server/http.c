@@ -210,6 +210,18 @@ http_body_json_opt(struct req *rq, void **out)
 	return 0;
 }
 
+const char *
+http_duplicate_key(struct json_error_t *je)
+{
+	char *near = strstr(je->text, "near '");
+	char *end = strrchr(je->text, '\'');
+
+	if (!near || !end || end < near + 6)
+		return "(unnamed)";
+	*end = '\0';
+	return near + 6;
+}
+
 int
 http_body_json(struct req *rq, void **out)
 {
@@ -219,7 +231,16 @@ http_body_json(struct req *rq, void **out)
 	*out = NULL;
 	if (read_body(rq))
 		return -1;
-	j = json_loadb(rq->body.ptr ? rq->body.ptr : "", rq->body.len, 0, &je);
+	/* a key given twice is refused: which one counts is nobody's guess */
+	j = json_loadb(rq->body.ptr ? rq->body.ptr : "", rq->body.len,
+		       JSON_REJECT_DUPLICATES, &je);
+	if (!j && json_error_code(&je) == json_error_duplicate_key) {
+		http_error(rq, 400, "bad_request",
+			   "the body gives the key %s more than once (line "
+			   "%d, column %d)",
+			   http_duplicate_key(&je), je.line, je.column);
+		return -1;
+	}
 	if (!j) {
 		http_error(rq, 400, "bad_request",
 			   "the body is not JSON: %s (line %d, column %d)",

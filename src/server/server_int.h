@@ -105,6 +105,14 @@ void http_text(struct req *rq, int status, const char *type, const char *text,
  * when it is not one. *out is a json_t * the caller decrefs.
  */
 int http_body_json(struct req *rq, void **out);
+
+/*
+ * The key a parse with JSON_REJECT_DUPLICATES found twice, as jansson
+ * quotes it ("title" with its quotes), cut out of je->text: borrowed
+ * until je is used again.
+ */
+struct json_error_t;
+const char *http_duplicate_key(struct json_error_t *je);
 /*
  * http_body_json for a body that may be left out: an empty one (or only
  * white space) is no body, *out NULL and 0 returned.

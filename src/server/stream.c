@@ -301,7 +301,10 @@ command_route(json_t *m, const char *type, char *path, size_t len,
 static void
 ws_command(struct ws_client *w, const char *data, size_t len)
 {
-	json_t *m = json_loadb(data, len, 0, NULL), *body = NULL, *ack, *res;
+	json_error_t je;
+	/* a key given twice is refused, as in a request's body */
+	json_t *m = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je),
+	       *body = NULL, *ack, *res;
 	const char *type = json_string_value(json_object_get(m, "type"));
 	struct buf out = BUF_INIT;
 	char path[512], *text, *btext = NULL;
@@ -309,6 +312,15 @@ ws_command(struct ws_client *w, const char *data, size_t len)
 
 	ack = json_pack("{s:s, s:O?}", "type", "ack", "id",
 			json_object_get(m, "id"));
+	if (!m && json_error_code(&je) == json_error_duplicate_key) {
+		json_object_set_new(ack, "ok", json_false());
+		json_object_set_new(
+			ack, "error",
+			json_pack("{s:s, s:s++}", "code", "bad_request",
+				  "message", "the command gives the key ",
+				  http_duplicate_key(&je), " more than once"));
+		goto send;
+	}
 	if (!m || !type || command_route(m, type, path, sizeof(path), &body)) {
 		json_object_set_new(ack, "ok", json_false());
 		json_object_set_new(

@@ -82,6 +82,25 @@ buf_add(struct buf *b, const void *data, size_t len)
 	return rc;
 }
 
+void
+buf_escape_nul(struct buf *b)
+{
+	struct buf out = BUF_INIT;
+	const char *p = b->ptr, *end = b->ptr + b->len, *nul;
+
+	if (!memchr(b->ptr, '\0', b->len))
+		return;
+	while ((nul = memchr(p, '\0', (size_t)(end - p)))) {
+		buf_add(&out, p, (size_t)(nul - p));
+		buf_add(&out, "\\0", 2);
+		p = nul + 1;
+	}
+	buf_add(&out, p, (size_t)(end - p));
+	out.max = b->max > out.len ? b->max : 0;
+	buf_release(b);
+	*b = out;
+}
+
 int
 buf_adds(struct buf *b, const char *s)
 {

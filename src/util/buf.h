@@ -46,6 +46,13 @@ void buf_add_tail(struct buf *b, const void *data, size_t len);
 void buf_setlen(struct buf *b, size_t len);
 /* Removes trailing whitespace. */
 void buf_rtrim(struct buf *b);
+/*
+ * Writes each NUL byte in b as the two characters "\0", so that text read
+ * from a child and then handed on as a C string (an artifact, a reason)
+ * loses nothing after one. Text with NULs grows by one byte for each, and
+ * b keeps it whatever its cap (at most twice what the cap let in).
+ */
+void buf_escape_nul(struct buf *b);
 
 /* The length of s (len bytes) cut to at most max bytes without splitting
  * a UTF-8 sequence: a cut before a continuation byte moves back. */

@@ -15,6 +15,14 @@
 #define BUF_MAX_CONFIG (1024 * 1024)
 /* An artifact an agent writes (plan.md, review.json ...) read back. */
 #define BUF_MAX_ARTIFACT (4 * 1024 * 1024)
+/*
+ * A task's text (title and body), in bytes. It reaches an agent whole in
+ * BATON_TASK and in the prompt (an argument of the CLI adapters), and
+ * the kernel refuses any one argument or environment string over 128 KiB
+ * (MAX_ARG_STRLEN): with the prompt's template and context beside it,
+ * 64 KiB of task is what always fits.
+ */
+#define TASK_TEXT_MAX (64 * 1024)
 /* Characters of context (plan, findings, guidance) handed to an agent. */
 #define BUF_MAX_PROMPT_CONTEXT (48 * 1024)
 

@@ -57,4 +57,8 @@ workspace__git_start(const struct workspace *ws, const struct git_at *at,
 		strvec_pushf(&o->env, "GIT_INDEX_FILE=%s", at->index);
 	if (at->read_only)
 		strvec_push(&o->env, "GIT_OPTIONAL_LOCKS=0");
+	if (at->in) {
+		o->in = at->in;
+		o->in_len = strlen(at->in);
+	}
 }

@@ -24,6 +24,9 @@ struct git_at {
 	const char *index;     /* GIT_INDEX_FILE; NULL: git's default */
 	int read_only;	       /* GIT_OPTIONAL_LOCKS=0: never rewrites the
 				  index behind a concurrent writer */
+	const char *in;	       /* written to git's stdin (a commit message,
+				  which could be too long for an argument);
+				  NULL: none */
 };
 
 /*

@@ -85,6 +85,20 @@ out:
 	return rc;
 }
 
+/* git at at, as git_va(). */
+static int
+git_at_run(const struct workspace *ws, const struct git_at *at, struct buf *out,
+	   struct err *e, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, e);
+	rc = git_va(ws, at, out, e, ap);
+	va_end(ap);
+	return rc;
+}
+
 /* git in the main checkout dir (or, NULL, the common git dir). */
 static int
 git(const struct workspace *ws, const char *dir, struct buf *out,
@@ -547,6 +561,19 @@ out:
 	return rc;
 }
 
+/*
+ * commit-tree of tree on parent, the message on stdin: it holds the
+ * task's text, which need not fit in one argument.
+ */
+static int
+commit_tree(const struct workspace *ws, const char *message, const char *parent,
+	    const char *tree, struct buf *out, struct err *e)
+{
+	struct git_at at = { .in = message };
+
+	return git_at_run(ws, &at, out, e, "commit-tree", "--no-gpg-sign", "-p",
+			  parent, tree, NULL);
+}
 
 /*
  * The checkpoint, without a HEAD: baton's index starts from the branch's
@@ -591,8 +618,7 @@ worktree_checkpoint(const struct workspace *ws, const char *path,
 	if (rc)
 		goto out;
 	if (strcmp(tree.ptr, old_tree.ptr)) {
-		rc = git(ws, NULL, &commit, e, "commit-tree", "--no-gpg-sign",
-			 "-p", old.ptr, "-m", message, tree.ptr, NULL);
+		rc = commit_tree(ws, message, old.ptr, tree.ptr, &commit, e);
 		if (!rc)
 			rc = git(ws, NULL, NULL, e, "update-ref", "-m",
 				 "baton: checkpoint", w.ref, commit.ptr,

@@ -91,6 +91,20 @@ test_expect_success 'requested changes make a rework task on top of the branch; 
 	test_grep "$child_run" ../work.txt
 '
 
+test_expect_success 'a rework of a task near the 64 KiB limit is cut to fit: the middle of its body goes, the findings stay' '
+	setup_repo big &&
+	cd big &&
+	body=$(head -c 65400 /dev/zero | tr "\\0" x) &&
+	"$BATON" task add "big please-rework" --body "START $body" >/dev/null &&
+	bg_start ../big "$BATON" serve --workers 1 --exit-when-idle &&
+	test "$(bg_wait ../big 120)" = 0 &&
+	"$BATON" task list --json >../big.json &&
+	test_jq "length == 2 and .[1].origin == \"rework\" and .[1].status == \"done\"" ../big.json &&
+	"$BATON" task show t2 --json >../t2.json &&
+	test_jq "(.title + \"\n\n\" + .body | utf8bytelength) <= 65536" ../t2.json &&
+	test_jq ".body | startswith(\"START xxx\") and test(\"bytes cut here: a task.s text is at most 64 KiB\") and test(\"say more. Because it is terse.\")" ../t2.json
+'
+
 test_expect_success 'the rework depth is capped' '
 	setup_repo capped &&
 	cd capped &&

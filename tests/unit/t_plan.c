@@ -189,6 +189,22 @@ TEST(task_errors)
 		     "string");
 }
 
+/* A task whose text could never reach an agent is refused with the plan. */
+TEST(task_text_over_the_limit)
+{
+	struct buf text = BUF_INIT;
+	size_t i;
+
+	buf_adds(&text, "{\"tasks\": [{\"key\": \"a\", \"title\": \"A\", "
+			"\"body\": \"");
+	for (i = 0; i < 70000; i++)
+		buf_addch(&text, 'x');
+	buf_adds(&text, "\"}]}");
+	expect_error(text.ptr, "plan.json: tasks[0]: task text is 70003 bytes, "
+			       "over the limit of 65536 bytes (64 KiB)");
+	buf_release(&text);
+}
+
 TEST(keys_and_dependencies)
 {
 	expect_error("{\"tasks\": [{\"key\": \"a\", \"title\": \"A\"}, "
