@@ -63,20 +63,22 @@ print_receipt(const struct event *ev, const json_t *r)
 	struct buf fx = BUF_INIT;
 
 	if (!json_is_object(r)) {
-		printf("#?  event %lld: not a receipt (its data is not a JSON"
-		       " object)\n",
-		       (long long)ev->seq);
+		cli_printf(
+		    "#?  event %lld: not a receipt (its data is not a JSON"
+		    " object)\n",
+		    (long long)ev->seq);
 		return;
 	}
 	add_effects(&fx, r);
-	printf("#%-3lld iter %-3lld %-8s %-9s %s",
-	       (long long)json_integer_value(json_object_get(r, "n")),
-	       (long long)json_integer_value(json_object_get(r, "iteration")),
-	       phase ? phase : "?", decision ? decision : "?", fx.ptr);
+	cli_printf(
+	    "#%-3lld iter %-3lld %-8s %-9s %s",
+	    (long long)json_integer_value(json_object_get(r, "n")),
+	    (long long)json_integer_value(json_object_get(r, "iteration")),
+	    phase ? phase : "?", decision ? decision : "?", fx.ptr);
 	if (digest && !strncmp(digest, "sha256:", 7))
-		printf("  sha256:%.*s…", SHORT_HASH, digest + 7);
+		cli_printf("  sha256:%.*s…", SHORT_HASH, digest + 7);
 	if (reason)
-		printf("  (%s)", reason);
+		cli_printf("  (%s)", reason);
 	putchar('\n');
 	buf_release(&fx);
 }
@@ -201,11 +203,12 @@ print_verdict(const struct run *r, const struct verify_ctx *v, int ok, int json)
 		if (!ok)
 			cli_error("%s: %s", r->id, v->e.msg);
 		else if (!v->chain.n)
-			printf("%s: no receipts\n", r->id);
+			cli_printf("%s: no receipts\n", r->id);
 		else
-			printf("%s: %d receipt%s, chain intact (head %.*s)\n",
-			       r->id, v->chain.n, v->chain.n == 1 ? "" : "s",
-			       SHORT_HASH, v->chain.head);
+			cli_printf(
+			    "%s: %d receipt%s, chain intact (head %.*s)\n",
+			    r->id, v->chain.n, v->chain.n == 1 ? "" : "s",
+			    SHORT_HASH, v->chain.head);
 		return;
 	}
 	o = json_pack("{s:s, s:b, s:i, s:s*, s:s*}", "run", r->id, "intact", ok,

@@ -50,8 +50,8 @@ print_run(const struct run *r, void *arg)
 		return 0;
 	}
 	if (!c->rows++)
-		printf("%-28s %-21s %-10s %7s %6s %8s\n", "RUN", "STATUS",
-		       "STAGE", "AGE", "LOOPS", "COST");
+		cli_printf("%-28s %-21s %-10s %7s %6s %8s\n", "RUN", "STATUS",
+			   "STAGE", "AGE", "LOOPS", "COST");
 	time_fmt_age(c->now - r->created_at, age, sizeof(age));
 	snprintf(loops, sizeof(loops), "%d/%d", r->review_loops,
 		 r->max_review_loops);
@@ -63,8 +63,8 @@ print_run(const struct run *r, void *arg)
 			 r->pause_requested && !status_is_terminal(r->status) ?
 				 " (pausing)" :
 				 "");
-	printf("%-28.28s %-21s %-10s %7s %6s %8.4f\n", r->id, status,
-	       r->stage ? r->stage : "-", age, loops, r->cost_usd);
+	cli_printf("%-28.28s %-21s %-10s %7s %6s %8.4f\n", r->id, status,
+		   r->stage ? r->stage : "-", age, loops, r->cost_usd);
 	return 0;
 }
 
@@ -93,7 +93,7 @@ status_exec(struct cli *c, int argc, char **argv)
 	if (json) {
 		puts(ctx.rows ? "\n]" : "[]");
 	} else if (!ctx.rows) {
-		printf("no runs yet: baton run \"your task\"\n");
+		cli_printf("no runs yet: baton run \"your task\"\n");
 	}
 	return EXIT_OK;
 }
