@@ -245,6 +245,10 @@ task_list(struct cli *c, int argc, char **argv)
 	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
 	if (n != 0)
 		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_task);
+	if (only && task_status_check(only, &e)) {
+		cli_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
 	f.status = only;
 	if (store_task_list(c->store, &f, print_task, &l, &e)) {
 		cli_error("%s", e.msg);

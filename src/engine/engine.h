@@ -312,6 +312,16 @@ struct strvec;
 size_t engine_pipeline_names(const struct engine *en, struct strvec *out);
 
 /*
+ * Checks that status is one a run can have: a status of some pipeline
+ * this repository can run (a filter such as `baton status --status` or
+ * GET /api/v1/runs?status=). 0, or BATON_EINVAL with e naming them all:
+ * "unknown status 'nope' (a run's status is one of created, planning,
+ * ...)". A pipeline of the config that does not load adds nothing.
+ */
+int engine_check_status(const struct engine *en, const char *status,
+			struct err *e);
+
+/*
  * Appends to the run's events.jsonl every event the store has that the
  * file lacks (the file is a mirror; the store is the truth). Safe to call
  * from several processes at once.

@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='human output: terminal escape codes in task titles and agent stderr are shown escaped'
+test_description='human output: terminal escape codes in task titles and agent stderr are shown escaped, an unknown status filter is refused (CLI exit 2, API 400)'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 # A title and an agent message that would set the terminal's title (OSC 0
@@ -83,6 +83,32 @@ test_expect_success 'a run waiting at a gate: approvals list escapes its title' 
 	"$BATON" abort "$id" >/dev/null &&
 	bg_wait ../gated >/dev/null &&
 	no_raw_controls ../gated.out
+'
+
+test_expect_success 'status --status with an unknown status: exit 2, naming the statuses' '
+	cd repo &&
+	test_expect_code 2 "$BATON" status --status nope >../out 2>../err &&
+	test_line_count = 0 ../out &&
+	test_grep "unknown status .nope." ../err &&
+	test_grep "merge_ready" ../err &&
+	test_grep "waiting_for_approval" ../err &&
+	"$BATON" status --status failed --json >../failed.json &&
+	test_jq "length == 1" ../failed.json &&
+	"$BATON" status --status merge_ready >../none.out &&
+	test_grep "no runs are merge_ready" ../none.out &&
+	test_expect_code 2 "$BATON" task list --status nope >../out 2>../err &&
+	test_grep "unknown task status .nope. (queued, running, done, failed, blocked, cancelled)" ../err
+'
+
+test_expect_success 'GET /api/v1/runs?status=nope: 400 naming the statuses' '
+	cd repo &&
+	serve_http "$TRASH_DIRECTORY/serve" --workers 1 &&
+	api_expect 400 GET "/api/v1/runs?status=nope" >../e.json &&
+	test_jq ".error.code == \"bad_request\"" ../e.json &&
+	test_jq ".error.message | test(\"unknown status .nope.\") and test(\"merge_ready\")" ../e.json &&
+	api_expect 200 GET "/api/v1/runs?status=failed" >../runs.json &&
+	test_jq ".runs | length == 1" ../runs.json &&
+	kill "$(cat ../serve.pid)" && bg_wait ../serve >/dev/null
 '
 
 test_done
