@@ -1,13 +1,13 @@
 /*
- * baton receipts RUN: the receipts of a loop run, one line each (--json:
- * an array of the receipt objects). baton receipts verify RUN walks the
- * hash chain of the run's "receipt" events in order and checks its end
- * against the anchor the run recorded in its progress (loop.receipts and
- * loop.head), so a receipt changed, removed, reordered, cut off the end
- * or copied from another run is named; it exits 1 when the chain is
- * broken. The anchor is required of every loop run (core/receipt.h):
- * removing it, or the count alone, must not turn a cut chain into an
- * intact one.
+ * baton receipts RUN: the receipts of a loop run, one line each, or "RUN:
+ * no receipts" (--json: an array of the receipt objects). baton receipts
+ * verify RUN walks the hash chain of the run's "receipt" events in order
+ * and checks its end against the anchor the run recorded in its progress
+ * (loop.receipts and loop.head), so a receipt changed, removed, reordered,
+ * cut off the end or copied from another run is named; it exits 1 when
+ * the chain is broken. The anchor is required of every loop run
+ * (core/receipt.h): removing it, or the count alone, must not turn a cut
+ * chain into an intact one.
  */
 #include "util/compat.h"
 
@@ -29,6 +29,7 @@
 struct list_ctx {
 	int json;
 	json_t *all; /* --json: the receipts so far */
+	int rows;    /* receipts read */
 };
 
 /* Appends "write src/a.c, run make test": the effects r asked for, or
@@ -89,6 +90,7 @@ list_one(const struct event *ev, void *arg)
 	struct list_ctx *c = arg;
 	json_t *r = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
 
+	c->rows++;
 	if (c->json) {
 		json_array_append_new(c->all, r ? r : json_null());
 		return 0;
@@ -101,7 +103,7 @@ list_one(const struct event *ev, void *arg)
 static int
 receipts_list(struct cli *c, const struct run *r, int json)
 {
-	struct list_ctx ctx = { json, json_array() };
+	struct list_ctx ctx = { json, json_array(), 0 };
 	struct err e = ERR_INIT;
 	char *text = NULL;
 	int rc = EXIT_OK;
@@ -117,6 +119,8 @@ receipts_list(struct cli *c, const struct run *r, int json)
 		text = json_dumps(ctx.all, JSON_INDENT(2));
 		puts(text);
 		free(text);
+	} else if (!ctx.rows) {
+		cli_printf("%s: no receipts\n", r->id);
 	}
 out:
 	json_decref(ctx.all);

@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='human output: terminal escape codes in task titles and agent stderr are shown escaped, an unknown status filter is refused (CLI exit 2, API 400)'
+test_description='human output: terminal escape codes in task titles and agent stderr are shown escaped, an unknown status filter is refused (CLI exit 2, API 400), a run without receipts says so'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 # A title and an agent message that would set the terminal's title (OSC 0
@@ -109,6 +109,16 @@ test_expect_success 'GET /api/v1/runs?status=nope: 400 naming the statuses' '
 	api_expect 200 GET "/api/v1/runs?status=failed" >../runs.json &&
 	test_jq ".runs | length == 1" ../runs.json &&
 	kill "$(cat ../serve.pid)" && bg_wait ../serve >/dev/null
+'
+
+test_expect_success 'receipts of a run without receipts: "RUN: no receipts"' '
+	cd repo &&
+	id=$(cat ../run.id) &&
+	"$BATON" receipts "$id" >../receipts.out &&
+	echo "$id: no receipts" >../expect &&
+	test_cmp ../expect ../receipts.out &&
+	"$BATON" receipts "$id" --json >../receipts.json &&
+	test_jq "length == 0" ../receipts.json
 '
 
 test_done
