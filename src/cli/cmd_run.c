@@ -55,8 +55,13 @@ cli_progress(void *arg, enum engine_note what, const struct run *r)
 			    stderr,
 			    "%s  waiting for approval to enter %s:\n"
 			    "      baton approvals approve %s   (or reject, "
-			    "request-changes --guidance TEXT)\n",
+			    "request-changes --guidance TEXT, defer)\n",
 			    r->id, r->gate_status, r->id);
+		else if (engine_gate_deferred(r))
+			term_printf(stderr,
+				    "%s  deferred at the gate into %s: baton "
+				    "resume %s asks again\n",
+				    r->id, r->gate_status, r->id);
 		else
 			term_printf(stderr,
 				    "%s  paused before %s: baton resume %s\n",

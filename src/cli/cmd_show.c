@@ -189,6 +189,10 @@ print_human(const struct run *r)
 	print_state(r);
 	if (r->reason)
 		cli_printf(" (%s)", r->reason);
+	if (engine_gate_deferred(r))
+		cli_printf(" (deferred at the gate into %s: baton resume %s "
+			   "asks again)",
+			   r->gate_status, r->id);
 	if (status_is_terminal(r->status))
 		cli_printf("\noutcome   %s", r->outcome ? r->outcome : "-");
 	cli_printf("\nstage     %s (%s)\n", r->stage ? r->stage : "-",

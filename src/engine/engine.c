@@ -420,7 +420,7 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	stamp_state(p, &next, s);
 	if (strcmp(to, ST_PAUSED))
 		run_set(&next.paused_at_status, NULL);
-	if (strcmp(to, ST_WAITING)) {
+	if (strcmp(to, ST_WAITING) && !engine_gate_deferred(&next)) {
 		run_set(&next.gate_status, NULL);
 		run_set(&next.gate_back, NULL);
 	}
@@ -444,6 +444,13 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	engine_mirror_events(en, r->id, NULL);
 	note(en, ENGINE_NOTE_TRANSITION, r);
 	return 0;
+}
+
+int
+engine_gate_deferred(const struct run *r)
+{
+	return !strcmp(r->status, ST_PAUSED) && r->paused_at_status &&
+	       !strcmp(r->paused_at_status, ST_WAITING);
 }
 
 /* An event's data as text, with secrets redacted; NULL for none. */
