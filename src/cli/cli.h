@@ -52,8 +52,20 @@ struct cmd {
 	int (*exec)(struct cli *c, int argc, char **argv);
 };
 
-/* Prints "baton: msg" to stderr. */
+/*
+ * Prints "baton: msg" to stderr, with control characters shown escaped
+ * (util/term.h): a message may quote an agent's stderr or a task title.
+ */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * printf to stdout for a person. Control characters in the text (a task
+ * title, an agent's message, a reason, an event's data) are shown escaped
+ * (term_escape in util/term.h), so none of it can drive the terminal.
+ * Every human-output line of every command goes through it (stderr's
+ * through term_printf); JSON output does not need it. Returns the bytes
+ * written, or -1.
+ */
+int cli_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints the usage of cmd and returns EXIT_USAGE. */
 int cli_usage(const struct cmd *cmd);
 const struct cmd *cli_find(const char *name);

@@ -20,8 +20,8 @@ abort_exec(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	printf("%s: %s (worktree kept at %s)\n", r.id, r.status,
-	       r.worktree ? r.worktree : "(none)");
+	cli_printf("%s: %s (worktree kept at %s)\n", r.id, r.status,
+		   r.worktree ? r.worktree : "(none)");
 	run_release(&r);
 	return EXIT_OK;
 }

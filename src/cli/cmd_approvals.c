@@ -31,8 +31,8 @@ print_waiting(const struct run *r, void *arg)
 		return 0;
 	}
 	time_fmt_age(time_now_ms() - r->phase_started_at, age, sizeof(age));
-	printf("%-28s before %-13s %6s  %s\n", r->id, r->gate_status, age,
-	       r->task);
+	cli_printf("%-28s before %-13s %6s  %s\n", r->id, r->gate_status, age,
+		   r->task);
 	return 0;
 }
 
@@ -98,10 +98,10 @@ approvals_exec(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	printf("%s: %s", r.id, r.status);
+	cli_printf("%s: %s", r.id, r.status);
 	if (!status_is_terminal(r.status) &&
 	    !engine_driver_pid(&c->en, r.id))
-		printf(" (no process drives it: baton resume %s)", r.id);
+		cli_printf(" (no process drives it: baton resume %s)", r.id);
 	putchar('\n');
 	run_release(&r);
 	return EXIT_OK;

@@ -27,7 +27,7 @@ config_exec(struct cli *c, int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "show")) {
 		config_show(&c->cfg, &out);
-		fputs(out.ptr, stdout);
+		cli_printf("%s", out.ptr);
 	} else if (!strcmp(argv[1], "validate")) {
 		struct pipeline *p = NULL;
 		const struct cnode *user = c->cfg.pipelines;
@@ -47,7 +47,7 @@ config_exec(struct cli *c, int argc, char **argv)
 		}
 		pipeline_free(p);
 		if (rc == EXIT_OK)
-			printf("config ok (hash %s)\n", c->cfg.hash);
+			cli_printf("config ok (hash %s)\n", c->cfg.hash);
 	} else {
 		rc = cli_usage(&cmd_config);
 	}

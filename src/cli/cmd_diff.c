@@ -33,7 +33,7 @@ diff_exec(struct cli *c, int argc, char **argv)
 	if (worktree_diff(&c->ws, r.worktree, r.base_commit, stat, &out, &e))
 		goto fail;
 	if (out.len)
-		printf("%s\n", out.ptr);
+		cli_printf("%s\n", out.ptr);
 	goto out;
 fail:
 	cli_error("%s", e.msg);

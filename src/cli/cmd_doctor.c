@@ -96,7 +96,7 @@ check_clis(int *installed)
 	char what[256];
 
 	infos = agent_infos(&n);
-	printf("\nagent CLIs\n");
+	cli_printf("\nagent CLIs\n");
 	for (i = 0; i < n; i++) {
 		const struct agent_info *a = infos[i];
 		char *path;
@@ -105,17 +105,17 @@ check_clis(int *installed)
 			continue;
 		path = agent_which(a->program);
 		if (!path) {
-			printf("  %-12s %-9s not installed (%s)\n", a->type,
-			       a->program, a->install_hint);
+			cli_printf("  %-12s %-9s not installed (%s)\n", a->type,
+				   a->program, a->install_hint);
 			continue;
 		}
 		if (program_version(path, what, sizeof(what)) == 0) {
-			printf("  %-12s %-9s ok      %s (%s)\n", a->type,
-			       a->program, what, path);
+			cli_printf("  %-12s %-9s ok      %s (%s)\n", a->type,
+				   a->program, what, path);
 			(*installed)++;
 		} else {
-			printf("  %-12s %-9s FAILING %s (%s)\n", a->type,
-			       a->program, what, path);
+			cli_printf("  %-12s %-9s FAILING %s (%s)\n", a->type,
+				   a->program, what, path);
 		}
 		free(path);
 	}
@@ -225,18 +225,19 @@ check_sandbox(const char *setting)
 	if (on && !sandbox_available(NULL)) {
 		buf_reset(&why);
 		sandbox_available(&why);
-		printf("  %-12s FAILING execution.sandbox is bwrap, but %s "
-		       "(apt-get install bubblewrap; user namespaces must "
-		       "be allowed)\n",
-		       "sandbox", why.ptr);
+		cli_printf("  %-12s FAILING execution.sandbox is bwrap, but %s "
+			   "(apt-get install bubblewrap; user namespaces must "
+			   "be allowed)\n",
+			   "sandbox", why.ptr);
 		bad = 1;
 	} else if (on) {
-		printf("  %-12s ok      on: %s\n", "sandbox", why.ptr);
+		cli_printf("  %-12s ok      on: %s\n", "sandbox", why.ptr);
 	} else {
-		printf("  %-12s off     %s: agents can reach .baton/ (the "
-		       "token, the API, other runs) and your home, so gates "
-		       "and policies are advisory only\n",
-		       "sandbox", why.ptr);
+		cli_printf(
+		    "  %-12s off     %s: agents can reach .baton/ (the "
+		    "token, the API, other runs) and your home, so gates "
+		    "and policies are advisory only\n",
+		    "sandbox", why.ptr);
 	}
 	buf_release(&why);
 	return bad;
@@ -250,10 +251,10 @@ check_providers(const struct config *cfg, const char *repo, int quick)
 	size_t i;
 	int bad = 0;
 
-	printf("\nproviders (.baton/config.yaml)\n");
+	cli_printf("\nproviders (.baton/config.yaml)\n");
 	if (!cfg->nr_providers)
-		printf("  none configured: add providers and roles to "
-		       ".baton/config.yaml (see docs/agents.md)\n");
+		cli_printf("  none configured: add providers and roles to "
+			   ".baton/config.yaml (see docs/agents.md)\n");
 	for (i = 0; i < cfg->nr_providers; i++) {
 		const struct config_provider *p = &cfg->providers[i];
 		char answer[80];
@@ -262,10 +263,10 @@ check_providers(const struct config *cfg, const char *repo, int quick)
 		buf_reset(&roles);
 		buf_reset(&why);
 		roles_of(cfg, p->name, &roles);
-		printf("  %-12s %-12s %-28s ", p->name, p->type, roles.ptr);
+		cli_printf("  %-12s %-12s %-28s ", p->name, p->type, roles.ptr);
 		if (key && !getenv(key)) {
-			printf("FAILING its key variable %s is not set\n",
-			       key);
+			cli_printf("FAILING its key variable %s is not set\n",
+				   key);
 			bad++;
 			continue;
 		}
@@ -275,25 +276,27 @@ check_providers(const struct config *cfg, const char *repo, int quick)
 			char *path = prog ? agent_which(prog) : NULL;
 
 			if (prog && !path) {
-				printf("FAILING '%s' is not installed or not "
-				       "on PATH (%s)\n",
-				       prog,
-				       info && info->install_hint ?
-					       info->install_hint :
-					       "check providers.NAME.command");
+				cli_printf(
+				    "FAILING '%s' is not installed or not "
+				    "on PATH (%s)\n",
+				    prog,
+				    info && info->install_hint ?
+					info->install_hint :
+					"check providers.NAME.command");
 				bad++;
 			} else {
-				printf("ok      (not called: --quick)%s%s\n",
-				       path ? " " : "", path ? path : "");
+				cli_printf(
+				    "ok      (not called: --quick)%s%s\n",
+				    path ? " " : "", path ? path : "");
 			}
 			free(path);
 			continue;
 		}
 		fflush(stdout);
 		if (ping(cfg, repo, p, answer, sizeof(answer), &why) == 0) {
-			printf("ok      answered \"%s\"\n", answer);
+			cli_printf("ok      answered \"%s\"\n", answer);
 		} else {
-			printf("FAILING %s\n", why.ptr);
+			cli_printf("FAILING %s\n", why.ptr);
 			bad++;
 		}
 	}
@@ -464,8 +467,8 @@ look_at_worker(const struct worker_rec *w, void *arg)
 	char age[32];
 
 	time_fmt_age(ws->now - w->heartbeat_at, age, sizeof(age));
-	printf("  %-12s %s on %s, heard of %s ago%s\n", "", w->id, w->host,
-	       age, w->task_id ? ", on a task" : "");
+	cli_printf("  %-12s %s on %s, heard of %s ago%s\n", "", w->id, w->host,
+		   age, w->task_id ? ", on a task" : "");
 	return 0;
 }
 
@@ -478,14 +481,15 @@ check_store(struct store *s, const char *spec)
 	char *label = cli_store_label(spec);
 	int v = store_schema_version(s, &e);
 
-	printf("  %-12s ok      %s (%s), schema version %d\n", "store", label,
-	       store_backend(s), v);
-	printf("  %-12s\n", "workers");
+	cli_printf("  %-12s ok      %s (%s), schema version %d\n", "store",
+		   label, store_backend(s), v);
+	cli_printf("  %-12s\n", "workers");
 	if (store_worker_list(s, look_at_worker, &seen, &e))
-		printf("  %-12s FAILING %s\n", "", e.msg);
+		cli_printf("  %-12s FAILING %s\n", "", e.msg);
 	if (store_watch_fd(s, &e) < 0)
-		printf("  %-12s -       %s: workers wake on their own timers\n",
-		       "wake-ups", e.msg);
+		cli_printf(
+		    "  %-12s -       %s: workers wake on their own timers\n",
+		    "wake-ups", e.msg);
 	free(label);
 }
 
@@ -502,10 +506,10 @@ check_queue(struct cli *c)
 	int pending = 0, failed = 0, starts, held_back;
 	size_t i;
 
-	printf("\nqueue\n");
+	cli_printf("\nqueue\n");
 	if (!fs_is_dir(c->ws.dir) || store_open(spec, &s, &e)) {
-		printf("  %-12s -       %s\n", "store",
-		       e.msg[0] ? e.msg : "no .baton/ yet: baton init");
+		cli_printf("  %-12s -       %s\n", "store",
+			   e.msg[0] ? e.msg : "no .baton/ yet: baton init");
 		free(spec);
 		return;
 	}
@@ -513,39 +517,41 @@ check_queue(struct cli *c)
 	check_store(s, spec);
 	if (cli_task_counts(s, &counts, &e) ||
 	    store_task_list(s, NULL, look_at_task, &b, &e)) {
-		printf("  %-12s FAILING %s\n", "store", e.msg);
+		cli_printf("  %-12s FAILING %s\n", "store", e.msg);
 		goto out;
 	}
-	printf("  %-12s %s\n", "tasks", counts.ptr);
+	cli_printf("  %-12s %s\n", "tasks", counts.ptr);
 	for (i = 0; i < ARRAY_SIZE(block_reasons); i++)
 		if (b.by_reason[i])
-			printf("  %-12s blocked(%s) %d\n", "", block_reasons[i],
-			       b.by_reason[i]);
+			cli_printf("  %-12s blocked(%s) %d\n", "",
+				   block_reasons[i], b.by_reason[i]);
 	starts = starts_at_once(&b, rt->workers, &held_back);
-	printf("  %-12s %d ready now: serve (%d worker%s) starts %d at once",
-	       "backlog", b.ready, rt->workers, rt->workers == 1 ? "" : "s",
-	       starts);
+	cli_printf("  %-12s %d ready now: serve (%d worker%s) starts %d at "
+		   "once",
+		   "backlog", b.ready, rt->workers, rt->workers == 1 ? "" : "s",
+		   starts);
 	if (held_back)
-		printf(" (%d wait%s for an overlapping area)", held_back,
-		       held_back == 1 ? "s" : "");
-	printf("; %d wait for dependencies, %d cool down\n", b.waiting_deps,
-	       b.cooling);
+		cli_printf(" (%d wait%s for an overlapping area)", held_back,
+			   held_back == 1 ? "s" : "");
+	cli_printf("; %d wait for dependencies, %d cool down\n",
+		   b.waiting_deps, b.cooling);
 	if (b.stale)
-		printf("  %-12s %d running task%s lost %s worker: serve "
-		       "requeues %s and resumes the run%s\n",
-		       "recovery", b.stale, b.stale == 1 ? "" : "s",
-		       b.stale == 1 ? "its" : "their",
-		       b.stale == 1 ? "it" : "them", b.stale == 1 ? "" : "s");
-	printf("  %-12s %s%s\n", "judge", rt->judge ? "on" : "off",
-	       rt->judge && !config_provider_for(&c->cfg, "judge") ?
+		cli_printf("  %-12s %d running task%s lost %s worker: serve "
+			   "requeues %s and resumes the run%s\n",
+			   "recovery", b.stale, b.stale == 1 ? "" : "s",
+			   b.stale == 1 ? "its" : "their",
+			   b.stale == 1 ? "it" : "them",
+			   b.stale == 1 ? "" : "s");
+	cli_printf("  %-12s %s%s\n", "judge", rt->judge ? "on" : "off",
+		   rt->judge && !config_provider_for(&c->cfg, "judge") ?
 		       " (FAILING: no provider plays judge or default)" :
 		       "");
 	store_merge_list(s, MERGE_PENDING, count_item, &pending, &e);
 	store_merge_list(s, MERGE_FAILED, count_item, &failed, &e);
-	printf("  %-12s %d pending, %d failed; %s\n", "merge queue",
-	       pending, failed,
-	       rt->auto_merge ? "serve lands them" :
-				"land them with: baton merge --queue");
+	cli_printf("  %-12s %d pending, %d failed; %s\n", "merge queue",
+		   pending, failed,
+		   rt->auto_merge ? "serve lands them" :
+				    "land them with: baton merge --queue");
 out:
 	backlog_release(&b);
 	buf_release(&counts);
@@ -570,13 +576,13 @@ doctor_exec(struct cli *c, int argc, char **argv)
 	if (store)
 		setenv("BATON_STORE", store, 1); /* as the config's store */
 
-	printf("tools\n");
+	cli_printf("tools\n");
 	git = agent_which("git");
 	if (git && program_version(git, what, sizeof(what)) == 0) {
-		printf("  %-12s ok      %s\n", "git", what);
+		cli_printf("  %-12s ok      %s\n", "git", what);
 	} else {
-		printf("  %-12s FAILING not found: apt-get install git\n",
-		       "git");
+		cli_printf("  %-12s FAILING not found: apt-get install git\n",
+			   "git");
 		bad++;
 	}
 	free(git);
@@ -584,12 +590,12 @@ doctor_exec(struct cli *c, int argc, char **argv)
 		if (cli_load_config(c, &e) == 0)
 			have_cfg = 1;
 		else
-			printf("  %-12s FAILING %s\n", "config", e.msg);
+			cli_printf("  %-12s FAILING %s\n", "config", e.msg);
 		bad += !have_cfg;
 	} else {
-		printf("  %-12s -       not in a git repository: only the "
-		       "CLIs are checked\n",
-		       "repository");
+		cli_printf("  %-12s -       not in a git repository: only the "
+			   "CLIs are checked\n",
+			   "repository");
 	}
 	bad += check_sandbox(have_cfg ? c->cfg.sandbox : NULL);
 	check_clis(&installed);
@@ -598,17 +604,18 @@ doctor_exec(struct cli *c, int argc, char **argv)
 	if (have_cfg)
 		check_queue(c);
 	if (!installed && (!have_cfg || !c->cfg.nr_providers)) {
-		printf("\nno agent CLI is installed: install one (for example "
-		       "npm install -g @anthropic-ai/claude-code), or "
-		       "configure an openai or anthropic provider for "
-		       "baton's own agent\n");
+		cli_printf(
+		    "\nno agent CLI is installed: install one (for example "
+		    "npm install -g @anthropic-ai/claude-code), or "
+		    "configure an openai or anthropic provider for "
+		    "baton's own agent\n");
 		return EXIT_FAIL;
 	}
 	if (bad) {
-		printf("\n%d problem%s found\n", bad, bad == 1 ? "" : "s");
+		cli_printf("\n%d problem%s found\n", bad, bad == 1 ? "" : "s");
 		return EXIT_FAIL;
 	}
-	printf("\nall good\n");
+	cli_printf("\nall good\n");
 	return EXIT_OK;
 }
 

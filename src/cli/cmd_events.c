@@ -58,11 +58,11 @@ print_event(const struct event *ev, void *arg)
 	}
 	time_fmt_iso(ev->ts, ts, sizeof(ts));
 	if (!strcmp(ev->type, "transition"))
-		printf("%5lld %s  %-14s %s -> %s\n", (long long)ev->seq, ts,
-		       ev->type, ev->from ? ev->from : "(new)", ev->to);
+		cli_printf("%5lld %s  %-14s %s -> %s\n", (long long)ev->seq, ts,
+			   ev->type, ev->from ? ev->from : "(new)", ev->to);
 	else
-		printf("%5lld %s  %-14s %s\n", (long long)ev->seq, ts, ev->type,
-		       ev->data ? ev->data : "");
+		cli_printf("%5lld %s  %-14s %s\n", (long long)ev->seq, ts,
+			   ev->type, ev->data ? ev->data : "");
 	return 0;
 }
 

@@ -96,12 +96,12 @@ ensure_file(const char *path, const char *shown, const char *text,
 	int rc;
 
 	if (fs_exists(path)) {
-		printf("kept     %s\n", shown);
+		cli_printf("kept     %s\n", shown);
 		return 0;
 	}
 	rc = fs_write_atomic(path, text, strlen(text), e);
 	if (!rc)
-		printf("created  %s\n", shown);
+		cli_printf("created  %s\n", shown);
 	return rc;
 }
 
@@ -131,9 +131,9 @@ init_exec(struct cli *c, int argc, char **argv)
 	if (!rc)
 		rc = store_open(db, &s, &e);
 	if (!rc)
-		printf("%s  .baton/baton.db (schema %d)\n",
-		       existed ? "kept    " : "created ",
-		       store_schema_version(s, NULL));
+		cli_printf("%s  .baton/baton.db (schema %d)\n",
+			   existed ? "kept    " : "created ",
+			   store_schema_version(s, NULL));
 	if (rc) {
 		cli_error("%s", e.msg);
 		rc = EXIT_FAIL;
@@ -146,11 +146,12 @@ init_exec(struct cli *c, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	printf("\nbaton is ready in %s\nnext: %s\n", c->ws.repo,
-	       c->cfg.nr_roles ? "baton doctor, then: baton run \"your task\"" :
-				 "name a provider in .baton/config.yaml (no "
-				 "agent CLI is on PATH), then: baton run "
-				 "\"your task\"");
+	cli_printf("\nbaton is ready in %s\nnext: %s\n", c->ws.repo,
+		   c->cfg.nr_roles ?
+		       "baton doctor, then: baton run \"your task\"" :
+		       "name a provider in .baton/config.yaml (no "
+		       "agent CLI is on PATH), then: baton run "
+		       "\"your task\"");
 out:
 	store_close(s);
 	free(cfg);

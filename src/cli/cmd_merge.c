@@ -72,14 +72,14 @@ print_reason(const char *head, const char *text)
 	const char *nl = strchr(text, '\n');
 	const char *p;
 
-	printf("%s%.*s\n", head, nl ? (int)(nl - text) : (int)strlen(text),
-	       text);
+	cli_printf("%s%.*s\n", head, nl ? (int)(nl - text) : (int)strlen(text),
+		   text);
 	for (p = nl; p && p[1]; p = nl) {
 		const char *line = p + 1;
 
 		nl = strchr(line, '\n');
-		printf("    %.*s\n", nl ? (int)(nl - line) : (int)strlen(line),
-		       line);
+		cli_printf("    %.*s\n",
+			   nl ? (int)(nl - line) : (int)strlen(line), line);
 	}
 }
 
@@ -94,25 +94,27 @@ print_outcome(struct watch *w, const struct merge_item *m, int before)
 	if (!strcmp(m->status, MERGE_MERGED)) {
 		w->merged++;
 		if (m->reason)
-			printf("%s: already in %s (%.7s)\n", m->run_id, base,
-			       m->merged_commit ? m->merged_commit : "");
+			cli_printf("%s: already in %s (%.7s)\n", m->run_id,
+				   base,
+				   m->merged_commit ? m->merged_commit : "");
 		else
-			printf("%s: merged as %.7s onto %s\n", m->run_id,
-			       m->merged_commit ? m->merged_commit : "", base);
+			cli_printf("%s: merged as %.7s onto %s\n", m->run_id,
+				   m->merged_commit ? m->merged_commit : "",
+				   base);
 	} else if (!strcmp(m->status, MERGE_FAILED)) {
 		w->failed++;
 		buf_addf(&head, "%s: failed: ", m->run_id);
 		print_reason(head.ptr, m->reason ? m->reason : "(no reason)");
 	} else if (!strcmp(m->status, MERGE_PENDING) && m->reason) {
 		if (m->attempts > before)
-			printf("%s: %s (retry %d/%d in %ld s)\n", m->run_id,
-			       m->reason, m->attempts, w->retries, in);
+			cli_printf("%s: %s (retry %d/%d in %ld s)\n", m->run_id,
+				   m->reason, m->attempts, w->retries, in);
 		else if (in)
-			printf("%s: %s (retrying in %ld s)\n", m->run_id,
-			       m->reason, in);
+			cli_printf("%s: %s (retrying in %ld s)\n", m->run_id,
+				   m->reason, in);
 		else
-			printf("%s: %s (retrying at once)\n", m->run_id,
-			       m->reason);
+			cli_printf("%s: %s (retrying at once)\n", m->run_id,
+				   m->reason);
 	}
 	buf_release(&head);
 	fflush(stdout);
@@ -206,16 +208,17 @@ queue_one(struct cli *c, struct sched_ctx *x, const char *ref,
 	if (!rc)
 		rc = sched_merge_enqueue(x, r, m, e);
 	if (!rc)
-		printf("%s: queued to land on %s\n", r->id,
-		       m->base_ref ? m->base_ref : "the checked-out branch");
+		cli_printf("%s: queued to land on %s\n", r->id,
+			   m->base_ref ? m->base_ref :
+					 "the checked-out branch");
 	else if (rc == BATON_EBUSY && m->status &&
 		 !strcmp(m->status, MERGE_MERGED))
-		printf("%s: already merged as %.7s onto %s\n", r->id,
-		       m->merged_commit ? m->merged_commit : "",
-		       m->base_ref ? m->base_ref : "the base");
+		cli_printf("%s: already merged as %.7s onto %s\n", r->id,
+			   m->merged_commit ? m->merged_commit : "",
+			   m->base_ref ? m->base_ref : "the base");
 	else if (rc == BATON_EBUSY)
-		printf("%s: already in the merge queue (%s)\n", r->id,
-		       m->status);
+		cli_printf("%s: already in the merge queue (%s)\n", r->id,
+			   m->status);
 	return rc;
 }
 
@@ -328,8 +331,8 @@ merge_queue(struct cli *c, int no_wait)
 			break;
 		wait_for_due(&d);
 	}
-	printf("merge queue: %d merged, %d failed, %d waiting\n", w.merged,
-	       w.failed, d.pending);
+	cli_printf("merge queue: %d merged, %d failed, %d waiting\n", w.merged,
+		   w.failed, d.pending);
 	if (w.failed || d.pending)
 		ex = EXIT_FAIL;
 	goto out;
@@ -383,8 +386,8 @@ list_cb(const struct merge_item *m, void *arg)
 		return 0;
 	}
 	if (!l->rows++)
-		printf("%-5s %-28s %-10s %5s %-10s %s\n", "ITEM", "RUN",
-		       "STATUS", "TRIES", "BASE", "DETAIL");
+		cli_printf("%-5s %-28s %-10s %5s %-10s %s\n", "ITEM", "RUN",
+			   "STATUS", "TRIES", "BASE", "DETAIL");
 	if (!strcmp(m->status, MERGE_MERGED))
 		buf_addf(&detail, "%.12s ",
 			 m->merged_commit ? m->merged_commit : "");
@@ -400,9 +403,9 @@ list_cb(const struct merge_item *m, void *arg)
 			 nl ? (int)(nl - m->reason) : (int)strlen(m->reason),
 			 m->reason);
 	}
-	printf("%-5lld %-28.28s %-10s %5d %-10s %s\n", (long long)m->id,
-	       m->run_id, m->status, m->attempts,
-	       m->base_ref ? m->base_ref : "-", detail.ptr);
+	cli_printf("%-5lld %-28.28s %-10s %5d %-10s %s\n", (long long)m->id,
+		   m->run_id, m->status, m->attempts,
+		   m->base_ref ? m->base_ref : "-", detail.ptr);
 	buf_release(&detail);
 	return 0;
 }
@@ -421,7 +424,7 @@ merge_list(struct cli *c, int json)
 	if (json)
 		puts(l.rows ? "\n]" : "[]");
 	else if (!l.rows)
-		printf("the merge queue is empty: baton merge RUN\n");
+		cli_printf("the merge queue is empty: baton merge RUN\n");
 	return EXIT_OK;
 }
 

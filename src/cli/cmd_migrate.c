@@ -29,8 +29,8 @@ migrate_exec(struct cli *c, int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	label = cli_store_label(c->store_spec);
-	printf("%s (%s): schema version %d, up to date\n", label,
-	       store_backend(c->store), v);
+	cli_printf("%s (%s): schema version %d, up to date\n", label,
+		   store_backend(c->store), v);
 	free(label);
 	return EXIT_OK;
 }

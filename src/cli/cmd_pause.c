@@ -21,12 +21,13 @@ pause_exec(struct cli *c, int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	if (!strcmp(r.status, "paused"))
-		printf("%s: paused (resume with: baton resume %s)\n", r.id,
-		       r.id);
+		cli_printf("%s: paused (resume with: baton resume %s)\n", r.id,
+			   r.id);
 	else
-		printf("%s: pause requested; it takes effect at the next stage "
-		       "boundary (now %s)\n",
-		       r.id, r.status);
+		cli_printf(
+		    "%s: pause requested; it takes effect at the next stage "
+		    "boundary (now %s)\n",
+		    r.id, r.status);
 	run_release(&r);
 	return EXIT_OK;
 }

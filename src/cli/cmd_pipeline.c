@@ -42,9 +42,9 @@ list(struct cli *c, int json)
 				    p->description ? json_string(p->description) :
 						     json_null());
 		if (!json)
-			printf("%-12s %-10s %s\n", name,
-			       p->builtin ? "built-in" : "config",
-			       p->description ? p->description : "");
+			cli_printf("%-12s %-10s %s\n", name,
+				   p->builtin ? "built-in" : "config",
+				   p->description ? p->description : "");
 		pipeline_free(p);
 	}
 	if (json) {
@@ -199,7 +199,7 @@ show(struct cli *c, const char *name, int json)
 		json_decref(o);
 	} else {
 		pipeline_describe(p, &out);
-		fputs(out.ptr, stdout);
+		cli_printf("%s", out.ptr);
 	}
 	buf_release(&out);
 	pipeline_free(p);
@@ -328,8 +328,8 @@ validate(struct cli *c, const char *name, int json)
 					  errs.v[j]);
 		}
 		if (!json && !errs.nr)
-			printf("pipeline %s: ok (%zu stages)\n", names.v[i],
-			       p->nr_stages);
+			cli_printf("pipeline %s: ok (%zu stages)\n", names.v[i],
+				   p->nr_stages);
 		o = json_pack("{s:s, s:b}", "name", names.v[i], "ok",
 			      !errs.nr);
 		json_object_set_new(o, "stages",

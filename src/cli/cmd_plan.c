@@ -525,8 +525,8 @@ plan_run(struct planning *pl, int yes, int json)
 	}
 	buf_reset(&table);
 	plan_render(&p, ids, &table);
-	printf("queued %zu task%s:\n\n%s", p.nr, p.nr == 1 ? "" : "s",
-	       table.ptr);
+	cli_printf("queued %zu task%s:\n\n%s", p.nr, p.nr == 1 ? "" : "s",
+		   table.ptr);
 out:
 	plan_release(&p);
 	buf_release(&table);

@@ -1,13 +1,13 @@
 /*
- * baton receipts RUN: the receipts of a loop run, one line each (--json:
- * an array of the receipt objects). baton receipts verify RUN walks the
- * hash chain of the run's "receipt" events in order and checks its end
- * against the anchor the run recorded in its progress (loop.receipts and
- * loop.head), so a receipt changed, removed, reordered, cut off the end
- * or copied from another run is named; it exits 1 when the chain is
- * broken. The anchor is required of every loop run (core/receipt.h):
- * removing it, or the count alone, must not turn a cut chain into an
- * intact one.
+ * baton receipts RUN: the receipts of a loop run, one line each, or "RUN:
+ * no receipts" (--json: an array of the receipt objects). baton receipts
+ * verify RUN walks the hash chain of the run's "receipt" events in order
+ * and checks its end against the anchor the run recorded in its progress
+ * (loop.receipts and loop.head), so a receipt changed, removed, reordered,
+ * cut off the end or copied from another run is named; it exits 1 when
+ * the chain is broken. The anchor is required of every loop run
+ * (core/receipt.h): removing it, or the count alone, must not turn a cut
+ * chain into an intact one.
  */
 #include "util/compat.h"
 
@@ -29,6 +29,7 @@
 struct list_ctx {
 	int json;
 	json_t *all; /* --json: the receipts so far */
+	int rows;    /* receipts read */
 };
 
 /* Appends "write src/a.c, run make test": the effects r asked for, or
@@ -63,20 +64,22 @@ print_receipt(const struct event *ev, const json_t *r)
 	struct buf fx = BUF_INIT;
 
 	if (!json_is_object(r)) {
-		printf("#?  event %lld: not a receipt (its data is not a JSON"
-		       " object)\n",
-		       (long long)ev->seq);
+		cli_printf(
+		    "#?  event %lld: not a receipt (its data is not a JSON"
+		    " object)\n",
+		    (long long)ev->seq);
 		return;
 	}
 	add_effects(&fx, r);
-	printf("#%-3lld iter %-3lld %-8s %-9s %s",
-	       (long long)json_integer_value(json_object_get(r, "n")),
-	       (long long)json_integer_value(json_object_get(r, "iteration")),
-	       phase ? phase : "?", decision ? decision : "?", fx.ptr);
+	cli_printf(
+	    "#%-3lld iter %-3lld %-8s %-9s %s",
+	    (long long)json_integer_value(json_object_get(r, "n")),
+	    (long long)json_integer_value(json_object_get(r, "iteration")),
+	    phase ? phase : "?", decision ? decision : "?", fx.ptr);
 	if (digest && !strncmp(digest, "sha256:", 7))
-		printf("  sha256:%.*s…", SHORT_HASH, digest + 7);
+		cli_printf("  sha256:%.*s…", SHORT_HASH, digest + 7);
 	if (reason)
-		printf("  (%s)", reason);
+		cli_printf("  (%s)", reason);
 	putchar('\n');
 	buf_release(&fx);
 }
@@ -87,6 +90,7 @@ list_one(const struct event *ev, void *arg)
 	struct list_ctx *c = arg;
 	json_t *r = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
 
+	c->rows++;
 	if (c->json) {
 		json_array_append_new(c->all, r ? r : json_null());
 		return 0;
@@ -99,7 +103,7 @@ list_one(const struct event *ev, void *arg)
 static int
 receipts_list(struct cli *c, const struct run *r, int json)
 {
-	struct list_ctx ctx = { json, json_array() };
+	struct list_ctx ctx = { json, json_array(), 0 };
 	struct err e = ERR_INIT;
 	char *text = NULL;
 	int rc = EXIT_OK;
@@ -115,6 +119,8 @@ receipts_list(struct cli *c, const struct run *r, int json)
 		text = json_dumps(ctx.all, JSON_INDENT(2));
 		puts(text);
 		free(text);
+	} else if (!ctx.rows) {
+		cli_printf("%s: no receipts\n", r->id);
 	}
 out:
 	json_decref(ctx.all);
@@ -201,11 +207,12 @@ print_verdict(const struct run *r, const struct verify_ctx *v, int ok, int json)
 		if (!ok)
 			cli_error("%s: %s", r->id, v->e.msg);
 		else if (!v->chain.n)
-			printf("%s: no receipts\n", r->id);
+			cli_printf("%s: no receipts\n", r->id);
 		else
-			printf("%s: %d receipt%s, chain intact (head %.*s)\n",
-			       r->id, v->chain.n, v->chain.n == 1 ? "" : "s",
-			       SHORT_HASH, v->chain.head);
+			cli_printf(
+			    "%s: %d receipt%s, chain intact (head %.*s)\n",
+			    r->id, v->chain.n, v->chain.n == 1 ? "" : "s",
+			    SHORT_HASH, v->chain.head);
 		return;
 	}
 	o = json_pack("{s:s, s:b, s:i, s:s*, s:s*}", "run", r->id, "intact", ok,

@@ -33,6 +33,7 @@
 #include "sched/sched.h"
 #include "util/err.h"
 #include "util/strvec.h"
+#include "util/term.h"
 
 /* The answers, in the order the question numbers them. */
 static const enum drift_choice answers[] = { DRIFT_SNAPSHOT, DRIFT_FRESH,
@@ -66,7 +67,7 @@ print_joined(const struct strvec *changes)
 	size_t i;
 
 	for (i = 0; i < changes->nr; i++)
-		fprintf(stderr, "%s%s", i ? "; " : "", changes->v[i]);
+		term_printf(stderr, "%s%s", i ? "; " : "", changes->v[i]);
 }
 
 /* The change lines under a heading, once. */
@@ -77,9 +78,9 @@ print_changes(const struct drift_outcome *o, int *shown)
 
 	if (*shown || !o->changes.nr || o->result == DRIFT_BUDGET)
 		return;
-	fprintf(stderr, "config changed since %s started:\n", o->run.id);
+	term_printf(stderr, "config changed since %s started:\n", o->run.id);
 	for (i = 0; i < o->changes.nr; i++)
-		fprintf(stderr, "  %s\n", o->changes.v[i]);
+		term_printf(stderr, "  %s\n", o->changes.v[i]);
 	*shown = 1;
 }
 
@@ -114,11 +115,12 @@ settle_drift(struct cli *c, const char *ref, enum drift_choice choice)
 		}
 	}
 	if (o.no_snapshot)
-		fprintf(stderr,
-			"%s  note: the config changed since this run started "
-			"(hash %s, now %s); the run has no snapshot of it and "
-			"goes on under the current one\n",
-			o.run.id, o.run.config_hash, c->cfg.hash);
+		term_printf(
+		    stderr,
+		    "%s  note: the config changed since this run started "
+		    "(hash %s, now %s); the run has no snapshot of it and "
+		    "goes on under the current one\n",
+		    o.run.id, o.run.config_hash, c->cfg.hash);
 	print_changes(&o, &shown);
 	if (rc) {
 		cli_error("%s", e.msg);
@@ -130,17 +132,19 @@ settle_drift(struct cli *c, const char *ref, enum drift_choice choice)
 	case DRIFT_NONE:
 		break;
 	case DRIFT_BUDGET:
-		fprintf(stderr,
-			"%s  budget changed: resuming with the new budget (",
-			o.run.id);
+		term_printf(
+		    stderr,
+		    "%s  budget changed: resuming with the new budget (",
+		    o.run.id);
 		print_joined(&o.changes);
 		fputs(")\n", stderr);
 		break;
 	case DRIFT_DRIVEN:
-		fprintf(stderr,
-			"%s  its driver (pid %lld) goes on under the config it "
-			"started with\n",
-			o.run.id, (long long)o.driver_pid);
+		term_printf(
+		    stderr,
+		    "%s  its driver (pid %lld) goes on under the config it "
+		    "started with\n",
+		    o.run.id, (long long)o.driver_pid);
 		break;
 	case DRIFT_UNDECIDED:
 		cli_error("resume %s with --snapshot (the config it started "
@@ -150,22 +154,23 @@ settle_drift(struct cli *c, const char *ref, enum drift_choice choice)
 		rc = EXIT_USAGE;
 		break;
 	case DRIFT_KEPT:
-		fprintf(stderr,
-			"%s  goes on under the config it started with\n",
-			o.run.id);
+		term_printf(stderr,
+			    "%s  goes on under the config it started with\n",
+			    o.run.id);
 		break;
 	case DRIFT_ADOPTED:
-		fprintf(stderr, "%s  goes on under the current config (%s)\n",
-			o.run.id, c->cfg.hash);
+		term_printf(stderr,
+			    "%s  goes on under the current config (%s)\n",
+			    o.run.id, c->cfg.hash);
 		break;
 	case DRIFT_RESTARTED:
-		fprintf(stderr, "%s  %s: started afresh as %s\n", o.run.id,
-			o.run.status, o.fresh.id);
+		term_printf(stderr, "%s  %s: started afresh as %s\n", o.run.id,
+			    o.run.status, o.fresh.id);
 		if (o.fresh.task_id)
-			fprintf(stderr, "%s  now the run of t%lld\n",
-				o.fresh.id, (long long)o.fresh.task_id);
-		fprintf(stderr, "%s  created (pipeline %s)\n", o.fresh.id,
-			o.fresh.pipeline);
+			term_printf(stderr, "%s  now the run of t%lld\n",
+				    o.fresh.id, (long long)o.fresh.task_id);
+		term_printf(stderr, "%s  created (pipeline %s)\n", o.fresh.id,
+			    o.fresh.pipeline);
 		rc = cli_drive(c, o.fresh.id);
 		break;
 	}
@@ -216,13 +221,13 @@ resume_exec(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	if (!drive) {
-		printf("%s: resumed (%s); its driver (pid %lld) carries on\n",
-		       r.id, r.status,
-		       (long long)engine_driver_pid(&c->en, r.id));
+		cli_printf(
+		    "%s: resumed (%s); its driver (pid %lld) carries on\n",
+		    r.id, r.status, (long long)engine_driver_pid(&c->en, r.id));
 		rc = EXIT_OK;
 		goto out;
 	}
-	fprintf(stderr, "%s  resuming at %s\n", r.id, r.status);
+	term_printf(stderr, "%s  resuming at %s\n", r.id, r.status);
 	rc = cli_drive(c, r.id);
 out:
 	run_release(&r);

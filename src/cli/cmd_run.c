@@ -15,6 +15,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/timeutil.h"
+#include "util/term.h"
 
 static int tty_line; /* a live line is on screen and must be cleared */
 
@@ -34,30 +35,38 @@ cli_progress(void *arg, enum engine_note what, const struct run *r)
 	}
 	switch (what) {
 	case ENGINE_NOTE_TRANSITION:
-		fprintf(stderr, "%s  %-20s %6s  loops %d/%d\n", r->id,
-			r->status, age, r->review_loops, r->max_review_loops);
+		term_printf(stderr, "%s  %-20s %6s  loops %d/%d\n", r->id,
+			    r->status, age, r->review_loops,
+			    r->max_review_loops);
 		break;
 	case ENGINE_NOTE_TICK:
 		if (!tty)
 			break;
 		time_fmt_age(time_now_ms() - r->phase_started_at, age,
 			     sizeof(age));
-		fprintf(stderr, "  %s: %s for %s  (pause, abort, steer from "
-				"another terminal)",
-			r->id, r->status, age);
+		term_printf(stderr,
+			    "  %s: %s for %s  (pause, abort, steer from "
+			    "another terminal)",
+			    r->id, r->status, age);
 		tty_line = 1;
 		break;
 	case ENGINE_NOTE_WAITING:
 		if (!strcmp(r->status, ST_WAITING))
-			fprintf(stderr,
-				"%s  waiting for approval to enter %s:\n"
-				"      baton approvals approve %s   (or reject, "
-				"request-changes --guidance TEXT)\n",
-				r->id, r->gate_status, r->id);
+			term_printf(
+			    stderr,
+			    "%s  waiting for approval to enter %s:\n"
+			    "      baton approvals approve %s   (or reject, "
+			    "request-changes --guidance TEXT, defer)\n",
+			    r->id, r->gate_status, r->id);
+		else if (engine_gate_deferred(r))
+			term_printf(stderr,
+				    "%s  deferred at the gate into %s: baton "
+				    "resume %s asks again\n",
+				    r->id, r->gate_status, r->id);
 		else
-			fprintf(stderr,
-				"%s  paused before %s: baton resume %s\n",
-				r->id, r->paused_at_status, r->id);
+			term_printf(stderr,
+				    "%s  paused before %s: baton resume %s\n",
+				    r->id, r->paused_at_status, r->id);
 		break;
 	}
 	fflush(stderr);
@@ -78,15 +87,16 @@ cli_run_exit(const struct run *r)
 void
 cli_print_run_line(const struct run *r)
 {
-	printf("%s: %s", r->id, r->status);
+	cli_printf("%s: %s", r->id, r->status);
 	if (!strcmp(r->status, ST_MERGE_READY) && r->branch)
-		printf(" (branch %s; see: baton diff %s)", r->branch, r->id);
+		cli_printf(" (branch %s; see: baton diff %s)", r->branch,
+			   r->id);
 	if (r->reason && status_is_terminal(r->status))
-		printf(": %s", r->reason);
+		cli_printf(": %s", r->reason);
 	if (r->reason && !strcmp(r->status, ST_PAUSED))
-		printf(": %s (raise it in .baton/config.yaml, then: baton "
-		       "resume %s)",
-		       r->reason, r->id);
+		cli_printf(": %s (raise it in .baton/config.yaml, then: baton "
+			   "resume %s)",
+			   r->reason, r->id);
 	putchar('\n');
 }
 
@@ -111,8 +121,9 @@ driven_elsewhere(struct cli *c, const char *ref)
 	pid = engine_driver_pid(&c->en, r.id);
 	rc = -1;
 	if (pid > 0) {
-		printf("%s: resumed (%s); its driver (pid %lld) carries on\n",
-		       r.id, r.status, (long long)pid);
+		cli_printf("%s: resumed (%s); its driver (pid %lld) carries "
+			   "on\n",
+			   r.id, r.status, (long long)pid);
 		rc = EXIT_OK;
 	}
 	run_release(&r);
@@ -179,7 +190,7 @@ run_exec(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	fprintf(stderr, "%s  created (pipeline %s)\n", r.id, r.pipeline);
+	term_printf(stderr, "%s  created (pipeline %s)\n", r.id, r.pipeline);
 	rc = cli_drive(c, r.id);
 	run_release(&r);
 	return rc;

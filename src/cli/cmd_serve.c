@@ -20,6 +20,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/xalloc.h"
+#include "util/term.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:7070"
 
@@ -39,8 +40,9 @@ start_http(void *arg, pid_t *pid, struct err *e)
 	if (rc)
 		return rc;
 	if (!h->started)
-		fprintf(stderr, "serve: dashboard at %s (token in %s/token)\n",
-			url, ".baton");
+		term_printf(stderr,
+			    "serve: dashboard at %s (token in %s/token)\n", url,
+			    ".baton");
 	h->started = 1;
 	return 0;
 }
@@ -59,7 +61,7 @@ print_counts(struct cli *c)
 	struct err e = ERR_INIT;
 
 	if (!cli_task_counts(c->store, &line, &e))
-		fprintf(stderr, "serve: tasks %s\n", line.ptr);
+		term_printf(stderr, "serve: tasks %s\n", line.ptr);
 	buf_release(&line);
 }
 
@@ -105,10 +107,11 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 	if (host)
 		listen = "off";
 	if (host && !c->cfg.repo_url)
-		fprintf(stderr,
-			"worker: repo.url is not set: branches stay in this "
-			"clone, where a serve on another machine cannot land "
-			"them\n");
+		term_printf(
+		    stderr,
+		    "worker: repo.url is not set: branches stay in this "
+		    "clone, where a serve on another machine cannot land "
+		    "them\n");
 	if (!listen)
 		listen = c->cfg.server.listen ? c->cfg.server.listen :
 						DEFAULT_LISTEN;
@@ -121,29 +124,32 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 		http.o.token = token;
 		o.companion = &companion;
 		if (!loopback(listen))
-			fprintf(stderr,
-				"serve: listening on %s, beyond this machine: "
-				"whoever reaches it with the token can drive "
-				"baton\n",
-				listen);
+			term_printf(
+			    stderr,
+			    "serve: listening on %s, beyond this machine: "
+			    "whoever reaches it with the token can drive "
+			    "baton\n",
+			    listen);
 	}
 	workspace_detect_identity(&c->ws);
 	label = cli_store_label(c->store_spec);
 	if (host)
-		fprintf(stderr, "worker: %d worker%s on %s (%s)%s; tasks only\n",
-			o.workers, o.workers == 1 ? "" : "s", label,
-			store_backend(c->store),
-			idle ? ", exiting when idle" : "; Ctrl-C drains");
+		term_printf(stderr,
+			    "worker: %d worker%s on %s (%s)%s; tasks only\n",
+			    o.workers, o.workers == 1 ? "" : "s", label,
+			    store_backend(c->store),
+			    idle ? ", exiting when idle" : "; Ctrl-C drains");
 	else
-		fprintf(stderr,
-			"serve: %d worker%s on %s (%s)%s; judge %s, merge %s\n",
-			o.workers, o.workers == 1 ? "" : "s", label,
-			store_backend(c->store),
-			idle ? ", exiting when idle" : "; Ctrl-C drains",
-			c->cfg.runtime.judge ? "on" : "off",
-			c->cfg.runtime.auto_merge ?
-				"automatic" :
-				"by hand (baton merge --queue)");
+		term_printf(
+		    stderr,
+		    "serve: %d worker%s on %s (%s)%s; judge %s, merge %s\n",
+		    o.workers, o.workers == 1 ? "" : "s", label,
+		    store_backend(c->store),
+		    idle ? ", exiting when idle" : "; Ctrl-C drains",
+		    c->cfg.runtime.judge ? "on" : "off",
+		    c->cfg.runtime.auto_merge ?
+			"automatic" :
+			"by hand (baton merge --queue)");
 	free(label);
 	if (sched_serve(&x, &o, &e)) {
 		cli_error("%s", e.msg);

@@ -11,6 +11,7 @@
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "store/store.h"
+#include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -31,9 +32,9 @@ add_output(const struct store_output *o, void *arg)
 	size_t bytes = o->content ? strlen(o->content) : 0;
 
 	if (c->human)
-		printf("  %-10s %-22s v%-3d %-18s %7zu bytes\n", o->stage,
-		       o->artifact, o->version, o->decision ? o->decision : "",
-		       bytes);
+		cli_printf("  %-10s %-22s v%-3d %-18s %7zu bytes\n", o->stage,
+			   o->artifact, o->version,
+			   o->decision ? o->decision : "", bytes);
 	else
 		json_array_append_new(
 			c->artifacts,
@@ -55,11 +56,11 @@ add_event(const struct event *ev, void *arg)
 	if (c->human) {
 		time_fmt_iso(ev->ts, ts, sizeof(ts));
 		if (!strcmp(ev->type, "transition"))
-			printf("  %5lld %s  %s -> %s\n", (long long)ev->seq, ts,
-			       ev->from ? ev->from : "(new)", ev->to);
+			cli_printf("  %5lld %s  %s -> %s\n", (long long)ev->seq,
+				   ts, ev->from ? ev->from : "(new)", ev->to);
 		else
-			printf("  %5lld %s  %s %s\n", (long long)ev->seq, ts,
-			       ev->type, ev->data ? ev->data : "");
+			cli_printf("  %5lld %s  %s %s\n", (long long)ev->seq,
+				   ts, ev->type, ev->data ? ev->data : "");
 	} else {
 		json_array_append_new(c->events, json_loads(line, 0, NULL));
 	}
@@ -90,16 +91,17 @@ add_call(const struct event *ev, void *arg)
 	if (cost)
 		snprintf(costs, sizeof(costs), "$%.4f",
 			 json_number_value(cost));
-	printf("  %-32s %-12s %-11s %-8s %7.1fs %8lld in %7lld out %9s\n",
-	       json_get_str(o, "call") ? json_get_str(o, "call") : "?",
-	       json_get_str(o, "provider") ? json_get_str(o, "provider") : "?",
-	       json_get_str(o, "type") ? json_get_str(o, "type") : "?",
-	       failure && strcmp(failure, "none") ? failure : "ok",
-	       (double)json_integer_value(json_object_get(o, "duration_ms")) /
-		       1000,
-	       (long long)json_integer_value(json_object_get(o, "tokens_in")),
-	       (long long)json_integer_value(json_object_get(o, "tokens_out")),
-	       costs);
+	cli_printf(
+	    "  %-32s %-12s %-11s %-8s %7.1fs %8lld in %7lld out %9s\n",
+	    json_get_str(o, "call") ? json_get_str(o, "call") : "?",
+	    json_get_str(o, "provider") ? json_get_str(o, "provider") : "?",
+	    json_get_str(o, "type") ? json_get_str(o, "type") : "?",
+	    failure && strcmp(failure, "none") ? failure : "ok",
+	    (double)json_integer_value(json_object_get(o, "duration_ms")) /
+		1000,
+	    (long long)json_integer_value(json_object_get(o, "tokens_in")),
+	    (long long)json_integer_value(json_object_get(o, "tokens_out")),
+	    costs);
 	json_decref(o);
 	return 0;
 }
@@ -121,7 +123,7 @@ print_state(const struct run *r)
 	const char *state = json_get_str(v, "state");
 
 	if (state && strcmp(state, r->status))
-		printf(" [%s]", state);
+		cli_printf(" [%s]", state);
 	json_decref(v);
 }
 
@@ -132,22 +134,23 @@ print_loop(const struct run *r)
 	json_t *v = engine_run_json(r), *l = json_object_get(v, "loop");
 
 	if (json_is_object(l))
-		printf("loop      iteration %lld of %lld, phase %s since %s, "
-		       "%lld receipt%s (baton receipts %s)\n",
-		       (long long)json_integer_value(
-			       json_object_get(l, "iteration")),
-		       (long long)json_integer_value(
-			       json_object_get(l, "max_iterations")),
-		       json_get_str(l, "phase") ? json_get_str(l, "phase") : "-",
-		       json_get_str(l, "phase_started_at") ?
-			       json_get_str(l, "phase_started_at") :
-			       "-",
-		       (long long)json_integer_value(
-			       json_object_get(l, "receipts")),
-		       json_integer_value(json_object_get(l, "receipts")) == 1 ?
-			       "" :
-			       "s",
-		       r->id);
+		cli_printf(
+		    "loop      iteration %lld of %lld, phase %s since %s, "
+		    "%lld receipt%s (baton receipts %s)\n",
+		    (long long)json_integer_value(
+			json_object_get(l, "iteration")),
+		    (long long)json_integer_value(
+			json_object_get(l, "max_iterations")),
+		    json_get_str(l, "phase") ? json_get_str(l, "phase") : "-",
+		    json_get_str(l, "phase_started_at") ?
+			json_get_str(l, "phase_started_at") :
+			"-",
+		    (long long)json_integer_value(
+			json_object_get(l, "receipts")),
+		    json_integer_value(json_object_get(l, "receipts")) == 1 ?
+			"" :
+			"s",
+		    r->id);
 	json_decref(v);
 }
 
@@ -160,17 +163,18 @@ print_question(const struct run *r)
 	const char *dflt = json_get_str(ask, "default");
 
 	if (!strcmp(r->status, ST_WAITING) && json_is_object(ask)) {
-		printf("question  %s: %s\n", json_get_str(ask, "kind"),
-		       json_get_str(ask, "question") ?
+		cli_printf("question  %s: %s\n", json_get_str(ask, "kind"),
+			   json_get_str(ask, "question") ?
 			       json_get_str(ask, "question") :
 			       "(see the question event)");
 		if (dflt && json_object_get(ask, "deadline_ms"))
-			printf("          without an answer, option %s applies "
-			       "at %s\n",
-			       dflt,
-			       json_get_str(ask, "deadline") ?
-				       json_get_str(ask, "deadline") :
-				       "?");
+			cli_printf(
+			    "          without an answer, option %s applies "
+			    "at %s\n",
+			    dflt,
+			    json_get_str(ask, "deadline") ?
+				json_get_str(ask, "deadline") :
+				"?");
 	}
 	json_decref(p);
 }
@@ -180,27 +184,35 @@ print_human(const struct run *r)
 {
 	char ts[40];
 
-	printf("run       %s\ntask      %s\npipeline  %s\nstatus    %s",
-	       r->id, r->task, r->pipeline, r->status);
+	cli_printf("run       %s\ntask      %s\npipeline  %s\nstatus    %s",
+		   r->id, r->task, r->pipeline, r->status);
 	print_state(r);
 	if (r->reason)
-		printf(" (%s)", r->reason);
+		cli_printf(" (%s)", r->reason);
+	if (engine_gate_deferred(r))
+		cli_printf(" (deferred at the gate into %s: baton resume %s "
+			   "asks again)",
+			   r->gate_status, r->id);
 	if (status_is_terminal(r->status))
-		printf("\noutcome   %s", r->outcome ? r->outcome : "-");
-	printf("\nstage     %s (%s)\n", r->stage ? r->stage : "-", r->phase);
-	printf("loops     %d of %d\n", r->review_loops, r->max_review_loops);
+		cli_printf("\noutcome   %s", r->outcome ? r->outcome : "-");
+	cli_printf("\nstage     %s (%s)\n", r->stage ? r->stage : "-",
+		   r->phase);
+	cli_printf("loops     %d of %d\n", r->review_loops,
+		   r->max_review_loops);
 	time_fmt_iso(r->started_at, ts, sizeof(ts));
-	printf("started   %s\n", ts[0] ? ts : "-");
+	cli_printf("started   %s\n", ts[0] ? ts : "-");
 	time_fmt_iso(r->ended_at, ts, sizeof(ts));
-	printf("ended     %s\n", ts[0] ? ts : "-");
-	printf("worktree  %s\nbranch    %s\n", r->worktree ? r->worktree : "-",
-	       r->branch ? r->branch : "-");
-	printf("usage     $%.4f, %lld tokens in, %lld out, %.1f s in stages\n",
-	       r->cost_usd, (long long)r->tokens_in, (long long)r->tokens_out,
-	       (double)r->active_ms / 1000);
+	cli_printf("ended     %s\n", ts[0] ? ts : "-");
+	cli_printf("worktree  %s\nbranch    %s\n",
+		   r->worktree ? r->worktree : "-",
+		   r->branch ? r->branch : "-");
+	cli_printf(
+	    "usage     $%.4f, %lld tokens in, %lld out, %.1f s in stages\n",
+	    r->cost_usd, (long long)r->tokens_in, (long long)r->tokens_out,
+	    (double)r->active_ms / 1000);
 	if (r->config_hash)
-		printf("config    %s%s\n", r->config_hash,
-		       r->config_snapshot ? " (snapshot kept)" : "");
+		cli_printf("config    %s%s\n", r->config_hash,
+			   r->config_snapshot ? " (snapshot kept)" : "");
 	print_loop(r);
 	print_question(r);
 }
@@ -214,17 +226,15 @@ print_human(const struct run *r)
 static void
 print_cut(const char *s, size_t max)
 {
-	size_t len = strlen(s), n = len, i;
+	struct buf line = BUF_INIT;
+	size_t i;
 
-	if (len > max) {
-		n = max > 3 ? max - 3 : 0;
-		while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	for (i = 0; i < n; i++)
-		putchar(s[i] == '\n' || s[i] == '\t' ? ' ' : s[i]);
-	if (n < len)
-		fputs("...", stdout);
+	buf_add_cut(&line, s, strlen(s), max);
+	for (i = 0; i < line.len; i++)
+		if (line.ptr[i] == '\n' || line.ptr[i] == '\t')
+			line.ptr[i] = ' ';
+	cli_printf("%s", line.ptr);
+	buf_release(&line);
 }
 
 /*
@@ -249,8 +259,8 @@ print_claims(const struct run *r, const char *dir)
 		if (id && (int)strlen(id) > w)
 			w = (int)strlen(id);
 	}
-	printf("\nclaims (round %lld):\n",
-	       (long long)json_integer_value(json_object_get(st, "round")));
+	cli_printf("\nclaims (round %lld):\n",
+		   (long long)json_integer_value(json_object_get(st, "round")));
 	for (i = 0; i < json_array_size(claims); i++) {
 		json_t *c = json_array_get(claims, i);
 		json_t *conf = json_object_get(c, "confidence");
@@ -259,13 +269,12 @@ print_claims(const struct run *r, const char *dir)
 
 		if (json_is_number(conf))
 			snprintf(cs, sizeof(cs), "%.2f", json_number_value(conf));
-		used = printf("  %-*s %-9s %4s %3zu evidence  ", w,
-			      json_get_str(c, "id") ? json_get_str(c, "id") : "?",
-			      json_get_str(c, "status") ?
-				      json_get_str(c, "status") :
-				      "pending",
-			      cs,
-			      json_array_size(json_object_get(c, "evidence")));
+		used = cli_printf(
+		    "  %-*s %-9s %4s %3zu evidence  ", w,
+		    json_get_str(c, "id") ? json_get_str(c, "id") : "?",
+		    json_get_str(c, "status") ? json_get_str(c, "status") :
+						"pending",
+		    cs, json_array_size(json_object_get(c, "evidence")));
 		print_cut(json_get_str(c, "text") ? json_get_str(c, "text") : "",
 			  used < CLAIM_LINE_MAX - 20 ?
 				  (size_t)(CLAIM_LINE_MAX - used) :
@@ -273,9 +282,10 @@ print_claims(const struct run *r, const char *dir)
 		putchar('\n');
 	}
 	if (!json_array_size(claims))
-		printf("  (none yet)\n");
+		cli_printf("  (none yet)\n");
 	if (json_get_str(st, "report"))
-		printf("report    %s/%s\n", dir, json_get_str(st, "report"));
+		cli_printf("report    %s/%s\n", dir,
+			   json_get_str(st, "report"));
 out:
 	json_decref(p);
 }
@@ -320,19 +330,19 @@ show_exec(struct cli *c, int argc, char **argv)
 	ctx.calls = json_array();
 	if (!json) {
 		print_human(&r);
-		printf("folder    %s\n", dir);
+		cli_printf("folder    %s\n", dir);
 		print_claims(&r, dir);
-		printf("\nartifacts:\n");
+		cli_printf("\nartifacts:\n");
 	}
 	if (store_output_list(c->store, r.id, add_output, &ctx, &e))
 		goto fail;
 	if (!json)
-		printf("\nagent calls:\n");
+		cli_printf("\nagent calls:\n");
 	if (store_event_list(c->store, r.id, 0, "agent_exited", add_call, &ctx,
 			     &e))
 		goto fail;
 	if (!json)
-		printf("\nevents:\n");
+		cli_printf("\nevents:\n");
 	if (store_event_list(c->store, r.id, 0, NULL, add_event, &ctx, &e))
 		goto fail;
 	if (json) {

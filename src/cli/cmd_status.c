@@ -2,6 +2,8 @@
  * baton status: every run, newest first: id, status, stage, age, review
  * loops, cost. A terminal status shows the outcome when it says more
  * ("blocked (max_iterations_reached)"). --json prints the records.
+ * --status STATUS keeps the runs in it; a status no pipeline has is a
+ * usage error that names the statuses.
  */
 #include "util/compat.h"
 
@@ -50,8 +52,8 @@ print_run(const struct run *r, void *arg)
 		return 0;
 	}
 	if (!c->rows++)
-		printf("%-28s %-21s %-10s %7s %6s %8s\n", "RUN", "STATUS",
-		       "STAGE", "AGE", "LOOPS", "COST");
+		cli_printf("%-28s %-21s %-10s %7s %6s %8s\n", "RUN", "STATUS",
+			   "STAGE", "AGE", "LOOPS", "COST");
 	time_fmt_age(c->now - r->created_at, age, sizeof(age));
 	snprintf(loops, sizeof(loops), "%d/%d", r->review_loops,
 		 r->max_review_loops);
@@ -63,8 +65,8 @@ print_run(const struct run *r, void *arg)
 			 r->pause_requested && !status_is_terminal(r->status) ?
 				 " (pausing)" :
 				 "");
-	printf("%-28.28s %-21s %-10s %7s %6s %8.4f\n", r->id, status,
-	       r->stage ? r->stage : "-", age, loops, r->cost_usd);
+	cli_printf("%-28.28s %-21s %-10s %7s %6s %8.4f\n", r->id, status,
+		   r->stage ? r->stage : "-", age, loops, r->cost_usd);
 	return 0;
 }
 
@@ -84,6 +86,10 @@ status_exec(struct cli *c, int argc, char **argv)
 	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
 	if (n != 0)
 		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_status);
+	if (only && engine_check_status(&c->en, only, &e)) {
+		cli_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
 	f.status = only;
 	ctx.json = json;
 	if (store_run_list(c->store, &f, print_run, &ctx, &e)) {
@@ -92,8 +98,10 @@ status_exec(struct cli *c, int argc, char **argv)
 	}
 	if (json) {
 		puts(ctx.rows ? "\n]" : "[]");
+	} else if (!ctx.rows && only) {
+		cli_printf("no runs are %s\n", only);
 	} else if (!ctx.rows) {
-		printf("no runs yet: baton run \"your task\"\n");
+		cli_printf("no runs yet: baton run \"your task\"\n");
 	}
 	return EXIT_OK;
 }

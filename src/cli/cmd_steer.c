@@ -23,7 +23,8 @@ steer_exec(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		rc = EXIT_FAIL;
 	} else {
-		printf("%s: guidance recorded for the next stage\n", argv[1]);
+		cli_printf("%s: guidance recorded for the next stage\n",
+			   argv[1]);
 	}
 	buf_release(&text);
 	return rc;

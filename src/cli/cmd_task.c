@@ -180,7 +180,7 @@ task_add(struct cli *c, int argc, char **argv)
 	if (json)
 		print_json(sched_task_json(c->store, &t, 1));
 	else
-		printf("t%lld  queued: %s\n", (long long)t.id, t.title);
+		cli_printf("t%lld  queued: %s\n", (long long)t.id, t.title);
 	rc = EXIT_OK;
 out:
 	task_release(&t);
@@ -211,8 +211,8 @@ print_task(const struct task *t, void *arg)
 		return 0;
 	}
 	if (!l->rows++)
-		printf("%-6s %-28s %4s %-16s %-8s %-24s %s\n", "TASK", "STATUS",
-		       "PRI", "AREA", "AFTER", "RUN", "TITLE");
+		cli_printf("%-6s %-28s %4s %-16s %-8s %-24s %s\n", "TASK",
+			   "STATUS", "PRI", "AREA", "AFTER", "RUN", "TITLE");
 	snprintf(status, sizeof(status), "%s%s%s%s", t->status,
 		 t->block_reason ? "(" : "",
 		 t->block_reason ? t->block_reason : "",
@@ -220,11 +220,12 @@ print_task(const struct task *t, void *arg)
 	for (i = 0; i < t->nr_deps && at < sizeof(deps) - 12; i++)
 		at += (size_t)snprintf(deps + at, sizeof(deps) - at, "%s%lld",
 				       i ? "," : "", (long long)t->deps[i]);
-	printf("t%-5lld %-28s %4d %-16.16s %-8.8s %-24.24s %s\n",
-	       (long long)t->id, status, t->priority, t->area ? t->area : "-",
-	       deps, t->run_id ? t->run_id : "-", t->title);
+	cli_printf("t%-5lld %-28s %4d %-16.16s %-8.8s %-24.24s %s\n",
+		   (long long)t->id, status, t->priority,
+		   t->area ? t->area : "-", deps, t->run_id ? t->run_id : "-",
+		   t->title);
 	if (t->reason && strcmp(t->status, TASK_DONE))
-		printf("       %s\n", t->reason);
+		cli_printf("       %s\n", t->reason);
 	return 0;
 }
 
@@ -244,6 +245,10 @@ task_list(struct cli *c, int argc, char **argv)
 	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
 	if (n != 0)
 		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_task);
+	if (only && task_status_check(only, &e)) {
+		cli_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
 	f.status = only;
 	if (store_task_list(c->store, &f, print_task, &l, &e)) {
 		cli_error("%s", e.msg);
@@ -252,8 +257,8 @@ task_list(struct cli *c, int argc, char **argv)
 	if (l.json)
 		puts(l.rows ? "\n]" : "[]");
 	else if (!l.rows)
-		printf("no tasks%s%s: baton task add \"your task\"\n",
-		       only ? " " : "", only ? only : "");
+		cli_printf("no tasks%s%s: baton task add \"your task\"\n",
+			   only ? " " : "", only ? only : "");
 	return EXIT_OK;
 }
 
@@ -283,8 +288,8 @@ print_event(const struct event *ev, void *arg)
 
 	(void)arg;
 	time_fmt_iso(ev->ts, when, sizeof(when));
-	printf("  %6lld %s %-16s %s\n", (long long)ev->seq, when, ev->type,
-	       ev->data ? ev->data : "");
+	cli_printf("  %6lld %s %-16s %s\n", (long long)ev->seq, when, ev->type,
+		   ev->data ? ev->data : "");
 	return 0;
 }
 
@@ -307,8 +312,8 @@ task_show(struct cli *c, int argc, char **argv)
 	} else {
 		print_task(&t, &l);
 		if (t.body)
-			printf("\n%s\n", t.body);
-		printf("\nevents:\n");
+			cli_printf("\n%s\n", t.body);
+		cli_printf("\nevents:\n");
 		store_task_events(c->store, t.id, 0, print_event, NULL, &e);
 	}
 	task_release(&t);
@@ -336,11 +341,11 @@ task_cancel(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	if (!strcmp(after.status, TASK_CANCELLED))
-		printf("t%lld  cancelled\n", (long long)t.id);
+		cli_printf("t%lld  cancelled\n", (long long)t.id);
 	else
-		printf("t%lld  its run %s was aborted; the task ends "
-		       "cancelled\n",
-		       (long long)t.id, t.run_id);
+		cli_printf("t%lld  its run %s was aborted; the task ends "
+			   "cancelled\n",
+			   (long long)t.id, t.run_id);
 	rc = EXIT_OK;
 out:
 	task_release(&after);
@@ -365,7 +370,7 @@ task_retry(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		goto out;
 	}
-	printf("t%lld  queued again\n", (long long)t.id);
+	cli_printf("t%lld  queued again\n", (long long)t.id);
 	rc = EXIT_OK;
 out:
 	task_release(&t);

@@ -12,7 +12,7 @@ version_exec(struct cli *c, int argc, char **argv)
 	(void)c;
 	(void)argc;
 	(void)argv;
-	printf("baton %s\n", BATON_VERSION);
+	cli_printf("baton %s\n", BATON_VERSION);
 	return EXIT_OK;
 }
 

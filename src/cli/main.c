@@ -17,6 +17,7 @@
 #include "util/limits.h"
 #include "util/redact.h"
 #include "util/strvec.h"
+#include "util/term.h"
 #include "util/xalloc.h"
 
 extern char **environ;
@@ -37,9 +38,21 @@ cli_error(const char *fmt, ...)
 
 	fputs("baton: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	term_vprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int
+cli_printf(const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = term_vprintf(stdout, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 int

@@ -125,6 +125,7 @@ static const char *const why_names[] = {
 	[WHY_REEXAMINE] = "re-examine", [WHY_CONTINUE] = "continue",
 	[WHY_GOAL] = "goal met",     [WHY_REWORK] = "rework",
 	[WHY_REVISE] = "revise",     [WHY_DEFER] = "defer",
+	[WHY_ASK_AGAIN] = "ask again",
 };
 
 static const char *const builtin_names[] = {
@@ -1326,6 +1327,10 @@ derive(struct pipeline *p)
 	}
 	derive_loops(p, d);
 	add_edge(p, d, ST_WAITING, ST_BLOCKED, WHY_REJECT);
+	/* Any gate or question may be put off; resume asks it again (an
+	 * assist report's feedback, above, resumes into planning instead). */
+	add_edge(p, d, ST_WAITING, ST_PAUSED, WHY_DEFER);
+	add_edge(p, d, ST_PAUSED, ST_WAITING, WHY_ASK_AGAIN);
 	for (i = 0; i < p->nr_stages; i++) {
 		add_edge(p, d, p->stages[i].status, ST_BLOCKED, WHY_BLOCK);
 		add_edge(p, d, p->stages[i].status, ST_INTERRUPTED,

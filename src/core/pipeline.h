@@ -30,6 +30,8 @@
  *             waiting_for_approval → X (approve), → the stage that ended
  *             at A (request changes), → blocked (reject)
  *   pause     each boundary A → X: A → paused, paused → X (resume)
+ *   defer     waiting_for_approval → paused (a gate or question put
+ *             off), paused → waiting_for_approval (resume asks again)
  *   always    any non-terminal → failed, aborted; any stage status →
  *             blocked, interrupted; interrupted → that stage again
  *   back      a side stage with next: back → every stage that sends work
@@ -197,7 +199,8 @@ enum edge_why {
 	WHY_GOAL,     /* a loop's plan finds the goal met */
 	WHY_REWORK,   /* a research judge sends weak claims back */
 	WHY_REVISE,   /* feedback: plan again with the person's notes */
-	WHY_DEFER,    /* feedback: put the task aside (paused) */
+	WHY_DEFER,    /* a person put the gate or question off (paused) */
+	WHY_ASK_AGAIN, /* resumed: the deferred gate or question asks again */
 };
 
 /*

@@ -848,6 +848,15 @@ engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 		break;
 	case GATE_REVISE:
 	case GATE_DEFER:
+		if (d == GATE_DEFER && !asked(&r, "feedback")) {
+			/* Paused at the gate or question, which resume asks
+			 * again: engine_transition keeps gate_status and
+			 * gate_back for it. Only an assist report's
+			 * feedback, deferred, plans again on resume. */
+			to = xstrdup(ST_PAUSED);
+			run_set(&r.paused_at_status, ST_WAITING);
+			break;
+		}
 		plan = feedback_target(p);
 		if (!plan) {
 			rc = err_set(e, BATON_EBADSTATE,

@@ -41,6 +41,7 @@
 #include "util/redact.h"
 #include "util/sandbox.h"
 #include "util/spawn.h"
+#include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
@@ -147,6 +148,54 @@ engine_pipeline_names(const struct engine *en, struct strvec *out)
 		if (!user || !cnode_get(user, builtin[i]))
 			strvec_push(out, builtin[i]);
 	return nuser;
+}
+
+/* Pushes each of p's statuses that all does not hold yet. */
+static void
+add_statuses(struct strvec *all, const struct pipeline *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nr_statuses; i++) {
+		for (j = 0; j < all->nr; j++)
+			if (!strcmp(all->v[j], p->statuses[i]))
+				break;
+		if (j == all->nr)
+			strvec_push(all, p->statuses[i]);
+	}
+}
+
+int
+engine_check_status(const struct engine *en, const char *status, struct err *e)
+{
+	struct strvec names = STRVEC_INIT, all = STRVEC_INIT;
+	struct buf list = BUF_INIT;
+	struct err ignored = ERR_INIT;
+	int rc = 0;
+	size_t i;
+
+	engine_pipeline_names(en, &names);
+	for (i = 0; i < names.nr; i++) {
+		struct pipeline *p = NULL;
+
+		if (engine_pipeline(en, names.v[i], &p, &ignored))
+			continue;
+		add_statuses(&all, p);
+		pipeline_free(p);
+	}
+	for (i = 0; i < all.nr; i++)
+		if (!strcmp(all.v[i], status))
+			goto out;
+	for (i = 0; i < all.nr; i++)
+		buf_addf(&list, "%s%s", i ? ", " : "", all.v[i]);
+	rc = err_set(e, BATON_EINVAL,
+		     "unknown status '%s' (a run's status is one of %s)",
+		     status, list.ptr);
+out:
+	buf_release(&list);
+	strvec_clear(&all);
+	strvec_clear(&names);
+	return rc;
 }
 
 static void
@@ -374,7 +423,7 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	stamp_state(p, &next, s);
 	if (strcmp(to, ST_PAUSED))
 		run_set(&next.paused_at_status, NULL);
-	if (strcmp(to, ST_WAITING)) {
+	if (strcmp(to, ST_WAITING) && !engine_gate_deferred(&next)) {
 		run_set(&next.gate_status, NULL);
 		run_set(&next.gate_back, NULL);
 	}
@@ -398,6 +447,13 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	engine_mirror_events(en, r->id, NULL);
 	note(en, ENGINE_NOTE_TRANSITION, r);
 	return 0;
+}
+
+int
+engine_gate_deferred(const struct run *r)
+{
+	return !strcmp(r->status, ST_PAUSED) && r->paused_at_status &&
+	       !strcmp(r->paused_at_status, ST_WAITING);
 }
 
 /* An event's data as text, with secrets redacted; NULL for none. */

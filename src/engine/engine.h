@@ -274,18 +274,28 @@ enum gate_decision {
 	GATE_REJECT,
 	GATE_CHANGES,
 	GATE_REVISE, /* feedback: plan again with the guidance */
-	GATE_DEFER,  /* feedback: pause; resuming plans again */
+	GATE_DEFER,  /* pause at the gate; resuming asks again */
 };
 
 /*
  * Decides a run waiting for approval: approve enters the gated stage,
  * reject ends the run blocked, request changes re-runs the stage before
- * the gate with guidance. Feedback on an assist report: revise plans
- * again with the guidance, defer pauses the run (resume plans again).
- * BATON_EBADSTATE when the run is not waiting.
+ * the gate with guidance. Defer pauses the run at its gate or question,
+ * which keeps gate_status and gate_back; resume asks the same again
+ * (without the question's deadline: a person put it off). Feedback on
+ * an assist report: revise plans again with the guidance, and defer
+ * pauses the run so that resume plans again. BATON_EBADSTATE when the
+ * run is not waiting.
  */
 int engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 		  const char *guidance, struct run *out, struct err *e);
+
+/*
+ * 1 when r is paused at a gate or question that a person deferred:
+ * paused, with paused_at_status waiting_for_approval and the gate's
+ * gate_status and gate_back kept for when resume asks again.
+ */
+int engine_gate_deferred(const struct run *r);
 
 /*
  * When the question run r waits on times out and its default applies (an
@@ -310,6 +320,16 @@ int engine_pipeline(const struct engine *en, const char *name,
  */
 struct strvec;
 size_t engine_pipeline_names(const struct engine *en, struct strvec *out);
+
+/*
+ * Checks that status is one a run can have: a status of some pipeline
+ * this repository can run (a filter such as `baton status --status` or
+ * GET /api/v1/runs?status=). 0, or BATON_EINVAL with e naming them all:
+ * "unknown status 'nope' (a run's status is one of created, planning,
+ * ...)". A pipeline of the config that does not load adds nothing.
+ */
+int engine_check_status(const struct engine *en, const char *status,
+			struct err *e);
 
 /*
  * Appends to the run's events.jsonl every event the store has that the

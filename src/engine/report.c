@@ -288,9 +288,16 @@ blockers(const struct run *r, const char *status, const struct scan *sc)
 		json_array_append_new(
 		    b,
 		    json_sprintf("waiting for approval to enter %s "
-				 "(baton approve %s)",
+				 "(baton approvals approve %s)",
 				 r->gate_status ? r->gate_status : "?", r->id));
-	if (!strcmp(status, ST_PAUSED))
+	if (!strcmp(status, ST_PAUSED) && r->paused_at_status &&
+	    !strcmp(r->paused_at_status, ST_WAITING))
+		json_array_append_new(
+		    b, json_sprintf("deferred at the gate into %s (baton "
+				    "resume %s asks again)",
+				    r->gate_status ? r->gate_status : "?",
+				    r->id));
+	else if (!strcmp(status, ST_PAUSED))
 		json_array_append_new(
 		    b, json_sprintf("paused; resumes to %s (baton resume "
 				    "%s)",
@@ -329,6 +336,9 @@ upcoming(const struct pipeline *p, const struct run *r, const char *status)
 		return s->next >= 0 ? &p->stages[s->next] : NULL;
 	if (!strcmp(status, ST_WAITING) && r->gate_status)
 		return pipeline_stage_at(p, r->gate_status);
+	if (!strcmp(status, ST_PAUSED) && r->paused_at_status &&
+	    !strcmp(r->paused_at_status, ST_WAITING) && r->gate_status)
+		return pipeline_stage_at(p, r->gate_status); /* deferred */
 	if (!strcmp(status, ST_PAUSED) && r->paused_at_status)
 		return pipeline_stage_at(p, r->paused_at_status);
 	if (!strcmp(status, ST_INTERRUPTED) && r->stage)

@@ -191,17 +191,6 @@ api_health(struct req *rq)
 
 /* ---- tasks --------------------------------------------------------------- */
 
-static int
-known_status(const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < NR_TASK_STATUSES; i++)
-		if (!strcmp(s, task_statuses[i]))
-			return 1;
-	return 0;
-}
-
 struct task_page {
 	struct store *s;
 	json_t *arr;
@@ -233,11 +222,8 @@ tasks_list(struct req *rq)
 	    query_int(rq, "before", 0, 0, INT64_MAX, &before))
 		return;
 	if (http_query(rq, "status", status, sizeof(status))) {
-		if (!known_status(status)) {
-			http_error(rq, 400, "bad_request",
-				   "unknown status '%s' (queued, running, "
-				   "blocked, done, failed, cancelled)",
-				   status);
+		if (task_status_check(status, &e)) {
+			http_fail(rq, &e);
 			return;
 		}
 		f.status = status;
@@ -495,8 +481,19 @@ runs_list(struct req *rq)
 
 	if (query_int(rq, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit))
 		return;
-	if (http_query(rq, "status", status, sizeof(status)))
+	if (http_query(rq, "status", status, sizeof(status))) {
+		struct engine en;
+		int rc;
+
+		engine_of(rq, &en);
+		rc = engine_check_status(&en, status, &e);
+		engine_release(&en);
+		if (rc) {
+			http_fail(rq, &e);
+			return;
+		}
 		f.status = status;
+	}
 	f.limit = (int)limit;
 	arr = json_array();
 	if (store_run_list(rq->store, &f, add_run, arr, &e)) {

@@ -10,6 +10,8 @@
 
 #include "store/store.h"
 #include "store/store_int.h"
+#include "util/buf.h"
+#include "util/err.h"
 #include "util/json.h"
 #include "util/xalloc.h"
 
@@ -17,6 +19,24 @@ const char *const task_statuses[NR_TASK_STATUSES] = {
 	TASK_QUEUED, TASK_RUNNING, TASK_DONE,
 	TASK_FAILED, TASK_BLOCKED, TASK_CANCELLED,
 };
+
+int
+task_status_check(const char *status, struct err *e)
+{
+	struct buf list = BUF_INIT;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < NR_TASK_STATUSES; i++)
+		if (!strcmp(status, task_statuses[i]))
+			return 0;
+	for (i = 0; i < NR_TASK_STATUSES; i++)
+		buf_addf(&list, "%s%s", i ? ", " : "", task_statuses[i]);
+	rc = err_set(e, BATON_EINVAL, "unknown task status '%s' (%s)", status,
+		     list.ptr);
+	buf_release(&list);
+	return rc;
+}
 
 void
 task_release(struct task *t)

@@ -162,6 +162,11 @@ void store_fence(struct store *s, int64_t task_id, int64_t token);
 /* Every task status, in the order counts are shown (records.c). */
 #define NR_TASK_STATUSES 6
 extern const char *const task_statuses[NR_TASK_STATUSES];
+/*
+ * 0 when status is a task status; else BATON_EINVAL, e naming them all:
+ * "unknown task status 'nope' (queued, running, done, ...)".
+ */
+int task_status_check(const char *status, struct err *e);
 
 #define BLOCK_AWAITING_JUDGE	"awaiting_judge"
 #define BLOCK_AWAITING_APPROVAL "awaiting_approval"

@@ -4,6 +4,7 @@
 #include "util/compat.h"
 
 #include "util/log.h"
+#include "util/term.h"
 #include "util/timeutil.h"
 
 static int level = -1;
@@ -44,7 +45,7 @@ log_msg(enum log_level lvl, const char *module, const char *fmt, ...)
 	time_fmt_iso(time_now_ms(), ts, sizeof(ts));
 	fprintf(stderr, "%s %s %s ", ts, names[lvl], module);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	term_vprintf(stderr, fmt, ap); /* messages may quote an agent */
 	va_end(ap);
 	fputc('\n', stderr);
 }

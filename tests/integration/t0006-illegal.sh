@@ -73,6 +73,7 @@ test_expect_success 'the feature pipeline table is pinned edge by edge' '
 	paused -> reviewing
 	paused -> validating
 	paused -> verifying
+	paused -> waiting_for_approval
 	planned -> aborted
 	planned -> architecting
 	planned -> failed
@@ -110,6 +111,7 @@ test_expect_success 'the feature pipeline table is pinned edge by edge' '
 	waiting_for_approval -> executing
 	waiting_for_approval -> failed
 	waiting_for_approval -> fixing
+	waiting_for_approval -> paused
 	waiting_for_approval -> planning
 	waiting_for_approval -> reviewing
 	waiting_for_approval -> validating
@@ -191,6 +193,7 @@ test_expect_success 'the quick pipeline table is derived from its own stages' '
 	paused -> fixing
 	paused -> reviewing
 	paused -> validating
+	paused -> waiting_for_approval
 	reviewing -> aborted
 	reviewing -> blocked
 	reviewing -> failed
@@ -211,6 +214,7 @@ test_expect_success 'the quick pipeline table is derived from its own stages' '
 	waiting_for_approval -> executing
 	waiting_for_approval -> failed
 	waiting_for_approval -> fixing
+	waiting_for_approval -> paused
 	waiting_for_approval -> reviewing
 	waiting_for_approval -> validating
 	EOF
