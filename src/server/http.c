@@ -585,54 +585,79 @@ log_message(const struct mg_connection *conn, const char *msg)
 	return 1;
 }
 
+/*
+ * Creates the token file at path with a new token (mode 0600, never
+ * through a link, never over a file that exists: -EEXIST then). Fills
+ * *out with the token; the caller frees it.
+ */
+static int
+make_token(const char *path, char **out, struct err *e)
+{
+	unsigned char raw[TOKEN_BYTES];
+	char hex[TOKEN_BYTES * 2 + 2];
+	size_t i, len;
+	int fd, rc = 0;
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return err_set(e, -errno, "cannot draw random bytes: %s",
+			       strerror(errno));
+	for (i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	len = strlen(hex);
+	hex[len] = '\n';
+	fd = fs_open_nofollow(path, O_WRONLY | O_CREAT | O_EXCL, 0600, e);
+	if (fd < 0)
+		return fd;
+	if (write(fd, hex, len + 1) != (ssize_t)(len + 1) || fsync(fd) < 0) {
+		rc = err_set(e, -errno, "cannot write '%s': %s", path,
+			     strerror(errno));
+		close(fd);
+		unlink(path);
+		return rc;
+	}
+	close(fd);
+	hex[len] = '\0';
+	*out = xstrdup(hex);
+	return 0;
+}
+
 int
 server_token(const struct workspace *ws, char **out, struct err *e)
 {
 	char *path = xasprintf("%s/token", ws->dir);
-	unsigned char raw[TOKEN_BYTES];
-	char hex[TOKEN_BYTES * 2 + 2];
 	struct buf b = BUF_INIT;
-	size_t i;
-	int fd, rc = 0;
+	struct err re = ERR_INIT;
+	int rc, tries;
 
 	*out = NULL;
-	if (fs_read(path, &b, 4096, NULL) == 0) {
-		buf_rtrim(&b);
-		if (b.len >= 16) {
-			*out = buf_detach(&b, NULL);
+	/* twice at most: a serve or init that made the file between our
+	 * read and our create has the token, and it is read again */
+	for (tries = 0; tries < 2; tries++) {
+		rc = fs_read_nofollow(path, &b, 4096, &re);
+		if (rc == 0) {
+			buf_rtrim(&b);
+			if (b.len >= 16)
+				*out = buf_detach(&b, NULL);
+			else
+				rc = err_set(e, BATON_EINVAL,
+					     "%s holds no token (at least 16 "
+					     "characters); remove it and a new "
+					     "one is made",
+					     path);
 			goto out;
 		}
-		rc = err_set(e, BATON_EINVAL,
-			     "%s holds no token (at least 16 characters); "
-			     "remove it and a new one is made",
-			     path);
-		goto out;
+		if (rc != -ENOENT) {
+			rc = err_set(e, rc, "cannot read the API token: %s",
+				     re.msg);
+			goto out;
+		}
+		re = (struct err)ERR_INIT;
+		rc = make_token(path, out, &re);
+		if (rc != -EEXIST)
+			break;
 	}
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
-		rc = err_set(e, -errno, "cannot draw random bytes: %s",
-			     strerror(errno));
-		goto out;
-	}
-	for (i = 0; i < sizeof(raw); i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST) {
-		/* someone made it meanwhile: theirs is the token */
-		buf_release(&b);
-		free(path);
-		return server_token(ws, out, e);
-	}
-	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) ||
-	    write(fd, "\n", 1) != 1) {
-		rc = err_set(e, -errno, "cannot write '%s': %s", path,
-			     strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		unlink(path);
-		goto out;
-	}
-	close(fd);
-	*out = xstrdup(hex);
+	if (rc)
+		err_set(e, rc, "cannot create the API token: %s", re.msg);
 out:
 	buf_release(&b);
 	free(path);

@@ -44,7 +44,9 @@ int server_spawn(const struct server_opts *o, pid_t *pid, char *url,
 
 /*
  * The bearer token of the repository: .baton/token, created (32 random
- * bytes as hex, mode 0600) when missing. Caller frees *out.
+ * bytes as hex, mode 0600, O_EXCL) when missing; by baton init and by
+ * serve. A symbolic link in its place (or as .baton) is refused with
+ * -ELOOP, never followed. Caller frees *out.
  */
 int server_token(const struct workspace *ws, char **out, struct err *e);
 
