@@ -708,7 +708,7 @@ start(struct server *srv, const char *listen, struct mg_context **ctxp,
 	memset(&cb, 0, sizeof(cb));
 	cb.exit_thread = exit_thread;
 	cb.log_message = log_message;
-	rc = hub_start(srv->store_spec, srv->notifier, &srv->hub, e);
+	rc = hub_start(srv->store_spec, NULL, &srv->hub, e);
 	if (rc)
 		return rc;
 	ctx = mg_start(&cb, srv, options);
@@ -764,6 +764,7 @@ server_main(const struct server_opts *o, int ready_fd)
 	int sig;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	prctl(PR_SET_NAME, "baton http"); /* ps and the benchmarks tell roles apart */
 	setpgid(0, 0); /* a terminal's Ctrl-C is the supervisor's to handle */
 	/* every thread civetweb makes inherits this mask: only sigwait
 	 * below takes the stop signals */
@@ -781,8 +782,7 @@ server_main(const struct server_opts *o, int ready_fd)
 	srv.max_body = (size_t)o->cfg->server.max_body_kb * 1024;
 	srv.started_ms = time_now_ms();
 	mg_init_library(0);
-	srv.notifier = notify_start(o->cfg, o->ws, o->store_spec, &e);
-	if (!e.rc && start(&srv, o->listen, &ctx, url, sizeof(url), &e) == 0) {
+	if (start(&srv, o->listen, &ctx, url, sizeof(url), &e) == 0) {
 		url_file = xasprintf("%s/http.url", o->ws->dir);
 		fs_write_atomic(url_file, url, strlen(url), NULL);
 		dprintf(ready_fd, "OK %s\n", url);
@@ -795,15 +795,21 @@ server_main(const struct server_opts *o, int ready_fd)
 		;
 	mg_stop(ctx);
 	hub_stop(srv.hub);
-	notify_stop(srv.notifier);
 	forget_url(url_file, url);
 	free(url_file);
 	_exit(0);
 }
 
+/*
+ * Forks a process of the server module that runs fn(o, ready_fd) and
+ * reports on ready_fd: "OK DETAIL\n" once it works, "ERR WHY\n" before
+ * it exits. Returns once it said which (*pid set and DETAIL in detail on
+ * OK; the process reaped and WHY in e on ERR). what names it in errors.
+ */
 int
-server_spawn(const struct server_opts *o, pid_t *pid, char *url,
-	     size_t url_len, struct err *e)
+server__fork_ready(server__main_fn *fn, const struct server_opts *o,
+		   const char *what, pid_t *pid, char *detail, size_t len,
+		   struct err *e)
 {
 	char line[1200];
 	struct buf got = BUF_INIT;
@@ -816,7 +822,7 @@ server_spawn(const struct server_opts *o, pid_t *pid, char *url,
 	fflush(NULL);
 	*pid = fork();
 	if (*pid < 0) {
-		rc = err_set(e, -errno, "cannot start the HTTP server: %s",
+		rc = err_set(e, -errno, "cannot start the %s: %s", what,
 			     strerror(errno));
 		close(fds[0]);
 		close(fds[1]);
@@ -830,7 +836,8 @@ server_spawn(const struct server_opts *o, pid_t *pid, char *url,
 		 * process dies with the supervisor (PDEATHSIG) in any case.
 		 */
 		close(fds[0]);
-		server_main(o, fds[1]);
+		fn(o, fds[1]);
+		_exit(1); /* fn does not return */
 	}
 	close(fds[1]);
 	while ((n = read(fds[0], line, sizeof(line))) > 0 ||
@@ -839,15 +846,25 @@ server_spawn(const struct server_opts *o, pid_t *pid, char *url,
 			buf_add(&got, line, (size_t)n);
 	close(fds[0]);
 	if (got.len > 3 && !strncmp(got.ptr, "OK ", 3)) {
-		snprintf(url, url_len, "%.*s", (int)(got.len - 4), got.ptr + 3);
+		snprintf(detail, len, "%.*s", (int)(got.len - 4), got.ptr + 3);
 	} else {
-		rc = err_set(e, BATON_EINVAL, "%.*s",
-			     got.len > 4 ? (int)(got.len - 5) : 40,
-			     got.len > 4 ? got.ptr + 4 :
-					   "the HTTP server died as it started");
+		if (got.len > 4)
+			rc = err_set(e, BATON_EINVAL, "%.*s",
+				     (int)(got.len - 5), got.ptr + 4);
+		else
+			rc = err_set(e, BATON_EINVAL,
+				     "the %s died as it started", what);
 		waitpid(*pid, NULL, 0);
 		*pid = 0;
 	}
 	buf_release(&got);
 	return rc;
+}
+
+int
+server_spawn(const struct server_opts *o, pid_t *pid, char *url,
+	     size_t url_len, struct err *e)
+{
+	return server__fork_ready(server_main, o, "HTTP server", pid, url,
+				  url_len, e);
 }
