@@ -41,6 +41,21 @@
 
 #define TOKEN_BYTES 32
 
+/*
+ * Each connection holds one of server.threads from its first byte, and
+ * civetweb has no cap per peer: a process on this machine or a web page
+ * that opens connections and trickles a header, or says nothing, holds
+ * threads until these run out. A request must arrive in full within
+ * HTTP_REQUEST_MS of its connection (or of the previous answer on a
+ * kept-alive one, HTTP_KEEP_ALIVE_MS), a stalled read or write of an
+ * answer gives up as long after; a browser or curl sends a request in
+ * milliseconds. A live stream is not bound by them (its WebSocket reads
+ * wait HTTP_WS_READ_MS, and the stream pings well within that).
+ */
+#define HTTP_REQUEST_MS "5000"
+#define HTTP_KEEP_ALIVE_MS "1000"
+#define HTTP_WS_READ_MS "30000"
+
 /* This thread's store connection, opened on its first request. */
 static __thread struct store *thread_store;
 
@@ -693,7 +708,9 @@ start(struct server *srv, const char *listen, struct mg_context **ctxp,
 	const char *options[] = {
 		"listening_ports", listen, "num_threads", threads,
 		"enable_keep_alive", "yes", "tcp_nodelay", "1",
-		"request_timeout_ms", "30000",
+		"request_timeout_ms", HTTP_REQUEST_MS,
+		"keep_alive_timeout_ms", HTTP_KEEP_ALIVE_MS,
+		"websocket_timeout_ms", HTTP_WS_READ_MS,
 		"access_control_allow_origin", "",
 		"access_control_allow_methods", "",
 		"access_control_allow_headers", "", NULL,
