@@ -52,9 +52,9 @@
  * milliseconds. A live stream is not bound by them (its WebSocket reads
  * wait HTTP_WS_READ_MS, and the stream pings well within that).
  */
-#define HTTP_REQUEST_MS "5000"
+#define HTTP_REQUEST_MS	   "5000"
 #define HTTP_KEEP_ALIVE_MS "1000"
-#define HTTP_WS_READ_MS "30000"
+#define HTTP_WS_READ_MS	   "30000"
 
 /* This thread's store connection, opened on its first request. */
 static __thread struct store *thread_store;
@@ -781,7 +781,8 @@ server_main(const struct server_opts *o, int ready_fd)
 	int sig;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	prctl(PR_SET_NAME, "baton http"); /* ps and the benchmarks tell roles apart */
+	/* ps and the benchmarks tell serve's processes apart by name */
+	prctl(PR_SET_NAME, "baton http");
 	setpgid(0, 0); /* a terminal's Ctrl-C is the supervisor's to handle */
 	/* every thread civetweb makes inherits this mask: only sigwait
 	 * below takes the stop signals */
@@ -879,8 +880,8 @@ server__fork_ready(server__main_fn *fn, const struct server_opts *o,
 }
 
 int
-server_spawn(const struct server_opts *o, pid_t *pid, char *url,
-	     size_t url_len, struct err *e)
+server_spawn(const struct server_opts *o, pid_t *pid, char *url, size_t url_len,
+	     struct err *e)
 {
 	return server__fork_ready(server_main, o, "HTTP server", pid, url,
 				  url_len, e);

@@ -348,7 +348,7 @@ send:
 
 /* Close codes of RFC 6455, section 7.4.1. */
 #define WS_CLOSE_PROTOCOL_ERROR 1002
-#define WS_CLOSE_TOO_BIG 1009
+#define WS_CLOSE_TOO_BIG	1009
 /* A control frame's payload is at most this (RFC 6455, section 5.5). */
 #define WS_CONTROL_MAX 125
 
