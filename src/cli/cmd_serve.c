@@ -141,8 +141,11 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 	}
 	/* webhooks do not wait for HTTP: --listen off sends them too; a
 	 * worker host leaves them to the serve that judges and lands */
-	if (!host && c->cfg.nr_webhooks)
+	if (!host && c->cfg.nr_webhooks) {
 		o.companions[o.nr_companions++] = &notifier;
+		fprintf(stderr, "serve: webhooks to %zu URL%s (notify.webhooks)\n",
+			c->cfg.nr_webhooks, c->cfg.nr_webhooks == 1 ? "" : "s");
+	}
 	workspace_detect_identity(&c->ws);
 	label = cli_store_label(c->store_spec);
 	if (host)

@@ -67,7 +67,8 @@ test_expect_success 'serve --listen off sends webhooks' '
 	"$BATON" task add "first task" >/dev/null &&
 	serve_until_notified serve-off r1-first-task \
 		"$BATON" serve --listen off --workers 1 &&
-	test_grep ! "dashboard at" ../serve-off.out
+	test_grep ! "dashboard at" ../serve-off.out &&
+	test_grep "serve: webhooks to 1 URL (notify.webhooks)" ../serve-off.out
 '
 
 test_expect_success 'server.listen: off in the config sends webhooks' '
