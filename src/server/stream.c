@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/config.h"
 #include "core/run.h"
 #include "sched/sched.h"
 #include "server/server_int.h"
@@ -42,6 +43,46 @@ int
 stream_clients(void)
 {
 	return atomic_load(&clients);
+}
+
+/*
+ * How many live streams may be open at once. Each holds one of
+ * server.threads for as long as it lives, so streams alone could leave
+ * no thread to answer a request (the dashboard's page, the CLI's API
+ * calls): an eighth of the threads, and at least 2, are kept for
+ * requests. civetweb cannot tell peers apart before a request, and every
+ * local client is the one peer 127.0.0.1, so the cap is on all streams.
+ */
+static int
+streams_max(const struct server *srv)
+{
+	int threads = srv->cfg->server.threads, keep = threads / 8;
+
+	return threads - (keep < 2 ? 2 : keep);
+}
+
+/*
+ * Whether one more stream may open (counted in clients when *take); 0
+ * with a 503 answered when the streams are at their cap.
+ */
+static int
+stream_admit(struct req *rq, int take)
+{
+	int max = streams_max(rq->srv), n = atomic_load(&clients);
+
+	for (;;) {
+		if (n >= max) {
+			http_error(rq, 503, "too_many_streams",
+				   "%d live streams are open, as many as "
+				   "server.threads (%d) allows while keeping "
+				   "threads for requests: close one, or raise "
+				   "server.threads",
+				   n, rq->srv->cfg->server.threads);
+			return 0;
+		}
+		if (!take || atomic_compare_exchange_weak(&clients, &n, n + 1))
+			return 1;
+	}
 }
 
 /* The filter and cursor of a stream, from its query (and headers). */
@@ -115,6 +156,8 @@ stream_sse(struct req *rq)
 			   "%s", why);
 		return;
 	}
+	if (!stream_admit(rq, 1))
+		return;
 	rq->status = 200;
 	mg_printf(rq->conn, "HTTP/1.1 200 OK\r\n"
 			    "Content-Type: text/event-stream\r\n"
@@ -122,7 +165,6 @@ stream_sse(struct req *rq)
 			    "X-Accel-Buffering: no\r\n"
 			    "Connection: close\r\n\r\n"
 			    "retry: 2000\n\n");
-	atomic_fetch_add(&clients, 1);
 	while (ok) {
 		n = hub_read(rq->srv->hub, rq->store, c.after, &c.f, msgs,
 			     BATCH, KEEPALIVE_MS);
@@ -219,6 +261,10 @@ ws_connect(const struct mg_connection *cconn, void *arg)
 			   "a token is required: ?access_token=TOKEN");
 		goto refused;
 	}
+	/* counted once it is ready (ws_ready); two that race here may
+	 * both pass, which overshoots the cap by that race, never by more */
+	if (!stream_admit(&rq, 0))
+		goto refused;
 	return 0;
 refused:
 	metrics_count(rq.status);

@@ -83,4 +83,28 @@ test_expect_success 'quiet live streams outlive the request timeout' '
 		--count 1000 --timeout 12
 '
 
+# Live streams hold a thread each for as long as they are open: they may
+# not take the last ones (with 4 threads, 2 are kept for requests).
+test_expect_success 'live streams leave threads for requests' '
+	cd a &&
+	port=$(cat ../port) &&
+	tok=$(cat .baton/token) &&
+	for i in 1 2; do
+		{ timeout 60 curl -s -N -H "Authorization: Bearer $tok" \
+			"http://127.0.0.1:$port/api/v1/events" >../sse$i.out & } ||
+			return 1
+	done &&
+	wait_for "curl -s -H \"Authorization: Bearer $tok\" http://127.0.0.1:$port/metrics | grep -q \"^baton_stream_clients 2\"" 20 &&
+	curl -s -o ../third -w "%{http_code}" --max-time 20 \
+		-H "Authorization: Bearer $tok" \
+		"http://127.0.0.1:$port/api/v1/events" >../status &&
+	test "$(cat ../status)" = 503 &&
+	test_jq ".error.code == \"too_many_streams\"" ../third &&
+	test_expect_code 2 "$WSCLIENT" "$port" "/api/v1/ws?access_token=$tok" \
+		--timeout 5 &&
+	curl -s -o /dev/null -w "%{http_code}" --max-time 20 \
+		"http://127.0.0.1:$port/" >../status &&
+	test "$(cat ../status)" = 200
+'
+
 test_done
