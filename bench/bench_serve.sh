@@ -116,7 +116,10 @@ now_ms() {
 }
 
 # new_repo NAME AGENT: a scratch git repository with baton initialised
-# and the one-stage pipeline; cds into it.
+# and the one-stage pipeline; cds into it. No sandbox: inside bubblewrap
+# an agent has a /tmp and pids of its own, where the gate (a pid in
+# $tmp/gate.pid) cannot reach it, and it would not block; what is
+# measured here is baton, not bubblewrap.
 new_repo() {
 	rm -rf "${tmp:?}/$1"
 	git init -q "$tmp/$1"
@@ -130,6 +133,7 @@ pipelines: {quick: {terminal: merge_ready, stages: [{name: execute, kind: execut
 workflow: {pipeline: quick}
 validate: {commands: []}
 runtime: {judge: false}
+execution: {sandbox: none}
 CFG
 }
 
@@ -139,7 +143,8 @@ CFG
 start_serve() {
 	log=$1
 	shift
-	"$BATON_BIN" serve "$@" 2>"$log" &
+	# any free port: a serve elsewhere on 7070 must not stop the bench
+	BATON_LISTEN=127.0.0.1:0 "$BATON_BIN" serve "$@" 2>"$log" &
 	serve_pid=$!
 	t=0
 	while [ ! -p ".baton/wake.d/$serve_pid" ]; do
@@ -283,8 +288,8 @@ bench_throughput() {
 		new_repo "tp$w" instant
 		"$BENCH_QUEUE" --fill .baton/baton.db "$TP_N" >/dev/null
 		t0=$(now_ms)
-		"$BATON_BIN" serve --workers "$w" --exit-when-idle \
-			2>"$tmp/tp$w.log" || {
+		BATON_LISTEN=127.0.0.1:0 "$BATON_BIN" serve --workers "$w" \
+			--exit-when-idle 2>"$tmp/tp$w.log" || {
 			cat "$tmp/tp$w.log" >&2
 			die "serve --workers $w --exit-when-idle failed"
 		}
@@ -324,14 +329,22 @@ cpu_ticks() {
 
 # rss_report LABEL: VmRSS and VmHWM (from /proc/PID/status) and Pss
 # (from smaps_rollup: shared pages split among their users) of the
-# serve and of each of its workers.
+# serve and of each of its processes. Each names its role in its comm
+# (baton worker, baton http, baton notify): serve has more children
+# than workers (the HTTP server; the webhook notifier with webhooks).
 rss_report() {
 	kids=$(ps -o pid= --ppid "$serve_pid" | tr -s ' \n' '  ')
 	nk=0
 	for p in $serve_pid $kids; do
-		role=worker
-		[ "$p" = "$serve_pid" ] && role=supervisor
 		[ -r "/proc/$p/status" ] || continue
+		case $(cat "/proc/$p/comm" 2>/dev/null) in
+		"baton worker") role=worker ;;
+		"baton http") role=http ;;
+		"baton notify") role=notify ;;
+		*) role=other ;;
+		esac
+		[ "$p" = "$serve_pid" ] && role=supervisor
+		[ "$role" = other ] && continue # an agent between fork and exec
 		pss=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" \
 			2>/dev/null || echo 0)
 		awk -v l="$1" -v r="$role" -v p="$p" -v pss="${pss:-0}" \

@@ -12,7 +12,7 @@ PACKAGES=(
 	libcivetweb-dev libssl-dev libpq-dev postgresql
 	bubblewrap curl nodejs npm
 	cppcheck clang-tidy clang-format
-	jq time
+	jq time python3
 	chromium
 )
 

@@ -7,6 +7,7 @@
 
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "server/server.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -105,6 +106,24 @@ ensure_file(const char *path, const char *shown, const char *text,
 	return rc;
 }
 
+/*
+ * The API's bearer token, .baton/token: made here so that it exists
+ * before the first serve (docs/api.md), by the very code serve uses.
+ */
+static int
+ensure_token(struct cli *c, struct err *e)
+{
+	char *path = xasprintf("%s/token", c->ws.dir), *token = NULL;
+	int existed = fs_exists(path), rc;
+
+	rc = server_token(&c->ws, &token, e);
+	if (!rc)
+		cli_printf("%s .baton/token\n", existed ? "kept    " : "created ");
+	free(token);
+	free(path);
+	return rc;
+}
+
 static int
 init_exec(struct cli *c, int argc, char **argv)
 {
@@ -134,6 +153,8 @@ init_exec(struct cli *c, int argc, char **argv)
 		cli_printf("%s  .baton/baton.db (schema %d)\n",
 			   existed ? "kept    " : "created ",
 			   store_schema_version(s, NULL));
+	if (!rc)
+		rc = ensure_token(c, &e);
 	if (rc) {
 		cli_error("%s", e.msg);
 		rc = EXIT_FAIL;

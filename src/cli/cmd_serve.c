@@ -47,6 +47,15 @@ start_http(void *arg, pid_t *pid, struct err *e)
 	return 0;
 }
 
+/* The notifier companion's start: forks the webhook process. */
+static int
+start_notify(void *arg, pid_t *pid, struct err *e)
+{
+	struct http *h = arg;
+
+	return notify_spawn(&h->o, pid, e);
+}
+
 static int
 loopback(const char *listen)
 {
@@ -81,10 +90,13 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 			     0 };
 	struct serve_companion companion = { "HTTP server", start_http,
 					     &http };
+	struct serve_companion notifier = { "webhook notifier", start_notify,
+					    &http };
 	char *token = NULL;
 	struct sched_ctx x = { c->store, &c->ws, &c->cfg, cmd->name,
 			       c->store_spec, host };
-	struct serve_opts o = { c->cfg.runtime.workers, 0, c->store_spec, NULL };
+	struct serve_opts o = { .workers = c->cfg.runtime.workers,
+				.store = c->store_spec };
 	struct err e = ERR_INIT;
 	char *end = NULL, *label;
 
@@ -122,7 +134,7 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 		}
 		http.o.listen = listen;
 		http.o.token = token;
-		o.companion = &companion;
+		o.companions[o.nr_companions++] = &companion;
 		if (!loopback(listen))
 			term_printf(
 			    stderr,
@@ -130,6 +142,13 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 			    "whoever reaches it with the token can drive "
 			    "baton\n",
 			    listen);
+	}
+	/* webhooks do not wait for HTTP: --listen off sends them too; a
+	 * worker host leaves them to the serve that judges and lands */
+	if (!host && c->cfg.nr_webhooks) {
+		o.companions[o.nr_companions++] = &notifier;
+		fprintf(stderr, "serve: webhooks to %zu URL%s (notify.webhooks)\n",
+			c->cfg.nr_webhooks, c->cfg.nr_webhooks == 1 ? "" : "s");
 	}
 	workspace_detect_identity(&c->ws);
 	label = cli_store_label(c->store_spec);

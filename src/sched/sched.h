@@ -230,9 +230,10 @@ int sched_sweep(struct sched_ctx *x, int64_t since_ms, int64_t *next_ms,
 /* ---- serve.c ----------------------------------------------------------- */
 
 /*
- * A process serve keeps beside its workers (the HTTP server): started
- * before them, started again when it dies, sent SIGTERM when serve ends.
- * start forks it and returns once it is ready (or why it cannot be).
+ * A process serve keeps beside its workers (the HTTP server, the webhook
+ * notifier): started before them, started again when it dies, sent
+ * SIGTERM when serve ends. start forks it and returns once it is ready
+ * (or why it cannot be).
  */
 struct serve_companion {
 	const char *name;
@@ -240,11 +241,15 @@ struct serve_companion {
 	void *arg;
 };
 
+#define SERVE_MAX_COMPANIONS 2
+
 struct serve_opts {
 	int workers;	     /* worker processes */
 	int exit_when_idle;  /* stop once nothing is left to do */
 	const char *store;   /* the spec workers open */
-	const struct serve_companion *companion; /* NULL: none */
+	/* the companions, the first nr_companions of them */
+	const struct serve_companion *companions[SERVE_MAX_COMPANIONS];
+	int nr_companions;
 };
 
 /*

@@ -75,8 +75,10 @@ struct sup {
 	int draining, stopping;
 	int recheck;	/* a worker went idle: is everything done? */
 	int64_t next_sweep, last_sweep;
-	pid_t companion;	/* its pid; 0 when not running */
-	int64_t companion_died;	/* when it died unasked; 0: alive or never */
+	/* per companion of o->companions: its pid (0 when not running) and
+	 * when it died unasked (0: alive or never) */
+	pid_t companion[SERVE_MAX_COMPANIONS];
+	int64_t companion_died[SERVE_MAX_COMPANIONS];
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -144,6 +146,7 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 	int rc;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "baton worker"); /* ps and the benchmarks see it */
 	if (getppid() != parent)
 		_exit(0);
 	setpgid(0, 0);
@@ -309,12 +312,13 @@ reap(struct sup *sp)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (pid == sp->companion) {
+		for (i = 0; i < sp->o->nr_companions; i++) {
+			if (pid != sp->companion[i])
+				continue;
 			log_warn("the %s (pid %ld) died; starting it again",
-				 sp->o->companion->name, (long)pid);
-			sp->companion = 0;
-			sp->companion_died = time_mono_ms();
-			continue;
+				 sp->o->companions[i]->name, (long)pid);
+			sp->companion[i] = 0;
+			sp->companion_died[i] = time_mono_ms();
 		}
 		for (i = 0; i < sp->nr; i++) {
 			struct kid *k = &sp->kids[i];
@@ -355,16 +359,19 @@ alive(const struct sup *sp)
 static void
 respawn(struct sup *sp)
 {
-	const struct serve_companion *c = sp->o->companion;
 	struct err e = ERR_INIT;
 	int i;
 
-	if (c && sp->companion_died &&
-	    time_mono_ms() - sp->companion_died >= RESPAWN_MS) {
-		sp->companion_died = 0;
-		if (c->start(c->arg, &sp->companion, &e)) {
+	for (i = 0; i < sp->o->nr_companions; i++) {
+		const struct serve_companion *c = sp->o->companions[i];
+
+		if (!sp->companion_died[i] ||
+		    time_mono_ms() - sp->companion_died[i] < RESPAWN_MS)
+			continue;
+		sp->companion_died[i] = 0;
+		if (c->start(c->arg, &sp->companion[i], &e)) {
 			log_error("%s: %s", c->name, e.msg);
-			sp->companion_died = time_mono_ms();
+			sp->companion_died[i] = time_mono_ms();
 			e = (struct err)ERR_INIT;
 		}
 	}
@@ -570,13 +577,16 @@ sched_serve(struct sched_ctx *x, const struct serve_opts *o, struct err *e)
 	sp.kids = xcalloc((size_t)sp.nr, sizeof(*sp.kids));
 	for (i = 0; i < sp.nr; i++)
 		sp.kids[i].ctl = -1;
-	/* the companion first: it is forked before anything else exists,
-	 * and a port that is taken stops serve before any work starts */
-	if (o->companion) {
-		rc = o->companion->start(o->companion->arg, &sp.companion, e);
-		if (rc)
-			goto out;
-	}
+	/* the companions first: they are forked before anything else
+	 * exists, and a port that is taken stops serve before any work
+	 * starts */
+	if (o->nr_companions < 0 || o->nr_companions > SERVE_MAX_COMPANIONS)
+		BUG("serve has %d companions", o->nr_companions);
+	for (i = 0; i < o->nr_companions && !rc; i++)
+		rc = o->companions[i]->start(o->companions[i]->arg,
+					     &sp.companion[i], e);
+	if (rc)
+		goto out;
 	/* the first sweep before any worker: a crashed serve's tasks are
 	 * back in the queue when the workers first look */
 	sp.next_sweep = sweep(&sp, &i64_unused);
@@ -590,8 +600,9 @@ sched_serve(struct sched_ctx *x, const struct serve_opts *o, struct err *e)
 		if (sp.kids[i].pid > 0)
 			kill(sp.kids[i].pid, SIGTERM);
 out:
-	if (sp.companion > 0)
-		kill(sp.companion, SIGTERM);
+	for (i = 0; i < SERVE_MAX_COMPANIONS; i++)
+		if (sp.companion[i] > 0)
+			kill(sp.companion[i], SIGTERM);
 	while (waitpid(-1, NULL, 0) > 0)
 		;
 	set_handlers(SIG_DFL);

@@ -41,6 +41,21 @@
 
 #define TOKEN_BYTES 32
 
+/*
+ * Each connection holds one of server.threads from its first byte, and
+ * civetweb has no cap per peer: a process on this machine or a web page
+ * that opens connections and trickles a header, or says nothing, holds
+ * threads until these run out. A request must arrive in full within
+ * HTTP_REQUEST_MS of its connection (or of the previous answer on a
+ * kept-alive one, HTTP_KEEP_ALIVE_MS), a stalled read or write of an
+ * answer gives up as long after; a browser or curl sends a request in
+ * milliseconds. A live stream is not bound by them (its WebSocket reads
+ * wait HTTP_WS_READ_MS, and the stream pings well within that).
+ */
+#define HTTP_REQUEST_MS	   "5000"
+#define HTTP_KEEP_ALIVE_MS "1000"
+#define HTTP_WS_READ_MS	   "30000"
+
 /* This thread's store connection, opened on its first request. */
 static __thread struct store *thread_store;
 
@@ -606,54 +621,79 @@ log_message(const struct mg_connection *conn, const char *msg)
 	return 1;
 }
 
+/*
+ * Creates the token file at path with a new token (mode 0600, never
+ * through a link, never over a file that exists: -EEXIST then). Fills
+ * *out with the token; the caller frees it.
+ */
+static int
+make_token(const char *path, char **out, struct err *e)
+{
+	unsigned char raw[TOKEN_BYTES];
+	char hex[TOKEN_BYTES * 2 + 2];
+	size_t i, len;
+	int fd, rc = 0;
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return err_set(e, -errno, "cannot draw random bytes: %s",
+			       strerror(errno));
+	for (i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	len = strlen(hex);
+	hex[len] = '\n';
+	fd = fs_open_nofollow(path, O_WRONLY | O_CREAT | O_EXCL, 0600, e);
+	if (fd < 0)
+		return fd;
+	if (write(fd, hex, len + 1) != (ssize_t)(len + 1) || fsync(fd) < 0) {
+		rc = err_set(e, -errno, "cannot write '%s': %s", path,
+			     strerror(errno));
+		close(fd);
+		unlink(path);
+		return rc;
+	}
+	close(fd);
+	hex[len] = '\0';
+	*out = xstrdup(hex);
+	return 0;
+}
+
 int
 server_token(const struct workspace *ws, char **out, struct err *e)
 {
 	char *path = xasprintf("%s/token", ws->dir);
-	unsigned char raw[TOKEN_BYTES];
-	char hex[TOKEN_BYTES * 2 + 2];
 	struct buf b = BUF_INIT;
-	size_t i;
-	int fd, rc = 0;
+	struct err re = ERR_INIT;
+	int rc, tries;
 
 	*out = NULL;
-	if (fs_read(path, &b, 4096, NULL) == 0) {
-		buf_rtrim(&b);
-		if (b.len >= 16) {
-			*out = buf_detach(&b, NULL);
+	/* twice at most: a serve or init that made the file between our
+	 * read and our create has the token, and it is read again */
+	for (tries = 0; tries < 2; tries++) {
+		rc = fs_read_nofollow(path, &b, 4096, &re);
+		if (rc == 0) {
+			buf_rtrim(&b);
+			if (b.len >= 16)
+				*out = buf_detach(&b, NULL);
+			else
+				rc = err_set(e, BATON_EINVAL,
+					     "%s holds no token (at least 16 "
+					     "characters); remove it and a new "
+					     "one is made",
+					     path);
 			goto out;
 		}
-		rc = err_set(e, BATON_EINVAL,
-			     "%s holds no token (at least 16 characters); "
-			     "remove it and a new one is made",
-			     path);
-		goto out;
+		if (rc != -ENOENT) {
+			rc = err_set(e, rc, "cannot read the API token: %s",
+				     re.msg);
+			goto out;
+		}
+		re = (struct err)ERR_INIT;
+		rc = make_token(path, out, &re);
+		if (rc != -EEXIST)
+			break;
 	}
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
-		rc = err_set(e, -errno, "cannot draw random bytes: %s",
-			     strerror(errno));
-		goto out;
-	}
-	for (i = 0; i < sizeof(raw); i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST) {
-		/* someone made it meanwhile: theirs is the token */
-		buf_release(&b);
-		free(path);
-		return server_token(ws, out, e);
-	}
-	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) ||
-	    write(fd, "\n", 1) != 1) {
-		rc = err_set(e, -errno, "cannot write '%s': %s", path,
-			     strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		unlink(path);
-		goto out;
-	}
-	close(fd);
-	*out = xstrdup(hex);
+	if (rc)
+		err_set(e, rc, "cannot create the API token: %s", re.msg);
 out:
 	buf_release(&b);
 	free(path);
@@ -689,7 +729,9 @@ start(struct server *srv, const char *listen, struct mg_context **ctxp,
 	const char *options[] = {
 		"listening_ports", listen, "num_threads", threads,
 		"enable_keep_alive", "yes", "tcp_nodelay", "1",
-		"request_timeout_ms", "30000",
+		"request_timeout_ms", HTTP_REQUEST_MS,
+		"keep_alive_timeout_ms", HTTP_KEEP_ALIVE_MS,
+		"websocket_timeout_ms", HTTP_WS_READ_MS,
 		"access_control_allow_origin", "",
 		"access_control_allow_methods", "",
 		"access_control_allow_headers", "", NULL,
@@ -704,7 +746,7 @@ start(struct server *srv, const char *listen, struct mg_context **ctxp,
 	memset(&cb, 0, sizeof(cb));
 	cb.exit_thread = exit_thread;
 	cb.log_message = log_message;
-	rc = hub_start(srv->store_spec, srv->notifier, &srv->hub, e);
+	rc = hub_start(srv->store_spec, NULL, &srv->hub, e);
 	if (rc)
 		return rc;
 	ctx = mg_start(&cb, srv, options);
@@ -760,6 +802,8 @@ server_main(const struct server_opts *o, int ready_fd)
 	int sig;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	/* ps and the benchmarks tell serve's processes apart by name */
+	prctl(PR_SET_NAME, "baton http");
 	setpgid(0, 0); /* a terminal's Ctrl-C is the supervisor's to handle */
 	/* every thread civetweb makes inherits this mask: only sigwait
 	 * below takes the stop signals */
@@ -777,8 +821,7 @@ server_main(const struct server_opts *o, int ready_fd)
 	srv.max_body = (size_t)o->cfg->server.max_body_kb * 1024;
 	srv.started_ms = time_now_ms();
 	mg_init_library(0);
-	srv.notifier = notify_start(o->cfg, o->ws, o->store_spec, &e);
-	if (!e.rc && start(&srv, o->listen, &ctx, url, sizeof(url), &e) == 0) {
+	if (start(&srv, o->listen, &ctx, url, sizeof(url), &e) == 0) {
 		url_file = xasprintf("%s/http.url", o->ws->dir);
 		fs_write_atomic(url_file, url, strlen(url), NULL);
 		dprintf(ready_fd, "OK %s\n", url);
@@ -791,15 +834,21 @@ server_main(const struct server_opts *o, int ready_fd)
 		;
 	mg_stop(ctx);
 	hub_stop(srv.hub);
-	notify_stop(srv.notifier);
 	forget_url(url_file, url);
 	free(url_file);
 	_exit(0);
 }
 
+/*
+ * Forks a process of the server module that runs fn(o, ready_fd) and
+ * reports on ready_fd: "OK DETAIL\n" once it works, "ERR WHY\n" before
+ * it exits. Returns once it said which (*pid set and DETAIL in detail on
+ * OK; the process reaped and WHY in e on ERR). what names it in errors.
+ */
 int
-server_spawn(const struct server_opts *o, pid_t *pid, char *url,
-	     size_t url_len, struct err *e)
+server__fork_ready(server__main_fn *fn, const struct server_opts *o,
+		   const char *what, pid_t *pid, char *detail, size_t len,
+		   struct err *e)
 {
 	char line[1200];
 	struct buf got = BUF_INIT;
@@ -812,7 +861,7 @@ server_spawn(const struct server_opts *o, pid_t *pid, char *url,
 	fflush(NULL);
 	*pid = fork();
 	if (*pid < 0) {
-		rc = err_set(e, -errno, "cannot start the HTTP server: %s",
+		rc = err_set(e, -errno, "cannot start the %s: %s", what,
 			     strerror(errno));
 		close(fds[0]);
 		close(fds[1]);
@@ -826,7 +875,8 @@ server_spawn(const struct server_opts *o, pid_t *pid, char *url,
 		 * process dies with the supervisor (PDEATHSIG) in any case.
 		 */
 		close(fds[0]);
-		server_main(o, fds[1]);
+		fn(o, fds[1]);
+		_exit(1); /* fn does not return */
 	}
 	close(fds[1]);
 	while ((n = read(fds[0], line, sizeof(line))) > 0 ||
@@ -835,15 +885,25 @@ server_spawn(const struct server_opts *o, pid_t *pid, char *url,
 			buf_add(&got, line, (size_t)n);
 	close(fds[0]);
 	if (got.len > 3 && !strncmp(got.ptr, "OK ", 3)) {
-		snprintf(url, url_len, "%.*s", (int)(got.len - 4), got.ptr + 3);
+		snprintf(detail, len, "%.*s", (int)(got.len - 4), got.ptr + 3);
 	} else {
-		rc = err_set(e, BATON_EINVAL, "%.*s",
-			     got.len > 4 ? (int)(got.len - 5) : 40,
-			     got.len > 4 ? got.ptr + 4 :
-					   "the HTTP server died as it started");
+		if (got.len > 4)
+			rc = err_set(e, BATON_EINVAL, "%.*s",
+				     (int)(got.len - 5), got.ptr + 4);
+		else
+			rc = err_set(e, BATON_EINVAL,
+				     "the %s died as it started", what);
 		waitpid(*pid, NULL, 0);
 		*pid = 0;
 	}
 	buf_release(&got);
 	return rc;
+}
+
+int
+server_spawn(const struct server_opts *o, pid_t *pid, char *url, size_t url_len,
+	     struct err *e)
+{
+	return server__fork_ready(server_main, o, "HTTP server", pid, url,
+				  url_len, e);
 }

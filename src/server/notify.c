@@ -31,13 +31,18 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "engine/engine.h"
+#include "server/server.h"
 #include "server/server_int.h"
 #include "store/store.h"
 #include "util/buf.h"
@@ -816,4 +821,58 @@ notify_stop(struct notifier *n)
 	pthread_mutex_unlock(&n->mu);
 	pthread_join(n->thread, NULL);
 	notifier_free(n);
+}
+
+/* ---- the notifier process ------------------------------------------------ */
+
+/*
+ * The notifier's own process, beside the workers and the HTTP process:
+ * a hub (its thread hears new events and pokes) and the notify thread.
+ * It serves until SIGTERM or its parent's death, the way the HTTP
+ * process does, and needs no listener: webhooks go out with
+ * --listen off as well.
+ */
+static void __attribute__((noreturn))
+notifier_main(const struct server_opts *o, int ready_fd)
+{
+	struct notifier *n;
+	struct hub *hub = NULL;
+	struct err e = ERR_INIT;
+	sigset_t stop;
+	int sig;
+
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	prctl(PR_SET_NAME, "baton notify"); /* ps and the benchmarks see it */
+	setpgid(0, 0); /* a terminal's Ctrl-C is the supervisor's to handle */
+	/* the threads inherit the mask: only sigwait takes these */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
+	n = notify_start(o->cfg, o->ws, o->store_spec, &e);
+	if (n && hub_start(o->store_spec, n, &hub, &e) == 0) {
+		dprintf(ready_fd, "OK %zu\n", o->cfg->nr_webhooks);
+	} else {
+		dprintf(ready_fd, "ERR %s\n",
+			e.rc ? e.msg : "no webhooks to deliver to");
+		_exit(1);
+	}
+	close(ready_fd);
+	while (sigwait(&stop, &sig) != 0)
+		;
+	hub_stop(hub);
+	notify_stop(n);
+	_exit(0);
+}
+
+int
+notify_spawn(const struct server_opts *o, pid_t *pid, struct err *e)
+{
+	char detail[64];
+
+	return server__fork_ready(notifier_main, o, "webhook notifier", pid,
+				  detail, sizeof(detail), e);
 }

@@ -1,7 +1,8 @@
 /*
  * The HTTP front door of `baton serve` (DESIGN.md section 7): REST under
  * /api/v1, the live event stream (SSE at /api/v1/events, WebSocket at
- * /api/v1/ws), Prometheus /metrics, webhooks, and the dashboard at /.
+ * /api/v1/ws), Prometheus /metrics and the dashboard at /; and the
+ * webhooks, in a process of their own.
  *
  * It runs in a process of its own, started by the serve supervisor
  * before any thread exists (the supervisor forks workers; a process with
@@ -12,7 +13,9 @@
  *
  *   serve supervisor ─┬─ http process: civetweb threads ── store (read, requests)
  *                     │                hub thread ── store_watch: new events
- *                     │                notify thread ── webhooks
+ *                     ├─ notify process (with notify.webhooks; with or
+ *                     │   without HTTP): hub thread ── pokes ── notify
+ *                     │   thread ── webhooks
  *                     └─ workers ...
  */
 #ifndef BATON_SERVER_SERVER_H
@@ -43,8 +46,20 @@ int server_spawn(const struct server_opts *o, pid_t *pid, char *url,
 		 size_t url_len, struct err *e);
 
 /*
+ * Forks the webhook notifier (docs/api.md, "Webhooks"): a process that
+ * follows the event log and POSTs to the URLs of opts->cfg's
+ * notify.webhooks (opts->listen and opts->token are not used). serve
+ * starts it whether or not HTTP listens. Returns once it runs (*pid set)
+ * or with the reason in e; the config must have webhooks. It ends on
+ * SIGTERM or when its parent dies.
+ */
+int notify_spawn(const struct server_opts *o, pid_t *pid, struct err *e);
+
+/*
  * The bearer token of the repository: .baton/token, created (32 random
- * bytes as hex, mode 0600) when missing. Caller frees *out.
+ * bytes as hex, mode 0600, O_EXCL) when missing; by baton init and by
+ * serve. A symbolic link in its place (or as .baton) is refused with
+ * -ELOOP, never followed. Caller frees *out.
  */
 int server_token(const struct workspace *ws, char **out, struct err *e);
 

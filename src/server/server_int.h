@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "util/buf.h"
 
@@ -28,7 +29,6 @@ struct server {
 	const char *token;
 	size_t max_body;
 	struct hub *hub;
-	struct notifier *notifier; /* NULL: no webhooks */
 	int64_t started_ms;
 	/*
 	 * Who may ask (http_guard): the HOST of serve's HOST:PORT as given
@@ -40,6 +40,21 @@ struct server {
 };
 
 /* ---- http.c: requests and responses ------------------------------------ */
+
+struct server_opts;
+
+/* A server process's body: reports on ready_fd, never returns. */
+typedef void server__main_fn(const struct server_opts *o, int ready_fd);
+
+/*
+ * Forks a process that runs fn(o, ready_fd); fn writes "OK DETAIL\n" to
+ * ready_fd once it works or "ERR WHY\n" before it exits. Returns 0 once
+ * OK came (*pid set, DETAIL in detail), or the reason in e (the process
+ * reaped, *pid 0). what names the process in messages ("HTTP server").
+ */
+int server__fork_ready(server__main_fn *fn, const struct server_opts *o,
+		       const char *what, pid_t *pid, char *detail, size_t len,
+		       struct err *e);
 
 struct req {
 	struct server *srv;

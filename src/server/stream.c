@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/config.h"
 #include "core/run.h"
 #include "sched/sched.h"
 #include "server/server_int.h"
@@ -42,6 +43,46 @@ int
 stream_clients(void)
 {
 	return atomic_load(&clients);
+}
+
+/*
+ * How many live streams may be open at once. Each holds one of
+ * server.threads for as long as it lives, so streams alone could leave
+ * no thread to answer a request (the dashboard's page, the CLI's API
+ * calls): an eighth of the threads, and at least 2, are kept for
+ * requests. civetweb cannot tell peers apart before a request, and every
+ * local client is the one peer 127.0.0.1, so the cap is on all streams.
+ */
+static int
+streams_max(const struct server *srv)
+{
+	int threads = srv->cfg->server.threads, keep = threads / 8;
+
+	return threads - (keep < 2 ? 2 : keep);
+}
+
+/*
+ * Whether one more stream may open (counted in clients when *take); 0
+ * with a 503 answered when the streams are at their cap.
+ */
+static int
+stream_admit(struct req *rq, int take)
+{
+	int max = streams_max(rq->srv), n = atomic_load(&clients);
+
+	for (;;) {
+		if (n >= max) {
+			http_error(rq, 503, "too_many_streams",
+				   "%d live streams are open, as many as "
+				   "server.threads (%d) allows while keeping "
+				   "threads for requests: close one, or raise "
+				   "server.threads",
+				   n, rq->srv->cfg->server.threads);
+			return 0;
+		}
+		if (!take || atomic_compare_exchange_weak(&clients, &n, n + 1))
+			return 1;
+	}
 }
 
 /* The filter and cursor of a stream, from its query (and headers). */
@@ -115,6 +156,8 @@ stream_sse(struct req *rq)
 			   "%s", why);
 		return;
 	}
+	if (!stream_admit(rq, 1))
+		return;
 	rq->status = 200;
 	mg_printf(rq->conn, "HTTP/1.1 200 OK\r\n"
 			    "Content-Type: text/event-stream\r\n"
@@ -122,7 +165,6 @@ stream_sse(struct req *rq)
 			    "X-Accel-Buffering: no\r\n"
 			    "Connection: close\r\n\r\n"
 			    "retry: 2000\n\n");
-	atomic_fetch_add(&clients, 1);
 	while (ok) {
 		n = hub_read(rq->srv->hub, rq->store, c.after, &c.f, msgs,
 			     BATCH, KEEPALIVE_MS);
@@ -153,6 +195,9 @@ struct ws_client {
 	pthread_t pusher;
 	atomic_int stop;
 	int started;
+	/* a fragmented message so far (civetweb's reading thread only) */
+	struct buf msg;
+	int msg_opcode; /* its first frame's opcode; 0: none under way */
 };
 
 static int
@@ -216,6 +261,10 @@ ws_connect(const struct mg_connection *cconn, void *arg)
 			   "a token is required: ?access_token=TOKEN");
 		goto refused;
 	}
+	/* counted once it is ready (ws_ready); two that race here may
+	 * both pass, which overshoots the cap by that race, never by more */
+	if (!stream_admit(&rq, 0))
+		goto refused;
 	return 0;
 refused:
 	metrics_count(rq.status);
@@ -231,6 +280,7 @@ ws_ready(struct mg_connection *conn, void *arg)
 
 	w->srv = arg;
 	w->conn = conn;
+	w->msg = (struct buf)BUF_INIT;
 	mg_set_user_connection_data(conn, w);
 	if (read_cursor(w->srv, http_thread_store(w->srv), ri->query_string,
 			NULL, &w->c, why, sizeof(why))) {
@@ -354,24 +404,83 @@ send:
 	buf_release(&out);
 }
 
+/* Close codes of RFC 6455, section 7.4.1. */
+#define WS_CLOSE_PROTOCOL_ERROR 1002
+#define WS_CLOSE_TOO_BIG	1009
+/* A control frame's payload is at most this (RFC 6455, section 5.5). */
+#define WS_CONTROL_MAX 125
+
+/* Says goodbye with code; returns 0, which makes civetweb close. */
+static int
+ws_refuse(struct mg_connection *conn, unsigned code)
+{
+	char payload[2] = { (char)(code >> 8), (char)(code & 0xff) };
+
+	mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, payload,
+			   sizeof(payload));
+	return 0;
+}
+
+/*
+ * One frame from the client. A message may come in fragments: a text
+ * (or binary) frame without FIN, continuation frames, the last with FIN;
+ * control frames (close, ping, pong) may come between them and are never
+ * fragmented themselves. The fragments are put together, up to
+ * server.max_body_kb (1009 past it), and only the whole message is read
+ * as a command. Anything else RFC 6455 forbids closes with 1002: a
+ * continuation with no message under way, a new message inside one, a
+ * fragmented or oversized control frame, reserved bits or opcodes.
+ *
+ *   TEXT fin ──────────────────────────────▶ command
+ *   TEXT !fin ─▶ CONT !fin ... ─▶ CONT fin ─▶ command
+ *                  ▲  PING / PONG between ─┘
+ *
+ * civetweb unmasks the payload before this is called and does not say
+ * whether the frame was masked (its handler gets the first byte only):
+ * an unmasked client frame cannot be told apart here.
+ */
 static int
 ws_data(struct mg_connection *conn, int bits, char *data, size_t len,
 	void *arg)
 {
 	struct ws_client *w = mg_get_user_connection_data(conn);
-	int opcode = bits & 0xf;
+	int opcode = bits & 0xf, fin = bits & 0x80;
 
 	(void)arg;
-	if (opcode == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE)
-		return 0;
-	if (opcode != MG_WEBSOCKET_OPCODE_TEXT || !w)
+	if (!w)
 		return 1;
-	if (len > w->srv->max_body) {
-		mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE,
-				   "\x03\xf1", 2); /* 1009: message too big */
-		return 0;
+	if (bits & 0x70) /* RSV1-3: no extension was agreed */
+		return ws_refuse(conn, WS_CLOSE_PROTOCOL_ERROR);
+	if (opcode >= MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE) {
+		if (!fin || len > WS_CONTROL_MAX ||
+		    opcode > MG_WEBSOCKET_OPCODE_PONG)
+			return ws_refuse(conn, WS_CLOSE_PROTOCOL_ERROR);
+		if (opcode == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE)
+			return 0;
+		if (opcode == MG_WEBSOCKET_OPCODE_PING)
+			mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_PONG, data,
+					   len);
+		return 1;
 	}
-	ws_command(w, data, len);
+	if (opcode == MG_WEBSOCKET_OPCODE_CONTINUATION) {
+		if (!w->msg_opcode)
+			return ws_refuse(conn, WS_CLOSE_PROTOCOL_ERROR);
+	} else if (w->msg_opcode || (opcode != MG_WEBSOCKET_OPCODE_TEXT &&
+				     opcode != MG_WEBSOCKET_OPCODE_BINARY)) {
+		return ws_refuse(conn, WS_CLOSE_PROTOCOL_ERROR);
+	} else {
+		w->msg_opcode = opcode;
+	}
+	if (len > w->srv->max_body || w->msg.len > w->srv->max_body - len)
+		return ws_refuse(conn, WS_CLOSE_TOO_BIG);
+	buf_add(&w->msg, data, len);
+	if (!fin)
+		return 1;
+	/* a binary message is no command: it is dropped, as it always was */
+	if (w->msg_opcode == MG_WEBSOCKET_OPCODE_TEXT)
+		ws_command(w, w->msg.ptr, w->msg.len);
+	buf_reset(&w->msg);
+	w->msg_opcode = 0;
 	return 1;
 }
 
@@ -388,6 +497,7 @@ ws_close(const struct mg_connection *conn, void *arg)
 		pthread_join(w->pusher, NULL);
 		atomic_fetch_sub(&clients, 1);
 	}
+	buf_release(&w->msg);
 	free(w);
 }
 

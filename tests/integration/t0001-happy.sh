@@ -23,6 +23,24 @@ test_expect_success 'baton init is idempotent and keeps an existing config' '
 	test_grep "# my edit" repo/.baton/config.yaml
 '
 
+test_expect_success 'baton init creates the API token, mode 0600, and keeps it' '
+	test_path_is_file repo/.baton/token &&
+	test "$(stat -c %a repo/.baton/token)" = 600 &&
+	tok=$(cat repo/.baton/token) &&
+	test ${#tok} = 64 &&
+	test_grep "token" init.out &&
+	(cd repo && "$BATON" init >../init3.out) &&
+	test "$(cat repo/.baton/token)" = "$tok" &&
+	test_grep "kept.*token" init3.out &&
+	# the token is the one a serve uses, and a symlink is never taken
+	make_repo linked &&
+	mkdir -p linked/.baton &&
+	ln -s "$PWD/elsewhere" linked/.baton/token &&
+	(cd linked && test_must_fail "$BATON" init >../init4.out 2>&1) &&
+	test_path_is_missing elsewhere &&
+	test_grep "token" init4.out
+'
+
 test_expect_success 'setup: the fake agent plays every role' '
 	baton_init_with_agent repo &&
 	(cd repo && "$BATON" config validate)

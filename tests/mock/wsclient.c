@@ -4,7 +4,8 @@
  * message it receives on a line of its own, and exits after --count
  * messages (or --until a line containing TEXT) or --timeout seconds.
  * Exit status: 0 when the count or text was reached, 1 on timeout, 2
- * when the connection failed (the reason on stderr).
+ * when the connection failed (the reason on stderr), 3 when the server
+ * closed it first.
  */
 #define _GNU_SOURCE
 #include <civetweb.h>
@@ -54,7 +55,7 @@ main(int argc, char **argv)
 	const char *path = NULL;
 	struct mg_connection *c;
 	double timeout = 10;
-	int port = 0, i, sends = 0;
+	int port = 0, i, sends = 0, server_closed;
 	char *send[32];
 	time_t start;
 
@@ -98,6 +99,8 @@ main(int argc, char **argv)
 			break;
 		usleep(20000);
 	}
+	/* read before closing: our own close calls on_close too */
+	server_closed = closed;
 	mg_close_connection(c);
-	return done ? 0 : 1;
+	return done ? 0 : server_closed ? 3 : 1;
 }
