@@ -198,6 +198,34 @@ engine__run_bound(const struct config *cfg, const struct pipeline *p)
 	return p->max_iterations;
 }
 
+static char *event_text(const json_t *data);
+
+/*
+ * Makes the new run r's folder, which must not exist: another store in
+ * the repository may have made a run of the same id at the same moment.
+ * Then r is failed, saying so, and the error returned.
+ */
+static int
+claim_run_dir(struct engine *en, const struct pipeline *p, struct run *r,
+	      struct err *e)
+{
+	struct err ignored = ERR_INIT;
+	json_t *data;
+	char *text;
+	int rc;
+
+	rc = workspace_claim_run_dir(en->ws, r->id, e);
+	if (rc != -EEXIST)
+		return rc;
+	run_set(&r->reason, e->msg);
+	data = json_pack("{s:s}", "reason", e->msg);
+	text = event_text(data);
+	engine_transition(en, p, r, ST_FAILED, text, &ignored);
+	free(text);
+	json_decref(data);
+	return rc;
+}
+
 int
 engine_create_spec(struct engine *en, const struct run_spec *spec,
 		   struct run *out, struct err *e)
@@ -251,7 +279,13 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 	/* the seed's reviews count their rounds against the pipeline's
 	 * max_iterations; the feature loop against the config's */
 	r.max_review_loops = engine__run_bound(en->cfg, p);
-	rc = store_run_create(en->store, &r, e);
+	/* Past every run folder, worktree and branch in the repository,
+	 * whichever store made them: a run never takes over another's. */
+	rc = workspace_next_free_seq(en->ws, &r.seq, e);
+	if (!rc)
+		rc = store_run_create(en->store, &r, e);
+	if (!rc)
+		rc = claim_run_dir(en, p, &r, e);
 	if (rc)
 		goto out;
 	engine_mirror_events(en, r.id, NULL);

@@ -549,7 +549,8 @@ sqlite_schema_version(struct store *s, struct err *e)
 }
 
 /*
- * Allocates the next seq (MAX + 1 under the write lock), derives the id
+ * Allocates the next seq (MAX + 1 under the write lock, or r->seq when
+ * that is higher: see store.h), derives the id
  * from it, inserts the row and its creation event, and commits. r is
  * changed only on success.
  */
@@ -570,8 +571,10 @@ sqlite_run_create(struct store *s, struct run *r, struct err *e)
 	if (rc < 0)
 		goto out;
 	rc = sqlite__prepare(ss, &st,
-			     "SELECT COALESCE(MAX(seq), 0) + 1 FROM runs", 0,
-			     what, e);
+			     "SELECT MAX(COALESCE(MAX(seq), 0) + 1, ?) FROM runs",
+			     0, what, e);
+	if (rc == 0 && sqlite3_bind_int64(st, 1, r->seq) != SQLITE_OK)
+		rc = sqlite__fail(ss, e, what);
 	if (rc == 0)
 		rc = sqlite__step_int(ss, st, &seq, what, e);
 	sqlite3_finalize(st);
