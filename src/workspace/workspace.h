@@ -89,6 +89,17 @@ int workspace_claim_run_dir(const struct workspace *ws, const char *run_id,
 			    struct err *e);
 
 /*
+ * The space held back in .baton/space.reserve, so that a driver that
+ * finds the disk full can give it back and still record that its run is
+ * interrupted (the store usually lives in .baton/ too).
+ */
+#define WORKSPACE_RESERVE_BYTES (1024 * 1024)
+/* Makes the reserve if it is not there; best effort, quietly. */
+void workspace_reserve_space(const struct workspace *ws);
+/* Deletes the reserve; 1 if there was one. */
+int workspace_release_space(const struct workspace *ws);
+
+/*
  * The commit base_ref (NULL: HEAD) names, as a full hash the caller frees.
  * BATON_EINVAL with a message saying so when the repository has no
  * commits yet or base_ref is not a commit.

@@ -321,6 +321,36 @@ workspace_claim_run_dir(const struct workspace *ws, const char *run_id,
 	return rc;
 }
 
+void
+workspace_reserve_space(const struct workspace *ws)
+{
+	char *path = xasprintf("%s/space.reserve", ws->dir);
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) == 0 && st.st_size >= WORKSPACE_RESERVE_BYTES)
+		goto out;
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	/* Real blocks, not a hole: only those can be handed back. */
+	if (posix_fallocate(fd, 0, WORKSPACE_RESERVE_BYTES) != 0)
+		unlink(path); /* no room even for it: nothing to keep */
+	close(fd);
+out:
+	free(path);
+}
+
+int
+workspace_release_space(const struct workspace *ws)
+{
+	char *path = xasprintf("%s/space.reserve", ws->dir);
+	int had = unlink(path) == 0;
+
+	free(path);
+	return had;
+}
+
 int
 worktree_resolve_base(const struct workspace *ws, const char *base_ref,
 		      char **commit_out, struct err *e)

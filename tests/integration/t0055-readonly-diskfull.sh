@@ -45,4 +45,50 @@ test_expect_success 'a command that writes says the store is read-only, and why'
 	test_grep "baton.db" ../ro-run.out
 '
 
+# The disk fills while the execute agent works: its agent writes a file
+# as large as the disk lets it (once), then carries on as the fake agent.
+# Everything runs in one mount namespace, on a 6 MB tmpfs holding a copy
+# of the repository; what the test checks is copied out.
+test_expect_success 'a full disk leaves the run interrupted, saying to free space and resume; then it resumes' '
+	make_repo src &&
+	cat >filler.sh <<-EOF &&
+	#!/bin/sh
+	if [ "\$BATON_STAGE_KIND" = execute ] && [ ! -e "$TRASH_DIRECTORY/filled" ]; then
+		: >"$TRASH_DIRECTORY/filled"
+		dd if=/dev/zero of=big bs=64k 2>/dev/null
+	fi
+	exec "$FAKE_AGENT"
+	EOF
+	chmod +x filler.sh &&
+	baton_init_with_agent src "providers:
+  filler: {type: command, command: [\"$TRASH_DIRECTORY/filler.sh\"]}
+roles: {default: filler}
+execution: {sandbox: none}" &&
+	mkdir full out &&
+	cat >inside.sh <<-EOF &&
+	set -x
+	mount -t tmpfs -o size=6m tmpfs "$TRASH_DIRECTORY/full" || exit 98
+	cp -a "$TRASH_DIRECTORY/src" "$TRASH_DIRECTORY/full/repo" || exit 97
+	cd "$TRASH_DIRECTORY/full/repo" || exit 96
+	"$BATON" run "Add hello.txt" >"$TRASH_DIRECTORY/out/run.out" 2>&1
+	echo \$? >"$TRASH_DIRECTORY/out/run.rc"
+	"$BATON" status --json >"$TRASH_DIRECTORY/out/status.json" 2>"$TRASH_DIRECTORY/out/status.err"
+	id=\$("$BATON" status --json | jq -r ".[0].id")
+	echo "\$id" >"$TRASH_DIRECTORY/out/id"
+	rm -f ".baton/worktrees/\$id/big"
+	"$BATON" resume "\$id" >"$TRASH_DIRECTORY/out/resume.out" 2>&1
+	echo \$? >"$TRASH_DIRECTORY/out/resume.rc"
+	"$BATON" show "\$id" --json >"$TRASH_DIRECTORY/out/show.json"
+	EOF
+	unshare -rm bash inside.sh 2>inside.log &&
+	test_path_is_file filled &&
+	test "$(cat out/run.rc)" != 0 &&
+	id=$(cat out/id) &&
+	test_jq ".[0].status == \"interrupted\"" out/status.json &&
+	test_grep "full" out/run.out &&
+	test_grep "baton resume $id" out/run.out &&
+	test "$(cat out/resume.rc)" = 0 &&
+	test_jq ".status == \"merge_ready\"" out/show.json
+'
+
 test_done
