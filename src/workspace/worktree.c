@@ -619,7 +619,8 @@ make_branch(const struct workspace *ws, const struct wt *w, const char *base,
 
 	if (git(ws, NULL, &tip, &ignored, "rev-parse", "--verify", "--quiet",
 		w->ref, NULL) == 0) {
-		if (read_small(marker, &made) == 0 && !strcmp(made.ptr, tip.ptr)) {
+		if (read_small(marker, &made) == 0 &&
+		    !strcmp(made.ptr, tip.ptr)) {
 			rc = 0; /* ours, from before a crash */
 			goto out;
 		}
