@@ -10,6 +10,7 @@
  *                                  calls/ (each agent call's prompt and
  *                                  raw output), lock
  *   REPO/.baton/worktrees/<id>/    the run's worktree, on branch baton/<id>
+ *   REPO/.baton/space.reserve      room held back for a full disk
  */
 #ifndef BATON_WORKSPACE_WORKSPACE_H
 #define BATON_WORKSPACE_WORKSPACE_H
