@@ -76,6 +76,16 @@ const struct cmd *cli_find(const char *name);
  * BATON_* variables. Errors name file, line, column and key.
  */
 int cli_load_config(struct cli *c, struct err *e);
+/*
+ * Refuses the default store (.baton/baton.db, when the config names no
+ * store) if it holds no runs (s NULL: it does not exist yet) while
+ * .baton/runs/ holds run folders: an emptied or lost baton.db would
+ * otherwise start over at r1 beside runs it knows nothing of. An error
+ * naming the folder and what to do; 0 for a store given explicitly
+ * (new runs there take ids past the folder's, workspace_next_free_seq).
+ */
+int cli_refuse_orphaned_runs(const struct cli *c, struct store *s,
+			     struct err *e);
 /* The store spec of the loaded config: `store`, else .baton/baton.db. */
 char *cli_store_spec(const struct cli *c);
 /*

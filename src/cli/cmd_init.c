@@ -147,8 +147,13 @@ init_exec(struct cli *c, int argc, char **argv)
 		rc = ensure_file(cfg, ".baton/config.yaml", tmpl.ptr, &e);
 	if (!rc)
 		rc = ensure_file(ign, ".baton/.gitignore", gitignore, &e);
+	/* Not an empty store over the runs of one that was lost. */
+	if (!rc && !existed)
+		rc = cli_refuse_orphaned_runs(c, NULL, &e);
 	if (!rc)
 		rc = store_open(db, &s, &e);
+	if (!rc && existed)
+		rc = cli_refuse_orphaned_runs(c, s, &e);
 	if (!rc)
 		cli_printf("%s  .baton/baton.db (schema %d)\n",
 			   existed ? "kept    " : "created ",

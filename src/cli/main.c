@@ -297,6 +297,47 @@ cli_store_label(const char *spec)
 	return xasprintf("%.*s:***%s", (int)(colon - spec), spec, at);
 }
 
+/* store_run_list callback: there is a run. */
+static int
+note_run(const struct run *r, void *arg)
+{
+	(void)r;
+	*(int *)arg = 1;
+	return 1;
+}
+
+int
+cli_refuse_orphaned_runs(const struct cli *c, struct store *s, struct err *e)
+{
+	struct store_run_filter f = { NULL, 1 };
+	char *first = NULL;
+	size_t nr;
+	int any = 0, rc = 0;
+
+	if (c->cfg.store)
+		return 0;
+	if (s) {
+		rc = store_run_list(s, &f, note_run, &any, e);
+		if (rc || any)
+			return rc;
+	}
+	nr = workspace_count_runs(&c->ws, &first);
+	if (nr)
+		rc = err_set(e, BATON_EBADSTATE,
+			     "store '.baton/baton.db' %s, but '%s/runs/' holds "
+			     "%zu run folder%s (%s, ...) that another store "
+			     "made: put back the store that has them (or name "
+			     "it with --store), or, to start afresh, move the "
+			     "folder away first (mv .baton/runs "
+			     ".baton/runs.old); baton does not start over at "
+			     "r1 on top of them",
+			     s ? "holds no runs" : "does not exist (it holds "
+						   "no runs)",
+			     c->ws.dir, nr, nr == 1 ? "" : "s", first);
+	free(first);
+	return rc;
+}
+
 /* Opens what cmd needs. */
 static int
 prepare(struct cli *c, const struct cmd *cmd, struct err *e)
@@ -321,6 +362,8 @@ prepare(struct cli *c, const struct cmd *cmd, struct err *e)
 			       c->ws.repo);
 	c->store_spec = cli_store_spec(c);
 	rc = store_open(c->store_spec, &c->store, e);
+	if (!rc)
+		rc = cli_refuse_orphaned_runs(c, c->store, e);
 	if (!rc)
 		engine_init(&c->en, c->store, &c->ws, &c->cfg);
 	return rc;

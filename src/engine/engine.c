@@ -247,6 +247,34 @@ engine__run_bound(const struct config *cfg, const struct pipeline *p)
 	return p->max_iterations;
 }
 
+static char *event_text(const json_t *data);
+
+/*
+ * Makes the new run r's folder, which must not exist: another store in
+ * the repository may have made a run of the same id at the same moment.
+ * Then r is failed, saying so, and the error returned.
+ */
+static int
+claim_run_dir(struct engine *en, const struct pipeline *p, struct run *r,
+	      struct err *e)
+{
+	struct err ignored = ERR_INIT;
+	json_t *data;
+	char *text;
+	int rc;
+
+	rc = workspace_claim_run_dir(en->ws, r->id, e);
+	if (rc != -EEXIST)
+		return rc;
+	run_set(&r->reason, e->msg);
+	data = json_pack("{s:s}", "reason", e->msg);
+	text = event_text(data);
+	engine_transition(en, p, r, ST_FAILED, text, &ignored);
+	free(text);
+	json_decref(data);
+	return rc;
+}
+
 int
 engine_create_spec(struct engine *en, const struct run_spec *spec,
 		   struct run *out, struct err *e)
@@ -303,7 +331,13 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 	/* the seed's reviews count their rounds against the pipeline's
 	 * max_iterations; the feature loop against the config's */
 	r.max_review_loops = engine__run_bound(en->cfg, p);
-	rc = store_run_create(en->store, &r, e);
+	/* Past every run folder, worktree and branch in the repository,
+	 * whichever store made them: a run never takes over another's. */
+	rc = workspace_next_free_seq(en->ws, &r.seq, e);
+	if (!rc)
+		rc = store_run_create(en->store, &r, e);
+	if (!rc)
+		rc = claim_run_dir(en, p, &r, e);
 	if (rc)
 		goto out;
 	engine_mirror_events(en, r.id, NULL);
@@ -1203,6 +1237,47 @@ fail_with(struct drive *d, const struct err *cause, struct err *e)
 	return rc ? rc : cause->rc;
 }
 
+/* Whether a step failed because the disk (or the quota) is full. */
+static int
+is_out_of_space(const struct err *cause)
+{
+	return cause->rc == -ENOSPC || cause->rc == -EDQUOT ||
+	       strstr(cause->msg, strerror(ENOSPC)) ||
+	       strstr(cause->msg, strerror(EDQUOT)) ||
+	       strstr(cause->msg, "disk is full");
+}
+
+/*
+ * The disk is full: the run is not at fault, so it is not failed but
+ * left interrupted in its stage, to be resumed once there is room. The
+ * reserve is given back first (workspace_reserve_space) so that the
+ * store has room to say so. The error says what to do either way.
+ */
+static int
+interrupt_for_space(struct drive *d, const struct err *cause, struct err *e)
+{
+	struct err ignored = ERR_INIT;
+	const char *where = "stopped";
+
+	workspace_release_space(d->en->ws);
+	if (engine__reload(d, &ignored) == 0) {
+		if (!strcmp(d->r.status, ST_INTERRUPTED))
+			where = "is interrupted";
+		else if (pipeline_stage_at(d->p, d->r.status) &&
+			 engine__move(d, ST_INTERRUPTED,
+				      json_pack("{s:s, s:s, s:s}", "stage",
+						d->r.stage ? d->r.stage : "",
+						"cause", "disk full", "reason",
+						cause->msg),
+				      &ignored) == 0)
+			where = "is interrupted";
+	}
+	return err_set(e, -ENOSPC,
+		       "%s; run '%s' %s: free space on the disk, then "
+		       "continue with: baton resume %s",
+		       cause->msg, d->r.id, where, d->r.id);
+}
+
 /*
  * A run keeps to the config it started under: when the config changed
  * since, the driver works with the run's snapshot (and its pipeline), so
@@ -1314,6 +1389,8 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 	if (!rc)
 		rc = engine_pipeline(en, d.r.pipeline, &d.p, e);
 	if (!rc)
+		workspace_reserve_space(en->ws);
+	if (!rc)
 		rc = install_signals(e);
 	if (!rc)
 		rc = lock_run(&d, e);
@@ -1357,7 +1434,10 @@ engine_drive(struct engine *en, const char *ref, struct run *out,
 		if (rc) {
 			struct err cause = *e;
 
-			rc = fail_with(&d, &cause, e);
+			if (is_out_of_space(&cause))
+				rc = interrupt_for_space(&d, &cause, e);
+			else
+				rc = fail_with(&d, &cause, e);
 			if (!rc)
 				rc = cause.rc;
 			break;

@@ -800,8 +800,9 @@ pg__insert_event(struct pg_store *ps, const struct event *ev,
 }
 
 /*
- * One try of run_create: the next run number under the run-number lock
- * (held until the transaction ends, so numbers stay gapless and never
+ * One try of run_create: the next run number (or r->seq, when higher)
+ * under the run-number lock
+ * (held until the transaction ends, so numbers never
  * collide), the row and its creation event. Fills *seq and *id only
  * when it committed.
  */
@@ -824,9 +825,12 @@ run_create_try(struct pg_store *ps, const struct run *r, int64_t now,
 			     PG_LOCK_RUN_SEQ ")",
 			     0, NULL, what, e);
 	/* A statement of its own: its snapshot is taken under the lock. */
-	if (rc == 0)
-		rc = exec_int(ps, "SELECT COALESCE(MAX(seq), 0) + 1 FROM runs",
-			      0, NULL, &seq, what, e);
+	if (rc == 0) {
+		p.n = 0;
+		param_int(&p, r->seq);
+		rc = exec_int(ps, "SELECT GREATEST(COALESCE(MAX(seq), 0) + 1, "
+			      "$1::bigint) FROM runs", p.n, p.v, &seq, what, e);
+	}
 	if (rc < 0)
 		goto out;
 	id = run_id_make(seq, r->task);

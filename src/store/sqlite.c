@@ -32,7 +32,9 @@
  */
 #include "util/compat.h"
 
+#include <errno.h>
 #include <sqlite3.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/ids.h"
@@ -40,8 +42,10 @@
 #include "store/store.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
+#include "util/buf.h"
 #include "util/embed.h"
 #include "util/err.h"
+#include "util/fs.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -89,6 +93,21 @@ sqlite__fail(struct sqlite_store *ss, struct err *e, const char *what)
 			       "for more than %d s)",
 			       what, sqlite3_errmsg(ss->db),
 			       STORE_BUSY_TIMEOUT_MS / 1000);
+	/* Out of space: -ENOSPC, so that a driver can tell it from a bad
+	 * database and leave its run to be resumed. */
+	if ((code & 0xff) == SQLITE_FULL ||
+	    sqlite3_system_errno(ss->db) == ENOSPC)
+		return err_set(e, -ENOSPC,
+			       "cannot %s: the disk holding store '%s' is "
+			       "full (%s): free space there", what, ss->path,
+			       sqlite3_errmsg(ss->db));
+	if ((code & 0xff) == SQLITE_READONLY || ss->read_only)
+		return err_set(e, -EROFS,
+			       "cannot %s: store '%s' is read-only (%s), so "
+			       "only commands that read work (status, show, "
+			       "events, diff); this one writes: make its "
+			       "folder writable for this user", what, ss->path,
+			       sqlite3_errmsg(ss->db));
 	return err_set(e, BATON_ESTORE, "cannot %s: %s", what,
 		       sqlite3_errmsg(ss->db));
 }
@@ -488,6 +507,53 @@ sqlite_close(struct store *s)
 }
 
 /*
+ * Whether this process cannot write the existing database at path or the
+ * folder holding it (a read-only mount, another user's .baton/). SQLite
+ * in WAL mode needs both: the -wal and -shm files live beside it.
+ */
+static int
+cannot_write(const char *path)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	int no;
+
+	if (slash)
+		slash[slash == dir] = '\0';
+	no = access(path, F_OK) == 0 &&
+	     (access(path, W_OK) < 0 ||
+	      access(slash ? dir : ".", W_OK) < 0);
+	free(dir);
+	return no;
+}
+
+/*
+ * The URI that opens the database at path for reading only. While a
+ * -wal file is there a writer may be at work, so the WAL is read through
+ * it (mode=ro: SQLite reads the -wal and -shm files it cannot write).
+ * Without one, nobody is writing (a writer would have made it), and
+ * immutable=1 reads the file alone, with no -shm to create
+ * (https://www.sqlite.org/wal.html#readonly).
+ */
+static char *
+read_only_uri(const char *path)
+{
+	char *wal = xasprintf("%s-wal", path);
+	struct buf uri = BUF_INIT;
+	const char *p;
+
+	buf_adds(&uri, "file:");
+	for (p = path; *p; p++) {
+		if (*p == '%' || *p == '?' || *p == '#')
+			buf_addf(&uri, "%%%02X", (unsigned char)*p);
+		else
+			buf_addch(&uri, *p);
+	}
+	buf_adds(&uri, fs_exists(wal) ? "?mode=ro" : "?immutable=1");
+	free(wal);
+	return buf_detach(&uri, NULL);
+}
+
+/*
  * Opens the database file at path (created if missing; its directory
  * must exist), sets up the connection and migrates. Every error names
  * the path.
@@ -497,12 +563,19 @@ sqlite_open(const char *path, struct store **out, struct err *e)
 {
 	struct sqlite_store *ss = xcalloc(1, sizeof(*ss));
 	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	char *uri = NULL;
 	int rc = 0, sys;
 
 	ss->watch_fd = -1;
 	ss->base.ops = &store_sqlite_ops;
 	ss->path = xstrdup(path);
-	if (sqlite3_open_v2(path, &ss->db, flags, NULL) != SQLITE_OK) {
+	ss->read_only = cannot_write(path);
+	if (ss->read_only) {
+		uri = read_only_uri(path);
+		flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+	}
+	if (sqlite3_open_v2(uri ? uri : path, &ss->db, flags, NULL) !=
+	    SQLITE_OK) {
 		sys = ss->db ? sqlite3_system_errno(ss->db) : 0;
 		if (!ss->db)
 			rc = err_set(e, BATON_ESTORE,
@@ -521,6 +594,7 @@ sqlite_open(const char *path, struct store **out, struct err *e)
 	sqlite3_extended_result_codes(ss->db, 1);
 	sqlite3_busy_timeout(ss->db, STORE_BUSY_TIMEOUT_MS);
 	rc = sqlite__exec(ss,
+			  ss->read_only ? "PRAGMA foreign_keys = ON" :
 			  "PRAGMA journal_mode = WAL;"
 			  "PRAGMA synchronous = FULL;"
 			  "PRAGMA foreign_keys = ON",
@@ -536,6 +610,7 @@ sqlite_open(const char *path, struct store **out, struct err *e)
 out:
 	if (ss)
 		sqlite_close(&ss->base);
+	free(uri);
 	return rc;
 }
 
@@ -549,7 +624,8 @@ sqlite_schema_version(struct store *s, struct err *e)
 }
 
 /*
- * Allocates the next seq (MAX + 1 under the write lock), derives the id
+ * Allocates the next seq (MAX + 1 under the write lock, or r->seq when
+ * that is higher: see store.h), derives the id
  * from it, inserts the row and its creation event, and commits. r is
  * changed only on success.
  */
@@ -570,8 +646,10 @@ sqlite_run_create(struct store *s, struct run *r, struct err *e)
 	if (rc < 0)
 		goto out;
 	rc = sqlite__prepare(ss, &st,
-			     "SELECT COALESCE(MAX(seq), 0) + 1 FROM runs", 0,
-			     what, e);
+			     "SELECT MAX(COALESCE(MAX(seq), 0) + 1, ?) FROM runs",
+			     0, what, e);
+	if (rc == 0 && sqlite3_bind_int64(st, 1, r->seq) != SQLITE_OK)
+		rc = sqlite__fail(ss, e, what);
 	if (rc == 0)
 		rc = sqlite__step_int(ss, st, &seq, what, e);
 	sqlite3_finalize(st);

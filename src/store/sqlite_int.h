@@ -46,6 +46,8 @@ struct sqlite_store {
 	struct store base; /* first: store.c sees only this */
 	sqlite3 *db;
 	char *path;
+	int read_only; /* opened for reading: the file or folder is not ours
+			  to write */
 	/* Statements on the hot paths, prepared on first use. */
 	sqlite3_stmt *get_by_id, *get_by_seq, *update, *event_insert;
 	sqlite3_stmt *fence, *claim;

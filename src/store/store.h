@@ -48,7 +48,9 @@ const char *store_backend(const struct store *s);
 int store_schema_version(struct store *s, struct err *e);
 
 /*
- * Inserts a new run. The store allocates r->seq, sets r->id to
+ * Inserts a new run. The store allocates r->seq (one past the highest it
+ * holds, or the r->seq given when that is higher: the first number the
+ * caller knows to be free outside the store), sets r->id to
  * run_id_make(seq, r->task), r->version = 1, r->created_at and
  * r->updated_at, and appends the creation event (type "transition",
  * from NULL, to r->status) in the same transaction.

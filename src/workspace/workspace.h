@@ -10,11 +10,13 @@
  *                                  calls/ (each agent call's prompt and
  *                                  raw output), lock
  *   REPO/.baton/worktrees/<id>/    the run's worktree, on branch baton/<id>
+ *   REPO/.baton/space.reserve      room held back for a full disk
  */
 #ifndef BATON_WORKSPACE_WORKSPACE_H
 #define BATON_WORKSPACE_WORKSPACE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/buf.h"
 #include "util/spawn.h"
@@ -64,6 +66,41 @@ char *workspace_run_dir(const struct workspace *ws, const char *run_id);
 char *workspace_worktree_dir(const struct workspace *ws, const char *run_id);
 
 /*
+ * The lowest run number a new run may take in this repository: one past
+ * the highest that any run folder (.baton/runs/r<N>-*), worktree
+ * (.baton/worktrees/r<N>-*) or run branch (refs/heads/baton/r<N>-*) has,
+ * whichever store made them. Two stores in one repository (a second
+ * --store, an emptied baton.db) so never hand out an id that names
+ * another run's branch or folder.
+ */
+int workspace_next_free_seq(const struct workspace *ws, int64_t *out,
+			    struct err *e);
+/*
+ * How many run folders (r<N>-*) .baton/runs/ holds; the first one found
+ * goes to *first_out (caller frees; may stay NULL) when first_out is not
+ * NULL.
+ */
+size_t workspace_count_runs(const struct workspace *ws, char **first_out);
+/*
+ * Makes the folder of a new run, .baton/runs/<run_id>, which must not
+ * exist: a run never takes over another's folder. -EEXIST, naming it,
+ * when it exists.
+ */
+int workspace_claim_run_dir(const struct workspace *ws, const char *run_id,
+			    struct err *e);
+
+/*
+ * The space held back in .baton/space.reserve, so that a driver that
+ * finds the disk full can give it back and still record that its run is
+ * interrupted (the store usually lives in .baton/ too).
+ */
+#define WORKSPACE_RESERVE_BYTES (1024 * 1024)
+/* Makes the reserve if it is not there; best effort, quietly. */
+void workspace_reserve_space(const struct workspace *ws);
+/* Deletes the reserve; 1 if there was one. */
+int workspace_release_space(const struct workspace *ws);
+
+/*
  * The commit base_ref (NULL: HEAD) names, as a full hash the caller frees.
  * BATON_EINVAL with a message saying so when the repository has no
  * commits yet or base_ref is not a commit.
@@ -74,7 +111,9 @@ int worktree_resolve_base(const struct workspace *ws, const char *base_ref,
 /*
  * Creates the run's worktree at .baton/worktrees/<id> on a new branch
  * baton/<id> from base_ref (NULL: HEAD). Idempotent: when both already
- * exist (a resumed run) they are reused. Fills the three outputs (caller
+ * exist (a resumed run) they are reused. The branch is made by
+ * compare-and-swap and never taken over: -EEXIST, naming it, when it
+ * exists but this run did not make it. Fills the three outputs (caller
  * frees) on success.
  */
 int worktree_create(const struct workspace *ws, const char *run_id,

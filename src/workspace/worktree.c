@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/ids.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
@@ -233,6 +234,135 @@ char *
 workspace_worktree_dir(const struct workspace *ws, const char *run_id)
 {
 	return xasprintf("%s/worktrees/%s", ws->dir, run_id);
+}
+
+/*
+ * The highest run number among the names in folder dir (0 if none or no
+ * such folder); the first name with a number goes to *first (when not
+ * NULL and still NULL), and each one counts in *nr (may be NULL).
+ */
+static int64_t
+highest_seq_in(const char *dir, size_t *nr, char **first)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int64_t top = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		int64_t seq = de->d_name[0] == 'r' ? run_id_seq(de->d_name) : 0;
+
+		if (seq <= 0)
+			continue;
+		if (nr)
+			(*nr)++;
+		if (first && !*first)
+			*first = xstrdup(de->d_name);
+		if (seq > top)
+			top = seq;
+	}
+	closedir(d);
+	return top;
+}
+
+int
+workspace_next_free_seq(const struct workspace *ws, int64_t *out,
+			struct err *e)
+{
+	char *runs = xasprintf("%s/runs", ws->dir);
+	char *trees = xasprintf("%s/worktrees", ws->dir);
+	struct buf names = BUF_INIT;
+	int64_t top, seq;
+	const char *line;
+	int rc;
+
+	top = highest_seq_in(runs, NULL, NULL);
+	seq = highest_seq_in(trees, NULL, NULL);
+	if (seq > top)
+		top = seq;
+	rc = git(ws, NULL, &names, e, "for-each-ref",
+		 "--format=%(refname:lstrip=3)", "refs/heads/baton/", NULL);
+	if (rc < 0)
+		goto out;
+	for (line = names.ptr; *line; line = strchrnul(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		seq = *line == 'r' ? run_id_seq(line) : 0;
+		if (seq > top)
+			top = seq;
+	}
+	*out = top + 1;
+out:
+	buf_release(&names);
+	free(runs);
+	free(trees);
+	return rc;
+}
+
+size_t
+workspace_count_runs(const struct workspace *ws, char **first_out)
+{
+	char *runs = xasprintf("%s/runs", ws->dir);
+	size_t nr = 0;
+
+	highest_seq_in(runs, &nr, first_out);
+	free(runs);
+	return nr;
+}
+
+int
+workspace_claim_run_dir(const struct workspace *ws, const char *run_id,
+			struct err *e)
+{
+	char *runs = xasprintf("%s/runs", ws->dir);
+	char *dir = xasprintf("%s/%s", runs, run_id);
+	int rc = fs_mkdir_p(runs, 0755, e);
+
+	if (!rc && mkdir(dir, 0755) < 0) {
+		if (errno == EEXIST)
+			rc = err_set(e, -EEXIST,
+				     "run folder '%s' exists already: another "
+				     "baton store in this repository made run "
+				     "'%s' at the same moment; run the task "
+				     "again", dir, run_id);
+		else
+			rc = err_set(e, -errno, "cannot create run folder "
+				     "'%s': %s", dir, strerror(errno));
+	}
+	free(runs);
+	free(dir);
+	return rc;
+}
+
+void
+workspace_reserve_space(const struct workspace *ws)
+{
+	char *path = xasprintf("%s/space.reserve", ws->dir);
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) == 0 && st.st_size >= WORKSPACE_RESERVE_BYTES)
+		goto out;
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	/* Real blocks, not a hole: only those can be handed back. */
+	if (posix_fallocate(fd, 0, WORKSPACE_RESERVE_BYTES) != 0)
+		unlink(path); /* no room even for it: nothing to keep */
+	close(fd);
+out:
+	free(path);
+}
+
+int
+workspace_release_space(const struct workspace *ws)
+{
+	char *path = xasprintf("%s/space.reserve", ws->dir);
+	int had = unlink(path) == 0;
+
+	free(path);
+	return had;
 }
 
 int
@@ -483,6 +613,65 @@ ensure_index(const struct workspace *ws, const struct wt *w, struct err *e)
 	return rc;
 }
 
+/*
+ * Makes the run's branch at base by compare-and-swap (update-ref with an
+ * empty old value: the ref must not exist), so that a run never takes
+ * over a branch it did not make, with another run's commits on it that
+ * review would judge as this run's. The base is written first to the run
+ * folder (which is the run's own, workspace_claim_run_dir), so that a
+ * branch this run made before a crash, still at that base, is known again.
+ */
+static int
+make_branch(const struct workspace *ws, const struct wt *w, const char *base,
+	    struct err *e)
+{
+	char *dir = xasprintf("%s/runs/%s", ws->dir, w->id);
+	char *marker = xasprintf("%s/branch.base", dir);
+	struct buf tip = BUF_INIT, made = BUF_INIT;
+	struct err ignored = ERR_INIT;
+	int rc;
+
+	if (git(ws, NULL, &tip, &ignored, "rev-parse", "--verify", "--quiet",
+		w->ref, NULL) == 0) {
+		if (read_small(marker, &made) == 0 &&
+		    !strcmp(made.ptr, tip.ptr)) {
+			rc = 0; /* ours, from before a crash */
+			goto out;
+		}
+		goto taken;
+	}
+	rc = fs_mkdir_p(dir, 0755, e);
+	if (!rc)
+		rc = fs_write_atomic(marker, base, strlen(base), e);
+	if (rc)
+		goto out;
+	rc = git(ws, NULL, NULL, &ignored, "update-ref", "-m",
+		 "baton: new run", w->ref, base, "", NULL);
+	if (!rc)
+		goto out;
+	if (git(ws, NULL, NULL, e, "rev-parse", "--verify", "--quiet",
+		w->ref, NULL) < 0) {
+		rc = err_set(e, ignored.rc, "cannot create branch '%s': %s",
+			     w->ref + strlen("refs/heads/"), ignored.msg);
+		goto out;
+	}
+taken:
+	rc = err_set(e, -EEXIST,
+		     "branch '%s' exists already, and run '%s' did not make "
+		     "it: baton does not work on another's branch (its "
+		     "commits would be judged as this run's); start the task "
+		     "again as a new run, or delete the branch if it is "
+		     "stale (git branch -D %s)",
+		     w->ref + strlen("refs/heads/"), w->id,
+		     w->ref + strlen("refs/heads/"));
+out:
+	buf_release(&tip);
+	buf_release(&made);
+	free(marker);
+	free(dir);
+	return rc;
+}
+
 /* worktree_create's git work, under the worktrees lock. */
 static int
 make_worktree(const struct workspace *ws, const char *path,
@@ -509,15 +698,13 @@ make_worktree(const struct workspace *ws, const char *path,
 	worktree_repair_admin(ws);
 	if (fs_exists(path) && (rc = fs_remove_tree(path, e)) < 0)
 		goto done;
-	if (git(ws, ws->repo, NULL, &ignored, "rev-parse", "--verify",
-		"--quiet", branch, NULL) == 0)
+	rc = make_branch(ws, &w, base, e);
+	if (!rc) {
 		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
 			 path, branch, NULL);
-	else
-		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
-			 "-b", branch, path, base, NULL);
-	if (rc < 0)
-		err_prefix(e, "cannot create worktree '%s'", path);
+		if (rc < 0)
+			err_prefix(e, "cannot create worktree '%s'", path);
+	}
 	if (!rc)
 		rc = ensure_index(ws, &w, e);
 done:

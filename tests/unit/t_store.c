@@ -341,6 +341,45 @@ case_create_allocates_seq(struct store *s, const char *spec)
 	run_release(&r[0]);
 }
 
+/*
+ * A seq the caller asks for is a floor: the first number free outside the
+ * store (run folders and branches of another store in the repository).
+ * The store takes it when it is above its own next number, never below.
+ */
+static void
+case_create_seq_floor(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct run r, got;
+
+	(void)spec;
+	memset(&r, 0, sizeof(r));
+	run_set(&r.task, "after another store");
+	run_set(&r.status, "queued");
+	r.seq = 5;
+	ASSERT_OK(store_run_create(s, &r, &e), &e);
+	ASSERT_EQ(r.seq, 5);
+	ASSERT_STREQ(r.id, "r5-after-another-store");
+	get_run(s, "r5", &got);
+	ASSERT_EQ(got.seq, 5);
+	run_release(&got);
+	run_release(&r);
+
+	/* the store's own next number wins over a lower floor */
+	memset(&r, 0, sizeof(r));
+	run_set(&r.task, "lower");
+	run_set(&r.status, "queued");
+	r.seq = 2;
+	ASSERT_OK(store_run_create(s, &r, &e), &e);
+	ASSERT_EQ(r.seq, 6);
+	run_release(&r);
+
+	/* and no floor (0) is the next number */
+	make_run(s, "plain", "queued", &r);
+	ASSERT_EQ(r.seq, 7);
+	run_release(&r);
+}
+
 static void
 case_create_rejects_missing_fields(struct store *s, const char *spec)
 {
@@ -1102,6 +1141,7 @@ case_processes_race(struct store *s, const char *spec)
 
 #define STORE_CASES(X)                                                         \
 	X(create_allocates_seq)                                                \
+	X(create_seq_floor)                                                    \
 	X(create_rejects_missing_fields)                                       \
 	X(get_by_ref)                                                          \
 	X(update_appends_event)                                                \

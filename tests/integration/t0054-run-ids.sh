@@ -1,0 +1,102 @@
+#!/bin/bash
+test_description='a run never adopts a branch, worktree or run folder it did not create: an emptied store is refused, a second store takes the next free id, and a branch made under a new run is refused'
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+# calls_sum REPO RUN: a checksum of the run folder's call files.
+calls_sum() {
+	(cd "$1/.baton/runs/$2/calls" && cat ./* | cksum)
+}
+
+test_expect_success 'setup: one run to merge_ready' '
+	make_repo repo &&
+	baton_init_with_agent repo &&
+	cd repo &&
+	"$BATON" run "Add hello.txt" >../run1.out 2>&1 &&
+	id=$(newest_run) &&
+	echo "$id" >../first.id &&
+	test "$(run_status "$id")" = merge_ready &&
+	git rev-parse "baton/$id" >../first.tip &&
+	calls_sum . "$id" >../first.sum
+'
+
+test_expect_success 'an emptied default store over .baton/runs/ with runs is refused, naming the folder and what to do' '
+	cp repo/.baton/baton.db saved.db &&
+	truncate -s 0 repo/.baton/baton.db &&
+	cd repo &&
+	test_expect_code 1 "$BATON" status >../status.out 2>&1 &&
+	test_grep "holds no runs" ../status.out &&
+	test_grep "\.baton/runs/" ../status.out &&
+	test_grep "$(cat ../first.id)" ../status.out &&
+	test_expect_code 1 "$BATON" run "Add hello.txt" >../rerun.out 2>&1 &&
+	test_grep "holds no runs" ../rerun.out &&
+	# nothing of the first run was touched
+	test "$(git rev-parse "baton/$(cat ../first.id)")" = "$(cat ../first.tip)" &&
+	test "$(calls_sum . "$(cat ../first.id)")" = "$(cat ../first.sum)"
+'
+
+test_expect_success 'baton init does not make an empty store over those runs either' '
+	rm -f repo/.baton/baton.db repo/.baton/baton.db-wal repo/.baton/baton.db-shm &&
+	cd repo &&
+	test_expect_code 1 "$BATON" init >../init.out 2>&1 &&
+	test_grep "\.baton/runs/" ../init.out &&
+	test_path_is_missing .baton/baton.db &&
+	cp ../saved.db .baton/baton.db &&
+	"$BATON" status >../status2.out &&
+	test_grep "$(cat ../first.id)" ../status2.out
+'
+
+test_expect_success 'a second store in the same repository takes the next free id: the first run keeps its branch and folder' '
+	cd repo &&
+	"$BATON" run --store "$TRASH_DIRECTORY/other.db" "Add hello.txt" >../run2.out 2>&1 &&
+	id=$("$BATON" status --store "$TRASH_DIRECTORY/other.db" --json | jq -r ".[0].id") &&
+	first=$(cat ../first.id) &&
+	test "$id" != "$first" &&
+	case $id in r2-*) : ;; *) echo "second store took $id" && false ;; esac &&
+	test "$("$BATON" show --store "$TRASH_DIRECTORY/other.db" "$id" --json | jq -r .status)" = merge_ready &&
+	test "$(git rev-parse "baton/$first")" = "$(cat ../first.tip)" &&
+	test "$(calls_sum . "$first")" = "$(cat ../first.sum)" &&
+	# and the first store goes on after both
+	"$BATON" run "Add hello.txt" >../run3.out 2>&1 &&
+	case $(newest_run) in r3-*) : ;; *) echo "first store took $(newest_run)" && false ;; esac
+'
+
+# A git on PATH that, at the first call naming a run branch of the
+# repository "planted", makes that branch first at a foreign commit: as if
+# another process made it between the run's creation and its worktree.
+test_expect_success 'a branch made under a new run is refused, not adopted' '
+	make_repo planted &&
+	baton_init_with_agent planted &&
+	(cd planted && git checkout -q -b foreign && echo theirs >theirs.txt &&
+	 git add theirs.txt && git commit -q -m "another run'"'"'s commit" &&
+	 git rev-parse HEAD >../foreign.sha && git checkout -q -) &&
+	mkdir bin &&
+	real=$(command -v git) &&
+	cat >bin/git <<-EOF &&
+	#!/bin/sh
+	if [ ! -e "$TRASH_DIRECTORY/planted.done" ]; then
+		for a in "\$@"; do
+			case \$a in
+			refs/heads/baton/r*) ref=\$a ;;
+			baton/r*) ref=refs/heads/\$a ;;
+			*) continue ;;
+			esac
+			: >"$TRASH_DIRECTORY/planted.done"
+			"$real" -C "$TRASH_DIRECTORY/planted" update-ref "\$ref" $(cat foreign.sha)
+			break
+		done
+	fi
+	exec "$real" "\$@"
+	EOF
+	chmod +x bin/git &&
+	cd planted &&
+	test_must_fail env PATH="$TRASH_DIRECTORY/bin:$PATH" "$BATON" run "Add hello.txt" >../planted.out 2>&1 &&
+	test_path_is_file ../planted.done &&
+	id=$(newest_run) &&
+	test "$(run_status "$id")" = failed &&
+	run_field "$id" reason >../planted.reason &&
+	test_grep "branch .baton/$id. exists already" ../planted.reason &&
+	# the foreign branch is as it was
+	test "$(git rev-parse "baton/$id")" = "$(cat ../foreign.sha)"
+'
+
+test_done
