@@ -798,22 +798,7 @@ server_main(const struct server_opts *o, int ready_fd)
 	struct mg_context *ctx = NULL;
 	struct err e = ERR_INIT;
 	char url[320], *url_file;
-	sigset_t stop;
-	int sig;
 
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	/* ps and the benchmarks tell serve's processes apart by name */
-	prctl(PR_SET_NAME, "baton http");
-	setpgid(0, 0); /* a terminal's Ctrl-C is the supervisor's to handle */
-	/* every thread civetweb makes inherits this mask: only sigwait
-	 * below takes the stop signals */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGCHLD, SIG_DFL);
 	srv.ws = o->ws;
 	srv.cfg = o->cfg;
 	srv.store_spec = o->store_spec;
@@ -830,8 +815,7 @@ server_main(const struct server_opts *o, int ready_fd)
 		_exit(1);
 	}
 	close(ready_fd);
-	while (sigwait(&stop, &sig) != 0)
-		;
+	server__await_stop();
 	mg_stop(ctx);
 	hub_stop(srv.hub);
 	forget_url(url_file, url);
@@ -839,16 +823,58 @@ server_main(const struct server_opts *o, int ready_fd)
 	_exit(0);
 }
 
+/* The signals that stop a server process. */
+static void
+stop_signals(sigset_t *stop)
+{
+	sigemptyset(stop);
+	sigaddset(stop, SIGTERM);
+	sigaddset(stop, SIGINT);
+	sigaddset(stop, SIGHUP);
+}
+
 /*
- * Forks a process of the server module that runs fn(o, ready_fd) and
- * reports on ready_fd: "OK DETAIL\n" once it works, "ERR WHY\n" before
- * it exits. Returns once it said which (*pid set and DETAIL in detail on
- * OK; the process reaped and WHY in e on ERR). what names it in errors.
+ * In a server process, before its body runs: it dies with the supervisor,
+ * is named for ps and the benchmarks, and leaves a terminal's Ctrl-C to
+ * the supervisor. The stop signals are blocked, and every thread the body
+ * makes inherits that, so only server__await_stop takes them.
+ */
+static void
+companion_begin(const char *comm)
+{
+	sigset_t stop;
+
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	prctl(PR_SET_NAME, comm);
+	setpgid(0, 0);
+	stop_signals(&stop);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
+}
+
+void
+server__await_stop(void)
+{
+	sigset_t stop;
+	int sig;
+
+	stop_signals(&stop);
+	while (sigwait(&stop, &sig) != 0)
+		;
+}
+
+/*
+ * Forks a process of the server module, named comm, that runs
+ * fn(o, ready_fd) and reports on ready_fd: "OK DETAIL\n" once it
+ * works, "ERR WHY\n" before it exits. Returns once it said which (*pid
+ * set and DETAIL in detail on OK; the process reaped and WHY in e on
+ * ERR). what names it in errors.
  */
 int
 server__fork_ready(server__main_fn *fn, const struct server_opts *o,
-		   const char *what, pid_t *pid, char *detail, size_t len,
-		   struct err *e)
+		   const char *comm, const char *what, pid_t *pid,
+		   char *detail, size_t len, struct err *e)
 {
 	char line[1200];
 	struct buf got = BUF_INIT;
@@ -875,6 +901,7 @@ server__fork_ready(server__main_fn *fn, const struct server_opts *o,
 		 * process dies with the supervisor (PDEATHSIG) in any case.
 		 */
 		close(fds[0]);
+		companion_begin(comm);
 		fn(o, fds[1]);
 		_exit(1); /* fn does not return */
 	}
@@ -904,6 +931,6 @@ int
 server_spawn(const struct server_opts *o, pid_t *pid, char *url, size_t url_len,
 	     struct err *e)
 {
-	return server__fork_ready(server_main, o, "HTTP server", pid, url,
-				  url_len, e);
+	return server__fork_ready(server_main, o, "baton http", "HTTP server",
+				  pid, url, url_len, e);
 }

@@ -31,10 +31,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -838,20 +836,7 @@ notifier_main(const struct server_opts *o, int ready_fd)
 	struct notifier *n;
 	struct hub *hub = NULL;
 	struct err e = ERR_INIT;
-	sigset_t stop;
-	int sig;
 
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	prctl(PR_SET_NAME, "baton notify"); /* ps and the benchmarks see it */
-	setpgid(0, 0); /* a terminal's Ctrl-C is the supervisor's to handle */
-	/* the threads inherit the mask: only sigwait takes these */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGCHLD, SIG_DFL);
 	n = notify_start(o->cfg, o->ws, o->store_spec, &e);
 	if (n && hub_start(o->store_spec, n, &hub, &e) == 0) {
 		dprintf(ready_fd, "OK %zu\n", o->cfg->nr_webhooks);
@@ -861,8 +846,7 @@ notifier_main(const struct server_opts *o, int ready_fd)
 		_exit(1);
 	}
 	close(ready_fd);
-	while (sigwait(&stop, &sig) != 0)
-		;
+	server__await_stop();
 	hub_stop(hub);
 	notify_stop(n);
 	_exit(0);
@@ -873,6 +857,7 @@ notify_spawn(const struct server_opts *o, pid_t *pid, struct err *e)
 {
 	char detail[64];
 
-	return server__fork_ready(notifier_main, o, "webhook notifier", pid,
-				  detail, sizeof(detail), e);
+	return server__fork_ready(notifier_main, o, "baton notify",
+				  "webhook notifier", pid, detail,
+				  sizeof(detail), e);
 }

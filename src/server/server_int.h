@@ -47,14 +47,19 @@ struct server_opts;
 typedef void server__main_fn(const struct server_opts *o, int ready_fd);
 
 /*
- * Forks a process that runs fn(o, ready_fd); fn writes "OK DETAIL\n" to
+ * Forks a process named comm ("baton http", as ps shows it) that dies
+ * with its parent and runs fn(o, ready_fd); fn writes "OK DETAIL\n" to
  * ready_fd once it works or "ERR WHY\n" before it exits. Returns 0 once
  * OK came (*pid set, DETAIL in detail), or the reason in e (the process
  * reaped, *pid 0). what names the process in messages ("HTTP server").
  */
 int server__fork_ready(server__main_fn *fn, const struct server_opts *o,
-		       const char *what, pid_t *pid, char *detail, size_t len,
-		       struct err *e);
+		       const char *comm, const char *what, pid_t *pid,
+		       char *detail, size_t len, struct err *e);
+
+/* In a process of server__fork_ready: waits for SIGTERM, SIGINT or
+ * SIGHUP, which only this wait takes. */
+void server__await_stop(void);
 
 struct req {
 	struct server *srv;
