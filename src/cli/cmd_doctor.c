@@ -394,8 +394,10 @@ starts_at_once(struct backlog *b, int workers, int *held_back)
 	int i, starts = 0;
 
 	*held_back = 0;
-	qsort(b->ready_tasks, (size_t)b->ready, sizeof(*b->ready_tasks),
-	      by_claim_order);
+	/* with none ready, ready_tasks is NULL, which qsort may not be given */
+	if (b->ready > 1)
+		qsort(b->ready_tasks, (size_t)b->ready,
+		      sizeof(*b->ready_tasks), by_claim_order);
 	for (i = 0; i < b->ready && starts < workers; i++) {
 		const char *area = b->ready_tasks[i].area;
 
