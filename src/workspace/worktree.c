@@ -621,6 +621,26 @@ ensure_index(const struct workspace *ws, const struct wt *w, struct err *e)
  * folder (which is the run's own, workspace_claim_run_dir), so that a
  * branch this run made before a crash, still at that base, is known again.
  */
+/*
+ * A git killed while it made the run's branch (kill -9 of serve takes its
+ * children) leaves the ref's lock file, and every later update-ref of the
+ * ref fails on it. Called when the run tried before (its branch.base is
+ * there): only the run's own driver makes its branch, and only under the
+ * worktrees lock, so no live git holds that lock. unlink removes a link
+ * planted there, never what it points to.
+ */
+static void
+drop_stale_ref_lock(const struct workspace *ws, const struct wt *w)
+{
+	char *lock = xasprintf("%s/%s.lock", ws->common, w->ref);
+
+	if (unlink(lock) == 0)
+		log_warn("removed '%s', left by a git that was killed while it "
+			 "made the branch",
+			 lock);
+	free(lock);
+}
+
 static int
 make_branch(const struct workspace *ws, const struct wt *w, const char *base,
 	    struct err *e)
@@ -640,6 +660,8 @@ make_branch(const struct workspace *ws, const struct wt *w, const char *base,
 		}
 		goto taken;
 	}
+	if (fs_exists(marker))
+		drop_stale_ref_lock(ws, w);
 	rc = fs_mkdir_p(dir, 0755, e);
 	if (!rc)
 		rc = fs_write_atomic(marker, base, strlen(base), e);

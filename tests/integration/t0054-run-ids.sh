@@ -99,4 +99,42 @@ test_expect_success 'a branch made under a new run is refused, not adopted' '
 	test "$(git rev-parse "baton/$id")" = "$(cat ../foreign.sha)"
 '
 
+# The git that makes a run's branch is killed with its baton (kill -9 of
+# serve takes its children) and leaves the ref's lock file: the run's
+# next driver must not fail on it for good.
+test_expect_success 'a lock left by a git killed while making the branch does not fail the run' '
+	make_repo locked &&
+	baton_init_with_agent locked &&
+	mkdir -p lockbin &&
+	real=$(command -v git) &&
+	cat >lockbin/git <<-EOF &&
+	#!/bin/sh
+	case " \$* " in
+	*" update-ref -m baton: new run "*)
+		if [ ! -e "$TRASH_DIRECTORY/locked.done" ]; then
+			: >"$TRASH_DIRECTORY/locked.done"
+			for a in "\$@"; do
+				case \$a in
+				refs/heads/baton/r*)
+					mkdir -p "$TRASH_DIRECTORY/locked/.git/refs/heads/baton" &&
+					: >"$TRASH_DIRECTORY/locked/.git/\$a.lock" ;;
+				esac
+			done
+			kill -9 \$PPID
+			exit 137
+		fi ;;
+	esac
+	exec "$real" "\$@"
+	EOF
+	chmod +x lockbin/git &&
+	cd locked &&
+	test_expect_code 137 env PATH="$TRASH_DIRECTORY/lockbin:$PATH" "$BATON" run "Add hello.txt" >../locked.out 2>&1;
+	test_path_is_file ../locked.done &&
+	id=$(newest_run) &&
+	ls .git/refs/heads/baton/*.lock &&
+	"$BATON" resume "$id" >../locked-resume.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	test_path_is_missing ".git/refs/heads/baton/$id.lock"
+'
+
 test_done
