@@ -233,12 +233,12 @@ test_expect_success 'phased: a batch review asking for changes fixes its step, t
 
 test_expect_success 'phased: kill -9 of baton run while step 4 is implemented' '
 	cd phased &&
+	before=$(newest_run) &&
 	FAKE_PLAN_STEPS=4 FAKE_FAIL_STAGE=implementation FAKE_FAIL_STEP=4 \
 		FAKE_FAIL_MODE=slow FAKE_FAIL_ATTEMPTS=1 \
 		FAKE_WAIT_FOR=$FAKE_STATE/never \
 		bg_start ../crash "$BATON" run --pipeline phased "Phased: $bug" &&
-	wait_for "test -n \"\$(newest_run)\"" &&
-	id=$(newest_run) && echo "$id" >../crash.id &&
+	id=$(wait_for_new_run "$before") && echo "$id" >../crash.id &&
 	wait_for "fake_calls $id implementation | grep -q \" step=4 \"" 60 &&
 	# baton has recorded the agent it started for step 4
 	wait_for "test \"\$(\"\$BATON\" events $id --json | grep -c agent_started)\" -ge \"\$(fake_calls $id | wc -l)\"" &&

@@ -770,6 +770,15 @@ newest_run() {
 	"$BATON" status --json | jq -r '.[0].id // empty'
 }
 
+# wait_for_new_run PREV: waits until a run newer than PREV (the newest
+# run before a background `baton run` started; empty for none) exists,
+# and prints its id. Waiting for any newest run would, in a repository
+# with runs, take the one before.
+wait_for_new_run() {
+	wait_for "test -n \"\$(newest_run)\" && test \"\$(newest_run)\" != '$1'" &&
+	newest_run
+}
+
 # transitions RUN: the `to` of each transition event, one per line.
 transitions() {
 	"$BATON" events "$1" --json | jq -r 'select(.type == "transition") | .to'
