@@ -63,6 +63,15 @@ section() {
 	printf '\n== %s ==\n\n' "$1" >>"$out"
 }
 
+# script_part NAME: runs bench/NAME.sh with the binary and the temporary
+# folder, its output appended to the report (and the run stopped, the
+# report kept, when it fails).
+script_part() {
+	BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh "bench/$1.sh" \
+		>"$part" 2>&1 || { cat "$part" >>"$out"; die "$1.sh failed: see $out"; }
+	cat "$part" >>"$out"
+}
+
 {
 	echo "baton benchmarks, $(date '+%Y-%m-%d %H:%M:%S %Z')"
 	echo "host: $(uname -srm), $(nproc) CPU," \
@@ -142,27 +151,19 @@ cat "$part" >>"$out"
 
 echo "bench: orchestration overhead per run ..." >&2
 section "orchestration overhead: baton run with an instant agent"
-BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_overhead.sh \
-	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_overhead.sh failed: see $out"; }
-cat "$part" >>"$out"
+script_part bench_overhead
 
 echo "bench: a parallel review group against three in sequence ..." >&2
 section "bug-fix review groups: three 3 s code reviews, parallel and in sequence"
-BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_groups.sh \
-	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_groups.sh failed: see $out"; }
-cat "$part" >>"$out"
+script_part bench_groups
 
 echo "bench: what the guard and the checkpoint cost ..." >&2
 section "the guard around agent calls and the checkpoint: 10 and 20000 files"
-BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_guard.sh \
-	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_guard.sh failed: see $out"; }
-cat "$part" >>"$out"
+script_part bench_guard
 
 echo "bench: loading a config with big pipelines ..." >&2
 section "config load: pipelines of 250 to 1000 stages, 1 to 16 of them"
-BATON_BIN=$BATON_BIN BENCH_TMPDIR=$tmpbase sh bench/bench_config.sh \
-	>"$part" 2>&1 || { cat "$part" >>"$out"; die "bench_config.sh failed: see $out"; }
-cat "$part" >>"$out"
+script_part bench_config
 
 echo "bench: task queue (bench_queue -n $TASKS) ..." >&2
 section "task queue: bench_queue -n $TASKS"
