@@ -176,6 +176,7 @@ int task_status_check(const char *status, struct err *e);
 #define BLOCK_QUOTA_WAIT	"quota_wait"
 #define BLOCK_NEEDS_REWORK	"needs_rework"
 #define BLOCK_DEPENDENCY	"dependency_failed"
+#define BLOCK_ISSUE_LINKING	"issue_linking" /* forge: the issue link is being recorded */
 
 struct task {
 	int64_t id;	    /* allocated by the store; shown as "t7" or 7 */
