@@ -309,6 +309,15 @@ int store_task_renew(struct store *s, int64_t id, int64_t token,
  */
 int store_task_next_due(struct store *s, int64_t *out, struct err *e);
 
+/*
+ * The forge (issue 19): records that the webhook delivery delivery_id
+ * (GitHub's X-GitHub-Delivery) of type event (NULL: unknown) arrived.
+ * Returns 1 the first time, 0 for a redelivery already recorded (by
+ * this or any other process on the store), or an error.
+ */
+int store_forge_delivery_seen(struct store *s, const char *delivery_id,
+			      const char *event, struct err *e);
+
 /* Events about task id (task_id set), seq > after_seq, in order. */
 int store_task_events(struct store *s, int64_t task_id, int64_t after_seq,
 		      store_event_cb *cb, void *arg, struct err *e);
