@@ -314,19 +314,20 @@ struct ready_task {
 	char *area; /* NULL: none */
 };
 
+static const char *const block_reasons[] = {
+	BLOCK_AWAITING_JUDGE, BLOCK_AWAITING_APPROVAL, BLOCK_PAUSED,
+	BLOCK_QUOTA_WAIT,     BLOCK_NEEDS_REWORK,      BLOCK_DEPENDENCY,
+	BLOCK_ISSUE_LINKING,
+};
+
 struct backlog {
 	struct store *store;
 	int64_t now;
 	int ready, waiting_deps, cooling, stale, judge, blocked_dep;
-	int by_reason[6];
+	int by_reason[ARRAY_SIZE(block_reasons)];
 	struct ready_task *ready_tasks; /* the ready ones, ready of them */
 	size_t ready_alloc;
 	struct strvec held; /* areas of running tasks still leased */
-};
-
-static const char *const block_reasons[] = {
-	BLOCK_AWAITING_JUDGE, BLOCK_AWAITING_APPROVAL, BLOCK_PAUSED,
-	BLOCK_QUOTA_WAIT,     BLOCK_NEEDS_REWORK,      BLOCK_DEPENDENCY,
 };
 
 static int

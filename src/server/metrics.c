@@ -26,6 +26,7 @@ metrics_count(int status)
 static const char *const block_reasons[] = {
 	BLOCK_AWAITING_JUDGE, BLOCK_AWAITING_APPROVAL, BLOCK_PAUSED,
 	BLOCK_QUOTA_WAIT,     BLOCK_NEEDS_REWORK,      BLOCK_DEPENDENCY,
+	BLOCK_ISSUE_LINKING,
 };
 
 static const char *const merge_statuses[] = {

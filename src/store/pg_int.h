@@ -216,6 +216,8 @@ int pg__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 int pg__task_renew(struct store *s, int64_t id, int64_t token,
 		   int64_t lease_ms, struct err *e);
 int pg__task_next_due(struct store *s, int64_t *out, struct err *e);
+int pg__forge_delivery_seen(struct store *s, const char *delivery_id,
+			    const char *event, struct err *e);
 int pg__task_events(struct store *s, int64_t task_id, int64_t after_seq,
 		    store_event_cb *cb, void *arg, struct err *e);
 int pg__worker_beat(struct store *s, const struct worker_rec *w,

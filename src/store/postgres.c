@@ -1540,6 +1540,7 @@ const struct store_ops store_postgres_ops = {
 	.task_claim = pg__task_claim,
 	.task_renew = pg__task_renew,
 	.task_next_due = pg__task_next_due,
+	.forge_delivery_seen = pg__forge_delivery_seen,
 	.task_events = pg__task_events,
 	.worker_beat = pg__worker_beat,
 	.worker_stop = pg__worker_stop,

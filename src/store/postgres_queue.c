@@ -1596,3 +1596,36 @@ pg__merge_claim(struct store *s, const char *holder, int64_t claim_ms,
 	while (pg__again(ps, rc, &tries, e));
 	return rc;
 }
+
+/* ---- forge -------------------------------------------------------------- */
+
+/* ON CONFLICT DO NOTHING on the primary key: a redelivery acts once. */
+int
+pg__forge_delivery_seen(struct store *s, const char *delivery_id,
+			const char *event, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	char what[160];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "record webhook delivery '%.100s'",
+		 delivery_id);
+	do {
+		struct params p = { 0 };
+		PGresult *res;
+
+		param_text(&p, delivery_id);
+		param_text(&p, event);
+		param_int(&p, time_now_ms());
+		res = pg__exec(ps,
+			       "INSERT INTO forge_deliveries"
+			       " (delivery_id, event, received_at)"
+			       " VALUES ($1, $2, $3)"
+			       " ON CONFLICT (delivery_id) DO NOTHING"
+			       " RETURNING 1",
+			       p.n, p.v, what, e);
+		rc = res ? PQntuples(res) == 1 : BATON_ESTORE;
+		PQclear(res);
+	} while (pg__again(ps, rc, &tries, e));
+	return rc;
+}

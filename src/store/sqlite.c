@@ -1300,6 +1300,7 @@ const struct store_ops store_sqlite_ops = {
 	.task_claim = sqlite__task_claim,
 	.task_renew = sqlite__task_renew,
 	.task_next_due = sqlite__task_next_due,
+	.forge_delivery_seen = sqlite__forge_delivery_seen,
 	.task_events = sqlite__task_events,
 	.worker_beat = sqlite__worker_beat,
 	.worker_stop = sqlite__worker_stop,

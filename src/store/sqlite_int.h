@@ -158,6 +158,8 @@ int sqlite__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 int sqlite__task_renew(struct store *s, int64_t id, int64_t token,
 		       int64_t lease_ms, struct err *e);
 int sqlite__task_next_due(struct store *s, int64_t *out, struct err *e);
+int sqlite__forge_delivery_seen(struct store *s, const char *delivery_id,
+				const char *event, struct err *e);
 int sqlite__task_events(struct store *s, int64_t task_id, int64_t after_seq,
 			store_event_cb *cb, void *arg, struct err *e);
 int sqlite__worker_beat(struct store *s, const struct worker_rec *w,

@@ -1415,3 +1415,44 @@ out:
 	sqlite__rollback(ss);
 	return rc;
 }
+
+/* ---- forge -------------------------------------------------------------- */
+
+/*
+ * INSERT OR IGNORE on the delivery id's primary key: one statement, so
+ * two servers handling one redelivery at once still act once.
+ */
+int
+sqlite__forge_delivery_seen(struct store *s, const char *delivery_id,
+			    const char *event, struct err *e)
+{
+	struct sqlite_store *ss = sqlite__store(s);
+	sqlite3_stmt *st = NULL;
+	char what[160];
+	int rc, src;
+
+	snprintf(what, sizeof(what), "record webhook delivery '%.100s'",
+		 delivery_id);
+	rc = sqlite__prepare(ss, &st,
+			     "INSERT OR IGNORE INTO forge_deliveries"
+			     " (delivery_id, event, received_at)"
+			     " VALUES (?, ?, ?)",
+			     0, what, e);
+	if (rc < 0)
+		return rc;
+	src = sqlite3_bind_text(st, 1, delivery_id, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = event ? sqlite3_bind_text(st, 2, event, -1,
+						SQLITE_STATIC)
+			    : sqlite3_bind_null(st, 2);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, 3, time_now_ms());
+	if (src == SQLITE_OK)
+		src = sqlite3_step(st);
+	if (src == SQLITE_DONE)
+		rc = sqlite3_changes(ss->db) == 1;
+	else
+		rc = sqlite__fail(ss, e, what);
+	sqlite3_finalize(st);
+	return rc;
+}

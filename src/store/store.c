@@ -480,6 +480,21 @@ store_task_next_due(struct store *s, int64_t *out, struct err *e)
 }
 
 int
+store_forge_delivery_seen(struct store *s, const char *delivery_id,
+			  const char *event, struct err *e)
+{
+	const char *what = "record a webhook delivery";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!delivery_id || !*delivery_id)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: no delivery id", what);
+	s->fault = fault_next();
+	return s->ops->forge_delivery_seen(s, delivery_id, event, e);
+}
+
+int
 store_task_events(struct store *s, int64_t task_id, int64_t after_seq,
 		  store_event_cb *cb, void *arg, struct err *e)
 {

@@ -176,6 +176,7 @@ int task_status_check(const char *status, struct err *e);
 #define BLOCK_QUOTA_WAIT	"quota_wait"
 #define BLOCK_NEEDS_REWORK	"needs_rework"
 #define BLOCK_DEPENDENCY	"dependency_failed"
+#define BLOCK_ISSUE_LINKING	"issue_linking" /* forge: the issue link is being recorded */
 
 struct task {
 	int64_t id;	    /* allocated by the store; shown as "t7" or 7 */
@@ -307,6 +308,15 @@ int store_task_renew(struct store *s, int64_t id, int64_t token,
  * the same account to sleep until then and for serve --exit-when-idle.
  */
 int store_task_next_due(struct store *s, int64_t *out, struct err *e);
+
+/*
+ * The forge (issue 19): records that the webhook delivery delivery_id
+ * (GitHub's X-GitHub-Delivery) of type event (NULL: unknown) arrived.
+ * Returns 1 the first time, 0 for a redelivery already recorded (by
+ * this or any other process on the store), or an error.
+ */
+int store_forge_delivery_seen(struct store *s, const char *delivery_id,
+			      const char *event, struct err *e);
 
 /* Events about task id (task_id set), seq > after_seq, in order. */
 int store_task_events(struct store *s, int64_t task_id, int64_t after_seq,

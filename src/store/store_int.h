@@ -133,6 +133,8 @@ struct store_ops {
 	int (*task_renew)(struct store *s, int64_t id, int64_t token,
 			  int64_t lease_ms, struct err *e);
 	int (*task_next_due)(struct store *s, int64_t *out, struct err *e);
+	int (*forge_delivery_seen)(struct store *s, const char *delivery_id,
+				   const char *event, struct err *e);
 	int (*task_events)(struct store *s, int64_t task_id,
 			   int64_t after_seq, store_event_cb *cb, void *arg,
 			   struct err *e);

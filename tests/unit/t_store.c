@@ -1139,6 +1139,26 @@ case_processes_race(struct store *s, const char *spec)
 	run_release(&r);
 }
 
+/*
+ * A webhook delivery id is recorded once: the first sighting says 1,
+ * a redelivery 0, through this handle or another one on the store.
+ */
+static void
+case_forge_delivery_once(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct store *other = open_spec(spec);
+
+	ASSERT_EQ(store_forge_delivery_seen(s, "d-1", "issues", &e), 1);
+	ASSERT_EQ(store_forge_delivery_seen(s, "d-1", "issues", &e), 0);
+	ASSERT_EQ(store_forge_delivery_seen(other, "d-1", NULL, &e), 0);
+	ASSERT_EQ(store_forge_delivery_seen(other, "d-2", NULL, &e), 1);
+	ASSERT_EQ(store_forge_delivery_seen(s, "d-2", "status", &e), 0);
+	ASSERT_EQ(store_forge_delivery_seen(s, "", NULL, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "no delivery id");
+	store_close(other);
+}
+
 #define STORE_CASES(X)                                                         \
 	X(create_allocates_seq)                                                \
 	X(create_seq_floor)                                                    \
@@ -1155,7 +1175,8 @@ case_processes_race(struct store *s, const char *spec)
 	X(run_fields_roundtrip)                                                \
 	X(list_status_limit)                                                   \
 	X(callbacks_may_write)                                                 \
-	X(processes_race)
+	X(processes_race)                                                      \
+	X(forge_delivery_once)
 
 #define CASE_ENTRY(name) { #name, case_##name },
 static const struct store_case cases[] = { STORE_CASES(CASE_ENTRY) };
