@@ -1,0 +1,276 @@
+/*
+ * The GitHub REST client (src/forge/github.c, issue 19) against the forge
+ * double tests/mock/forgedouble.py, started fresh for each test.
+ */
+#include "util/compat.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "forge/github.h"
+#include "test.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+
+#define TOKEN "ghp_unit_secret_0123456789"
+
+static pid_t double_pid;
+static char double_url[64];
+
+static void
+stop_double(void)
+{
+	if (double_pid > 0) {
+		kill(double_pid, SIGTERM);
+		waitpid(double_pid, NULL, 0);
+		double_pid = 0;
+	}
+}
+
+/* Starts the double with token TOKEN; its URL goes to double_url. */
+static void
+start_double(void)
+{
+	char pf[512];
+	FILE *f;
+	int port = 0, i;
+
+	snprintf(pf, sizeof(pf), "%s/port", test_tmpdir());
+	double_pid = fork();
+	ASSERT(double_pid >= 0);
+	if (double_pid == 0) {
+		execlp("python3", "python3", "tests/mock/forgedouble.py",
+		       "--port-file", pf, "--token", TOKEN, (char *)NULL);
+		_exit(127);
+	}
+	atexit(stop_double);
+	/* wait for the port file: the double writes it through a rename */
+	for (i = 0; i < 1000 && !(f = fopen(pf, "r")); i++)
+		usleep(10000);
+	ASSERT(f != NULL);
+	ASSERT_EQ(fscanf(f, "%d", &port), 1);
+	fclose(f);
+	snprintf(double_url, sizeof(double_url), "http://127.0.0.1:%d", port);
+}
+
+/* A control request to the double (POST /_double/VERB). */
+static void
+control(struct gh_client *c, const char *verb, json_t *body)
+{
+	struct gh_response r;
+	struct err e = ERR_INIT;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/_double/%s", double_url, verb);
+	ASSERT_OK(gh_request(c, "POST", path, body, &r, &e), &e);
+	gh_response_release(&r);
+	json_decref(body);
+}
+
+static void
+client(struct gh_client *c, const char *token)
+{
+	struct err e = ERR_INIT;
+
+	ASSERT_OK(gh_client_init(c, double_url, "acme/app", token,
+				 "GITHUB_TOKEN", &e), &e);
+}
+
+static int
+count_waits(void *arg, int64_t seconds, const char *why)
+{
+	int64_t *total = arg;
+
+	(void)why;
+	*total += seconds;
+	return 0; /* the test does not sleep: the double has no clock */
+}
+
+static int
+refuse_waits(void *arg, int64_t seconds, const char *why)
+{
+	(void)arg;
+	(void)seconds;
+	(void)why;
+	return 1;
+}
+
+TEST(pagination_follows_link_over_250_issues_in_3_pages)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	json_t *all;
+	int nm = 1, i;
+
+	start_double();
+	client(&c, TOKEN);
+	for (i = 1; i <= 250; i++)
+		control(&c, "issue", json_pack("{s:s, s:[s]}", "title", "t",
+					       "labels", "baton"));
+	control(&c, "issue", json_pack("{s:s, s:[s]}", "title", "other",
+				       "labels", "other"));
+	c.calls = 0;
+	ASSERT_OK(gh_issues_with_label(&c, "baton", &all, &nm, &e), &e);
+	ASSERT_EQ(nm, 0);
+	ASSERT_EQ(json_array_size(all), 250);
+	ASSERT_EQ(c.calls, 3);
+	json_decref(all);
+	gh_client_release(&c);
+	stop_double();
+}
+
+TEST(second_listing_answers_304_with_no_new_data)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	json_t *all;
+	int nm = 0;
+
+	start_double();
+	client(&c, TOKEN);
+	control(&c, "issue", json_pack("{s:s, s:[s]}", "title", "a", "labels",
+				       "baton"));
+	ASSERT_OK(gh_issues_with_label(&c, "baton", &all, &nm, &e), &e);
+	ASSERT_EQ(json_array_size(all), 1);
+	json_decref(all);
+	c.calls = 0;
+	ASSERT_OK(gh_issues_with_label(&c, "baton", &all, &nm, &e), &e);
+	ASSERT_EQ(nm, 1);
+	ASSERT(all == NULL);
+	ASSERT_EQ(c.calls, 1);
+	ASSERT_EQ(c.not_modified, 1);
+	/* a change is seen */
+	control(&c, "issue", json_pack("{s:s, s:[s]}", "title", "b", "labels",
+				       "baton"));
+	ASSERT_OK(gh_issues_with_label(&c, "baton", &all, &nm, &e), &e);
+	ASSERT_EQ(nm, 0);
+	ASSERT_EQ(json_array_size(all), 2);
+	json_decref(all);
+	gh_client_release(&c);
+	stop_double();
+}
+
+TEST(secondary_rate_limit_waits_retry_after_and_goes_on)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	json_t *issue;
+	int64_t waited = 0;
+
+	start_double();
+	client(&c, TOKEN);
+	control(&c, "issue", json_pack("{s:s}", "title", "a"));
+	control(&c, "fail", json_pack("{s:s, s:i}", "kind", "secondary",
+				      "retry_after", 7));
+	c.wait = count_waits;
+	c.wait_arg = &waited;
+	ASSERT_OK(gh_issue_get(&c, 1, &issue, &e), &e);
+	ASSERT_EQ(json_integer_value(json_object_get(issue, "number")), 1);
+	ASSERT_EQ(waited, 7);
+	ASSERT_EQ(c.waits, 1);
+	json_decref(issue);
+	gh_client_release(&c);
+	stop_double();
+}
+
+TEST(primary_rate_limit_is_reported_with_its_reset)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	json_t *issue = NULL;
+
+	start_double();
+	client(&c, TOKEN);
+	control(&c, "issue", json_pack("{s:s}", "title", "a"));
+	control(&c, "fail", json_pack("{s:s}", "kind", "primary"));
+	c.wait = refuse_waits;
+	ASSERT_EQ(gh_issue_get(&c, 1, &issue, &e), BATON_EBUSY);
+	ASSERT_CONTAINS(e.msg, "primary rate limit");
+	ASSERT_CONTAINS(e.msg, "GET /repos/acme/app/issues/1: 403");
+	ASSERT_EQ(c.rate_remaining, 0);
+	ASSERT(c.rate_reset > (int64_t)time(NULL));
+	gh_client_release(&c);
+	stop_double();
+}
+
+TEST(a_422_names_the_endpoint_and_githubs_message)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	json_t *pr = NULL;
+
+	start_double();
+	client(&c, TOKEN);
+	ASSERT_OK(gh_pull_create(&c, "t", "baton/r3-x", "main", "b", 0, &pr,
+				 &e), &e);
+	json_decref(pr);
+	ASSERT_EQ(gh_pull_create(&c, "t", "baton/r3-x", "main", "b", 0, &pr,
+				 &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "POST /repos/acme/app/pulls: 422 A pull "
+			       "request already exists for acme:baton/r3-x");
+	gh_client_release(&c);
+	stop_double();
+}
+
+TEST(a_401_names_the_variable_never_the_token)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	json_t *issue = NULL;
+
+	start_double();
+	client(&c, "ghp_wrong_secret_987654");
+	ASSERT_EQ(gh_issue_get(&c, 1, &issue, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "401 Bad credentials");
+	ASSERT_CONTAINS(e.msg, "$GITHUB_TOKEN");
+	ASSERT(!strstr(e.msg, "ghp_wrong_secret"));
+	gh_client_release(&c);
+	stop_double();
+}
+
+TEST(the_log_is_kept_bounded_and_has_no_token)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	struct buf path = BUF_INIT, text = BUF_INIT;
+	json_t *x = NULL;
+	struct stat st;
+	time_t now = time(NULL);
+	struct tm tm;
+	char day[16];
+	int i;
+
+	start_double();
+	client(&c, TOKEN);
+	c.log_dir = strdup(test_tmpdir());
+	c.log_cap = 4096;
+	/* a comment that echoes the token: the log must not keep it */
+	control(&c, "issue", json_pack("{s:s}", "title", "a"));
+	ASSERT_OK(gh_issue_comment(&c, 1, "leak " TOKEN, &x, &e), &e);
+	json_decref(x);
+	for (i = 0; i < 40; i++) {
+		ASSERT_OK(gh_issue_get(&c, 1, &x, &e), &e);
+		json_decref(x);
+	}
+	gmtime_r(&now, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+	buf_addf(&path, "%s/log-%s.jsonl", test_tmpdir(), day);
+	ASSERT_EQ(stat(path.ptr, &st), 0);
+	ASSERT(st.st_size <= 4096 + 256);
+	ASSERT_OK(fs_read(path.ptr, &text, 1 << 20, &e), &e);
+	ASSERT(!strstr(text.ptr, TOKEN));
+	ASSERT_CONTAINS(text.ptr, "[redacted:GITHUB_TOKEN]");
+	ASSERT_CONTAINS(text.ptr, "\"capped\":true");
+	ASSERT_CONTAINS(text.ptr, "\"path\":\"/repos/acme/app/issues/1\"");
+	buf_release(&path);
+	buf_release(&text);
+	gh_client_release(&c);
+	stop_double();
+}
