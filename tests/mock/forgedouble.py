@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 LOCK = threading.Lock()
 
@@ -114,12 +114,16 @@ class Handler(BaseHTTPRequestHandler):
         headers = {}
         last = max((len(items) + per_page - 1) // per_page, 1)
         path = urlsplit(self.path).path
+
+        def page_url(n):
+            # as GitHub does: the request's own query, its page replaced
+            q = {k: v for k, v in query.items() if k != "page"}
+            q["page"] = [str(n)]
+            return "%s%s?%s" % (self.base(), path, urlencode(q, doseq=True))
         links = []
         if page < last:
-            links.append('<%s%s?per_page=%d&page=%d>; rel="next"'
-                         % (self.base(), path, per_page, page + 1))
-            links.append('<%s%s?per_page=%d&page=%d>; rel="last"'
-                         % (self.base(), path, per_page, last))
+            links.append('<%s>; rel="next"' % page_url(page + 1))
+            links.append('<%s>; rel="last"' % page_url(last))
         if links:
             headers["Link"] = ", ".join(links)
         self.send_etagged(chunk, headers)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,30 +35,38 @@ stop_double(void)
 	}
 }
 
-/* Starts the double with token TOKEN; its URL goes to double_url. */
+/*
+ * Starts the double with token TOKEN and reads its base URL from its
+ * stdout (the first line it prints, once it listens). The double dies
+ * with the test (PR_SET_PDEATHSIG), also when an assertion _exits.
+ */
 static void
 start_double(void)
 {
-	char pf[512];
+	int fd[2];
 	FILE *f;
-	int port = 0, i;
+	size_t n;
 
-	snprintf(pf, sizeof(pf), "%s/port", test_tmpdir());
+	ASSERT(pipe(fd) == 0);
 	double_pid = fork();
 	ASSERT(double_pid >= 0);
 	if (double_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		dup2(fd[1], STDOUT_FILENO);
+		close(fd[0]);
+		close(fd[1]);
 		execlp("python3", "python3", "tests/mock/forgedouble.py",
-		       "--port-file", pf, "--token", TOKEN, (char *)NULL);
+		       "--token", TOKEN, (char *)NULL);
 		_exit(127);
 	}
-	atexit(stop_double);
-	/* wait for the port file: the double writes it through a rename */
-	for (i = 0; i < 1000 && !(f = fopen(pf, "r")); i++)
-		usleep(10000);
+	close(fd[1]);
+	f = fdopen(fd[0], "r");
 	ASSERT(f != NULL);
-	ASSERT_EQ(fscanf(f, "%d", &port), 1);
+	ASSERT(fgets(double_url, sizeof(double_url), f) != NULL);
 	fclose(f);
-	snprintf(double_url, sizeof(double_url), "http://127.0.0.1:%d", port);
+	n = strcspn(double_url, "\r\n");
+	double_url[n] = '\0';
+	ASSERT(!strncmp(double_url, "http://127.0.0.1:", 17));
 }
 
 /* A control request to the double (POST /_double/VERB). */
