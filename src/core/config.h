@@ -116,6 +116,29 @@ struct config_webhook {
 };
 
 /*
+ * forge: a GitHub (or GitHub Enterprise) repository whose labelled issues
+ * become tasks and which gets a pull request per finished task
+ * (docs/forge.md). type NULL: no forge, and nothing below is used.
+ */
+struct config_forge {
+	char *type;	     /* "github", or NULL */
+	char *repo;	     /* "owner/name" */
+	char *token_env;     /* the variable holding the token: GITHUB_TOKEN */
+	char *api_url;	     /* https://api.github.com; no trailing slash */
+	char *remote;	     /* where run branches are pushed: origin */
+	char *intake_label;  /* intake.label; NULL: no intake */
+	int pr_draft;	     /* pull_requests.draft: a draft PR at run start */
+	int auto_merge;	     /* pull_requests.auto_merge: 0 */
+	char *merge_method;  /* pull_requests.merge_method: merge|squash|rebase */
+	char *on_ci_failed;  /* reactions.ci_failed: fix | ask | ignore */
+	char *on_changes_requested; /* reactions.changes_requested: same */
+	int max_rounds;	     /* reactions.max_rounds: 3 */
+	char *human_label;   /* reactions.label: "baton:needs-human" */
+	char *webhook_secret_env; /* NULL: POST /api/v1/forge/webhook is 404 */
+	int poll_seconds;    /* 60; 0: only webhooks and `baton forge sync` */
+};
+
+/*
  * loop: the loop pipeline (Craik). profile: strict (only grants),
  * trusted-local (writes in the worktree, any command), automation
  * (writes in policies.allowed_paths, the validate commands); grants:
@@ -170,6 +193,7 @@ struct config {
 	struct config_reports reports;
 	struct config_loop loop;
 	struct config_assist assist;
+	struct config_forge forge;
 	struct config_webhook *webhooks; /* notify.webhooks */
 	size_t nr_webhooks;
 	const struct cnode *pipelines; /* pipelines: map, or NULL */

@@ -177,6 +177,7 @@ int task_status_check(const char *status, struct err *e);
 #define BLOCK_NEEDS_REWORK	"needs_rework"
 #define BLOCK_DEPENDENCY	"dependency_failed"
 #define BLOCK_ISSUE_LINKING	"issue_linking" /* forge: the issue link is being recorded */
+#define BLOCK_PULL_REQUEST	"pull_request"  /* forge: waits on its open PR (CI, review, merge) */
 
 struct task {
 	int64_t id;	    /* allocated by the store; shown as "t7" or 7 */
@@ -317,6 +318,85 @@ int store_task_next_due(struct store *s, int64_t *out, struct err *e);
  */
 int store_forge_delivery_seen(struct store *s, const char *delivery_id,
 			      const char *event, struct err *e);
+
+/*
+ * A task's place on the forge (table forge_links): the issue it came
+ * from and the pull request that carries it. Numbers are 0 when absent.
+ * version guards updates as a task's does.
+ */
+struct forge_link {
+	int64_t task_id;
+	char *repo;		/* owner/name */
+	int64_t issue_number;	/* 0: the task came from no issue */
+	char *issue_url;
+	int64_t pr_number;	/* 0: no pull request yet */
+	char *pr_url;
+	char *pr_branch;	/* the PR's head branch on forge.remote */
+	char *pr_head_sha;	/* the last head baton pushed or saw */
+	char *pr_state;		/* open | closed | merged, or NULL */
+	char *checks;		/* success | failure | pending, or NULL */
+	char *review;		/* approved | changes_requested, or NULL */
+	char *reacted;		/* what the last reaction answered (a
+				   signature), so one failure makes one round */
+	char *commented;	/* the last run comment: "started:RUN" or
+				   "ended:RUN" */
+	int reaction_rounds;	/* fix rounds made from CI and reviews */
+	int64_t created_at, updated_at;
+	int64_t version;
+};
+
+void forge_link_release(struct forge_link *l);
+
+/*
+ * Intake of one issue, exactly once whatever the number of syncs and
+ * hosts: in one transaction, inserts t (as store_task_add does, with ev)
+ * and the link l (l->repo and l->issue_number set; task_id is filled),
+ * unless (repo, issue_number) is linked already. Returns 1 when it made
+ * the task, 0 when the issue had one (t->id is then that task's id and
+ * nothing was written), or an error.
+ */
+int store_forge_intake(struct store *s, struct task *t,
+		       struct forge_link *l, struct event *ev, struct err *e);
+
+/* The link of task_id; BATON_ENOTFOUND when it has none. */
+int store_forge_link_get(struct store *s, int64_t task_id,
+			 struct forge_link *out, struct err *e);
+
+/*
+ * Inserts l (version 0) or updates it when l->version is the stored one
+ * (BATON_ECONFLICT otherwise); l->version and updated_at are advanced.
+ * BATON_EEXIST when another task holds its issue or PR number.
+ */
+int store_forge_link_put(struct store *s, struct forge_link *l,
+			 struct err *e);
+
+typedef int store_forge_link_cb(const struct forge_link *l, void *arg);
+/* Every link of repo, by task id; a non-zero return from cb stops. */
+int store_forge_links(struct store *s, const char *repo,
+		      store_forge_link_cb *cb, void *arg, struct err *e);
+
+/*
+ * The ETag and cursor last kept for a polled URL (either may come back
+ * NULL; both NULL when none) and their update.
+ */
+int store_forge_cursor_get(struct store *s, const char *url, char **etag,
+			   char **cursor, struct err *e);
+int store_forge_cursor_set(struct store *s, const char *url,
+			   const char *etag, const char *cursor,
+			   struct err *e);
+
+/*
+ * Counters of the forge client for /metrics, kept in the store because
+ * the sync runs in its own process: adds the deltas; get reads totals.
+ */
+struct forge_stats {
+	int64_t calls, not_modified, rate_waits, rate_wait_seconds;
+	int64_t syncs, webhooks;
+};
+int store_forge_stats_add(struct store *s, const struct forge_stats *d,
+			  struct err *e);
+int store_forge_stats_get(struct store *s, struct forge_stats *out,
+			  struct err *e);
 
 /* Events about task id (task_id set), seq > after_seq, in order. */
 int store_task_events(struct store *s, int64_t task_id, int64_t after_seq,
