@@ -694,10 +694,15 @@ out:
 	return rc;
 }
 
-/* worktree_create's git work, under the worktrees lock. */
+/*
+ * worktree_create's git work, under the worktrees lock. ours: the run
+ * has this branch on record (a worktree made again by remake_lost), so
+ * the branch is taken at whatever checkpoint it reached; a new run's
+ * branch must be made by make_branch's compare-and-swap instead.
+ */
 static int
 make_worktree(const struct workspace *ws, const char *path,
-	      const char *branch, const char *base, struct err *e)
+	      const char *branch, const char *base, int ours, struct err *e)
 {
 	struct err ignored = ERR_INIT;
 	char *gitdir_file = NULL;
@@ -720,7 +725,9 @@ make_worktree(const struct workspace *ws, const char *path,
 	worktree_repair_admin(ws);
 	if (fs_exists(path) && (rc = fs_remove_tree(path, e)) < 0)
 		goto done;
-	rc = make_branch(ws, &w, base, e);
+	if (!ours || git(ws, NULL, NULL, &ignored, "rev-parse", "--verify",
+			 "--quiet", w.ref, NULL) < 0)
+		rc = make_branch(ws, &w, base, e);
 	if (!rc) {
 		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
 			 path, branch, NULL);
@@ -755,7 +762,7 @@ worktree_create(const struct workspace *ws, const char *run_id,
 		rc = lock;
 		goto out;
 	}
-	rc = make_worktree(ws, path, branch, base, e);
+	rc = make_worktree(ws, path, branch, base, 0, e);
 	workspace_unlock_worktrees(lock);
 	if (rc < 0)
 		goto out;
@@ -917,7 +924,8 @@ remake_lost(const struct workspace *ws, const struct wt *w,
 	log_warn("worktree %s is unknown to git; making it again", w->path);
 	branch = xasprintf("baton/%s", w->id);
 	lock = workspace_lock_worktrees(ws, e);
-	rc = lock < 0 ? lock : make_worktree(ws, w->path, branch, commit, e);
+	rc = lock < 0 ? lock
+		      : make_worktree(ws, w->path, branch, commit, 1, e);
 	if (lock >= 0)
 		workspace_unlock_worktrees(lock);
 	free(branch);

@@ -137,4 +137,38 @@ test_expect_success 'a lock left by a git killed while making the branch does no
 	test_path_is_missing ".git/refs/heads/baton/$id.lock"
 '
 
+# A run's worktree whose admin entry git lost (a half-made entry removed
+# by another worker's repair, after a kill) is made again on resume, on
+# the run's own branch even where a checkpoint moved it past the base.
+test_expect_success 'a worktree git lost is made again on the branch the run made, past its base' '
+	make_repo lost &&
+	baton_init_with_agent lost &&
+	mkdir -p lostbin &&
+	real=$(command -v git) &&
+	cat >lostbin/git <<-EOF &&
+	#!/bin/sh
+	case " \$* " in
+	*" update-ref -m baton: checkpoint "*)
+		"$real" "\$@" || exit
+		if [ ! -e "$TRASH_DIRECTORY/lost.done" ]; then
+			: >"$TRASH_DIRECTORY/lost.done"
+			kill -9 \$PPID
+		fi
+		exit 0 ;;
+	esac
+	exec "$real" "\$@"
+	EOF
+	chmod +x lostbin/git &&
+	cd lost &&
+	test_expect_code 137 env PATH="$TRASH_DIRECTORY/lostbin:$PATH" "$BATON" run "Add hello.txt" >../lost.out 2>&1;
+	test_path_is_file ../lost.done &&
+	id=$(newest_run) &&
+	base=$(cat ".baton/runs/$id/branch.base") &&
+	test "$(git rev-parse "baton/$id")" != "$base" &&
+	rm -rf ".git/worktrees/$id" &&
+	"$BATON" resume "$id" >../lost-resume.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	git show "baton/$id:feature.txt" >/dev/null
+'
+
 test_done
