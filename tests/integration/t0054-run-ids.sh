@@ -171,4 +171,37 @@ test_expect_success 'a worktree git lost is made again on the branch the run mad
 	git show "baton/$id:feature.txt" >/dev/null
 '
 
+# The driver is killed right after `git worktree add`, while the git that
+# makes baton's index of the new worktree holds its lock: the next driver
+# takes the worktree as it is and must not fail on that lock later, at
+# the first checkpoint (t0019 saw it under make asan).
+test_expect_success 'an index lock left while a new worktree was made does not fail the run' '
+	make_repo ilock &&
+	baton_init_with_agent ilock &&
+	mkdir -p ilockbin &&
+	real=$(command -v git) &&
+	cat >ilockbin/git <<-EOF &&
+	#!/bin/sh
+	case "\$GIT_INDEX_FILE \$*" in
+	*/worktree.index\ *read-tree*)
+		if [ ! -e "$TRASH_DIRECTORY/ilock.done" ]; then
+			: >"$TRASH_DIRECTORY/ilock.done"
+			: >"\$GIT_INDEX_FILE.lock"
+			kill -9 \$PPID
+			exit 137
+		fi ;;
+	esac
+	exec "$real" "\$@"
+	EOF
+	chmod +x ilockbin/git &&
+	cd ilock &&
+	test_expect_code 137 env PATH="$TRASH_DIRECTORY/ilockbin:$PATH" "$BATON" run "Add hello.txt" >../ilock.out 2>&1;
+	test_path_is_file ../ilock.done &&
+	id=$(newest_run) &&
+	test_path_is_file ".baton/runs/$id/worktree.index.lock" &&
+	"$BATON" resume "$id" >../ilock-resume.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	test_path_is_missing ".baton/runs/$id/worktree.index.lock"
+'
+
 test_done
