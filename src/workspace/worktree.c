@@ -694,33 +694,83 @@ out:
 	return rc;
 }
 
-/* worktree_create's git work, under the worktrees lock. */
+static void
+unlink_stale(const char *lock)
+{
+	if (unlink(lock) == 0)
+		log_warn("removed a stale %s", lock);
+}
+
+/*
+ * A git killed with its driver leaves its lock files behind: index.lock,
+ * HEAD.lock in the worktree's admin directory, baton's index lock, and
+ * the lock of the run's branch. The caller holds the run, so no live git
+ * of baton's works on this worktree: they are all stale. Their names come
+ * from the run's id, never from the files in the worktree.
+ */
+static void
+clear_stale_locks(const struct workspace *ws, const struct wt *w)
+{
+	struct dirent *de;
+	DIR *d = opendir(w->admin);
+	char *p;
+
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		if (n > 5 && !strcmp(de->d_name + n - 5, ".lock")) {
+			p = xasprintf("%s/%s", w->admin, de->d_name);
+			unlink_stale(p);
+			free(p);
+		}
+	}
+	if (d)
+		closedir(d);
+	p = xasprintf("%s.lock", w->index);
+	unlink_stale(p);
+	free(p);
+	p = xasprintf("%s/%s.lock", ws->common, w->ref);
+	unlink_stale(p);
+	free(p);
+}
+
+/*
+ * worktree_create's git work, under the worktrees lock. ours: the run
+ * has this branch on record (a worktree made again by remake_lost), so
+ * the branch is taken at whatever checkpoint it reached; a new run's
+ * branch must be made by make_branch's compare-and-swap instead.
+ */
 static int
 make_worktree(const struct workspace *ws, const char *path,
-	      const char *branch, const char *base, struct err *e)
+	      const char *branch, const char *base, int ours, struct err *e)
 {
 	struct err ignored = ERR_INIT;
-	char *gitdir_file = NULL;
 	struct wt w;
 	int rc;
 
 	rc = wt_init(ws, path, &w, e);
 	if (rc)
 		return rc;
-	/* Reused when git still has it: its admin entry and the branch.
-	 * What the worktree's own files say is not asked. */
-	gitdir_file = xasprintf("%s/gitdir", w.admin);
-	if (fs_is_dir(path) && fs_size(gitdir_file) > 0 &&
+	/* Reused when git still has it whole: its admin entry (the test
+	 * worktree_repair_admin makes) and the branch. What the worktree's
+	 * own files say is not asked. */
+	if (fs_is_dir(path) && fs_is_dir(w.admin) && !half_made(w.admin) &&
 	    git(ws, NULL, NULL, &ignored, "rev-parse", "--verify", "--quiet",
 		w.ref, NULL) == 0) {
+		/* a driver killed after the add may have left its locks */
+		clear_stale_locks(ws, &w);
 		rc = restore_links(ws, &w, NULL, e);
+		if (!rc)
+			rc = ensure_index(ws, &w, e);
 		goto done;
 	}
 	/* A half-made worktree from a crash: forget it and start over. */
 	worktree_repair_admin(ws);
 	if (fs_exists(path) && (rc = fs_remove_tree(path, e)) < 0)
 		goto done;
-	rc = make_branch(ws, &w, base, e);
+	if (!ours || git(ws, NULL, NULL, &ignored, "rev-parse", "--verify",
+			 "--quiet", w.ref, NULL) < 0)
+		rc = make_branch(ws, &w, base, e);
 	if (!rc) {
 		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
 			 path, branch, NULL);
@@ -730,7 +780,6 @@ make_worktree(const struct workspace *ws, const char *path,
 	if (!rc)
 		rc = ensure_index(ws, &w, e);
 done:
-	free(gitdir_file);
 	wt_release(&w);
 	return rc;
 }
@@ -755,7 +804,7 @@ worktree_create(const struct workspace *ws, const char *run_id,
 		rc = lock;
 		goto out;
 	}
-	rc = make_worktree(ws, path, branch, base, e);
+	rc = make_worktree(ws, path, branch, base, 0, e);
 	workspace_unlock_worktrees(lock);
 	if (rc < 0)
 		goto out;
@@ -857,46 +906,6 @@ out:
 	return rc;
 }
 
-static void
-unlink_stale(const char *lock)
-{
-	if (unlink(lock) == 0)
-		log_warn("removed a stale %s", lock);
-}
-
-/*
- * A git killed with its driver leaves its lock files behind: index.lock,
- * HEAD.lock in the worktree's admin directory, baton's index lock, and
- * the lock of the run's branch. The caller holds the run, so no live git
- * of baton's works on this worktree: they are all stale. Their names come
- * from the run's id, never from the files in the worktree.
- */
-static void
-clear_stale_locks(const struct workspace *ws, const struct wt *w)
-{
-	struct dirent *de;
-	DIR *d = opendir(w->admin);
-	char *p;
-
-	while (d && (de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-
-		if (n > 5 && !strcmp(de->d_name + n - 5, ".lock")) {
-			p = xasprintf("%s/%s", w->admin, de->d_name);
-			unlink_stale(p);
-			free(p);
-		}
-	}
-	if (d)
-		closedir(d);
-	p = xasprintf("%s.lock", w->index);
-	unlink_stale(p);
-	free(p);
-	p = xasprintf("%s/%s.lock", ws->common, w->ref);
-	unlink_stale(p);
-	free(p);
-}
-
 /*
  * Makes path a worktree again when git no longer knows it: its admin
  * entry is gone (a `git worktree add` whose worker was killed went on
@@ -908,21 +917,24 @@ static int
 remake_lost(const struct workspace *ws, const struct wt *w,
 	    const char *commit, struct err *e)
 {
-	char *gitdir_file = xasprintf("%s/gitdir", w->admin);
 	char *branch;
 	int rc = 0, lock;
 
-	if (fs_is_dir(w->path) && fs_size(gitdir_file) > 0)
-		goto out;
-	log_warn("worktree %s is unknown to git; making it again", w->path);
-	branch = xasprintf("baton/%s", w->id);
+	/* under the lock, as another worker's worktree_repair_admin looks
+	 * at the entry, and with its test: an entry it would remove as
+	 * half-made is made again here instead */
 	lock = workspace_lock_worktrees(ws, e);
-	rc = lock < 0 ? lock : make_worktree(ws, w->path, branch, commit, e);
-	if (lock >= 0)
-		workspace_unlock_worktrees(lock);
-	free(branch);
-out:
-	free(gitdir_file);
+	if (lock < 0)
+		return lock;
+	if (!fs_is_dir(w->path) || !fs_is_dir(w->admin) || half_made(w->admin)) {
+		log_warn("worktree %s is unknown to git or half-made; making "
+			 "it again",
+			 w->path);
+		branch = xasprintf("baton/%s", w->id);
+		rc = make_worktree(ws, w->path, branch, commit, 1, e);
+		free(branch);
+	}
+	workspace_unlock_worktrees(lock);
 	return rc;
 }
 

@@ -137,4 +137,71 @@ test_expect_success 'a lock left by a git killed while making the branch does no
 	test_path_is_missing ".git/refs/heads/baton/$id.lock"
 '
 
+# A run's worktree whose admin entry git lost (a half-made entry removed
+# by another worker's repair, after a kill) is made again on resume, on
+# the run's own branch even where a checkpoint moved it past the base.
+test_expect_success 'a worktree git lost is made again on the branch the run made, past its base' '
+	make_repo lost &&
+	baton_init_with_agent lost &&
+	mkdir -p lostbin &&
+	real=$(command -v git) &&
+	cat >lostbin/git <<-EOF &&
+	#!/bin/sh
+	case " \$* " in
+	*" update-ref -m baton: checkpoint "*)
+		"$real" "\$@" || exit
+		if [ ! -e "$TRASH_DIRECTORY/lost.done" ]; then
+			: >"$TRASH_DIRECTORY/lost.done"
+			kill -9 \$PPID
+		fi
+		exit 0 ;;
+	esac
+	exec "$real" "\$@"
+	EOF
+	chmod +x lostbin/git &&
+	cd lost &&
+	test_expect_code 137 env PATH="$TRASH_DIRECTORY/lostbin:$PATH" "$BATON" run "Add hello.txt" >../lost.out 2>&1;
+	test_path_is_file ../lost.done &&
+	id=$(newest_run) &&
+	base=$(cat ".baton/runs/$id/branch.base") &&
+	test "$(git rev-parse "baton/$id")" != "$base" &&
+	rm -rf ".git/worktrees/$id" &&
+	"$BATON" resume "$id" >../lost-resume.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	git show "baton/$id:feature.txt" >/dev/null
+'
+
+# The driver is killed right after `git worktree add`, while the git that
+# makes baton's index of the new worktree holds its lock: the next driver
+# takes the worktree as it is and must not fail on that lock later, at
+# the first checkpoint (t0019 saw it under make asan).
+test_expect_success 'an index lock left while a new worktree was made does not fail the run' '
+	make_repo ilock &&
+	baton_init_with_agent ilock &&
+	mkdir -p ilockbin &&
+	real=$(command -v git) &&
+	cat >ilockbin/git <<-EOF &&
+	#!/bin/sh
+	case "\$GIT_INDEX_FILE \$*" in
+	*/worktree.index\ *read-tree*)
+		if [ ! -e "$TRASH_DIRECTORY/ilock.done" ]; then
+			: >"$TRASH_DIRECTORY/ilock.done"
+			: >"\$GIT_INDEX_FILE.lock"
+			kill -9 \$PPID
+			exit 137
+		fi ;;
+	esac
+	exec "$real" "\$@"
+	EOF
+	chmod +x ilockbin/git &&
+	cd ilock &&
+	test_expect_code 137 env PATH="$TRASH_DIRECTORY/ilockbin:$PATH" "$BATON" run "Add hello.txt" >../ilock.out 2>&1;
+	test_path_is_file ../ilock.done &&
+	id=$(newest_run) &&
+	test_path_is_file ".baton/runs/$id/worktree.index.lock" &&
+	"$BATON" resume "$id" >../ilock-resume.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	test_path_is_missing ".baton/runs/$id/worktree.index.lock"
+'
+
 test_done
