@@ -189,11 +189,17 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 	 * worker host */
 	if (!host && c->cfg.forge.type) {
 		o.companions[o.nr_companions++] = &forge;
-		term_printf(stderr, "serve: forge %s, %s\n",
-			    c->cfg.forge.repo ? c->cfg.forge.repo : "?",
-			    c->cfg.forge.poll_seconds > 0 ?
-				    "polled" : "on webhooks only");
+		if (c->cfg.forge.poll_seconds > 0)
+			term_printf(stderr, "serve: forge %s, a sync round "
+				    "every %ds (forge.poll_seconds)\n",
+				    c->cfg.forge.repo ? c->cfg.forge.repo : "?",
+				    c->cfg.forge.poll_seconds);
+		else
+			term_printf(stderr, "serve: forge %s, a sync round "
+				    "at start and on each webhook\n",
+				    c->cfg.forge.repo ? c->cfg.forge.repo : "?");
 		startup_rules(c);
+		forge_hold_token(&c->cfg);
 	}
 	workspace_detect_identity(&c->ws);
 	label = cli_store_label(c->store_spec);

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +46,26 @@
 #define FORGE_RETRY_MS (60 * 1000)
 /* A rate limit's reset further away than this is not believed. */
 #define FORGE_MAX_HOLD_MS (3600 * 1000)
+
+/*
+ * The token, taken out of serve's environment by forge_hold_token: only
+ * the companion, in its own process, puts it back.
+ */
+static char *held_env, *held_token;
+
+void
+forge_hold_token(const struct config *cfg)
+{
+	const char *v;
+
+	if (!cfg->forge.token_env || !(v = getenv(cfg->forge.token_env)))
+		return;
+	free(held_env);
+	free(held_token);
+	held_env = xstrdup(cfg->forge.token_env);
+	held_token = xstrdup(v);
+	unsetenv(held_env);
+}
 
 /* The FIFO of this process: made, opened for reading and writing (our
  * own writer keeps it from ever reading as closed). */
@@ -130,6 +151,8 @@ forge_main(const struct server_opts *o, int ready_fd)
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGHUP);
+	if (held_env)
+		setenv(held_env, held_token, 1);
 	if (forge_check(o->cfg, &e) || store_open(o->store_spec, &s, &e) ||
 	    open_fifo(o->ws, &rd, &wr, &e)) {
 		dprintf(ready_fd, "ERR %s\n", e.msg);

@@ -67,6 +67,14 @@ int notify_spawn(const struct server_opts *o, pid_t *pid, struct err *e);
 int forge_spawn(const struct server_opts *o, pid_t *pid, struct err *e);
 
 /*
+ * Takes the forge's token out of this process's environment, so that no
+ * worker (and no agent) serve starts inherits it, and keeps it for the
+ * forge companion, which alone puts it back, in its own process. Call
+ * once serve has done what needs the token itself, before its workers.
+ */
+void forge_hold_token(const struct config *cfg);
+
+/*
  * The bearer token of the repository: .baton/token, created (32 random
  * bytes as hex, mode 0600, O_EXCL) when missing; by baton init and by
  * serve. A symbolic link in its place (or as .baton) is refused with
