@@ -198,6 +198,20 @@ apply_labels(const json_t *issue, struct task *t, struct buf *notes)
 	}
 }
 
+/* The notes of apply_labels on one line, for the log (borrowed). */
+static const char *
+one_line(struct buf *notes)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < notes->len; i++)
+		if (notes->ptr[i] == '\n')
+			notes->ptr[i] = ';';
+	if (notes->len && notes->ptr[notes->len - 1] == '\n')
+		notes->ptr[--notes->len] = '\0';
+	return notes->ptr;
+}
+
 /*
  * Takes task id out of blocked(issue_linking) into the queue, with a
  * "task_linked" event: its link is recorded. A task already out of it
@@ -306,7 +320,7 @@ import_issue(struct forge_ctx *fx, const json_t *issue, struct err *e)
 		buf_addf(&text, "baton made task t%lld of this issue; some of "
 			 "its labels say nothing baton can use:\n\n%s",
 			 (long long)t.id, notes.ptr);
-		log_warn("issue #%lld: %s", (long long)n, notes.ptr);
+		log_warn("issue #%lld: %s", (long long)n, one_line(&notes));
 		if (gh_issue_comment(&fx->gh, (long)n, text.ptr, NULL, &te))
 			log_warn("issue #%lld: cannot comment: %s",
 				 (long long)n, te.msg);

@@ -31,7 +31,7 @@ task_status() {
 # The agent: the fake agent, after it wrote its environment down.
 cat >"$TRASH_DIRECTORY/env-agent" <<EOF
 #!/bin/sh
-env >"$FAKE_STATE/agent-env.\$\$"
+env >"\$(mktemp "$FAKE_STATE/agent-env.XXXXXX")"
 exec "$FAKE_AGENT" "\$@"
 EOF
 chmod +x "$TRASH_DIRECTORY/env-agent"
