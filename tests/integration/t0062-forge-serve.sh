@@ -53,24 +53,35 @@ forge:
 test_expect_success 'serve says the issue backlog and that the planner is skipped' '
 	new_issue "Add a greeting file" "Write hello.txt." "[\"baton\"]" >num &&
 	cd repo &&
-	bg_start "$TRASH_DIRECTORY/serve" "$BATON" serve &&
+	FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow FAKE_WAIT_FOR="$FAKE_STATE/go" \
+		bg_start "$TRASH_DIRECTORY/serve" "$BATON" serve &&
 	wait_for "grep -q \"Planner is skipped for this launch\" \"$TRASH_DIRECTORY/serve.out\"" 30 &&
 	test_grep "serve: forge acme/app" "$TRASH_DIRECTORY/serve.out" &&
 	test_grep "Issue backlog detected (1)" "$TRASH_DIRECTORY/serve.out"
 '
 
-test_expect_success 'the companion imports the issue without forge sync, and the task runs' '
-	cd repo &&
-	wait_for "test -n \"\$(task_status \"Add a greeting file\")\"" 30 &&
-	wait_for "test \"\$(task_status \"Add a greeting file\")\" = done" 120
+test_expect_success 'the companion imports the issue without forge sync; the issue hears that its run started' '
+	n=$(cat num) &&
+	(
+		cd repo &&
+		wait_for "test \"\$(task_status \"Add a greeting file\")\" = running" 30
+	) &&
+	wait_for "forge_call GET /repos/acme/app/issues/$n/comments | jq -e \"length == 1\"" 30 &&
+	forge_call GET "/repos/acme/app/issues/$n/comments" >started.json &&
+	test_jq ".[0].body | test(\"started run .r1-\")" started.json
 '
 
-test_expect_success 'the issue is told once that its run ended, with the status' '
+test_expect_success 'the run ends: the issue is told once, with the status' '
 	n=$(cat num) &&
-	wait_for "forge_call GET /repos/acme/app/issues/$n/comments | jq -e \"[.[] | select(.body | test(\\\"ended\\\"))] | length == 1\"" 30 &&
+	touch "$FAKE_STATE/go" &&
+	(
+		cd repo &&
+		wait_for "test \"\$(task_status \"Add a greeting file\")\" = done" 120
+	) &&
+	wait_for "forge_call GET /repos/acme/app/issues/$n/comments | jq -e \"length == 2\"" 30 &&
 	forge_call GET "/repos/acme/app/issues/$n/comments" >comments.json &&
 	test_jq "[.[] | select(.body | test(\"ended\"))] | length == 1" comments.json &&
-	test_jq "[.[] | select(.body | test(\"started\"))] | length <= 1" comments.json &&
+	test_jq "[.[] | select(.body | test(\"started\"))] | length == 1" comments.json &&
 	jq -r "[.[] | select(.body | test(\"ended\"))][0].body" comments.json >ended.txt &&
 	test_grep "the task \*\*done\*\*" ended.txt
 '
@@ -81,7 +92,7 @@ test_expect_success 'a later issue comes in while serve runs; comments are not r
 	wait_for "test \"\$(task_status \"Second issue\")\" = done" 120 &&
 	n=$(cat ../num) &&
 	forge_call GET "/repos/acme/app/issues/$n/comments" >../again.json &&
-	test_jq "[.[] | select(.body | test(\"ended\"))] | length == 1" ../again.json
+	test_jq "length == 2" ../again.json
 '
 
 test_expect_success 'serve stops, and the companion with it' '
