@@ -103,6 +103,22 @@ test_expect_success 'serve stops, and the companion with it' '
 	wait_for "test -z \"\$(forge_procs)\"" 10
 '
 
+test_expect_success 'a rate limit holds the companion until its reset; it logs why and lives on' '
+	forge_call POST /_double/fail "{\"kind\": \"primary\", \"count\": 2}" >/dev/null &&
+	(
+		cd repo &&
+		bg_start "$TRASH_DIRECTORY/serve2" "$BATON" serve
+	) &&
+	wait_for "grep -q \"the next round in\" serve2.out" 30 &&
+	test_grep "serve: forge: cannot count the issue backlog: primary rate limit" serve2.out &&
+	test_grep "sync: primary rate limit.*the next round in 3[0-9][0-9][0-9]s" serve2.out &&
+	forge_procs >procs2 &&
+	test_line_count = 1 procs2 &&
+	kill -TERM "$(cat serve2.pid)" &&
+	bg_wait serve2 60 >rc2 &&
+	wait_for "test -z \"\$(forge_procs)\"" 10
+'
+
 test_expect_success 'no agent had the token in its environment' '
 	ls "$FAKE_STATE"/agent-env.* >envs &&
 	test $(wc -l <envs) -ge 2 &&
