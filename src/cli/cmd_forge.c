@@ -46,9 +46,8 @@ print_round(const struct config *cfg, const struct forge_round *r, int json)
 		cli_printf(", refused %d (text not UTF-8)", r->refused);
 	cli_printf(", commented %d; PRs opened %d, pushes %d, fix rounds %d, "
 		   "merged %d, asked %d (%lld API call%s%s)\n",
-		   r->commented, r->prs_opened, r->pushes, r->rounds,
-		   r->merged, r->asked, (long long)r->calls,
-		   r->calls == 1 ? "" : "s",
+		   r->commented, r->prs_opened, r->pushes, r->rounds, r->merged,
+		   r->asked, (long long)r->calls, r->calls == 1 ? "" : "s",
 		   r->unchanged ? "; the issue listing is unchanged" : "");
 }
 

@@ -175,9 +175,9 @@ forge_main(const struct server_opts *o, int ready_fd)
 			int64_t left = next > now ? next - now : 0;
 
 			/* poll takes an int: look again hourly at most */
-			timeout = (int)(left < FORGE_MAX_HOLD_MS ?
-						left :
-						FORGE_MAX_HOLD_MS);
+			timeout =
+			    (int)(left < FORGE_MAX_HOLD_MS ? left
+							   : FORGE_MAX_HOLD_MS);
 		}
 		n = poll(&p, 1, timeout);
 		if (n < 0 && errno != EINTR)
