@@ -49,7 +49,9 @@ test_expect_success 'a labelled issue becomes one task after three syncs' '
 	test_grep "imported 1" sync1.out &&
 	test_grep "imported 0" sync2.out &&
 	test_grep "imported 0" sync3.out &&
-	test_jq ".[0].status == \"queued\" and .[0].origin == \"issue\" and .[0].body == \"Print the version and exit.\"" tasks.json
+	test_jq ".[0].status == \"queued\" and .[0].origin == \"issue\" and .[0].body == \"Print the version and exit.\"" tasks.json &&
+	(cd repo && "$BATON" task show 1 --json) >show.json &&
+	test_jq ".forge.issue == $n and .forge.repo == \"acme/app\" and (.forge.issue_url | endswith(\"/acme/app/issues/$n\"))" show.json
 '
 
 test_expect_success 'the task went through blocked(issue_linking) to queued, with events' '
