@@ -547,6 +547,10 @@ run_news(struct forge_ctx *fx, const struct forge_link *l, char **mark,
 		goto out;
 	if (!t.run_id)
 		goto out;
+	/* told already of this run's end: no need to read the run */
+	if (l->commented && !strncmp(l->commented, "ended:", 6) &&
+	    !strcmp(l->commented + 6, t.run_id))
+		goto out;
 	rc = store_run_get(fx->s, t.run_id, &r, e);
 	if (rc) {
 		if (rc == BATON_ENOTFOUND) {

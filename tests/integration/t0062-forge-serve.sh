@@ -155,6 +155,15 @@ test_expect_success 'with poll_seconds 0, a wake-up (baton forge wake) brings th
 	bg_wait serve3 120 >rc3
 '
 
+test_expect_success 'serve with a forge but no token will not start, naming the variable' '
+	(
+		cd repo &&
+		unset GITHUB_TOKEN &&
+		test_must_fail "$BATON" serve --exit-when-idle 2>../notoken.err
+	) &&
+	test_grep "GITHUB_TOKEN (forge.token_env) is not set" notoken.err
+'
+
 test_expect_success 'no agent had the token in its environment' '
 	ls "$FAKE_STATE"/agent-env.* >envs &&
 	test $(wc -l <envs) -ge 2 &&
