@@ -69,7 +69,9 @@ test_expect_success 'the listing unchanged: the next sync is one conditional req
 	jq "length" before.json >nb &&
 	jq --argjson n "$(cat nb)" "[.[\$n:][] | select(.path | startswith(\"/_double\") | not)]" after.json >new.json &&
 	test_jq "length == 1 and .[0].status == 304" new.json &&
-	test_grep "listing is unchanged" sync4.out
+	test_grep "listing is unchanged" sync4.out &&
+	(cd repo && "$BATON" forge sync --json) >sync5.json &&
+	test_jq ".repo == \"acme/app\" and .unchanged == true and .imported == 0 and .calls == 1" sync5.json
 '
 
 test_expect_success 'two syncs racing make one task of an issue' '
