@@ -140,16 +140,40 @@ test_expect_success 'an issue whose text is not UTF-8 (a NUL) is refused by name
 	forge_call PATCH "/repos/acme/app/issues/$(cat nul.num)" "{\"state\": \"closed\"}" >/dev/null
 '
 
-test_expect_success 'a task left blocked(issue_linking) by a crash is queued by the next sync' '
+# open_labelled: how many open issues carry the label: a sync makes as many
+# intake calls (writes, for BATON_FAULT_STORE), the newest issue's last
+open_labelled() {
+	forge_call GET "/repos/acme/app/issues?state=open&labels=baton&per_page=100" | jq length
+}
+
+test_expect_success 'an intake that fails writes nothing, and the next sync makes the task (the ETag was not kept)' '
+	new_issue "Fails once" "f" "[\"baton\"]" >/dev/null &&
+	k=$(open_labelled) &&
 	(
 		cd repo &&
-		id=$("$BATON" task list --json | jq "[.[] | select(.title == \"Beside the NUL\")][0].id") &&
-		db_query "UPDATE tasks SET status = '"'"'blocked'"'"', block_reason = '"'"'issue_linking'"'"' WHERE id = $id" &&
-		"$BATON" forge sync >../relink.out &&
-		"$BATON" task show "$id" --json >../relinked.json
+		test_must_fail env BATON_FAULT_STORE=$k "$BATON" forge sync 2>../fault1.err &&
+		test "$(tasks_titled "Fails once")" = 0 &&
+		"$BATON" forge sync >../fault1.out &&
+		test "$(tasks_titled "Fails once")" = 1
 	) &&
+	test_grep "injected fault" fault1.err &&
+	test_grep "imported 1" fault1.out
+'
+
+test_expect_success 'a failure between the intake and the queueing leaves the task blocked(issue_linking); the next sync queues it' '
+	new_issue "Half linked" "h" "[\"baton\"]" >/dev/null &&
+	k=$(open_labelled) &&
+	(
+		cd repo &&
+		test_must_fail env BATON_FAULT_STORE=$((k + 1)) "$BATON" forge sync 2>../fault2.err &&
+		"$BATON" task list --json >../half.json &&
+		"$BATON" forge sync >../relink.out &&
+		"$BATON" task list --json >../relinked.json
+	) &&
+	test_grep "injected fault" fault2.err &&
+	test_jq "[.[] | select(.title == \"Half linked\")] | length == 1 and .[0].status == \"blocked\" and .[0].block_reason == \"issue_linking\"" half.json &&
 	test_grep "linked 1" relink.out &&
-	test_jq ".status == \"queued\" and .block_reason == null" relinked.json
+	test_jq "[.[] | select(.title == \"Half linked\")] | length == 1 and .[0].status == \"queued\"" relinked.json
 '
 
 test_expect_success 'a rate limit GitHub asks to wait out for an hour: forge sync fails, saying so' '
