@@ -137,6 +137,10 @@ test_expect_success 'an issue whose text is not UTF-8 (a NUL) is refused by name
 	test_grep "issue #$(cat nul.num): its body is not UTF-8 text (byte 1 of 3): not imported" nul.err &&
 	test_jq "[.[] | select(.title == \"Has a NUL\")] | length == 0" nul-tasks.json &&
 	test_jq "[.[] | select(.title == \"Beside the NUL\")] | length == 1" nul-tasks.json &&
+	# the listing is as the sync left it (its ETag kept): the backlog
+	# still counts the refused issue, asking in full
+	(cd repo && "$BATON" doctor --quick >../nul-doctor.out 2>&1 || true) &&
+	test_grep "Issue backlog detected (1)" nul-doctor.out &&
 	forge_call PATCH "/repos/acme/app/issues/$(cat nul.num)" "{\"state\": \"closed\"}" >/dev/null
 '
 
