@@ -455,7 +455,7 @@ int
 forge__intake(struct forge_ctx *fx, struct err *e)
 {
 	struct linked_vec lv = { 0 };
-	int64_t *listed = NULL;
+	int64_t *listed = NULL, *linked = NULL;
 	size_t nr_listed = 0, i;
 	json_t *issues = NULL, *it;
 	char *path;
@@ -485,15 +485,23 @@ forge__intake(struct forge_ctx *fx, struct err *e)
 		fx->round->unchanged = 1;
 		goto out;
 	}
+	/* the issues linked already need no transaction each: in a
+	 * backlog of a thousand, the new ones are a few */
+	linked = xcalloc(lv.nr + 1, sizeof(*linked));
+	for (i = 0; i < lv.nr; i++)
+		linked[i] = lv.v[i].issue;
+	qsort(linked, lv.nr, sizeof(*linked), cmp_num);
 	listed = xcalloc(json_array_size(issues) + 1, sizeof(*listed));
 	json_array_foreach(issues, i, it) {
-		json_int_t n =
-		    json_integer_value(json_object_get(it, "number"));
+		int64_t n = json_integer_value(json_object_get(it, "number"));
 
 		if (json_object_get(it, "pull_request"))
 			continue; /* GitHub lists pull requests as issues */
 		if (n > 0)
 			listed[nr_listed++] = n;
+		if (n > 0 &&
+		    bsearch(&n, linked, lv.nr, sizeof(*linked), cmp_num))
+			continue;
 		rc = import_issue(fx, it, e);
 		if (rc < 0)
 			goto out;
@@ -520,6 +528,7 @@ forge__intake(struct forge_ctx *fx, struct err *e)
 out:
 	json_decref(issues);
 	free(listed);
+	free(linked);
 	free(lv.v);
 	return rc;
 }
