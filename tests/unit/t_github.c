@@ -283,3 +283,230 @@ TEST(the_log_is_kept_bounded_and_has_no_token)
 	gh_client_release(&c);
 	stop_double();
 }
+
+/*
+ * Where the wrappers below talk: FORGE_URL when set (t0075 sets it to
+ * Prism in front of a double it started, FORGE_DOUBLE_URL, with the token
+ * FORGE_TOKEN), else a double of our own.
+ */
+static const char *
+forge_target(char *token, size_t n)
+{
+	const char *url = getenv("FORGE_URL"), *dbl = getenv("FORGE_DOUBLE_URL");
+	const char *tok = getenv("FORGE_TOKEN");
+
+	if (url && *url && dbl && *dbl && tok && *tok) {
+		snprintf(double_url, sizeof(double_url), "%s", dbl);
+		snprintf(token, n, "%s", tok);
+		return url;
+	}
+	start_double();
+	snprintf(token, n, "%s", TOKEN);
+	return double_url;
+}
+
+/* Each wrapper of github.h once, in the order a sync and a run use them. */
+static void
+exercise_every_wrapper(struct gh_client *c, const char *head)
+{
+	struct err e = ERR_INIT;
+	const char *labels[] = { "area:src", "priority:2", NULL };
+	json_t *x = NULL, *pr = NULL;
+	const char *sha;
+	char ref[128];
+	long n, issue;
+	int nm = 1;
+
+	control(c, "issue", json_pack("{s:s, s:s, s:[s]}", "title", "one",
+				      "body", "the first", "labels", "baton"));
+	ASSERT_OK(gh_issues_with_label(c, "baton", &x, &nm, &e), &e);
+	ASSERT_EQ(nm, 0);
+	ASSERT(json_array_size(x) >= 1);
+	issue = json_integer_value(json_object_get(
+		json_array_get(x, json_array_size(x) - 1), "number"));
+	ASSERT(issue > 0);
+	json_decref(x);
+	/* unchanged: one conditional request, answered 304 */
+	ASSERT_OK(gh_issues_with_label(c, "baton", &x, &nm, &e), &e);
+	ASSERT_EQ(nm, 1);
+	ASSERT(x == NULL);
+	ASSERT_OK(gh_issue_get(c, issue, &x, &e), &e);
+	ASSERT_STREQ(json_string_value(json_object_get(x, "title")), "one");
+	json_decref(x);
+	ASSERT_OK(gh_issue_comment(c, issue, "baton started a run", &x, &e),
+		  &e);
+	ASSERT_STREQ(json_string_value(json_object_get(x, "body")),
+		     "baton started a run");
+	json_decref(x);
+	ASSERT_OK(gh_labels_add(c, issue, labels, &e), &e);
+
+	ASSERT_OK(gh_pull_create(c, "Add a flag", head, "main",
+				 "Closes #1", 0, &pr, &e), &e);
+	n = (long)json_integer_value(json_object_get(pr, "number"));
+	sha = json_string_value(json_object_get(json_object_get(pr, "head"),
+						"sha"));
+	ASSERT(n > 0 && sha);
+	snprintf(ref, sizeof(ref), "%s", sha);
+	json_decref(pr);
+	ASSERT_OK(gh_pull_get(c, n, &x, &e), &e);
+	ASSERT_EQ(json_integer_value(json_object_get(x, "number")), n);
+	json_decref(x);
+	ASSERT_OK(gh_pulls_for_head(c, head, &x, &e), &e);
+	ASSERT_EQ(json_array_size(x), 1);
+	json_decref(x);
+
+	control(c, "review", json_pack("{s:I, s:s, s:s}", "pull",
+				       (json_int_t)n, "state",
+				       "CHANGES_REQUESTED", "body", "fix it"));
+	control(c, "review_comment",
+		json_pack("{s:I, s:s, s:i, s:s}", "pull", (json_int_t)n,
+			  "path", "cli.sh", "line", 3, "body", "quote this"));
+	ASSERT_OK(gh_pull_reviews(c, n, &x, &e), &e);
+	ASSERT_STREQ(json_string_value(json_object_get(json_array_get(x, 0),
+						       "state")),
+		     "CHANGES_REQUESTED");
+	json_decref(x);
+	ASSERT_OK(gh_pull_review_comments(c, n, &x, &e), &e);
+	ASSERT_STREQ(json_string_value(json_object_get(json_array_get(x, 0),
+						       "path")), "cli.sh");
+	json_decref(x);
+
+	control(c, "status", json_pack("{s:s, s:s, s:s, s:s, s:s}", "sha", ref,
+				       "state", "failure", "context", "ci/test",
+				       "description", "2 tests failed",
+				       "target_url", "https://ci.example/1"));
+	control(c, "check_run",
+		json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "sha", ref,
+			  "name", "build", "status", "completed",
+			  "conclusion", "failure", "output", "title",
+			  "build failed", "summary", "make: *** [all] Error 2"));
+	ASSERT_OK(gh_statuses(c, ref, &x, &e), &e);
+	ASSERT_EQ(json_array_size(x), 1);
+	json_decref(x);
+	ASSERT_OK(gh_combined_status(c, ref, &x, &e), &e);
+	ASSERT_STREQ(json_string_value(json_object_get(x, "state")),
+		     "failure");
+	json_decref(x);
+	ASSERT_OK(gh_check_runs(c, ref, &x, &e), &e);
+	ASSERT_EQ(json_integer_value(json_object_get(x, "total_count")), 1);
+	json_decref(x);
+
+	ASSERT_OK(gh_pull_merge(c, n, "squash", &x, &e), &e);
+	ASSERT(json_is_true(json_object_get(x, "merged")));
+	json_decref(x);
+}
+
+TEST(every_wrapper_against_forge_url_or_the_double)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	char token[128];
+	const char *url = forge_target(token, sizeof(token));
+
+	ASSERT_OK(gh_client_init(&c, url, "acme/app", token, "GITHUB_TOKEN",
+				 &e), &e);
+	exercise_every_wrapper(&c, "baton/r1-every-wrapper");
+	gh_client_release(&c);
+	stop_double();
+}
+
+/*
+ * The corrupt_answer_fails_* tests run only through Prism (t0075 sets
+ * FORGE_PRISM): the double is told to drop a required field from its
+ * next answer (POST /_double/corrupt), and the wrapper must then fail
+ * with Prism's 500, which shows that Prism checks that answer at all.
+ */
+struct fixture {
+	long issue, pull;
+	char sha[64], head[64];
+};
+
+static int
+through_prism(void)
+{
+	const char *p = getenv("FORGE_PRISM");
+
+	if (p && *p && getenv("FORGE_URL"))
+		return 1;
+	printf("    (no FORGE_PRISM: nothing checks the answers; "
+	       "t0075 runs this)\n");
+	return 0;
+}
+
+static void
+fixture(struct gh_client *c, struct fixture *f)
+{
+	struct err e = ERR_INIT;
+	char token[128];
+	const char *url = forge_target(token, sizeof(token));
+	json_t *x;
+
+	ASSERT_OK(gh_client_init(c, url, "acme/app", token, "GITHUB_TOKEN",
+				 &e), &e);
+	snprintf(f->head, sizeof(f->head), "baton/r%ld-corrupt",
+		 (long)getpid());
+	control(c, "issue", json_pack("{s:s, s:[s]}", "title", "c", "labels",
+				      "baton"));
+	ASSERT_OK(gh_pull_create(c, "c", f->head, "main", "b", 0, &x, &e),
+		  &e);
+	f->pull = (long)json_integer_value(json_object_get(x, "number"));
+	f->issue = f->pull;
+	snprintf(f->sha, sizeof(f->sha), "%s",
+		 json_string_value(json_object_get(json_object_get(x, "head"),
+						   "sha")));
+	json_decref(x);
+	control(c, "review", json_pack("{s:I, s:s}", "pull",
+				       (json_int_t)f->pull, "state",
+				       "APPROVED"));
+	control(c, "review_comment",
+		json_pack("{s:I, s:s, s:i, s:s}", "pull", (json_int_t)f->pull,
+			  "path", "a.c", "line", 1, "body", "b"));
+	control(c, "status", json_pack("{s:s, s:s, s:s}", "sha", f->sha,
+				       "state", "success", "context", "ci"));
+	control(c, "check_run", json_pack("{s:s, s:s, s:s}", "sha", f->sha,
+					  "name", "build", "conclusion",
+					  "success"));
+	control(c, "corrupt", json_pack("{s:i}", "count", 1));
+}
+
+static void
+expect_violation(struct gh_client *c, int rc, struct err *e)
+{
+	ASSERT(rc < 0);
+	ASSERT_CONTAINS(e->msg, ": 500");
+	gh_client_release(c);
+}
+
+#define CORRUPT_TEST(name, call)                                              \
+	TEST(corrupt_answer_fails_##name)                                     \
+	{                                                                     \
+		struct gh_client c;                                           \
+		struct fixture f;                                             \
+		struct err e = ERR_INIT;                                      \
+		json_t *x = NULL;                                             \
+		int nm = 0;                                                   \
+		const char *labels[] = { "area:x", NULL };                    \
+		(void)nm;                                                     \
+		(void)labels;                                                 \
+		if (!through_prism())                                         \
+			return;                                               \
+		fixture(&c, &f);                                              \
+		expect_violation(&c, (call), &e);                             \
+		json_decref(x);                                               \
+	}
+
+CORRUPT_TEST(issues_with_label, gh_issues_with_label(&c, "baton", &x, &nm, &e))
+CORRUPT_TEST(issue_get, gh_issue_get(&c, f.issue, &x, &e))
+CORRUPT_TEST(issue_comment, gh_issue_comment(&c, f.issue, "hi", &x, &e))
+CORRUPT_TEST(labels_add, gh_labels_add(&c, f.issue, labels, &e))
+CORRUPT_TEST(pull_create, gh_pull_create(&c, "t", "baton/corrupt-create",
+					 "main", "b", 0, &x, &e))
+CORRUPT_TEST(pull_get, gh_pull_get(&c, f.pull, &x, &e))
+CORRUPT_TEST(pulls_for_head, gh_pulls_for_head(&c, f.head, &x, &e))
+CORRUPT_TEST(pull_merge, gh_pull_merge(&c, f.pull, "merge", &x, &e))
+CORRUPT_TEST(pull_reviews, gh_pull_reviews(&c, f.pull, &x, &e))
+CORRUPT_TEST(pull_review_comments, gh_pull_review_comments(&c, f.pull, &x,
+							   &e))
+CORRUPT_TEST(statuses, gh_statuses(&c, f.sha, &x, &e))
+CORRUPT_TEST(combined_status, gh_combined_status(&c, f.sha, &x, &e))
+CORRUPT_TEST(check_runs, gh_check_runs(&c, f.sha, &x, &e))
