@@ -19,6 +19,8 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
+#include "util/redact.h"
+#include "util/xalloc.h"
 
 #define TOKEN "ghp_unit_secret_0123456789"
 
@@ -259,7 +261,7 @@ TEST(the_log_is_kept_bounded_and_has_no_token)
 	start_double();
 	client(&c, TOKEN);
 	c.log_dir = strdup(test_tmpdir());
-	c.log_cap = 4096;
+	c.log_cap = 16384;
 	/* a comment that echoes the token: the log must not keep it */
 	control(&c, "issue", json_pack("{s:s}", "title", "a"));
 	ASSERT_OK(gh_issue_comment(&c, 1, "leak " TOKEN, &x, &e), &e);
@@ -272,12 +274,160 @@ TEST(the_log_is_kept_bounded_and_has_no_token)
 	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
 	buf_addf(&path, "%s/log-%s.jsonl", test_tmpdir(), day);
 	ASSERT_EQ(stat(path.ptr, &st), 0);
-	ASSERT(st.st_size <= 4096 + 256);
+	ASSERT(st.st_size <= 16384 + 256);
+	ASSERT_EQ(st.st_mode & 0777, 0600);
 	ASSERT_OK(fs_read(path.ptr, &text, 1 << 20, &e), &e);
 	ASSERT(!strstr(text.ptr, TOKEN));
 	ASSERT_CONTAINS(text.ptr, "[redacted:GITHUB_TOKEN]");
 	ASSERT_CONTAINS(text.ptr, "\"capped\":true");
 	ASSERT_CONTAINS(text.ptr, "\"path\":\"/repos/acme/app/issues/1\"");
+	buf_release(&path);
+	buf_release(&text);
+	gh_client_release(&c);
+	stop_double();
+}
+
+static void
+today(char *day, size_t n, int days_ago)
+{
+	time_t t = time(NULL) - (time_t)days_ago * 86400;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(day, n, "%Y-%m-%d", &tm);
+}
+
+TEST(a_link_planted_at_the_log_path_is_refused_not_followed)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	struct buf path = BUF_INIT, target = BUF_INIT, text = BUF_INIT;
+	json_t *x = NULL;
+	char day[16];
+
+	start_double();
+	client(&c, TOKEN);
+	c.log_dir = xasprintf("%s/forge", test_tmpdir());
+	ASSERT(mkdir(c.log_dir, 0700) == 0);
+	today(day, sizeof(day), 0);
+	buf_addf(&target, "%s/elsewhere", test_tmpdir());
+	ASSERT_OK(fs_write_atomic(target.ptr, "mine\n", 5, &e), &e);
+	buf_addf(&path, "%s/log-%s.jsonl", c.log_dir, day);
+	ASSERT(symlink(target.ptr, path.ptr) == 0);
+	control(&c, "issue", json_pack("{s:s}", "title", "a"));
+	ASSERT_OK(gh_issue_get(&c, 1, &x, &e), &e);
+	json_decref(x);
+	ASSERT(c.log_error != NULL);
+	ASSERT_CONTAINS(c.log_error, "symbolic link");
+	ASSERT_OK(fs_read(target.ptr, &text, 1 << 20, &e), &e);
+	ASSERT_STREQ(text.ptr, "mine\n");
+	buf_release(&path);
+	buf_release(&target);
+	buf_release(&text);
+	gh_client_release(&c);
+	stop_double();
+}
+
+TEST(a_log_dir_that_is_a_link_is_refused)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	struct buf real = BUF_INIT;
+	json_t *x = NULL;
+
+	start_double();
+	client(&c, TOKEN);
+	buf_addf(&real, "%s/real", test_tmpdir());
+	ASSERT(mkdir(real.ptr, 0700) == 0);
+	c.log_dir = xasprintf("%s/forge", test_tmpdir());
+	ASSERT(symlink(real.ptr, c.log_dir) == 0);
+	control(&c, "issue", json_pack("{s:s}", "title", "a"));
+	ASSERT_OK(gh_issue_get(&c, 1, &x, &e), &e);
+	json_decref(x);
+	ASSERT(c.log_error != NULL);
+	ASSERT_CONTAINS(c.log_error, "forge log:");
+	ASSERT(rmdir(real.ptr) == 0); /* nothing was written there */
+	buf_release(&real);
+	gh_client_release(&c);
+	stop_double();
+}
+
+TEST(the_log_dir_is_made_0700_and_old_days_are_pruned)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	char old[16], kept[16], *p_old, *p_kept, *p_other;
+	json_t *x = NULL;
+	struct stat st;
+
+	start_double();
+	client(&c, TOKEN);
+	c.log_dir = xasprintf("%s/new/forge", test_tmpdir());
+	c.log_keep_days = 7;
+	ASSERT_OK(fs_mkdir_p(c.log_dir, 0700, &e), &e);
+	today(old, sizeof(old), 7);  /* the 8th day back: goes */
+	today(kept, sizeof(kept), 6); /* the 7th: stays */
+	p_old = xasprintf("%s/log-%s.jsonl", c.log_dir, old);
+	p_kept = xasprintf("%s/log-%s.jsonl", c.log_dir, kept);
+	p_other = xasprintf("%s/notes.txt", c.log_dir);
+	ASSERT_OK(fs_write_atomic(p_old, "{}\n", 3, &e), &e);
+	ASSERT_OK(fs_write_atomic(p_kept, "{}\n", 3, &e), &e);
+	ASSERT_OK(fs_write_atomic(p_other, "x\n", 2, &e), &e);
+	control(&c, "issue", json_pack("{s:s}", "title", "a"));
+	ASSERT_OK(gh_issue_get(&c, 1, &x, &e), &e);
+	json_decref(x);
+	ASSERT(c.log_error == NULL);
+	ASSERT(!fs_exists(p_old));
+	ASSERT(fs_exists(p_kept));
+	ASSERT(fs_exists(p_other));
+	ASSERT_EQ(stat(c.log_dir, &st), 0);
+	ASSERT_EQ(st.st_mode & 0777, 0700);
+	free(p_old);
+	free(p_kept);
+	free(p_other);
+	gh_client_release(&c);
+	stop_double();
+}
+
+TEST(the_log_redacts_the_secrets_redact_knows_too)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	struct buf path = BUF_INIT, text = BUF_INIT;
+	char var[] = "DEPLOY_KEY=dk_live_9f8e7d6c5b4a";
+	char *envp[] = { var, NULL };
+	json_t *x = NULL;
+	char day[16];
+
+	redact_init(envp, NULL);
+	start_double();
+	client(&c, TOKEN);
+	c.log_dir = strdup(test_tmpdir());
+	control(&c, "issue", json_pack("{s:s}", "title", "a"));
+	/* in a body, and in a URL (a query GitHub would ignore) */
+	ASSERT_OK(gh_issue_comment(&c, 1, "key dk_live_9f8e7d6c5b4a", &x, &e),
+		  &e);
+	json_decref(x);
+	ASSERT_EQ(gh_issue_get(&c, 999, &x, &e), BATON_EINVAL);
+	{
+		struct gh_response r;
+
+		ASSERT_OK(gh_request(&c, "GET", "/repos/acme/app/issues/1?"
+				     "k=dk_live_9f8e7d6c5b4a&t=" TOKEN, NULL,
+				     &r, &e), &e);
+		gh_response_release(&r);
+	}
+	today(day, sizeof(day), 0);
+	buf_addf(&path, "%s/log-%s.jsonl", test_tmpdir(), day);
+	ASSERT_OK(fs_read(path.ptr, &text, 1 << 22, &e), &e);
+	ASSERT(!strstr(text.ptr, "dk_live_9f8e7d6c5b4a"));
+	ASSERT(!strstr(text.ptr, TOKEN));
+	ASSERT_CONTAINS(text.ptr, "[redacted:DEPLOY_KEY]");
+	ASSERT_CONTAINS(text.ptr, "k=[redacted:DEPLOY_KEY]&t=[redacted:"
+				  "GITHUB_TOKEN]");
+	ASSERT_CONTAINS(text.ptr, "\"authorization\":\"Bearer [redacted:"
+				  "GITHUB_TOKEN]\"");
+	redact_reset();
 	buf_release(&path);
 	buf_release(&text);
 	gh_client_release(&c);
