@@ -137,5 +137,6 @@ extern const struct cmd cmd_task, cmd_serve, cmd_worker, cmd_migrate;
 extern const struct cmd cmd_plan;
 extern const struct cmd cmd_merge;
 extern const struct cmd cmd_receipts;
+extern const struct cmd cmd_forge;
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "forge/forge.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -562,6 +563,58 @@ out:
 	free(spec);
 }
 
+/*
+ * The forge (docs/forge.md): configured, its token variable set, and
+ * openTiger's start-up rules: the issue backlog (asked of GitHub) and
+ * the judge backlog, and whether a launch would skip the planner.
+ * Returns the problems found (0 or 1).
+ */
+static int
+check_forge(struct cli *c)
+{
+	const struct config_forge *f = &c->cfg.forge;
+	struct forge_startup st;
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	char *spec = NULL;
+	int bad = 0;
+
+	cli_printf("\nforge\n");
+	if (forge_check(&c->cfg, &e)) {
+		cli_printf("  %-12s FAILING %s\n", f->repo ? f->repo : "forge",
+			   e.msg);
+		return 1;
+	}
+	cli_printf("  %-12s ok      %s at %s, token in %s; intake %s\n",
+		   "github", f->repo, f->api_url ? f->api_url : "?",
+		   f->token_env,
+		   f->intake_label ? f->intake_label : "off (no intake.label)");
+	spec = cli_store_spec(c);
+	if (!fs_is_dir(c->ws.dir) || store_open(spec, &s, &e)) {
+		free(spec);
+		return 0; /* the queue section said why */
+	}
+	if (forge_startup(&c->cfg, s, &c->ws, &st, &e)) {
+		cli_printf("  %-12s FAILING %s\n", "backlog", e.msg);
+		bad = 1;
+	}
+	if (st.issue_backlog)
+		cli_printf("  %-12s Issue backlog detected (%d)\n", "",
+			   st.issue_backlog);
+	if (st.judge_backlog)
+		cli_printf("  %-12s Judge backlog detected (%d)\n", "",
+			   st.judge_backlog);
+	if (st.skip_planner)
+		cli_printf("  %-12s Planner is skipped for this launch\n", "");
+	else if (!bad)
+		cli_printf("  %-12s no issue or judge backlog: the planner may "
+			   "start from a requirement\n",
+			   "");
+	store_close(s);
+	free(spec);
+	return bad;
+}
+
 static int
 doctor_exec(struct cli *c, int argc, char **argv)
 {
@@ -606,6 +659,8 @@ doctor_exec(struct cli *c, int argc, char **argv)
 		bad += check_providers(&c->cfg, c->ws.repo, quick);
 	if (have_cfg)
 		check_queue(c);
+	if (have_cfg && c->cfg.forge.type)
+		bad += check_forge(c);
 	if (!installed && (!have_cfg || !c->cfg.nr_providers)) {
 		cli_printf(
 		    "\nno agent CLI is installed: install one (for example "

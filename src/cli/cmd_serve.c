@@ -14,6 +14,7 @@
 #include "util/compat.h"
 
 #include "cli/cli.h"
+#include "forge/forge.h"
 #include "sched/sched.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -45,6 +46,39 @@ start_http(void *arg, pid_t *pid, struct err *e)
 			    ".baton");
 	h->started = 1;
 	return 0;
+}
+
+/* The forge companion's start: forks "baton forge" (forge sync rounds). */
+static int
+start_forge(void *arg, pid_t *pid, struct err *e)
+{
+	struct http *h = arg;
+
+	return forge_spawn(&h->o, pid, e);
+}
+
+/*
+ * openTiger's start-up rules: with a forge that imports issues, the
+ * issue backlog and the judge backlog come before any planning.
+ */
+static void
+startup_rules(struct cli *c)
+{
+	struct forge_startup st;
+	struct err e = ERR_INIT;
+
+	if (forge_startup(&c->cfg, c->store, &c->ws, &st, &e))
+		term_printf(stderr, "serve: forge: cannot count the issue "
+			    "backlog: %s\n", e.msg);
+	if (st.issue_backlog)
+		term_printf(stderr, "serve: Issue backlog detected (%d)\n",
+			    st.issue_backlog);
+	if (st.judge_backlog)
+		term_printf(stderr, "serve: Judge backlog detected (%d)\n",
+			    st.judge_backlog);
+	if (st.skip_planner)
+		term_printf(stderr,
+			    "serve: Planner is skipped for this launch\n");
 }
 
 /* The notifier companion's start: forks the webhook process. */
@@ -92,6 +126,7 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 					     &http };
 	struct serve_companion notifier = { "webhook notifier", start_notify,
 					    &http };
+	struct serve_companion forge = { "forge sync", start_forge, &http };
 	char *token = NULL;
 	struct sched_ctx x = { c->store, &c->ws, &c->cfg, cmd->name,
 			       c->store_spec, host };
@@ -149,6 +184,22 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 		o.companions[o.nr_companions++] = &notifier;
 		fprintf(stderr, "serve: webhooks to %zu URL%s (notify.webhooks)\n",
 			c->cfg.nr_webhooks, c->cfg.nr_webhooks == 1 ? "" : "s");
+	}
+	/* the forge's rounds: on the serve that judges and lands, not on a
+	 * worker host */
+	if (!host && c->cfg.forge.type) {
+		o.companions[o.nr_companions++] = &forge;
+		if (c->cfg.forge.poll_seconds > 0)
+			term_printf(stderr, "serve: forge %s, a sync round "
+				    "every %ds (forge.poll_seconds)\n",
+				    c->cfg.forge.repo ? c->cfg.forge.repo : "?",
+				    c->cfg.forge.poll_seconds);
+		else
+			term_printf(stderr, "serve: forge %s, a sync round "
+				    "at start and on each webhook\n",
+				    c->cfg.forge.repo ? c->cfg.forge.repo : "?");
+		startup_rules(c);
+		forge_hold_token(&c->cfg);
 	}
 	workspace_detect_identity(&c->ws);
 	label = cli_store_label(c->store_spec);

@@ -8,6 +8,7 @@
 
 #include "forge/forge.h"
 #include "forge/github.h"
+#include "util/strvec.h"
 
 struct forge_ctx {
 	const struct config *cfg;
@@ -15,6 +16,9 @@ struct forge_ctx {
 	const struct workspace *ws;
 	struct gh_client gh;	/* token from cfg->forge.token_env */
 	struct forge_round *round;
+	/* paths ("/repos/O/N/issues?") whose listings' first-page ETags
+	 * are kept in the store between rounds (forge__keep_etags) */
+	struct strvec keep;
 };
 
 /*
@@ -30,5 +34,30 @@ int forge__intake(struct forge_ctx *fx, struct err *e);
  * into fix rounds, a question for a person, a merge, or the task's end.
  */
 int forge__pulls(struct forge_ctx *fx, struct err *e);
+
+/*
+ * intake.c, after forge__pulls (so that a run's end can name its PR):
+ * each issue whose task's run started or ended since the last round gets
+ * one comment saying so (the link's commented field keeps it to one).
+ */
+int forge__comments(struct forge_ctx *fx, struct err *e);
+
+/*
+ * sync.c: makes fx for one round (the client, its ETags restored from
+ * the store's cursors); forge__end persists the ETags (when keep) and
+ * adds the client's counters to the store's forge stats, then releases.
+ */
+int forge__begin(struct forge_ctx *fx, const struct config *cfg,
+		 struct store *s, const struct workspace *ws,
+		 struct forge_round *round, struct err *e);
+void forge__end(struct forge_ctx *fx, int keep);
+
+/*
+ * sync.c: keeps the ETags of the first pages of the listings whose URL
+ * starts with path (relative to api_url, e.g. "/repos/O/N/issues?")
+ * between rounds. Only for listings whose caller reads a 304 as "nothing
+ * changed" (gh_list's not_modified): a later process sends If-None-Match.
+ */
+void forge__keep_etags(struct forge_ctx *fx, const char *path);
 
 #endif

@@ -79,6 +79,14 @@ int sched_task_write(struct sched_ctx *x, struct task *t, const char *type,
 int sched_task_area(const char *raw, const char *what, char **out,
 		    struct err *e);
 
+/*
+ * Cuts a task baton makes from outside text (a forge issue) to
+ * TASK_TEXT_MAX, as it does its own (a rework, a merge conflict): a
+ * title over 1 KiB keeps its first KiB; the middle of the body goes,
+ * with a line that says how much. t's strings are replaced in place.
+ */
+void sched_task_fit(struct task *t);
+
 /* "t7" / "7" -> 7; 0 when ref is not a task reference. */
 int64_t sched_task_ref(const char *ref);
 
@@ -241,7 +249,7 @@ struct serve_companion {
 	void *arg;
 };
 
-#define SERVE_MAX_COMPANIONS 2
+#define SERVE_MAX_COMPANIONS 3
 
 struct serve_opts {
 	int workers;	     /* worker processes */

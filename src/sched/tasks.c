@@ -154,6 +154,12 @@ sched__task_fit(struct task *t)
 	t->body = buf_detach(&b, NULL);
 }
 
+void
+sched_task_fit(struct task *t)
+{
+	sched__task_fit(t);
+}
+
 /* Skips a run of characters of class cls; returns where it stopped. */
 static const char *
 skip(const char *p, int (*cls)(int))

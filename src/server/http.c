@@ -159,6 +159,7 @@ http_fail(struct req *rq, const struct err *e)
 	case BATON_ECONFLICT:
 	case BATON_EBUSY:
 	case BATON_EFENCED:
+	case BATON_EEXIST:
 		http_error(rq, 409, "conflict", "%s", e->msg);
 		break;
 	case BATON_EINVAL:

@@ -56,6 +56,25 @@ int server_spawn(const struct server_opts *o, pid_t *pid, char *url,
 int notify_spawn(const struct server_opts *o, pid_t *pid, struct err *e);
 
 /*
+ * Forks the forge companion "baton forge" (docs/forge.md, "Sync and
+ * serve"): a process that runs forge_sync at once, then every
+ * forge.poll_seconds and whenever forge_wake is called; a round's error
+ * is logged and never ends it. Returns once it runs (*pid set) or with
+ * the reason in e (the forge is not configured, its token variable is
+ * not set). opts->listen and opts->token are not used. It ends on
+ * SIGTERM or when its parent dies.
+ */
+int forge_spawn(const struct server_opts *o, pid_t *pid, struct err *e);
+
+/*
+ * Takes the forge's token out of this process's environment, so that no
+ * worker (and no agent) serve starts inherits it, and keeps it for the
+ * forge companion, which alone puts it back, in its own process. Call
+ * once serve has done what needs the token itself, before its workers.
+ */
+void forge_hold_token(const struct config *cfg);
+
+/*
  * The bearer token of the repository: .baton/token, created (32 random
  * bytes as hex, mode 0600, O_EXCL) when missing; by baton init and by
  * serve. A symbolic link in its place (or as .baton) is refused with

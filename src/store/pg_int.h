@@ -45,6 +45,7 @@
 #ifndef BATON_STORE_PG_INT_H
 #define BATON_STORE_PG_INT_H
 
+#include <assert.h>
 #include <libpq-fe.h>
 #include <stdint.h>
 
@@ -160,6 +161,41 @@ const char *pg__int(char *buf, int64_t v);
 /* The same, but 0 is NULL (an id that may be "none"). */
 const char *pg__id_param(char *buf, int64_t v);
 
+/* Enough for the widest statement: a task's INSERT or UPDATE. */
+#define PARAMS_MAX 40
+
+/* The text parameters of one statement, with room for the numbers. */
+struct params {
+	int n;
+	const char *v[PARAMS_MAX];
+	char num[PARAMS_MAX][24];
+};
+
+/* Borrows s (NULL is SQL NULL) until the statement ran. */
+static inline void
+param_text(struct params *p, const char *s)
+{
+	assert(p->n < PARAMS_MAX);
+	p->v[p->n++] = s;
+}
+
+static inline void
+param_int(struct params *p, int64_t v)
+{
+	assert(p->n < PARAMS_MAX);
+	p->v[p->n] = pg__int(p->num[p->n], v);
+	p->n++;
+}
+
+/* An id that may be 0: NULL then, so no foreign key looks for row 0. */
+static inline void
+param_id(struct params *p, int64_t v)
+{
+	assert(p->n < PARAMS_MAX);
+	p->v[p->n] = pg__id_param(p->num[p->n], v);
+	p->n++;
+}
+
 /* Field (row, col) as a new string, NULL for SQL NULL. */
 char *pg__text(const PGresult *res, int row, int col);
 /* Field (row, col) as an integer; 0 for SQL NULL. */
@@ -197,6 +233,20 @@ unsigned pg__watch_drain(struct store *s);
 void pg__watch_close(struct pg_store *ps);
 
 /*
+ * postgres_queue.c: the insert of a new task (row: t with its defaults
+ * put in, see store__task_with_defaults) with its dependencies and ev,
+ * inside the caller's open write transaction, and a NOTIFY of new work;
+ * *id_out, *ts_out and *seq_out get what was written (*ts_out and
+ * *seq_out only with ev). A parent or dependency that does not exist is
+ * BATON_ENOTFOUND. For store_task_add and the forge's intake, which adds
+ * a link in the same transaction.
+ */
+int pg__task_insert(struct pg_store *ps, const struct task *t,
+		    const struct task *row, int64_t created, int64_t now,
+		    const struct event *ev, int64_t *id_out, int64_t *ts_out,
+		    int64_t *seq_out, const char *what, struct err *e);
+
+/*
  * The operations of postgres_queue.c, with the contracts of the store_*
  * functions of the same names (store.h); postgres.c puts them in
  * store_postgres_ops.
@@ -216,8 +266,6 @@ int pg__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 int pg__task_renew(struct store *s, int64_t id, int64_t token,
 		   int64_t lease_ms, struct err *e);
 int pg__task_next_due(struct store *s, int64_t *out, struct err *e);
-int pg__forge_delivery_seen(struct store *s, const char *delivery_id,
-			    const char *event, struct err *e);
 int pg__task_events(struct store *s, int64_t task_id, int64_t after_seq,
 		    store_event_cb *cb, void *arg, struct err *e);
 int pg__worker_beat(struct store *s, const struct worker_rec *w,
@@ -235,5 +283,24 @@ int pg__merge_list(struct store *s, const char *status, store_merge_cb *cb,
 		   void *arg, struct err *e);
 int pg__merge_claim(struct store *s, const char *holder, int64_t claim_ms,
 		    struct merge_item *out, struct err *e);
+
+/* postgres_forge.c: the forge's tables (sql/pg/005-forge.sql) */
+int pg__forge_delivery_seen(struct store *s, const char *delivery_id,
+			    const char *event, struct err *e);
+int pg__forge_intake(struct store *s, struct task *t, struct forge_link *l,
+		     struct event *ev, struct err *e);
+int pg__forge_link_get(struct store *s, int64_t task_id,
+		       struct forge_link *out, struct err *e);
+int pg__forge_link_put(struct store *s, struct forge_link *l, struct err *e);
+int pg__forge_links(struct store *s, const char *repo,
+		    store_forge_link_cb *cb, void *arg, struct err *e);
+int pg__forge_cursor_get(struct store *s, const char *url, char **etag,
+			 char **cursor, struct err *e);
+int pg__forge_cursor_set(struct store *s, const char *url, const char *etag,
+			 const char *cursor, struct err *e);
+int pg__forge_stats_add(struct store *s, const struct forge_stats *d,
+			struct err *e);
+int pg__forge_stats_get(struct store *s, struct forge_stats *out,
+			struct err *e);
 
 #endif

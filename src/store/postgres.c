@@ -702,7 +702,7 @@ pg_schema_version(struct store *s, struct err *e)
 
 /* Adds a number parameter to p. */
 static void
-param_int(struct run_params *p, int64_t v)
+run_param_int(struct run_params *p, int64_t v)
 {
 	p->v[p->n] = pg__int(p->num[p->n], v);
 	p->n++;
@@ -713,7 +713,7 @@ static void
 fill_mutable(struct run_params *p, const struct run *r)
 {
 #define P_TEXT(f) p->v[p->n++] = r->f;
-#define P_INT(f)  param_int(p, (int64_t)r->f);
+#define P_INT(f)  run_param_int(p, (int64_t)r->f);
 	RUN_TEXT_MUTABLE(P_TEXT)
 	RUN_INT_MUTABLE(P_INT)
 #undef P_TEXT
@@ -827,7 +827,7 @@ run_create_try(struct pg_store *ps, const struct run *r, int64_t now,
 	/* A statement of its own: its snapshot is taken under the lock. */
 	if (rc == 0) {
 		p.n = 0;
-		param_int(&p, r->seq);
+		run_param_int(&p, r->seq);
 		rc = exec_int(ps, "SELECT GREATEST(COALESCE(MAX(seq), 0) + 1, "
 			      "$1::bigint) FROM runs", p.n, p.v, &seq, what, e);
 	}
@@ -835,15 +835,15 @@ run_create_try(struct pg_store *ps, const struct run *r, int64_t now,
 		goto out;
 	id = run_id_make(seq, r->task);
 	p.n = 0;
-	param_int(&p, seq);
+	run_param_int(&p, seq);
 	p.v[p.n++] = id;
 	p.v[p.n++] = r->task;
-	param_int(&p, r->created_at ? r->created_at : now);
-	param_int(&p, now);
-	param_int(&p, 1);
+	run_param_int(&p, r->created_at ? r->created_at : now);
+	run_param_int(&p, now);
+	run_param_int(&p, 1);
 	fill_mutable(&p, r);
-	param_int(&p, r->pause_requested);
-	param_int(&p, r->abort_requested);
+	run_param_int(&p, r->pause_requested);
+	run_param_int(&p, r->abort_requested);
 	sql = sql_run_insert();
 	rc = pg__run(ps, sql, p.n, p.v, what, e);
 	if (rc < 0)
@@ -1003,10 +1003,10 @@ run_update_try(struct pg_store *ps, const struct run *r,
 	if (rc < 0)
 		goto out;
 	p.n = 0;
-	param_int(&p, now);
+	run_param_int(&p, now);
 	fill_mutable(&p, r);
 	p.v[p.n++] = r->id;
-	param_int(&p, r->version);
+	run_param_int(&p, r->version);
 	res = pg__exec(ps, sql, p.n, p.v, what, e);
 	if (!res) {
 		rc = BATON_ESTORE;
@@ -1541,6 +1541,14 @@ const struct store_ops store_postgres_ops = {
 	.task_renew = pg__task_renew,
 	.task_next_due = pg__task_next_due,
 	.forge_delivery_seen = pg__forge_delivery_seen,
+	.forge_intake = pg__forge_intake,
+	.forge_link_get = pg__forge_link_get,
+	.forge_link_put = pg__forge_link_put,
+	.forge_links = pg__forge_links,
+	.forge_cursor_get = pg__forge_cursor_get,
+	.forge_cursor_set = pg__forge_cursor_set,
+	.forge_stats_add = pg__forge_stats_add,
+	.forge_stats_get = pg__forge_stats_get,
 	.task_events = pg__task_events,
 	.worker_beat = pg__worker_beat,
 	.worker_stop = pg__worker_stop,

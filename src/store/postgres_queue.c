@@ -44,7 +44,6 @@
  */
 #include "util/compat.h"
 
-#include <assert.h>
 #include <libpq-fe.h>
 
 #include "core/run.h"
@@ -130,42 +129,7 @@ static const char sql_claim_recheck[] =
  */
 #define CLAIM_MAX_SKIPS 16
 
-/* ---- parameters --------------------------------------------------------- */
-
-/* Enough for the widest statement: a task's INSERT or UPDATE. */
-#define PARAMS_MAX 40
-
-/* The text parameters of one statement, with room for the numbers. */
-struct params {
-	int n;
-	const char *v[PARAMS_MAX];
-	char num[PARAMS_MAX][24];
-};
-
-/* Borrows s (NULL is SQL NULL) until the statement ran. */
-static void
-param_text(struct params *p, const char *s)
-{
-	assert(p->n < PARAMS_MAX);
-	p->v[p->n++] = s;
-}
-
-static void
-param_int(struct params *p, int64_t v)
-{
-	assert(p->n < PARAMS_MAX);
-	p->v[p->n] = pg__int(p->num[p->n], v);
-	p->n++;
-}
-
-/* An id that may be 0: NULL then, so no foreign key looks for row 0. */
-static void
-param_id(struct params *p, int64_t v)
-{
-	assert(p->n < PARAMS_MAX);
-	p->v[p->n] = pg__id_param(p->num[p->n], v);
-	p->n++;
-}
+/* ---- parameters (struct params: pg_int.h) ------------------------------ */
 
 /*
  * Appends ", f = $n" (set) or ", $n" for each of fields, numbering from
@@ -457,28 +421,19 @@ lost_update(struct pg_store *ps, const char *sql, const char *noun,
 
 /* ---- tasks -------------------------------------------------------------- */
 
-/*
- * One try of task_add: the parent and the dependencies must exist
- * (which also means the graph has no cycle: a task can only wait for
- * older ones), then the row, its dependencies (a repeated one once) and
- * the event. *id_out, *ts_out and *seq_out get what was written.
- */
-static int
-task_add_try(struct pg_store *ps, const struct task *t, const struct task *row,
-	     int64_t created, int64_t now, const struct event *ev,
-	     int64_t *id_out, int64_t *ts_out, int64_t *seq_out,
-	     const char *what, struct err *e)
+int
+pg__task_insert(struct pg_store *ps, const struct task *t,
+		const struct task *row, int64_t created, int64_t now,
+		const struct event *ev, int64_t *id_out, int64_t *ts_out,
+		int64_t *seq_out, const char *what, struct err *e)
 {
 	struct buf sql = BUF_INIT, deps = BUF_INIT;
 	struct params p = { 0 };
 	PGresult *res = NULL;
-	int64_t id = 0, ts = 0, evseq = 0;
+	int64_t id = 0;
 	size_t k;
-	int rc, n = 4;
+	int rc = 0, n = 4;
 
-	rc = pg__begin_fenced(ps, what, e);
-	if (rc < 0)
-		goto out;
 	if (t->parent_id)
 		rc = task_must_exist(ps, t->parent_id, "the parent", what, e);
 	for (k = 0; rc == 0 && k < t->nr_deps; k++)
@@ -521,22 +476,45 @@ task_add_try(struct pg_store *ps, const struct task *t, const struct task *row,
 		struct event tev = *ev;
 
 		tev.task_id = id;
-		rc = add_event(ps, &tev, NULL, id, now, &ts, &evseq, what, e);
+		rc = add_event(ps, &tev, NULL, id, now, ts_out, seq_out, what,
+			       e);
 	}
 	if (rc == 0)
 		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
 	if (rc == 0)
-		rc = pg__commit(ps, what, e);
-	if (rc < 0)
-		goto out;
-	*id_out = id;
-	*ts_out = ts;
-	*seq_out = evseq;
+		*id_out = id;
 out:
-	pg__rollback(ps);
 	PQclear(res);
 	buf_release(&deps);
 	buf_release(&sql);
+	return rc;
+}
+
+/*
+ * One try of task_add: pg__task_insert in a transaction of its own.
+ * *id_out, *ts_out and *seq_out get what was written.
+ */
+static int
+task_add_try(struct pg_store *ps, const struct task *t, const struct task *row,
+	     int64_t created, int64_t now, const struct event *ev,
+	     int64_t *id_out, int64_t *ts_out, int64_t *seq_out,
+	     const char *what, struct err *e)
+{
+	int64_t id = 0, ts = 0, evseq = 0;
+	int rc;
+
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc == 0)
+		rc = pg__task_insert(ps, t, row, created, now, ev, &id, &ts,
+				     &evseq, what, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc == 0) {
+		*id_out = id;
+		*ts_out = ts;
+		*seq_out = evseq;
+	}
+	pg__rollback(ps);
 	return rc;
 }
 
@@ -560,26 +538,9 @@ pg__task_add(struct store *s, struct task *t, struct event *ev,
 		rc = task_add_try(ps, t, &row, created, now, ev, &id, &ts,
 				  &evseq, what, e);
 	while (pg__again(ps, rc, &tries, e));
-	if (rc < 0)
-		return rc;
-
-	t->id = id;
-	t->version = 1;
-	t->created_at = created;
-	t->updated_at = now;
-	t->max_attempts = row.max_attempts;
-	if (!t->kind)
-		t->kind = xstrdup(row.kind);
-	if (!t->origin)
-		t->origin = xstrdup(row.origin);
-	if (!t->status)
-		t->status = xstrdup(row.status);
-	if (ev) {
-		ev->task_id = id;
-		ev->ts = ts;
-		ev->seq = evseq;
-	}
-	return 0;
+	if (rc == 0)
+		store__task_added(t, &row, id, created, now, ev, ts, evseq);
+	return rc;
 }
 
 int
@@ -1594,38 +1555,5 @@ pg__merge_claim(struct store *s, const char *holder, int64_t claim_ms,
 	do
 		rc = merge_claim_try(ps, holder, claim_ms, out, e);
 	while (pg__again(ps, rc, &tries, e));
-	return rc;
-}
-
-/* ---- forge -------------------------------------------------------------- */
-
-/* ON CONFLICT DO NOTHING on the primary key: a redelivery acts once. */
-int
-pg__forge_delivery_seen(struct store *s, const char *delivery_id,
-			const char *event, struct err *e)
-{
-	struct pg_store *ps = pg__store(s);
-	char what[160];
-	int rc, tries = 0;
-
-	snprintf(what, sizeof(what), "record webhook delivery '%.100s'",
-		 delivery_id);
-	do {
-		struct params p = { 0 };
-		PGresult *res;
-
-		param_text(&p, delivery_id);
-		param_text(&p, event);
-		param_int(&p, time_now_ms());
-		res = pg__exec(ps,
-			       "INSERT INTO forge_deliveries"
-			       " (delivery_id, event, received_at)"
-			       " VALUES ($1, $2, $3)"
-			       " ON CONFLICT (delivery_id) DO NOTHING"
-			       " RETURNING 1",
-			       p.n, p.v, what, e);
-		rc = res ? PQntuples(res) == 1 : BATON_ESTORE;
-		PQclear(res);
-	} while (pg__again(ps, rc, &tries, e));
 	return rc;
 }

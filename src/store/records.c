@@ -1,6 +1,6 @@
 /*
- * The records of the runtime tables that callers hold: struct task and
- * struct merge_item (store.h). Plain data with owned strings; the field
+ * The records of the runtime tables that callers hold: struct task,
+ * struct merge_item and struct forge_link (store.h). Plain data with owned strings; the field
  * lists of store_int.h say which those are, so a field added there is
  * freed and copied here without anyone having to remember.
  */
@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "core/run.h"
 #include "store/store.h"
 #include "store/store_int.h"
 #include "util/buf.h"
@@ -91,6 +92,72 @@ store__merge_claim_data(int64_t id, const char *holder)
 {
 	return json_take_text(json_pack("{s:I, s:o}", "item", (json_int_t)id,
 					"worker", json_lossy_str(holder)));
+}
+
+void
+store__task_added(struct task *t, const struct task *row, int64_t id,
+		  int64_t created, int64_t now, struct event *ev, int64_t ts,
+		  int64_t seq)
+{
+	t->id = id;
+	t->version = 1;
+	t->created_at = created;
+	t->updated_at = now;
+	t->max_attempts = row->max_attempts;
+	if (!t->kind)
+		t->kind = xstrdup(row->kind);
+	if (!t->origin)
+		t->origin = xstrdup(row->origin);
+	if (!t->status)
+		t->status = xstrdup(row->status);
+	if (ev) {
+		ev->task_id = id;
+		ev->ts = ts;
+		ev->seq = seq;
+	}
+}
+
+void
+forge_link_release(struct forge_link *l)
+{
+	if (!l)
+		return;
+#define FREE_FIELD(f) FREE_AND_NULL(l->f);
+	FORGE_LINK_STRINGS(FREE_FIELD)
+#undef FREE_FIELD
+}
+
+int
+store__forge_link_taken(const struct forge_link *l, int64_t other, int pr,
+			const char *what, struct err *e)
+{
+	int64_t n = pr ? l->pr_number : l->issue_number;
+
+	if (!other)
+		return err_set(e, BATON_EEXIST,
+			       "cannot %s: its issue or PR of %s is linked to "
+			       "another task already",
+			       what, l->repo);
+	return err_set(e, BATON_EEXIST,
+		       "cannot %s: %s #%lld of %s is linked to task %lld "
+		       "already",
+		       what, pr ? "PR" : "issue", (long long)n, l->repo,
+		       (long long)other);
+}
+
+int
+store__forge_link_stale(const struct forge_link *l, const char *what,
+			struct err *e)
+{
+	if (!l->version)
+		return err_set(e, BATON_ECONFLICT,
+			       "cannot %s: task %lld has a link already "
+			       "(written concurrently)",
+			       what, (long long)l->task_id);
+	return err_set(e, BATON_ECONFLICT,
+		       "cannot %s: the link of task %lld changed concurrently "
+		       "(expected version %lld)",
+		       what, (long long)l->task_id, (long long)l->version);
 }
 
 struct task

@@ -139,6 +139,21 @@ int sqlite__list_events(struct sqlite_store *ss, const char *run_id,
 			store_event_cb *cb, void *arg, struct err *e);
 
 /*
+ * sqlite_queue.c: the insert of a new task (row: t with its defaults
+ * put in, see store__task_with_defaults) with its dependencies and ev,
+ * inside the caller's open write transaction; *id_out, *ts_out and
+ * *seq_out get what was written (*ts_out and *seq_out only with ev).
+ * A parent or dependency that does not exist is BATON_ENOTFOUND. For
+ * store_task_add and the forge's intake, which adds a link in the same
+ * transaction.
+ */
+int sqlite__task_insert(struct sqlite_store *ss, const struct task *t,
+			const struct task *row, int64_t created, int64_t now,
+			const struct event *ev, int64_t *id_out,
+			int64_t *ts_out, int64_t *seq_out, const char *what,
+			struct err *e);
+
+/*
  * The operations of sqlite_queue.c, with the contracts of the store_*
  * functions of the same names (store.h); sqlite.c puts them in
  * store_sqlite_ops.
@@ -158,8 +173,6 @@ int sqlite__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 int sqlite__task_renew(struct store *s, int64_t id, int64_t token,
 		       int64_t lease_ms, struct err *e);
 int sqlite__task_next_due(struct store *s, int64_t *out, struct err *e);
-int sqlite__forge_delivery_seen(struct store *s, const char *delivery_id,
-				const char *event, struct err *e);
 int sqlite__task_events(struct store *s, int64_t task_id, int64_t after_seq,
 			store_event_cb *cb, void *arg, struct err *e);
 int sqlite__worker_beat(struct store *s, const struct worker_rec *w,
@@ -180,6 +193,28 @@ int sqlite__merge_claim(struct store *s, const char *holder,
 			struct err *e);
 int sqlite__plan_add(struct store *s, const char *source, const char *content,
 		     int64_t *id, int *version, struct err *e);
+
+/* sqlite_forge.c: the forge's tables (sql/005-forge.sql) */
+int sqlite__forge_delivery_seen(struct store *s, const char *delivery_id,
+				const char *event, struct err *e);
+int sqlite__forge_intake(struct store *s, struct task *t,
+			 struct forge_link *l, struct event *ev,
+			 struct err *e);
+int sqlite__forge_link_get(struct store *s, int64_t task_id,
+			   struct forge_link *out, struct err *e);
+int sqlite__forge_link_put(struct store *s, struct forge_link *l,
+			   struct err *e);
+int sqlite__forge_links(struct store *s, const char *repo,
+			store_forge_link_cb *cb, void *arg, struct err *e);
+int sqlite__forge_cursor_get(struct store *s, const char *url, char **etag,
+			     char **cursor, struct err *e);
+int sqlite__forge_cursor_set(struct store *s, const char *url,
+			     const char *etag, const char *cursor,
+			     struct err *e);
+int sqlite__forge_stats_add(struct store *s, const struct forge_stats *d,
+			    struct err *e);
+int sqlite__forge_stats_get(struct store *s, struct forge_stats *out,
+			    struct err *e);
 
 /* sqlite_watch.c */
 int sqlite__event_last_seq(struct store *s, int64_t *out, struct err *e);

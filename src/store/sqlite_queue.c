@@ -387,6 +387,54 @@ insert_deps(struct sqlite_store *ss, int64_t id, const struct task *t,
 	return rc;
 }
 
+int
+sqlite__task_insert(struct sqlite_store *ss, const struct task *t,
+		    const struct task *row, int64_t created, int64_t now,
+		    const struct event *ev, int64_t *id_out, int64_t *ts_out,
+		    int64_t *seq_out, const char *what, struct err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t id;
+	size_t k;
+	int rc = 0, src, i = 1;
+
+	if (t->parent_id)
+		rc = task_must_exist(ss, t->parent_id, "the parent", what, e);
+	for (k = 0; rc == 0 && k < t->nr_deps; k++)
+		rc = task_must_exist(ss, t->deps[k], "a dependency", what, e);
+	if (rc < 0)
+		return rc;
+
+	rc = sqlite__prepare(ss, &st, sql_task_insert, 0, what, e);
+	if (rc < 0)
+		return rc;
+	src = sqlite3_bind_null(st, i++);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, i++, created);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, i++, now);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, i++, 1);
+	if (src == SQLITE_OK)
+		src = bind_task(st, &i, row);
+	rc = step_done(ss, st, src, what, e);
+	if (rc < 0)
+		return rc;
+	id = sqlite3_last_insert_rowid(ss->db);
+	rc = insert_deps(ss, id, t, what, e);
+	if (rc == 0 && ev) {
+		/* about the new task, whatever ev->task_id says */
+		struct event tev = *ev;
+
+		tev.task_id = id;
+		rc = add_event(ss, &tev, NULL, id, now, ts_out, seq_out, what,
+			       e);
+	}
+	if (rc == 0)
+		*id_out = id;
+	return rc;
+}
+
 /*
  * Checks the parent and the dependencies, inserts the row, its
  * dependencies and ev, and commits; t and ev change only on success.
@@ -398,72 +446,22 @@ sqlite__task_add(struct store *s, struct task *t, struct event *ev,
 	struct sqlite_store *ss = sqlite__store(s);
 	struct store_task_defaults d;
 	struct task row = store__task_with_defaults(t, &d);
-	sqlite3_stmt *st = NULL;
 	int64_t now = time_now_ms(), id = 0, ts = 0, evseq = 0;
 	int64_t created = t->created_at ? t->created_at : now;
 	char what[256];
-	size_t k;
-	int rc, src, i = 1;
+	int rc;
 
 	snprintf(what, sizeof(what), "add task '%.200s'", t->title);
 	if (!row.max_attempts)
 		row.max_attempts = TASK_DEFAULT_MAX_ATTEMPTS;
 	rc = sqlite__begin_fenced(ss, what, e);
-	if (rc < 0)
-		goto out;
-	if (t->parent_id)
-		rc = task_must_exist(ss, t->parent_id, "the parent", what, e);
-	for (k = 0; rc == 0 && k < t->nr_deps; k++)
-		rc = task_must_exist(ss, t->deps[k], "a dependency", what, e);
-	if (rc < 0)
-		goto out;
-
-	rc = sqlite__prepare(ss, &st, sql_task_insert, 0, what, e);
-	if (rc < 0)
-		goto out;
-	src = sqlite3_bind_null(st, i++);
-	if (src == SQLITE_OK)
-		src = sqlite3_bind_int64(st, i++, created);
-	if (src == SQLITE_OK)
-		src = sqlite3_bind_int64(st, i++, now);
-	if (src == SQLITE_OK)
-		src = sqlite3_bind_int64(st, i++, 1);
-	if (src == SQLITE_OK)
-		src = bind_task(st, &i, &row);
-	rc = step_done(ss, st, src, what, e);
-	if (rc < 0)
-		goto out;
-	id = sqlite3_last_insert_rowid(ss->db);
-	rc = insert_deps(ss, id, t, what, e);
-	if (rc == 0 && ev) {
-		/* about the new task, whatever ev->task_id says */
-		struct event tev = *ev;
-
-		tev.task_id = id;
-		rc = add_event(ss, &tev, NULL, id, now, &ts, &evseq, what, e);
-	}
+	if (rc == 0)
+		rc = sqlite__task_insert(ss, t, &row, created, now, ev, &id,
+					 &ts, &evseq, what, e);
 	if (rc == 0)
 		rc = sqlite__commit(ss, what, e);
-	if (rc < 0)
-		goto out;
-
-	t->id = id;
-	t->version = 1;
-	t->created_at = created;
-	t->updated_at = now;
-	t->max_attempts = row.max_attempts;
-	if (!t->kind)
-		t->kind = xstrdup(row.kind);
-	if (!t->origin)
-		t->origin = xstrdup(row.origin);
-	if (!t->status)
-		t->status = xstrdup(row.status);
-	if (ev) {
-		ev->task_id = id;
-		ev->ts = ts;
-		ev->seq = evseq;
-	}
-out:
+	if (rc == 0)
+		store__task_added(t, &row, id, created, now, ev, ts, evseq);
 	sqlite__rollback(ss);
 	return rc;
 }
@@ -1413,46 +1411,5 @@ sqlite__plan_add(struct store *s, const char *source, const char *content,
 out:
 	sqlite3_finalize(st);
 	sqlite__rollback(ss);
-	return rc;
-}
-
-/* ---- forge -------------------------------------------------------------- */
-
-/*
- * INSERT OR IGNORE on the delivery id's primary key: one statement, so
- * two servers handling one redelivery at once still act once.
- */
-int
-sqlite__forge_delivery_seen(struct store *s, const char *delivery_id,
-			    const char *event, struct err *e)
-{
-	struct sqlite_store *ss = sqlite__store(s);
-	sqlite3_stmt *st = NULL;
-	char what[160];
-	int rc, src;
-
-	snprintf(what, sizeof(what), "record webhook delivery '%.100s'",
-		 delivery_id);
-	rc = sqlite__prepare(ss, &st,
-			     "INSERT OR IGNORE INTO forge_deliveries"
-			     " (delivery_id, event, received_at)"
-			     " VALUES (?, ?, ?)",
-			     0, what, e);
-	if (rc < 0)
-		return rc;
-	src = sqlite3_bind_text(st, 1, delivery_id, -1, SQLITE_STATIC);
-	if (src == SQLITE_OK)
-		src = event ? sqlite3_bind_text(st, 2, event, -1,
-						SQLITE_STATIC)
-			    : sqlite3_bind_null(st, 2);
-	if (src == SQLITE_OK)
-		src = sqlite3_bind_int64(st, 3, time_now_ms());
-	if (src == SQLITE_OK)
-		src = sqlite3_step(st);
-	if (src == SQLITE_DONE)
-		rc = sqlite3_changes(ss->db) == 1;
-	else
-		rc = sqlite__fail(ss, e, what);
-	sqlite3_finalize(st);
 	return rc;
 }

@@ -12,7 +12,8 @@
  * store_run_request, store_event_add, store_output_add,
  * store_task_add, store_task_update, store_task_claim,
  * store_worker_stop, store_merge_add, store_merge_update,
- * store_merge_claim and store_plan_add. The two heartbeats,
+ * store_merge_claim, store_plan_add, store_forge_delivery_seen,
+ * store_forge_intake and store_forge_link_put. The two heartbeats,
  * store_task_renew and store_worker_beat, are not counted: they run on
  * timers (a worker's lease thread), so counting them would make "the
  * Nth write" depend on timing; they never fail by injection.
@@ -492,6 +493,143 @@ store_forge_delivery_seen(struct store *s, const char *delivery_id,
 			       "cannot %s: no delivery id", what);
 	s->fault = fault_next();
 	return s->ops->forge_delivery_seen(s, delivery_id, event, e);
+}
+
+int
+store_forge_intake(struct store *s, struct task *t, struct forge_link *l,
+		   struct event *ev, struct err *e)
+{
+	const char *what = "take an issue in";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!t)
+		return null_arg(e, what, "the task");
+	if (!l)
+		return null_arg(e, what, "the link");
+	if (!l->repo || !*l->repo)
+		return err_set(e, BATON_EINVAL, "cannot %s: no repository",
+			       what);
+	if (l->issue_number <= 0)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: no issue number (%s)", what,
+			       l->repo);
+	if (!t->title || !*t->title)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: issue #%lld of %s has no title",
+			       what, (long long)l->issue_number, l->repo);
+	if (t->nr_deps && !t->deps)
+		return null_arg(e, what, "the dependency array");
+	if (ev && !ev->type)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: event has no type", what);
+	s->fault = fault_next();
+	return s->ops->forge_intake(s, t, l, ev, e);
+}
+
+int
+store_forge_link_get(struct store *s, int64_t task_id,
+		     struct forge_link *out, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "read a forge link", "the store");
+	if (!out)
+		return null_arg(e, "read a forge link", "out");
+	if (task_id <= 0)
+		return err_set(e, BATON_ENOTFOUND,
+			       "task %lld has no forge link",
+			       (long long)task_id);
+	return s->ops->forge_link_get(s, task_id, out, e);
+}
+
+int
+store_forge_link_put(struct store *s, struct forge_link *l, struct err *e)
+{
+	const char *what = "write a forge link";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!l)
+		return null_arg(e, what, "the link");
+	if (l->task_id <= 0)
+		return err_set(e, BATON_EINVAL, "cannot %s: no task", what);
+	if (!l->repo || !*l->repo)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s of task %lld: no repository", what,
+			       (long long)l->task_id);
+	if (l->issue_number < 0 || l->pr_number < 0)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s of task %lld: a negative number",
+			       what, (long long)l->task_id);
+	s->fault = fault_next();
+	return s->ops->forge_link_put(s, l, e);
+}
+
+int
+store_forge_links(struct store *s, const char *repo, store_forge_link_cb *cb,
+		  void *arg, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "list forge links", "the store");
+	if (!repo)
+		return null_arg(e, "list forge links", "the repository");
+	if (!cb)
+		return null_arg(e, "list forge links", "the callback");
+	return s->ops->forge_links(s, repo, cb, arg, e);
+}
+
+int
+store_forge_cursor_get(struct store *s, const char *url, char **etag,
+		       char **cursor, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "read a forge cursor", "the store");
+	if (!url || !etag || !cursor)
+		return null_arg(e, "read a forge cursor",
+				!url ? "the URL" : !etag ? "etag" : "cursor");
+	*etag = NULL;
+	*cursor = NULL;
+	return s->ops->forge_cursor_get(s, url, etag, cursor, e);
+}
+
+/*
+ * The cursors and the counters are bookkeeping written on the sync's
+ * timer, like the heartbeats: not counted by fault injection (the top
+ * of the file), so "the Nth write" stays the same whatever the timing.
+ */
+int
+store_forge_cursor_set(struct store *s, const char *url, const char *etag,
+		       const char *cursor, struct err *e)
+{
+	if (!s)
+		return null_arg(e, "write a forge cursor", "the store");
+	if (!url || !*url)
+		return err_set(e, BATON_EINVAL,
+			       "cannot write a forge cursor: no URL");
+	s->fault = 0;
+	return s->ops->forge_cursor_set(s, url, etag, cursor, e);
+}
+
+int
+store_forge_stats_add(struct store *s, const struct forge_stats *d,
+		      struct err *e)
+{
+	if (!s || !d)
+		return null_arg(e, "count forge calls",
+				s ? "the deltas" : "the store");
+	s->fault = 0;
+	return s->ops->forge_stats_add(s, d, e);
+}
+
+int
+store_forge_stats_get(struct store *s, struct forge_stats *out,
+		      struct err *e)
+{
+	if (!s || !out)
+		return null_arg(e, "read the forge counters",
+				s ? "out" : "the store");
+	memset(out, 0, sizeof(*out));
+	return s->ops->forge_stats_get(s, out, e);
 }
 
 int

@@ -33,7 +33,7 @@ struct task;
 struct worker_rec;
 
 /* Bumped whenever struct store_ops changes shape. */
-#define STORE_OPS_VERSION 4
+#define STORE_OPS_VERSION 5
 
 /*
  * The fields of struct task by kind, for the code that copies, frees,
@@ -83,6 +83,23 @@ struct worker_rec;
 #define MERGE_STRINGS(X) X(run_id) MERGE_STRINGS_MUTABLE(X)
 #define MERGE_INTS_MUTABLE(X) X(attempts) X(not_before) X(claim_expires_at)
 #define MERGE_IDS_MUTABLE(X) X(task_id)
+
+/*
+ * The fields of struct forge_link that store_forge_link_put writes
+ * (task_id is the key; created_at, updated_at and version are set by
+ * the store). The numbers are 0 in the struct for NULL in the database:
+ * the unique keys on (repo, issue_number) and (repo, pr_number) must
+ * not make two tasks without an issue, or without a PR, collide.
+ */
+#define FORGE_LINK_STRINGS(X)                                                  \
+	X(repo) X(issue_url) X(pr_url) X(pr_branch) X(pr_head_sha)             \
+	X(pr_state) X(checks) X(review) X(reacted) X(commented)
+#define FORGE_LINK_NUMBERS(X) X(issue_number) X(pr_number)
+#define FORGE_LINK_INTS(X) X(reaction_rounds)
+/* The counters of struct forge_stats, one column each (forge_stats). */
+#define FORGE_STATS(X)                                                         \
+	X(calls) X(not_modified) X(rate_waits) X(rate_wait_seconds) X(syncs)   \
+	X(webhooks)
 
 /*
  * A backend. Each operation has the contract of the store_* function of
@@ -135,6 +152,24 @@ struct store_ops {
 	int (*task_next_due)(struct store *s, int64_t *out, struct err *e);
 	int (*forge_delivery_seen)(struct store *s, const char *delivery_id,
 				   const char *event, struct err *e);
+	int (*forge_intake)(struct store *s, struct task *t,
+			    struct forge_link *l, struct event *ev,
+			    struct err *e);
+	int (*forge_link_get)(struct store *s, int64_t task_id,
+			      struct forge_link *out, struct err *e);
+	int (*forge_link_put)(struct store *s, struct forge_link *l,
+			      struct err *e);
+	int (*forge_links)(struct store *s, const char *repo,
+			   store_forge_link_cb *cb, void *arg, struct err *e);
+	int (*forge_cursor_get)(struct store *s, const char *url, char **etag,
+				char **cursor, struct err *e);
+	int (*forge_cursor_set)(struct store *s, const char *url,
+				const char *etag, const char *cursor,
+				struct err *e);
+	int (*forge_stats_add)(struct store *s, const struct forge_stats *d,
+			       struct err *e);
+	int (*forge_stats_get)(struct store *s, struct forge_stats *out,
+			       struct err *e);
 	int (*task_events)(struct store *s, int64_t task_id,
 			   int64_t after_seq, store_event_cb *cb, void *arg,
 			   struct err *e);
@@ -219,6 +254,28 @@ struct store_task_defaults {
 };
 struct task store__task_with_defaults(const struct task *t,
 				      struct store_task_defaults *d);
+
+/*
+ * records.c: after the commit of a task's insert, what store_task_add
+ * promises the caller: t gets id, version 1, created_at, updated_at and
+ * the defaults row applied (allocated); ev (may be NULL) its task_id,
+ * ts and seq.
+ */
+void store__task_added(struct task *t, const struct task *row, int64_t id,
+		       int64_t created, int64_t now, struct event *ev,
+		       int64_t ts, int64_t seq);
+
+/*
+ * records.c: the errors of store_forge_link_put, the same on every
+ * backend. BATON_EEXIST: task other (0: unknown, a race the unique key
+ * caught) holds l's PR (pr set) or issue already; BATON_ECONFLICT:
+ * l->version is not the stored one (a link the caller thinks new,
+ * version 0, that exists is stale too).
+ */
+int store__forge_link_taken(const struct forge_link *l, int64_t other,
+			    int pr, const char *what, struct err *e);
+int store__forge_link_stale(const struct forge_link *l, const char *what,
+			    struct err *e);
 
 /* records.c: the data of a "task_claimed" event, {"worker", "token",
  * "attempt"}, and of a "merge_claimed" one, {"item", "worker"}, the same

@@ -19,6 +19,7 @@ static const char *const names[] = {
 	[BATON_EABORTED - BATON_EFIRST] = "aborted",
 	[BATON_ENOREPO - BATON_EFIRST] = "not a git repository",
 	[BATON_EFENCED - BATON_EFIRST] = "lease taken over",
+	[BATON_EEXIST - BATON_EFIRST] = "exists already",
 };
 
 const char *

@@ -21,6 +21,7 @@ enum {
 	BATON_EABORTED,   /* stopped on request */
 	BATON_ENOREPO,    /* not inside a git repository */
 	BATON_EFENCED,    /* our lease was taken over: we may not write */
+	BATON_EEXIST,     /* another record holds that key already */
 	BATON_ELAST
 };
 

@@ -708,6 +708,38 @@ mock_url() {
 	echo "http://127.0.0.1:$(cat "$TRASH_DIRECTORY/$1.port")"
 }
 
+# start_forge_double NAME [DOUBLE_ARGS...]
+#
+# Starts the GitHub double (tests/mock/forgedouble.py, repository acme/app
+# unless --repo says otherwise) on 127.0.0.1 and waits for the base URL
+# it prints, which it puts in FORGE_URL (and NAME.url). Its output goes
+# to NAME.double.out. Call it at the top level of a script: the cleanup
+# kills it at the end (its environment names this script).
+start_forge_double() {
+	local name=$1
+	shift
+	rm -f "$TRASH_DIRECTORY/$name.double.out"
+	python3 "$TEST_DIRECTORY/mock/forgedouble.py" "$@" \
+		>"$TRASH_DIRECTORY/$name.double.out" 2>&1 </dev/null &
+	disown $!
+	wait_for "grep -q '^http://' '$TRASH_DIRECTORY/$name.double.out'" 10 || {
+		echo "start_forge_double: the double did not start:" >&2
+		cat "$TRASH_DIRECTORY/$name.double.out" >&2
+		return 1
+	}
+	FORGE_URL=$(grep -m1 '^http://' "$TRASH_DIRECTORY/$name.double.out")
+	echo "$FORGE_URL" >"$TRASH_DIRECTORY/$name.url"
+	export FORGE_URL
+}
+
+# forge_call METHOD PATH [JSON]: a request to the double at FORGE_URL
+# (its control endpoints /_double/..., or GitHub's); prints the answer.
+forge_call() {
+	curl -sS -X "$1" -H 'Content-Type: application/json' \
+		-H "Authorization: Bearer ${GITHUB_TOKEN:-}" \
+		${3:+--data "$3"} "$FORGE_URL$2"
+}
+
 # A mock script that carries a feature run through every stage: a plan,
 # a design, one file written by the implementer (hello.txt with TEXT), an
 # approving review and a passing verification. feature_script FILE TEXT

@@ -9,6 +9,9 @@ commit statuses, check runs, reviews and review comments, in GitHub's
 shapes. Lists page by `Link` (per_page, page); every GET answers with an
 ETag and a matching If-None-Match gets a 304 with no body.
 
+Besides GitHub's reads, tests edit issues as a person would, with
+PATCH /repos/OWNER/NAME/issues/N {state, title, body, labels:[names]}.
+
 Control (tests only): POST /_double/<verb> with a JSON body:
   issue        {title, body, labels:[..], state}      -> the issue
   status       {sha, state, context, description, target_url}
@@ -364,6 +367,25 @@ class Handler(BaseHTTPRequestHandler):
         if len(p) == 2 and p[0] == "issues" and m == "GET":
             i = S.issues.get(int(p[1]))
             return self.send_etagged(i) if i else self.error(404, "Not Found")
+        if len(p) == 2 and p[0] == "issues" and m == "PATCH":
+            # as a person edits an issue: state, title, body, and labels
+            # (names, replacing the issue's)
+            i = S.issues.get(int(p[1]))
+            if not i:
+                return self.error(404, "Not Found")
+            if not isinstance(body, dict):
+                return self.error(400, "Problems parsing JSON")
+            if body.get("state") not in (None, "open", "closed"):
+                return self.error(422, "Validation Failed", [{
+                    "resource": "Issue", "field": "state",
+                    "code": "invalid"}])
+            for k in ("state", "title", "body"):
+                if k in body:
+                    i[k] = body[k]
+            if "labels" in body:
+                i["labels"] = [{"name": x} for x in body["labels"]]
+            i["updated_at"] = now_iso()
+            return self.send(200, i)
         if len(p) == 3 and p[0] == "issues" and p[2] == "comments":
             n = int(p[1])
             if n not in S.issues:

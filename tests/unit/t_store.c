@@ -25,6 +25,7 @@
 #include "core/run.h"
 #include "store/store.h"
 #include "test.h"
+#include "util/buf.h"
 #include "util/embed.h"
 #include "util/err.h"
 #include "util/xalloc.h"
@@ -1159,6 +1160,504 @@ case_forge_delivery_once(struct store *s, const char *spec)
 	store_close(other);
 }
 
+/* ---- the forge's links, cursors and counters ------------------------ */
+
+/* A task as intake makes one, from issue n of owner/app. */
+static void
+issue_task(struct task *t, struct forge_link *l, int64_t n)
+{
+	memset(t, 0, sizeof(*t));
+	memset(l, 0, sizeof(*l));
+	t->title = xasprintf("issue %lld", (long long)n);
+	t->body = xstrdup("the issue's body");
+	t->origin = xstrdup("forge");
+	l->repo = xstrdup("owner/app");
+	l->issue_number = n;
+	l->issue_url = xasprintf("https://github.com/owner/app/issues/%lld",
+				 (long long)n);
+}
+
+static int
+count_task(const struct task *t, void *arg)
+{
+	(void)t;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static int
+count_tasks(struct store *s)
+{
+	struct err e = ERR_INIT;
+	int n = 0;
+
+	ASSERT_OK(store_task_list(s, NULL, count_task, &n, &e), &e);
+	return n;
+}
+
+/*
+ * Intake makes the task, its link and its event together, once per
+ * issue: a second intake of the issue (through this handle or another)
+ * writes nothing and names the task that has it. An injected fault
+ * leaves nothing behind.
+ */
+static void
+case_forge_intake_once(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct store *other = open_spec(spec);
+	struct task t, again, got;
+	struct forge_link l, l2, link;
+	struct event ev = { 0 }, ev2 = { 0 };
+	struct events evs;
+
+	issue_task(&t, &l, 12);
+	ev.type = xstrdup("task_added");
+	ev.data = xstrdup("{\"issue\":12}");
+	ASSERT_EQ(store_forge_intake(s, &t, &l, &ev, &e), 1);
+	ASSERT(t.id > 0);
+	ASSERT_EQ(t.version, 1);
+	ASSERT_STREQ(t.status, TASK_QUEUED);
+	ASSERT_STREQ(t.kind, "code");
+	ASSERT_EQ(ev.task_id, t.id);
+	ASSERT(ev.seq > 0);
+	ASSERT_EQ(l.task_id, t.id);
+	ASSERT_EQ(l.version, 1);
+	ASSERT(l.created_at > 0);
+
+	ASSERT_OK(store_task_get(s, t.id, &got, &e), &e);
+	ASSERT_STREQ(got.title, "issue 12");
+	ASSERT_STREQ(got.origin, "forge");
+	task_release(&got);
+	ASSERT_OK(store_forge_link_get(other, t.id, &link, &e), &e);
+	ASSERT_EQ(link.task_id, t.id);
+	ASSERT_STREQ(link.repo, "owner/app");
+	ASSERT_EQ(link.issue_number, 12);
+	ASSERT_STREQ(link.issue_url, "https://github.com/owner/app/issues/12");
+	ASSERT_EQ(link.pr_number, 0);
+	ASSERT(link.pr_url == NULL);
+	ASSERT(link.checks == NULL);
+	ASSERT_EQ(link.reaction_rounds, 0);
+	ASSERT_EQ(link.version, 1);
+	forge_link_release(&link);
+
+	/* the same issue again, from another handle: nothing written */
+	issue_task(&again, &l2, 12);
+	ev2.type = xstrdup("task_added");
+	ASSERT_EQ(store_forge_intake(other, &again, &l2, &ev2, &e), 0);
+	ASSERT_EQ(again.id, t.id);
+	ASSERT_EQ(again.version, 0);
+	ASSERT_EQ(l2.task_id, 0);
+	ASSERT_EQ(ev2.seq, 0);
+	ASSERT_EQ(count_tasks(s), 1);
+	list_events(s, NULL, 0, "task_added", &evs);
+	ASSERT_EQ(evs.n, 1);
+	ASSERT_EQ(evs.ev[0].task_id, t.id);
+	events_release(&evs);
+	task_release(&again);
+	forge_link_release(&l2);
+
+	/* the same number in another repository is another issue */
+	issue_task(&again, &l2, 12);
+	free(l2.repo);
+	l2.repo = xstrdup("owner/lib");
+	ASSERT_EQ(store_forge_intake(s, &again, &l2, NULL, &e), 1);
+	ASSERT(again.id != t.id);
+	task_release(&again);
+	forge_link_release(&l2);
+
+	/* a fault after every statement ran: no task, no link, no event */
+	issue_task(&again, &l2, 13);
+	setenv("BATON_FAULT_STORE", "4", 1);
+	ASSERT_EQ(store_forge_intake(s, &again, &l2, &ev2, &e), BATON_ESTORE);
+	unsetenv("BATON_FAULT_STORE");
+	ASSERT_CONTAINS(e.msg, "issue #13 of owner/app");
+	ASSERT_EQ(again.id, 0);
+	ASSERT_EQ(count_tasks(s), 2);
+	list_events(s, NULL, 0, "task_added", &evs);
+	ASSERT_EQ(evs.n, 1);
+	events_release(&evs);
+	ASSERT_EQ(store_forge_intake(s, &again, &l2, NULL, &e), 1);
+	ASSERT_EQ(count_tasks(s), 3);
+	task_release(&again);
+	forge_link_release(&l2);
+
+	/* bad input is refused before the database */
+	issue_task(&again, &l2, 0);
+	ASSERT_EQ(store_forge_intake(s, &again, &l2, NULL, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "no issue number");
+	task_release(&again);
+	forge_link_release(&l2);
+
+	event_release(&ev);
+	event_release(&ev2);
+	task_release(&t);
+	forge_link_release(&l);
+	store_close(other);
+}
+
+/* A plain task for a link to point at. */
+static int64_t
+add_task(struct store *s, const char *title)
+{
+	struct err e = ERR_INIT;
+	struct task t = { 0 };
+	int64_t id;
+
+	t.title = xstrdup(title);
+	ASSERT_OK(store_task_add(s, &t, NULL, &e), &e);
+	id = t.id;
+	task_release(&t);
+	return id;
+}
+
+/*
+ * put inserts (version 0) and updates (the stored version) every field;
+ * a stale version is BATON_ECONFLICT, an issue or PR number another
+ * task holds BATON_EEXIST naming that task, and nothing is written by
+ * either.
+ */
+static void
+case_forge_link_put(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct store *other = open_spec(spec);
+	int64_t a = add_task(s, "a"), b = add_task(s, "b");
+	int64_t c = add_task(s, "c");
+	struct forge_link l = { 0 }, got, m = { 0 }, n = { 0 };
+
+	l.task_id = a;
+	l.repo = xstrdup("owner/app");
+	l.issue_number = 7;
+	l.issue_url = xstrdup("https://github.com/owner/app/issues/7");
+	ASSERT_OK(store_forge_link_put(s, &l, &e), &e);
+	ASSERT_EQ(l.version, 1);
+	ASSERT(l.created_at > 0 && l.updated_at >= l.created_at);
+
+	/* every field round-trips */
+	l.pr_number = 34;
+	l.pr_url = xstrdup("https://github.com/owner/app/pull/34");
+	l.pr_branch = xstrdup("baton/t1-a");
+	l.pr_head_sha = xstrdup("0123456789abcdef0123456789abcdef01234567");
+	l.pr_state = xstrdup("open");
+	l.checks = xstrdup("failure");
+	l.review = xstrdup("changes_requested");
+	l.reacted = xstrdup("checks:0123456");
+	l.commented = xstrdup("started:r1-a");
+	l.reaction_rounds = 2;
+	ASSERT_OK(store_forge_link_put(s, &l, &e), &e);
+	ASSERT_EQ(l.version, 2);
+	ASSERT_OK(store_forge_link_get(other, a, &got, &e), &e);
+	ASSERT_EQ(got.task_id, a);
+	ASSERT_STREQ(got.repo, "owner/app");
+	ASSERT_EQ(got.issue_number, 7);
+	ASSERT_STREQ(got.issue_url, "https://github.com/owner/app/issues/7");
+	ASSERT_EQ(got.pr_number, 34);
+	ASSERT_STREQ(got.pr_url, "https://github.com/owner/app/pull/34");
+	ASSERT_STREQ(got.pr_branch, "baton/t1-a");
+	ASSERT_STREQ(got.pr_head_sha,
+		     "0123456789abcdef0123456789abcdef01234567");
+	ASSERT_STREQ(got.pr_state, "open");
+	ASSERT_STREQ(got.checks, "failure");
+	ASSERT_STREQ(got.review, "changes_requested");
+	ASSERT_STREQ(got.reacted, "checks:0123456");
+	ASSERT_STREQ(got.commented, "started:r1-a");
+	ASSERT_EQ(got.reaction_rounds, 2);
+	ASSERT_EQ(got.version, 2);
+	ASSERT_EQ(got.created_at, l.created_at);
+	ASSERT_EQ(got.updated_at, l.updated_at);
+
+	/* another writer moves first: ours is stale and writes nothing */
+	free(got.checks);
+	got.checks = xstrdup("success");
+	ASSERT_OK(store_forge_link_put(other, &got, &e), &e);
+	free(l.review);
+	l.review = xstrdup("approved");
+	ASSERT_EQ(store_forge_link_put(s, &l, &e), BATON_ECONFLICT);
+	ASSERT_CONTAINS(e.msg, "changed concurrently");
+	ASSERT_EQ(l.version, 2);
+	forge_link_release(&got);
+	ASSERT_OK(store_forge_link_get(s, a, &got, &e), &e);
+	ASSERT_STREQ(got.checks, "success");
+	ASSERT_STREQ(got.review, "changes_requested");
+	ASSERT_EQ(got.version, 3);
+	forge_link_release(&got);
+
+	/* a new link for a task that has one is stale too */
+	m.task_id = a;
+	m.repo = xstrdup("owner/app");
+	ASSERT_EQ(store_forge_link_put(s, &m, &e), BATON_ECONFLICT);
+	ASSERT_EQ(m.version, 0);
+
+	/* the issue or the PR of another task */
+	m.task_id = b;
+	m.issue_number = 7;
+	ASSERT_EQ(store_forge_link_put(s, &m, &e), BATON_EEXIST);
+	ASSERT_CONTAINS(e.msg, "issue #7 of owner/app is linked to task");
+	m.issue_number = 0;
+	m.pr_number = 34;
+	ASSERT_EQ(store_forge_link_put(s, &m, &e), BATON_EEXIST);
+	ASSERT_CONTAINS(e.msg, "PR #34 of owner/app");
+	ASSERT_EQ(m.version, 0);
+	ASSERT_EQ(store_forge_link_get(s, b, &got, &e), BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "has no forge link");
+
+	/* tasks without an issue, or without a PR, do not collide */
+	m.pr_number = 0;
+	ASSERT_OK(store_forge_link_put(s, &m, &e), &e);
+	n.task_id = c;
+	n.repo = xstrdup("owner/app");
+	ASSERT_OK(store_forge_link_put(s, &n, &e), &e);
+	/* ... and the same PR number elsewhere is another PR */
+	n.pr_number = 34;
+	free(n.repo);
+	n.repo = xstrdup("owner/lib");
+	ASSERT_OK(store_forge_link_put(s, &n, &e), &e);
+	ASSERT_EQ(n.version, 2);
+	/* an update taking another's PR number is refused too */
+	m.pr_number = 34;
+	ASSERT_EQ(store_forge_link_put(s, &m, &e), BATON_EEXIST);
+	ASSERT_CONTAINS(e.msg, "PR #34 of owner/app is linked to task");
+	ASSERT_EQ(m.version, 1);
+
+	/* no such task, no such link */
+	n.task_id = 999;
+	n.pr_number = 0;
+	n.version = 0;
+	ASSERT_EQ(store_forge_link_put(s, &n, &e), BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "no task 999");
+	n.version = 4;
+	ASSERT_EQ(store_forge_link_put(s, &n, &e), BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "task 999 has no forge link");
+	ASSERT_EQ(store_forge_link_get(s, 999, &got, &e), BATON_ENOTFOUND);
+	free(n.repo);
+	n.repo = NULL;
+	ASSERT_EQ(store_forge_link_put(s, &n, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "no repository");
+
+	forge_link_release(&l);
+	forge_link_release(&m);
+	forge_link_release(&n);
+	store_close(other);
+}
+
+/* The links a list handed out, as "task:issue" words. */
+struct link_walk {
+	struct buf seen;
+	int n, stop_after;
+};
+
+static int
+walk_link(const struct forge_link *l, void *arg)
+{
+	struct link_walk *w = arg;
+
+	buf_addf(&w->seen, "%s%lld:%lld", w->n ? " " : "",
+		 (long long)l->task_id, (long long)l->issue_number);
+	w->n++;
+	return w->stop_after && w->n >= w->stop_after;
+}
+
+/*
+ * The links of one repository, by task id, across pages; a callback
+ * may stop the list.
+ */
+static void
+case_forge_links_list(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct link_walk w = { BUF_INIT, 0, 0 };
+	int i, made = 0;
+
+	(void)spec;
+	for (i = 1; i <= 150; i++) {
+		struct task t;
+		struct forge_link l;
+
+		issue_task(&t, &l, i);
+		if (i % 3 == 0) {
+			free(l.repo);
+			l.repo = xstrdup("owner/other");
+		}
+		ASSERT_EQ(store_forge_intake(s, &t, &l, NULL, &e), 1);
+		made += i % 3 != 0;
+		task_release(&t);
+		forge_link_release(&l);
+	}
+	ASSERT_OK(store_forge_links(s, "owner/app", walk_link, &w, &e), &e);
+	ASSERT_EQ(w.n, made);
+	ASSERT(!strncmp(w.seen.ptr, "1:1 2:2 4:4 5:5 ", 16));
+	ASSERT_CONTAINS(w.seen.ptr, " 148:148 149:149");
+	ASSERT(!strstr(w.seen.ptr, " 150:150"));
+	ASSERT(!strstr(w.seen.ptr, " 3:3 "));
+	buf_release(&w.seen);
+
+	memset(&w, 0, sizeof(w));
+	w.stop_after = 3;
+	ASSERT_OK(store_forge_links(s, "owner/other", walk_link, &w, &e), &e);
+	ASSERT_EQ(w.n, 3);
+	ASSERT_STREQ(w.seen.ptr, "3:3 6:6 9:9");
+	buf_release(&w.seen);
+
+	memset(&w, 0, sizeof(w));
+	ASSERT_OK(store_forge_links(s, "nobody/none", walk_link, &w, &e), &e);
+	ASSERT_EQ(w.n, 0);
+	buf_release(&w.seen);
+}
+
+/* A URL's ETag and cursor: none, set, replaced whole, per URL. */
+static void
+case_forge_cursors(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct store *other = open_spec(spec);
+	const char *u1 = "https://api.github.com/repos/o/a/issues?state=open";
+	const char *u2 = "https://api.github.com/repos/o/a/pulls";
+	char *etag = (char *)"x", *cursor = (char *)"x";
+
+	ASSERT_OK(store_forge_cursor_get(s, u1, &etag, &cursor, &e), &e);
+	ASSERT(etag == NULL && cursor == NULL);
+	ASSERT_OK(store_forge_cursor_set(s, u1, "W/\"abc\"",
+					 "2026-11-26T10:00:00Z", &e),
+		  &e);
+	ASSERT_OK(store_forge_cursor_set(s, u2, "\"p1\"", NULL, &e), &e);
+	ASSERT_OK(store_forge_cursor_get(other, u1, &etag, &cursor, &e), &e);
+	ASSERT_STREQ(etag, "W/\"abc\"");
+	ASSERT_STREQ(cursor, "2026-11-26T10:00:00Z");
+	free(etag);
+	free(cursor);
+	ASSERT_OK(store_forge_cursor_get(other, u2, &etag, &cursor, &e), &e);
+	ASSERT_STREQ(etag, "\"p1\"");
+	ASSERT(cursor == NULL);
+	free(etag);
+
+	ASSERT_OK(store_forge_cursor_set(other, u1, NULL,
+					 "2026-11-26T11:00:00Z", &e),
+		  &e);
+	ASSERT_OK(store_forge_cursor_get(s, u1, &etag, &cursor, &e), &e);
+	ASSERT(etag == NULL);
+	ASSERT_STREQ(cursor, "2026-11-26T11:00:00Z");
+	free(cursor);
+
+	ASSERT_EQ(store_forge_cursor_set(s, "", NULL, NULL, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "no URL");
+	store_close(other);
+}
+
+/* The counters add up from every handle; nothing counted reads 0. */
+static void
+case_forge_stats(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	struct store *other = open_spec(spec);
+	struct forge_stats d = { 0 }, got;
+
+	memset(&got, 0xff, sizeof(got));
+	ASSERT_OK(store_forge_stats_get(s, &got, &e), &e);
+	ASSERT_EQ(got.calls, 0);
+	ASSERT_EQ(got.webhooks, 0);
+	d.calls = 5;
+	d.not_modified = 2;
+	d.syncs = 1;
+	ASSERT_OK(store_forge_stats_add(s, &d, &e), &e);
+	d.rate_waits = 1;
+	d.rate_wait_seconds = 30;
+	d.webhooks = 4;
+	ASSERT_OK(store_forge_stats_add(other, &d, &e), &e);
+	ASSERT_OK(store_forge_stats_get(s, &got, &e), &e);
+	ASSERT_EQ(got.calls, 10);
+	ASSERT_EQ(got.not_modified, 4);
+	ASSERT_EQ(got.rate_waits, 1);
+	ASSERT_EQ(got.rate_wait_seconds, 30);
+	ASSERT_EQ(got.syncs, 2);
+	ASSERT_EQ(got.webhooks, 4);
+	store_close(other);
+}
+
+#define INTAKERS 4
+#define INTAKE_ISSUES 40
+
+/*
+ * One intaker: takes issues 1..INTAKE_ISSUES of owner/app in, each a
+ * few times, through a store handle of its own, checking that an
+ * intake that made nothing names the task that has the issue. Exits 0
+ * when all went so.
+ */
+static void
+intaker(const char *spec, int who)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	int i, rc;
+
+	if (store_open(spec, &s, &e) < 0) {
+		fprintf(stderr, "intaker %d: %s\n", who, e.msg);
+		_exit(2);
+	}
+	for (i = 0; i < 3 * INTAKE_ISSUES; i++) {
+		/* each racer walks the issues from another place */
+		int64_t n = 1 + (i + who * 7) % INTAKE_ISSUES;
+		struct event ev = { 0 };
+		struct forge_link l, got;
+		struct task t;
+
+		issue_task(&t, &l, n);
+		ev.type = xstrdup("task_added");
+		rc = store_forge_intake(s, &t, &l, &ev, &e);
+		if (rc < 0) {
+			fprintf(stderr, "intaker %d: %s\n", who, e.msg);
+			_exit(3);
+		}
+		if (store_forge_link_get(s, t.id, &got, &e) < 0 ||
+		    got.issue_number != n) {
+			fprintf(stderr, "intaker %d: issue %lld: task %lld "
+				"is not its task\n", who, (long long)n,
+				(long long)t.id);
+			_exit(4);
+		}
+		forge_link_release(&got);
+		event_release(&ev);
+		task_release(&t);
+		forge_link_release(&l);
+	}
+	store_close(s);
+	_exit(0);
+}
+
+/*
+ * Processes racing to take the same issues in make exactly one task,
+ * one link and one event per issue.
+ */
+static void
+case_forge_intake_race(struct store *s, const char *spec)
+{
+	struct link_walk w = { BUF_INIT, 0, 0 };
+	struct err e = ERR_INIT;
+	pid_t pids[INTAKERS];
+	struct events evs;
+	int i, status;
+
+	fflush(NULL);
+	for (i = 0; i < INTAKERS; i++) {
+		pids[i] = fork();
+		ASSERT(pids[i] >= 0);
+		if (pids[i] == 0)
+			intaker(spec, i); /* never returns */
+	}
+	for (i = 0; i < INTAKERS; i++) {
+		ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
+		ASSERT(WIFEXITED(status));
+		ASSERT_EQ(WEXITSTATUS(status), 0);
+	}
+	ASSERT_EQ(count_tasks(s), INTAKE_ISSUES);
+	list_events(s, NULL, 0, "task_added", &evs);
+	ASSERT_EQ(evs.n, INTAKE_ISSUES);
+	events_release(&evs);
+	ASSERT_OK(store_forge_links(s, "owner/app", walk_link, &w, &e), &e);
+	ASSERT_EQ(w.n, INTAKE_ISSUES);
+	buf_release(&w.seen);
+}
+
 #define STORE_CASES(X)                                                         \
 	X(create_allocates_seq)                                                \
 	X(create_seq_floor)                                                    \
@@ -1176,7 +1675,13 @@ case_forge_delivery_once(struct store *s, const char *spec)
 	X(list_status_limit)                                                   \
 	X(callbacks_may_write)                                                 \
 	X(processes_race)                                                      \
-	X(forge_delivery_once)
+	X(forge_delivery_once)                                                 \
+	X(forge_intake_once)                                                   \
+	X(forge_link_put)                                                      \
+	X(forge_links_list)                                                    \
+	X(forge_cursors)                                                       \
+	X(forge_stats)                                                         \
+	X(forge_intake_race)
 
 #define CASE_ENTRY(name) { #name, case_##name },
 static const struct store_case cases[] = { STORE_CASES(CASE_ENTRY) };
