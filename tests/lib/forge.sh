@@ -89,25 +89,35 @@ _forge_openapi_for_prism() {
 	printf '%s\n' "$out"
 }
 
-# start_forge_double [--remote PATH] [--no-prism] [DOUBLE_ARGS...]
+# start_forge_double [NAME] [--remote PATH] [--no-prism] [DOUBLE_ARGS...]
 #
-# Starts the double (repository acme/app, token $FORGE_TOKEN; --remote:
-# the bare repository it fronts) and, when Prism is there, Prism in front
-# of it. Exports FORGE_URL (what baton's forge.api_url should be),
-# FORGE_DOUBLE_URL (the double itself, for POST /_double/* and GET
-# /_double/requests), FORGE_PRISM (Prism's URL, empty without it) and
+# Starts the double (repository acme/app, token $FORGE_TOKEN unless
+# DOUBLE_ARGS has --token; --remote: the bare repository it fronts) and,
+# when Prism is there, Prism in front of it. Exports FORGE_URL (what
+# baton's forge.api_url should be), FORGE_DOUBLE_URL (the double itself,
+# for POST /_double/* and GET /_double/requests: Prism refuses paths
+# GitHub does not have), FORGE_PRISM (Prism's URL, empty without it) and
 # FORGE_PRISM_LOG (its output). The same go to $TRASH_DIRECTORY/forge.env
-# for test bodies that source it.
+# for test bodies that source it, and FORGE_URL to NAME.url. It replaces
+# test-lib.sh's start_forge_double NAME [DOUBLE_ARGS...], which starts the
+# double alone, and takes the same arguments.
 start_forge_double() {
-	local use_prism=1 spec pid line
-	local -a args=(--token "$FORGE_TOKEN")
+	local use_prism=1 name=forge spec pid line
+	local -a args=()
+	case ${1:-} in
+	-* | '') ;;
+	*) name=$1 && shift ;;
+	esac
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--remote) args+=(--remote "$2") && shift 2 ;;
+		--token) FORGE_TOKEN=$2 && shift 2 ;;
 		--no-prism) use_prism=0 && shift ;;
 		*) args+=("$1") && shift ;;
 		esac
 	done
+	args+=(--token "$FORGE_TOKEN")
+	export FORGE_TOKEN
 	if [ "$use_prism" = 1 ] && ! prism_available; then
 		if [ "${BATON_TEST_REQUIRE_PRISM:-0}" = 1 ]; then
 			echo "start_forge_double: Prism is not installed in $FORGE_TOOLS (run tools/forge-tools.sh)" >&2
@@ -161,6 +171,7 @@ start_forge_double() {
 		printf 'FORGE_PRISM_LOG=%s\n' "$FORGE_PRISM_LOG"
 		printf 'FORGE_TOKEN=%s\n' "$FORGE_TOKEN"
 	} >"$TRASH_DIRECTORY/forge.env"
+	echo "$FORGE_URL" >"$TRASH_DIRECTORY/$name.url"
 }
 
 # stop_forge_double: stops Prism and the double (test-lib's cleanup does

@@ -734,10 +734,14 @@ start_forge_double() {
 
 # forge_call METHOD PATH [JSON]: a request to the double at FORGE_URL
 # (its control endpoints /_double/..., or GitHub's); prints the answer.
+# With Prism in front (tests/lib/forge.sh), /_double/... goes to the
+# double itself, FORGE_DOUBLE_URL: Prism refuses what GitHub does not have.
 forge_call() {
+	local base=$FORGE_URL
+	case $2 in /_double/*) base=${FORGE_DOUBLE_URL:-$FORGE_URL} ;; esac
 	curl -sS -X "$1" -H 'Content-Type: application/json' \
 		-H "Authorization: Bearer ${GITHUB_TOKEN:-}" \
-		${3:+--data "$3"} "$FORGE_URL$2"
+		${3:+--data "$3"} "$base$2"
 }
 
 # A mock script that carries a feature run through every stage: a plan,

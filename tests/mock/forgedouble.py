@@ -382,8 +382,12 @@ class Handler(BaseHTTPRequestHandler):
             for k in ("state", "title", "body"):
                 if k in body:
                     i[k] = body[k]
+            if "state" in body:
+                closed = body["state"] == "closed"
+                i["closed_at"] = now_iso() if closed else None
+                i["state_reason"] = "completed" if closed else None
             if "labels" in body:
-                i["labels"] = [{"name": x} for x in body["labels"]]
+                i["labels"] = [self.label(x) for x in body["labels"]]
             i["updated_at"] = now_iso()
             return self.send(200, i)
         if len(p) == 3 and p[0] == "issues" and p[2] == "comments":
