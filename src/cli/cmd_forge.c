@@ -5,6 +5,8 @@
  *                               runs them: import the issue backlog,
  *                               refresh PR, CI and review state; then
  *                               say what it did
+ *   baton forge wake            asks the forge companion of a serve of
+ *                               this repository for a round now
  *
  * Exit 1 with the error when the forge is not configured, its token
  * variable is not set or GitHub answers an error (the endpoint and
@@ -46,9 +48,8 @@ print_round(const struct config *cfg, const struct forge_round *r, int json)
 		cli_printf(", refused %d (text not UTF-8)", r->refused);
 	cli_printf(", commented %d; PRs opened %d, pushes %d, fix rounds %d, "
 		   "merged %d, asked %d (%lld API call%s%s)\n",
-		   r->commented, r->prs_opened, r->pushes, r->rounds,
-		   r->merged, r->asked, (long long)r->calls,
-		   r->calls == 1 ? "" : "s",
+		   r->commented, r->prs_opened, r->pushes, r->rounds, r->merged,
+		   r->asked, (long long)r->calls, r->calls == 1 ? "" : "s",
 		   r->unchanged ? "; the issue listing is unchanged" : "");
 }
 
@@ -73,20 +74,39 @@ forge_sync_cmd(struct cli *c, int argc, char **argv)
 }
 
 static int
+forge_wake_cmd(struct cli *c, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1)
+		return cli_usage(&cmd_forge);
+	if (!c->cfg.forge.type) {
+		cli_error("forge wake: the forge is not configured (a forge: "
+			  "section in .baton/config.yaml, docs/forge.md)");
+		return EXIT_FAIL;
+	}
+	forge_wake(&c->ws);
+	cli_printf("asked the forge companion of any serve here for a round\n");
+	return EXIT_OK;
+}
+
+static int
 forge_exec(struct cli *c, int argc, char **argv)
 {
 	if (argc < 2)
 		return cli_usage(&cmd_forge);
 	if (!strcmp(argv[1], "sync"))
 		return forge_sync_cmd(c, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "wake"))
+		return forge_wake_cmd(c, argc - 1, argv + 1);
 	cli_error("unknown forge command '%s'", argv[1]);
 	return cli_usage(&cmd_forge);
 }
 
 const struct cmd cmd_forge = {
 	.name = "forge",
-	.usage = "forge sync [--json]",
-	.summary = "one GitHub sync round by hand: import labelled issues, "
+	.usage = "forge sync [--json]\n"
+		 "       baton forge wake",
+	.summary = "sync with GitHub by hand: import labelled issues, "
 		   "refresh pull requests, CI and reviews",
 	.needs = CLI_NEEDS_STORE,
 	.exec = forge_exec,

@@ -192,13 +192,68 @@ out:
 struct list_ctx {
 	struct cli *c;
 	int json, rows;
+	int details; /* task show: the forge link's lines */
 };
+
+/* task show: where the task is on the forge, a line per thing known. */
+static void
+print_forge(const struct forge_link *l)
+{
+	cli_printf("\nforge: %s\n", l->repo);
+	if (l->issue_number)
+		cli_printf("  issue #%lld  %s\n", (long long)l->issue_number,
+			   l->issue_url ? l->issue_url : "");
+	if (l->pr_number)
+		cli_printf("  PR #%lld     %s%s%s\n", (long long)l->pr_number,
+			   l->pr_state ? l->pr_state : "",
+			   l->pr_url ? "  " : "", l->pr_url ? l->pr_url : "");
+	if (l->pr_number)
+		cli_printf("  checks %s, review %s, fix rounds %d\n",
+			   l->checks ? l->checks : "-",
+			   l->review ? l->review : "-", l->reaction_rounds);
+}
+
+/*
+ * "  [issue #12, PR #34 open]" for a task with a forge link, into out;
+ * "" without one. *link gets the link (all zero without one); the
+ * caller releases it.
+ */
+static void
+forge_mark(struct store *s, const struct task *t, char *out, size_t len,
+	   struct forge_link *link)
+{
+	struct err ignored = ERR_INIT;
+	struct forge_link l;
+	size_t at = 0;
+
+	*out = '\0';
+	memset(link, 0, sizeof(*link));
+	if (store_forge_link_get(s, t->id, &l, &ignored))
+		return;
+	if (l.issue_number || l.pr_number) {
+		at = (size_t)snprintf(out, len, "  [");
+		if (l.issue_number && at < len)
+			at += (size_t)snprintf(out + at, len - at, "issue #%lld",
+					       (long long)l.issue_number);
+		if (l.pr_number && at < len)
+			at += (size_t)snprintf(out + at, len - at,
+					       "%sPR #%lld%s%s",
+					       l.issue_number ? ", " : "",
+					       (long long)l.pr_number,
+					       l.pr_state ? " " : "",
+					       l.pr_state ? l.pr_state : "");
+		if (at < len)
+			snprintf(out + at, len - at, "]");
+	}
+	*link = l;
+}
 
 static int
 print_task(const struct task *t, void *arg)
 {
 	struct list_ctx *l = arg;
-	char status[64], deps[64] = "-";
+	char status[64], deps[64] = "-", mark[96];
+	struct forge_link link;
 	size_t i, at = 0;
 
 	if (l->json) {
@@ -220,12 +275,16 @@ print_task(const struct task *t, void *arg)
 	for (i = 0; i < t->nr_deps && at < sizeof(deps) - 12; i++)
 		at += (size_t)snprintf(deps + at, sizeof(deps) - at, "%s%lld",
 				       i ? "," : "", (long long)t->deps[i]);
-	cli_printf("t%-5lld %-28s %4d %-16.16s %-8.8s %-24.24s %s\n",
+	forge_mark(l->c->store, t, mark, sizeof(mark), &link);
+	cli_printf("t%-5lld %-28s %4d %-16.16s %-8.8s %-24.24s %s%s\n",
 		   (long long)t->id, status, t->priority,
 		   t->area ? t->area : "-", deps, t->run_id ? t->run_id : "-",
-		   t->title);
+		   t->title, mark);
 	if (t->reason && strcmp(t->status, TASK_DONE))
 		cli_printf("       %s\n", t->reason);
+	if (l->details && link.task_id)
+		print_forge(&link);
+	forge_link_release(&link);
 	return 0;
 }
 
@@ -233,7 +292,7 @@ static int
 task_list(struct cli *c, int argc, char **argv)
 {
 	const char *only = NULL;
-	struct list_ctx l = { c, 0, 0 };
+	struct list_ctx l = { c, 0, 0, 0 };
 	struct cli_opt opts[] = {
 		{ "--json", &l.json, NULL },
 		{ "--status=", NULL, &only },
@@ -298,7 +357,7 @@ task_show(struct cli *c, int argc, char **argv)
 {
 	int json = 0, n;
 	struct cli_opt opts[] = { { "--json", &json, NULL } };
-	struct list_ctx l = { c, 0, 0 };
+	struct list_ctx l = { c, 0, 0, 1 };
 	struct err e = ERR_INIT;
 	struct task t = { 0 };
 

@@ -35,7 +35,7 @@ static const char *const top_keys[] = {
     "providers", "roles",     "workflow", "policies",  "validate",
     "pipelines", "store",     "budget",	  "execution", "runtime",
     "merge",	 "server",    "reports",  "notify",	 "repo",
-    "loop",	 "assist",    NULL,
+    "loop",	 "assist",    "forge",	  NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -109,6 +109,23 @@ static const char *const assist_modes[] = {
     "always-ask", "agent-decides", "always-execute", NULL,
 };
 static const char *const repo_keys[] = { "url", NULL };
+static const char *const forge_keys[] = {
+    "type",	     "repo",	     "token_env",	   "api_url",
+    "remote",	     "intake",	     "pull_requests",	   "reactions",
+    "webhook_secret_env", "poll_seconds", NULL,
+};
+static const char *const forge_types[] = { "github", NULL };
+static const char *const forge_intake_keys[] = { "label", NULL };
+static const char *const forge_pr_keys[] = {
+    "draft", "auto_merge", "merge_method", NULL,
+};
+static const char *const merge_methods[] = {
+    "merge", "squash", "rebase", NULL,
+};
+static const char *const forge_reaction_keys[] = {
+    "ci_failed", "changes_requested", "max_rounds", "label", NULL,
+};
+static const char *const forge_reactions[] = { "fix", "ask", "ignore", NULL };
 static const char *const webhook_keys[] = {
     "url",     "events",	  "secret_env",
     "retries", "backoff_seconds", "timeout_seconds",
@@ -1234,6 +1251,209 @@ read_notify(struct config *c, struct err *e)
 	return rc;
 }
 
+/*
+ * forge.repo: "owner/name", each part of the letters, digits, '-', '_'
+ * and '.' GitHub allows, and neither part "." or "..": the two go into
+ * API paths (/repos/OWNER/NAME/...), so nothing else may get through.
+ */
+static int
+valid_forge_repo(const char *s)
+{
+	const char *slash = strchr(s, '/'), *p;
+
+	if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/'))
+		return 0;
+	if (!strcmp(slash + 1, ".") || !strcmp(slash + 1, "..") ||
+	    !strncmp(s, "./", 2) || !strncmp(s, "../", 3))
+		return 0;
+	for (p = s; *p; p++)
+		if (p != slash && !isalnum((unsigned char)*p) && *p != '-' &&
+		    *p != '_' && *p != '.')
+			return 0;
+	return 1;
+}
+
+/* A variable's name (token_env, webhook_secret_env) at path. */
+static int
+read_var_name(const struct cnode *n, const char *path, char **out,
+	      struct err *e)
+{
+	int rc = read_string(n, path, out, e);
+
+	if (rc >= 0 && !is_var_name(*out))
+		rc = node_error(n, path, "not a valid variable name", e);
+	return rc;
+}
+
+/*
+ * forge.api_url: http:// or https:// and a host, kept without its
+ * trailing slashes (paths are appended as "/repos/...").
+ */
+static int
+read_api_url(const struct cnode *n, char **out, struct err *e)
+{
+	const char *path = "forge.api_url", *host;
+	size_t len;
+	int rc = read_string(n, path, out, e);
+
+	if (rc < 0)
+		return rc;
+	if (!strncmp(*out, "https://", 8))
+		host = *out + 8;
+	else if (!strncmp(*out, "http://", 7))
+		host = *out + 7;
+	else
+		return node_error(n, path,
+				  "expected an http:// or https:// URL", e);
+	if (!*host || *host == '/' || strpbrk(*out, " \t\r\n"))
+		return node_error(n, path, "expected a URL with a host", e);
+	len = strlen(*out);
+	while (len > (size_t)(host - *out) && (*out)[len - 1] == '/')
+		(*out)[--len] = '\0';
+	return 0;
+}
+
+/*
+ * The map at key of the forge section, checked against allowed (its
+ * path "forge.KEY" in messages): NULL when absent or written empty.
+ */
+static int
+forge_sub(const struct cnode *sec, const char *key,
+	  const char *const *allowed, const struct cnode **out,
+	  struct err *e)
+{
+	const struct cnode *n = cnode_get(sec, key);
+	char path[64];
+	int rc;
+
+	*out = NULL;
+	if (!n || is_null(n))
+		return 0;
+	snprintf(path, sizeof(path), "forge.%s", key);
+	rc = cnode_expect(n, CNODE_MAP, path, e);
+	if (rc >= 0)
+		rc = cnode_check_keys(n, path, allowed, e);
+	if (rc >= 0)
+		*out = n;
+	return rc;
+}
+
+/* forge.pull_requests and forge.reactions. */
+static int
+read_forge_prs(const struct cnode *sec, struct config_forge *f,
+	       struct err *e)
+{
+	const struct cnode *sub, *n;
+	int rc;
+
+	rc = forge_sub(sec, "pull_requests", forge_pr_keys, &sub, e);
+	if (rc >= 0 && sub && (n = cnode_get(sub, "draft")))
+		rc = cnode_bool(n, "forge.pull_requests.draft", &f->pr_draft,
+				e);
+	if (rc >= 0 && sub && (n = cnode_get(sub, "auto_merge")))
+		rc = cnode_bool(n, "forge.pull_requests.auto_merge",
+				&f->auto_merge, e);
+	if (rc >= 0 && sub && (n = cnode_get(sub, "merge_method")))
+		rc = read_choice(n, "forge.pull_requests.merge_method",
+				 merge_methods, &f->merge_method, e);
+	if (rc < 0)
+		return rc;
+
+	rc = forge_sub(sec, "reactions", forge_reaction_keys, &sub, e);
+	if (rc >= 0 && sub && (n = cnode_get(sub, "ci_failed")))
+		rc = read_choice(n, "forge.reactions.ci_failed",
+				 forge_reactions, &f->on_ci_failed, e);
+	if (rc >= 0 && sub && (n = cnode_get(sub, "changes_requested")))
+		rc = read_choice(n, "forge.reactions.changes_requested",
+				 forge_reactions, &f->on_changes_requested, e);
+	if (rc >= 0 && sub && (n = cnode_get(sub, "max_rounds")))
+		rc = read_int(n, "forge.reactions.max_rounds", 0, 100,
+			      &f->max_rounds, e);
+	if (rc >= 0 && sub && (n = cnode_get(sub, "label")))
+		rc = read_string(n, "forge.reactions.label", &f->human_label,
+				 e);
+	return rc;
+}
+
+/*
+ * forge: the GitHub repository behind intake and pull requests
+ * (docs/config.md). Absent, nothing is set and type stays NULL. Present,
+ * it must say its type and repo, and every default is filled in here:
+ * config_init allocates nothing.
+ */
+static int
+read_forge(struct config *c, struct err *e)
+{
+	struct config_forge *f = &c->forge;
+	const struct cnode *sec, *n, *sub;
+	int rc;
+
+	rc = get_section(c->root, "forge", forge_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	n = cnode_get(sec, "type");
+	if (!n || is_null(n))
+		return node_error(sec, "forge",
+				  "a forge needs a type (github)", e);
+	rc = read_choice(n, "forge.type", forge_types, &f->type, e);
+	if (rc < 0)
+		return rc;
+	n = cnode_get(sec, "repo");
+	if (!n || is_null(n))
+		return node_error(sec, "forge",
+				  "a forge needs a repo (owner/name)", e);
+	rc = read_string(n, "forge.repo", &f->repo, e);
+	if (rc >= 0 && !valid_forge_repo(f->repo))
+		rc = node_error(n, "forge.repo",
+				"expected owner/name (letters, digits, '-', "
+				"'_' and '.')",
+				e);
+	if (rc >= 0 && (n = cnode_get(sec, "token_env")))
+		rc = read_var_name(n, "forge.token_env", &f->token_env, e);
+	if (rc >= 0 && (n = cnode_get(sec, "api_url")))
+		rc = read_api_url(n, &f->api_url, e);
+	if (rc >= 0 && (n = cnode_get(sec, "remote"))) {
+		rc = read_string(n, "forge.remote", &f->remote, e);
+		/* handed to git as an argument: never an option */
+		if (rc >= 0 && (f->remote[0] == '-' ||
+				strpbrk(f->remote, " \t\r\n")))
+			rc = node_error(n, "forge.remote",
+					"not a valid remote name", e);
+	}
+	if (rc >= 0)
+		rc = forge_sub(sec, "intake", forge_intake_keys, &sub, e);
+	if (rc >= 0 && sub && (n = cnode_get(sub, "label")) && !is_null(n))
+		rc = read_string(n, "forge.intake.label", &f->intake_label,
+				 e);
+	if (rc >= 0)
+		rc = read_forge_prs(sec, f, e);
+	if (rc >= 0 && (n = cnode_get(sec, "webhook_secret_env")) &&
+	    !is_null(n))
+		rc = read_var_name(n, "forge.webhook_secret_env",
+				   &f->webhook_secret_env, e);
+	if (rc >= 0 && (n = cnode_get(sec, "poll_seconds")))
+		rc = read_int(n, "forge.poll_seconds", 0, 86400,
+			      &f->poll_seconds, e);
+	if (rc < 0)
+		return rc;
+
+	if (!f->token_env)
+		f->token_env = xstrdup("GITHUB_TOKEN");
+	if (!f->api_url)
+		f->api_url = xstrdup("https://api.github.com");
+	if (!f->remote)
+		f->remote = xstrdup("origin");
+	if (!f->merge_method)
+		f->merge_method = xstrdup("squash");
+	if (!f->on_ci_failed)
+		f->on_ci_failed = xstrdup("fix");
+	if (!f->on_changes_requested)
+		f->on_changes_requested = xstrdup("fix");
+	if (!f->human_label)
+		f->human_label = xstrdup("baton:needs-human");
+	return 0;
+}
+
 static int
 read_workflow(struct config *c, struct err *e)
 {
@@ -1421,6 +1641,8 @@ config_init(struct config *c)
 	c->reports.periodic_after_seconds = 1800;
 	c->reports.interval_seconds = 600;
 	c->assist.escalation_timeout_seconds = 900;
+	c->forge.max_rounds = 3;
+	c->forge.poll_seconds = 60;
 }
 
 /*
@@ -1482,6 +1704,9 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	if (rc < 0)
 		goto out;
 	rc = read_assist(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_forge(&c, e);
 	if (rc < 0)
 		goto out;
 	rc = read_rest(&c, e);
@@ -1551,6 +1776,17 @@ config_release(struct config *c)
 	strvec_clear(&c->loop.immutable);
 	free(c->loop.stop_file);
 	free(c->assist.mode);
+	free(c->forge.type);
+	free(c->forge.repo);
+	free(c->forge.token_env);
+	free(c->forge.api_url);
+	free(c->forge.remote);
+	free(c->forge.intake_label);
+	free(c->forge.merge_method);
+	free(c->forge.on_ci_failed);
+	free(c->forge.on_changes_requested);
+	free(c->forge.human_label);
+	free(c->forge.webhook_secret_env);
 	cnode_free(c->root);
 	config_init(c);
 }

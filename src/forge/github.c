@@ -605,8 +605,11 @@ exchange(struct gh_client *c, const char *method, const char *url,
 			     curl_easy_strerror(cc));
 	} else {
 		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
+		/* a NUL (\u0000) is kept: its reader refuses that text by
+		 * name (an issue's body) rather than the whole answer failing */
 		if (x.body.len)
-			r->json = json_loadb(x.body.ptr, x.body.len, 0, NULL);
+			r->json = json_loadb(x.body.ptr, x.body.len,
+					     JSON_ALLOW_NUL, NULL);
 	}
 	buf_add(raw, x.body.ptr, x.body.len);
 	curl_easy_cleanup(curl);

@@ -119,8 +119,8 @@ issue_text(const json_t *issue, long n, const char *key, int may_be_null,
 	if ((!v || json_is_null(v)) && may_be_null)
 		return 0;
 	if (!json_is_string(v))
-		return err_set(e, BATON_EINVAL, "issue #%ld: its %s is %s, not "
-			       "text", n, key, v ? json_kind(v) : "missing");
+		return err_set(e, BATON_EINVAL,
+			       "issue #%ld: its %s is %s, not text", n, key, v ? json_kind(v) : "missing");
 	len = json_string_length(v);
 	end = text_end(json_string_value(v), len);
 	if (end < len)
@@ -219,8 +219,7 @@ one_line(struct buf *notes)
  * Returns 1 when it queued it, 0 when there was nothing to do.
  */
 static int
-queue_linked(struct forge_ctx *fx, int64_t id, int64_t issue,
-	     struct err *e)
+queue_linked(struct forge_ctx *fx, int64_t id, int64_t issue, struct err *e)
 {
 	struct sched_ctx x = sched_of(fx);
 	int tries, rc = 0;
@@ -282,7 +281,7 @@ import_issue(struct forge_ctx *fx, const json_t *issue, struct err *e)
 		rc = 0;
 		goto out;
 	}
-	if (!*t.title) {
+	if (!t.title || !*t.title) { /* GitHub requires one; be safe */
 		free(t.title);
 		t.title = xasprintf("issue #%lld", (long long)n);
 	}
@@ -292,8 +291,7 @@ import_issue(struct forge_ctx *fx, const json_t *issue, struct err *e)
 	apply_labels(issue, &t, &notes);
 	t.status = xstrdup(TASK_BLOCKED);
 	t.block_reason = xstrdup(BLOCK_ISSUE_LINKING);
-	t.reason = xasprintf("recording the link to issue #%lld",
-			     (long long)n);
+	t.reason = xasprintf("recording the link to issue #%lld", (long long)n);
 	t.origin = xstrdup(ORIGIN_ISSUE);
 	t.max_attempts = fx->cfg->runtime.max_attempts;
 	l.repo = xstrdup(fx->cfg->forge.repo);
@@ -317,7 +315,8 @@ import_issue(struct forge_ctx *fx, const json_t *issue, struct err *e)
 	if (notes.len) {
 		struct buf text = BUF_INIT;
 
-		buf_addf(&text, "baton made task t%lld of this issue; some of "
+		buf_addf(&text,
+			 "baton made task t%lld of this issue; some of "
 			 "its labels say nothing baton can use:\n\n%s",
 			 (long long)t.id, notes.ptr);
 		log_warn("issue #%lld: %s", (long long)n, one_line(&notes));
@@ -371,8 +370,9 @@ issue_still_wanted(struct forge_ctx *fx, int64_t issue, struct buf *why,
 		rc = 1; /* a 304 or nothing to read: keep the task */
 		goto out;
 	}
-	if (strcmp(json_get_str(r.json, "state") ?
-		   json_get_str(r.json, "state") : "", "open")) {
+	if (strcmp(json_get_str(r.json, "state") ? json_get_str(r.json, "state")
+						 : "",
+		   "open")) {
 		buf_addf(why, "issue #%lld was closed", (long long)issue);
 		rc = 0;
 		goto out;
@@ -408,15 +408,15 @@ cancel_unstarted(struct forge_ctx *fx, int64_t id, int64_t issue,
 
 	if (rc)
 		goto out;
-	if (t.run_id || (strcmp(t.status, TASK_QUEUED) &&
-			 strcmp(t.status, TASK_BLOCKED)))
+	if (t.run_id ||
+	    (strcmp(t.status, TASK_QUEUED) && strcmp(t.status, TASK_BLOCKED)))
 		goto out;
 	run_set(&t.status, TASK_CANCELLED);
 	run_set(&t.block_reason, NULL);
 	run_set(&t.reason, why);
 	t.ended_at = time_now_ms();
-	data = json_take_text(json_pack("{s:s, s:I}", "reason", why, "issue",
-					(json_int_t)issue));
+	data = json_take_text(
+	    json_pack("{s:s, s:I}", "reason", why, "issue", (json_int_t)issue));
 	rc = sched_task_write(&x, &t, "task_cancelled", data, e);
 	if (rc == BATON_ECONFLICT) {
 		/* claimed or changed meanwhile: the next round looks again */
@@ -475,8 +475,8 @@ forge__intake(struct forge_ctx *fx, struct err *e)
 	path = xasprintf("/repos/%s/issues?", fx->cfg->forge.repo);
 	forge__keep_etags(fx, path);
 	free(path);
-	rc = gh_issues_with_label(&fx->gh, fx->cfg->forge.intake_label,
-				  &issues, &unchanged, e);
+	rc = gh_issues_with_label(&fx->gh, fx->cfg->forge.intake_label, &issues,
+				  &unchanged, e);
 	if (rc)
 		goto out;
 	if (unchanged) {
@@ -485,8 +485,8 @@ forge__intake(struct forge_ctx *fx, struct err *e)
 	}
 	open = xcalloc(json_array_size(issues) + 1, sizeof(*open));
 	json_array_foreach(issues, i, it) {
-		json_int_t n = json_integer_value(json_object_get(it,
-								  "number"));
+		json_int_t n =
+		    json_integer_value(json_object_get(it, "number"));
 
 		if (json_object_get(it, "pull_request"))
 			continue; /* GitHub lists pull requests as issues */
@@ -522,7 +522,8 @@ out:
 	return rc;
 }
 
-/* ---- telling the issue ---------------------------------------------------- */
+/* ---- telling the issue ----------------------------------------------------
+ */
 
 /*
  * What to tell issue l->issue_number of its task's run now: "started:RUN"
@@ -566,7 +567,8 @@ run_news(struct forge_ctx *fx, const struct forge_link *l, char **mark,
 	if (ends) {
 		*mark = ended;
 		ended = NULL;
-		buf_addf(text, "baton's run `%s` of task t%lld ended: the run "
+		buf_addf(text,
+			 "baton's run `%s` of task t%lld ended: the run "
 			 "is **%s**, the task **%s**",
 			 r.id, (long long)t.id, r.status, t.status);
 		if (t.block_reason)
@@ -586,7 +588,8 @@ run_news(struct forge_ctx *fx, const struct forge_link *l, char **mark,
 			goto out; /* its end is told once it is known */
 		*mark = started;
 		started = NULL;
-		buf_addf(text, "baton started run `%s` of task t%lld for this "
+		buf_addf(text,
+			 "baton started run `%s` of task t%lld for this "
 			 "issue (attempt %d).",
 			 r.id, (long long)t.id, t.attempts);
 	}
@@ -631,8 +634,7 @@ tell_issue(struct forge_ctx *fx, int64_t id, struct err *e)
 	}
 	if (rc)
 		goto out;
-	rc = gh_issue_comment(&fx->gh, (long)l.issue_number, text.ptr, NULL,
-			      e);
+	rc = gh_issue_comment(&fx->gh, (long)l.issue_number, text.ptr, NULL, e);
 	if (rc) {
 		struct err ignored = ERR_INIT;
 

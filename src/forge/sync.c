@@ -46,6 +46,7 @@ int
 forge_check(const struct config *cfg, struct err *e)
 {
 	const struct config_forge *f = &cfg->forge;
+	const char *token;
 
 	if (!f->type || !f->repo)
 		return err_set(e, BATON_EINVAL,
@@ -61,7 +62,8 @@ forge_check(const struct config *cfg, struct err *e)
 		return err_set(e, BATON_EINVAL,
 			       "forge.token_env is empty: name the variable "
 			       "that holds the GitHub token (GITHUB_TOKEN)");
-	if (!getenv(f->token_env) || !*getenv(f->token_env))
+	token = getenv(f->token_env);
+	if (!token || !*token)
 		return err_set(e, BATON_EINVAL,
 			       "the variable %s (forge.token_env) is not set: "
 			       "export the GitHub token for %s in it",
@@ -109,8 +111,8 @@ kept(const struct forge_ctx *fx, const char *url)
 	const char *q = strchr(url, '?');
 	size_t i, n = strlen(fx->gh.api_url);
 
-	if (!q || strncmp(url, fx->gh.api_url, n) ||
-	    strstr(q, "&page=") || strstr(q, "?page="))
+	if (!q || strncmp(url, fx->gh.api_url, n) || strstr(q, "&page=") ||
+	    strstr(q, "?page="))
 		return 0;
 	for (i = 0; i < fx->keep.nr; i++)
 		if (!strncmp(url + n, fx->keep.v[i], strlen(fx->keep.v[i])))
@@ -165,9 +167,9 @@ forge__keep_etags(struct forge_ctx *fx, const char *path)
 }
 
 int
-forge__begin(struct forge_ctx *fx, const struct config *cfg,
-	     struct store *s, const struct workspace *ws,
-	     struct forge_round *round, struct err *e)
+forge__begin(struct forge_ctx *fx, const struct config *cfg, struct store *s,
+	     const struct workspace *ws, struct forge_round *round,
+	     struct err *e)
 {
 	const struct config_forge *f = &cfg->forge;
 	const char *token;
@@ -180,8 +182,8 @@ forge__begin(struct forge_ctx *fx, const struct config *cfg,
 	if (rc)
 		return rc;
 	token = getenv(f->token_env);
-	rc = gh_client_init(&fx->gh, f->api_url ? f->api_url :
-				     "https://api.github.com",
+	rc = gh_client_init(&fx->gh,
+			    f->api_url ? f->api_url : "https://api.github.com",
 			    f->repo, token, f->token_env, e);
 	if (rc)
 		return rc;
@@ -242,8 +244,8 @@ forge_sync(const struct config *cfg, struct store *s,
 	if (rc == BATON_EBUSY) {
 		int64_t now = (int64_t)time(NULL);
 
-		out->retry_at = fx.gh.rate_reset > now ? fx.gh.rate_reset :
-							 now + 60;
+		out->retry_at =
+		    fx.gh.rate_reset > now ? fx.gh.rate_reset : now + 60;
 	}
 out:
 	forge__end(&fx, rc == 0);

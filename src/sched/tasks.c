@@ -245,6 +245,44 @@ json_or_null(const char *text)
 	return v ? v : json_null();
 }
 
+static json_t *
+str_or_null(const char *s)
+{
+	return s ? json_lossy_str(s) : json_null();
+}
+
+/*
+ * The task's place on the forge (docs/api.md): its issue and pull
+ * request, the PR's state, checks and review as the last sync saw them,
+ * and the fix rounds they caused; null for a task with no link (or when
+ * the link cannot be read: the task is still shown).
+ */
+static json_t *
+forge_json(struct store *s, int64_t task_id)
+{
+	struct err ignored = ERR_INIT;
+	struct forge_link l;
+	json_t *o;
+
+	if (store_forge_link_get(s, task_id, &l, &ignored))
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "repo", str_or_null(l.repo));
+	json_object_set_new(o, "issue", l.issue_number ?
+					json_integer(l.issue_number) :
+					json_null());
+	json_object_set_new(o, "issue_url", str_or_null(l.issue_url));
+	json_object_set_new(o, "pr", l.pr_number ? json_integer(l.pr_number) :
+						   json_null());
+	json_object_set_new(o, "pr_url", str_or_null(l.pr_url));
+	json_object_set_new(o, "pr_state", str_or_null(l.pr_state));
+	json_object_set_new(o, "checks", str_or_null(l.checks));
+	json_object_set_new(o, "review", str_or_null(l.review));
+	json_object_set_new(o, "rounds", json_integer(l.reaction_rounds));
+	forge_link_release(&l);
+	return o;
+}
+
 json_t *
 sched_task_json(struct store *s, const struct task *t, int with_runs)
 {
@@ -296,6 +334,7 @@ sched_task_json(struct store *s, const struct task *t, int with_runs)
 	json_object_set_new(o, "created_at", json_integer(t->created_at));
 	json_object_set_new(o, "updated_at", json_integer(t->updated_at));
 	json_object_set_new(o, "ended_at", json_integer(t->ended_at));
+	json_object_set_new(o, "forge", forge_json(s, t->id));
 	return o;
 }
 

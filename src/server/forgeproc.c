@@ -171,8 +171,14 @@ forge_main(const struct server_opts *o, int ready_fd)
 		if (next >= 0 && now >= next)
 			next = round_once(o, s, &hold);
 		now = time_mono_ms();
-		if (next >= 0)
-			timeout = next > now ? (int)(next - now) : 0;
+		if (next >= 0) {
+			int64_t left = next > now ? next - now : 0;
+
+			/* poll takes an int: look again hourly at most */
+			timeout =
+			    (int)(left < FORGE_MAX_HOLD_MS ? left
+							   : FORGE_MAX_HOLD_MS);
+		}
 		n = poll(&p, 1, timeout);
 		if (n < 0 && errno != EINTR)
 			break;

@@ -26,7 +26,7 @@ metrics_count(int status)
 static const char *const block_reasons[] = {
 	BLOCK_AWAITING_JUDGE, BLOCK_AWAITING_APPROVAL, BLOCK_PAUSED,
 	BLOCK_QUOTA_WAIT,     BLOCK_NEEDS_REWORK,      BLOCK_DEPENDENCY,
-	BLOCK_ISSUE_LINKING,
+	BLOCK_ISSUE_LINKING,  BLOCK_PULL_REQUEST,
 };
 
 static const char *const merge_statuses[] = {

@@ -49,7 +49,9 @@ test_expect_success 'a labelled issue becomes one task after three syncs' '
 	test_grep "imported 1" sync1.out &&
 	test_grep "imported 0" sync2.out &&
 	test_grep "imported 0" sync3.out &&
-	test_jq ".[0].status == \"queued\" and .[0].origin == \"issue\" and .[0].body == \"Print the version and exit.\"" tasks.json
+	test_jq ".[0].status == \"queued\" and .[0].origin == \"issue\" and .[0].body == \"Print the version and exit.\"" tasks.json &&
+	(cd repo && "$BATON" task show 1 --json) >show.json &&
+	test_jq ".forge.issue == $n and .forge.repo == \"acme/app\" and (.forge.issue_url | endswith(\"/acme/app/issues/$n\"))" show.json
 '
 
 test_expect_success 'the task went through blocked(issue_linking) to queued, with events' '
@@ -122,6 +124,37 @@ test_expect_success 'an issue body of 1 MB is cut to fit, with a note that says 
 	test_grep "^THE-START" body.txt &&
 	test_grep "THE-END" body.txt &&
 	test_grep "bytes cut here: a task.s text is at most 64 KiB" body.txt
+'
+
+test_expect_success 'an issue whose text is not UTF-8 (a NUL) is refused by name; the others come in' '
+	curl -sS -X POST --data "{\"title\": \"Has a NUL\", \"body\": \"a\\u0000b\", \"labels\": [\"baton\"]}" \
+		"$FORGE_URL/_double/issue" | jq -r .number >nul.num &&
+	new_issue "Beside the NUL" "fine" "[\"baton\"]" >/dev/null &&
+	(cd repo && "$BATON" forge sync >../nul.out 2>../nul.err && "$BATON" task list --json) >nul-tasks.json &&
+	test_grep "refused 1" nul.out &&
+	test_grep "issue #$(cat nul.num): its body is not UTF-8 text (byte 1 of 3): not imported" nul.err &&
+	test_jq "[.[] | select(.title == \"Has a NUL\")] | length == 0" nul-tasks.json &&
+	test_jq "[.[] | select(.title == \"Beside the NUL\")] | length == 1" nul-tasks.json &&
+	forge_call PATCH "/repos/acme/app/issues/$(cat nul.num)" "{\"state\": \"closed\"}" >/dev/null
+'
+
+test_expect_success 'a task left blocked(issue_linking) by a crash is queued by the next sync' '
+	(
+		cd repo &&
+		id=$("$BATON" task list --json | jq "[.[] | select(.title == \"Beside the NUL\")][0].id") &&
+		db_query "UPDATE tasks SET status = '"'"'blocked'"'"', block_reason = '"'"'issue_linking'"'"' WHERE id = $id" &&
+		"$BATON" forge sync >../relink.out &&
+		"$BATON" task show "$id" --json >../relinked.json
+	) &&
+	test_grep "linked 1" relink.out &&
+	test_jq ".status == \"queued\" and .block_reason == null" relinked.json
+'
+
+test_expect_success 'a rate limit GitHub asks to wait out for an hour: forge sync fails, saying so' '
+	forge_call POST /_double/fail "{\"kind\": \"primary\", \"count\": 1}" >/dev/null &&
+	(cd repo && test_must_fail "$BATON" forge sync 2>../rate.err) &&
+	test_grep "primary rate limit" rate.err &&
+	test_grep "GET /repos/acme/app/issues: 403" rate.err
 '
 
 test_expect_success 'a missing token names the variable' '

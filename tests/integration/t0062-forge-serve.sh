@@ -23,6 +23,12 @@ forge_procs() {
 	return 0
 }
 
+# listings: how many times the double was asked for the issue listing
+listings() {
+	forge_call GET /_double/requests |
+		jq "[.[] | select(.path | startswith(\"/repos/acme/app/issues?\"))] | length"
+}
+
 # task_status TITLE: the status of the task of that title, or nothing
 task_status() {
 	"$BATON" task list --json | jq -r --arg t "$1" '.[] | select(.title == $t) | .status'
@@ -101,6 +107,52 @@ test_expect_success 'serve stops, and the companion with it' '
 	kill -TERM "$(cat serve.pid)" &&
 	bg_wait serve 60 >rc &&
 	wait_for "test -z \"\$(forge_procs)\"" 10
+'
+
+test_expect_success 'a rate limit holds the companion until its reset; it logs why and lives on' '
+	forge_call POST /_double/fail "{\"kind\": \"primary\", \"count\": 2}" >/dev/null &&
+	(
+		cd repo &&
+		bg_start "$TRASH_DIRECTORY/serve2" "$BATON" serve
+	) &&
+	wait_for "grep -q \"the next round in\" serve2.out" 30 &&
+	test_grep "serve: forge: cannot count the issue backlog: primary rate limit" serve2.out &&
+	test_grep "sync: primary rate limit.*the next round in 3[0-9][0-9][0-9]s" serve2.out &&
+	forge_procs >procs2 &&
+	test_line_count = 1 procs2 &&
+	kill -TERM "$(cat serve2.pid)" &&
+	bg_wait serve2 60 >rc2 &&
+	wait_for "test -z \"\$(forge_procs)\"" 10
+'
+
+test_expect_success 'with poll_seconds 0, a wake-up (baton forge wake) brings the round' '
+	sed -i "s/poll_seconds: 1/poll_seconds: 0/" repo/.baton/config.yaml &&
+	n0=$(listings) &&
+	(
+		cd repo &&
+		bg_start "$TRASH_DIRECTORY/serve3" "$BATON" serve
+	) &&
+	# the start-up rules count the backlog, the companion syncs once
+	wait_for "test \$(listings) -ge $((n0 + 2))" 30 &&
+	wait_for "grep -q \"a sync round at start and on each webhook\" serve3.out" 30 &&
+	forge_procs >procs3 &&
+	test_line_count = 1 procs3 &&
+	(
+		cd repo &&
+		wait_for "test -e .baton/forge-wake.d/$(cat ../procs3)" 30 &&
+		wait_for "test \"\$(task_status \"Second issue\")\" = done" 10
+	) &&
+	new_issue "Woken" "Come in on a wake-up." "[\"baton\"]" >/dev/null &&
+	(
+		cd repo &&
+		"$BATON" forge wake >../wake.out &&
+		wait_for "test -n \"\$(task_status Woken)\"" 30 &&
+		ls .baton/forge-wake.d >../fifos
+	) &&
+	test_grep "asked the forge companion" wake.out &&
+	test_line_count = 1 fifos &&
+	kill -TERM "$(cat serve3.pid)" &&
+	bg_wait serve3 120 >rc3
 '
 
 test_expect_success 'no agent had the token in its environment' '

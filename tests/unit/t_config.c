@@ -568,7 +568,8 @@ TEST(unknown_key)
 				 "of: providers, roles, workflow, policies, "
 				 "validate, pipelines, store, budget, "
 				 "execution, runtime, merge, server, "
-				 "reports, notify, repo, loop, assist)");
+				 "reports, notify, repo, loop, assist, "
+				 "forge)");
 	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
 	ASSERT_STREQ(e.msg,
 		     REPO ":2:34: unknown key 'providers.a.cmd' "
@@ -889,6 +890,173 @@ TEST(webhooks)
 		 &e);
 	ASSERT_CONTAINS(e.msg, "notify.webhooks[0].timeout_seconds: expected "
 			       "an integer from 1 to 600, got '0'");
+	LEAK_CHECK();
+}
+
+TEST(forge_section)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+	const struct config_forge *f;
+
+	/* no section: no forge, nothing allocated */
+	ASSERT_OK(load(REPO, "workflow: {pipeline: feature}\n", &c, &e), &e);
+	ASSERT(c.forge.type == NULL);
+	ASSERT(c.forge.repo == NULL);
+	ASSERT(c.forge.api_url == NULL);
+	config_release(&c);
+
+	/* the example, with every key written */
+	ASSERT_OK(load(REPO,
+		       "forge:\n"
+		       "  type: github\n"
+		       "  repo: acme/app\n"
+		       "  token_env: ACME_TOKEN\n"
+		       "  api_url: https://ghe.example.com/api/v3//\n"
+		       "  remote: upstream\n"
+		       "  intake: {label: baton}\n"
+		       "  pull_requests: {draft: true, auto_merge: true,"
+		       " merge_method: rebase}\n"
+		       "  reactions: {ci_failed: ask, changes_requested:"
+		       " ignore, max_rounds: 0, label: help-wanted}\n"
+		       "  webhook_secret_env: ACME_HOOK_SECRET\n"
+		       "  poll_seconds: 0\n",
+		       &c, &e),
+		  &e);
+	f = &c.forge;
+	ASSERT_STREQ(f->type, "github");
+	ASSERT_STREQ(f->repo, "acme/app");
+	ASSERT_STREQ(f->token_env, "ACME_TOKEN");
+	ASSERT_STREQ(f->api_url, "https://ghe.example.com/api/v3");
+	ASSERT_STREQ(f->remote, "upstream");
+	ASSERT_STREQ(f->intake_label, "baton");
+	ASSERT_EQ(f->pr_draft, 1);
+	ASSERT_EQ(f->auto_merge, 1);
+	ASSERT_STREQ(f->merge_method, "rebase");
+	ASSERT_STREQ(f->on_ci_failed, "ask");
+	ASSERT_STREQ(f->on_changes_requested, "ignore");
+	ASSERT_EQ(f->max_rounds, 0);
+	ASSERT_STREQ(f->human_label, "help-wanted");
+	ASSERT_STREQ(f->webhook_secret_env, "ACME_HOOK_SECRET");
+	ASSERT_EQ(f->poll_seconds, 0);
+	config_release(&c);
+
+	/* the least: type and repo; the rest are the defaults */
+	ASSERT_OK(load(REPO, "forge: {type: github, repo: o-1/my.app_2}\n", &c,
+		       &e),
+		  &e);
+	f = &c.forge;
+	ASSERT_STREQ(f->repo, "o-1/my.app_2");
+	ASSERT_STREQ(f->token_env, "GITHUB_TOKEN");
+	ASSERT_STREQ(f->api_url, "https://api.github.com");
+	ASSERT_STREQ(f->remote, "origin");
+	ASSERT(f->intake_label == NULL);
+	ASSERT_EQ(f->pr_draft, 0);
+	ASSERT_EQ(f->auto_merge, 0);
+	ASSERT_STREQ(f->merge_method, "squash");
+	ASSERT_STREQ(f->on_ci_failed, "fix");
+	ASSERT_STREQ(f->on_changes_requested, "fix");
+	ASSERT_EQ(f->max_rounds, 3);
+	ASSERT_STREQ(f->human_label, "baton:needs-human");
+	ASSERT(f->webhook_secret_env == NULL);
+	ASSERT_EQ(f->poll_seconds, 60);
+	config_release(&c);
+
+	/* a later layer changes one key and keeps the others */
+	ASSERT_OK(load(REPO,
+		       "forge:\n  type: github\n  repo: acme/app\n"
+		       "  api_url: http://127.0.0.1:8080/\n"
+		       "  intake:\n    label:\n",
+		       &c, &e),
+		  &e);
+	ASSERT_STREQ(c.forge.api_url, "http://127.0.0.1:8080");
+	ASSERT(c.forge.intake_label == NULL);
+	config_release(&c);
+
+	/* bad input, each named with its place and key */
+	load_err("forge:\n  type: github\n  token_env: T\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:3: forge: a forge needs a repo "
+				 "(owner/name)");
+	load_err("forge:\n  repo: acme/app\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:3: forge: a forge needs a type "
+				 "(github)");
+	load_err("forge:\n  type: gitlab\n  repo: acme/app\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":2:9: forge.type: 'gitlab' is not one of: "
+				 "github");
+	load_err("forge:\n  type: github\n  repo: acme\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":3:9: forge.repo: expected owner/name "
+				 "(letters, digits, '-', '_' and '.')");
+	load_err("forge: {type: github, repo: acme/app/x}\n", &e);
+	ASSERT_CONTAINS(e.msg, "forge.repo: expected owner/name");
+	load_err("forge: {type: github, repo: acme/..}\n", &e);
+	ASSERT_CONTAINS(e.msg, "forge.repo: expected owner/name");
+	load_err("forge: {type: github, repo: \"a b/c\"}\n", &e);
+	ASSERT_CONTAINS(e.msg, "forge.repo: expected owner/name");
+	load_err("forge: {type: github, repo: /app}\n", &e);
+	ASSERT_CONTAINS(e.msg, "forge.repo: expected owner/name");
+	load_err("forge:\n  type: github\n  repo: acme/app\n"
+		 "  api_url: ftp://h/\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":4:12: forge.api_url: expected an http:// "
+				 "or https:// URL");
+	load_err("forge: {type: github, repo: a/b, api_url: \"https://\"}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "forge.api_url: expected a URL with a host");
+	load_err("forge: {type: github, repo: a/b, token_env: $TOKEN}\n", &e);
+	ASSERT_CONTAINS(e.msg, "forge.token_env: not a valid variable name");
+	load_err("forge: {type: github, repo: a/b, remote: --upload-pack=x}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "forge.remote: not a valid remote name");
+	load_err("forge:\n  type: github\n  repo: a/b\n"
+		 "  pull_requests: {merge_method: fast-forward}\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":4:33: forge.pull_requests.merge_method: "
+				 "'fast-forward' is not one of: merge, "
+				 "squash, rebase");
+	load_err("forge:\n  type: github\n  repo: a/b\n"
+		 "  pull_requests: {draft: maybe}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "forge.pull_requests.draft:");
+	load_err("forge:\n  type: github\n  repo: a/b\n"
+		 "  reactions: {ci_failed: retry}\n",
+		 &e);
+	ASSERT_STREQ(e.msg, REPO ":4:26: forge.reactions.ci_failed: 'retry' "
+				 "is not one of: fix, ask, ignore");
+	load_err("forge:\n  type: github\n  repo: a/b\n"
+		 "  reactions: {changes_requested: later}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "forge.reactions.changes_requested: 'later' "
+			       "is not one of: fix, ask, ignore");
+	load_err("forge:\n  type: github\n  repo: a/b\n"
+		 "  reactions: {max_rounds: 101}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "forge.reactions.max_rounds: expected an "
+			       "integer from 0 to 100, got '101'");
+	load_err("forge: {type: github, repo: a/b, poll_seconds: 86401}\n", &e);
+	ASSERT_CONTAINS(e.msg, "forge.poll_seconds: expected an integer from "
+			       "0 to 86400, got '86401'");
+	load_err("forge: {type: github, repo: a/b, poll_seconds: -1}\n", &e);
+	ASSERT_CONTAINS(e.msg, "forge.poll_seconds:");
+	load_err("forge: {type: github, repo: a/b, intake: baton}\n", &e);
+	ASSERT_CONTAINS(e.msg, "forge.intake: expected a mapping");
+	load_err("forge:\n  type: github\n  repo: a/b\n"
+		 "  intake: {labels: [x]}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'forge.intake.labels' (expected "
+			       "one of: label)");
+	load_err("forge:\n  type: github\n  repo: a/b\n  token: ghp_x\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":4:3: unknown key 'forge.token'");
+	load_err("forge:\n  type: github\n  repo: a/b\n"
+		 "  reactions: {ci: fix}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'forge.reactions.ci'");
+	load_err("forge: {type: github, repo: a/b,"
+		 " webhook_secret_env: \"A-B\"}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, "forge.webhook_secret_env: not a valid "
+			       "variable name");
+	load_err("forge: github\n", &e);
+	ASSERT_CONTAINS(e.msg, "forge: expected a mapping");
 	LEAK_CHECK();
 }
 
