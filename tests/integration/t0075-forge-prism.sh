@@ -64,6 +64,47 @@ for call in issues_with_label issue_get issue_comment pull_create pull_get \
 	"
 done
 
+# baton itself: `baton forge sync` through Prism, and its request log.
+export GITHUB_TOKEN=$FORGE_TOKEN
+
+test_expect_success 'baton forge sync through Prism: issues in, no violation' '
+	forge_mark &&
+	make_repo repo &&
+	baton_init_with_agent repo "runtime: {judge: false}
+forge:
+  type: github
+  repo: acme/app
+  token_env: GITHUB_TOKEN
+  api_url: $FORGE_URL
+  intake: {label: synced}" &&
+	for i in 1 2 3; do
+		forge_double issue "{\"title\": \"Synced $i\", \"body\": \"b\", \"labels\": [\"synced\", \"priority:2\"]}" >/dev/null || return 1
+	done &&
+	(cd repo && "$BATON" forge sync >../sync1.out 2>&1 &&
+		"$BATON" forge sync >../sync2.out 2>&1 &&
+		"$BATON" task list --json >../tasks.json) || {
+		cat sync1.out sync2.out
+		forge_violations
+		false
+	} &&
+	test_jq "[.[] | select(.title | startswith(\"Synced \"))] | length == 3" tasks.json &&
+	forge_no_violations
+'
+
+test_expect_success 'the sync kept its requests in a private, redacted log' '
+	ls repo/.baton/forge/log-*.jsonl >logs &&
+	test_line_count = 1 logs &&
+	log=$(cat logs) &&
+	test "$(stat -c %a "$log")" = 600 &&
+	test "$(stat -c %a repo/.baton/forge)" = 700 &&
+	! grep -F "$GITHUB_TOKEN" "$log" &&
+	test_grep "Bearer \[redacted:GITHUB_TOKEN\]" "$log" &&
+	jq -r "select(.method == \"GET\") | .path" "$log" >paths &&
+	test_grep "^/repos/acme/app/issues$" paths &&
+	jq -s "map(select(.status == 304)) | length" "$log" >n304 &&
+	test "$(cat n304)" -ge 1
+'
+
 test_expect_success 'the double keeps its control endpoints' '
 	forge_double issue "{\"title\": \"x\", \"labels\": [\"baton\"]}" >issue.json &&
 	test_jq ".number > 0" issue.json &&

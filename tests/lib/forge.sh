@@ -199,12 +199,21 @@ forge_requests() {
 	curl -sf "$FORGE_DOUBLE_URL/_double/requests"
 }
 
-# forge_violations: Prism's "Violation:" lines so far (nothing without
-# Prism). A test shows them when it fails; forge_no_violations fails
-# when there is one.
-forge_violations() {
+# forge_mark: later forge_violations see only what Prism logs from now
+# on (a test that provoked violations on purpose is behind the mark).
+forge_mark() {
 	[ -n "${FORGE_PRISM_LOG:-}" ] && [ -f "$FORGE_PRISM_LOG" ] || return 0
-	grep -E 'error +Violation:|Request terminated with error' "$FORGE_PRISM_LOG" |
+	wc -l <"$FORGE_PRISM_LOG" >"$TRASH_DIRECTORY/prism.mark"
+}
+
+# forge_violations: Prism's violations since forge_mark (or the start;
+# nothing without Prism). A test shows them when it fails;
+# forge_no_violations fails when there is one.
+forge_violations() {
+	local from=0
+	[ -n "${FORGE_PRISM_LOG:-}" ] && [ -f "$FORGE_PRISM_LOG" ] || return 0
+	[ -f "$TRASH_DIRECTORY/prism.mark" ] && read -r from <"$TRASH_DIRECTORY/prism.mark"
+	tail -n +$((from + 1)) "$FORGE_PRISM_LOG" | grep -E 'error +Violation:|Request terminated with error' |
 		sed 's/^.*\] *//'
 	return 0
 }
