@@ -13,16 +13,19 @@ Besides GitHub's reads, tests edit issues as a person would, with
 PATCH /repos/OWNER/NAME/issues/N {state, title, body, labels:[names]}.
 
 Control (tests only): POST /_double/<verb> with a JSON body:
-  issue        {title, body, labels:[..], state}      -> the issue
+  issue        {title, body, labels:[..], state, count} -> the (last) issue;
+               count N makes N, titled "TITLE 1".."TITLE N"
   status       {sha, state, context, description, target_url}
   check_run    {sha, name, status, conclusion, output:{title,summary}}
   review       {pull, state, body, user}
   review_comment {pull, path, line, body}
   fail         {kind: secondary|primary|unauthorized|unprocessable,
                 count, retry_after, reset_in, message}
-  config       {public_url}: the base URL clients reach the double by (a
-               proxy in front of it, such as Prism in tests/lib/forge.sh);
-               the API URLs in bodies and Link headers use it
+  config       {public_url, etags}: public_url is the base URL clients
+               reach the double by (a proxy in front of it, such as Prism
+               in tests/lib/forge.sh); the API URLs in bodies and Link
+               headers use it. etags false: no ETag and never a 304, as a
+               server that ignores conditional requests (benchmarks)
   corrupt      {count, field}: the next count API answers lose field (by
                default the first of id, total_count, sha present), at the
                top or in each item of a list: what no GitHub would answer,
@@ -73,6 +76,7 @@ class State:
         self.corrupt = []       # queued {count, field}
         self.remote = None      # a bare repository, or None
         self.labels = {}        # name -> label object
+        self.etags = True       # False: no ETag, no 304 (control config)
 
     def new_id(self):
         self.next_id += 1
@@ -297,6 +301,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_etagged(public(chunk), headers)
 
     def send_etagged(self, obj, headers=None):
+        if not S.etags:
+            # as a server that ignores conditional requests (benchmarks)
+            return self.send(200, obj, headers)
         tag = '"%s"' % hashlib.sha1(
             json.dumps(obj, sort_keys=True).encode()).hexdigest()
         headers = dict(headers or {})
@@ -588,15 +595,21 @@ class Handler(BaseHTTPRequestHandler):
         verb = p[0] if p else ""
         b = b if isinstance(b, dict) else {}
         if verb == "issue":
-            n = S.next_number
-            S.next_number += 1
-            i = self.issue_fields(n, b.get("title", ""), b.get("body"),
-                                  b.get("state", "open"),
-                                  b.get("labels", []),
-                                  b.get("user", "octocat"))
-            if i["state"] == "closed":
-                i["closed_at"] = now_iso()
-            S.issues[n] = i
+            # count N (benchmarks): N issues at once, titled "TITLE k"
+            count = int(b.get("count", 1))
+            for k in range(1, count + 1):
+                n = S.next_number
+                S.next_number += 1
+                title = b.get("title", "")
+                if "count" in b:
+                    title = "%s %d" % (title, k)
+                i = self.issue_fields(n, title, b.get("body"),
+                                      b.get("state", "open"),
+                                      b.get("labels", []),
+                                      b.get("user", "octocat"))
+                if i["state"] == "closed":
+                    i["closed_at"] = now_iso()
+                S.issues[n] = i
             return self.send(201, i)
         if verb == "status":
             sid = b.get("id") or S.new_id()
@@ -684,7 +697,10 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "config":
             if "public_url" in b:
                 S.public_url = (b["public_url"] or "").rstrip("/") or None
-            return self.send(200, {"public_url": S.public_url})
+            if "etags" in b:
+                S.etags = bool(b["etags"])
+            return self.send(200, {"public_url": S.public_url,
+                                   "etags": S.etags})
         if verb == "corrupt":
             b.setdefault("count", 1)
             S.corrupt.append(b)
