@@ -514,7 +514,12 @@ out:
 	buf_release(&ep);
 }
 
-/* "METHOD /endpoint: STATUS message[: first error's message]" */
+/*
+ * "METHOD /endpoint: STATUS message[: first error's message]". GitHub's
+ * errors say "message" and "errors"; an answer in RFC 7807's
+ * problem+json (a proxy in front of GitHub Enterprise, or Prism in the
+ * tests, whose list is "validation") says "title" and "detail".
+ */
 static int
 http_error(const struct gh_client *c, const char *method, const char *url,
 	   const struct gh_response *r, int rc, struct err *e)
@@ -526,7 +531,12 @@ http_error(const struct gh_client *c, const char *method, const char *url,
 	endpoint(c, url, &ep);
 	if (r->json) {
 		msg = json_string_value(json_object_get(r->json, "message"));
+		if (!msg)
+			msg = json_string_value(json_object_get(r->json,
+								"title"));
 		errs = json_object_get(r->json, "errors");
+		if (!json_is_array(errs))
+			errs = json_object_get(r->json, "validation");
 		if (json_is_array(errs) && json_array_size(errs) > 0)
 			first = json_string_value(json_object_get(
 				json_array_get(errs, 0), "message"));

@@ -15,6 +15,12 @@
 # naming the violation (and Prism's log, forge_violations, lists them),
 # so the test fails where the double or the client is wrong.
 #
+# GitHub's description names one server, https://api.github.com, with no
+# path: Prism matches the client's /repos/... as they come and forwards
+# each to the double's URL with the same path and query. A path GitHub
+# does not have (the double's /_double/*) is refused, hence
+# FORGE_DOUBLE_URL.
+#
 # Without Prism the test talks to the double directly (FORGE_URL is the
 # double's URL and FORGE_PRISM is empty), unless BATON_TEST_REQUIRE_PRISM=1
 # (CI sets it), where a missing Prism fails the script.
