@@ -736,7 +736,7 @@ int
 gh_list(struct gh_client *c, const char *path, json_t **out,
 	int *not_modified, struct err *e)
 {
-	struct gh_response r;
+	struct gh_response r = { 0 };
 	char *next = paged(path);
 	json_t *all = json_array();
 	int rc = 0, first = 1;
@@ -803,7 +803,7 @@ static int
 call(struct gh_client *c, const char *method, char *path, json_t *body,
      json_t **out, struct err *e)
 {
-	struct gh_response r;
+	struct gh_response r = { 0 };
 	int rc = gh_request(c, method, path, body, &r, e);
 
 	free(path);
