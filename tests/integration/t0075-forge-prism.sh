@@ -27,6 +27,15 @@ test_expect_success 'every wrapper of the client, through Prism, with no violati
 	forge_no_violations
 '
 
+test_expect_success 'GitHub'"'"'s error answers (422, 404, a 403 rate limit) pass Prism' '
+	"$T_GITHUB" error_answers_against_forge_url >out 2>&1 || {
+		cat out
+		forge_violations
+		false
+	} &&
+	test_grep "^1 passed, 0 failed" out
+'
+
 test_expect_success 'the calls went through Prism to the double' '
 	forge_requests >requests.json &&
 	for want in "GET /repos/acme/app/issues?" "POST /repos/acme/app/pulls" \

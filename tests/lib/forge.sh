@@ -61,18 +61,26 @@ need_prism() {
 #
 # Prints the first line of FILE matching the extended regular expression
 # PATTERN, waiting for it as PID writes FILE (tail -F wakes on each
-# write: no polling). Fails, showing FILE's tail, when PID ends or
-# SECONDS pass first.
+# write, read -t bounds the wait: no polling). Fails, showing FILE's tail,
+# when PID ends or SECONDS pass first. (No timeout(1) here: on its signal
+# it signals its whole process group, which was this script's.)
 _forge_wait_line() {
-	local file=$1 pid=$2 pattern=$3 secs=$4 fd tailpid line
+	local file=$1 pid=$2 pattern=$3 secs=$4 fd tailpid line= got left
+	local end=$((SECONDS + secs))
 	# (the subshell must not run test-lib's EXIT trap, which kills every
-	# process of the script, when it is stopped before its exec)
+	# process of the script, should it be stopped before its exec)
 	exec {fd}< <(
 		trap - EXIT INT TERM
-		exec timeout "$secs" tail -n +1 -F --pid="$pid" "$file" 2>/dev/null
+		exec tail -n +1 -F --pid="$pid" "$file" 2>/dev/null
 	)
 	tailpid=$!
-	line=$(grep -m 1 -E -- "$pattern" <&"$fd")
+	while left=$((end - SECONDS)) && [ "$left" -gt 0 ] &&
+		IFS= read -r -t "$left" got <&"$fd"; do
+		if [[ $got =~ $pattern ]]; then
+			line=$got
+			break
+		fi
+	done
 	kill "$tailpid" 2>/dev/null
 	exec {fd}<&-
 	if [ -z "$line" ]; then

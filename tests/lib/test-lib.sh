@@ -249,6 +249,12 @@ _tl_kill_all() {
 _tl_exit() {
 	local rc=$?
 	[ "$_tl_done" = 1 ] && return
+	# Only the script itself cleans up. A subshell signalled in the
+	# instant after its fork, before bash resets the traps it inherited
+	# (the watchdog of a test body that ended at once, killed by
+	# test_expect_success), ran this too and killed every server the
+	# script had started (t0075 lost its GitHub double that way).
+	[ "$BASHPID" = "$$" ] || return
 	_tl_kill_all
 	echo "# $TEST_NAME: exited (status $rc) before test_done; trash kept in $TRASH_DIRECTORY" >&2
 }

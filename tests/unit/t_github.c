@@ -561,6 +561,47 @@ TEST(every_wrapper_against_forge_url_or_the_double)
 }
 
 /*
+ * GitHub's error answers, as the double gives them, through FORGE_URL
+ * when set (Prism checks them against the statuses the description
+ * lists for each endpoint): a 422 with its errors, a 404, and a 403
+ * secondary rate limit waited out.
+ */
+TEST(error_answers_against_forge_url_or_the_double)
+{
+	struct gh_client c;
+	struct err e = ERR_INIT;
+	char token[128];
+	const char *url = forge_target(token, sizeof(token));
+	json_t *x = NULL;
+	int64_t waited = 0;
+	char head[64];
+	long n;
+
+	ASSERT_OK(gh_client_init(&c, url, "acme/app", token, "GITHUB_TOKEN",
+				 &e), &e);
+	snprintf(head, sizeof(head), "baton/r%ld-twice", (long)getpid());
+	ASSERT_OK(gh_pull_create(&c, "t", head, "main", "b", 0, &x, &e), &e);
+	n = (long)json_integer_value(json_object_get(x, "number"));
+	json_decref(x);
+	ASSERT_EQ(gh_pull_create(&c, "t", head, "main", "b", 0, &x, &e),
+		  BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "POST /repos/acme/app/pulls: 422 A pull "
+			       "request already exists for acme:");
+	ASSERT_EQ(gh_issue_get(&c, 99999, &x, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "GET /repos/acme/app/issues/99999: 404 Not "
+			       "Found");
+	control(&c, "fail", json_pack("{s:s, s:i}", "kind", "secondary",
+				      "retry_after", 3));
+	c.wait = count_waits;
+	c.wait_arg = &waited;
+	ASSERT_OK(gh_pull_get(&c, n, &x, &e), &e);
+	json_decref(x);
+	ASSERT_EQ(waited, 3);
+	gh_client_release(&c);
+	stop_double();
+}
+
+/*
  * The corrupt_answer_fails_* tests run only through Prism (t0075 sets
  * FORGE_PRISM): the double is told to drop a required field from its
  * next answer (POST /_double/corrupt), and the wrapper must then fail
