@@ -748,8 +748,10 @@ gh_list(struct gh_client *c, const char *path, json_t **out,
 		rc = gh_request(c, "GET", next, NULL, &r, e);
 		free(next);
 		next = NULL;
-		if (rc < 0)
+		if (rc < 0) {
+			gh_response_release(&r); /* the error's body */
 			break;
+		}
 		if (r.not_modified && first) {
 			/* the first page unchanged: so is the listing, as far
 			 * as an ETag can tell (GitHub's ETag covers the page) */
