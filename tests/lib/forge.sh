@@ -31,7 +31,9 @@
 # cleanup kills them at exit like every server a test starts;
 # stop_forge_double stops them earlier.
 
-FORGE_TOOLS=${BATON_FORGE_TOOLS_DIR:-$BATON_SRC_ROOT/.forge-tools}
+# where tools/forge-tools.sh installed Prism (its BATON_FORGE_TOOLS_DIR;
+# test-lib clears BATON_* but BATON_TEST_*)
+FORGE_TOOLS=${BATON_TEST_FORGE_TOOLS:-$BATON_SRC_ROOT/.forge-tools}
 FORGE_PRISM_BIN=$FORGE_TOOLS/node_modules/.bin/prism
 FORGE_OPENAPI=$FORGE_TOOLS/node_modules/@octokit/openapi/generated/api.github.com.json
 FORGE_TOKEN=${FORGE_TOKEN:-ghp_forge_test_secret_0123456789}
