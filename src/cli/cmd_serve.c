@@ -188,6 +188,10 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 	/* the forge's rounds: on the serve that judges and lands, not on a
 	 * worker host */
 	if (!host && c->cfg.forge.type) {
+		if (forge_check(&c->cfg, &e)) {
+			cli_error("%s", e.msg);
+			goto out;
+		}
 		o.companions[o.nr_companions++] = &forge;
 		if (c->cfg.forge.poll_seconds > 0)
 			term_printf(stderr, "serve: forge %s, a sync round "

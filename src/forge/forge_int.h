@@ -43,8 +43,8 @@ int forge__pulls(struct forge_ctx *fx, struct err *e);
 int forge__comments(struct forge_ctx *fx, struct err *e);
 
 /*
- * sync.c: makes fx for one round (the client, its ETags restored from
- * the store's cursors); forge__end persists the ETags (when keep) and
+ * sync.c: makes fx for one round (the client; see forge__keep_etags for
+ * its ETags); forge__end persists the kept ETags (when keep) and
  * adds the client's counters to the store's forge stats, then releases.
  */
 int forge__begin(struct forge_ctx *fx, const struct config *cfg,
@@ -55,8 +55,10 @@ void forge__end(struct forge_ctx *fx, int keep);
 /*
  * sync.c: keeps the ETags of the first pages of the listings whose URL
  * starts with path (relative to api_url, e.g. "/repos/O/N/issues?")
- * between rounds. Only for listings whose caller reads a 304 as "nothing
- * changed" (gh_list's not_modified): a later process sends If-None-Match.
+ * between rounds, and restores what earlier rounds kept of them now: a
+ * later process sends If-None-Match. Only for listings whose caller
+ * reads a 304 as "nothing changed" (gh_list's not_modified); a listing
+ * nobody asked to keep is always asked for in full.
  */
 void forge__keep_etags(struct forge_ctx *fx, const char *path);
 

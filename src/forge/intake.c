@@ -42,6 +42,8 @@
 /* task add's --priority range */
 #define PRIORITY_MIN (-1000)
 #define PRIORITY_MAX 1000
+/* the run's reason in an issue comment */
+#define REASON_MAX 1000
 
 /* The tasks linked to an issue, as one round found them. */
 struct linked {
@@ -453,8 +455,8 @@ int
 forge__intake(struct forge_ctx *fx, struct err *e)
 {
 	struct linked_vec lv = { 0 };
-	int64_t *open = NULL;
-	size_t nr_open = 0, i;
+	int64_t *listed = NULL, *linked = NULL;
+	size_t nr_listed = 0, i;
 	json_t *issues = NULL, *it;
 	char *path;
 	int rc, unchanged = 0;
@@ -483,27 +485,35 @@ forge__intake(struct forge_ctx *fx, struct err *e)
 		fx->round->unchanged = 1;
 		goto out;
 	}
-	open = xcalloc(json_array_size(issues) + 1, sizeof(*open));
+	/* the issues linked already need no transaction each: in a
+	 * backlog of a thousand, the new ones are a few */
+	linked = xcalloc(lv.nr + 1, sizeof(*linked));
+	for (i = 0; i < lv.nr; i++)
+		linked[i] = lv.v[i].issue;
+	qsort(linked, lv.nr, sizeof(*linked), cmp_num);
+	listed = xcalloc(json_array_size(issues) + 1, sizeof(*listed));
 	json_array_foreach(issues, i, it) {
-		json_int_t n =
-		    json_integer_value(json_object_get(it, "number"));
+		int64_t n = json_integer_value(json_object_get(it, "number"));
 
 		if (json_object_get(it, "pull_request"))
 			continue; /* GitHub lists pull requests as issues */
 		if (n > 0)
-			open[nr_open++] = n;
+			listed[nr_listed++] = n;
+		if (n > 0 &&
+		    bsearch(&n, linked, lv.nr, sizeof(*linked), cmp_num))
+			continue;
 		rc = import_issue(fx, it, e);
 		if (rc < 0)
 			goto out;
 	}
 	rc = 0;
-	qsort(open, nr_open, sizeof(*open), cmp_num);
+	qsort(listed, nr_listed, sizeof(*listed), cmp_num);
 	/* the tasks whose issue left the listing: closed or unlabelled */
 	for (i = 0; i < lv.nr; i++) {
 		struct buf why = BUF_INIT;
 		int64_t n = lv.v[i].issue;
 
-		if (bsearch(&n, open, nr_open, sizeof(*open), cmp_num) ||
+		if (bsearch(&n, listed, nr_listed, sizeof(*listed), cmp_num) ||
 		    !unstarted(fx, lv.v[i].task_id))
 			continue;
 		rc = issue_still_wanted(fx, n, &why, e);
@@ -517,13 +527,13 @@ forge__intake(struct forge_ctx *fx, struct err *e)
 	}
 out:
 	json_decref(issues);
-	free(open);
+	free(listed);
+	free(linked);
 	free(lv.v);
 	return rc;
 }
 
-/* ---- telling the issue ----------------------------------------------------
- */
+/* ---- telling the issue ------------------------------------------------ */
 
 /*
  * What to tell issue l->issue_number of its task's run now: "started:RUN"
@@ -546,6 +556,10 @@ run_news(struct forge_ctx *fx, const struct forge_link *l, char **mark,
 	if (rc)
 		goto out;
 	if (!t.run_id)
+		goto out;
+	/* told already of this run's end: no need to read the run */
+	if (l->commented && !strncmp(l->commented, "ended:", 6) &&
+	    !strcmp(l->commented + 6, t.run_id))
 		goto out;
 	rc = store_run_get(fx->s, t.run_id, &r, e);
 	if (rc) {
@@ -574,8 +588,15 @@ run_news(struct forge_ctx *fx, const struct forge_link *l, char **mark,
 		if (t.block_reason)
 			buf_addf(text, " (%s)", t.block_reason);
 		buf_addch(text, '.');
-		if (r.reason && *r.reason)
-			buf_addf(text, "\n\nWhy: %s", r.reason);
+		if (r.reason && *r.reason) {
+			/* a reason may quote a command's output: a bounded
+			 * excerpt, the issue is no place for a log */
+			size_t n = utf8_cut(r.reason, strlen(r.reason),
+					    REASON_MAX);
+
+			buf_addf(text, "\n\nWhy: %.*s%s", (int)n, r.reason,
+				 r.reason[n] ? " [...]" : "");
+		}
 		if (r.cost_usd > 0)
 			buf_addf(text, "\n\nCost: $%.2f", r.cost_usd);
 		if (l->pr_url)

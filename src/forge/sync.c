@@ -71,7 +71,23 @@ forge_check(const struct config *cfg, struct err *e)
 	return 0;
 }
 
-/* Restores the ETags of the URLs ETAG_INDEX lists. */
+/* Whether url is the first page of a listing a part asked to keep. */
+static int
+kept(const struct forge_ctx *fx, const char *url)
+{
+	const char *q = strchr(url, '?');
+	size_t i, n = strlen(fx->gh.api_url);
+
+	if (!q || strncmp(url, fx->gh.api_url, n) || strstr(q, "&page=") ||
+	    strstr(q, "?page="))
+		return 0;
+	for (i = 0; i < fx->keep.nr; i++)
+		if (!strncmp(url + n, fx->keep.v[i], strlen(fx->keep.v[i])))
+			return 1;
+	return 0;
+}
+
+/* Restores the ETags of the URLs ETAG_INDEX lists that are kept now. */
 static void
 etags_load(struct forge_ctx *fx)
 {
@@ -91,7 +107,7 @@ etags_load(struct forge_ctx *fx)
 	json_array_foreach(urls, i, u) {
 		char *tag = NULL, *cursor = NULL;
 
-		if (!json_is_string(u))
+		if (!json_is_string(u) || !kept(fx, json_string_value(u)))
 			continue;
 		if (!store_forge_cursor_get(fx->s, json_string_value(u), &tag,
 					    &cursor, &e) &&
@@ -102,22 +118,6 @@ etags_load(struct forge_ctx *fx)
 		free(cursor);
 	}
 	json_decref(urls);
-}
-
-/* Whether url is the first page of a listing a part asked to keep. */
-static int
-kept(const struct forge_ctx *fx, const char *url)
-{
-	const char *q = strchr(url, '?');
-	size_t i, n = strlen(fx->gh.api_url);
-
-	if (!q || strncmp(url, fx->gh.api_url, n) || strstr(q, "&page=") ||
-	    strstr(q, "?page="))
-		return 0;
-	for (i = 0; i < fx->keep.nr; i++)
-		if (!strncmp(url + n, fx->keep.v[i], strlen(fx->keep.v[i])))
-			return 1;
-	return 0;
 }
 
 struct etag_save {
@@ -164,6 +164,7 @@ forge__keep_etags(struct forge_ctx *fx, const char *path)
 		if (!strcmp(fx->keep.v[i], path))
 			return;
 	strvec_push(&fx->keep, path);
+	etags_load(fx); /* what earlier rounds kept of it */
 }
 
 int
@@ -196,7 +197,6 @@ forge__begin(struct forge_ctx *fx, const struct config *cfg, struct store *s,
 	fx->s = s;
 	fx->ws = ws;
 	fx->round = round;
-	etags_load(fx);
 	return 0;
 }
 

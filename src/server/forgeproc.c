@@ -6,7 +6,7 @@
  * .baton/forge-wake.d/<pid>.
  *
  *   start ──▶ round ──▶ wait: poll_seconds, or a byte in the FIFO ──▶ round
- *               │ error: logged, next round after the poll interval
+ *               │ error: logged, next round after a minute (or the poll)
  *               │ rate limit not waited out: no round (wake-ups too)
  *               ▼ until the reset GitHub named
  *
@@ -42,7 +42,7 @@
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
-/* Without forge.poll_seconds, a failed round is tried again after this. */
+/* A failed round is tried again after this, or poll_seconds if longer. */
 #define FORGE_RETRY_MS (60 * 1000)
 /* A rate limit's reset further away than this is not believed. */
 #define FORGE_MAX_HOLD_MS (3600 * 1000)
@@ -124,11 +124,14 @@ round_once(const struct server_opts *o, struct store *s, int64_t *hold)
 		*hold = now + wait_ms;
 		return now + wait_ms;
 	}
-	if (rc)
+	if (rc) {
+		/* an error is not hammered at: a minute at least (a
+		 * wake-up still brings a round sooner) */
 		log_error("sync: %s", e.msg);
-	if (poll_ms > 0)
-		return now + poll_ms;
-	return rc ? now + FORGE_RETRY_MS : -1; /* -1: only wake-ups */
+		return now + (poll_ms > FORGE_RETRY_MS ? poll_ms :
+							 FORGE_RETRY_MS);
+	}
+	return poll_ms > 0 ? now + poll_ms : -1; /* -1: only wake-ups */
 }
 
 static void __attribute__((noreturn))

@@ -354,6 +354,11 @@ void forge_link_release(struct forge_link *l);
  * unless (repo, issue_number) is linked already. Returns 1 when it made
  * the task, 0 when the issue had one (t->id is then that task's id and
  * nothing was written), or an error.
+ *
+ * On 1, t and ev are filled as by store_task_add, and l gets task_id,
+ * version 1, created_at and updated_at. The other fields of l (a PR
+ * already known, say) are written as given; a PR number another task
+ * holds is BATON_EEXIST. A write counted by fault injection; fenced.
  */
 int store_forge_intake(struct store *s, struct task *t,
 		       struct forge_link *l, struct event *ev, struct err *e);
@@ -366,6 +371,12 @@ int store_forge_link_get(struct store *s, int64_t task_id,
  * Inserts l (version 0) or updates it when l->version is the stored one
  * (BATON_ECONFLICT otherwise); l->version and updated_at are advanced.
  * BATON_EEXIST when another task holds its issue or PR number.
+ *
+ * Every field but task_id and created_at is written (issue_number and
+ * pr_number 0 are "none"). Version 0 for a task that has a link already
+ * is BATON_ECONFLICT too; an update of a task without a link, or an
+ * insert for a task that does not exist, is BATON_ENOTFOUND. Nothing is
+ * written on any error. A write counted by fault injection; fenced.
  */
 int store_forge_link_put(struct store *s, struct forge_link *l,
 			 struct err *e);
@@ -377,7 +388,9 @@ int store_forge_links(struct store *s, const char *repo,
 
 /*
  * The ETag and cursor last kept for a polled URL (either may come back
- * NULL; both NULL when none) and their update.
+ * NULL; both NULL when none; the caller frees them) and their update,
+ * which replaces both (a NULL clears it). Bookkeeping: not counted by
+ * fault injection.
  */
 int store_forge_cursor_get(struct store *s, const char *url, char **etag,
 			   char **cursor, struct err *e);
@@ -387,7 +400,9 @@ int store_forge_cursor_set(struct store *s, const char *url,
 
 /*
  * Counters of the forge client for /metrics, kept in the store because
- * the sync runs in its own process: adds the deltas; get reads totals.
+ * the sync runs in its own process: adds the deltas (atomically: adds
+ * from many processes all count); get reads totals (all 0 before the
+ * first add). Bookkeeping: not counted by fault injection.
  */
 struct forge_stats {
 	int64_t calls, not_modified, rate_waits, rate_wait_seconds;

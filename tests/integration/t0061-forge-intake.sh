@@ -69,7 +69,9 @@ test_expect_success 'the listing unchanged: the next sync is one conditional req
 	jq "length" before.json >nb &&
 	jq --argjson n "$(cat nb)" "[.[\$n:][] | select(.path | startswith(\"/_double\") | not)]" after.json >new.json &&
 	test_jq "length == 1 and .[0].status == 304" new.json &&
-	test_grep "listing is unchanged" sync4.out
+	test_grep "listing is unchanged" sync4.out &&
+	(cd repo && "$BATON" forge sync --json) >sync5.json &&
+	test_jq ".repo == \"acme/app\" and .unchanged == true and .imported == 0 and .calls == 1" sync5.json
 '
 
 test_expect_success 'two syncs racing make one task of an issue' '
@@ -135,19 +137,42 @@ test_expect_success 'an issue whose text is not UTF-8 (a NUL) is refused by name
 	test_grep "issue #$(cat nul.num): its body is not UTF-8 text (byte 1 of 3): not imported" nul.err &&
 	test_jq "[.[] | select(.title == \"Has a NUL\")] | length == 0" nul-tasks.json &&
 	test_jq "[.[] | select(.title == \"Beside the NUL\")] | length == 1" nul-tasks.json &&
+	# the listing is as the sync left it (its ETag kept): the backlog
+	# still counts the refused issue, asking in full
+	(cd repo && "$BATON" doctor --quick >../nul-doctor.out 2>&1 || true) &&
+	test_grep "Issue backlog detected (1)" nul-doctor.out &&
 	forge_call PATCH "/repos/acme/app/issues/$(cat nul.num)" "{\"state\": \"closed\"}" >/dev/null
 '
 
-test_expect_success 'a task left blocked(issue_linking) by a crash is queued by the next sync' '
+test_expect_success 'an intake that fails writes nothing, and the next sync makes the task (the ETag was not kept)' '
+	new_issue "Fails once" "f" "[\"baton\"]" >/dev/null &&
 	(
 		cd repo &&
-		id=$("$BATON" task list --json | jq "[.[] | select(.title == \"Beside the NUL\")][0].id") &&
-		db_query "UPDATE tasks SET status = '"'"'blocked'"'"', block_reason = '"'"'issue_linking'"'"' WHERE id = $id" &&
-		"$BATON" forge sync >../relink.out &&
-		"$BATON" task show "$id" --json >../relinked.json
+		# the first write of the sync: the intake of the new issue (the
+		# issues linked already are passed over)
+		test_must_fail env BATON_FAULT_STORE=1 "$BATON" forge sync 2>../fault1.err &&
+		test "$(tasks_titled "Fails once")" = 0 &&
+		"$BATON" forge sync >../fault1.out &&
+		test "$(tasks_titled "Fails once")" = 1
 	) &&
+	test_grep "injected fault" fault1.err &&
+	test_grep "imported 1" fault1.out
+'
+
+test_expect_success 'a failure between the intake and the queueing leaves the task blocked(issue_linking); the next sync queues it' '
+	new_issue "Half linked" "h" "[\"baton\"]" >/dev/null &&
+	(
+		cd repo &&
+		# the second: its queueing
+		test_must_fail env BATON_FAULT_STORE=2 "$BATON" forge sync 2>../fault2.err &&
+		"$BATON" task list --json >../half.json &&
+		"$BATON" forge sync >../relink.out &&
+		"$BATON" task list --json >../relinked.json
+	) &&
+	test_grep "injected fault" fault2.err &&
+	test_jq "[.[] | select(.title == \"Half linked\")] | length == 1 and .[0].status == \"blocked\" and .[0].block_reason == \"issue_linking\"" half.json &&
 	test_grep "linked 1" relink.out &&
-	test_jq ".status == \"queued\" and .block_reason == null" relinked.json
+	test_jq "[.[] | select(.title == \"Half linked\")] | length == 1 and .[0].status == \"queued\"" relinked.json
 '
 
 test_expect_success 'a rate limit GitHub asks to wait out for an hour: forge sync fails, saying so' '

@@ -125,7 +125,7 @@ test_expect_success 'a rate limit holds the companion until its reset; it logs w
 	wait_for "test -z \"\$(forge_procs)\"" 10
 '
 
-test_expect_success 'with poll_seconds 0, a wake-up (baton forge wake) brings the round' '
+test_expect_success 'with poll_seconds 0, a wake-up (baton forge wake) brings the round; an error is logged and the companion lives on' '
 	sed -i "s/poll_seconds: 1/poll_seconds: 0/" repo/.baton/config.yaml &&
 	n0=$(listings) &&
 	(
@@ -143,9 +143,13 @@ test_expect_success 'with poll_seconds 0, a wake-up (baton forge wake) brings th
 		wait_for "test \"\$(task_status \"Second issue\")\" = done" 10
 	) &&
 	new_issue "Woken" "Come in on a wake-up." "[\"baton\"]" >/dev/null &&
+	forge_call POST /_double/fail "{\"kind\": \"unauthorized\", \"count\": 1}" >/dev/null &&
 	(
 		cd repo &&
 		"$BATON" forge wake >../wake.out &&
+		wait_for "grep -q \"sync: GET /repos/acme/app/issues: 401 Bad credentials\" ../serve3.out" 30 &&
+		test -z "$(task_status Woken)" &&
+		"$BATON" forge wake >>../wake.out &&
 		wait_for "test -n \"\$(task_status Woken)\"" 30 &&
 		ls .baton/forge-wake.d >../fifos
 	) &&
@@ -153,6 +157,15 @@ test_expect_success 'with poll_seconds 0, a wake-up (baton forge wake) brings th
 	test_line_count = 1 fifos &&
 	kill -TERM "$(cat serve3.pid)" &&
 	bg_wait serve3 120 >rc3
+'
+
+test_expect_success 'serve with a forge but no token will not start, naming the variable' '
+	(
+		cd repo &&
+		unset GITHUB_TOKEN &&
+		test_must_fail "$BATON" serve --exit-when-idle 2>../notoken.err
+	) &&
+	test_grep "GITHUB_TOKEN (forge.token_env) is not set" notoken.err
 '
 
 test_expect_success 'no agent had the token in its environment' '

@@ -1544,13 +1544,21 @@ case_forge_cursors(struct store *s, const char *spec)
 	store_close(other);
 }
 
-/* The counters add up from every handle; nothing counted reads 0. */
+#define STAT_ADDERS 4
+#define STAT_ADDS 50
+
+/*
+ * The counters add up from every handle and every process at once;
+ * nothing counted reads 0.
+ */
 static void
 case_forge_stats(struct store *s, const char *spec)
 {
 	struct err e = ERR_INIT;
 	struct store *other = open_spec(spec);
 	struct forge_stats d = { 0 }, got;
+	pid_t pids[STAT_ADDERS];
+	int i, status;
 
 	memset(&got, 0xff, sizeof(got));
 	ASSERT_OK(store_forge_stats_get(s, &got, &e), &e);
@@ -1572,6 +1580,38 @@ case_forge_stats(struct store *s, const char *spec)
 	ASSERT_EQ(got.syncs, 2);
 	ASSERT_EQ(got.webhooks, 4);
 	store_close(other);
+
+	/* processes adding at once: every add counts */
+	fflush(NULL);
+	for (i = 0; i < STAT_ADDERS; i++) {
+		pids[i] = fork();
+		ASSERT(pids[i] >= 0);
+		if (pids[i] == 0) {
+			struct store *mine = NULL;
+			struct forge_stats one = { .calls = 1, .syncs = 1 };
+			int k;
+
+			if (store_open(spec, &mine, &e) < 0)
+				_exit(2);
+			for (k = 0; k < STAT_ADDS; k++)
+				if (store_forge_stats_add(mine, &one, &e) < 0) {
+					fprintf(stderr, "adder %d: %s\n", i,
+						e.msg);
+					_exit(3);
+				}
+			store_close(mine);
+			_exit(0);
+		}
+	}
+	for (i = 0; i < STAT_ADDERS; i++) {
+		ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
+		ASSERT(WIFEXITED(status));
+		ASSERT_EQ(WEXITSTATUS(status), 0);
+	}
+	ASSERT_OK(store_forge_stats_get(s, &got, &e), &e);
+	ASSERT_EQ(got.calls, 10 + STAT_ADDERS * STAT_ADDS);
+	ASSERT_EQ(got.syncs, 2 + STAT_ADDERS * STAT_ADDS);
+	ASSERT_EQ(got.webhooks, 4);
 }
 
 #define INTAKERS 4
