@@ -191,7 +191,7 @@ format-check:
 # The C benchmarks: bench/<name>.c with the helpers of bench/bench_util.c,
 # against the library. Plain -Wall -Wextra, no -Werror: they are tools.
 BENCH_BIN := $(BUILD)/bench/bench_store $(BUILD)/bench/bench_queue \
-             $(BUILD)/bench/bench_http
+             $(BUILD)/bench/bench_http $(BUILD)/bench/bench_forge
 
 $(BENCH_BIN): $(BUILD)/bench/%: bench/%.c bench/bench_util.c \
 		bench/bench_util.h $(LIB)

@@ -8,8 +8,9 @@
 # (bench_groups.sh), the guard around agent calls (bench_guard.sh), loading
 # a config with big pipelines (bench_config.sh), the task queue
 # (bench_queue),
-# `baton serve` end to end (bench_serve.sh) and serve's HTTP API and live
-# stream (bench_http.sh, with bench_http); writes everything to
+# `baton serve` end to end (bench_serve.sh), serve's HTTP API and live
+# stream (bench_http.sh, with bench_http) and a forge sync against the
+# GitHub double (bench_forge.sh, with bench_forge); writes everything to
 # bench/out/<date>.txt and prints it. `make bench` runs it.
 #
 # Environment:
@@ -40,6 +41,7 @@ BENCH_BUILD=${BENCH_BUILD:-build}
 BENCH_STORE=$root/$BENCH_BUILD/bench/bench_store
 BENCH_QUEUE=$root/$BENCH_BUILD/bench/bench_queue
 BENCH_HTTP=$root/$BENCH_BUILD/bench/bench_http
+BENCH_FORGE=$root/$BENCH_BUILD/bench/bench_forge
 
 die() {
 	echo "bench/run.sh: $*" >&2
@@ -183,6 +185,13 @@ section "HTTP API and live stream: bench_http.sh"
 BATON_BIN=$BATON_BIN BENCH_HTTP=$BENCH_HTTP BENCH_TMPDIR=$tmpbase \
 	sh bench/bench_http.sh >"$part" 2>&1 ||
 	{ cat "$part" >>"$out"; die "bench_http.sh failed: see $out"; }
+cat "$part" >>"$out"
+
+echo "bench: forge sync against the GitHub double ..." >&2
+section "forge sync: 1000 labelled issues, 100 open PRs, against the GitHub double (bench_forge.sh)"
+BATON_BIN=$BATON_BIN BENCH_FORGE=$BENCH_FORGE BENCH_TMPDIR=$tmpbase \
+	sh bench/bench_forge.sh >"$part" 2>&1 ||
+	{ cat "$part" >>"$out"; die "bench_forge.sh failed: see $out"; }
 cat "$part" >>"$out"
 
 cat "$out"

@@ -1,9 +1,11 @@
 #!/bin/bash
 # Installs the Debian (12, bookworm) packages baton needs to build, test
 # and lint, with apt-get (through sudo when not root), then the agent CLIs
-# the tests drive (tools/agents.sh, from the npm registry). What is
-# already installed is left alone, so running it again is cheap.
-# BATON_NO_AGENTS=1 skips the CLIs (their tests then say they skipped).
+# the tests drive (tools/agents.sh, from the npm registry) and the forge
+# tests' Prism and GitHub's OpenAPI description (tools/forge-tools.sh,
+# pinned by its package-lock.json). What is already installed is left
+# alone, so running it again is cheap. BATON_NO_AGENTS=1 skips the CLIs,
+# BATON_NO_FORGE_TOOLS=1 Prism (their tests then say they skipped).
 set -euo pipefail
 
 PACKAGES=(
@@ -36,6 +38,7 @@ agents() {
 	else
 		"$(dirname "$0")/agents.sh"
 	fi
+	"$(dirname "$0")/forge-tools.sh"
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -165,17 +165,22 @@ add_role_flag(struct config_builder *b, const char *arg, struct err *e)
 	return rc;
 }
 
-/* Secrets to keep out of the record: the environment's, and every
- * variable a provider names as its key. */
+/* Secrets to keep out of the record: the environment's, every variable
+ * a provider names as its key, and the forge's token and webhook secret
+ * (whatever their variables are called). */
 static void
 learn_secrets(const struct config *cfg)
 {
 	const char *extra[64];
 	size_t i, n = 0;
 
-	for (i = 0; i < cfg->nr_providers && n + 1 < ARRAY_SIZE(extra); i++)
+	for (i = 0; i < cfg->nr_providers && n + 3 < ARRAY_SIZE(extra); i++)
 		if (cfg->providers[i].api_key_env)
 			extra[n++] = cfg->providers[i].api_key_env;
+	if (cfg->forge.token_env)
+		extra[n++] = cfg->forge.token_env;
+	if (cfg->forge.webhook_secret_env)
+		extra[n++] = cfg->forge.webhook_secret_env;
 	extra[n] = NULL;
 	redact_init(environ, extra);
 }

@@ -7,7 +7,9 @@
 #include "forge/github.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,13 +22,17 @@
 
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/fs.h"
+#include "util/redact.h"
 #include "util/xalloc.h"
 
 #define GH_BODY_MAX (64u << 20)   /* a response larger than this fails */
 #define GH_LOG_CAP (8u << 20)     /* default bytes per day's log */
 #define GH_LOG_BODY 2048          /* bytes of a body kept in the log */
 #define GH_TRIES 3                /* rate-limit waits per request */
+#define GH_LOG_DAYS 7             /* default days of logs kept */
 #define GH_USER_AGENT "baton-forge"
+#define GH_API_VERSION "2022-11-28"
 
 struct gh_etag {
 	char *url, *etag;
@@ -86,6 +92,7 @@ gh_client_release(struct gh_client *c)
 	free(c->token);
 	free(c->token_env);
 	free(c->log_dir);
+	free(c->log_error);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -280,43 +287,185 @@ hide_token(const struct gh_client *c, struct buf *b)
 	buf_release(&out);
 }
 
+/* The record's copy of text: the client's token and every secret
+ * redact.h knows (the environment's, forge.token_env's) replaced. */
 static void
-log_path(const struct gh_client *c, struct buf *out)
+redact_line(const struct gh_client *c, struct buf *b)
 {
-	time_t now = time(NULL);
-	struct tm tm;
-	char day[16];
+	hide_token(c, b);
+	redact_buf(b);
+}
 
-	gmtime_r(&now, &tm);
-	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
-	buf_addf(out, "%s/log-%s.jsonl", c->log_dir, day);
+static void
+log_fail(struct gh_client *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Keeps why a line was not logged (the first reason until one is). */
+static void
+log_fail(struct gh_client *c, const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	free(c->log_error);
+	c->log_error = buf_detach(&b, NULL);
 }
 
 /*
- * One line in the day's log. When the next line would pass the cap, one
- * last line says the log is capped and the rest of the day is not kept.
+ * log_dir, made 0700 when missing; 0 when it is a directory of ours that
+ * is no link (a link there would send the log, and the requests and
+ * answers it holds, wherever the link points).
+ */
+static int
+log_dir_ready(struct gh_client *c)
+{
+	struct err e = ERR_INIT;
+	struct stat st;
+
+	if (fs_mkdir_p(c->log_dir, 0700, &e) < 0) {
+		log_fail(c, "forge log: %s", e.msg);
+		return -1;
+	}
+	if (lstat(c->log_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		log_fail(c, "forge log: '%s' is not a directory", c->log_dir);
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		log_fail(c, "forge log: '%s' belongs to uid %ld, not to baton's "
+			 "user (%ld): not logging there", c->log_dir,
+			 (long)st.st_uid, (long)geteuid());
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Removes the logs of days before the last keep days (by the date in
+ * their names; anything else in log_dir is left alone). unlink removes a
+ * link itself, never what it points to.
  */
 static void
-log_request(const struct gh_client *c, const char *method, const char *url,
+log_prune(const struct gh_client *c, time_t now, int keep)
+{
+	time_t oldest = now - (time_t)(keep - 1) * 86400;
+	char cut[16], name[32];
+	struct tm tm;
+	struct dirent *d;
+	DIR *dir;
+
+	gmtime_r(&oldest, &tm);
+	strftime(cut, sizeof(cut), "%Y-%m-%d", &tm);
+	dir = opendir(c->log_dir);
+	if (!dir)
+		return;
+	while ((d = readdir(dir)) != NULL) {
+		const char *n = d->d_name;
+		char *path;
+
+		/* log-YYYY-MM-DD.jsonl: 20 characters, the date at 4 */
+		if (strlen(n) != 20 || strncmp(n, "log-", 4) != 0 ||
+		    strcmp(n + 14, ".jsonl") != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.10s", n + 4);
+		if (strcmp(name, cut) >= 0)
+			continue;
+		path = xasprintf("%s/%s", c->log_dir, n);
+		unlink(path);
+		free(path);
+	}
+	closedir(dir);
+}
+
+/* A JSON object of the headers worth keeping (none secret). */
+static json_t *
+log_headers_sent(const struct gh_client *c, const char *method,
+		 const char *url)
+{
+	json_t *h = json_pack("{s:s, s:s}", "accept",
+			      "application/vnd.github+json",
+			      "x-github-api-version", GH_API_VERSION);
+	const char *tag = strcmp(method, "GET") == 0 ? gh_etag_get(c, url) :
+						       NULL;
+
+	if (c->token) {
+		/* the value is never put in, to be taken out again */
+		char *v = xasprintf("Bearer [redacted:%s]", c->token_env);
+
+		json_object_set_new(h, "authorization", json_string(v));
+		free(v);
+	}
+	if (tag)
+		json_object_set_new(h, "if-none-match", json_string(tag));
+	return h;
+}
+
+static json_t *
+log_headers_got(const struct gh_response *r)
+{
+	json_t *h = json_object();
+
+	if (r->etag)
+		json_object_set_new(h, "etag", json_string(r->etag));
+	if (r->next_url)
+		json_object_set_new(h, "link-next", json_string(r->next_url));
+	if (r->rate_remaining >= 0)
+		json_object_set_new(h, "x-ratelimit-remaining",
+				    json_integer(r->rate_remaining));
+	if (r->rate_reset > 0)
+		json_object_set_new(h, "x-ratelimit-reset",
+				    json_integer(r->rate_reset));
+	if (r->retry_after >= 0)
+		json_object_set_new(h, "retry-after",
+				    json_integer(r->retry_after));
+	return h;
+}
+
+/*
+ * One line in the day's log, redacted. When the next line would pass the
+ * cap, one last line says the log is capped and the rest of the day is
+ * not kept. The file is opened with O_NOFOLLOW (fs_open_nofollow): a link
+ * planted at its path is refused, not written through.
+ */
+static void
+log_request(struct gh_client *c, const char *method, const char *url,
 	    const struct gh_response *r, long ms, const json_t *sent,
 	    const struct buf *body)
 {
 	struct buf path = BUF_INIT, line = BUF_INIT, ep = BUF_INIT;
 	size_t cap = c->log_cap ? c->log_cap : GH_LOG_CAP;
+	int keep = c->log_keep_days > 0 ? c->log_keep_days : GH_LOG_DAYS;
+	size_t n = strlen(c->api_url);
+	struct err e = ERR_INIT;
+	time_t now = time(NULL);
+	struct tm tm;
+	char day[16], ts[32];
+	struct stat st;
 	json_t *j;
 	char *s;
-	struct stat st;
-	FILE *f;
+	int fd;
 
-	if (!c->log_dir)
+	if (!c->log_dir || log_dir_ready(c) < 0)
 		return;
-	log_path(c, &path);
+	gmtime_r(&now, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (strcmp(day, c->log_day) != 0) {
+		log_prune(c, now, keep);
+		snprintf(c->log_day, sizeof(c->log_day), "%s", day);
+	}
+	buf_addf(&path, "%s/log-%s.jsonl", c->log_dir, day);
 	endpoint(c, url, &ep);
-	j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "method", method,
-		      "path", ep.ptr, "url", url + strlen(c->api_url) *
-		      (strncmp(url, c->api_url, strlen(c->api_url)) == 0),
+	j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:o, s:o}",
+		      "time", ts,
+		      "method", method, "path", ep.ptr, "url",
+		      strncmp(url, c->api_url, n) == 0 ? url + n : url,
 		      "status", (json_int_t)r->status, "ms", (json_int_t)ms,
-		      "rate_remaining", (json_int_t)r->rate_remaining);
+		      "rate_remaining", (json_int_t)r->rate_remaining,
+		      "request_headers", log_headers_sent(c, method, url),
+		      "response_headers", log_headers_got(r));
 	if (sent) {
 		struct buf b = BUF_INIT;
 		char *d = json_dumps(sent, JSON_COMPACT);
@@ -338,26 +487,39 @@ log_request(const struct gh_client *c, const char *method, const char *url,
 	buf_adds(&line, s ? s : "{}");
 	free(s);
 	buf_addch(&line, '\n');
-	hide_token(c, &line);
-	if (stat(path.ptr, &st) == 0 && (size_t)st.st_size >= cap)
-		goto out; /* capped, and said so already */
-	f = fopen(path.ptr, "a");
-	if (!f)
-		goto out; /* a log that cannot be written loses the line */
-	if (stat(path.ptr, &st) == 0 && (size_t)st.st_size + line.len >= cap)
-		fprintf(f, "{\"capped\":true,\"cap_bytes\":%zu,\"note\":"
-			"\"the log of this day reached its cap: later requests "
-			"are not logged\"}\n", cap);
-	else
-		fwrite(line.ptr, 1, line.len, f);
-	fclose(f);
+	redact_line(c, &line);
+	fd = fs_open_nofollow(path.ptr, O_WRONLY | O_APPEND | O_CREAT, 0600,
+			      &e);
+	if (fd < 0) {
+		log_fail(c, "forge log: %s", e.msg);
+		goto out;
+	}
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size >= cap) {
+		close(fd); /* capped, and said so already */
+		goto out;
+	}
+	if ((size_t)st.st_size + line.len >= cap) {
+		buf_reset(&line);
+		buf_addf(&line, "{\"capped\":true,\"cap_bytes\":%zu,\"note\":"
+			 "\"the log of this day reached its cap: later "
+			 "requests are not logged\"}\n", cap);
+	}
+	if (fs_write_all(fd, line.ptr, line.len) < 0)
+		log_fail(c, "forge log: cannot write '%s': %s", path.ptr,
+			 strerror(errno));
+	close(fd);
 out:
 	buf_release(&path);
 	buf_release(&line);
 	buf_release(&ep);
 }
 
-/* "METHOD /endpoint: STATUS message[: first error's message]" */
+/*
+ * "METHOD /endpoint: STATUS message[: first error's message]". GitHub's
+ * errors say "message" and "errors"; an answer in RFC 7807's
+ * problem+json (a proxy in front of GitHub Enterprise, or Prism in the
+ * tests, whose list is "validation") says "title" and "detail".
+ */
 static int
 http_error(const struct gh_client *c, const char *method, const char *url,
 	   const struct gh_response *r, int rc, struct err *e)
@@ -369,7 +531,12 @@ http_error(const struct gh_client *c, const char *method, const char *url,
 	endpoint(c, url, &ep);
 	if (r->json) {
 		msg = json_string_value(json_object_get(r->json, "message"));
+		if (!msg)
+			msg = json_string_value(json_object_get(r->json,
+								"title"));
 		errs = json_object_get(r->json, "errors");
+		if (!json_is_array(errs))
+			errs = json_object_get(r->json, "validation");
 		if (json_is_array(errs) && json_array_size(errs) > 0)
 			first = json_string_value(json_object_get(
 				json_array_get(errs, 0), "message"));
@@ -386,7 +553,7 @@ http_error(const struct gh_client *c, const char *method, const char *url,
 	else if (r->status == 404)
 		buf_addf(&m, ": no repository %s at %s, or $%s may not see it",
 			 c->repo, c->api_url, c->token_env);
-	hide_token(c, &m);
+	redact_line(c, &m);
 	rc = err_set(e, rc, "%s", m.ptr);
 	buf_release(&m);
 	buf_release(&ep);
@@ -416,7 +583,7 @@ exchange(struct gh_client *c, const char *method, const char *url,
 	if (!curl)
 		return err_set(e, -ENOMEM, "forge: curl_easy_init failed");
 	h = curl_slist_append(h, "Accept: application/vnd.github+json");
-	h = curl_slist_append(h, "X-GitHub-Api-Version: 2022-11-28");
+	h = curl_slist_append(h, "X-GitHub-Api-Version: " GH_API_VERSION);
 	h = curl_slist_append(h, "Content-Type: application/json");
 	if (c->token) {
 		buf_addf(&auth, "Authorization: Bearer %s", c->token);
@@ -569,7 +736,7 @@ int
 gh_list(struct gh_client *c, const char *path, json_t **out,
 	int *not_modified, struct err *e)
 {
-	struct gh_response r;
+	struct gh_response r = { 0 };
 	char *next = paged(path);
 	json_t *all = json_array();
 	int rc = 0, first = 1;
@@ -581,8 +748,10 @@ gh_list(struct gh_client *c, const char *path, json_t **out,
 		rc = gh_request(c, "GET", next, NULL, &r, e);
 		free(next);
 		next = NULL;
-		if (rc < 0)
+		if (rc < 0) {
+			gh_response_release(&r); /* the error's body */
 			break;
+		}
 		if (r.not_modified && first) {
 			/* the first page unchanged: so is the listing, as far
 			 * as an ETag can tell (GitHub's ETag covers the page) */
@@ -636,7 +805,7 @@ static int
 call(struct gh_client *c, const char *method, char *path, json_t *body,
      json_t **out, struct err *e)
 {
-	struct gh_response r;
+	struct gh_response r = { 0 };
 	int rc = gh_request(c, method, path, body, &r, e);
 
 	free(path);

@@ -31,8 +31,19 @@ struct gh_client {
 	char *repo;      /* owner/name */
 	char *token;     /* the secret; only ever in the Authorization header */
 	char *token_env; /* its variable's name, for messages */
-	char *log_dir;   /* where log-YYYY-MM-DD.jsonl goes; NULL: no log */
-	size_t log_cap;  /* bytes per day's log; 0: 8 MiB */
+	/*
+	 * The request log: one JSON line per request and answer in
+	 * log_dir/log-YYYY-MM-DD.jsonl (UTC), at most log_cap bytes a day,
+	 * the token and every secret redact.h knows replaced. log_dir is
+	 * made 0700 when missing and must be a directory of this user, not
+	 * a link; the file is opened without following a link (0600), and
+	 * days older than log_keep_days are removed. NULL: no log.
+	 */
+	char *log_dir;
+	size_t log_cap;     /* bytes per day's log; 0: 8 MiB */
+	int log_keep_days;  /* days of logs kept, today included; 0: 7 */
+	char *log_error;    /* why the last line was not logged, or NULL */
+	char log_day[16];   /* the day last logged (pruning runs once a day) */
 	gh_wait_fn wait; /* NULL: sleep when the wait is <= max_wait_s */
 	void *wait_arg;
 	int64_t max_wait_s; /* without a wait callback; default 60 */

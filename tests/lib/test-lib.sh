@@ -249,6 +249,12 @@ _tl_kill_all() {
 _tl_exit() {
 	local rc=$?
 	[ "$_tl_done" = 1 ] && return
+	# Only the script itself cleans up. A subshell signalled in the
+	# instant after its fork, before bash resets the traps it inherited
+	# (the watchdog of a test body that ended at once, killed by
+	# test_expect_success), ran this too and killed every server the
+	# script had started (t0075 lost its GitHub double that way).
+	[ "$BASHPID" = "$$" ] || return
 	_tl_kill_all
 	echo "# $TEST_NAME: exited (status $rc) before test_done; trash kept in $TRASH_DIRECTORY" >&2
 }
@@ -734,10 +740,14 @@ start_forge_double() {
 
 # forge_call METHOD PATH [JSON]: a request to the double at FORGE_URL
 # (its control endpoints /_double/..., or GitHub's); prints the answer.
+# With Prism in front (tests/lib/forge.sh), /_double/... goes to the
+# double itself, FORGE_DOUBLE_URL: Prism refuses what GitHub does not have.
 forge_call() {
+	local base=$FORGE_URL
+	case $2 in /_double/*) base=${FORGE_DOUBLE_URL:-$FORGE_URL} ;; esac
 	curl -sS -X "$1" -H 'Content-Type: application/json' \
 		-H "Authorization: Bearer ${GITHUB_TOKEN:-}" \
-		${3:+--data "$3"} "$FORGE_URL$2"
+		${3:+--data "$3"} "$base$2"
 }
 
 # A mock script that carries a feature run through every stage: a plan,
