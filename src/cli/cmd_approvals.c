@@ -36,6 +36,41 @@ print_waiting(const struct run *r, void *arg)
 	return 0;
 }
 
+/*
+ * The forge's questions: tasks whose pull request waits for a person
+ * (forge/pr.c: a person's push, or reactions.max_rounds reached). They
+ * are answered on the PR (merge, close, push) or with `baton task`.
+ */
+struct forge_q {
+	struct cli *c;
+	json_t *list;
+};
+
+static int
+print_forge_question(const struct task *t, void *arg)
+{
+	struct forge_q *q = arg;
+	struct forge_link l = { 0 };
+	struct err e = ERR_INIT;
+
+	if (!t->block_reason || strcmp(t->block_reason, BLOCK_PULL_REQUEST) ||
+	    !t->reason || strncmp(t->reason, "asks a person", 13) ||
+	    store_forge_link_get(q->c->store, t->id, &l, &e))
+		return 0;
+	if (q->list)
+		json_array_append_new(
+			q->list,
+			json_pack("{s:I, s:I, s:s*, s:s}", "task_id",
+				  (json_int_t)t->id, "pr",
+				  (json_int_t)l.pr_number, "pr_url", l.pr_url,
+				  "question", t->reason));
+	else
+		cli_printf("t%-27lld PR #%-9lld %s\n", (long long)t->id,
+			   (long long)l.pr_number, t->reason);
+	forge_link_release(&l);
+	return 0;
+}
+
 static int
 list(struct cli *c, int json)
 {
@@ -45,6 +80,13 @@ list(struct cli *c, int json)
 	int rc;
 
 	rc = store_run_list(c->store, &f, print_waiting, arr, &e);
+	if (!rc) {
+		struct store_task_filter tf = { .status = TASK_BLOCKED };
+		struct forge_q q = { c, arr };
+
+		rc = store_task_list(c->store, &tf, print_forge_question, &q,
+				     &e);
+	}
 	if (rc) {
 		cli_error("%s", e.msg);
 		json_decref(arr);

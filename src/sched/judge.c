@@ -230,7 +230,12 @@ decide(struct sched_ctx *x, struct task *t, const struct run *r,
 	char *data;
 	int rc = 0;
 
-	if (!strcmp(decision, "APPROVED")) {
+	if (!strcmp(decision, "APPROVED") && sched__on_forge(x, t, r)) {
+		/* the pull request lands it (forge/pr.c) */
+		run_set(&t->block_reason, BLOCK_PULL_REQUEST);
+		run_set(&t->reason, "approved by the judge; waiting for its "
+				    "pull request");
+	} else if (!strcmp(decision, "APPROVED")) {
 		run_set(&t->status, TASK_DONE);
 		run_set(&t->block_reason, NULL);
 		run_set(&t->reason, NULL);
@@ -263,7 +268,7 @@ decide(struct sched_ctx *x, struct task *t, const struct run *r,
 				    "rework", (json_int_t)rework));
 	rc = sched_task_write(x, t, "judged", data, e);
 	free(data);
-	if (rc || strcmp(decision, "APPROVED"))
+	if (rc || strcmp(decision, "APPROVED") || sched__on_forge(x, t, r))
 		return rc;
 	finish_parent(x, t);
 	rc = sched_merge_enqueue(x, r, &m, e);

@@ -63,4 +63,12 @@ int sched__elsewhere(const struct sched_ctx *x, const struct run *r);
 /* worker.c: this host's name, for worker ids and dead-worker checks. */
 const char *sched__host(void);
 
+/*
+ * Whether run r of task t, finished and approved, is landed through a
+ * pull request (a forge is configured: forge/pr.c) instead of the local
+ * merge queue; the task then waits in blocked(pull_request).
+ */
+int sched__on_forge(const struct sched_ctx *x, const struct task *t,
+		    const struct run *r);
+
 #endif

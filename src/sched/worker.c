@@ -205,6 +205,13 @@ settle_failure(struct sched_ctx *x, struct task *t, const struct run *r,
 	return rc;
 }
 
+int
+sched__on_forge(const struct sched_ctx *x, const struct task *t,
+		const struct run *r)
+{
+	return x->cfg->forge.type && !strcmp(t->kind, "code") && r->branch;
+}
+
 /* Where a run rests, as the task's status and block reason. */
 static void
 rest_of(const struct run *r, int judge, const char **status,
@@ -305,12 +312,19 @@ sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 		     !strcmp(block, BLOCK_AWAITING_JUDGE))) &&
 		    (rc = publish(x, t, r, e)) != 1)
 			return rc;
-		if (!judge && !strcmp(status, TASK_DONE) &&
-		    (rc = queue_landing(x, t, r, e)))
+		if (!strcmp(status, TASK_DONE) && sched__on_forge(x, t, r)) {
+			/* the pull request lands it (forge/pr.c) */
+			status = TASK_BLOCKED;
+			block = BLOCK_PULL_REQUEST;
+		} else if (!judge && !strcmp(status, TASK_DONE) &&
+			   (rc = queue_landing(x, t, r, e))) {
 			return rc;
+		}
 		run_set(&t->status, status);
 		run_set(&t->block_reason, block);
 		run_set(&t->reason, block ? r->reason : NULL);
+		if (block && !strcmp(block, BLOCK_PULL_REQUEST))
+			run_set(&t->reason, "waiting for its pull request");
 		t->judged_at = 0;
 		t->failure_count = 0;
 		if (!strcmp(t->status, TASK_DONE) ||

@@ -898,3 +898,29 @@ remote_push(const struct workspace *ws, const char *url, const char *branch,
 	free(spec);
 	return rc;
 }
+
+int
+remote_push_lease(const struct workspace *ws, const char *url,
+		  const char *commit, const char *dst, const char *expect,
+		  struct err *e)
+{
+	char *lease = xasprintf("--force-with-lease=refs/heads/%s:%s", dst,
+				expect);
+	char *spec = xasprintf("%s:refs/heads/%s", commit, dst);
+	int rc = git(ws, ws->repo, NULL, e, "push", "--quiet", lease, url,
+		     spec, NULL);
+
+	if (rc < 0)
+		err_prefix(e, "cannot push %.12s to '%s' of '%s' (expected "
+			   "at %.12s)", commit, dst, url, expect);
+	free(lease);
+	free(spec);
+	return rc;
+}
+
+int
+workspace_resolve(const struct workspace *ws, const char *ref, char **out,
+		  struct err *e)
+{
+	return resolve(ws, ref, out, e);
+}

@@ -348,6 +348,20 @@ int remote_push(const struct workspace *ws, const char *url,
 		const char *branch, int force, struct err *e);
 
 /*
+ * Pushes commit to the branch dst of url with a lease: the push is
+ * refused unless dst is at expect there (git push --force-with-lease),
+ * so that commits someone else pushed are never overwritten. The forge
+ * pushes a fix round's tip to its PR's branch this way (forge/pr.c).
+ */
+int remote_push_lease(const struct workspace *ws, const char *url,
+		      const char *commit, const char *dst, const char *expect,
+		      struct err *e);
+
+/* The commit ref names (*out, the caller frees), or NULL when none. */
+int workspace_resolve(const struct workspace *ws, const char *ref,
+		      char **out, struct err *e);
+
+/*
  * Takes the repository's landing lock (.baton/worktrees/.merge.lock, an
  * flock), which serialises every use of the merge worktree. wait: block
  * until it is free; else BATON_EBUSY at once when someone holds it.

@@ -446,6 +446,31 @@ class Handler(BaseHTTPRequestHandler):
             if x:
                 self.refresh_head(x)
             return self.send_etagged(x) if x else self.error(404, "Not Found")
+        if len(p) == 2 and p[0] == "pulls" and m == "PATCH":
+            # as a person edits a pull request: its title, body, state
+            x = S.pulls.get(int(p[1]))
+            if not x:
+                return self.error(404, "Not Found")
+            if not isinstance(body, dict) or \
+                    body.get("state") not in (None, "open", "closed"):
+                return self.error(422, "Validation Failed", [{
+                    "resource": "PullRequest", "field": "state",
+                    "code": "invalid"}])
+            if x["merged"] and body.get("state") == "open":
+                return self.error(422, "Validation Failed", [{
+                    "resource": "PullRequest", "field": "state",
+                    "code": "invalid"}])
+            for k in ("state", "title", "body"):
+                if k in body:
+                    x[k] = body[k]
+            closed = x["state"] == "closed"
+            x["closed_at"] = now_iso() if closed else None
+            x["updated_at"] = now_iso()
+            i = S.issues[x["number"]]
+            i.update(state=x["state"], closed_at=x["closed_at"],
+                     state_reason="not_planned" if closed else None)
+            self.refresh_head(x)
+            return self.send(200, x)
         if len(p) == 3 and p[0] == "pulls" and p[2] == "merge" and m == "PUT":
             x = S.pulls.get(int(p[1]))
             if not x:
