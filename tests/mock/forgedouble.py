@@ -497,10 +497,11 @@ class Handler(BaseHTTPRequestHandler):
                                    if s["sha"] == p[1]], q)
         if len(p) == 3 and p[0] == "commits" and p[2] == "status":
             # GitHub's combined status: the latest status per context
+            # (S.statuses is newest first: the first of a context wins)
             latest = {}
             for st in S.statuses:
                 if st["sha"] == p[1]:
-                    latest[st["context"]] = st
+                    latest.setdefault(st["context"], st)
             sts = list(latest.values())
             states = {st["state"] for st in sts}
             combined = ("failure" if states & {"failure", "error"} else
