@@ -41,15 +41,18 @@
 #undef LOG_MODULE
 #define LOG_MODULE "http"
 
-#define SHA256_LEN 32
+#define SHA256_LEN   32
 #define DELIVERY_MAX 100 /* GitHub's are GUIDs: 36 characters */
-#define EVENT_MAX 64
+#define EVENT_MAX    64
 
 /* The events whose news a sync acts on (docs/api.md). */
 static const char *const sync_events[] = {
-	"issues",	   "pull_request",
-	"pull_request_review", "pull_request_review_comment",
-	"check_run",	   "check_suite",
+	"issues",
+	"pull_request",
+	"pull_request_review",
+	"pull_request_review_comment",
+	"check_run",
+	"check_suite",
 	"status",
 };
 
@@ -151,21 +154,20 @@ webhook_secret(struct req *rq)
 
 /* Records the delivery as the event forge_webhook (kept in the log). */
 static int
-record(struct req *rq, const char *delivery, const char *event,
-       json_t *payload, const char *outcome, struct err *e)
+record(struct req *rq, const char *delivery, const char *event, json_t *payload,
+       const char *outcome, struct err *e)
 {
 	json_t *action = json_object_get(payload, "action");
 	struct event ev = { 0 };
 	char *data;
 	int rc;
 
-	data = json_dumps(json_pack("{s:s, s:s, s:s?, s:s}", "delivery",
-				    delivery, "event", event, "action",
-				    json_is_string(action) ?
-					    json_string_value(action) :
-					    NULL,
-				    "outcome", outcome),
-			  JSON_COMPACT | JSON_ENSURE_ASCII);
+	data = json_dumps(
+	    json_pack("{s:s, s:s, s:s?, s:s}", "delivery", delivery, "event",
+		      event, "action",
+		      json_is_string(action) ? json_string_value(action) : NULL,
+		      "outcome", outcome),
+	    JSON_COMPACT | JSON_ENSURE_ASCII);
 	ev.type = (char *)"forge_webhook";
 	ev.data = data;
 	rc = store_event_add(rq->store, &ev, e);

@@ -411,9 +411,9 @@ guard_origin(struct req *rq)
 {
 	const char *origin = mg_get_header(rq->conn, "Origin");
 
-	if (origin && (strncmp(origin, "http://", 7) ||
-		       strchr(origin + 7, '/') ||
-		       !authority_is_ours(rq->srv, origin + 7, 1))) {
+	if (origin &&
+	    (strncmp(origin, "http://", 7) || strchr(origin + 7, '/') ||
+	     !authority_is_ours(rq->srv, origin + 7, 1))) {
 		http_error(rq, 403, "forbidden_origin",
 			   "the Origin header '%s' is not this server's own "
 			   "(http://%s:%d): a page from elsewhere may not call "
