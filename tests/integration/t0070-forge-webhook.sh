@@ -217,7 +217,22 @@ test_expect_success 'a redelivered delivery acts once: 200 duplicate, no event, 
 	done &&
 	not_woken &&
 	test "$(taken)" = $before &&
-	test "$(deliveries)" = $dbefore
+	test "$(deliveries)" = $dbefore &&
+	# eight copies of a new delivery at once: one is taken
+	sig=$(sign run.json) &&
+	for i in 1 2 3 4 5 6 7 8; do
+		curl -s -o race.$i -X POST -H "Content-Type: application/json" \
+			-H "X-GitHub-Event: check_run" -H "X-GitHub-Delivery: d-race" \
+			-H "X-Hub-Signature-256: $sig" --data-binary @run.json \
+			"$HTTP_URL/api/v1/forge/webhook" &
+	done &&
+	wait &&
+	cat race.? | jq -r .outcome | sort | uniq -c | sed "s/^ *//" >outcomes &&
+	printf "%s\n" "7 duplicate" "1 sync" >want &&
+	test_cmp want outcomes &&
+	woken &&
+	not_woken &&
+	test "$(taken)" = $((before + 1))
 '
 
 test_expect_success 'a signed body that is not JSON, or no event or delivery header, is 400 and kept nowhere' '
