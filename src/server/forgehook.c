@@ -24,6 +24,7 @@
 
 #include <civetweb.h>
 #include <ctype.h>
+#include <strings.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -179,7 +180,7 @@ void
 forge_webhook(struct req *rq)
 {
 	struct forge_stats one = { .webhooks = 1 };
-	const char *secret, *sig, *event, *delivery, *outcome;
+	const char *secret, *sig, *event, *delivery, *type, *outcome;
 	struct err e = ERR_INIT;
 	json_t *payload = NULL;
 	int rc, status;
@@ -217,9 +218,16 @@ forge_webhook(struct req *rq)
 			   "(a GUID)");
 		return;
 	}
+	type = mg_get_header(rq->conn, "Content-Type");
+	if (type &&
+	    !strncasecmp(type, "application/x-www-form-urlencoded", 33)) {
+		http_error(rq, 400, "bad_request",
+			   "the delivery is form-encoded: set the webhook's "
+			   "content type to application/json on GitHub");
+		return;
+	}
 	if (http_body_json(rq, (void **)&payload))
-		return; /* 400 names it: the webhook's content type must be
-			   application/json */
+		return; /* 400, naming where the body stops being JSON */
 	rc = store_forge_delivery_seen(rq->store, delivery, event, &e);
 	if (rc < 0)
 		goto fail;

@@ -55,14 +55,16 @@ print("sha256=" + hmac.new(sys.argv[2].encode(), body, hashlib.sha256).hexdigest
 }
 
 # hook EVENT DELIVERY FILE [SIGNATURE] [CURL-ARGS...]: POSTs FILE as
-# GitHub does, with SIGNATURE ("" sends none); the answer in ./hook.body,
-# its status on stdout.
+# GitHub does, with SIGNATURE ("" sends none) and the content type
+# HOOK_TYPE (application/json); the answer in ./hook.body, its status on
+# stdout.
 hook() {
 	local event=$1 delivery=$2 file=$3 sig=${4:-}
 	shift 3
 	if [ $# -gt 0 ]; then shift; fi
 	curl -s -o hook.body -w '%{http_code}' -X POST \
-		-H "Content-Type: application/json" -H "User-Agent: GitHub-Hookshot/t0070" \
+		-H "Content-Type: ${HOOK_TYPE:-application/json}" \
+		-H "User-Agent: GitHub-Hookshot/t0070" \
 		-H "X-GitHub-Event: $event" -H "X-GitHub-Delivery: $delivery" \
 		${sig:+-H "X-Hub-Signature-256: $sig"} "$@" \
 		--data-binary @"$file" "$HTTP_URL/api/v1/forge/webhook"
@@ -242,6 +244,9 @@ test_expect_success 'a signed body that is not JSON, or no event or delivery hea
 	printf "payload=%%7B%%7D" >form.txt &&
 	hook_expect 400 issues d-form form.txt "$(sign form.txt)" &&
 	test_jq ".error.code == \"bad_request\" and (.error.message | test(\"not JSON\"))" hook.body &&
+	HOOK_TYPE=application/x-www-form-urlencoded \
+		hook_expect 400 issues d-form form.txt "$(sign form.txt)" &&
+	test_jq ".error.message | test(\"form-encoded: set the webhook.s content type to application/json\")" hook.body &&
 	echo "{}" >empty.json &&
 	hook_expect 400 "" d-noevent empty.json "$(sign empty.json)" &&
 	test_jq ".error.message | test(\"X-GitHub-Event\")" hook.body &&
