@@ -306,19 +306,21 @@ test_expect_success '/metrics has the forge counters, and counts the webhooks ta
 	test "$(sed -n "s/^baton_forge_webhooks_total //p" metrics)" = "$(deliveries)" &&
 	test "$(deliveries)" = "$(taken)" &&
 	# each counter shows its own column of the store (the sync adds to
-	# them from its own process)
-	db_query "UPDATE forge_stats SET calls = calls + 101,
-		not_modified = not_modified + 202, rate_waits = rate_waits + 3,
-		rate_wait_seconds = rate_wait_seconds + 44, syncs = syncs + 5
-		WHERE id = 1" &&
+	# them from its own process): millions apart, so a sync round of the
+	# forge companion running meanwhile cannot blur which is which
+	db_query "UPDATE forge_stats SET calls = calls + 1000000,
+		not_modified = not_modified + 2000000,
+		rate_waits = rate_waits + 3000000,
+		rate_wait_seconds = rate_wait_seconds + 4000000,
+		syncs = syncs + 5000000 WHERE id = 1" &&
 	api_expect 200 GET /metrics >metrics2 &&
 	grep "^baton_forge_" metrics >m1 &&
 	grep "^baton_forge_" metrics2 >m2 &&
-	paste -d " " m1 m2 | awk "{ print \$1, \$4 - \$2 }" >delta &&
-	printf "%s\n" "baton_forge_api_calls_total 101" \
-		"baton_forge_not_modified_total 202" \
+	paste -d " " m1 m2 | awk "{ print \$1, int((\$4 - \$2) / 1000000) }" >delta &&
+	printf "%s\n" "baton_forge_api_calls_total 1" \
+		"baton_forge_not_modified_total 2" \
 		"baton_forge_rate_limit_waits_total 3" \
-		"baton_forge_rate_limit_wait_seconds_total 44" \
+		"baton_forge_rate_limit_wait_seconds_total 4" \
 		"baton_forge_syncs_total 5" "baton_forge_webhooks_total 0" >want &&
 	test_cmp want delta
 '
