@@ -9,6 +9,9 @@
 # dashboard tests (tests/browser/, t0025, bench/dashboard_10k.sh): the
 # library only, never a browser download; it drives Debian's chromium
 # (tools/deps.sh). It lands in .agents/node_modules/playwright-core.
+#
+# And @octokit/webhooks-examples, GitHub's example webhook payloads
+# (data only), which t0070 signs and POSTs to serve's forge webhook.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -20,6 +23,7 @@ PACKAGES=(
 	@qwen-code/qwen-code@0.15.10
 	opencode-ai@1.18.33
 	playwright-core@1.65.1
+	@octokit/webhooks-examples@7.6.1
 )
 
 if ! command -v npm >/dev/null 2>&1; then
@@ -45,6 +49,10 @@ for b in claude codex gemini qwen opencode; do
 done
 [ -f "$dir/node_modules/playwright-core/package.json" ] || {
 	echo "agents: playwright-core missing after install" >&2
+	exit 1
+}
+[ -f "$dir/node_modules/@octokit/webhooks-examples/api.github.com/index.json" ] || {
+	echo "agents: @octokit/webhooks-examples missing after install" >&2
 	exit 1
 }
 printf '%s\n' "$want" >"$stamp"

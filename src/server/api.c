@@ -1130,6 +1130,8 @@ const struct route api_routes[] = {
 	  "the live stream (SSE)", ROUTE_F_QUERY_TOKEN },
 	{ "GET", "/api/v1/ws", ws_plain,
 	  "the live stream (WebSocket)", ROUTE_F_QUERY_TOKEN },
+	{ "POST", "/api/v1/forge/webhook", forge_webhook,
+	  "GitHub's webhooks (signed, no token)", ROUTE_F_SIGNED },
 	{ "GET", "/metrics", metrics_page, "Prometheus metrics", 0 },
 };
 

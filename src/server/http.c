@@ -181,9 +181,8 @@ http_query(const struct req *rq, const char *name, char *out, size_t len)
 	return mg_get_var(rq->query, strlen(rq->query), name, out, len) >= 0;
 }
 
-/* Reads the whole body into rq->body; 413 and -1 past the limit. */
-static int
-read_body(struct req *rq)
+int
+http_body(struct req *rq)
 {
 	const struct mg_request_info *ri;
 	char chunk[8192];
@@ -215,7 +214,7 @@ http_body_json_opt(struct req *rq, void **out)
 	size_t i;
 
 	*out = NULL;
-	if (read_body(rq))
+	if (http_body(rq))
 		return -1;
 	for (i = 0; i < rq->body.len; i++) {
 		char c = rq->body.ptr[i];
@@ -245,7 +244,7 @@ http_body_json(struct req *rq, void **out)
 	json_t *j;
 
 	*out = NULL;
-	if (read_body(rq))
+	if (http_body(rq))
 		return -1;
 	/* a key given twice is refused: which one counts is nobody's guess */
 	j = json_loadb(rq->body.ptr ? rq->body.ptr : "", rq->body.len,
@@ -396,13 +395,40 @@ authority_is_ours(const struct server *srv, const char *authority,
 	return port == srv->port && host_is_ours(srv, host);
 }
 
+/* The name a message tells a client to ask for. */
+static const char *
+own_name(const struct server *srv)
+{
+	return listens_everywhere(srv) ? "127.0.0.1" : srv->listen_host;
+}
+
+/*
+ * The Origin half of http_guard: a request with an Origin that is not
+ * this server's is 403 (sent, -1).
+ */
+static int
+guard_origin(struct req *rq)
+{
+	const char *origin = mg_get_header(rq->conn, "Origin");
+
+	if (origin &&
+	    (strncmp(origin, "http://", 7) || strchr(origin + 7, '/') ||
+	     !authority_is_ours(rq->srv, origin + 7, 1))) {
+		http_error(rq, 403, "forbidden_origin",
+			   "the Origin header '%s' is not this server's own "
+			   "(http://%s:%d): a page from elsewhere may not call "
+			   "baton",
+			   origin, own_name(rq->srv), rq->srv->port);
+		return -1;
+	}
+	return 0;
+}
+
 int
 http_guard(struct req *rq)
 {
 	const char *host = mg_get_header(rq->conn, "Host");
-	const char *origin = mg_get_header(rq->conn, "Origin");
-	const char *own = listens_everywhere(rq->srv) ? "127.0.0.1" :
-							rq->srv->listen_host;
+	const char *own = own_name(rq->srv);
 	int port = rq->srv->port;
 
 	if (!host || !*host) {
@@ -419,17 +445,7 @@ http_guard(struct req *rq)
 			   host, own, port);
 		return -1;
 	}
-	if (origin && (strncmp(origin, "http://", 7) ||
-		       strchr(origin + 7, '/') ||
-		       !authority_is_ours(rq->srv, origin + 7, 1))) {
-		http_error(rq, 403, "forbidden_origin",
-			   "the Origin header '%s' is not this server's own "
-			   "(http://%s:%d): a page from elsewhere may not call "
-			   "baton",
-			   origin, own, port);
-		return -1;
-	}
-	return 0;
+	return guard_origin(rq);
 }
 
 /* ---- routing ------------------------------------------------------------- */
@@ -545,7 +561,7 @@ dispatch(struct mg_connection *conn, void *arg)
 	const struct route *r;
 	char *path, *segs, q[256];
 	size_t len;
-	int known, query_token;
+	int known = 0, query_token, signed_route;
 
 	rq.method = ri->request_method;
 	path = xstrdup(ri->local_uri ? ri->local_uri : "/");
@@ -555,7 +571,10 @@ dispatch(struct mg_connection *conn, void *arg)
 	rq.path = path;
 	rq.query = ri->query_string;
 	segs = xmalloc(len + 1);
-	if (http_guard(&rq))
+	r = is_api(rq.path) ? find_route(&rq, segs, &known) : NULL;
+	signed_route = r && (r->flags & ROUTE_F_SIGNED);
+	/* a signed route proves its requests itself: its Host is free */
+	if (signed_route ? guard_origin(&rq) : http_guard(&rq))
 		goto out;
 	if (!is_api(rq.path)) {
 		if (!assets_serve(&rq))
@@ -563,9 +582,8 @@ dispatch(struct mg_connection *conn, void *arg)
 				   rq.path);
 		goto out;
 	}
-	r = find_route(&rq, segs, &known);
 	query_token = r && (r->flags & ROUTE_F_QUERY_TOKEN);
-	if (!http_authorized(&rq, query_token)) {
+	if (!signed_route && !http_authorized(&rq, query_token)) {
 		if (!query_token &&
 		    http_query(&rq, "access_token", q, sizeof(q)))
 			http_error(&rq, 401, "unauthorized",

@@ -8,7 +8,9 @@
 #include "util/compat.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 
+#include "core/config.h"
 #include "server/server_int.h"
 #include "store/store.h"
 #include "util/err.h"
@@ -136,6 +138,54 @@ store_part(struct store *s, struct buf *out, struct err *e)
 	return 0;
 }
 
+/*
+ * The forge client's counters (store_forge_stats_get: kept in the store,
+ * as the sync runs in serve's companion and in `baton forge sync`), when
+ * a forge is configured.
+ */
+static int
+forge_part(struct store *s, struct buf *out, struct err *e)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} counters[] = {
+		{ "baton_forge_api_calls_total",
+		  "Requests made to the forge's API.",
+		  offsetof(struct forge_stats, calls) },
+		{ "baton_forge_not_modified_total",
+		  "Conditional requests the forge answered 304 Not Modified.",
+		  offsetof(struct forge_stats, not_modified) },
+		{ "baton_forge_rate_limit_waits_total",
+		  "Waits for the forge's rate limits.",
+		  offsetof(struct forge_stats, rate_waits) },
+		{ "baton_forge_rate_limit_wait_seconds_total",
+		  "Seconds spent waiting for the forge's rate limits.",
+		  offsetof(struct forge_stats, rate_wait_seconds) },
+		{ "baton_forge_syncs_total", "Forge sync rounds.",
+		  offsetof(struct forge_stats, syncs) },
+		{ "baton_forge_webhooks_total",
+		  "Forge webhook deliveries taken (signature verified, not a "
+		  "redelivery).",
+		  offsetof(struct forge_stats, webhooks) },
+	};
+	struct forge_stats st = { 0 };
+	size_t i;
+	int rc = store_forge_stats_get(s, &st, e);
+
+	if (rc)
+		return rc;
+	for (i = 0; i < ARRAY_SIZE(counters); i++) {
+		int64_t v;
+
+		memcpy(&v, (const char *)&st + counters[i].off, sizeof(v));
+		buf_addf(out, "# HELP %s %s\n# TYPE %s counter\n%s %lld\n",
+			 counters[i].name, counters[i].help, counters[i].name,
+			 counters[i].name, (long long)v);
+	}
+	return 0;
+}
+
 void
 metrics_page(struct req *rq)
 {
@@ -144,7 +194,8 @@ metrics_page(struct req *rq)
 	struct err e = ERR_INIT;
 	size_t i;
 
-	if (store_part(rq->store, &out, &e)) {
+	if (store_part(rq->store, &out, &e) ||
+	    (rq->srv->cfg->forge.type && forge_part(rq->store, &out, &e))) {
 		buf_release(&out);
 		http_fail(rq, &e);
 		return;

@@ -82,6 +82,13 @@ typedef void route_fn(struct req *rq);
  * token in the URL would end up in logs and histories for nothing.
  */
 #define ROUTE_F_QUERY_TOKEN 0x1
+/*
+ * The route proves its requests itself and takes no bearer token: the
+ * forge webhook, signed by GitHub (forgehook.c). Its Host need not name
+ * this server either, as a delivery comes through a proxy or tunnel
+ * under a public name; the Origin check stays.
+ */
+#define ROUTE_F_SIGNED 0x2
 
 struct route {
 	const char *method;  /* "GET", "POST" */
@@ -119,6 +126,11 @@ void http_page(struct req *rq, const char *type, const char *text,
 /* Sends text with a content type. */
 void http_text(struct req *rq, int status, const char *type, const char *text,
 	       size_t len);
+/*
+ * Reads the raw body into rq->body, bounded by srv->max_body: 413 sent
+ * and -1 returned when bigger; 0 otherwise (again: nothing to do).
+ */
+int http_body(struct req *rq);
 /*
  * Reads the body (bounded by srv->max_body: 413 sent and -1 returned
  * when bigger) and parses it as a JSON object: 400 sent and -1 returned
@@ -213,6 +225,11 @@ void stream_sse(struct req *rq);
 void stream_ws_register(void *mg_ctx, struct server *srv);
 /* Live streams open now (SSE and WebSocket), for /metrics. */
 int stream_clients(void);
+
+/* ---- forgehook.c: GitHub's webhooks in -------------------------------- */
+
+/* POST /api/v1/forge/webhook (ROUTE_F_SIGNED). */
+void forge_webhook(struct req *rq);
 
 /* ---- metrics.c ---------------------------------------------------------- */
 

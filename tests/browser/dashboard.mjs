@@ -25,7 +25,7 @@
 //   BATON_PLAYWRIGHT   playwright-core's directory
 //
 // Scenarios: login, live, diff, xss, errors, screens, approve, paging,
-// controls, drift.
+// controls, drift, facts, forge.
 
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -459,6 +459,54 @@ scenarios.facts = async () => {
 	ok(await fact('fact-state') === 'awaiting_feedback', 'its state is the pipeline\'s name', await fact('fact-state'));
 	ok(/^feedback: /.test(await fact('fact-question')), 'its question, with its kind', await fact('fact-question'));
 	ok(await page.locator('#claims-section').isHidden(), 'no Claims panel outside research');
+};
+
+// The forge on the board and the run page (t0072): a card with its
+// issue and PR links and the PR's check state, a hostile URL shown as
+// text, and on the PR's run page the pull request and its reaction
+// rounds on the timeline. BATON_DASH_TITLE: the task with the PR;
+// BATON_DASH_RUN: its run; BATON_DASH_XSS: the task whose issue URL is
+// javascript:; BATON_DASH_SHOTS: where forge-board.png goes.
+scenarios.forge = async () => {
+	await openBoard();
+	const c = card(env.BATON_DASH_TITLE);
+	await step('the linked card shows its forge line', () =>
+		c.locator('[data-testid=card-forge]').waitFor());
+	const issue = c.locator('[data-testid=forge-issue]');
+	const pr = c.locator('[data-testid=forge-pr]');
+	const checks = c.locator('[data-testid=forge-checks]');
+	ok(await issue.textContent() === 'issue #12', 'the issue as issue #12', await issue.textContent());
+	ok(await issue.getAttribute('href') === 'https://github.com/acme/app/issues/12', 'linked to the issue',
+		await issue.getAttribute('href'));
+	ok(await pr.textContent() === 'PR #34', 'the PR as PR #34', await pr.textContent());
+	ok(await pr.getAttribute('href') === 'https://github.com/acme/app/pull/34', 'linked to the PR');
+	ok(await pr.getAttribute('rel') === 'noopener noreferrer', 'a link out opens no door back');
+	ok(await checks.textContent() === 'failure', 'the PR\'s checks: failure', await checks.textContent());
+	ok(/\bck-failure\b/.test(await checks.getAttribute('class')), 'styled as a failure');
+	const plain = card('Plain task');
+	await plain.waitFor();
+	ok(await plain.locator('[data-testid=card-forge]').count() === 0, 'a task without a link has no forge line');
+	const bad = card(env.BATON_DASH_XSS);
+	await bad.locator('[data-testid=forge-issue]').waitFor();
+	ok(await bad.locator('a').count() === 0, 'a javascript: URL is no link',
+		await bad.evaluate((n) => n.outerHTML.slice(0, 300)));
+	ok(await bad.locator('[data-testid=forge-issue]').textContent() === 'issue #13', 'its issue shown as text');
+	if (env.BATON_DASH_SHOTS) {
+		fs.mkdirSync(env.BATON_DASH_SHOTS, { recursive: true });
+		await page.screenshot({ path: path.join(env.BATON_DASH_SHOTS, 'forge-board.png') });
+	}
+
+	await page.goto(base + '#/runs/' + encodeURIComponent(env.BATON_DASH_RUN));
+	await step('the run page shows the pull request', () =>
+		page.locator('[data-testid=fact-forge] [data-testid=forge-pr]').waitFor());
+	await step('and its reaction round on the timeline', () =>
+		page.locator('[data-testid=timeline-round]').first().waitFor());
+	const rounds = await page.$$eval('[data-testid=timeline-round]', (rs) => rs.map((r) => r.textContent));
+	ok(rounds.length === 1 && /reaction round 1/.test(rounds[0]) && /PR #34: task #2 /.test(rounds[0]),
+		'one round: PR #34, task #2', JSON.stringify(rounds));
+	ok(await page.locator('[data-testid=fact-forge]').count() === 1, 'the fact is there once');
+	if (env.BATON_DASH_SHOTS)
+		await page.screenshot({ path: path.join(env.BATON_DASH_SHOTS, 'forge-run.png') });
 };
 
 // Screenshots of the board and of a run page, at 1366x768.

@@ -542,6 +542,8 @@ function buildBoard() {
 }
 
 function onCardActivate(ev) {
+	if (ev.target.closest('a'))
+		return; /* a link out (the forge's issue or PR) opens itself */
 	const card = ev.target.closest('.card.linked');
 	if (!card || !card.dataset.run)
 		return;
@@ -574,6 +576,44 @@ function setCounts(counts) {
 	}
 }
 
+/* A link out to the forge, only for an http(s) URL; else its text. */
+function extLink(url, text, testid) {
+	if (typeof url !== 'string' || !/^https?:\/\//i.test(url))
+		return h('span', { 'data-testid': testid }, text);
+	return h('a', { href: url, target: '_blank', rel: 'noopener noreferrer',
+		'data-testid': testid }, text);
+}
+
+const CHECK_STATES = new Set(['success', 'failure', 'pending']);
+
+/*
+ * A task's place on the forge (its `forge` object: issue, PR, the PR's
+ * checks and review, fix rounds), as a line of links; null without one.
+ */
+function forgeLine(f) {
+	if (!f || typeof f !== 'object')
+		return null;
+	const line = h('div', { class: 'forge', 'data-testid': 'card-forge' });
+	if (typeof f.issue === 'number')
+		add(line, extLink(f.issue_url, 'issue #' + f.issue, 'forge-issue'));
+	if (typeof f.pr === 'number') {
+		add(line, extLink(f.pr_url, 'PR #' + f.pr, 'forge-pr'));
+		if (f.pr_state && f.pr_state !== 'open')
+			add(line, h('span', { class: 'pr-state' }, String(f.pr_state)));
+		if (typeof f.checks === 'string') {
+			const c = CHECK_STATES.has(f.checks) ? f.checks : 'unknown';
+			add(line, h('span', { class: 'checks ck-' + c, 'data-testid': 'forge-checks',
+				title: 'the PR\'s checks' }, f.checks));
+		}
+		if (typeof f.review === 'string')
+			add(line, h('span', { class: 'review', title: 'review' }, f.review.replace(/_/g, ' ')));
+		if (f.rounds > 0)
+			add(line, h('span', { class: 'rounds', title: 'fix rounds from CI and review' },
+				f.rounds + (f.rounds === 1 ? ' round' : ' rounds')));
+	}
+	return line.childElementCount ? line : null;
+}
+
 function cardEl(t) {
 	const meta = h('div', { class: 'meta' }, h('span', { class: 'tid' }, '#' + t.id));
 	if (t.priority)
@@ -597,7 +637,8 @@ function cardEl(t) {
 		title: t.run ? 'open run ' + t.run : null,
 		tabindex: t.run ? '0' : null,
 		role: t.run ? 'link' : null,
-	}, h('div', { class: 'title', 'data-testid': 'task-title' }, t.title || '(untitled)'), why, meta);
+	}, h('div', { class: 'title', 'data-testid': 'task-title' }, t.title || '(untitled)'), why,
+		forgeLine(t.forge), meta);
 	if (t.run)
 		li.dataset.run = t.run;
 	return li;
@@ -850,11 +891,12 @@ $('add-form').addEventListener('submit', async (ev) => {
 const rp = {
 	key: null, run: null, loading: false, pending: [], seen: new Set(),
 	outLen: 0, outQueue: '', outFrame: 0, timelineN: 0, refreshTimer: 0,
-	slowTimer: 0, ask: null, diffLoaded: false,
+	slowTimer: 0, ask: null, diffLoaded: false, forgeFact: null,
 };
 
 function resetRunPage() {
 	rp.run = null;
+	rp.forgeFact = null;
 	rp.pending = [];
 	rp.seen = new Set();
 	rp.outLen = 0;
@@ -918,6 +960,7 @@ async function showRunPage(key) {
 	await loadRunEvents(key);
 	if (rp.key !== key)
 		return;
+	loadForge(key);
 	loadArtifacts();
 	loadReports();
 	loadDiff();
@@ -979,6 +1022,8 @@ function renderRunHead(r) {
 		fact(box, 'attempt', r.attempt, 'fact-attempt');
 	dl.textContent = '';
 	dl.appendChild(frag);
+	if (rp.forgeFact)
+		dl.appendChild(rp.forgeFact); /* loadForge's, kept across refreshes */
 	const reason = $('run-reason');
 	reason.textContent = r.reason || '';
 	show(reason, !!r.reason);
@@ -1175,7 +1220,8 @@ function addTimeline(ev, live) {
 	const type = String(ev.type || 'event');
 	const li = h('li', {
 		class: 't-' + type.replace(/[^a-z_]/g, ''), 'data-testid': 'timeline-item',
-		dataset: { seq: ev.seq !== undefined ? ev.seq : '', type: type },
+		dataset: { seq: ev.seq !== undefined ? ev.seq : '', type: type,
+			ts: typeof ev.ts === 'string' ? ev.ts : '' },
 	},
 		h('span', { class: 'when', title: fmtTime(ev.ts) }, fmtClock(ev.ts)),
 		h('span', { class: 'what' }, h('span', { class: 'type' }, type), ' ',
@@ -1190,6 +1236,71 @@ function addTimeline(ev, live) {
 		ol.scrollTop = ol.scrollHeight;
 	else if (!live)
 		ol.scrollTop = ol.scrollHeight;
+}
+
+/*
+ * The forge side of a run's task: the pull request that carries it (the
+ * task's own, or, for a fix round, its parent's) as a fact, and the
+ * reaction rounds, the rework tasks made from that PR's CI and review,
+ * as items of the timeline at the time each was made. Only what the
+ * task JSON says: a task with no PR shows nothing.
+ */
+async function loadForge(key) {
+	const r = rp.run;
+	if (!r || typeof r.task_id !== 'number')
+		return;
+	try {
+		let t = await api('/tasks/' + r.task_id);
+		let round = false;
+		if (!(t.forge && typeof t.forge.pr === 'number') && t.origin === 'rework' &&
+		    typeof t.parent === 'number') {
+			const p = await api('/tasks/' + t.parent);
+			if (!(p.forge && typeof p.forge.pr === 'number'))
+				return;
+			t = p;
+			round = true;
+		}
+		if (rp.key !== key || !(t.forge && typeof t.forge.pr === 'number'))
+			return;
+		const dl = $('run-facts');
+		const line = forgeLine(t.forge);
+		if (round)
+			add(line, h('span', null, 'this run is a fix round of task #' + t.id));
+		rp.forgeFact = h('div', { 'data-testid': 'fact-forge' }, h('dt', null, 'pull request'),
+			h('dd', null, line));
+		dl.appendChild(rp.forgeFact);
+		const ans = await api('/tasks?limit=1000');
+		if (rp.key !== key)
+			return;
+		const rounds = (Array.isArray(ans && ans.tasks) ? ans.tasks : [])
+			.filter((c) => c.parent === t.id && c.origin === 'rework')
+			.sort((a, b) => a.id - b.id);
+		rounds.forEach((c, i) => addRound(c, i + 1, t.forge.pr));
+	} catch (e) {
+		/* the forge is extra: the page works without it */
+	}
+}
+
+/* One reaction round on the timeline, before the first later event. */
+function addRound(c, n, pr) {
+	const ol = $('timeline');
+	const ts = typeof c.created_at === 'number' ? new Date(c.created_at).toISOString() : '';
+	const what = h('span', { class: 'what' }, h('span', { class: 'type' }, 'reaction round ' + n), ' ',
+		h('span', { class: 'detail' }, 'PR #' + pr + ': task #' + c.id + ' (' + c.status + ') ' +
+			brief(c.title || '', 160)));
+	if (c.run)
+		add(what, [' ', h('a', { href: '#/runs/' + encodeURIComponent(c.run) }, c.run)]);
+	const li = h('li', { class: 't-reaction_round', 'data-testid': 'timeline-round',
+		dataset: { type: 'reaction_round', ts: ts, task: c.id } },
+		h('span', { class: 'when', title: fmtTime(ts) }, fmtClock(ts)), what);
+	let before = null;
+	for (const it of ol.children) {
+		if (ts && it.dataset.ts && it.dataset.ts > ts) {
+			before = it;
+			break;
+		}
+	}
+	ol.insertBefore(li, before);
 }
 
 /* Agent output, appended once per frame, trimmed to OUTPUT_MAX characters. */
