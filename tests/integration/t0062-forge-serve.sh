@@ -3,7 +3,7 @@ test_description='serve runs the forge companion: issues come in without forge s
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 export GITHUB_TOKEN=ghp_t0062secretTOKENvalue9876543210
-start_forge_double gh --token "$GITHUB_TOKEN" || exit 1
+start_forge_double gh --token "$GITHUB_TOKEN" --remote "$TRASH_DIRECTORY/remote.git" || exit 1
 
 new_issue() {
 	forge_call POST /_double/issue \
@@ -34,6 +34,14 @@ task_status() {
 	"$BATON" task list --json | jq -r --arg t "$1" '.[] | select(.title == $t) | .status'
 }
 
+# with_pr TITLE: whether the task of that title finished and waits on its
+# pull request, opened (forge/pr.c: a forge task ends there, not done)
+with_pr() {
+	"$BATON" task list --json |
+		jq -e --arg t "$1" '.[] | select(.title == $t) |
+			.block_reason == "pull_request" and .forge.pr != null' >/dev/null
+}
+
 # The agent: the fake agent, after it wrote its environment down.
 cat >"$TRASH_DIRECTORY/env-agent" <<EOF
 #!/bin/sh
@@ -44,6 +52,8 @@ chmod +x "$TRASH_DIRECTORY/env-agent"
 
 test_expect_success 'setup' '
 	make_repo repo &&
+	git clone -q --bare repo remote.git &&
+	git -C repo remote add origin "$TRASH_DIRECTORY/remote.git" &&
 	baton_init_with_agent repo "providers:
   fake: {type: command, command: [\"$TRASH_DIRECTORY/env-agent\"]}
 runtime: {judge: false}
@@ -82,20 +92,21 @@ test_expect_success 'the run ends: the issue is told once, with the status' '
 	touch "$FAKE_STATE/go" &&
 	(
 		cd repo &&
-		wait_for "test \"\$(task_status \"Add a greeting file\")\" = done" 120
+		wait_for "with_pr \"Add a greeting file\"" 120
 	) &&
 	wait_for "forge_call GET /repos/acme/app/issues/$n/comments | jq -e \"length == 2\"" 30 &&
 	forge_call GET "/repos/acme/app/issues/$n/comments" >comments.json &&
 	test_jq "[.[] | select(.body | test(\"ended\"))] | length == 1" comments.json &&
 	test_jq "[.[] | select(.body | test(\"started\"))] | length == 1" comments.json &&
 	jq -r "[.[] | select(.body | test(\"ended\"))][0].body" comments.json >ended.txt &&
-	test_grep "the task \*\*done\*\*" ended.txt
+	test_grep "the task \*\*blocked\*\* (pull_request)" ended.txt &&
+	test_grep "Pull request: " ended.txt
 '
 
 test_expect_success 'a later issue comes in while serve runs; comments are not repeated' '
 	new_issue "Second issue" "Another." "[\"baton\"]" >num2 &&
 	cd repo &&
-	wait_for "test \"\$(task_status \"Second issue\")\" = done" 120 &&
+	wait_for "with_pr \"Second issue\"" 120 &&
 	n=$(cat ../num) &&
 	forge_call GET "/repos/acme/app/issues/$n/comments" >../again.json &&
 	test_jq "length == 2" ../again.json
@@ -140,7 +151,7 @@ test_expect_success 'with poll_seconds 0, a wake-up (baton forge wake) brings th
 	(
 		cd repo &&
 		wait_for "test -e .baton/forge-wake.d/$(cat ../procs3)" 30 &&
-		wait_for "test \"\$(task_status \"Second issue\")\" = done" 10
+		wait_for "with_pr \"Second issue\"" 10
 	) &&
 	new_issue "Woken" "Come in on a wake-up." "[\"baton\"]" >/dev/null &&
 	forge_call POST /_double/fail "{\"kind\": \"unauthorized\", \"count\": 1}" >/dev/null &&
