@@ -1343,12 +1343,20 @@ static int
 read_forge_prs(const struct cnode *sec, struct config_forge *f,
 	       struct err *e)
 {
-	const struct cnode *sub, *n;
+	const struct cnode *sub, *n = NULL;
 	int rc;
 
 	rc = forge_sub(sec, "pull_requests", forge_pr_keys, &sub, e);
 	if (rc >= 0 && sub && (n = cnode_get(sub, "draft")))
 		rc = cnode_bool(n, "forge.pull_requests.draft", &f->pr_draft,
+				e);
+	if (rc >= 0 && f->pr_draft)
+		/* a draft would stay one: REST cannot mark it ready */
+		rc = node_error(n, "forge.pull_requests.draft",
+				"draft PRs are not supported: GitHub's REST "
+				"API cannot mark a draft ready for review "
+				"(only GraphQL can), so baton opens each PR "
+				"when its run has succeeded; set it to false",
 				e);
 	if (rc >= 0 && sub && (n = cnode_get(sub, "auto_merge")))
 		rc = cnode_bool(n, "forge.pull_requests.auto_merge",

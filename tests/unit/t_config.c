@@ -915,7 +915,7 @@ TEST(forge_section)
 		       "  api_url: https://ghe.example.com/api/v3//\n"
 		       "  remote: upstream\n"
 		       "  intake: {label: baton}\n"
-		       "  pull_requests: {draft: true, auto_merge: true,"
+		       "  pull_requests: {draft: false, auto_merge: true,"
 		       " merge_method: rebase}\n"
 		       "  reactions: {ci_failed: ask, changes_requested:"
 		       " ignore, max_rounds: 0, label: help-wanted}\n"
@@ -930,7 +930,7 @@ TEST(forge_section)
 	ASSERT_STREQ(f->api_url, "https://ghe.example.com/api/v3");
 	ASSERT_STREQ(f->remote, "upstream");
 	ASSERT_STREQ(f->intake_label, "baton");
-	ASSERT_EQ(f->pr_draft, 1);
+	ASSERT_EQ(f->pr_draft, 0);
 	ASSERT_EQ(f->auto_merge, 1);
 	ASSERT_STREQ(f->merge_method, "rebase");
 	ASSERT_STREQ(f->on_ci_failed, "ask");
@@ -1004,6 +1004,11 @@ TEST(forge_section)
 	ASSERT_CONTAINS(e.msg, "forge.api_url: expected a URL with a host");
 	load_err("forge: {type: github, repo: a/b, token_env: $TOKEN}\n", &e);
 	ASSERT_CONTAINS(e.msg, "forge.token_env: not a valid variable name");
+	load_err("forge:\n  type: github\n  repo: a/b\n"
+		 "  pull_requests: {draft: true}\n",
+		 &e);
+	ASSERT_CONTAINS(e.msg, ":4:26: forge.pull_requests.draft: draft PRs "
+			       "are not supported");
 	load_err("forge: {type: github, repo: a/b, remote: --upload-pack=x}\n",
 		 &e);
 	ASSERT_CONTAINS(e.msg, "forge.remote: not a valid remote name");
