@@ -8,6 +8,7 @@
 
 #include "forge/forge.h"
 #include "forge/github.h"
+#include "sched/sched.h"
 #include "util/strvec.h"
 
 struct forge_ctx {
@@ -61,5 +62,8 @@ void forge__end(struct forge_ctx *fx, int keep);
  * nobody asked to keep is always asked for in full.
  */
 void forge__keep_etags(struct forge_ctx *fx, const char *path);
+
+/* sync.c: the scheduler's context for the tasks a round writes. */
+struct sched_ctx forge__sched(const struct forge_ctx *fx);
 
 #endif

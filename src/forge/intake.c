@@ -77,14 +77,6 @@ issue_links(struct forge_ctx *fx, struct linked_vec *out, struct err *e)
 				 e);
 }
 
-static struct sched_ctx
-sched_of(struct forge_ctx *fx)
-{
-	struct sched_ctx x = { fx->s, fx->ws, fx->cfg, "forge", NULL, 0 };
-
-	return x;
-}
-
 /*
  * Where s (len bytes) stops being UTF-8 text: the offset of its first
  * invalid sequence or NUL byte, or len when it is all text.
@@ -223,7 +215,7 @@ one_line(struct buf *notes)
 static int
 queue_linked(struct forge_ctx *fx, int64_t id, int64_t issue, struct err *e)
 {
-	struct sched_ctx x = sched_of(fx);
+	struct sched_ctx x = forge__sched(fx);
 	int tries, rc = 0;
 
 	for (tries = 0; tries < 3; tries++) {
@@ -403,7 +395,7 @@ static int
 cancel_unstarted(struct forge_ctx *fx, int64_t id, int64_t issue,
 		 const char *why, struct err *e)
 {
-	struct sched_ctx x = sched_of(fx);
+	struct sched_ctx x = forge__sched(fx);
 	struct task t = { 0 };
 	char *data = NULL;
 	int rc = store_task_get(fx->s, id, &t, e);

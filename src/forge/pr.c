@@ -47,14 +47,6 @@
 /* An excerpt of a check's output or a comment kept in a prompt. */
 #define EXCERPT_MAX 4000
 
-static struct sched_ctx
-sched_of(struct forge_ctx *fx)
-{
-	struct sched_ctx x = { fx->s, fx->ws, fx->cfg, "forge", NULL, 0 };
-
-	return x;
-}
-
 static int
 is_waiting(const struct task *t)
 {
@@ -106,7 +98,7 @@ static int
 write_task(struct forge_ctx *fx, struct task *t, const char *type,
 	   json_t *data, struct err *e)
 {
-	struct sched_ctx x = sched_of(fx);
+	struct sched_ctx x = forge__sched(fx);
 	char *text = json_take_text(data);
 	int rc = sched_task_write(&x, t, type, text, e);
 
@@ -551,7 +543,7 @@ add_round(struct forge_ctx *fx, struct task *t, struct forge_link *l,
 	  const char *sig, const char *kind, const char *what,
 	  struct err *e)
 {
-	struct sched_ctx x = sched_of(fx);
+	struct sched_ctx x = forge__sched(fx);
 	struct task w = { 0 };
 	int rc;
 
@@ -569,16 +561,7 @@ add_round(struct forge_ctx *fx, struct task *t, struct forge_link *l,
 			   "(%.12s):\n\n%s",
 			   t->body ? t->body : "", t->body ? "\n\n" : "",
 			   (long long)l->pr_number, kind, l->pr_head_sha, what);
-	w.kind = xstrdup(t->kind);
-	w.pipeline = t->pipeline ? xstrdup(t->pipeline) : NULL;
-	w.priority = t->priority;
-	w.area = t->area ? xstrdup(t->area) : NULL;
-	w.allowed_paths = t->allowed_paths ? xstrdup(t->allowed_paths) : NULL;
-	w.verify = t->verify ? xstrdup(t->verify) : NULL;
-	w.base_ref = xstrdup(l->pr_head_sha);
-	w.origin = xstrdup("rework");
-	w.parent_id = t->id;
-	w.depth = t->depth + 1;
+	sched_task_rework_of(&w, t, l->pr_head_sha);
 	sched_task_fit(&w);
 	rc = sched_task_add(&x, &w, e);
 	if (!rc) {

@@ -20,11 +20,8 @@
 
 #define LOG_MODULE "forge"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -252,6 +249,14 @@ out:
 	return rc;
 }
 
+struct sched_ctx
+forge__sched(const struct forge_ctx *fx)
+{
+	struct sched_ctx x = { fx->s, fx->ws, fx->cfg, "forge", NULL, 0 };
+
+	return x;
+}
+
 /* ---- waking serve's companion ------------------------------------------ */
 
 char *
@@ -264,29 +269,7 @@ void
 forge_wake(const struct workspace *ws)
 {
 	char *dir = forge_wake_dir(ws);
-	struct dirent *de;
-	DIR *d = opendir(dir);
 
-	/* as sched_wake does: one FIFO per companion, a dead one's removed */
-	while (d && (de = readdir(d))) {
-		char *path;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		path = xasprintf("%s/%s", dir, de->d_name);
-		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0 && errno == ENXIO)
-			unlink(path); /* nobody reads it any more */
-		if (fd >= 0) {
-			/* EAGAIN: the FIFO is full, a wake-up is pending */
-			if (write(fd, "w", 1) < 0 && errno != EAGAIN)
-				unlink(path);
-			close(fd);
-		}
-		free(path);
-	}
-	if (d)
-		closedir(d);
+	fs_wake_fifos(dir);
 	free(dir);
 }

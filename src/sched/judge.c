@@ -176,16 +176,7 @@ add_rework(struct sched_ctx *x, struct task *t, const struct run *r,
 			   "branch %s:\n\n%s",
 			   t->body ? t->body : "", t->body ? "\n\n" : "",
 			   r->branch, findings);
-	w.kind = xstrdup(t->kind);
-	w.pipeline = t->pipeline ? xstrdup(t->pipeline) : NULL;
-	w.priority = t->priority;
-	w.area = t->area ? xstrdup(t->area) : NULL;
-	w.allowed_paths = t->allowed_paths ? xstrdup(t->allowed_paths) : NULL;
-	w.verify = t->verify ? xstrdup(t->verify) : NULL;
-	w.base_ref = xstrdup(r->branch);
-	w.origin = xstrdup("rework");
-	w.parent_id = t->id;
-	w.depth = t->depth + 1;
+	sched_task_rework_of(&w, t, r->branch);
 	sched__task_fit(&w);
 	rc = sched_task_add(x, &w, e);
 	*id = w.id;

@@ -87,6 +87,15 @@ int sched_task_area(const char *raw, const char *what, char **out,
  */
 void sched_task_fit(struct task *t);
 
+/*
+ * Makes w a rework of t on top of base_ref: t's kind, pipeline,
+ * priority, area, allowed paths and verify commands, origin "rework",
+ * parent t, one deeper. The judge's changes and the forge's fix rounds
+ * are made so; the caller gives the title and body.
+ */
+void sched_task_rework_of(struct task *w, const struct task *t,
+			  const char *base_ref);
+
 /* "t7" / "7" -> 7; 0 when ref is not a task reference. */
 int64_t sched_task_ref(const char *ref);
 

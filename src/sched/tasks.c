@@ -160,6 +160,22 @@ sched_task_fit(struct task *t)
 	sched__task_fit(t);
 }
 
+void
+sched_task_rework_of(struct task *w, const struct task *t,
+		     const char *base_ref)
+{
+	w->kind = xstrdup(t->kind);
+	w->pipeline = t->pipeline ? xstrdup(t->pipeline) : NULL;
+	w->priority = t->priority;
+	w->area = t->area ? xstrdup(t->area) : NULL;
+	w->allowed_paths = t->allowed_paths ? xstrdup(t->allowed_paths) : NULL;
+	w->verify = t->verify ? xstrdup(t->verify) : NULL;
+	w->base_ref = xstrdup(base_ref);
+	w->origin = xstrdup("rework");
+	w->parent_id = t->id;
+	w->depth = t->depth + 1;
+}
+
 /* Skips a run of characters of class cls; returns where it stopped. */
 static const char *
 skip(const char *p, int (*cls)(int))

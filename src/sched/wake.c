@@ -8,12 +8,11 @@
  */
 #include "util/compat.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <unistd.h>
+#include <stdlib.h>
 
 #include "sched/sched.h"
 #include "sched/sched_int.h"
+#include "util/fs.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
 
@@ -27,28 +26,7 @@ void
 sched_wake(const struct workspace *ws)
 {
 	char *dir = sched__wake_dir(ws);
-	struct dirent *de;
-	DIR *d = opendir(dir);
 
-	while (d && (de = readdir(d))) {
-		char *path;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		path = xasprintf("%s/%s", dir, de->d_name);
-		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0 && errno == ENXIO)
-			unlink(path); /* nobody reads it any more */
-		if (fd >= 0) {
-			/* EAGAIN: the FIFO is full, a wake-up is pending */
-			if (write(fd, "w", 1) < 0 && errno != EAGAIN)
-				unlink(path);
-			close(fd);
-		}
-		free(path);
-	}
-	if (d)
-		closedir(d);
+	fs_wake_fifos(dir);
 	free(dir);
 }

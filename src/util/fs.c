@@ -3,6 +3,8 @@
  */
 #include "util/compat.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <libgen.h>
@@ -305,4 +307,32 @@ fs_size(const char *path)
 	if (stat(path, &st) < 0)
 		return -errno;
 	return (long long)st.st_size;
+}
+
+void
+fs_wake_fifos(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d))) {
+		char *path;
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		path = xasprintf("%s/%s", dir, de->d_name);
+		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 && errno == ENXIO)
+			unlink(path); /* nobody reads it any more */
+		if (fd >= 0) {
+			/* EAGAIN: the FIFO is full, a wake-up is pending */
+			if (write(fd, "w", 1) < 0 && errno != EAGAIN)
+				unlink(path);
+			close(fd);
+		}
+		free(path);
+	}
+	if (d)
+		closedir(d);
 }

@@ -77,4 +77,12 @@ int fs_remove_tree(const char *path, struct err *e);
 /* Size of a regular file, or -errno. */
 long long fs_size(const char *path);
 
+/*
+ * Writes one byte into each FIFO in dir (a wake-up for whoever reads
+ * it), never blocking: a full FIFO has a wake-up pending already, and a
+ * FIFO nobody reads any more (its reader died) is removed. Never fails:
+ * with nobody listening there is nobody to wake.
+ */
+void fs_wake_fifos(const char *dir);
+
 #endif
