@@ -37,6 +37,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
 #include "util/strvec.h"
@@ -626,6 +627,97 @@ out:
 	return rc;
 }
 
+/*
+ * The PR conflicts with its base (GitHub says mergeable false, state
+ * dirty): as the local merge queue does, a round redoes the change on
+ * the base as forge.remote has it now, keeping what the base gained; its
+ * tip then replaces the PR's branch (with the lease, as any round).
+ */
+static int
+conflict_round(struct forge_ctx *fx, struct task *t, struct forge_link *l,
+	       const char *base_branch, struct err *e)
+{
+	const struct config_forge *f = &fx->cfg->forge;
+	struct sched_ctx x = forge__sched(fx);
+	struct task w = { 0 };
+	struct buf diff = BUF_INIT, body = BUF_INIT;
+	char *fetched = NULL, *base = NULL, *sig = NULL, *asked = NULL;
+	char *dir = NULL, *path = NULL, *text = NULL;
+	int rc, cut = 0;
+
+	rc = remote_fetch_base(fx->ws, f->remote, base_branch, &fetched, e);
+	if (!rc)
+		rc = workspace_resolve(fx->ws, fetched, &base, e);
+	if (!rc && !base)
+		rc = err_set(e, BATON_EINVAL, "the base branch '%s' is not on "
+			     "'%s'", base_branch, f->remote);
+	if (rc)
+		goto out;
+	sig = xasprintf("conflict:%s:%s", l->pr_head_sha, base);
+	asked = xasprintf("asked:%s", sig);
+	if (l->reacted && (!strcmp(l->reacted, sig) ||
+			   !strcmp(l->reacted, asked)))
+		goto out;
+	if (l->reaction_rounds >= f->max_rounds) {
+		rc = ask_person(fx, t, l, asked,
+				"it conflicts with its base after the fix "
+				"rounds (forge.reactions.max_rounds)",
+				e);
+		goto out;
+	}
+	dir = xasprintf("%s/forge", fx->ws->dir);
+	path = xasprintf("%s/pr-%lld-conflict.diff", dir,
+			 (long long)l->pr_number);
+	if (fs_mkdir_p(dir, 0700, e) < 0 ||
+	    worktree_branch_diff(fx->ws, fetched, l->pr_head_sha, path,
+				 EXCERPT_MAX * 4, &diff, &cut, e) < 0) {
+		rc = -1;
+		goto out;
+	}
+	text = xasprintf("%s%s%s", t->title, t->body ? "\n\n" : "",
+			 t->body ? t->body : "");
+	buf_addf(&body,
+		 "Pull request #%lld (branch %s) conflicts with what %s has "
+		 "now. Starting from the current %s, make the change the "
+		 "original task asks for again, keeping what %s gained "
+		 "meanwhile. The pull request's change is below for "
+		 "reference.\n\n## The original task\n\n%s\n\n"
+		 "## The pull request's change (git diff %s...%.12s)\n\n"
+		 "```diff\n%s%s```\n%s",
+		 (long long)l->pr_number, l->pr_branch, base_branch,
+		 base_branch, base_branch, text, base_branch, l->pr_head_sha,
+		 diff.ptr,
+		 diff.len && diff.ptr[diff.len - 1] != '\n' ? "\n" : "",
+		 cut ? "\n(cut; the whole diff is in .baton/forge/)\n" : "");
+	l->reaction_rounds++;
+	run_set(&l->reacted, sig);
+	rc = store_forge_link_put(fx->s, l, e);
+	if (rc)
+		goto out;
+	w.title = xasprintf("Fix round %d of t%lld (merge conflict): %s",
+			    l->reaction_rounds, (long long)t->id, t->title);
+	w.body = buf_detach(&body, NULL);
+	sched_task_rework_of(&w, t, base);
+	free(w.origin);
+	w.origin = xstrdup("conflict");
+	sched_task_fit(&w);
+	rc = sched_task_add(&x, &w, e);
+	if (!rc)
+		fx->round->rounds++;
+out:
+	task_release(&w);
+	buf_release(&diff);
+	buf_release(&body);
+	free(fetched);
+	free(base);
+	free(sig);
+	free(asked);
+	free(dir);
+	free(path);
+	free(text);
+	return rc;
+}
+
 static int
 merge_pr(struct forge_ctx *fx, struct task *t, struct forge_link *l,
 	 struct err *e)
@@ -664,7 +756,7 @@ watch_pr(struct forge_ctx *fx, struct task *t, struct forge_link *l,
 {
 	struct pr_state ps = { .failing = BUF_INIT };
 	json_t *pr = NULL;
-	const char *state, *sha;
+	const char *state, *sha, *mstate;
 	char *reason = NULL;
 	int rc, changed;
 
@@ -715,6 +807,18 @@ watch_pr(struct forge_ctx *fx, struct task *t, struct forge_link *l,
 		if (rc)
 			goto out;
 	}
+	mstate = json_string_value(json_object_get(pr, "mergeable_state"));
+	if (json_is_false(json_object_get(pr, "mergeable")) && mstate &&
+	    !strcmp(mstate, "dirty")) {
+		rc = round_open(fx, t->id, e);
+		if (rc == 0)
+			rc = conflict_round(
+				fx, t, l,
+				json_string_value(json_object_get(
+					json_object_get(pr, "base"), "ref")),
+				e);
+		goto out;
+	}
 	if (ps.review && !strcmp(ps.review, "approved") &&
 	    (!ps.checks || !strcmp(ps.checks, "success"))) {
 		if (fx->cfg->forge.auto_merge && round_open(fx, t->id, e) == 0)
@@ -745,7 +849,8 @@ one_task(struct forge_ctx *fx, int64_t id, struct err *e)
 	if (rc || !is_waiting(&t))
 		goto out;
 	/* a fix round of a PR: its work goes to its parent's PR */
-	if (t.parent_id && !strcmp(t.origin, "rework") &&
+	if (t.parent_id &&
+	    (!strcmp(t.origin, "rework") || !strcmp(t.origin, "conflict")) &&
 	    store_forge_link_get(fx->s, t.parent_id, &pl, e) == 0 &&
 	    pl.pr_number > 0) {
 		rc = store_task_get(fx->s, t.parent_id, &parent, e);

@@ -187,6 +187,38 @@ test_expect_success 'a person pushed to the PR: baton stops and asks, and does n
 	test "$(git -C ../remote.git rev-parse "refs/heads/$branch")" = "$theirs"
 '
 
+test_expect_success 'a PR in conflict with its base makes a round that redoes the change on the base as the remote has it' '
+	new_issue "Add a line" "Append a line." >issue4 &&
+	cd repo &&
+	sync_and_run &&
+	n=$(task_json "Add a line" | jq -r .forge.pr) &&
+	old=$(pulls | jq -r ".[] | select(.number == $n) | .head.sha") &&
+	main=$(git symbolic-ref --short HEAD) &&
+	git clone -q ../remote.git ../other &&
+	(cd ../other && git checkout -q "$main" && echo theirs >>feature.txt &&
+	 git add feature.txt && git -c user.name=O -c user.email=o@x commit -qm "moved on" &&
+	 git push -q origin "$main") &&
+	moved=$(git -C ../remote.git rev-parse "refs/heads/$main") &&
+	forge_call POST /_double/pull "{\"number\": $n, \"mergeable\": false, \"mergeable_state\": \"dirty\"}" >/dev/null &&
+	"$BATON" forge sync >>../sync.out 2>&1 &&
+	"$BATON" task list --json >../all.json &&
+	test_jq "[.[] | select(.origin == \"conflict\")] | length == 1" ../all.json &&
+	jq -r ".[] | select(.origin == \"conflict\") | .body" ../all.json >../conflict.txt &&
+	test_grep "conflicts with what $main has now" ../conflict.txt &&
+	test_grep "^## The pull request.s change" ../conflict.txt &&
+	"$BATON" forge sync >>../sync.out 2>&1 &&
+	"$BATON" task list --json >../all.json &&
+	test_jq "[.[] | select(.origin == \"conflict\")] | length == 1" ../all.json &&
+	"$BATON" serve --workers 1 --exit-when-idle >>../serve.out 2>&1 &&
+	"$BATON" forge sync >>../sync.out 2>&1 &&
+	new=$(pulls | jq -r ".[] | select(.number == $n) | .head.sha") &&
+	test "$new" != "$old" &&
+	git -C ../remote.git merge-base --is-ancestor "$moved" "$new" &&
+	"$BATON" task list --json >../all.json &&
+	test_jq ".[] | select(.origin == \"conflict\") | .status == \"done\"" ../all.json &&
+	pulls | jq -e ".[] | select(.number == $n) | .mergeable_state == \"clean\"" >/dev/null
+'
+
 test_expect_success 'the token is in no file, event or log' '
 	cd repo &&
 	"$BATON" events --all --json >../events.json &&

@@ -19,6 +19,8 @@ Control (tests only): POST /_double/<verb> with a JSON body:
   check_run    {sha, name, status, conclusion, output:{title,summary}}
   review       {pull, state, body, user}
   review_comment {pull, path, line, body}
+  pull         {number, mergeable, mergeable_state}: as GitHub recomputes
+               a pull (a push to its head makes it clean again)
   fail         {kind: secondary|primary|unauthorized|unprocessable,
                 count, retry_after, reset_in, message}
   config       {public_url, etags}: public_url is the base URL clients
@@ -535,6 +537,8 @@ class Handler(BaseHTTPRequestHandler):
         sha = self.remote_sha(x["head"]["ref"])
         if sha and sha != x["head"]["sha"]:
             x["head"]["sha"] = sha
+            # GitHub computes mergeability afresh for a new head
+            x["mergeable"], x["mergeable_state"] = True, "clean"
             x["updated_at"] = now_iso()
 
     def create_pull(self, body):
@@ -716,6 +720,15 @@ class Handler(BaseHTTPRequestHandler):
                             "pull_request": {"href": pa}}}
             S.review_comments.append(r)
             return self.send(201, r)
+        if verb == "pull":
+            # as GitHub recomputes a pull: mergeable, mergeable_state
+            x = S.pulls.get(b.get("number"))
+            if not x:
+                return self.error(404, "Not Found")
+            for k in ("mergeable", "mergeable_state"):
+                if k in b:
+                    x[k] = b[k]
+            return self.send(200, x)
         if verb == "fail":
             b.setdefault("count", 1)
             S.fails.append(b)
