@@ -154,7 +154,13 @@ test_expect_success 'approved and green with auto_merge: the PR is merged and th
 	pulls >../pulls.json &&
 	test_jq ".[0].merged == true" ../pulls.json &&
 	task_json "Add a greeting" >../t1.json &&
-	test_jq ".status == \"done\" and .forge.pr_state == \"merged\"" ../t1.json
+	test_jq ".status == \"done\" and .forge.pr_state == \"merged\"" ../t1.json &&
+	main=$(git symbolic-ref --short HEAD) &&
+	git -C ../remote.git log -1 --format=%s "refs/heads/$main" >../landed &&
+	test_grep "^Add a greeting (#$(cat ../pr))" ../landed &&
+	test "$(git -C ../remote.git rev-parse "refs/heads/$main^{tree}")" = "$(git -C ../remote.git rev-parse "$head^{tree}")" &&
+	forge_call GET "/repos/acme/app/issues/$(cat ../issue)" >../issue1.json &&
+	test_jq ".state == \"closed\"" ../issue1.json
 '
 
 test_expect_success 'a closed PR cancels its task' '

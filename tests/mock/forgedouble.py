@@ -48,6 +48,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -480,15 +481,32 @@ class Handler(BaseHTTPRequestHandler):
             if x["merged"] or x["state"] != "open":
                 return self.error(405, "Pull Request is not mergeable")
             self.refresh_head(x)
+            if x["mergeable"] is False:
+                return self.error(405, "Pull Request is not mergeable")
+            method = (body or {}).get("merge_method", "merge")
+            if method not in ("merge", "squash", "rebase"):
+                return self.error(422, "Validation Failed", [{
+                    "resource": "PullRequest", "field": "merge_method",
+                    "code": "invalid"}])
+            sha = self.land(x, method)
+            if sha is None:
+                return self.error(405, "Pull Request is not mergeable")
             x.update(merged=True, state="closed", merged_at=now_iso(),
                      closed_at=now_iso(), updated_at=now_iso(),
-                     merge_commit_sha=x["head"]["sha"],
+                     merge_commit_sha=sha,
                      merged_by=user("baton", self.base()),
                      mergeable=None, mergeable_state="unknown")
             i = S.issues[x["number"]]
             i.update(state="closed", closed_at=now_iso(),
                      state_reason="completed")
-            return self.send(200, {"sha": x["head"]["sha"], "merged": True,
+            # as GitHub does: "Closes #N" in the body closes issue N
+            for n in re.findall(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|"
+                                r"resolve[sd]?) #(\d+)", x["body"] or ""):
+                j = S.issues.get(int(n))
+                if j and j["state"] == "open":
+                    j.update(state="closed", closed_at=now_iso(),
+                             state_reason="completed")
+            return self.send(200, {"sha": sha, "merged": True,
                                    "message": "Pull Request successfully merged"})
         if len(p) == 3 and p[0] == "pulls" and p[2] in ("reviews", "comments"):
             n = int(p[1])
@@ -531,6 +549,35 @@ class Handler(BaseHTTPRequestHandler):
                             "refs/heads/%s^{commit}" % branch],
                            capture_output=True, text=True)
         return r.stdout.strip() if r.returncode == 0 else None
+
+    def land(self, x, method):
+        """Merges the pull in --remote (its base branch moves) and gives
+        the new base commit; None when it conflicts. Without --remote
+        the head stands for the merge."""
+        if not S.remote:
+            return x["head"]["sha"]
+
+        def git(*args):
+            r = subprocess.run(["git", "--git-dir", S.remote] + list(args),
+                               capture_output=True, text=True,
+                               env=dict(os.environ, GIT_AUTHOR_NAME="GitHub",
+                                        GIT_AUTHOR_EMAIL="noreply@github.com",
+                                        GIT_COMMITTER_NAME="GitHub",
+                                        GIT_COMMITTER_EMAIL="noreply@github.com"))
+            return r.stdout.strip() if r.returncode == 0 else None
+        base_ref = "refs/heads/" + x["base"]["ref"]
+        base, head = git("rev-parse", base_ref), x["head"]["sha"]
+        tree = base and git("merge-tree", "--write-tree", base, head)
+        if not tree:
+            return None
+        msg = "%s (#%d)" % (x["title"], x["number"])
+        parents = ["-p", base] if method != "merge" else \
+            ["-p", base, "-p", head]
+        commit = git("commit-tree", tree.split()[0], *parents, "-m", msg)
+        if not commit or git("update-ref", base_ref, commit, base) is None:
+            return None
+        x["base"]["sha"] = commit
+        return commit
 
     def refresh_head(self, x):
         """A push to the head branch moves the pull's head.sha."""
