@@ -364,6 +364,8 @@ struct pr_state {
 	struct buf failing; /* what failed, for the fix round's prompt */
 	const char *review; /* approved | changes_requested | NULL */
 	int64_t review_id;  /* the changes_requested review */
+	json_t *reviews;    /* the listing, read once a round: a second GET
+			       would be answered 304, without a body */
 };
 
 static void
@@ -462,6 +464,8 @@ read_reviews(struct forge_ctx *fx, int64_t pr, struct pr_state *ps,
 	size_t i;
 	int rc = gh_pull_reviews(&fx->gh, (long)pr, &list, e);
 
+	ps->reviews = json_incref(list);
+
 	json_array_foreach(list, i, rv) {
 		const char *state = json_string_value(
 			json_object_get(rv, "state"));
@@ -495,17 +499,15 @@ static int
 review_text(struct forge_ctx *fx, const struct forge_link *l,
 	    const struct pr_state *ps, struct buf *out, struct err *e)
 {
-	json_t *reviews = NULL, *comments = NULL, *x;
+	json_t *comments = NULL, *x;
 	size_t i;
 	int rc;
 
-	rc = gh_pull_reviews(&fx->gh, (long)l->pr_number, &reviews, e);
-	if (!rc)
-		rc = gh_pull_review_comments(&fx->gh, (long)l->pr_number,
-					     &comments, e);
+	rc = gh_pull_review_comments(&fx->gh, (long)l->pr_number, &comments,
+				     e);
 	if (rc)
 		goto out;
-	json_array_foreach(reviews, i, x) {
+	json_array_foreach(ps->reviews, i, x) {
 		if (json_integer_value(json_object_get(x, "id")) !=
 		    ps->review_id)
 			continue;
@@ -531,7 +533,6 @@ review_text(struct forge_ctx *fx, const struct forge_link *l,
 			    json_string_value(json_object_get(x, "body")));
 	}
 out:
-	json_decref(reviews);
 	json_decref(comments);
 	return rc;
 }
@@ -833,6 +834,7 @@ out:
 	}
 	free(reason);
 	buf_release(&ps.failing);
+	json_decref(ps.reviews);
 	json_decref(pr);
 	return rc;
 }

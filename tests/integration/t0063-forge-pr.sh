@@ -123,6 +123,7 @@ test_expect_success 'changes requested with two line comments make a round carry
 	"$BATON" task list --json >../all.json &&
 	test_jq "[.[] | select(.origin == \"rework\")] | length == 2" ../all.json &&
 	jq -r "[.[] | select(.origin == \"rework\")] | last | .body" ../all.json >../round2.txt &&
+	test_grep "Two things to change." ../round2.txt &&
 	test_grep "feature.txt. line 1: Say hello politely" ../round2.txt &&
 	test_grep "README. line 3: Mention the greeting here" ../round2.txt &&
 	test_jq "[.[] | select(.origin == \"rework\")] | last | .status == \"done\"" ../all.json &&
