@@ -63,6 +63,17 @@ void forge__end(struct forge_ctx *fx, int keep);
  */
 void forge__keep_etags(struct forge_ctx *fx, const char *path);
 
+/*
+ * sync.c: GET path (relative to api_url) whose answer is kept in the
+ * store with its ETag (forge_cursors: the body in its cursor), so that
+ * while nothing changes every later GET, in any round of any process,
+ * costs one conditional request answered 304 (GitHub does not count it
+ * against the rate limit) and gives the kept body. An answer with more
+ * pages is read whole (gh_list) and not kept. *out is the caller's.
+ */
+int forge__get_kept(struct forge_ctx *fx, const char *path, json_t **out,
+		    struct err *e);
+
 /* sync.c: the scheduler's context for the tasks a round writes. */
 struct sched_ctx forge__sched(const struct forge_ctx *fx);
 

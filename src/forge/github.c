@@ -122,7 +122,7 @@ gh_etag_set(struct gh_client *c, const char *url, const char *etag)
 		c->etags = t;
 	}
 	free(t->etag);
-	t->etag = xstrdup(etag);
+	t->etag = etag ? xstrdup(etag) : NULL;
 }
 
 int
@@ -134,7 +134,7 @@ gh_etag_each(const struct gh_client *c,
 	int rc;
 
 	for (t = c->etags; t; t = t->next)
-		if ((rc = fn(arg, t->url, t->etag)) != 0)
+		if (t->etag && (rc = fn(arg, t->url, t->etag)) != 0)
 			return rc;
 	return 0;
 }

@@ -71,7 +71,10 @@ int gh_client_init(struct gh_client *c, const char *api_url, const char *repo,
 		   const char *token, const char *token_env, struct err *e);
 void gh_client_release(struct gh_client *c);
 
-/* The ETag map, so that the caller can persist and restore it. */
+/*
+ * The ETag map, so that the caller can persist and restore it; a NULL
+ * etag forgets the URL's (its next GET is asked for in full).
+ */
 const char *gh_etag_get(const struct gh_client *c, const char *url);
 void gh_etag_set(struct gh_client *c, const char *url, const char *etag);
 /* Calls fn for each (url, etag); stops at the first non-zero return. */

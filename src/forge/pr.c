@@ -385,12 +385,19 @@ read_checks(struct forge_ctx *fx, const char *sha, struct pr_state *ps,
 	    struct err *e)
 {
 	json_t *combined = NULL, *runs = NULL, *st, *cr;
+	char *path;
 	int failing = 0, pending = 0, seen = 0, rc;
 	size_t i;
 
-	rc = gh_combined_status(&fx->gh, sha, &combined, e);
+	path = xasprintf("/repos/%s/commits/%s/status", fx->cfg->forge.repo,
+			 sha);
+	rc = forge__get_kept(fx, path, &combined, e);
+	free(path);
+	path = xasprintf("/repos/%s/commits/%s/check-runs",
+			 fx->cfg->forge.repo, sha);
 	if (!rc)
-		rc = gh_check_runs(&fx->gh, sha, &runs, e);
+		rc = forge__get_kept(fx, path, &runs, e);
+	free(path);
 	if (rc)
 		goto out;
 	json_array_foreach(json_object_get(combined, "statuses"), i, st) {
@@ -460,9 +467,13 @@ read_reviews(struct forge_ctx *fx, int64_t pr, struct pr_state *ps,
 	     struct err *e)
 {
 	json_t *list = NULL, *rv, *latest = json_object();
+	char *path = xasprintf("/repos/%s/pulls/%lld/reviews?per_page=100",
+			       fx->cfg->forge.repo, (long long)pr);
 	const char *who;
 	size_t i;
-	int rc = gh_pull_reviews(&fx->gh, (long)pr, &list, e);
+	int rc = forge__get_kept(fx, path, &list, e);
+
+	free(path);
 
 	ps->reviews = json_incref(list);
 
@@ -728,7 +739,12 @@ merge_pr(struct forge_ctx *fx, struct task *t, struct forge_link *l,
 			       fx->cfg->forge.merge_method, NULL, e);
 
 	if (rc == BATON_EINVAL) {
-		/* refused (protection, conflict): said on the task, kept */
+		/* refused (protection, conflict): said on the task once, and
+		 * tried again next round (the protection may be satisfied) */
+		if (t->reason && !strcmp(t->reason, e->msg)) {
+			*e = (struct err)ERR_INIT;
+			return 0;
+		}
 		run_set(&t->reason, e->msg);
 		*e = (struct err)ERR_INIT;
 		return write_task(fx, t, "forge_merge_refused",
@@ -761,7 +777,10 @@ watch_pr(struct forge_ctx *fx, struct task *t, struct forge_link *l,
 	char *reason = NULL;
 	int rc, changed;
 
-	rc = gh_pull_get(&fx->gh, (long)l->pr_number, &pr, e);
+	reason = xasprintf("/repos/%s/pulls/%lld", fx->cfg->forge.repo,
+			   (long long)l->pr_number);
+	rc = forge__get_kept(fx, reason, &pr, e);
+	FREE_AND_NULL(reason);
 	if (rc)
 		goto out;
 	state = json_string_value(json_object_get(pr, "state"));

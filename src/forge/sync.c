@@ -249,6 +249,55 @@ out:
 	return rc;
 }
 
+/* An answer bigger than this is not kept (it is asked for in full). */
+#define KEPT_MAX (1024 * 1024)
+
+int
+forge__get_kept(struct forge_ctx *fx, const char *path, json_t **out,
+		struct err *e)
+{
+	struct gh_response r = { 0 };
+	struct err ignored = ERR_INIT;
+	char *url = xasprintf("%s%s", fx->gh.api_url, path);
+	char *etag = NULL, *body = NULL, *text;
+	json_t *kept = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!store_forge_cursor_get(fx->s, url, &etag, &body, &ignored) &&
+	    etag && body)
+		kept = json_loads(body, JSON_ALLOW_NUL, NULL);
+	/* without a body to give, ask for one: never If-None-Match */
+	gh_etag_set(&fx->gh, url, kept ? etag : NULL);
+	rc = gh_request(&fx->gh, "GET", path, NULL, &r, e);
+	if (rc)
+		goto out;
+	if (r.not_modified && kept) {
+		*out = json_incref(kept);
+	} else if (r.not_modified) {
+		rc = err_set(e, BATON_EINVAL, "GET %s: 304 with no kept answer",
+			     path);
+	} else if (r.next_url) {
+		rc = gh_list(&fx->gh, path, out, NULL, e);
+	} else {
+		*out = json_incref(r.json);
+		text = r.etag && r.json ? json_dumps(r.json, JSON_COMPACT)
+					: NULL;
+		if (text && strlen(text) <= KEPT_MAX &&
+		    store_forge_cursor_set(fx->s, url, r.etag, text, &ignored))
+			log_warn("cannot keep the answer of GET %s: %s", path,
+				 ignored.msg);
+		free(text);
+	}
+out:
+	gh_response_release(&r);
+	json_decref(kept);
+	free(etag);
+	free(body);
+	free(url);
+	return rc;
+}
+
 struct sched_ctx
 forge__sched(const struct forge_ctx *fx)
 {

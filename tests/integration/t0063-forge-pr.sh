@@ -84,6 +84,15 @@ test_expect_success 'more rounds make no second PR' '
 	test_jq "length == 1" ../pulls.json
 '
 
+test_expect_success 'a round with nothing changed asks only "changed since?": every answer a 304' '
+	cd repo &&
+	forge_call GET /_double/requests | jq length >../before &&
+	"$BATON" forge sync &&
+	forge_call GET /_double/requests >../requests.json &&
+	jq "[.[$(cat ../before):][] | select(.path | startswith(\"/repos/\"))]" ../requests.json >../round.json &&
+	test_jq "length >= 5 and all(.[]; .method == \"GET\" and .status == 304)" ../round.json
+'
+
 test_expect_success 'a failing CI status makes a fix round whose prompt holds the failure; its commit lands on the same PR' '
 	cd repo &&
 	head=$(pulls | jq -r ".[0].head.sha") &&
@@ -224,6 +233,46 @@ test_expect_success 'a PR in conflict with its base makes a round that redoes th
 	"$BATON" task list --json >../all.json &&
 	test_jq ".[] | select(.origin == \"conflict\") | .status == \"done\"" ../all.json &&
 	pulls | jq -e ".[] | select(.number == $n) | .mergeable_state == \"clean\"" >/dev/null
+'
+
+test_expect_success 'a merge refused by branch protection is the task'"'"'s reason; nothing is merged' '
+	new_issue "Add a sign" "Write a sign file." >issue5 &&
+	cd repo &&
+	sync_and_run &&
+	n=$(task_json "Add a sign" | jq -r .forge.pr) &&
+	head=$(pulls | jq -r ".[] | select(.number == $n) | .head.sha") &&
+	main=$(git symbolic-ref --short HEAD) &&
+	before=$(git -C ../remote.git rev-parse "refs/heads/$main") &&
+	forge_call POST /_double/protect "{\"message\": \"Required status check \\\"deploy\\\" is expected.\"}" >/dev/null &&
+	forge_call POST /_double/status "{\"sha\": \"$head\", \"state\": \"success\", \"context\": \"ci/unit\"}" >/dev/null &&
+	forge_call POST /_double/review "{\"pull\": $n, \"state\": \"APPROVED\"}" >/dev/null &&
+	"$BATON" forge sync >>../sync.out 2>&1 &&
+	"$BATON" forge sync >>../sync.out 2>&1 &&
+	forge_call POST /_double/protect "{}" >/dev/null &&
+	"$BATON" events --task "$(task_json "Add a sign" | jq -r .id)" --json >../t5ev.json &&
+	test "$(grep -c "\"forge_merge_refused\"" ../t5ev.json)" = 1 &&
+	task_json "Add a sign" >../t5.json &&
+	test_jq ".status == \"blocked\" and (.reason | contains(\"PUT /repos/acme/app/pulls/$n/merge: 405\")) and (.reason | contains(\"deploy\"))" ../t5.json &&
+	pulls | jq -e ".[] | select(.number == $n) | .merged == false and .state == \"open\"" >/dev/null &&
+	test "$(git -C ../remote.git rev-parse "refs/heads/$main")" = "$before"
+'
+
+test_expect_success 'a PR opened for the branch before baton recorded it (a crash in between) is adopted, never doubled' '
+	new_issue "Add a map" "Write a map file." >issue6 &&
+	cd repo &&
+	"$BATON" forge sync >>../sync.out 2>&1 &&
+	"$BATON" serve --workers 1 --exit-when-idle >>../serve.out 2>&1 &&
+	run=$(task_json "Add a map" | jq -r .run) &&
+	main=$(git symbolic-ref --short HEAD) &&
+	git push -q origin "baton/$run" &&
+	forge_call POST /repos/acme/app/pulls "{\"title\": \"Add a map\", \"head\": \"baton/$run\", \"base\": \"$main\"}" >../made.json &&
+	n=$(jq -r .number ../made.json) &&
+	forge_call GET /_double/requests | jq length >../before &&
+	"$BATON" forge sync >>../sync.out 2>&1 &&
+	test "$(task_json "Add a map" | jq -r .forge.pr)" = "$n" &&
+	pulls | jq -e "[.[] | select(.head.ref == \"baton/$run\")] | length == 1" >/dev/null &&
+	forge_call GET /_double/requests >../req.json &&
+	test_jq "[.[$(cat ../before):][] | select(.method == \"POST\" and .path == \"/repos/acme/app/pulls\" and .status == 422)] | length == 1" ../req.json
 '
 
 test_expect_success 'the token is in no file, event or log' '

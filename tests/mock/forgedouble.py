@@ -21,6 +21,8 @@ Control (tests only): POST /_double/<verb> with a JSON body:
   review_comment {pull, path, line, body}
   pull         {number, mergeable, mergeable_state}: as GitHub recomputes
                a pull (a push to its head makes it clean again)
+  protect      {message}: merges are refused 405 with message, as a branch
+               protection refuses them ({}: lifted)
   fail         {kind: secondary|primary|unauthorized|unprocessable,
                 count, retry_after, reset_in, message}
   config       {public_url, etags}: public_url is the base URL clients
@@ -78,6 +80,7 @@ class State:
         self.public_url = None  # None: the double's own address
         self.corrupt = []       # queued {count, field}
         self.remote = None      # a bare repository, or None
+        self.protected = None   # a branch protection's refusal message
         self.labels = {}        # name -> label object
         self.etags = True       # False: no ETag, no 304 (control config)
 
@@ -480,6 +483,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(404, "Not Found")
             if x["merged"] or x["state"] != "open":
                 return self.error(405, "Pull Request is not mergeable")
+            if S.protected:
+                return self.error(405, S.protected)
             self.refresh_head(x)
             if x["mergeable"] is False:
                 return self.error(405, "Pull Request is not mergeable")
@@ -767,6 +772,9 @@ class Handler(BaseHTTPRequestHandler):
                             "pull_request": {"href": pa}}}
             S.review_comments.append(r)
             return self.send(201, r)
+        if verb == "protect":
+            S.protected = b.get("message")
+            return self.send(200, {"message": S.protected})
         if verb == "pull":
             # as GitHub recomputes a pull: mergeable, mergeable_state
             x = S.pulls.get(b.get("number"))
