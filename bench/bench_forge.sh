@@ -130,3 +130,74 @@ awk -v u="$calls_unchanged" -v f="$calls_no_etags" -v l="$listings" 'BEGIN {
 	printf "unchanged sync with ETags / without: %d / %d calls = %.3f\n",
 	       u, f, f ? u / f : 0
 }'
+
+# 3. Open pull requests that baton follows: BENCH_FORGE_PULLS issues are
+# carried to a PR each (a one-stage pipeline, an agent that appends a
+# line), behind a second double that fronts a bare remote; then syncs
+# with nothing changed, with and without ETags. Each open PR is four
+# reads a round (the PR, its combined status, its check runs, its
+# reviews), each kept with its ETag (forge__get_kept).
+echo
+echo "-- $PULLS tasks with open pull requests (baton forge sync) --"
+exec 3<&-
+kill "$dpid" 2>/dev/null || true
+wait "$dpid" 2>/dev/null || true
+dpid=
+git init -q -b main "$tmp/prs"
+cd "$tmp/prs"
+git -c user.name=bench -c user.email=bench@localhost commit -q \
+	--allow-empty -m init
+git clone -q --bare . "$tmp/remote.git"
+git remote add origin "$tmp/remote.git"
+rm -f "$tmp/double.fifo"
+mkfifo "$tmp/double.fifo"
+python3 "$root/tests/mock/forgedouble.py" --token "$TOKEN" \
+	--remote "$tmp/remote.git" >"$tmp/double.fifo" 2>"$tmp/double2.err" &
+dpid=$!
+exec 3<"$tmp/double.fifo"
+read -r URL <&3 || { cat "$tmp/double2.err" >&2; exit 1; }
+ctl issue "{\"title\": \"Bench PR\", \"body\": \"Append a line.\", \"labels\": [\"baton\"], \"count\": $PULLS}"
+"$BATON_BIN" init >/dev/null
+cat >"$tmp/agent" <<'EOF'
+#!/bin/sh
+echo "$BATON_RUN_ID" >>"$BATON_WORKTREE/work.txt"
+echo done
+EOF
+chmod +x "$tmp/agent"
+cat >.baton/config.yaml <<EOF
+providers:
+  instant: {type: command, command: ["$tmp/agent"]}
+roles: {default: instant}
+pipelines:
+  quick:
+    terminal: merge_ready
+    stages:
+      - {name: execute, kind: execute}
+workflow: {pipeline: quick}
+validate: {commands: []}
+runtime: {judge: false}
+forge:
+  type: github
+  repo: acme/app
+  token_env: GITHUB_TOKEN
+  api_url: $URL
+  remote: origin
+  intake: {label: baton}
+  poll_seconds: 0
+EOF
+sync import
+t0=$(date +%s%N)
+"$BATON_BIN" serve --workers 2 --exit-when-idle >"$tmp/serve.out" 2>&1 ||
+	{ tail -n 20 "$tmp/serve.out" >&2; exit 1; }
+echo "serve: $PULLS runs to merge_ready in $(ms_since "$t0") ms"
+sync open_prs
+sync prs_first_read
+sync prs_unchanged
+ctl config '{"etags": false}'
+sync prs_no_etags
+ctl config '{"etags": true}'
+awk -v u="$calls_prs_unchanged" -v f="$calls_prs_no_etags" -v p="$PULLS" 'BEGIN {
+	printf "unchanged sync over %d open PRs: %d calls, all conditional " \
+	       "(%.2f per PR, and one for the issue listing)\n", p, u, (u - 1) / p
+	printf "with ETags / without: %d conditional / %d full requests\n", u, f
+}'
