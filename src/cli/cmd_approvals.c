@@ -12,6 +12,8 @@
 #include "cli/cli.h"
 #include "core/pipeline.h"
 #include "core/run.h"
+#include "forge/forge.h"
+#include "sched/sched.h"
 #include "store/store.h"
 #include "util/err.h"
 #include "util/timeutil.h"
@@ -102,6 +104,31 @@ list(struct cli *c, int json)
 	return EXIT_OK;
 }
 
+/* A person's answer to a forge question (a task id, "t12"). */
+static int
+forge_decide(struct cli *c, int64_t id, enum gate_decision d)
+{
+	struct err e = ERR_INIT;
+
+	if (d != GATE_APPROVE && d != GATE_REJECT) {
+		cli_error("t%lld: a forge question is answered with approve or "
+			  "reject",
+			  (long long)id);
+		return EXIT_USAGE;
+	}
+	if (forge_answer(c->store, &c->ws, &c->cfg, id, d == GATE_APPROVE,
+			 &e)) {
+		cli_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	cli_printf("t%lld: %s\n", (long long)id,
+		   d == GATE_APPROVE ? "goes on with its pull request"
+				     : "cancelled; its pull request stays open");
+	if (d == GATE_APPROVE)
+		forge_wake(&c->ws);
+	return EXIT_OK;
+}
+
 static int
 approvals_exec(struct cli *c, int argc, char **argv)
 {
@@ -136,6 +163,8 @@ approvals_exec(struct cli *c, int argc, char **argv)
 		d = GATE_DEFER;
 	else
 		return cli_usage(&cmd_approvals);
+	if (argv[1][0] == 't' && sched_task_ref(argv[1]) > 0)
+		return forge_decide(c, sched_task_ref(argv[1]), d);
 	if (engine_decide(&c->en, argv[1], d, guidance, &r, &e)) {
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
@@ -151,7 +180,7 @@ approvals_exec(struct cli *c, int argc, char **argv)
 
 const struct cmd cmd_approvals = {
 	.name = "approvals",
-	.usage = "approvals [list [--json] | approve RUN | reject RUN "
+	.usage = "approvals [list [--json] | approve RUN|TASK | reject RUN|TASK "
 		 "[--guidance TEXT] | request-changes RUN --guidance TEXT | "
 		 "revise RUN --guidance TEXT | defer RUN]",
 	.summary = "list runs waiting at a gate, or decide one",

@@ -41,6 +41,18 @@ int forge_sync(const struct config *cfg, struct store *s,
 	       struct err *e);
 
 /*
+ * A person's answer to the question the forge asked about task id's pull
+ * request (`baton approvals approve|reject tN`; forge/pr.c). approve: go
+ * on, taking the PR's head as it is now (a person's commits become the
+ * base of the next round) with reactions.max_rounds more rounds; reject:
+ * the task is cancelled (the PR stays open on GitHub, for people).
+ * BATON_EINVAL, naming it, when the task asks nothing.
+ */
+int forge_answer(struct store *s, const struct workspace *ws,
+		 const struct config *cfg, int64_t id, int approve,
+		 struct err *e);
+
+/*
  * Tells the forge companion of a serve of this repository to sync now
  * (a byte into each FIFO under .baton/forge-wake.d). Never blocks and
  * never fails.

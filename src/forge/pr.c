@@ -558,8 +558,16 @@ add_round(struct forge_ctx *fx, struct task *t, struct forge_link *l,
 {
 	struct sched_ctx x = forge__sched(fx);
 	struct task w = { 0 };
+	char *fetched = NULL;
 	int rc;
 
+	/* the round starts from the PR's head, which may be a person's
+	 * commit this clone has never seen (a go-on after their push) */
+	rc = remote_fetch_base(fx->ws, fx->cfg->forge.remote, l->pr_branch,
+			       &fetched, e);
+	free(fetched);
+	if (rc)
+		return rc;
 	l->reaction_rounds++;
 	run_set(&l->reacted, sig);
 	rc = store_forge_link_put(fx->s, l, e);
@@ -802,6 +810,13 @@ watch_pr(struct forge_ctx *fx, struct task *t, struct forge_link *l,
 			      reason, e);
 		goto out;
 	}
+	if (sha && !l->pr_head_sha) {
+		/* a person said go on from the head as it is */
+		run_set(&l->pr_head_sha, sha);
+		rc = store_forge_link_put(fx->s, l, e);
+		if (rc)
+			goto out;
+	}
 	if (sha && l->pr_head_sha && strcmp(sha, l->pr_head_sha)) {
 		char *what = xasprintf("asked:head:%s", sha);
 
@@ -926,5 +941,58 @@ forge__pulls(struct forge_ctx *fx, struct err *e)
 	}
 	free(ids.v);
 	(void)first;
+	return rc;
+}
+
+/* ---- a person's answer ------------------------------------------------- */
+
+int
+forge_answer(struct store *s, const struct workspace *ws,
+	     const struct config *cfg, int64_t id, int approve,
+	     struct err *e)
+{
+	struct forge_ctx fx = { .cfg = cfg, .s = s, .ws = ws };
+	struct forge_link l = { 0 };
+	struct task t = { 0 };
+	char *reason = NULL;
+	int rc = store_task_get(s, id, &t, e);
+
+	if (!rc && (!is_waiting(&t) || !t.reason ||
+		    strncmp(t.reason, "asks a person", 13)))
+		rc = err_set(e, BATON_EINVAL,
+			     "task t%lld asks nothing: it is %s%s%s (baton "
+			     "approvals lists what waits for an answer)",
+			     (long long)id, t.status,
+			     t.block_reason ? " " : "",
+			     t.block_reason ? t.block_reason : "");
+	if (!rc)
+		rc = store_forge_link_get(s, id, &l, e);
+	if (rc)
+		goto out;
+	if (!approve) {
+		reason = xasprintf("a person declined to go on with pull "
+				   "request #%lld (it stays open on GitHub)",
+				   (long long)l.pr_number);
+		rc = end_task(&fx, &t, &l, TASK_CANCELLED, reason, e);
+		goto out;
+	}
+	/* go on: from the PR's head as it is, with max_rounds more rounds */
+	if (l.reacted && (!strncmp(l.reacted, "asked:head:", 11) ||
+			  !strncmp(l.reacted, "asked:push:", 11)))
+		FREE_AND_NULL(l.pr_head_sha);
+	FREE_AND_NULL(l.reacted);
+	l.reaction_rounds = 0;
+	rc = store_forge_link_put(s, &l, e);
+	if (rc)
+		goto out;
+	run_set(&t.reason, "waiting for its pull request");
+	rc = write_task(&fx, &t, "forge_answered",
+			json_pack("{s:s, s:I}", "answer", "approve", "pr",
+				  (json_int_t)l.pr_number),
+			e);
+out:
+	free(reason);
+	forge_link_release(&l);
+	task_release(&t);
 	return rc;
 }

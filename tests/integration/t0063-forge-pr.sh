@@ -203,6 +203,46 @@ test_expect_success 'a person pushed to the PR: baton stops and asks, and does n
 	test "$(git -C ../remote.git rev-parse "refs/heads/$branch")" = "$theirs"
 '
 
+test_expect_success 'approved by a person, baton goes on from their commit: a failing check makes a round on top of it' '
+	cd repo &&
+	id=$(task_json "Add a note" | jq -r .id) &&
+	n=$(task_json "Add a note" | jq -r .forge.pr) &&
+	branch=$(pulls | jq -r ".[] | select(.number == $n) | .head.ref") &&
+	theirs=$(git -C ../remote.git rev-parse "refs/heads/$branch") &&
+	test_must_fail "$BATON" approvals approve t1 2>../approve-err &&
+	test_grep "t1 asks nothing" ../approve-err &&
+	"$BATON" approvals approve "t$id" >../approve.out &&
+	test_grep "goes on with its pull request" ../approve.out &&
+	task_json "Add a note" >../t3.json &&
+	test_jq ".reason == \"waiting for its pull request\"" ../t3.json &&
+	"$BATON" forge sync >>../sync.out 2>&1 &&
+	task_json "Add a note" >../t3.json &&
+	test_jq ".reason == \"waiting for its pull request\"" ../t3.json &&
+	forge_call POST /_double/status "{\"sha\": \"$theirs\", \"state\": \"failure\", \"context\": \"ci/unit\", \"description\": \"note test failed\"}" >/dev/null &&
+	sync_and_run &&
+	"$BATON" task list --json >../all.json &&
+	test_jq "[.[] | select(.parent == $id and .origin == \"rework\")] | length == 1 and .[0].status == \"done\"" ../all.json &&
+	new=$(git -C ../remote.git rev-parse "refs/heads/$branch") &&
+	test "$new" != "$theirs" &&
+	git -C ../remote.git merge-base --is-ancestor "$theirs" "$new" &&
+	git -C ../remote.git show "$new:person.txt" >/dev/null
+'
+
+test_expect_success 'rejected by a person: the task is cancelled, its PR left open' '
+	cd repo &&
+	id=$(task_json "Add a note" | jq -r .id) &&
+	n=$(task_json "Add a note" | jq -r .forge.pr) &&
+	forge_call POST /_double/status "{\"sha\": \"$(pulls | jq -r ".[] | select(.number == $n) | .head.sha")\", \"state\": \"failure\", \"context\": \"ci/unit\", \"description\": \"red again\"}" >/dev/null &&
+	sed -i "s/max_rounds: 2/max_rounds: 1/" .baton/config.yaml &&
+	"$BATON" forge sync >>../sync.out 2>&1 &&
+	task_json "Add a note" | jq -e ".reason | test(\"asks a person\")" >/dev/null &&
+	"$BATON" approvals reject "t$id" >../reject.out &&
+	task_json "Add a note" >../t3.json &&
+	test_jq ".status == \"cancelled\" and (.reason | test(\"declined\"))" ../t3.json &&
+	pulls | jq -e ".[] | select(.number == $n) | .state == \"open\"" >/dev/null &&
+	sed -i "s/max_rounds: 1/max_rounds: 2/" .baton/config.yaml
+'
+
 test_expect_success 'a PR in conflict with its base makes a round that redoes the change on the base as the remote has it' '
 	new_issue "Add a line" "Append a line." >issue4 &&
 	cd repo &&
