@@ -49,11 +49,14 @@ ${2:-}"
 
 # start NAME [ENV=VALUE...]: an assist run in NAME in the background, its
 # id in NAME.id once it exists.
+# The id is the first run newer than the one before: the newest run can
+# still be the last case's when the new one is not made yet.
 start() {
-	local repo=$1
+	local repo=$1 prev
 	shift
+	prev=$(cd "$repo" && newest_run) &&
 	(cd "$repo" && bg_start "$TRASH_DIRECTORY/$repo" env "$@" "$BATON" run --pipeline assist "Keep notes for the team") &&
-	(cd "$repo" && wait_for 'test -n "$(newest_run)"' && newest_run) >"$TRASH_DIRECTORY/$repo.id"
+	(cd "$repo" && wait_for_new_run "$prev") >"$TRASH_DIRECTORY/$repo.id"
 }
 
 # wait_question REPO KIND: the run waits on a question of that kind.
