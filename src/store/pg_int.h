@@ -171,6 +171,14 @@ struct params {
 	char num[PARAMS_MAX][24];
 };
 
+/*
+ * Runs a statement that returns at most one integer into *out; *out is
+ * left alone when there is no row or the value is NULL.
+ */
+int pg__query_int(struct pg_store *ps, const char *sql,
+		  const struct params *p, int64_t *out, const char *what,
+		  struct err *e);
+
 /* Borrows s (NULL is SQL NULL) until the statement ran. */
 static inline void
 param_text(struct params *p, const char *s)

@@ -1564,3 +1564,17 @@ const struct store_ops store_postgres_ops = {
 	.watch_fd = pg__watch_fd,
 	.watch_drain = pg__watch_drain,
 };
+
+int
+pg__query_int(struct pg_store *ps, const char *sql, const struct params *p,
+	      int64_t *out, const char *what, struct err *e)
+{
+	PGresult *res = pg__exec(ps, sql, p->n, p->v, what, e);
+
+	if (!res)
+		return BATON_ESTORE;
+	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
+		*out = pg__int64(res, 0, 0);
+	PQclear(res);
+	return 0;
+}

@@ -81,24 +81,6 @@ read_link(const PGresult *res, int row, struct forge_link *l)
 }
 
 /*
- * Runs a statement that returns at most one integer into *out; *out is
- * left alone when there is no row or the value is NULL.
- */
-static int
-query_int(struct pg_store *ps, const char *sql, const struct params *p,
-	  int64_t *out, const char *what, struct err *e)
-{
-	PGresult *res = pg__exec(ps, sql, p->n, p->v, what, e);
-
-	if (!res)
-		return BATON_ESTORE;
-	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
-		*out = pg__int64(res, 0, 0);
-	PQclear(res);
-	return 0;
-}
-
-/*
  * The task linked to number n of repo, as an issue (pr 0) or a pull
  * request (pr 1), other than task not (0: any): into *out, left alone
  * when there is none.
@@ -112,7 +94,7 @@ linked_task(struct pg_store *ps, const char *repo, int pr, int64_t n,
 	param_text(&p, repo);
 	param_int(&p, n);
 	param_int(&p, not);
-	return query_int(ps,
+	return pg__query_int(ps,
 			 pr ? "SELECT task_id FROM forge_links WHERE"
 			      " repo = $1 AND pr_number = $2 AND task_id <> $3"
 			    : "SELECT task_id FROM forge_links WHERE"
@@ -129,7 +111,7 @@ link_version(struct pg_store *ps, int64_t task_id, int64_t *out,
 	struct params p = { 0 };
 
 	param_int(&p, task_id);
-	return query_int(ps,
+	return pg__query_int(ps,
 			 "SELECT version FROM forge_links WHERE task_id = $1",
 			 &p, out, what, e);
 }

@@ -233,24 +233,6 @@ read_merge(const PGresult *res, int row, struct merge_item *m)
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/*
- * Runs a statement that returns at most one integer into *out; *out is
- * left alone when there is no row or the value is NULL.
- */
-static int
-query_int(struct pg_store *ps, const char *sql, const struct params *p,
-	  int64_t *out, const char *what, struct err *e)
-{
-	PGresult *res = pg__exec(ps, sql, p->n, p->v, what, e);
-
-	if (!res)
-		return BATON_ESTORE;
-	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
-		*out = pg__int64(res, 0, 0);
-	PQclear(res);
-	return 0;
-}
-
 /* Runs a write that returns no rows; *changed gets the rows it touched. */
 static int
 run_count(struct pg_store *ps, const char *sql, const struct params *p,
@@ -275,7 +257,7 @@ task_must_exist(struct pg_store *ps, int64_t id, const char *role,
 	int rc;
 
 	param_int(&p, id);
-	rc = query_int(ps, "SELECT COUNT(*) FROM tasks WHERE id = $1", &p, &n,
+	rc = pg__query_int(ps, "SELECT COUNT(*) FROM tasks WHERE id = $1", &p, &n,
 		       what, e);
 	if (rc == 0 && !n)
 		rc = err_set(e, BATON_ENOTFOUND,
@@ -408,7 +390,7 @@ lost_update(struct pg_store *ps, const char *sql, const char *noun,
 	int rc;
 
 	param_int(&p, id);
-	rc = query_int(ps, sql, &p, &found, what, e);
+	rc = pg__query_int(ps, sql, &p, &found, what, e);
 	if (rc < 0)
 		return rc;
 	if (found < 0)
@@ -745,7 +727,7 @@ task_counts_try(struct pg_store *ps, const char *const *statuses,
 
 		got[k] = 0;
 		param_text(&p, statuses[k]);
-		rc = query_int(ps, "SELECT COUNT(*) FROM tasks WHERE status = $1",
+		rc = pg__query_int(ps, "SELECT COUNT(*) FROM tasks WHERE status = $1",
 			       &p, &got[k], "count tasks", e);
 	}
 	return rc;
@@ -820,7 +802,7 @@ claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		memset(&p, 0, sizeof(p));
 		param_text(&p, area);
 		if (rc == 0)
-			rc = query_int(ps, sql_claim_recheck, &p, &taken, what,
+			rc = pg__query_int(ps, sql_claim_recheck, &p, &taken, what,
 				       e);
 		if (rc < 0)
 			goto out;
@@ -979,7 +961,7 @@ pg__task_next_due(struct store *s, int64_t *out, struct err *e)
 		struct params p = { 0 };
 
 		param_int(&p, time_now_ms());
-		rc = query_int(ps,
+		rc = pg__query_int(ps,
 			       "SELECT COALESCE(MIN(v), 0) FROM ("
 			       " SELECT MIN(not_before) AS v FROM tasks"
 			       "  WHERE status = 'queued' AND not_before > $1"
@@ -1213,9 +1195,9 @@ merge_add_try(struct pg_store *ps, const struct merge_item *m,
 	if (rc < 0)
 		goto out;
 	param_text(&p, m->run_id);
-	rc = query_int(ps, sql_queued, &p, &id, what, e);
+	rc = pg__query_int(ps, sql_queued, &p, &id, what, e);
 	if (rc == 0 && !id)
-		rc = query_int(ps, "SELECT COUNT(*) FROM runs WHERE id = $1",
+		rc = pg__query_int(ps, "SELECT COUNT(*) FROM runs WHERE id = $1",
 			       &p, &runs, what, e);
 	if (rc == 0 && !id && !runs)
 		rc = err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
@@ -1247,7 +1229,7 @@ merge_add_try(struct pg_store *ps, const struct merge_item *m,
 	if (PQntuples(res) == 0) {
 		memset(&p, 0, sizeof(p));
 		param_text(&p, m->run_id);
-		rc = query_int(ps, sql_queued, &p, &id, what, e);
+		rc = pg__query_int(ps, sql_queued, &p, &id, what, e);
 		if (rc == 0)
 			rc = already_queued(id, what, e);
 		goto out;
