@@ -40,7 +40,7 @@ CFLAGS  += -std=c17 $(OPT) $(WARN) -fstack-protector-strong \
            -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS  += $(PKG_LIBS)
 
-SRC      := $(sort $(wildcard src/*/*.c))
+SRC      := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 CLI_SRC  := $(filter src/cli/%,$(SRC))
 LIB_SRC  := $(filter-out src/cli/%,$(SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o

@@ -30,41 +30,6 @@
 #include "util/strmap.h"
 #include "util/xalloc.h"
 
-/* What each kind is called and what it shows by default. */
-static const struct kind_info {
-	const char *name, *status, *done, *role;
-} kinds[KIND__COUNT] = {
-	[KIND_PLAN] = { "plan", "planning", "planned", "planner" },
-	[KIND_ARCHITECT] = { "architect", "architecting", "architected",
-			     "architect" },
-	[KIND_EXECUTE] = { "execute", "executing", NULL, "implementer" },
-	[KIND_VALIDATE] = { "validate", "validating", NULL, NULL },
-	[KIND_REVIEW] = { "review", "reviewing", NULL, "reviewer" },
-	[KIND_FIX] = { "fix", "fixing", NULL, "fixer" },
-	[KIND_VERIFY] = { "verify", "verifying", NULL, "verifier" },
-	[KIND_RCA] = { "rca", "analyzing", NULL, "analyst" },
-	[KIND_CONSOLIDATE] = { "consolidate", "consolidating", "diagnosed",
-			       NULL },
-	[KIND_PLAN_REVIEW] = { "plan-review", "reviewing_plan", NULL,
-			       "reviewer" },
-	[KIND_IMPLEMENT] = { "implementation", "implementing", NULL,
-			     "implementer" },
-	[KIND_CODE_REVIEW] = { "code-review", "reviewing_code", NULL,
-			       "reviewer" },
-	[KIND_REVISE] = { "revise", "revising_plan", NULL, "planner" },
-	[KIND_LOOP_PLAN] = { "loop-plan", "planning", NULL, "planner" },
-	[KIND_ACT] = { "act", "acting", NULL, "implementer" },
-	[KIND_OBSERVE] = { "observe", "observing", NULL, NULL },
-	[KIND_EVALUATE] = { "evaluate", "evaluating", NULL, "reviewer" },
-	[KIND_INTAKE] = { "intake", "intake", NULL, NULL },
-	[KIND_REPORT] = { "report", "reporting", NULL, NULL },
-	[KIND_CLAIMS] = { "claims", "planning", NULL, "planner" },
-	[KIND_COLLECT] = { "collect", "collecting", NULL, "researcher" },
-	[KIND_CHALLENGE] = { "challenge", "challenging", NULL, "reviewer" },
-	[KIND_COMPOSE] = { "compose", "composing", NULL, "writer" },
-	[KIND_JUDGE] = { "judge", "judging", NULL, "judge" },
-};
-
 /* The kinds each pipeline type may use, in the order errors list them. */
 static const enum stage_kind feature_kinds[] = {
 	KIND_PLAN,   KIND_ARCHITECT, KIND_EXECUTE, KIND_VALIDATE,
@@ -89,26 +54,57 @@ static const enum stage_kind research_kinds[] = {
 	KIND_COMPOSE, KIND_JUDGE,   KIND__COUNT,
 };
 
+struct parse;
+struct derive;
+static int bugfix_order(const struct parse *c);
+static void bugfix_complete(struct parse *c);
+static void bugfix_derive(struct pipeline *p, struct derive *d,
+			  const struct stage *s);
+static void assist_derive(struct pipeline *p, struct derive *d,
+			  const struct stage *s);
+
+/* Which round bound a run of the type counts against (pipeline_run_bound). */
+enum bound {
+	BOUND_REVIEW_LOOPS, /* the config's workflow.max_review_loops */
+	BOUND_OWN,	    /* the pipeline's max_iterations */
+	BOUND_LOOP,	    /* loop.max_iterations, else the pipeline's */
+};
+
 /*
- * once: the kinds a pipeline of the type must have exactly once, in
- * this order among themselves (the engine keeps one record of each per
- * round: a loop's step, a research job's claims and report).
+ * A pipeline type: the kinds it may use and the rules of its own, as
+ * hooks the generic passes call. once: the kinds a pipeline of the type
+ * must have exactly once, in this order among themselves (the engine
+ * keeps one record of each per round: a loop's step, a research job's
+ * claims and report). returns: its side stages that may go back do so
+ * (a bug-fix fix returns to the review that sent it). groups: its
+ * reviews may run as parallel groups, which describe lists.
  */
 static const struct pipeline_type {
 	const char *name;
 	const enum stage_kind *kinds; /* ends with KIND__COUNT */
 	const enum stage_kind *once;  /* NULL or ends with KIND__COUNT */
+	int (*check_order)(const struct parse *c);   /* NULL: none */
+	void (*complete)(struct parse *c);	     /* implied stages */
+	void (*derive)(struct pipeline *p, struct derive *d,
+		       const struct stage *s);	     /* edges of its own */
+	enum bound bound;
+	int returns, groups;
 } types[] = {
-	{ "feature", feature_kinds, NULL },
-	{ "bugfix", bugfix_kinds, NULL },
+	{ "feature", feature_kinds, NULL, NULL, NULL, NULL,
+	  BOUND_REVIEW_LOOPS, 0, 0 },
+	{ "bugfix", bugfix_kinds, NULL, bugfix_order, bugfix_complete,
+	  bugfix_derive, BOUND_OWN, 1, 1 },
 	{ "loop", loop_kinds,
 	  (const enum stage_kind[]){ KIND_LOOP_PLAN, KIND_ACT, KIND_EVALUATE,
-				     KIND__COUNT } },
+				     KIND__COUNT },
+	  NULL, NULL, NULL, BOUND_LOOP, 0, 0 },
 	{ "assist", assist_kinds,
-	  (const enum stage_kind[]){ KIND_INTAKE, KIND_REPORT, KIND__COUNT } },
+	  (const enum stage_kind[]){ KIND_INTAKE, KIND_REPORT, KIND__COUNT },
+	  NULL, NULL, assist_derive, BOUND_REVIEW_LOOPS, 0, 0 },
 	{ "research", research_kinds,
 	  (const enum stage_kind[]){ KIND_CLAIMS, KIND_COLLECT, KIND_COMPOSE,
-				     KIND_JUDGE, KIND__COUNT } },
+				     KIND_JUDGE, KIND__COUNT },
+	  NULL, NULL, NULL, BOUND_OWN, 0, 0 },
 };
 
 static const char *const why_names[] = {
@@ -136,25 +132,6 @@ static const char *const reserved[] = {
 	ST_CREATED, ST_WAITING, ST_PAUSED, ST_INTERRUPTED, ST_BLOCKED,
 	ST_FAILED, ST_ABORTED, ST_MERGE_READY, ST_COMPLETED, NULL,
 };
-
-const char *
-stage_kind_name(enum stage_kind k)
-{
-	return k < KIND__COUNT ? kinds[k].name : "?";
-}
-
-int
-stage_kind_parse(const char *name, enum stage_kind *out)
-{
-	int k;
-
-	for (k = 0; k < KIND__COUNT; k++)
-		if (!strcmp(kinds[k].name, name)) {
-			*out = (enum stage_kind)k;
-			return 0;
-		}
-	return BATON_ENOTFOUND;
-}
 
 const char *
 edge_why_name(enum edge_why w)
@@ -204,10 +181,33 @@ pipeline_kind_allowed(const char *type, enum stage_kind k)
 	return 0;
 }
 
-static int
-is_bugfix(const struct pipeline *p)
+/* The type of p, which the parser has checked. */
+static const struct pipeline_type *
+type_of(const struct pipeline *p)
 {
-	return p->type && !strcmp(p->type, "bugfix");
+	const struct pipeline_type *t = find_type(p->type ? p->type :
+							  "feature");
+
+	if (!t)
+		BUG("pipeline '%s' has no type '%s'", p->name, p->type);
+	return t;
+}
+
+int
+pipeline_run_bound(const struct pipeline *p, int max_review_loops,
+		   int loop_max_iterations)
+{
+	switch (type_of(p)->bound) {
+	case BOUND_REVIEW_LOOPS:
+		return max_review_loops;
+	case BOUND_LOOP:
+		if (loop_max_iterations)
+			return loop_max_iterations;
+		break;
+	case BOUND_OWN:
+		break;
+	}
+	return p->max_iterations;
 }
 
 /* "a, b, c": the kinds of list (ending with KIND__COUNT), or all. */
@@ -219,11 +219,11 @@ kind_list(const enum stage_kind *list, struct buf *out)
 	if (list) {
 		for (; *list != KIND__COUNT; list++)
 			buf_addf(out, "%s%s", out->len ? ", " : "",
-				 kinds[*list].name);
+				 stage_kind_name(*list));
 		return;
 	}
 	for (k = 0; k < KIND__COUNT; k++)
-		buf_addf(out, "%s%s", k ? ", " : "", kinds[k].name);
+		buf_addf(out, "%s%s", k ? ", " : "", stage_kind_name(k));
 }
 
 void
@@ -457,7 +457,7 @@ static void
 stage_init(struct stage *s, enum stage_kind k, int index, int repeated,
 	   const char *where)
 {
-	const struct kind_info *ki = &kinds[k];
+	const struct kind_info *ki = kind_info(k);
 
 	memset(s, 0, sizeof(*s));
 	s->kind = k;
@@ -737,7 +737,7 @@ read_options(const struct parse *c, size_t i)
 		rc = read_bool(c, i, "parallel", &s->parallel);
 	if (rc)
 		return rc;
-	if (s->parallel && !KIND_IS_SEED_REVIEW(s->kind))
+	if (s->parallel && !kind_is(s->kind, KF_ROUNDS))
 		return stage_err(c, i, cnode_get(def, "parallel"),
 				 "parallel is only for plan-review and "
 				 "code-review stages (the others run one at a "
@@ -910,8 +910,8 @@ check_once(const struct parse *c)
 			return stage_err(c, at, NULL,
 					 "%s must come after %s in %s %s "
 					 "pipeline",
-					 kinds[*k].name,
-					 kinds[p->stages[last].kind].name,
+					 stage_kind_name(*k),
+					 stage_kind_name(p->stages[last].kind),
 					 strchr("aeiou", p->type[0]) ? "an" :
 								       "a",
 					 p->type);
@@ -920,7 +920,7 @@ check_once(const struct parse *c)
 			       "stage (it has %d)",
 			       where, c->path,
 			       strchr("aeiou", p->type[0]) ? "an" : "a",
-			       p->type, kinds[*k].name, n);
+			       p->type, stage_kind_name(*k), n);
 	}
 	return 0;
 }
@@ -931,8 +931,9 @@ check_kinds(const struct parse *c)
 {
 	const struct pipeline *p = c->p;
 	struct buf allowed = BUF_INIT;
+	int seen[KIND__COUNT] = { 0 };
 	size_t i;
-	int ncons = 0, nimpl = 0, rc;
+	int rc;
 
 	for (i = 0; i < p->nr_stages; i++) {
 		const struct stage *s = &p->stages[i];
@@ -942,23 +943,17 @@ check_kinds(const struct parse *c)
 			rc = stage_err(c, i, NULL,
 				       "type '%s' is not allowed in %s %s "
 				       "pipeline (allowed: %s)",
-				       kinds[s->kind].name,
+				       stage_kind_name(s->kind),
 				       strchr("aeiou", p->type[0]) ? "an" : "a",
 				       p->type,
 				       allowed.ptr);
 			buf_release(&allowed);
 			return rc;
 		}
-		if (s->kind == KIND_CONSOLIDATE && ncons++)
-			return stage_err(c, i, NULL,
-					 "consolidate may appear only once: "
-					 "one consolidation writes the "
-					 "diagnosis and the fix plan");
-		if (s->kind == KIND_IMPLEMENT && nimpl++)
-			return stage_err(c, i, NULL,
-					 "implementation may appear only once: "
-					 "its impl-result.json is a "
-					 "singleton");
+		if (kind_info(s->kind)->once && seen[s->kind]++)
+			return stage_err(c, i, NULL, "%s may appear only once: "
+					 "%s", stage_kind_name(s->kind),
+					 kind_info(s->kind)->once);
 	}
 	return check_once(c);
 }
@@ -971,14 +966,12 @@ check_kinds(const struct parse *c)
  * implementation.
  */
 static int
-check_order(const struct parse *c)
+bugfix_order(const struct parse *c)
 {
 	const struct pipeline *p = c->p;
 	char where[256];
 	size_t i, nrca;
 
-	if (!is_bugfix(p))
-		return 0;
 	if (first_of(p, KIND_IMPLEMENT) < 0) {
 		cnode_where(c->list, where, sizeof(where));
 		return err_set(c->e, BATON_EINVAL,
@@ -1044,7 +1037,7 @@ insert_stage(struct parse *c, size_t at, enum stage_kind k, int side)
 	char where[256];
 
 	if (p->nr_stages >= c->cap)
-		BUG("no room for implicit stage '%s'", kinds[k].name);
+		BUG("no room for implicit stage '%s'", stage_kind_name(k));
 	memmove(&p->stages[at + 1], &p->stages[at], n * sizeof(*p->stages));
 	memmove(&c->defs[at + 1], &c->defs[at], n * sizeof(*c->defs));
 	memmove(&c->pos[at + 1], &c->pos[at], n * sizeof(*c->pos));
@@ -1066,22 +1059,30 @@ insert_stage(struct parse *c, size_t at, enum stage_kind k, int side)
  * on_reject says otherwise. At most three stages are added.
  */
 static void
+bugfix_complete(struct parse *c)
+{
+	struct pipeline *p = c->p;
+	size_t nrca = rca_run(p);
+
+	if (nrca && first_of(p, KIND_CONSOLIDATE) < 0)
+		insert_stage(c, nrca, KIND_CONSOLIDATE, 0);
+	if (first_of(p, KIND_CODE_REVIEW) >= 0 && first_of(p, KIND_FIX) < 0)
+		insert_stage(c, p->nr_stages, KIND_FIX, 1);
+	if (first_of(p, KIND_PLAN_REVIEW) >= 0 &&
+	    first_of(p, KIND_REVISE) < 0)
+		insert_stage(c, p->nr_stages, KIND_REVISE, 1);
+}
+
+/* The type's implied stages, then the final code review's default. */
+static void
 complete(struct parse *c)
 {
 	struct pipeline *p = c->p;
-	size_t nrca = rca_run(p), i;
+	size_t i;
 	int last = -1;
 
-	if (is_bugfix(p)) {
-		if (nrca && first_of(p, KIND_CONSOLIDATE) < 0)
-			insert_stage(c, nrca, KIND_CONSOLIDATE, 0);
-		if (first_of(p, KIND_CODE_REVIEW) >= 0 &&
-		    first_of(p, KIND_FIX) < 0)
-			insert_stage(c, p->nr_stages, KIND_FIX, 1);
-		if (first_of(p, KIND_PLAN_REVIEW) >= 0 &&
-		    first_of(p, KIND_REVISE) < 0)
-			insert_stage(c, p->nr_stages, KIND_REVISE, 1);
-	}
+	if (type_of(p)->complete)
+		type_of(p)->complete(c);
 	for (i = 0; i < p->nr_stages; i++)
 		if (p->stages[i].kind == KIND_CODE_REVIEW)
 			last = (int)i;
@@ -1220,24 +1221,39 @@ derive_feedback(struct pipeline *p, struct derive *d, const struct stage *s)
 static void
 derive_questions(struct pipeline *p, struct derive *d)
 {
-	int rca = first_of(p, KIND_RCA);
+	void (*own)(struct pipeline *, struct derive *,
+		    const struct stage *) = type_of(p)->derive;
 	size_t i;
 
 	for (i = 0; i < p->nr_stages; i++) {
-		const struct stage *s = &p->stages[i];
-
-		if (KIND_IS_SEED_REVIEW(s->kind) ||
-		    s->kind == KIND_CONSOLIDATE ||
-		    (s->kind == KIND_IMPLEMENT && s->nr_phased))
-			add_question(p, d, s);
-		if (s->kind == KIND_PLAN_REVIEW && rca >= 0)
-			add_edge(p, d, ST_WAITING, p->stages[rca].status,
-				 WHY_REEXAMINE);
-		if (s->kind == KIND_EXECUTE && !strcmp(p->type, "assist"))
-			add_question(p, d, s); /* an escalation */
-		if (s->kind == KIND_REPORT)
-			derive_feedback(p, d, s);
+		if (kind_is(p->stages[i].kind, KF_ASKS))
+			add_question(p, d, &p->stages[i]);
+		if (own)
+			own(p, d, &p->stages[i]);
 	}
+}
+
+/* A phased implementation asks; a rejected plan may re-examine. */
+static void
+bugfix_derive(struct pipeline *p, struct derive *d, const struct stage *s)
+{
+	int rca = first_of(p, KIND_RCA);
+
+	if (s->kind == KIND_IMPLEMENT && s->nr_phased)
+		add_question(p, d, s);
+	if (s->kind == KIND_PLAN_REVIEW && rca >= 0)
+		add_edge(p, d, ST_WAITING, p->stages[rca].status,
+			 WHY_REEXAMINE);
+}
+
+/* An execute stage's escalation asks; a report takes feedback. */
+static void
+assist_derive(struct pipeline *p, struct derive *d, const struct stage *s)
+{
+	if (s->kind == KIND_EXECUTE)
+		add_question(p, d, s);
+	if (s->kind == KIND_REPORT)
+		derive_feedback(p, d, s);
 }
 
 /*
@@ -1414,7 +1430,7 @@ check_names(struct parse *c)
 static int
 goes_back(const struct stage *s)
 {
-	return s->side && (s->kind == KIND_FIX || s->kind == KIND_REVISE);
+	return s->side && kind_is(s->kind, KF_GOES_BACK);
 }
 
 /*
@@ -1445,7 +1461,7 @@ link_stages(const struct parse *c)
 					s->next = (int)j;
 					break;
 				}
-		} else if (goes_back(s) && is_bugfix(p)) {
+		} else if (goes_back(s) && type_of(p)->returns) {
 			s->next = STAGE_BACK;
 		}
 		if (!def || def->type != CNODE_MAP) {
@@ -1480,12 +1496,10 @@ link_stages(const struct parse *c)
 				       &s->on_changes, c->e);
 		if (rc)
 			return rc;
-		if (s->on_fail >= 0 && s->kind != KIND_VALIDATE)
+		if (s->on_fail >= 0 && !kind_is(s->kind, KF_ON_FAIL))
 			return stage_err(c, i, NULL,
 					 "on_fail is only for validate stages");
-		if (s->on_changes >= 0 && s->kind != KIND_REVIEW &&
-		    !KIND_IS_SEED_REVIEW(s->kind) &&
-		    s->kind != KIND_EVALUATE && s->kind != KIND_JUDGE)
+		if (s->on_changes >= 0 && !kind_is(s->kind, KF_ON_CHANGES))
 			return stage_err(c, i, NULL,
 					 "on_changes is only for review stages "
 					 "(review, plan-review, code-review), "
@@ -1547,7 +1561,7 @@ assign_groups(const struct parse *c)
 					 "a parallel group needs two or more "
 					 "consecutive %s stages with parallel: "
 					 "true",
-					 kinds[s->kind].name);
+					 stage_kind_name(s->kind));
 		g++;
 		for (; i < j; i++)
 			p->stages[i].group = g;
@@ -1760,8 +1774,8 @@ pipeline_parse(const char *name, const struct cnode *def, int builtin,
 	rc = check_kinds(&c);
 	if (!rc)
 		rc = assign_groups(&c);
-	if (!rc)
-		rc = check_order(&c);
+	if (!rc && type_of(p)->check_order)
+		rc = type_of(p)->check_order(&c);
 	if (rc)
 		goto out;
 	complete(&c);
@@ -2057,7 +2071,7 @@ pipeline_describe(const struct pipeline *p, struct buf *out)
 		 p->builtin ? " (built-in)" : "");
 	if (p->description)
 		buf_addf(out, "  %s\n", p->description);
-	if (is_bugfix(p))
+	if (type_of(p)->groups)
 		buf_addf(out, "  type %s, terminal %s, max_iterations %d\n",
 			 p->type, p->terminal, p->max_iterations);
 	for (i = 0; i < p->nr_stages; i++) {
@@ -2069,7 +2083,7 @@ pipeline_describe(const struct pipeline *p, struct buf *out)
 	buf_addf(out, "\nstages:\n");
 	for (i = 0; i < p->nr_stages; i++)
 		describe_stage(p, &p->stages[i], w, out);
-	if (is_bugfix(p) || pipeline_group(p, 1, &first)) {
+	if (type_of(p)->groups || pipeline_group(p, 1, &first)) {
 		buf_addf(out, "\nparallel groups:%s\n",
 			 pipeline_group(p, 1, &first) ? "" : " none");
 		for (g = 1;; g++) {

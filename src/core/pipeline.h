@@ -55,6 +55,7 @@
 
 #include <stddef.h>
 
+#include "core/kinds.h"
 #include "util/strvec.h"
 
 struct buf;
@@ -71,54 +72,6 @@ struct err;
 #define ST_ABORTED     "aborted"
 #define ST_MERGE_READY "merge_ready"
 #define ST_COMPLETED   "completed"
-
-enum stage_kind {
-	KIND_PLAN,
-	KIND_ARCHITECT,
-	KIND_EXECUTE,
-	KIND_VALIDATE,
-	KIND_REVIEW,
-	KIND_FIX,
-	KIND_VERIFY,
-	/* the bug-fix family (VCP seed 002): type names in parentheses */
-	KIND_RCA,	   /* (rca) an agent's root-cause analysis record */
-	KIND_CONSOLIDATE,  /* (consolidate) the engine merges the RCAs and
-			      writes the user story and the fix plan */
-	KIND_PLAN_REVIEW,  /* (plan-review) a verdict on diagnosis and plan */
-	KIND_IMPLEMENT,	   /* (implementation) the fix, maybe step by step */
-	KIND_CODE_REVIEW,  /* (code-review) a verdict on the change */
-	KIND_REVISE,	   /* (revise) side: rewrites the fix plan for a
-			      plan review that asked for changes */
-	/* the loop family (Craik seed 004): bounded iterations */
-	KIND_LOOP_PLAN,	   /* (loop-plan) the next step and its effects */
-	KIND_ACT,	   /* (act) one governed step: stop conditions,
-			      policy, the agent, a receipt */
-	KIND_OBSERVE,	   /* (observe) the engine records what the act
-			      left and runs the project's checks */
-	KIND_EVALUATE,	   /* (evaluate) continue, done or blocked */
-	/* the assist family (OpenViber seed 003) */
-	KIND_INTAKE,	   /* (intake) the engine classifies the task */
-	KIND_REPORT,	   /* (report) the engine reports with evidence
-			      and asks for feedback */
-	/* the research family (openTiger seed 001): no git */
-	KIND_CLAIMS,	   /* (claims) the question as claims */
-	KIND_COLLECT,	   /* (collect) evidence, one agent per claim, at
-			      once */
-	KIND_CHALLENGE,	   /* (challenge) counter-evidence */
-	KIND_COMPOSE,	   /* (compose) the report */
-	KIND_JUDGE,	   /* (judge) pass, or rework of the weak claims */
-	KIND__COUNT
-};
-
-/* 1 for plan-review and code-review: the seed's versioned verdicts. */
-#define KIND_IS_SEED_REVIEW(k) ((k) == KIND_PLAN_REVIEW || (k) == KIND_CODE_REVIEW)
-
-#define KIND_IS_LOOP(k) ((k) >= KIND_LOOP_PLAN && (k) <= KIND_EVALUATE)
-#define KIND_IS_RESEARCH(k) ((k) >= KIND_CLAIMS && (k) <= KIND_JUDGE)
-/* 1 for the stages the engine does itself, without an agent. */
-#define KIND_IS_ENGINES(k)                                                    \
-	((k) == KIND_VALIDATE || (k) == KIND_CONSOLIDATE ||                   \
-	 (k) == KIND_OBSERVE || (k) == KIND_INTAKE || (k) == KIND_REPORT)
 
 /* stage.next of a side stage that returns to the stage that sent it. */
 #define STAGE_BACK (-2)
@@ -238,9 +191,6 @@ struct pipeline {
 	size_t nr_edges;
 };
 
-/* Name, default status, resting status, role of each kind. */
-const char *stage_kind_name(enum stage_kind k);
-int stage_kind_parse(const char *name, enum stage_kind *out);
 const char *edge_why_name(enum edge_why w);
 
 /*
@@ -293,6 +243,14 @@ int pipeline_stage_index(const struct pipeline *p, const struct stage *s);
 
 /* 1 if a pipeline of type ("feature", "bugfix") may have a stage of k. */
 int pipeline_kind_allowed(const char *type, enum stage_kind k);
+/*
+ * The round bound (a run's max_review_loops) a run of p counts against:
+ * the feature and assist fix loops' max_review_loops (the config's
+ * workflow.max_review_loops), a loop's loop_max_iterations when set,
+ * else the pipeline's own max_iterations.
+ */
+int pipeline_run_bound(const struct pipeline *p, int max_review_loops,
+		       int loop_max_iterations);
 /* The stages of parallel group g (first index and count); 0 when none. */
 size_t pipeline_group(const struct pipeline *p, int g, size_t *first);
 /*

@@ -773,9 +773,7 @@ feedback_target(const struct pipeline *p)
 	size_t i;
 
 	for (i = 0; i < p->nr_stages; i++)
-		if (p->stages[i].kind == KIND_PLAN ||
-		    p->stages[i].kind == KIND_LOOP_PLAN ||
-		    p->stages[i].kind == KIND_CLAIMS)
+		if (kind_is(p->stages[i].kind, KF_PLAN_ENTRY))
 			return &p->stages[i];
 	return NULL;
 }

@@ -29,7 +29,6 @@
 #include "core/cnode.h"
 #include "core/config.h"
 #include "core/pipeline.h"
-#include "core/receipt.h"
 #include "engine/engine.h"
 #include "engine/engine_int.h"
 #include "store/store.h"
@@ -240,11 +239,8 @@ check_stage_providers(const struct engine *en, const struct pipeline *p,
 int
 engine__run_bound(const struct config *cfg, const struct pipeline *p)
 {
-	if (!strcmp(p->type, "loop") && cfg->loop.max_iterations)
-		return cfg->loop.max_iterations;
-	if (!strcmp(p->type, "feature") || !strcmp(p->type, "assist"))
-		return cfg->max_review_loops;
-	return p->max_iterations;
+	return pipeline_run_bound(p, cfg->max_review_loops,
+				  cfg->loop.max_iterations);
 }
 
 static char *event_text(const json_t *data);
@@ -349,40 +345,19 @@ out:
 	return rc;
 }
 
-/* A loop's phase in the stage of kind k (Craik's plan, act, ...). */
-static const char *
-loop_phase(enum stage_kind k)
-{
-	switch (k) {
-	case KIND_LOOP_PLAN:
-		return "plan";
-	case KIND_ACT:
-		return "act";
-	case KIND_OBSERVE:
-		return "observe";
-	case KIND_EVALUATE:
-		return "evaluate";
-	default:
-		return NULL;
-	}
-}
-
 /*
  * Keeps in r's progress what the run's JSON shows beside its status: the
- * seed's name for it (the pipeline's states:) and a loop's phase, which
- * a wait or a pause leaves as it was and an end turns into "stop". s is
- * the stage r enters, or NULL.
+ * seed's name for it (the pipeline's states:), and what the pipeline's
+ * type keeps there (a loop's phase). s is the stage r enters, or NULL.
  */
 static void
 stamp_state(const struct pipeline *p, struct run *r, const struct stage *s)
 {
-	const char *state = pipeline_state(p, r->status), *phase = NULL;
-	json_t *prog, *loop;
+	const char *state = pipeline_state(p, r->status);
+	const struct type_ops *type = type_ops_for(p);
+	json_t *prog;
 
-	if (!strcmp(p->type, "loop"))
-		phase = s ? loop_phase(s->kind) :
-		       status_is_terminal(r->status) ? "stop" : NULL;
-	if (!state && !phase)
+	if (!state && !type->stamp)
 		return;
 	prog = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
 	if (!json_is_object(prog)) {
@@ -391,21 +366,8 @@ stamp_state(const struct pipeline *p, struct run *r, const struct stage *s)
 	}
 	if (state)
 		json_object_set_new(prog, "state", json_string(state));
-	if (phase) {
-		loop = json_object_get(prog, "loop");
-		if (!json_is_object(loop)) {
-			/*
-			 * The receipt chain's anchor, empty, from the first:
-			 * verify requires one of every loop run, so that
-			 * removing it cannot hide removed receipts
-			 * (core/receipt.h).
-			 */
-			loop = json_pack("{s:i, s:s}", "receipts", 0, "head",
-					 RECEIPT_GENESIS);
-			json_object_set_new(prog, "loop", loop);
-		}
-		json_object_set_new(loop, "phase", json_string(phase));
-	}
+	if (type->stamp)
+		type->stamp(prog, s, status_is_terminal(r->status));
 	free(r->progress);
 	r->progress = json_dumps(prog, JSON_COMPACT);
 	json_decref(prog);
@@ -697,7 +659,9 @@ gated(const struct drive *d, const struct stage *x)
 	const struct config *cfg = d->en->cfg;
 	size_t at = (size_t)(x - d->p->stages), n = 1, first, i;
 
-	if (engine__assist_gate(d->en, d->p, &d->r, x))
+	const struct type_ops *type = type_ops_for(d->p);
+
+	if (type->gate && type->gate(d->en, d->p, &d->r, x))
 		return 1;
 	if (x->group) {
 		size_t members = pipeline_group(d->p, x->group, &first);
@@ -765,33 +729,69 @@ cross(struct drive *d, const struct stage *x, const struct stage *back,
 static int
 after_success(struct drive *d, const struct stage *s, struct err *e)
 {
+	const struct stage_ops *ops = stage_ops_for(d->p, s);
 	const struct stage *x;
 	int next = s->group ? pipeline_after(d->p, s) : s->next;
 
 	if (s->next == STAGE_BACK) {
-		x = engine__seed_back(d);
+		x = ops->back ? ops->back(d, s) : NULL;
 		if (!x)
 			return set_reason_and_move(
 				d, ST_FAILED,
 				"a fix finished but no review is waiting for "
 				"it",
 				e);
-		engine__seed_rereview(d, x);
 		return cross(d, x, s, 0, e);
 	}
-	if (KIND_IS_SEED_REVIEW(s->kind) &&
-	    (x = engine__seed_pending(d, s)))
+	if (ops->pending && (x = ops->pending(d, s)))
 		return route(d, x, STAGE_LOOP, NULL, e);
 	if (next < 0)
 		return engine__move(d, d->p->terminal, NULL, e);
 	return cross(d, &d->p->stages[next], s, 0, e);
 }
 
-/* Routes a finished stage's result to the next status. */
+/*
+ * The round budget is spent and s asks for another round: the run
+ * blocks, with s's kind's words for it or the fix loop's.
+ */
+static int
+exhausted(struct drive *d, const struct stage *s, const char *reason,
+	  struct err *e)
+{
+	const struct stage_ops *ops = stage_ops_for(d->p, s);
+	const char *outcome = NULL, *still = kind_info(s->kind)->still;
+	char *why;
+	int rc;
+
+	if (ops->exhausted)
+		why = ops->exhausted(d, s, reason, &outcome);
+	else
+		why = xasprintf("%s after %d fix round%s: the review loop "
+				"budget is spent (workflow.max_review_loops = "
+				"%d)",
+				still ? still : "review still requests changes",
+				d->r.review_loops,
+				d->r.review_loops == 1 ? "" : "s",
+				d->r.max_review_loops);
+	if (outcome)
+		run_set(&d->r.outcome, outcome);
+	rc = set_reason_and_move(d, ST_BLOCKED, why, e);
+	free(why);
+	return rc;
+}
+
+/*
+ * Routes a finished stage's result to the next status. A loop result
+ * takes s's loop edge (on_fail for a check, else on_changes) and spends
+ * a round of the run's budget.
+ */
 static int
 route(struct drive *d, const struct stage *s, enum stage_result res,
       char *reason, struct err *e)
 {
+	const struct stage_ops *ops = stage_ops_for(d->p, s);
+	const char *looped = kind_info(s->kind)->looped;
+	char *why;
 	int target;
 	int rc;
 
@@ -799,11 +799,9 @@ route(struct drive *d, const struct stage *s, enum stage_result res,
 		run_set(&d->r.outcome, d->outcome);
 	d->outcome = NULL;
 	switch (res) {
+	case STAGE_FINISH:
+		return engine__move(d, d->p->terminal, NULL, e);
 	case STAGE_PASS:
-		if (d->finish) {
-			d->finish = 0;
-			return engine__move(d, d->p->terminal, NULL, e);
-		}
 		if (s->done)
 			return engine__move(d, s->done, NULL, e);
 		return after_success(d, s, e);
@@ -816,66 +814,20 @@ route(struct drive *d, const struct stage *s, enum stage_result res,
 		d->ask = NULL;
 		return rc;
 	case STAGE_LOOP:
-		target = s->kind == KIND_VALIDATE ? s->on_fail : s->on_changes;
-		if (target < 0)
-			return set_reason_and_move(
-				d, ST_BLOCKED,
-				s->kind == KIND_VALIDATE ?
-					"validation failed and the pipeline "
-					"has no fix stage" :
-					"review requested changes and the "
-					"pipeline has no fix stage",
-				e);
-		if (d->r.review_loops >= d->r.max_review_loops &&
-		    s->kind == KIND_JUDGE) {
-			/* research: reason names the weak claims */
-			char *why = xasprintf(
-				"%s still finds claims weak after %d rework "
-				"round%s (%s): the pipeline's max_iterations "
-				"(%d) is spent",
-				s->name, d->r.review_loops,
-				d->r.review_loops == 1 ? "" : "s",
-				reason ? reason : "weak claims",
-				d->r.max_review_loops);
-
-			run_set(&d->r.outcome, RUN_OUTCOME_MAX_ITERATIONS);
+		target = kind_is(s->kind, KF_ON_FAIL) ? s->on_fail :
+							s->on_changes;
+		if (target < 0) {
+			why = xasprintf("%s and the pipeline has no fix stage",
+					looped ? looped :
+						 "review requested changes");
 			rc = set_reason_and_move(d, ST_BLOCKED, why, e);
 			free(why);
 			return rc;
 		}
-		if (d->r.review_loops >= d->r.max_review_loops &&
-		    KIND_IS_SEED_REVIEW(s->kind)) {
-			char *why = xasprintf(
-				"%s still asks for changes after %d fix "
-				"round%s: the pipeline's max_iterations (%d) "
-				"is spent",
-				s->name, d->r.review_loops,
-				d->r.review_loops == 1 ? "" : "s",
-				d->r.max_review_loops);
-
-			run_set(&d->r.outcome, RUN_OUTCOME_MAX_ITERATIONS);
-			rc = set_reason_and_move(d, ST_BLOCKED, why, e);
-			free(why);
-			return rc;
-		}
-		if (d->r.review_loops >= d->r.max_review_loops) {
-			char *why = xasprintf(
-				"%s after %d fix round%s: the review loop "
-				"budget is spent (workflow.max_review_loops = "
-				"%d)",
-				s->kind == KIND_VALIDATE ?
-					"validation still fails" :
-					"review still requests changes",
-				d->r.review_loops,
-				d->r.review_loops == 1 ? "" : "s",
-				d->r.max_review_loops);
-
-			rc = set_reason_and_move(d, ST_BLOCKED, why, e);
-			free(why);
-			return rc;
-		}
-		if (KIND_IS_SEED_REVIEW(s->kind))
-			engine__seed_sent(d, s);
+		if (d->r.review_loops >= d->r.max_review_loops)
+			return exhausted(d, s, reason, e);
+		if (ops->on_loop)
+			ops->on_loop(d, s);
 		return cross(d, &d->p->stages[target], s, 1, e);
 	case STAGE_BLOCK:
 		return set_reason_and_move(d, ST_BLOCKED, reason, e);

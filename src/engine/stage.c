@@ -50,29 +50,14 @@
 /* Reviewers on one review stage. */
 #define MAX_REVIEWERS 8
 
-/*
- * The files each kind leaves in the run folder: [0] is the main one. The
- * agent writes them into its output folder, which they are taken from.
- */
-static const char *const artifacts[KIND__COUNT][2] = {
-	[KIND_PLAN] = { "plan.md", NULL },
-	[KIND_ARCHITECT] = { "architecture.md", NULL },
-	[KIND_EXECUTE] = { "execution.log", "escalation.json" },
-	[KIND_VALIDATE] = { "validation.json", NULL },
-	[KIND_REVIEW] = { "review.json", "review.md" },
-	[KIND_FIX] = { "finding-responses.md", NULL },
-	[KIND_VERIFY] = { "verification.json", "verification.md" },
-};
-
 const char *
 engine__work_dir(const struct drive *d)
 {
 	return d->r.worktree ? d->r.worktree : d->run_dir;
 }
 
-/* Reads a run-folder file into out; 0, or negative when absent/too big. */
-static int
-read_artifact(const struct drive *d, const char *name, struct buf *out)
+int
+engine__read_file(const struct drive *d, const char *name, struct buf *out)
 {
 	char *path = engine__run_file(d, name);
 	int rc = fs_read_nofollow(path, out, BUF_MAX_ARTIFACT, NULL);
@@ -81,9 +66,9 @@ read_artifact(const struct drive *d, const char *name, struct buf *out)
 	return rc;
 }
 
-static int
-write_artifact(const struct drive *d, const char *name, const char *text,
-	       struct err *e)
+int
+engine__write_file(const struct drive *d, const char *name, const char *text,
+		   struct err *e)
 {
 	char *path = engine__run_file(d, name);
 	int rc = fs_write_atomic(path, text, strlen(text), e);
@@ -112,83 +97,45 @@ each_artifact(const struct drive *d, enum stage_kind k,
 	for (i = 0; i < 2; i++) {
 		char *path;
 
-		if (!artifacts[k][i])
+		if (!kind_info(k)->artifact[i])
 			continue;
-		path = engine__run_file(d, artifacts[k][i]);
+		path = engine__run_file(d, kind_info(k)->artifact[i]);
 		fn(path, NULL);
 		free(path);
 	}
 }
 
-/* Adds a run-folder file as a prompt section, if it exists. */
-static void
-file_section(const struct drive *d, struct buf *ctx, const char *title,
-	     const char *name, size_t *budget)
-{
-	struct buf text = BUF_INIT;
-
-	if (read_artifact(d, name, &text) == 0)
-		prompt_section(ctx, title, text.ptr, budget);
-	buf_release(&text);
-}
-
 /*
- * The context a kind's agent reads, most important first, within the
- * fixed budget: guidance from people, then what to fix, then the plan and
- * design, then the diff.
+ * The context a stage's agent reads, most important first, within the
+ * fixed budget: guidance from people, then what its call or its kind
+ * chose (what to fix, the plan, the design), then the diff for a kind
+ * that judges the change.
  */
 static void
 build_context(struct drive *d, const struct stage *s, const char *steers,
 	      struct buf *ctx)
 {
+	const struct stage_ops *ops = stage_ops_for(d->p, s);
 	size_t budget = BUF_MAX_PROMPT_CONTEXT;
 	struct buf diff = BUF_INIT;
-	struct buf val = BUF_INIT;
 
 	prompt_section(ctx, "Guidance from the people running this task",
 		       steers, &budget);
-	if (d->call) {
-		/* a bug-fix stage: seed.c chose what it reads */
-		if (d->call->context && *d->call->context) {
-			buf_adds(ctx, d->call->context);
-			budget -= strlen(d->call->context) < budget ?
-					  strlen(d->call->context) :
-					  budget;
-		}
-		if (KIND_IS_SEED_REVIEW(s->kind) && d->r.worktree &&
-		    d->r.base_commit &&
-		    worktree_diff(d->en->ws, d->r.worktree, d->r.base_commit,
-				  0, &diff, NULL) == 0)
-			prompt_section(ctx,
-				       "The change (git diff against the base)",
-				       diff.len ? diff.ptr : "(no changes)",
-				       &budget);
-		buf_release(&diff);
-		return;
+	if (d->call && d->call->context && *d->call->context) {
+		size_t len = strlen(d->call->context);
+
+		buf_adds(ctx, d->call->context);
+		budget -= len < budget ? len : budget;
+	} else if (!d->call && ops->context) {
+		ops->context(d, s, ctx, &budget);
 	}
-	if (s->kind == KIND_FIX) {
-		/* Checks run before review, so failing checks mean this
-		 * round fixes them; passing checks mean review sent us. */
-		if (read_artifact(d, "validation.json", &val) == 0 &&
-		    strstr(val.ptr, "\"passed\": false"))
-			prompt_section(ctx, "Failing checks (validation.json)",
-				       val.ptr, &budget);
-		else
-			file_section(d, ctx, "Review findings to address",
-				     "review.md", &budget);
-	}
-	if (s->kind != KIND_PLAN)
-		file_section(d, ctx, "Plan", "plan.md", &budget);
-	if (s->kind == KIND_EXECUTE || s->kind == KIND_FIX)
-		file_section(d, ctx, "Design", "architecture.md", &budget);
-	if ((s->kind == KIND_REVIEW || s->kind == KIND_VERIFY) &&
-	    d->r.worktree && d->r.base_commit &&
+	if (kind_is(s->kind, KF_SHOWS_DIFF) && d->r.worktree &&
+	    d->r.base_commit &&
 	    worktree_diff(d->en->ws, d->r.worktree, d->r.base_commit, 0, &diff,
 			  NULL) == 0)
 		prompt_section(ctx, "The change (git diff against the base)",
 			       diff.len ? diff.ptr : "(no changes)", &budget);
 	buf_release(&diff);
-	buf_release(&val);
 }
 
 /* The stage's template: .baton/prompts/<kind>.md, else the built-in. */
@@ -219,7 +166,7 @@ render_prompt(struct drive *d, const struct stage *s, const char *steers,
 		{ "out_dir", out_dir },
 		{ "worktree", engine__work_dir(d) },
 		{ "artifact", d->call ? d->call->artifact :
-					artifacts[s->kind][0] },
+					kind_info(s->kind)->artifact[0] },
 		{ "context", NULL },
 		{ "retry", NULL },
 	};
@@ -236,56 +183,6 @@ render_prompt(struct drive *d, const struct stage *s, const char *steers,
 	free(tmpl);
 	buf_release(&ctx);
 	buf_release(&retry_text);
-}
-
-/*
- * Reads the verdict of a review or verify stage: the JSON file first; a
- * "DECISION:" / "VERIFICATION:" line in the final text as the fallback.
- * Returns 0 with v filled, or BATON_ECONTRACT with what was wrong in e.
- */
-static int
-read_verdict(struct drive *d, const struct stage *s, const char *text,
-	     struct verdict *v, struct err *e)
-{
-	enum verdict_kind k =
-		s->kind == KIND_REVIEW ? VERDICT_REVIEW : VERDICT_VERIFY;
-	const char *const *ds = verdict_decisions(k);
-	const char *file = artifacts[s->kind][0];
-	const char *prefix = verdict_line_prefix(k);
-	struct err why = ERR_INIT;
-	struct buf json = BUF_INIT;
-	char *line = NULL;
-	int rc = 0, had_json;
-
-	had_json = read_artifact(d, file, &json) == 0;
-	if (had_json && verdict_parse_json(k, file, json.ptr, v, &why) == 0)
-		goto out;
-	line = verdict_line(k, text);
-	if (line && verdict_is_decision(k, line)) {
-		v->decision = line;
-		line = NULL;
-		if (had_json)
-			engine__note(d, "contract_warning",
-				     json_pack("{s:s, s:s}", "stage", s->name,
-					       "error", why.msg),
-				     NULL);
-		goto out;
-	}
-	if (had_json)
-		rc = err_set(e, BATON_ECONTRACT, "%s", why.msg);
-	else if (line)
-		rc = err_set(e, BATON_ECONTRACT,
-			     "'%s: %s' is not a verdict (expected %s, %s or %s)",
-			     prefix, line, ds[0], ds[1], ds[2]);
-	else
-		rc = err_set(e, BATON_ECONTRACT,
-			     "no %s in the run folder and no '%s: ...' line "
-			     "in the agent's output",
-			     file, prefix);
-out:
-	free(line);
-	buf_release(&json);
-	return rc;
 }
 
 void
@@ -370,109 +267,23 @@ out:
 }
 
 /*
- * Holds an agent's successful output to its kind's contract and records
- * the artifacts. Returns 0 with *res set, BATON_ECONTRACT (e says why)
- * for output to retry, or another error.
+ * Holds a call's output to its contract: its call_spec's, else its
+ * kind's. Returns 0 with *res set, BATON_ECONTRACT (e says why) for
+ * output to retry, or another error.
  */
 static int
-accept_output(struct drive *d, const struct stage *s, const char *text,
-	      enum stage_result *res, char **reason, struct err *e)
+accept(struct drive *d, const struct stage *s, const char *text,
+       enum stage_result *res, char **reason, struct err *e)
 {
-	const char *main_file = artifacts[s->kind][0];
-	struct buf body = BUF_INIT, md = BUF_INIT;
-	struct verdict v = { 0 };
-	int rc = 0;
+	const struct stage_ops *ops = stage_ops_for(d->p, s);
 
 	*res = STAGE_PASS;
 	if (d->call)
 		return d->call->accept(d, s, text, res, reason, e);
-	switch (s->kind) {
-	case KIND_PLAN:
-	case KIND_ARCHITECT:
-	case KIND_FIX:
-		if (read_artifact(d, main_file, &body) < 0 || !body.len) {
-			buf_reset(&body);
-			buf_adds(&body, text);
-			buf_rtrim(&body);
-			if (!body.len && s->kind != KIND_FIX) {
-				rc = err_set(e, BATON_ECONTRACT,
-					     "no %s in the run folder and no "
-					     "final text from the agent",
-					     main_file);
-				break;
-			}
-			if (!body.len)
-				buf_adds(&body, "(the fixer left no notes)");
-			buf_addch(&body, '\n');
-			rc = write_artifact(d, main_file, body.ptr, e);
-		}
-		if (!rc)
-			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
-		if (!rc && s->kind == KIND_FIX)
-			rc = engine__checkpoint(d, s, res, reason, e);
-		break;
-	case KIND_EXECUTE:
-		buf_addf(&body, "# Execution of %s (%s)\n\n%s\n", d->r.id,
-			 s->name, text);
-		rc = write_artifact(d, main_file, body.ptr, e);
-		if (!rc)
-			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
-		if (!rc)
-			rc = engine__checkpoint(d, s, res, reason, e);
-		if (!rc && *res == STAGE_PASS && !strcmp(d->p->type, "assist"))
-			rc = engine__escalation(d, s, res, e);
-		break;
-	case KIND_REVIEW:
-	case KIND_VERIFY:
-		rc = read_verdict(d, s, text, &v, e);
-		if (rc)
-			break;
-		if (read_artifact(d, artifacts[s->kind][1], &md) < 0 ||
-		    !md.len) {
-			buf_reset(&md);
-			if (v.doc)
-				verdict_markdown(&v, s->kind == KIND_REVIEW ?
-							    "Review" :
-							    "Verification",
-						&md);
-			else
-				buf_addf(&md, "%s\n", text);
-			rc = write_artifact(d, artifacts[s->kind][1], md.ptr,
-					    e);
-		}
-		if (!rc)
-			rc = engine__keep_output(d, artifacts[s->kind][1],
-						 v.decision, md.ptr, e);
-		if (!rc && v.doc) {
-			char *doc = json_dumps(v.doc, JSON_INDENT(2));
-
-			rc = engine__keep_output(d, main_file, v.decision, doc,
-						 e);
-			free(doc);
-		}
-		if (rc || !v.decision)
-			break;
-		if (!strcmp(v.decision, "CHANGES_REQUESTED")) {
-			*res = STAGE_LOOP;
-		} else if (!strcmp(v.decision, "BLOCKED") ||
-			   !strcmp(v.decision, "FAILED") ||
-			   !strcmp(v.decision, "NEEDS_HUMAN")) {
-			*res = STAGE_BLOCK;
-			*reason = xasprintf(
-				"%s said %s%s%s",
-				s->kind == KIND_REVIEW ? "the reviewer" :
-							 "the verifier",
-				v.decision, v.summary ? ": " : "",
-				v.summary ? v.summary : "");
-		}
-		break;
-	default:
-		BUG("accept_output for kind %d", (int)s->kind);
-	}
-	verdict_release(&v);
-	buf_release(&body);
-	buf_release(&md);
-	return rc;
+	if (!ops->accept)
+		BUG("stage %s (%s) has no contract", s->name,
+		    stage_kind_name(s->kind));
+	return ops->accept(d, s, text, res, reason, e);
 }
 
 /* Context for the spawn callback while an agent or a check runs. */
@@ -778,8 +589,8 @@ take_artifacts(struct drive *d, const struct stage *s, const char *out_dir)
 		return;
 	}
 	for (i = 0; i < 2; i++)
-		if (artifacts[s->kind][i])
-			take_artifact(d, out_dir, artifacts[s->kind][i]);
+		if (kind_info(s->kind)->artifact[i])
+			take_artifact(d, out_dir, kind_info(s->kind)->artifact[i]);
 }
 
 /* Adds a call's usage to the run, for status, show and the budgets. */
@@ -1189,7 +1000,7 @@ engine__call(struct drive *d, const struct stage *s,
 			break;
 		}
 		if (ar.failure == AGENT_FAIL_NONE)
-			rc = accept_output(d, s, ar.text.ptr, res, reason,
+			rc = accept(d, s, ar.text.ptr, res, reason,
 					   &cerr);
 		else
 			rc = BATON_ECONTRACT;
@@ -1233,93 +1044,6 @@ out:
 	return rc;
 }
 
-/* Moves a run-folder file to its name for one of several reviewers. */
-static void
-keep_as(struct drive *d, const char *name, const char *provider,
-	struct buf *md)
-{
-	char *from = engine__run_file(d, name);
-	const char *dot = strrchr(name, '.');
-	char *as = xasprintf("%s/%.*s-%s%s", d->run_dir, (int)(dot - name),
-			     name, provider, dot);
-
-	if (md)
-		fs_read_nofollow(from, md, BUF_MAX_ARTIFACT, NULL);
-	if (rename(from, as) < 0 && errno != ENOENT)
-		engine__note(d, "contract_warning",
-			     json_pack("{s:s, s:s}", "file", from, "error",
-				       strerror(errno)),
-			     NULL);
-	free(from);
-	free(as);
-}
-
-/*
- * Several reviewers on one review stage: each reviews in turn, its
- * review-<provider>.json/.md kept apart; all must approve. One asking for
- * changes sends the run to the fix loop with every review in review.md;
- * one blocking blocks it.
- */
-static int
-review_by_all(struct drive *d, const struct stage *s,
-	      const struct config_provider *const *provs, size_t n,
-	      const char *steers, enum stage_result *res, char **reason,
-	      struct err *e)
-{
-	static const char *const said[] = {
-		[STAGE_PASS] = "APPROVED",	 [STAGE_LOOP] = "CHANGES_REQUESTED",
-		[STAGE_BLOCK] = "BLOCKED",	 [STAGE_FAIL] = "FAILED",
-		[STAGE_STOPPED] = "STOPPED",
-	};
-	struct buf all = BUF_INIT, md = BUF_INIT;
-	json_t *who = json_object();
-	enum stage_result worst = STAGE_PASS;
-	size_t i;
-	int rc = 0;
-
-	for (i = 0; i < n && !rc; i++) {
-		enum stage_result r = STAGE_FAIL;
-		char *why = NULL;
-
-		d->r.attempt = 0;
-		rc = engine__call(d, s, provs[i], steers, &r, &why, e);
-		if (rc || r == STAGE_STOPPED || r == STAGE_FAIL) {
-			*res = r;
-			*reason = why;
-			goto out;
-		}
-		buf_reset(&md);
-		keep_as(d, "review.json", provs[i]->name, NULL);
-		keep_as(d, "review.md", provs[i]->name, &md);
-		buf_addf(&all, "# Review by %s: %s\n\n%s\n", provs[i]->name,
-			 said[r], md.ptr);
-		json_object_set_new(who, provs[i]->name, json_string(said[r]));
-		if (r == STAGE_BLOCK && worst != STAGE_BLOCK) {
-			worst = STAGE_BLOCK;
-			free(*reason);
-			*reason = why;
-			why = NULL;
-		} else if (r == STAGE_LOOP && worst == STAGE_PASS) {
-			worst = STAGE_LOOP;
-		}
-		free(why);
-	}
-	if (rc)
-		goto out;
-	*res = worst;
-	rc = write_artifact(d, "review.md", all.ptr, e);
-	if (!rc)
-		rc = engine__note(d, "reviews",
-				  json_pack("{s:s, s:s, s:O}", "stage", s->name,
-					    "decision", said[worst], "by", who),
-				  e);
-out:
-	json_decref(who);
-	buf_release(&all);
-	buf_release(&md);
-	return rc;
-}
-
 struct config_provider
 engine__stage_provider(const struct stage *s, const struct config_provider *p)
 {
@@ -1330,49 +1054,6 @@ engine__stage_provider(const struct stage *s, const struct config_provider *p)
 	if (s->timeout_seconds)
 		own.timeout_seconds = s->timeout_seconds;
 	return own;
-}
-
-/* An agent stage: the role's provider, or all of a review's reviewers. */
-static int
-run_agent(struct drive *d, const struct stage *s, const char *steers,
-	  enum stage_result *res, char **reason, struct err *e)
-{
-	const struct config_provider *provs[MAX_REVIEWERS];
-	struct config_provider own[MAX_REVIEWERS];
-	size_t i, n = 0;
-
-	if (KIND_IS_LOOP(s->kind))
-		return engine__loop_stage(d, s, steers, res, reason, e);
-	if (s->kind == KIND_INTAKE || s->kind == KIND_REPORT)
-		return engine__assist_stage(d, s, steers, res, reason, e);
-	if (KIND_IS_RESEARCH(s->kind))
-		return engine__research_stage(d, s, steers, res, reason, e);
-	if (s->kind >= KIND_RCA || s->next == STAGE_BACK)
-		return engine__seed_stage(d, s, steers, res, reason, e);
-	if (s->providers.nr) {
-		for (; n < s->providers.nr && n < ARRAY_SIZE(provs); n++)
-			provs[n] = config_find_provider(d->en->cfg,
-							s->providers.v[n]);
-		if (n && !provs[0])
-			n = 0;
-	} else {
-		n = config_providers_for(d->en->cfg, s->role, provs,
-					 ARRAY_SIZE(provs));
-	}
-	if (!n) {
-		*res = STAGE_FAIL;
-		*reason = xasprintf("no provider plays the %s role (set "
-				    "roles.%s or roles.default)",
-				    s->role, s->role);
-		return 0;
-	}
-	for (i = 0; i < n; i++) {
-		own[i] = engine__stage_provider(s, provs[i]);
-		provs[i] = &own[i];
-	}
-	if (s->kind == KIND_REVIEW && n > 1)
-		return review_by_all(d, s, provs, n, steers, res, reason, e);
-	return engine__call(d, s, provs[0], steers, res, reason, e);
 }
 
 int
@@ -1475,7 +1156,7 @@ engine__run_stage(struct drive *d, const struct stage *s,
 	run_set(&d->r.phase, RUN_PHASE_RUNNING);
 	d->r.phase_started_at = time_now_ms();
 	/* Guidance waits for the next stage an agent does. */
-	if (!KIND_IS_ENGINES(s->kind))
+	if (!kind_is(s->kind, KF_ENGINE))
 		d->r.steer_seq = upto;
 	rc = engine__note(d, "stage_started",
 			  json_pack("{s:s, s:s, s:i, s:i}", "stage", s->name,
@@ -1487,12 +1168,7 @@ engine__run_stage(struct drive *d, const struct stage *s,
 		goto out;
 	d->stop = 0;
 	started = time_now_ms();
-	if (s->kind == KIND_VALIDATE)
-		rc = engine__validate(d, s, res, e);
-	else if (s->kind == KIND_CONSOLIDATE)
-		rc = engine__consolidate(d, s, res, reason, e);
-	else
-		rc = run_agent(d, s, steers.ptr, res, reason, e);
+	rc = stage_ops_for(d->p, s)->run(d, s, steers.ptr, res, reason, e);
 	d->r.active_ms += time_now_ms() - started;
 	if (!rc && *res == STAGE_STOPPED)
 		rc = stopped(d, e);

@@ -30,7 +30,7 @@
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "engine/engine.h"
-#include "engine/engine_int.h"
+#include "engine/kinds/kind.h"
 #include "store/store.h"
 #include "workspace/workspace.h"
 #include "util/buf.h"
@@ -143,14 +143,16 @@ plan_asks(const struct engine *en, const char *run_id)
 	return yes;
 }
 
-int
-engine__assist_gate(const struct engine *en, const struct pipeline *p,
-		    const struct run *r, const struct stage *x)
+/* 1 when an assist run must have its plan approved before stage x (the
+ * execution mode, or the plan asks for it). */
+static int
+assist_gate(const struct engine *en, const struct pipeline *p,
+	    const struct run *r, const struct stage *x)
 {
 	const char *mode = en->cfg->assist.mode;
 	const struct stage *plan;
 
-	if (strcmp(p->type, "assist") || x->kind != KIND_EXECUTE)
+	if (x->kind != KIND_EXECUTE)
 		return 0;
 	/* only out of the plan: not an answer, not a failed check */
 	plan = pipeline_stage_done_at(p, r->status);
@@ -261,9 +263,15 @@ next_escalation(struct drive *d)
 	return n;
 }
 
-int
-engine__escalation(struct drive *d, const struct stage *s,
-		   enum stage_result *res, struct err *e)
+/*
+ * An execute stage's escalation (escalation.json in the run folder),
+ * when the agent left one: checked (BATON_ECONTRACT), kept, and asked as
+ * a question with a default and a deadline (STAGE_ASK). 0 and *res
+ * untouched when there is none.
+ */
+static int
+escalation(struct drive *d, const struct stage *s, enum stage_result *res,
+	   struct err *e)
 {
 	char *path = engine__run_file(d, ESCALATION_FILE), *kept = NULL;
 	const char *dflt = NULL;
@@ -332,10 +340,9 @@ report_stage(struct drive *d, const struct stage *s, enum stage_result *res,
 	return rc;
 }
 
-int
-engine__assist_stage(struct drive *d, const struct stage *s,
-		     const char *steers, enum stage_result *res,
-		     char **reason, struct err *e)
+static int
+assist_run(struct drive *d, const struct stage *s, const char *steers,
+	   enum stage_result *res, char **reason, struct err *e)
 {
 	(void)steers;
 	(void)reason;
@@ -343,3 +350,13 @@ engine__assist_stage(struct drive *d, const struct stage *s,
 		return intake_stage(d, s, res, e);
 	return report_stage(d, s, res, e);
 }
+
+const struct stage_ops assist_ops = {
+	.run = assist_run,
+};
+
+const struct type_ops assist_type = {
+	.type = "assist",
+	.after_edit = escalation,
+	.gate = assist_gate,
+};

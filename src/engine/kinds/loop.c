@@ -38,7 +38,7 @@
 #include "core/receipt.h"
 #include "core/run.h"
 #include "engine/engine.h"
-#include "engine/engine_int.h"
+#include "engine/kinds/kind.h"
 #include "workspace/workspace.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -487,10 +487,9 @@ goal_met(struct drive *d, enum stage_result *res)
 {
 	json_t *step = current_step(d);
 
-	if (json_is_true(json_object_get(step, "done")))
-		d->finish = 1;
+	*res = json_is_true(json_object_get(step, "done")) ? STAGE_FINISH :
+							      STAGE_PASS;
 	json_decref(step);
-	*res = STAGE_PASS;
 }
 
 static int
@@ -916,9 +915,9 @@ evaluate_stage(struct drive *d, const struct stage *s, const char *steers,
 	return route_eval(d, res, reason, e);
 }
 
-int
-engine__loop_stage(struct drive *d, const struct stage *s, const char *steers,
-		   enum stage_result *res, char **reason, struct err *e)
+static int
+loop_run(struct drive *d, const struct stage *s, const char *steers,
+	 enum stage_result *res, char **reason, struct err *e)
 {
 	switch (s->kind) {
 	case KIND_LOOP_PLAN:
@@ -933,3 +932,37 @@ engine__loop_stage(struct drive *d, const struct stage *s, const char *steers,
 		BUG("stage %s is not a loop stage", s->name);
 	}
 }
+
+/*
+ * The run's view keeps the loop's phase (Craik's plan, act, observe,
+ * evaluate; stop at the end) beside its status, and the receipt chain's
+ * anchor, empty, from the first: verify requires one of every loop run,
+ * so that removing it cannot hide removed receipts (core/receipt.h). A
+ * wait or a pause leaves the phase as it was.
+ */
+static void
+loop_stamp(json_t *prog, const struct stage *s, int terminal)
+{
+	const char *phase = s ? kind_info(s->kind)->phase :
+			    terminal ? "stop" : NULL;
+	json_t *loop;
+
+	if (!phase)
+		return;
+	loop = json_object_get(prog, "loop");
+	if (!json_is_object(loop)) {
+		loop = json_pack("{s:i, s:s}", "receipts", 0, "head",
+				 RECEIPT_GENESIS);
+		json_object_set_new(prog, "loop", loop);
+	}
+	json_object_set_new(loop, "phase", json_string(phase));
+}
+
+const struct stage_ops loop_ops = {
+	.run = loop_run,
+};
+
+const struct type_ops loop_type = {
+	.type = "loop",
+	.stamp = loop_stamp,
+};

@@ -35,7 +35,7 @@
 #include "core/prompt.h"
 #include "core/research.h"
 #include "engine/engine.h"
-#include "engine/engine_int.h"
+#include "engine/kinds/kind.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fs.h"
@@ -742,10 +742,9 @@ judge_stage(struct drive *d, const struct stage *s, const char *steers,
 	return rc;
 }
 
-int
-engine__research_stage(struct drive *d, const struct stage *s,
-		       const char *steers, enum stage_result *res,
-		       char **reason, struct err *e)
+static int
+research_run(struct drive *d, const struct stage *s, const char *steers,
+	     enum stage_result *res, char **reason, struct err *e)
 {
 	switch (s->kind) {
 	case KIND_CLAIMS:
@@ -762,3 +761,26 @@ engine__research_stage(struct drive *d, const struct stage *s,
 		BUG("research stage of kind %s", stage_kind_name(s->kind));
 	}
 }
+
+/* The judge still finds claims weak with the rework rounds spent. */
+static char *
+judge_exhausted(struct drive *d, const struct stage *s, const char *reason,
+		const char **outcome)
+{
+	*outcome = RUN_OUTCOME_MAX_ITERATIONS;
+	return xasprintf("%s still finds claims weak after %d rework round%s "
+			 "(%s): the pipeline's max_iterations (%d) is spent",
+			 s->name, d->r.review_loops,
+			 d->r.review_loops == 1 ? "" : "s",
+			 reason ? reason : "weak claims",
+			 d->r.max_review_loops);
+}
+
+const struct stage_ops research_ops = {
+	.run = research_run,
+};
+
+const struct stage_ops research_judge_ops = {
+	.run = research_run,
+	.exhausted = judge_exhausted,
+};

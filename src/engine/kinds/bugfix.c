@@ -32,7 +32,7 @@
 #include "core/pipeline.h"
 #include "core/prompt.h"
 #include "engine/engine.h"
-#include "engine/engine_int.h"
+#include "engine/kinds/kind.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -96,6 +96,24 @@ prog_set_str(struct drive *d, const char *key, const char *value)
 		json_object_del(p, key);
 	engine__prog_save(d, p);
 	json_decref(p);
+}
+
+/* The review a fix round works for (progress.back), or NULL. */
+static const struct stage *
+sender(struct drive *d)
+{
+	char *name = prog_str(d, "back");
+	const struct stage *s = name ? pipeline_stage_named(d->p, name) : NULL;
+
+	free(name);
+	return s;
+}
+
+/* Review r is re-reviewed alone after its fix round; NULL: no longer. */
+static void
+set_rereview(struct drive *d, const struct stage *r)
+{
+	prog_set_str(d, "rereview", r ? r->name : NULL);
 }
 
 /*
@@ -565,7 +583,7 @@ decide(struct drive *d, const struct stage *s, const char *status,
 	}
 	if (!strcmp(status, "needs_clarification")) {
 		q = questions_of(d, file);
-		engine__seed_rereview(d, s);
+		set_rereview(d, s);
 		rc = ask(d, s, "clarification", q, NULL, s->status, res);
 		free(q);
 		return rc;
@@ -891,7 +909,7 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 			  json_pack("{s:i, s:o}", "group", s->group,
 				    "verdicts", verdicts),
 			  e);
-	/* stops and questions first; fix rounds after (engine__seed_pending) */
+	/* stops and questions first; fix rounds after (review_pending) */
 	*res = STAGE_PASS;
 	for (i = 0; !rc && i < n && *res == STAGE_PASS; i++) {
 		const struct stage *ms = &d->p->stages[first + i];
@@ -998,8 +1016,9 @@ rca_stage(struct drive *d, const struct stage *s, const char *steers,
 
 /* ---- consolidation: the engine's own stage ----------------------------- */
 
-int
-engine__consolidate(struct drive *d, const struct stage *s,
+/* The engine's own stage, consolidating the RCAs. */
+static int
+consolidate(struct drive *d, const struct stage *s,
 		    enum stage_result *res, char **reason, struct err *e)
 {
 	json_t *docs[16], *p = engine__prog_load(d), *stages;
@@ -1686,7 +1705,7 @@ static int
 fix_stage(struct drive *d, const struct stage *s, const char *steers,
 	  enum stage_result *res, char **reason, struct err *e)
 {
-	const struct stage *back = engine__seed_back(d);
+	const struct stage *back = sender(d);
 	struct config_provider prov;
 	struct call_spec cs = { 0 };
 	struct buf ctx = BUF_INIT;
@@ -1728,10 +1747,9 @@ fix_stage(struct drive *d, const struct stage *s, const char *steers,
 	return rc;
 }
 
-int
-engine__seed_stage(struct drive *d, const struct stage *s,
-		   const char *steers, enum stage_result *res, char **reason,
-		   struct err *e)
+static int
+bugfix_run(struct drive *d, const struct stage *s, const char *steers,
+	   enum stage_result *res, char **reason, struct err *e)
 {
 	switch (s->kind) {
 	case KIND_RCA:
@@ -1745,22 +1763,36 @@ engine__seed_stage(struct drive *d, const struct stage *s,
 	case KIND_REVISE:
 		return fix_stage(d, s, steers, res, reason, e);
 	default:
-		BUG("seed stage of kind %s", stage_kind_name(s->kind));
+		BUG("bug-fix stage of kind %s", stage_kind_name(s->kind));
 	}
 }
 
-const struct stage *
-engine__seed_back(struct drive *d)
+static int
+consolidate_run(struct drive *d, const struct stage *s, const char *steers,
+		enum stage_result *res, char **reason, struct err *e)
 {
-	char *name = prog_str(d, "back");
-	const struct stage *s = name ? pipeline_stage_named(d->p, name) : NULL;
-
-	free(name);
-	return s;
+	(void)steers;
+	return consolidate(d, s, res, reason, e);
 }
 
-const struct stage *
-engine__seed_pending(struct drive *d, const struct stage *s)
+/* The fix round went back: the review that sent it reviews again. */
+static const struct stage *
+fix_back(struct drive *d, const struct stage *s)
+{
+	const struct stage *x = sender(d);
+
+	(void)s;
+	if (x)
+		set_rereview(d, x);
+	return x;
+}
+
+/*
+ * After seed review s passed: the review in s's group still waiting for
+ * a fix round, or NULL (then the run goes on past the group).
+ */
+static const struct stage *
+review_pending(struct drive *d, const struct stage *s)
 {
 	const struct stage *found = NULL;
 	size_t first, n, i;
@@ -1780,15 +1812,56 @@ engine__seed_pending(struct drive *d, const struct stage *s)
 	return found;
 }
 
-void
-engine__seed_sent(struct drive *d, const struct stage *r)
+/* Review r sends the run to its fix, which comes back to r alone (not
+ * its whole parallel group). */
+static void
+review_sent(struct drive *d, const struct stage *r)
 {
 	prog_set_str(d, "back", r->name);
 	prog_set_str(d, "rereview", NULL);
 }
 
-void
-engine__seed_rereview(struct drive *d, const struct stage *r)
+static char *
+review_exhausted(struct drive *d, const struct stage *s, const char *reason,
+		 const char **outcome)
 {
-	prog_set_str(d, "rereview", r ? r->name : NULL);
+	(void)reason;
+	*outcome = RUN_OUTCOME_MAX_ITERATIONS;
+	return xasprintf("%s still asks for changes after %d fix round%s: the "
+			 "pipeline's max_iterations (%d) is spent",
+			 s->name, d->r.review_loops,
+			 d->r.review_loops == 1 ? "" : "s",
+			 d->r.max_review_loops);
 }
+
+/* A bug-fix pipeline's fix stage returns to its review: its own code. */
+static const struct stage_ops *
+bugfix_stage_ops(const struct stage *s)
+{
+	return s->next == STAGE_BACK ? &bugfix_back_ops : NULL;
+}
+
+const struct stage_ops bugfix_ops = {
+	.run = bugfix_run,
+};
+
+const struct stage_ops bugfix_back_ops = {
+	.run = bugfix_run,
+	.back = fix_back,
+};
+
+const struct stage_ops bugfix_review_ops = {
+	.run = bugfix_run,
+	.pending = review_pending,
+	.on_loop = review_sent,
+	.exhausted = review_exhausted,
+};
+
+const struct stage_ops bugfix_consolidate_ops = {
+	.run = consolidate_run,
+};
+
+const struct type_ops bugfix_type = {
+	.type = "bugfix",
+	.ops = bugfix_stage_ops,
+};
