@@ -158,8 +158,7 @@ print_loop(const struct run *r)
 static void
 print_question(const struct run *r)
 {
-	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
-	json_t *ask = json_object_get(p, "ask");
+	json_t *v = engine_run_json(r), *ask = json_object_get(v, "question");
 	const char *dflt = json_get_str(ask, "default");
 
 	if (!strcmp(r->status, ST_WAITING) && json_is_object(ask)) {
@@ -176,7 +175,7 @@ print_question(const struct run *r)
 				json_get_str(ask, "deadline") :
 				"?");
 	}
-	json_decref(p);
+	json_decref(v);
 }
 
 static void
@@ -245,8 +244,8 @@ print_cut(const char *s, size_t max)
 static void
 print_claims(const struct run *r, const char *dir)
 {
-	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
-	json_t *st = json_object_get(p, "research"), *claims;
+	json_t *v = engine_run_json(r);
+	json_t *st = json_object_get(v, "research"), *claims;
 	int w = 2;
 	size_t i;
 
@@ -287,7 +286,7 @@ print_claims(const struct run *r, const char *dir)
 		cli_printf("report    %s/%s\n", dir,
 			   json_get_str(st, "report"));
 out:
-	json_decref(p);
+	json_decref(v);
 }
 
 /* --json: the report's full path beside research.report. */

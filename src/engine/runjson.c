@@ -86,6 +86,22 @@ research_view(const struct run *r, json_t *o)
 	json_decref(p);
 }
 
+/*
+ * The question a run waiting for a person asks ("question": kind,
+ * question, options, default, deadline, from progress.ask). Absent when
+ * it asks none.
+ */
+static void
+question_view(const struct run *r, json_t *o)
+{
+	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	json_t *ask = json_object_get(p, "ask");
+
+	if (json_is_object(ask))
+		json_object_set(o, "question", ask);
+	json_decref(p);
+}
+
 json_t *
 engine_run_json(const struct run *r)
 {
@@ -121,6 +137,7 @@ engine_run_json(const struct run *r)
 	json_object_set_new(o, "progress", progress(r->progress));
 	research_view(r, o);
 	seed_views(r, o);
+	question_view(r, o);
 	json_object_set_new(o, "tokens_in", json_integer(r->tokens_in));
 	json_object_set_new(o, "tokens_out", json_integer(r->tokens_out));
 	json_object_set_new(o, "cost_usd", json_real(r->cost_usd));
