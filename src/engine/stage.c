@@ -1044,16 +1044,41 @@ out:
 	return rc;
 }
 
-struct config_provider
-engine__stage_provider(const struct stage *s, const struct config_provider *p)
+size_t
+engine__players(const struct drive *d, const struct stage *s,
+		struct config_provider *out, size_t max, char **reason)
 {
-	struct config_provider own = *p;
+	const struct config_provider *found[ENGINE_MAX_PLAYERS];
+	size_t i, n = 0;
 
-	if (s->model)
-		own.model = s->model;
-	if (s->timeout_seconds)
-		own.timeout_seconds = s->timeout_seconds;
-	return own;
+	if (max > ARRAY_SIZE(found))
+		max = ARRAY_SIZE(found);
+	if (s->providers.nr) {
+		for (; n < s->providers.nr && n < max; n++)
+			found[n] = config_find_provider(d->en->cfg,
+							s->providers.v[n]);
+	} else {
+		n = config_providers_for(d->en->cfg, s->role, found, max);
+	}
+	/* names the config does not define: the run was checked against
+	   them when made (engine_create_spec), but its config may differ */
+	for (i = 0; i < n && found[i]; i++)
+		;
+	n = i;
+	if (!n) {
+		*reason = xasprintf("stage %s: no provider plays the %s role "
+				    "(set roles.%s or roles.default)",
+				    s->name, s->role, s->role);
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		out[i] = *found[i];
+		if (s->model)
+			out[i].model = s->model;
+		if (s->timeout_seconds)
+			out[i].timeout_seconds = s->timeout_seconds;
+	}
+	return n;
 }
 
 int

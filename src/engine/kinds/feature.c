@@ -36,9 +36,6 @@
 #include "util/limits.h"
 #include "util/xalloc.h"
 
-/* Reviewers on one review stage. */
-#define MAX_REVIEWERS 8
-
 /* Adds a run-folder file as a prompt section, if it exists. */
 static void
 file_section(const struct drive *d, struct buf *ctx, const char *title,
@@ -328,31 +325,16 @@ static int
 feature_run(struct drive *d, const struct stage *s, const char *steers,
 	    enum stage_result *res, char **reason, struct err *e)
 {
-	const struct config_provider *provs[MAX_REVIEWERS];
-	struct config_provider own[MAX_REVIEWERS];
-	size_t i, n = 0;
+	const struct config_provider *provs[ENGINE_MAX_PLAYERS];
+	struct config_provider own[ENGINE_MAX_PLAYERS];
+	size_t i, n = engine__players(d, s, own, ARRAY_SIZE(own), reason);
 
-	if (s->providers.nr) {
-		for (; n < s->providers.nr && n < ARRAY_SIZE(provs); n++)
-			provs[n] = config_find_provider(d->en->cfg,
-							s->providers.v[n]);
-		if (n && !provs[0])
-			n = 0;
-	} else {
-		n = config_providers_for(d->en->cfg, s->role, provs,
-					 ARRAY_SIZE(provs));
-	}
 	if (!n) {
 		*res = STAGE_FAIL;
-		*reason = xasprintf("no provider plays the %s role (set "
-				    "roles.%s or roles.default)",
-				    s->role, s->role);
 		return 0;
 	}
-	for (i = 0; i < n; i++) {
-		own[i] = engine__stage_provider(s, provs[i]);
+	for (i = 0; i < n; i++)
 		provs[i] = &own[i];
-	}
 	if (s->kind == KIND_REVIEW && n > 1)
 		return review_by_all(d, s, provs, n, steers, res, reason, e);
 	return engine__call(d, s, provs[0], steers, res, reason, e);

@@ -128,11 +128,16 @@ int engine__write_file(const struct drive *d, const char *name,
 		       const char *text, struct err *e);
 
 /*
- * stage.c: provider p as stage s runs it, with the stage's model and
- * timeout_seconds over p's: a copy sharing p's strings.
+ * stage.c: the providers that play stage s, at most max (up to
+ * ENGINE_MAX_PLAYERS): the stage's own (provider:) when it names them,
+ * else its role's; each with the stage's model and timeout_seconds over
+ * its own (copies sharing the config's strings). 0 with *reason (owned)
+ * when none plays it.
  */
-struct config_provider engine__stage_provider(const struct stage *s,
-					      const struct config_provider *p);
+#define ENGINE_MAX_PLAYERS 8
+size_t engine__players(const struct drive *d, const struct stage *s,
+		       struct config_provider *out, size_t max,
+		       char **reason);
 
 
 /*

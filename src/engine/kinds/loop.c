@@ -370,23 +370,15 @@ loop_call(struct drive *d, const struct stage *s, const char *steers,
 	  struct call_spec *cs, enum stage_result *res, char **reason,
 	  struct err *e)
 {
-	const struct config_provider *prov;
 	struct config_provider own;
 	struct buf ctx = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
 	int rc;
 
-	prov = s->providers.nr ?
-		       config_find_provider(d->en->cfg, s->providers.v[0]) :
-		       config_provider_for(d->en->cfg, s->role);
-	if (!prov) {
+	if (!engine__players(d, s, &own, 1, reason)) {
 		*res = STAGE_FAIL;
-		*reason = xasprintf("no provider plays the %s role (set "
-				    "roles.%s or roles.default)",
-				    s->role, s->role);
 		return 0;
 	}
-	own = engine__stage_provider(s, prov);
 	loop_context(d, &ctx);
 	strvec_pushf(&env, "BATON_ITERATION=%d", iteration(d));
 	strvec_pushf(&env, "BATON_MAX_ITERATIONS=%d", d->r.max_review_loops);

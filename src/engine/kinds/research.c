@@ -78,21 +78,7 @@ static int
 who(struct drive *d, const struct stage *s, struct config_provider *out,
     char **reason)
 {
-	const struct config *cfg = d->en->cfg;
-	const struct config_provider *p;
-
-	if (s->providers.nr)
-		p = config_find_provider(cfg, s->providers.v[0]);
-	else
-		p = config_provider_for(cfg, s->role);
-	if (!p) {
-		*reason = xasprintf("stage %s: no provider plays the %s role "
-				    "(set roles.%s or roles.default)",
-				    s->name, s->role, s->role);
-		return -1;
-	}
-	*out = engine__stage_provider(s, p);
-	return 0;
+	return engine__players(d, s, out, 1, reason) ? 0 : -1;
 }
 
 /* ---- context: what each stage reads ----------------------------------- */
