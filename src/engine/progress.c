@@ -40,6 +40,18 @@ engine__prog_save(struct drive *d, json_t *p)
 
 
 json_t *
+engine__prog_part(json_t *obj, const char *key)
+{
+	json_t *part = json_object_get(obj, key);
+
+	if (!json_is_object(part)) {
+		part = json_object();
+		json_object_set_new(obj, key, part);
+	}
+	return part;
+}
+
+json_t *
 engine__load_json(const struct drive *d, const char *name, struct err *e)
 {
 	char *path = engine__run_file(d, name);
@@ -183,11 +195,7 @@ engine__stage_spent(struct drive *d, const struct stage *s, int64_t tokens,
 	if (!s->max_cost_usd && !s->max_tokens)
 		return;
 	p = engine__prog_load(d);
-	usage = json_object_get(p, "usage");
-	if (!json_is_object(usage)) {
-		usage = json_object();
-		json_object_set_new(p, "usage", usage);
-	}
+	usage = engine__prog_part(p, "usage");
 	u = json_object_get(usage, s->name); /* NULL reads as 0 */
 	json_object_set_new(
 		usage, s->name,

@@ -51,20 +51,9 @@
 json_t *
 bf_prog_obj(json_t *p, const char *key, const char *name)
 {
-	json_t *map = json_object_get(p, key), *o;
+	json_t *map = engine__prog_part(p, key);
 
-	if (!json_is_object(map)) {
-		map = json_object();
-		json_object_set_new(p, key, map);
-	}
-	if (!name)
-		return map;
-	o = json_object_get(map, name);
-	if (!json_is_object(o)) {
-		o = json_object();
-		json_object_set_new(map, name, o);
-	}
-	return o;
+	return name ? engine__prog_part(map, name) : map;
 }
 
 /* A string of progress (a copy; NULL when absent). */

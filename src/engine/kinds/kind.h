@@ -156,6 +156,9 @@ int engine__checkpoint(struct drive *d, const struct stage *s,
  */
 json_t *engine__prog_load(const struct drive *d);
 void engine__prog_save(struct drive *d, json_t *p);
+/* obj.<key> as an object, made (empty) when absent or not an object;
+ * borrowed from obj. A family keeps its state in one such part. */
+json_t *engine__prog_part(json_t *obj, const char *key);
 /* A run-folder JSON file: NULL with BATON_ENOTFOUND or BATON_ECONTRACT
  * (invalid JSON, with line and column) in e. */
 json_t *engine__load_json(const struct drive *d, const char *name,

@@ -77,13 +77,7 @@ iteration(const struct drive *d)
 static json_t *
 loop_obj(json_t *p)
 {
-	json_t *l = json_object_get(p, "loop");
-
-	if (!json_is_object(l)) {
-		l = json_object();
-		json_object_set_new(p, "loop", l);
-	}
-	return l;
+	return engine__prog_part(p, "loop");
 }
 
 /* progress.loop.<key> as an integer (0 when absent). */

@@ -58,13 +58,7 @@
 static json_t *
 state_of(json_t *p)
 {
-	json_t *st = json_object_get(p, "research");
-
-	if (!json_is_object(st)) {
-		st = json_object();
-		json_object_set_new(p, "research", st);
-	}
-	return st;
+	return engine__prog_part(p, "research");
 }
 
 /* ---- who does a stage ------------------------------------------------- */
