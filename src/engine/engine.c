@@ -197,8 +197,8 @@ out:
 	return rc;
 }
 
-static void
-note(struct engine *en, enum engine_note what, const struct run *r)
+void
+engine__tell(struct engine *en, enum engine_note what, const struct run *r)
 {
 	if (en->note)
 		en->note(en->note_arg, what, r);
@@ -243,8 +243,6 @@ engine__run_bound(const struct config *cfg, const struct pipeline *p)
 				  cfg->loop.max_iterations);
 }
 
-static char *event_text(const json_t *data);
-
 /*
  * Makes the new run r's folder, which must not exist: another store in
  * the repository may have made a run of the same id at the same moment.
@@ -264,7 +262,7 @@ claim_run_dir(struct engine *en, const struct pipeline *p, struct run *r,
 		return rc;
 	run_set(&r->reason, e->msg);
 	data = json_pack("{s:s}", "reason", e->msg);
-	text = event_text(data);
+	text = engine__event_text(data);
 	engine_transition(en, p, r, ST_FAILED, text, &ignored);
 	free(text);
 	json_decref(data);
@@ -345,500 +343,6 @@ out:
 	return rc;
 }
 
-/*
- * Keeps in r's progress what the run's JSON shows beside its status: the
- * seed's name for it (the pipeline's states:), and what the pipeline's
- * type keeps there (a loop's phase). s is the stage r enters, or NULL.
- */
-static void
-stamp_state(const struct pipeline *p, struct run *r, const struct stage *s)
-{
-	const char *state = pipeline_state(p, r->status);
-	const struct type_ops *type = type_ops_for(p);
-	json_t *prog;
-
-	if (!state && !type->stamp)
-		return;
-	prog = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
-	if (!json_is_object(prog)) {
-		json_decref(prog);
-		prog = json_object();
-	}
-	if (state)
-		json_object_set_new(prog, "state", json_string(state));
-	if (type->stamp)
-		type->stamp(prog, s, status_is_terminal(r->status));
-	free(r->progress);
-	r->progress = json_dumps(prog, JSON_COMPACT);
-	json_decref(prog);
-}
-
-int
-engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
-		  const char *to, const char *data, struct err *e)
-{
-	struct event ev = { 0 };
-	struct run next;
-	const struct stage *s;
-	int64_t now = time_now_ms();
-	int rc;
-
-	if (status_is_terminal(r->status))
-		return err_set(e, BATON_EBADSTATE,
-			       "run '%s' is %s, which is terminal: it cannot "
-			       "move to '%s'",
-			       r->id, r->status, to);
-	rc = pipeline_check(p, r->status, to, e);
-	if (rc) {
-		err_prefix(e, "run '%s'", r->id);
-		return rc;
-	}
-	run_copy(&next, r);
-	run_set(&next.status, to);
-	next.phase_started_at = now;
-	if (!next.started_at && strcmp(to, ST_CREATED))
-		next.started_at = now;
-	if ((s = pipeline_stage_at(p, to))) {
-		run_set(&next.phase, RUN_PHASE_PENDING);
-		run_set(&next.stage, s->name);
-		next.agent_pid = 0;
-		if (strcmp(r->status, ST_INTERRUPTED))
-			next.attempt = 0;
-	} else {
-		run_set(&next.phase, RUN_PHASE_DONE);
-	}
-	if (status_is_terminal(to)) {
-		next.ended_at = now;
-		next.agent_pid = 0;
-		if (!next.outcome)
-			run_set(&next.outcome, !strcmp(to, ST_MERGE_READY) ||
-							       !strcmp(to, ST_COMPLETED) ?
-						       RUN_OUTCOME_COMPLETED :
-						       to);
-	}
-	stamp_state(p, &next, s);
-	if (strcmp(to, ST_PAUSED))
-		run_set(&next.paused_at_status, NULL);
-	if (strcmp(to, ST_WAITING) && !engine_gate_deferred(&next)) {
-		run_set(&next.gate_status, NULL);
-		run_set(&next.gate_back, NULL);
-	}
-	ev.type = (char *)"transition";
-	ev.from = r->status;
-	ev.to = (char *)to;
-	ev.data = (char *)data;
-	rc = store_run_update(en->store, &next, &ev, e);
-	if (rc) {
-		run_release(&next);
-		return rc;
-	}
-	run_release(r);
-	*r = next;
-	/* A pause asked for too late to take effect dies with the run. The
-	 * flag is not versioned, so our copy may not show it: clear it. */
-	if (status_is_terminal(to) &&
-	    !store_run_request(en->store, r->id, "pause_requested", 0, NULL,
-			       NULL))
-		r->pause_requested = 0;
-	engine_mirror_events(en, r->id, NULL);
-	note(en, ENGINE_NOTE_TRANSITION, r);
-	return 0;
-}
-
-int
-engine_gate_deferred(const struct run *r)
-{
-	return !strcmp(r->status, ST_PAUSED) && r->paused_at_status &&
-	       !strcmp(r->paused_at_status, ST_WAITING);
-}
-
-/* An event's data as text, with secrets redacted; NULL for none. */
-static char *
-event_text(const json_t *data)
-{
-	struct buf clean = BUF_INIT;
-	char *text;
-
-	if (!data)
-		return NULL;
-	text = json_dumps(data, JSON_COMPACT);
-	buf_adds(&clean, text);
-	free(text);
-	redact_buf(&clean);
-	return buf_detach(&clean, NULL);
-}
-
-/*
- * The driver's moves, with the run reports that go with them (report.c):
- * the final one just before a move to a terminal status, so that the
- * terminal transition stays the run's last event; a milestone one just
- * after a move out of a stage that ended (not interrupted).
- */
-int
-engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
-{
-	char *text = event_text(data);
-	int stage_ended, rc;
-
-	stage_ended = pipeline_stage_at(d->p, d->r.status) &&
-		      strcmp(to, ST_INTERRUPTED);
-	if (status_is_terminal(to) &&
-	    !pipeline_check(d->p, d->r.status, to, NULL))
-		engine__report_final(d->en, d->p, &d->r, to, text);
-	rc = engine_transition(d->en, d->p, &d->r, to, text, e);
-	if (!rc)
-		engine__report_moved(d->en, d->p, &d->r, stage_ended);
-	d->report_ms = 0; /* a report may have been made: read it anew */
-	free(text);
-	json_decref(data);
-	return rc;
-}
-
-int
-engine__record(struct engine *en, struct run *r, const char *type,
-	       json_t *data, struct err *e)
-{
-	struct event ev = { 0 };
-	int rc;
-
-	ev.type = (char *)type;
-	ev.data = event_text(data);
-	rc = store_run_update(en->store, r, &ev, e);
-	free(ev.data);
-	json_decref(data);
-	if (!rc)
-		engine_mirror_events(en, r->id, NULL);
-	return rc;
-}
-
-int
-engine__note(struct drive *d, const char *type, json_t *data, struct err *e)
-{
-	char *text;
-	int rc;
-
-	if (!d->member)
-		return engine__record(d->en, &d->r, type, data, e);
-	/* a parallel member: the parent owns the run row */
-	text = event_text(data);
-	rc = engine__add_event(d->en, d->r.id, d->r.task_id, type, text,
-			       e);
-	free(text);
-	json_decref(data);
-	return rc;
-}
-
-int
-engine__add_event(struct engine *en, const char *run_id, int64_t task_id,
-		  const char *type, const char *data, struct err *e)
-{
-	struct event ev = { 0 };
-	int rc;
-
-	ev.run_id = (char *)run_id;
-	ev.task_id = task_id;
-	ev.type = (char *)type;
-	ev.data = (char *)data;
-	rc = store_event_add(en->store, &ev, e);
-	if (!rc)
-		engine_mirror_events(en, run_id, NULL);
-	return rc;
-}
-
-int
-engine__reload(struct drive *d, struct err *e)
-{
-	struct run fresh = { 0 };
-	int rc = store_run_get(d->en->store, d->r.id, &fresh, e);
-
-	if (rc)
-		return rc;
-	run_release(&d->r);
-	d->r = fresh;
-	return 0;
-}
-
-static int route(struct drive *d, const struct stage *s,
-		 enum stage_result res, char *reason, struct err *e);
-
-/* Records why the run ends (reason may be NULL), then moves it to `to`. */
-static int
-set_reason_and_move(struct drive *d, const char *to, const char *reason,
-		    struct err *e)
-{
-	struct buf clean = BUF_INIT;
-	int rc;
-
-	if (reason) {
-		buf_adds(&clean, reason);
-		redact_buf(&clean);
-		reason = clean.ptr;
-	}
-	run_set(&d->r.reason, reason);
-	rc = engine__move(d, to,
-			  reason ? json_pack("{s:s}", "reason", reason) : NULL,
-			  e);
-	buf_release(&clean);
-	return rc;
-}
-
-/* Pauses the run at stage s because a budget line is crossed (why). */
-static int
-budget_pause(struct drive *d, const struct stage *s, const char *why,
-	     struct err *e)
-{
-	run_set(&d->r.paused_at_status, s->status);
-	run_set(&d->r.reason, why);
-	d->leave = 1;
-	return engine__move(d, ST_PAUSED,
-			    json_pack("{s:s, s:s, s:s}", "resume_to", s->status,
-				      "cause", "budget", "reason", why),
-			    e);
-}
-
-/*
- * Pauses the run before stage s when a budget line is crossed: the
- * reason is on record and `baton resume` (after raising the budget)
- * goes on with s. Returns 1 when it paused.
- */
-static int
-pause_for_budget(struct drive *d, const struct stage *s, int *rc,
-		 struct err *e)
-{
-	char *why = engine__budget_crossed(d->en->cfg, &d->r);
-
-	if (!why)
-		return 0;
-	*rc = budget_pause(d, s, why, e);
-	free(why);
-	return 1;
-}
-
-int
-engine__stage_pause(struct drive *d, const struct stage *s,
-		    const struct stage *at, enum stage_result *res, int *rc,
-		    struct err *e)
-{
-	char *why = engine__stage_budget(d->p, s, &d->r);
-
-	if (!why)
-		return 0;
-	*rc = budget_pause(d, at, why, e);
-	*res = STAGE_STOPPED;
-	free(why);
-	return 1;
-}
-
-/*
- * Requests (pause, abort) are written without bumping the run's version,
- * so read them fresh at each boundary.
- */
-static int
-refresh_requests(struct drive *d, struct err *e)
-{
-	struct run fresh = { 0 };
-	int rc = store_run_get(d->en->store, d->r.id, &fresh, e);
-
-	if (rc)
-		return rc;
-	d->r.pause_requested = fresh.pause_requested;
-	d->r.abort_requested = fresh.abort_requested;
-	run_release(&fresh);
-	return 0;
-}
-
-/*
- * Whether a person approves before stage x starts: its gate: key, the
- * config's require_approval_at_stages, or the assist pipeline's gate. A
- * parallel group starts as one, so entering it at its first member asks
- * for the gate of any member; a member re-reviewed alone asks for its own.
- */
-static int
-gated(const struct drive *d, const struct stage *x)
-{
-	const struct config *cfg = d->en->cfg;
-	size_t at = (size_t)(x - d->p->stages), n = 1, first, i;
-
-	const struct type_ops *type = type_ops_for(d->p);
-
-	if (type->gate && type->gate(d->en, d->p, &d->r, x))
-		return 1;
-	if (x->group) {
-		size_t members = pipeline_group(d->p, x->group, &first);
-
-		if (first == at)
-			n = members; /* the group starts */
-	}
-	for (i = at; i < at + n; i++) {
-		const struct stage *m = &d->p->stages[i];
-
-		if (m->gate || config_requires_approval(cfg, m->status, m->name))
-			return 1;
-	}
-	return 0;
-}
-
-/*
- * Crosses the boundary from the current status into stage x: a gate,
- * a pause, or the stage itself. back is the stage that just ended (what a
- * gate's request-changes would re-run); loop marks entry into the fix
- * loop, which spends one round of the review budget.
- */
-static int
-cross(struct drive *d, const struct stage *x, const struct stage *back,
-      int loop, struct err *e)
-{
-	int rc;
-
-	rc = refresh_requests(d, e);
-	if (rc)
-		return rc;
-	if (d->r.abort_requested)
-		return engine__abort(d, e);
-	if (loop)
-		d->r.review_loops++;
-	if (gated(d, x)) {
-		run_set(&d->r.gate_status, x->status);
-		run_set(&d->r.gate_back, back ? back->status : NULL);
-		return engine__move(d, ST_WAITING,
-				    json_pack("{s:s}", "gate", x->name), e);
-	}
-	if (d->r.pause_requested) {
-		run_set(&d->r.paused_at_status, x->status);
-		rc = engine__move(d, ST_PAUSED,
-				  json_pack("{s:s}", "resume_to", x->status),
-				  e);
-		if (!rc)
-			rc = store_run_request(d->en->store, d->r.id,
-					       "pause_requested", 0, NULL, e);
-		if (!rc)
-			d->r.pause_requested = 0;
-		return rc;
-	}
-	if (pause_for_budget(d, x, &rc, e))
-		return rc;
-	return engine__move(d, x->status, NULL, e);
-}
-
-/*
- * Where success of stage s leads: the next stage or the terminal. A side
- * stage that returns goes back to the review that sent it; a review of a
- * parallel group goes past the group, unless another member still waits
- * for its fix round.
- */
-static int
-after_success(struct drive *d, const struct stage *s, struct err *e)
-{
-	const struct stage_ops *ops = stage_ops_for(d->p, s);
-	const struct stage *x;
-	int next = s->group ? pipeline_after(d->p, s) : s->next;
-
-	if (s->next == STAGE_BACK) {
-		x = ops->back ? ops->back(d, s) : NULL;
-		if (!x)
-			return set_reason_and_move(
-				d, ST_FAILED,
-				"a fix finished but no review is waiting for "
-				"it",
-				e);
-		return cross(d, x, s, 0, e);
-	}
-	if (ops->pending && (x = ops->pending(d, s)))
-		return route(d, x, STAGE_LOOP, NULL, e);
-	if (next < 0)
-		return engine__move(d, d->p->terminal, NULL, e);
-	return cross(d, &d->p->stages[next], s, 0, e);
-}
-
-/*
- * The round budget is spent and s asks for another round: the run
- * blocks, with s's kind's words for it or the fix loop's.
- */
-static int
-exhausted(struct drive *d, const struct stage *s, const char *reason,
-	  struct err *e)
-{
-	const struct stage_ops *ops = stage_ops_for(d->p, s);
-	const char *outcome = NULL, *still = kind_info(s->kind)->still;
-	char *why;
-	int rc;
-
-	if (ops->exhausted)
-		why = ops->exhausted(d, s, reason, &outcome);
-	else
-		why = xasprintf("%s after %d fix round%s: the review loop "
-				"budget is spent (workflow.max_review_loops = "
-				"%d)",
-				still ? still : "review still requests changes",
-				d->r.review_loops,
-				d->r.review_loops == 1 ? "" : "s",
-				d->r.max_review_loops);
-	if (outcome)
-		run_set(&d->r.outcome, outcome);
-	rc = set_reason_and_move(d, ST_BLOCKED, why, e);
-	free(why);
-	return rc;
-}
-
-/*
- * Routes a finished stage's result to the next status. A loop result
- * takes s's loop edge (on_fail for a check, else on_changes) and spends
- * a round of the run's budget.
- */
-static int
-route(struct drive *d, const struct stage *s, enum stage_result res,
-      char *reason, struct err *e)
-{
-	const struct stage_ops *ops = stage_ops_for(d->p, s);
-	const char *looped = kind_info(s->kind)->looped;
-	char *why;
-	int target;
-	int rc;
-
-	if (d->outcome && (res == STAGE_BLOCK || res == STAGE_FAIL))
-		run_set(&d->r.outcome, d->outcome);
-	d->outcome = NULL;
-	switch (res) {
-	case STAGE_FINISH:
-		return engine__move(d, d->p->terminal, NULL, e);
-	case STAGE_PASS:
-		if (s->done)
-			return engine__move(d, s->done, NULL, e);
-		return after_success(d, s, e);
-	case STAGE_ASK:
-		run_set(&d->r.gate_status, d->ask_to);
-		run_set(&d->r.gate_back, NULL);
-		free(d->ask_to);
-		d->ask_to = NULL;
-		rc = engine__move(d, ST_WAITING, d->ask, e);
-		d->ask = NULL;
-		return rc;
-	case STAGE_LOOP:
-		target = kind_is(s->kind, KF_ON_FAIL) ? s->on_fail :
-							s->on_changes;
-		if (target < 0) {
-			why = xasprintf("%s and the pipeline has no fix stage",
-					looped ? looped :
-						 "review requested changes");
-			rc = set_reason_and_move(d, ST_BLOCKED, why, e);
-			free(why);
-			return rc;
-		}
-		if (d->r.review_loops >= d->r.max_review_loops)
-			return exhausted(d, s, reason, e);
-		if (ops->on_loop)
-			ops->on_loop(d, s);
-		return cross(d, &d->p->stages[target], s, 1, e);
-	case STAGE_BLOCK:
-		return set_reason_and_move(d, ST_BLOCKED, reason, e);
-	case STAGE_FAIL:
-		return set_reason_and_move(d, ST_FAILED, reason, e);
-	case STAGE_STOPPED:
-		return 0; /* the loop looks at why */
-	}
-	BUG("unknown stage result %d", (int)res);
-}
-
 /* Takes the run's lock: fails with BATON_EBUSY naming the holder. */
 static int
 lock_run(struct drive *d, struct err *e)
@@ -891,7 +395,7 @@ sleep_until_woken(struct drive *d, int64_t deadline)
 	int64_t left;
 	int ms;
 
-	note(d->en, ENGINE_NOTE_WAITING, &d->r);
+	engine__tell(d->en, ENGINE_NOTE_WAITING, &d->r);
 	for (;;) {
 		left = deadline ? deadline - time_now_ms() : -1;
 		if (deadline && left <= 0)
@@ -1036,7 +540,7 @@ resume_interrupted(struct drive *d, struct err *e)
 	int rc;
 
 	if (!s)
-		return set_reason_and_move(d, ST_FAILED,
+		return engine__move_why(d, ST_FAILED,
 					   "interrupted in an unknown stage",
 					   e);
 	if (d->r.worktree && d->r.checkpoint) {
@@ -1110,7 +614,7 @@ make_worktree(struct drive *d, struct err *e)
 int
 engine__abort(struct drive *d, struct err *e)
 {
-	return set_reason_and_move(d, ST_ABORTED, "aborted on request", e);
+	return engine__move_why(d, ST_ABORTED, "aborted on request", e);
 }
 
 /* One step of the driver loop; see the comment at the top of the file. */
@@ -1130,7 +634,7 @@ step(struct drive *d, struct err *e)
 			if (rc)
 				return rc;
 		}
-		return cross(d, pipeline_first(d->p), NULL, 0, e);
+		return engine__cross(d, pipeline_first(d->p), NULL, 0, e);
 	}
 	if (!strcmp(d->r.status, ST_WAITING) ||
 	    !strcmp(d->r.status, ST_PAUSED)) {
@@ -1146,24 +650,24 @@ step(struct drive *d, struct err *e)
 		rc = engine__reload(d, e);
 		/* Another process moved it (approve, resume): say so. */
 		if (!rc && d->r.version != before)
-			note(d->en, ENGINE_NOTE_TRANSITION, &d->r);
+			engine__tell(d->en, ENGINE_NOTE_TRANSITION, &d->r);
 		return rc;
 	}
 	if (!strcmp(d->r.status, ST_INTERRUPTED))
 		return resume_interrupted(d, e);
 	if ((s = pipeline_stage_done_at(d->p, d->r.status)))
-		return after_success(d, s, e);
+		return engine__after_success(d, s, e);
 	s = pipeline_stage_at(d->p, d->r.status);
 	if (!s)
-		return set_reason_and_move(d, ST_FAILED,
+		return engine__move_why(d, ST_FAILED,
 					   "the run is in a status its "
 					   "pipeline does not know",
 					   e);
 	if (!strcmp(d->r.phase, RUN_PHASE_CHECKPOINTED))
-		return route(d, s, STAGE_PASS, NULL, e); /* see engine__checkpoint() */
+		return engine__route(d, s, STAGE_PASS, NULL, e); /* see engine__checkpoint() */
 	rc = engine__run_stage(d, s, &res, &reason, e);
 	if (!rc)
-		rc = route(d, s, res, reason, e);
+		rc = engine__route(d, s, res, reason, e);
 	free(reason);
 	return rc;
 }
@@ -1184,7 +688,7 @@ fail_with(struct drive *d, const struct err *cause, struct err *e)
 		free(why);
 		return cause->rc;
 	}
-	rc = set_reason_and_move(d, ST_FAILED, why, e);
+	rc = engine__move_why(d, ST_FAILED, why, e);
 	free(why);
 	return rc ? rc : cause->rc;
 }

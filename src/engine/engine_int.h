@@ -37,7 +37,34 @@ int engine__run_stage(struct drive *d, const struct stage *s,
 struct config;
 int engine__run_bound(const struct config *cfg, const struct pipeline *p);
 
-/* engine.c: transition with a data object (consumed; may be NULL). */
+/*
+ * route.c. engine__route routes stage s's result res (reason: its own,
+ * for a block or a fail; may be NULL) to the run's next status;
+ * engine__after_success takes the run on from s's resting status;
+ * engine__cross crosses the boundary into stage x (back: the stage that
+ * just ended, what a gate's request-changes re-runs; loop: entering the
+ * fix loop spends a round): a gate, a pause, a spent budget, or x.
+ */
+int engine__route(struct drive *d, const struct stage *s,
+		  enum stage_result res, char *reason, struct err *e);
+int engine__after_success(struct drive *d, const struct stage *s,
+			  struct err *e);
+int engine__cross(struct drive *d, const struct stage *x,
+		  const struct stage *back, int loop, struct err *e);
+
+/* engine.c: tells the engine's watcher (en->note) what r did. */
+enum engine_note;
+void engine__tell(struct engine *en, enum engine_note what,
+		  const struct run *r);
+
+/* door.c: a transition's data as the text an event keeps (redacted;
+ * caller frees), NULL for none. */
+char *engine__event_text(const json_t *data);
+/* door.c: moves the run to to with reason on record ("reason": reason). */
+int engine__move_why(struct drive *d, const char *to, const char *reason,
+		     struct err *e);
+
+/* door.c: transition with a data object (consumed; may be NULL). */
 int engine__move(struct drive *d, const char *to, json_t *data,
 		 struct err *e);
 /* Ends the run aborted on a person's request (no agent is running). */
