@@ -1,18 +1,20 @@
 /*
  * The driver: takes a run from wherever it is to a terminal status,
- * one checked transition at a time (see engine.h for the model).
+ * one checked transition at a time (see engine.h for the model), each
+ * through the door (door.c).
  *
  * Each pass of the loop looks at the run as stored and does one thing:
  *
  *   created                 make the worktree, then cross the boundary
  *                           into the first stage
  *   a stage, phase pending  run the stage (stage.c) and route its result
+ *                           (route.c)
  *   a resting status        ("planned") cross the boundary into the next
  *   waiting / paused        sleep until another process wakes us
  *   interrupted             reset the worktree to the last checkpoint and
  *                           re-enter the stage
  *
- * Crossing a boundary A → X: a gate on X sends the run to
+ * Crossing a boundary A → X (route.c): a gate on X sends the run to
  * waiting_for_approval; else a pause request sends it to paused (resume
  * goes to X); else the run enters X. Because every step starts from the
  * stored record, a driver that dies anywhere is replaced by the next one

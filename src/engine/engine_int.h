@@ -52,6 +52,16 @@ int engine__after_success(struct drive *d, const struct stage *s,
 int engine__cross(struct drive *d, const struct stage *x,
 		  const struct stage *back, int loop, struct err *e);
 
+/*
+ * prompt.c: stage s's prompt for its next call into out: its template
+ * (d->call's, else the kind's) with the run's variables, steers and the
+ * context; retry (may be NULL) says why the last answer was refused.
+ * out_dir is the call's output folder.
+ */
+void engine__render_prompt(struct drive *d, const struct stage *s,
+			   const char *steers, const char *retry,
+			   const char *out_dir, struct buf *out);
+
 /* engine.c: tells the engine's watcher (en->note) what r did. */
 enum engine_note;
 void engine__tell(struct engine *en, enum engine_note what,

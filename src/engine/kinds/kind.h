@@ -12,10 +12,13 @@
  * in the run folder, checkpoints and the project's checks. It never
  * includes engine_int.h, the driver's own.
  *
- *   driver (engine.c)          ──▶ stage_ops_for(p, s)->run
- *   routing (route.c)          ──▶ ->pending, ->back, ->on_loop, ->exhausted
+ *   stage runner (stage.c)     ──▶ stage_ops_for(p, s)->run
+ *   routing (route.c)          ──▶ ->pending, ->back, ->on_loop, ->exhausted,
+ *                                  type_ops_for(p)->gate
  *   door (door.c)              ──▶ type_ops_for(p)->stamp
- *   feature call (stage.c)     ──▶ ->context, ->accept, type ->after_edit
+ *   call, prompt (call.c,      ──▶ ->context, ->accept
+ *   prompt.c)
+ *   feature kinds              ──▶ type_ops_for(p)->after_edit
  */
 #ifndef BATON_ENGINE_KINDS_KIND_H
 #define BATON_ENGINE_KINDS_KIND_H

@@ -1,0 +1,904 @@
+/*
+ * Calls: an agent's, and the project's checks. engine__call makes one
+ * call of a provider for a stage: the prompt (prompt.c), the agent in
+ * the run's worktree through spawn and the sandbox, its output streamed
+ * as events, its artifacts taken from its output folder, its contract
+ * held (its call_spec's, else its kind's accept), retried once with the
+ * error in the prompt; a second failure blocks the run with the error on
+ * record. Usage, quota waits, and a worktree guard that refuses what an
+ * agent did outside its worktree go with it. engine__validate runs the
+ * project's checks the same way.
+ */
+#include "util/compat.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "core/config.h"
+#include "core/pipeline.h"
+#include "core/prompt.h"
+#include "engine/engine.h"
+#include "engine/engine_int.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/limits.h"
+#include "util/redact.h"
+#include "util/sandbox.h"
+#include "util/spawn.h"
+#include "util/strvec.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
+
+#define TICK_MS 1000
+/* A quota wait never sleeps longer than this before trying again. */
+#define MAX_QUOTA_WAIT_MS (24LL * 3600 * 1000)
+
+/*
+ * Agent output goes out as "agent_output" events while the agent runs,
+ * one per tick that brought some. An event carries at most
+ * OUTPUT_EVENT_MAX bytes of text; a tick that brought more (a flood) is
+ * cut, with a note pointing at the file that has it all.
+ */
+#define OUTPUT_EVENT_MAX (16 * 1024)
+/* What one tick reads at most before redaction and the cut. */
+#define OUTPUT_READ_MAX (64 * 1024)
+
+/* What landed() looks for, and whether it found it. */
+struct landing {
+	const char *commit;
+	int found;
+};
+
+/*
+ * Applies fn to each of the kind's artifacts in the run folder: fs_unlink
+ * before a call, so stale ones never count; redact_file after it.
+ */
+static void
+each_artifact(const struct drive *d, enum stage_kind k,
+	      int (*fn)(const char *path, struct err *e))
+{
+	int i;
+
+	if (d->call) {
+		char *path = engine__run_file(d, d->call->artifact);
+
+		fn(path, NULL);
+		free(path);
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		char *path;
+
+		if (!kind_info(k)->artifact[i])
+			continue;
+		path = engine__run_file(d, kind_info(k)->artifact[i]);
+		fn(path, NULL);
+		free(path);
+	}
+}
+
+/*
+ * Holds a call's output to its contract: its call_spec's, else its
+ * kind's. Returns 0 with *res set, BATON_ECONTRACT (e says why) for
+ * output to retry, or another error.
+ */
+static int
+accept(struct drive *d, const struct stage *s, const char *text,
+       enum stage_result *res, char **reason, struct err *e)
+{
+	const struct stage_ops *ops = stage_ops_for(d->p, s);
+
+	*res = STAGE_PASS;
+	if (d->call)
+		return d->call->accept(d, s, text, res, reason, e);
+	if (!ops->accept)
+		BUG("stage %s (%s) has no contract", s->name,
+		    stage_kind_name(s->kind));
+	return ops->accept(d, s, text, res, reason, e);
+}
+
+/* Context for the spawn callback while an agent or a check runs. */
+struct watch {
+	struct drive *d;
+	const char *stage;
+	const char *provider;
+	const char *call;	  /* an agent's call; NULL for the checks */
+	const char *out_path;	  /* what it writes (calls/<call>.stdout) */
+	struct agent_watch *aw;	  /* reads out_path as it grows; or NULL */
+	int rc;
+};
+
+/*
+ * Notes what the watched output gained since the last tick (final: the
+ * call has ended; take the partial last line too) as one "agent_output"
+ * event, redacted before it is cut, so a secret is never half shown.
+ * Nothing new, nothing noted. Returns 0 or the store's error.
+ */
+static int
+note_output(struct watch *w, int final, struct err *e)
+{
+	struct buf raw, text = BUF_INIT;
+	const char *slash = strrchr(w->out_path, '/');
+	json_t *data;
+	size_t len;
+	int rc = 0;
+
+	buf_init(&raw, OUTPUT_READ_MAX);
+	if (final)
+		agent_watch_finish(w->aw, &raw);
+	else
+		agent_watch_read(w->aw, &raw);
+	if (!raw.len)
+		goto out;
+	buf_add(&text, raw.ptr, raw.len);
+	redact_buf(&text);
+	len = utf8_cut(text.ptr, text.len, OUTPUT_EVENT_MAX);
+	data = json_pack("{s:s, s:s, s:s}", "stage", w->stage, "call",
+			 w->call ? w->call : "validation", "provider",
+			 w->provider ? w->provider : "validate");
+	if (len < text.len) {
+		buf_setlen(&text, len);
+		buf_addf(&text,
+			 "\n[baton: output cut here; all of it is in %s]\n",
+			 slash ? slash + 1 : w->out_path);
+		json_object_set_new(data, "cut", json_true());
+	}
+	json_object_set_new(data, "text", json_lossy(text.ptr, text.len));
+	rc = engine__note(w->d, "agent_output", data, e);
+out:
+	buf_release(&raw);
+	buf_release(&text);
+	return rc;
+}
+
+/*
+ * Called by spawn while a child runs. STARTED: record its process group
+ * so that a later driver can kill it if we die. WAKE: a signal arrived;
+ * stop the child if it was SIGINT/SIGTERM or an abort request. TICK:
+ * progress.
+ */
+static int
+watch_child(void *arg, enum spawn_event ev, pid_t pid)
+{
+	struct watch *w = arg;
+	struct drive *d = w->d;
+	struct run fresh = { 0 };
+	struct err e = ERR_INIT;
+
+	switch (ev) {
+	case SPAWN_EV_STARTED:
+		d->r.agent_pid = pid;
+		if (w->call)
+			w->rc = engine__note(
+				d, "agent_started",
+				json_pack("{s:s, s:s, s:i}", "provider",
+					  w->provider, "call", w->call, "pid",
+					  (int)pid),
+				&e);
+		return 0;
+	case SPAWN_EV_WAKE:
+		if (engine__signalled())
+			return d->stop = 1;
+		if (store_run_get(d->en->store, d->r.id, &fresh, &e) == 0 &&
+		    fresh.abort_requested)
+			d->stop = 1;
+		run_release(&fresh);
+		return d->stop;
+	case SPAWN_EV_TICK:
+		if (w->aw && !w->rc)
+			w->rc = note_output(w, 0, &e);
+		engine__report_tick(d);
+		if (d->en->note)
+			d->en->note(d->en->note_arg, ENGINE_NOTE_TICK, &d->r);
+		return 0;
+	}
+	return 0;
+}
+
+/* The environment an agent sees (DESIGN.md section 5, docs/agents.md). */
+static void
+agent_env(const struct drive *d, const struct stage *s, const char *prompt,
+	  const char *out_dir, struct strvec *env)
+{
+	strvec_pushf(env, "BATON_RUN_ID=%s", d->r.id);
+	strvec_pushf(env, "BATON_STAGE=%s", s->status);
+	strvec_pushf(env, "BATON_STAGE_NAME=%s", s->name);
+	strvec_pushf(env, "BATON_STAGE_KIND=%s",
+		     d->call && d->call->kind ? d->call->kind :
+						stage_kind_name(s->kind));
+	strvec_pushf(env, "BATON_RUN_DIR=%s", d->run_dir);
+	strvec_pushf(env, "BATON_OUT_DIR=%s", out_dir);
+	strvec_pushf(env, "BATON_PROMPT_FILE=%s", prompt);
+	strvec_pushf(env, "BATON_WORKTREE=%s", engine__work_dir(d));
+	strvec_pushf(env, "BATON_ATTEMPT=%d", d->r.attempt);
+	strvec_pushf(env, "BATON_REVIEW_LOOP=%d", d->r.review_loops);
+	strvec_pushf(env, "BATON_TASK=%s", d->r.task);
+	if (d->call) {
+		strvec_pushf(env, "BATON_ARTIFACT=%s/%s", out_dir,
+			     d->call->artifact);
+		if (d->call->version)
+			strvec_pushf(env, "BATON_OUTPUT_VERSION=%d",
+				     d->call->version);
+		if (d->call->env && d->call->env->nr)
+			strvec_pushv(env, d->call->env->v);
+	}
+}
+
+/* The last line of an agent's stderr, for a failure message. */
+static void
+last_line(const struct buf *b, char *out, size_t n)
+{
+	struct buf copy = BUF_INIT;
+	const char *nl;
+
+	buf_add(&copy, b->ptr, b->len);
+	buf_rtrim(&copy);
+	nl = strrchr(copy.ptr, '\n');
+	snprintf(out, n, "%s", nl ? nl + 1 : copy.ptr);
+	buf_release(&copy);
+}
+
+/*
+ * The sandbox a stage's children run in (execution.sandbox, sandbox.h):
+ * the user's home and the repository (with .baton/) hidden; the git
+ * objects read-only; an agent also reads its run folder; read-write
+ * only the worktree, its git admin folder, the call's output folder and
+ * the agent's private home (out_dir and home may be NULL).
+ */
+static void
+sandbox_for(const struct drive *d, const char *gitdir, const char *out_dir,
+	    const char *home, int no_net, struct sandbox *sb)
+{
+	sandbox_init(sb, sandbox_mode(d->en->cfg->sandbox, NULL), no_net);
+	sandbox_hide_user(sb, d->en->ws->repo);
+	sandbox_git(sb, d->en->ws->common, gitdir);
+	if (!no_net)
+		sandbox_ro(sb, d->run_dir);
+	sandbox_rw(sb, d->r.worktree);
+	sandbox_rw(sb, out_dir);
+	sandbox_rw(sb, home);
+}
+
+/*
+ * Opens name (relative, '/'-separated) under the folder dir without
+ * following a link anywhere on the way: an agent could have put one in
+ * its output folder to make baton read a file it must not. Returns the
+ * fd, or -1.
+ */
+static int
+open_below(const char *dir, const char *name)
+{
+	char *copy = xstrdup(name), *part = copy, *slash;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int next, flags, saved = errno;
+
+	while (fd >= 0 && part) {
+		slash = strchr(part, '/');
+		if (slash)
+			*slash = '\0';
+		flags = slash ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC :
+				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+		errno = EINVAL;
+		next = *part && strcmp(part, "..") ? openat(fd, part, flags) :
+						     -1;
+		saved = errno;
+		close(fd);
+		errno = saved;
+		fd = next;
+		part = slash ? slash + 1 : NULL;
+	}
+	free(copy);
+	if (fd < 0)
+		errno = saved;
+	return fd;
+}
+
+/*
+ * Takes the artifact name the agent left in its output folder into the
+ * run folder: a regular file only, reached without a link, at most
+ * BUF_MAX_ARTIFACT bytes, written atomically. None there: nothing (an
+ * agent without a sandbox may have written the run folder itself).
+ * Anything else is refused with a contract_warning.
+ */
+static void
+take_artifact(struct drive *d, const char *out_dir, const char *name)
+{
+	struct buf text;
+	struct stat st;
+	char *to = NULL, *slash;
+	const char *why = NULL;
+	int fd = open_below(out_dir, name);
+	ssize_t n;
+
+	buf_init(&text, BUF_MAX_ARTIFACT);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			why = "not a regular file (a link?)";
+		goto out;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		why = "not a regular file";
+		goto out;
+	}
+	for (;;) {
+		char chunk[8192];
+
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (buf_add(&text, chunk, (size_t)n) < 0) {
+			why = "larger than the artifact limit";
+			goto out;
+		}
+	}
+	if (n < 0) {
+		why = strerror(errno);
+		goto out;
+	}
+	to = engine__run_file(d, name);
+	slash = strrchr(to, '/');
+	*slash = '\0';
+	fs_mkdir_p(to, 0755, NULL);
+	*slash = '/';
+	if (fs_write_atomic(to, text.ptr, text.len, NULL) < 0)
+		why = "cannot write it into the run folder";
+out:
+	if (why)
+		engine__note(d, "contract_warning",
+			     json_pack("{s:s, s:s}", "file", name, "error",
+				       why),
+			     NULL);
+	if (fd >= 0)
+		close(fd);
+	free(to);
+	buf_release(&text);
+}
+
+/*
+ * A call's output folder, runs/<id>/out/<call>/, empty (with the
+ * folders its artifacts go in) before the call; the agent's writable
+ * place besides the worktree. After the call take_artifacts brings the
+ * artifacts the stage expects, and only those, into the run folder.
+ */
+static int
+make_out_dir(const struct drive *d, const char *out_dir, struct err *e)
+{
+	const char *name = d->call ? d->call->artifact : NULL;
+	char *sub;
+	int rc;
+
+	fs_remove_tree(out_dir, NULL);
+	rc = fs_mkdir_p(out_dir, 0755, e);
+	if (rc || !name || !strchr(name, '/'))
+		return rc;
+	sub = xasprintf("%s/%.*s", out_dir,
+			(int)(strrchr(name, '/') - name), name);
+	rc = fs_mkdir_p(sub, 0755, e);
+	free(sub);
+	return rc;
+}
+
+static void
+take_artifacts(struct drive *d, const struct stage *s, const char *out_dir)
+{
+	int i;
+
+	if (d->call) {
+		take_artifact(d, out_dir, d->call->artifact);
+		return;
+	}
+	for (i = 0; i < 2; i++)
+		if (kind_info(s->kind)->artifact[i])
+			take_artifact(d, out_dir, kind_info(s->kind)->artifact[i]);
+}
+
+/* Adds a call's usage to the run, for status, show and the budgets. */
+static void
+count_usage(struct drive *d, const struct stage *s,
+	    const struct agent_result *ar)
+{
+	d->r.tokens_in += ar->tokens_in;
+	d->r.tokens_out += ar->tokens_out;
+	if (ar->cost_known)
+		d->r.cost_usd += ar->cost_usd;
+	engine__stage_spent(d, s, ar->tokens_in + ar->tokens_out,
+			    ar->cost_known ? ar->cost_usd : 0);
+}
+
+static int
+note_exit(struct drive *d, const char *call,
+	  const struct config_provider *prov, const struct agent_result *ar,
+	  struct err *e)
+{
+	json_t *o = json_pack(
+		"{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:i}",
+		"call", call, "provider", prov->name, "type", prov->type,
+		"outcome", agent_outcome_name(ar->outcome), "failure",
+		agent_failure_name(ar->failure), "exit_code", ar->status,
+		"duration_ms", (json_int_t)ar->duration_ms, "output_bytes",
+		(json_int_t)ar->out_bytes, "tokens_in",
+		(json_int_t)ar->tokens_in, "tokens_out",
+		(json_int_t)ar->tokens_out, "steps", ar->steps);
+
+	if (prov->model)
+		json_object_set_new(o, "model", json_string(prov->model));
+	if (ar->cost_known)
+		json_object_set_new(o, "cost_usd", json_real(ar->cost_usd));
+	if (ar->session_id[0])
+		json_object_set_new(o, "session",
+				    json_lossy_str(ar->session_id));
+	if (ar->failure != AGENT_FAIL_NONE && ar->message.len)
+		json_object_set_new(o, "message",
+				    json_lossy(ar->message.ptr,
+					       ar->message.len));
+	if (ar->http_status)
+		json_object_set_new(o, "http_status",
+				    json_integer(ar->http_status));
+	return engine__note(d, "agent_exited", o, e);
+}
+
+/*
+ * A quota or an outage: waits until the agent said the limit resets,
+ * else backs off (execution.backoff_seconds, doubling, with jitter),
+ * then the caller tries the stage again. *stop is set when an abort or
+ * a signal cut the wait short.
+ */
+static int
+wait_for_quota(struct drive *d, const struct stage *s,
+	       const struct config_provider *prov,
+	       const struct agent_result *ar, int n, int *stop, struct err *e)
+{
+	const struct config *cfg = d->en->cfg;
+	int64_t now = time_now_ms(), until, backoff;
+	char when[40];
+	int rc;
+
+	backoff = (int64_t)cfg->backoff_seconds * 1000 << (n < 6 ? n : 6);
+	backoff += backoff / 10 * (rand() % 100) / 100;
+	until = ar->reset_at_ms > now ? ar->reset_at_ms + 1000 : now + backoff;
+	if (until - now > MAX_QUOTA_WAIT_MS)
+		until = now + MAX_QUOTA_WAIT_MS;
+	time_fmt_iso(until, when, sizeof(when));
+	rc = engine__note(
+		d, "quota_wait",
+		json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "stage",
+			  s->name, "provider", prov->name, "failure",
+			  agent_failure_name(ar->failure), "message",
+			  ar->message.len ? ar->message.ptr : "", "until", when,
+			  "wait_ms", (json_int_t)(until - now), "attempt", n + 1,
+			  "of",
+			  cfg->quota_retries),
+		e);
+	if (rc)
+		return rc;
+	if (d->en->detach) {
+		/* A worker of serve: give the run back, interrupted, and
+		 * let the queue wait instead of a worker. */
+		d->en->resume_after_ms = until;
+		d->leave = 1;
+		*stop = 1;
+		return engine__move(d, ST_INTERRUPTED,
+				    json_pack("{s:s, s:s, s:s}", "stage",
+					      s->name, "cause", "quota_wait",
+					      "until", when),
+				    e);
+	}
+	if (d->en->note)
+		d->en->note(d->en->note_arg, ENGINE_NOTE_TICK, &d->r);
+	*stop = engine__sleep(d, until);
+	return 0;
+}
+
+/* "provider 'p' (type): message. Fix: hint" for a run that must stop. */
+static char *
+setup_failure(const struct stage *s, const struct config_provider *prov,
+	      const struct agent_result *ar)
+{
+	const struct agent_info *info = agent_info(prov->type);
+	const char *hint = NULL, *msg = ar->message.len ? ar->message.ptr :
+				agent_failure_name(ar->failure);
+	char *who = xasprintf("provider '%s' (%s): ", prov->name, prov->type);
+	char *out;
+
+	if (ar->failure == AGENT_FAIL_AUTH && info && info->auth_hint)
+		hint = info->auth_hint;
+	else if (ar->failure == AGENT_FAIL_MISSING && info &&
+		 info->install_hint)
+		hint = info->install_hint;
+	if (hint && strstr(msg, hint))
+		hint = NULL;	/* the agent's message names it already */
+	if (!strncmp(msg, who, strlen(who)))
+		msg += strlen(who);
+	out = xasprintf("stage %s: %s%s%s%s", s->name, who, msg,
+			hint ? ". Fix: " : "", hint ? hint : "");
+	free(who);
+	return out;
+}
+
+/* store_merge_list's callback for landed(): stops at a match. */
+static int
+is_landing(const struct merge_item *m, void *arg)
+{
+	struct landing *l = arg;
+
+	l->found = (m->merged_commit && !strcmp(m->merged_commit, l->commit)) ||
+		   !strcmp(m->status, MERGE_PROCESSING);
+	return l->found;
+}
+
+/*
+ * Whether a branch that moved during a call moved to a landing of the
+ * merge queue (or one is under way): the store, not the repository,
+ * says so.
+ */
+static int
+landed(void *arg, const char *commit)
+{
+	struct drive *d = arg;
+	struct landing l = { commit, 0 };
+	struct err ignored = ERR_INIT;
+
+	store_merge_list(d->en->store, NULL, is_landing, &l, &ignored);
+	return l.found;
+}
+
+/*
+ * After a call: what the agent changed that the checkpoint's diff will
+ * not show goes to d->unseen, for the stage's policy; anything it may
+ * not do at all (a link out of the worktree, another ref moved, the
+ * worktree's git files rewritten) gives *breach, the reason that blocks
+ * the stage, with a policy_violation event naming each.
+ */
+static int
+guard_end(struct drive *d, const struct stage *s, struct worktree_guard *g,
+	  char **breach, struct err *e)
+{
+	struct worktree_guard_check c = { .landed = landed, .arg = d };
+	struct strvec breaches = STRVEC_INIT;
+	struct buf all = BUF_INIT;
+	json_t *list;
+	size_t i;
+	int rc;
+
+	rc = worktree_guard_end(d->en->ws, d->r.worktree, g, &c, &d->unseen,
+				&breaches, e);
+	if (rc || !breaches.nr)
+		goto out;
+	list = json_array();
+	for (i = 0; i < breaches.nr; i++) {
+		buf_addf(&all, "%s%s", i ? "; " : "", breaches.v[i]);
+		json_array_append_new(list, json_string(breaches.v[i]));
+	}
+	d->outcome = RUN_OUTCOME_POLICY;
+	*breach = xasprintf("stage %s: the agent went outside its worktree: "
+			    "%s", s->name, all.ptr);
+	rc = engine__note(d, "policy_violation",
+			  json_pack("{s:s, s:s, s:o, s:s}", "stage", s->name,
+				    "policy", "integrity", "breaches", list,
+				    "paths", all.ptr),
+			  e);
+out:
+	strvec_clear(&breaches);
+	buf_release(&all);
+	return rc;
+}
+
+/*
+ * One provider on one agent stage: prompt, call, contract. Broken output
+ * is retried once with the error in the prompt; a quota or an outage
+ * waits and tries again (execution.quota_retries times); missing
+ * programs and refused credentials block the run with the fix named.
+ * The stop paths (abort, signal) return STAGE_STOPPED after moving the
+ * run themselves.
+ */
+int
+engine__call(struct drive *d, const struct stage *s,
+	     const struct config_provider *prov, const char *steers,
+	     enum stage_result *res, char **reason, struct err *e)
+{
+	const struct agent_info *info = agent_info(prov->type);
+	struct agent_result ar = AGENT_RESULT_INIT;
+	struct worktree_guard guard = WORKTREE_GUARD_INIT;
+	struct buf prompt = BUF_INIT;
+	struct strvec env = STRVEC_INIT;
+	struct sandbox sb = SANDBOX_INIT;
+	char *retry = NULL, *call = NULL, *pfile = NULL, *ofile = NULL,
+	     *breach = NULL, *efile = NULL, *home = NULL, *gitdir = NULL,
+	     *out_dir = NULL,
+	     *calls_dir = engine__run_file(d, "calls");
+	char tail[512];
+	int rc = 0, waits = 0, stop = 0;
+
+	d->missing = 0;
+	if (d->member) {
+		/* the parent checked before it forked: no pausing here */
+		*reason = engine__stage_budget(d->p, s, &d->r);
+		if (*reason) {
+			*res = STAGE_BLOCK;
+			goto out;
+		}
+	} else if (engine__stage_pause(d, s, s, res, &rc, e)) {
+		goto out;
+	}
+	rc = fs_mkdir_p(calls_dir, 0755, e);
+	if (rc)
+		goto out;
+	if (sandbox_mode(d->en->cfg->sandbox, NULL) && d->r.worktree)
+		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
+	for (;;) {
+		struct watch w = { .d = d, .stage = s->name,
+				   .provider = prov->name };
+		struct agent_request req = { 0 };
+		struct err cerr = ERR_INIT;
+
+		each_artifact(d, s->kind, fs_unlink);
+		free(call);
+		free(pfile);
+		free(ofile);
+		free(efile);
+		free(home);
+		free(out_dir);
+		call = xasprintf("%04lld-%s-%s-%d", (long long)d->r.version,
+				 s->name, prov->name, d->r.attempt);
+		out_dir = xasprintf("%s/out/%s", d->run_dir, call);
+		rc = make_out_dir(d, out_dir, e);
+		if (rc)
+			goto out;
+		buf_reset(&prompt);
+		engine__render_prompt(d, s, steers, retry, out_dir, &prompt);
+		pfile = xasprintf("%s/%s.prompt.md", calls_dir, call);
+		ofile = xasprintf("%s/%s.stdout", calls_dir, call);
+		efile = xasprintf("%s/%s.stderr", calls_dir, call);
+		home = info && info->is_cli ?
+			       xasprintf("%s/agents/%s", d->run_dir, prov->name) :
+			       xasprintf("%s/%s.http", calls_dir, call);
+		rc = fs_write_atomic(pfile, prompt.ptr, prompt.len, e);
+		if (!rc && info && info->is_cli)
+			rc = fs_mkdir_p(home, 0700, e);
+		if (rc)
+			goto out;
+		strvec_clear(&env);
+		agent_env(d, s, pfile, out_dir, &env);
+		sandbox_release(&sb);
+		/* baton's own agent: its records are baton's, not the tools' */
+		sandbox_for(d, gitdir, out_dir,
+			    info && info->is_cli ? home : NULL, 0, &sb);
+		w.call = call;
+		w.out_path = ofile;
+		w.aw = agent_watch_new(prov->type, ofile);
+		req.provider = prov;
+		req.cwd = engine__work_dir(d);
+		req.prompt = prompt.ptr;
+		req.prompt_file = pfile;
+		req.env = &env;
+		req.out_path = ofile;
+		req.err_path = efile;
+		req.home = home;
+		req.sandbox = &sb;
+		req.wake_fd = d->wake_fd;
+		req.tick_ms = TICK_MS;
+		req.on_event = watch_child;
+		req.arg = &w;
+		agent_result_release(&ar);
+		ar = (struct agent_result)AGENT_RESULT_INIT;
+		if (d->r.worktree) {
+			rc = worktree_guard_begin(d->en->ws, d->r.worktree,
+						  &guard, e);
+			if (rc) {
+				agent_watch_free(w.aw);
+				goto out;
+			}
+		}
+		rc = agent_run(&req, &ar, e);
+		d->r.agent_pid = 0;
+		/* nothing the agent started outlives its call (spawn.h) */
+		spawn_kill_orphans();
+		take_artifacts(d, s, out_dir);
+		/* the rest of the output, before agent_exited says it ended */
+		if (rc == 0 && w.rc == 0)
+			w.rc = note_output(&w, 1, e);
+		agent_watch_free(w.aw);
+		if (rc == 0 && w.rc)
+			rc = w.rc;
+		if (rc) {
+			/* baton could not do its part: the stage fails. */
+			*res = STAGE_FAIL;
+			*reason = xasprintf("stage %s: %s", s->name, e->msg);
+			rc = 0;
+			goto out;
+		}
+		redact_file(ofile, NULL);
+		redact_file(efile, NULL);
+		if (info && !info->is_cli)
+			redact_dir(home, NULL);
+		redact_buf(&ar.text);
+		redact_buf(&ar.message);
+		redact_buf(&ar.err_tail);
+		each_artifact(d, s->kind, redact_file);
+		count_usage(d, s, &ar);
+		rc = note_exit(d, call, prov, &ar, e);
+		if (!rc && d->r.worktree)
+			rc = guard_end(d, s, &guard, &breach, e);
+		if (rc)
+			goto out;
+		if (breach) {
+			*res = STAGE_BLOCK;
+			*reason = breach;
+			breach = NULL;
+			goto out;
+		}
+		last_line(&ar.err_tail, tail, sizeof(tail));
+		if (ar.outcome == AGENT_STOPPED) {
+			*res = STAGE_STOPPED;
+			goto out;
+		}
+		switch (ar.failure) {
+		case AGENT_FAIL_NONE:
+			break;
+		case AGENT_FAIL_QUOTA:
+		case AGENT_FAIL_UNAVAILABLE:
+			if (waits >= d->en->cfg->quota_retries) {
+				*res = STAGE_BLOCK;
+				*reason = xasprintf(
+					"stage %s: provider '%s' is still %s "
+					"after %d wait%s (execution."
+					"quota_retries): %s",
+					s->name, prov->name,
+					ar.failure == AGENT_FAIL_QUOTA ?
+						"rate limited" :
+						"unavailable",
+					waits, waits == 1 ? "" : "s",
+					ar.message.ptr);
+				goto out;
+			}
+			rc = wait_for_quota(d, s, prov, &ar, waits++, &stop, e);
+			if (rc)
+				goto out;
+			if (stop) {
+				*res = STAGE_STOPPED;
+				goto out;
+			}
+			continue;
+		case AGENT_FAIL_AUTH:
+		case AGENT_FAIL_MISSING:
+		case AGENT_FAIL_LIMIT:
+			*res = STAGE_BLOCK;
+			*reason = setup_failure(s, prov, &ar);
+			d->missing = ar.failure == AGENT_FAIL_MISSING;
+			goto out;
+		case AGENT_FAIL_TIMEOUT:
+			*res = STAGE_FAIL;
+			*reason = xasprintf("stage %s: agent '%s' timed out "
+					    "after %d s",
+					    s->name, prov->name,
+					    prov->timeout_seconds);
+			goto out;
+		case AGENT_FAIL_CRASH:
+			*res = STAGE_FAIL;
+			*reason = xasprintf(
+				"stage %s: agent '%s' %s %d%s%s", s->name,
+				prov->name,
+				ar.outcome == AGENT_CRASHED ?
+					"was killed by signal" :
+					"exited with",
+				ar.outcome == AGENT_CRASHED ? ar.signal :
+							      ar.status,
+				ar.message.len || tail[0] ? ": " : "",
+				ar.message.len ? ar.message.ptr : tail);
+			goto out;
+		case AGENT_FAIL_BAD_OUTPUT:
+			err_set(&cerr, BATON_ECONTRACT,
+				"the agent's output could not be read: %s",
+				ar.message.len ? ar.message.ptr : "no result");
+			break;
+		}
+		if (ar.failure == AGENT_FAIL_NONE)
+			rc = accept(d, s, ar.text.ptr, res, reason,
+					   &cerr);
+		else
+			rc = BATON_ECONTRACT;
+		if (rc != BATON_ECONTRACT) {
+			if (rc)
+				*e = cerr;
+			goto out;
+		}
+		rc = 0;
+		engine__note(d, "contract_error",
+			     json_pack("{s:s, s:s, s:b}", "stage", s->name,
+				       "error", cerr.msg, "retry",
+				       d->r.attempt == 0),
+			     NULL);
+		if (d->r.attempt > 0) {
+			*res = STAGE_BLOCK;
+			*reason = xasprintf("stage %s: %s (still broken after "
+					    "one retry)",
+					    s->name, cerr.msg);
+			goto out;
+		}
+		d->r.attempt++;
+		free(retry);
+		retry = xstrdup(cerr.msg);
+	}
+out:
+	agent_result_release(&ar);
+	worktree_guard_release(&guard);
+	buf_release(&prompt);
+	strvec_clear(&env);
+	free(retry);
+	free(call);
+	free(pfile);
+	free(ofile);
+	free(efile);
+	free(home);
+	free(out_dir);
+	free(gitdir);
+	free(calls_dir);
+	sandbox_release(&sb);
+	return rc;
+}
+
+int
+engine__validate(struct drive *d, const struct stage *s,
+		 enum stage_result *res, struct err *e)
+{
+	const struct config *cfg = d->en->cfg;
+	struct watch w = { .d = d, .stage = s->name };
+	struct sandbox sb = SANDBOX_INIT;
+	struct workspace_hooks hooks = { d->wake_fd, TICK_MS, watch_child, &w,
+					 &sb };
+	struct validate_result vr = { 0 };
+	char *gitdir = NULL;
+	char *json = engine__run_file(d, "validation.json");
+	char *log = engine__run_file(d, "validation.log");
+	struct buf text = BUF_INIT;
+	int rc;
+
+	fs_unlink(log, NULL);
+	/* the checks' output streams as the agents' does */
+	w.out_path = log;
+	w.aw = agent_watch_new("command", log);
+	if (sandbox_mode(cfg->sandbox, NULL))
+		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
+	sandbox_for(d, gitdir, NULL, NULL, 1, &sb);
+	rc = validate_run(d->r.worktree, &cfg->validate_commands,
+			  cfg->validate_timeout_seconds, json, log, &hooks, &vr,
+			  e);
+	d->r.agent_pid = 0;
+	/* the checks run code the agent wrote: the same rule as its calls */
+	spawn_kill_orphans();
+	if (!rc && !w.rc)
+		rc = note_output(&w, 1, e);
+	if (rc)
+		goto out;
+	if (vr.stopped) {
+		*res = STAGE_STOPPED;
+		goto out;
+	}
+	fs_read_nofollow(json, &text, BUF_MAX_ARTIFACT, NULL);
+	rc = engine__keep_output(d, "validation.json",
+				 vr.passed ? "PASSED" : "FAILED", text.ptr, e);
+	if (!rc)
+		rc = engine__note(d, "validation",
+				  json_pack("{s:s, s:b, s:i}", "stage", s->name,
+					    "passed", vr.passed, "commands",
+					    (int)cfg->validate_commands.nr),
+				  e);
+	*res = vr.passed ? STAGE_PASS : STAGE_LOOP;
+out:
+	agent_watch_free(w.aw);
+	validate_result_release(&vr);
+	sandbox_release(&sb);
+	free(gitdir);
+	buf_release(&text);
+	free(json);
+	free(log);
+	return rc;
+}
