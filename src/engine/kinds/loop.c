@@ -73,31 +73,81 @@ iteration(const struct drive *d)
 	return d->r.review_loops + 1;
 }
 
-/* progress.loop (borrowed from p; created when absent). */
-static json_t *
-loop_obj(json_t *p)
-{
-	return engine__prog_part(p, "loop");
-}
+/* The phases whose end the state records, by the iteration it was in. */
+enum loop_done { PLANNED, ACTED, OBSERVED, EVALUATED, NR_DONE };
 
-/* progress.loop.<key> as an integer (0 when absent). */
-static int
-loop_int(const struct drive *d, const char *key)
-{
-	json_t *p = engine__prog_load(d);
-	int v = (int)json_integer_value(json_object_get(loop_obj(p), key));
+static const char *const done_keys[NR_DONE] = {
+	[PLANNED] = "planned", [ACTED] = "acted", [OBSERVED] = "observed",
+	[EVALUATED] = "evaluated",
+};
 
-	json_decref(p);
-	return v;
-}
+/*
+ * The loop's part of the run record (progress.loop), typed: where each
+ * phase got to, the intent lock, the receipt chain's anchor and this
+ * iteration's documents. loop_load reads it whole from d->r; loop_keep
+ * writes it back into d->r for the run's next write, keeping the keys it
+ * does not own (the phase the door stamps) as they are. A field that is
+ * 0 or NULL is never written: a loop's state only moves on.
+ */
+struct loop_state {
+	int done[NR_DONE];	/* the iteration each phase last ended in */
+	int receipts;		/* the chain's length */
+	char *head;		/* its last hash (RECEIPT_GENESIS: none) */
+	char *intent_hash;	/* intent-lock.json's hash, once locked */
+	int64_t intent_at;	/* when it was locked; 0: not yet */
+	/* this iteration's documents, or NULL */
+	json_t *step, *granted, *observation, *evaluation;
+};
 
-/* Sets progress.loop.<key> (value consumed) in d->r, for the next write. */
+#define LOOP_DOCS(X) X(step) X(granted) X(observation) X(evaluation)
+
 static void
-loop_set(struct drive *d, const char *key, json_t *value)
+loop_load(const struct drive *d, struct loop_state *st)
 {
-	json_t *p = engine__prog_load(d), *l = loop_obj(p);
+	json_t *p = engine__prog_load(d), *l = json_object_get(p, "loop");
+	int i;
 
-	json_object_set_new(l, key, value);
+	memset(st, 0, sizeof(*st));
+	for (i = 0; i < NR_DONE; i++)
+		st->done[i] = (int)json_integer_value(
+			json_object_get(l, done_keys[i]));
+	st->receipts = (int)json_integer_value(json_object_get(l, "receipts"));
+	st->head = xstrdup_or_null(json_get_str(l, "head"));
+	st->intent_hash = xstrdup_or_null(json_get_str(l, "intent_hash"));
+	st->intent_at = json_integer_value(json_object_get(l, "intent_at"));
+#define LOAD_DOC(f)                                                           \
+	st->f = json_object_get(l, #f);                                       \
+	json_incref(st->f);
+	LOOP_DOCS(LOAD_DOC)
+#undef LOAD_DOC
+	json_decref(p);
+}
+
+static void
+loop_keep(struct drive *d, const struct loop_state *st)
+{
+	json_t *p = engine__prog_load(d), *l = engine__prog_part(p, "loop");
+	int i;
+
+	for (i = 0; i < NR_DONE; i++)
+		if (st->done[i])
+			json_object_set_new(l, done_keys[i],
+					    json_integer(st->done[i]));
+	if (st->receipts)
+		json_object_set_new(l, "receipts", json_integer(st->receipts));
+	if (st->head)
+		json_object_set_new(l, "head", json_string(st->head));
+	if (st->intent_hash)
+		json_object_set_new(l, "intent_hash",
+				    json_string(st->intent_hash));
+	if (st->intent_at)
+		json_object_set_new(l, "intent_at",
+				    json_integer(st->intent_at));
+#define KEEP_DOC(f)                                                           \
+	if (st->f)                                                            \
+		json_object_set(l, #f, st->f);
+	LOOP_DOCS(KEEP_DOC)
+#undef KEEP_DOC
 	json_object_set_new(l, "iteration", json_integer(iteration(d)));
 	json_object_set_new(l, "max_iterations",
 			    json_integer(d->r.max_review_loops));
@@ -105,11 +155,76 @@ loop_set(struct drive *d, const char *key, json_t *value)
 	json_decref(p);
 }
 
-/* 1 when the stage named key already finished this iteration. */
-static int
-done_here(const struct drive *d, const char *key)
+static void
+loop_release(struct loop_state *st)
 {
-	return loop_int(d, key) == iteration(d);
+	free(st->head);
+	free(st->intent_hash);
+#define FREE_DOC(f) json_decref(st->f);
+	LOOP_DOCS(FREE_DOC)
+#undef FREE_DOC
+	memset(st, 0, sizeof(*st));
+}
+
+/* 1 when phase k already ended in this iteration. */
+static int
+done_here(const struct drive *d, enum loop_done k)
+{
+	struct loop_state st;
+	int yes;
+
+	loop_load(d, &st);
+	yes = st.done[k] == iteration(d);
+	loop_release(&st);
+	return yes;
+}
+
+/*
+ * Phase k ended in this iteration, leaving doc (a new reference taken
+ * over; NULL for an act) as what the next phases read: the plan's step,
+ * the observation, the evaluation.
+ */
+static void
+loop_ended(struct drive *d, enum loop_done k, json_t *doc)
+{
+	struct loop_state st;
+	json_t **slot = NULL;
+
+	loop_load(d, &st);
+	switch (k) {
+	case PLANNED:
+		slot = &st.step;
+		break;
+	case OBSERVED:
+		slot = &st.observation;
+		break;
+	case EVALUATED:
+		slot = &st.evaluation;
+		break;
+	case ACTED:
+	case NR_DONE:
+		break;
+	}
+	if (slot) {
+		json_decref(*slot);
+		*slot = doc;
+	}
+	st.done[k] = iteration(d);
+	loop_keep(d, &st);
+	loop_release(&st);
+}
+
+/* What the policy granted this iteration's act (grants consumed). */
+static void
+loop_grant(struct drive *d, json_t *grants)
+{
+	struct loop_state st;
+
+	loop_load(d, &st);
+	json_decref(st.granted);
+	st.granted = grants;
+	loop_keep(d, &st);
+	loop_release(&st);
 }
 
 /* ---- receipts ---------------------------------------------------------- */
@@ -123,12 +238,14 @@ done_here(const struct drive *d, const char *key)
 static int
 add_receipt(struct drive *d, json_t *r, struct err *e)
 {
-	json_t *p = engine__prog_load(d), *l = loop_obj(p), *clean;
+	struct loop_state st;
 	struct buf scrub = BUF_INIT;
-	const char *head = json_get_str(l, "head");
-	int n = (int)json_integer_value(json_object_get(l, "receipts")) + 1;
+	json_t *clean;
 	char *text;
-	int rc;
+	int rc, n;
+
+	loop_load(d, &st);
+	n = st.receipts + 1;
 
 	json_object_set_new(r, "n", json_integer(n));
 	json_object_set_new(r, "iteration", json_integer(iteration(d)));
@@ -144,11 +261,12 @@ add_receipt(struct drive *d, json_t *r, struct err *e)
 		clean = r;
 	/* after the redaction: the id is the run's, kept as it is anyway */
 	json_object_set_new(clean, "run", json_string(d->r.id));
-	receipt_seal(clean, head ? head : RECEIPT_GENESIS);
-	json_object_set_new(l, "receipts", json_integer(n));
-	json_object_set(l, "head", json_object_get(clean, "hash"));
-	engine__prog_save(d, p);
-	json_decref(p);
+	receipt_seal(clean, st.head ? st.head : RECEIPT_GENESIS);
+	st.receipts = n;
+	free(st.head);
+	st.head = xstrdup(json_get_str(clean, "hash"));
+	loop_keep(d, &st);
+	loop_release(&st);
 	rc = engine__note(d, "receipt", clean, e);
 	return rc;
 }
@@ -219,12 +337,16 @@ static int
 lock_intent(struct drive *d, struct err *e)
 {
 	const struct config *cfg = d->en->cfg;
+	struct loop_state st;
 	json_t *lock;
 	char *text, hash[65];
 	int rc;
 
-	if (loop_int(d, "intent_at"))
+	loop_load(d, &st);
+	if (st.intent_at) {
+		loop_release(&st);
 		return 0;
+	}
 	lock = json_pack("{s:s, s:s, s:i, s:s, s:o, s:o, s:s?}", "goal",
 			 d->r.task, "pipeline", d->p->name, "max_iterations",
 			 d->r.max_review_loops, "profile", cfg->loop.profile,
@@ -237,10 +359,14 @@ lock_intent(struct drive *d, struct err *e)
 	free(text);
 	rc = engine__keep_json(d, INTENT_FILE, NULL, lock, e);
 	json_decref(lock);
+	if (!rc) {
+		st.intent_hash = xstrdup(hash);
+		st.intent_at = time_now_ms();
+		loop_keep(d, &st);
+	}
+	loop_release(&st);
 	if (rc)
 		return rc;
-	loop_set(d, "intent_hash", json_string(hash));
-	loop_set(d, "intent_at", json_integer(time_now_ms()));
 	return engine__note(d, "intent_locked",
 			    json_pack("{s:s, s:s}", "file", INTENT_FILE,
 				      "hash", hash),
@@ -251,20 +377,22 @@ lock_intent(struct drive *d, struct err *e)
 static int
 intent_changed(struct drive *d)
 {
-	json_t *p = engine__prog_load(d), *lock;
-	const char *want = json_get_str(loop_obj(p), "intent_hash");
+	struct loop_state st;
+	json_t *lock;
 	char *text = NULL, hash[65];
 	int changed = 1;
 
+	loop_load(d, &st);
+
 	lock = engine__load_json(d, INTENT_FILE, NULL);
-	if (lock && want) {
+	if (lock && st.intent_hash) {
 		text = json_dumps(lock, JSON_INDENT(2) | JSON_SORT_KEYS);
 		receipt_sha256_hex(text, strlen(text), hash);
-		changed = strcmp(hash, want) != 0;
+		changed = strcmp(hash, st.intent_hash) != 0;
 	}
 	free(text);
 	json_decref(lock);
-	json_decref(p);
+	loop_release(&st);
 	return changed;
 }
 
@@ -315,12 +443,13 @@ stop_condition(struct drive *d, const char **outcome)
 static json_t *
 current_step(const struct drive *d)
 {
-	json_t *p = engine__prog_load(d);
-	json_t *step = json_object_get(loop_obj(p), "step");
+	struct loop_state st;
+	json_t *step;
 
-	json_incref(step);
-	json_decref(p);
-	return json_is_object(step) ? step : (json_decref(step), NULL);
+	loop_load(d, &st);
+	step = json_is_object(st.step) ? json_incref(st.step) : NULL;
+	loop_release(&st);
+	return step;
 }
 
 static void
@@ -339,23 +468,21 @@ add_section_json(struct buf *ctx, const char *title, const json_t *doc,
 static void
 loop_context(struct drive *d, struct buf *ctx)
 {
-	json_t *p = engine__prog_load(d), *l = loop_obj(p);
 	size_t budget = LOOP_CONTEXT_MAX;
 	struct buf head = BUF_INIT;
+	struct loop_state st;
 
+	loop_load(d, &st);
 	buf_addf(&head, "Iteration %d of at most %d.\n", iteration(d),
 		 d->r.max_review_loops);
 	prompt_section(ctx, "Bounds", head.ptr, &budget);
-	add_section_json(ctx, "The last evaluation",
-			 json_object_get(l, "evaluation"), &budget);
+	add_section_json(ctx, "The last evaluation", st.evaluation, &budget);
 	add_section_json(ctx, "What baton observed after the act",
-			 json_object_get(l, "observation"), &budget);
-	add_section_json(ctx, "The step to take",
-			 json_object_get(l, "step"), &budget);
-	add_section_json(ctx, "What the policy granted",
-			 json_object_get(l, "granted"), &budget);
+			 st.observation, &budget);
+	add_section_json(ctx, "The step to take", st.step, &budget);
+	add_section_json(ctx, "What the policy granted", st.granted, &budget);
 	buf_release(&head);
-	json_decref(p);
+	loop_release(&st);
 }
 
 /* One agent call of a loop stage into artifact, held to accept(). */
@@ -451,8 +578,7 @@ accept_plan(struct drive *d, const struct stage *s, const char *text,
 	done = json_is_true(json_object_get(doc, "done"));
 	rc = engine__keep_json(d, file, done ? "done" : "step", doc, e);
 	if (!rc) {
-		loop_set(d, "step", json_incref(doc));
-		loop_set(d, "planned", json_integer(iteration(d)));
+		loop_ended(d, PLANNED, json_incref(doc));
 		rc = engine__note(d, "step_planned",
 				  json_pack("{s:s, s:i, s:b, s:O?, s:O?}",
 					    "stage", s->name, "iteration",
@@ -486,7 +612,7 @@ plan_stage(struct drive *d, const struct stage *s, const char *steers,
 	char *file;
 	int rc;
 
-	if (done_here(d, "planned")) {
+	if (done_here(d, PLANNED)) {
 		goal_met(d, res);
 		return 0;
 	}
@@ -555,11 +681,13 @@ judge_effects(const struct drive *d, const json_t *step, json_t *grants)
 static json_t *
 granted_list(const struct drive *d)
 {
-	json_t *p = engine__prog_load(d);
-	json_t *g = json_deep_copy(json_object_get(loop_obj(p), "granted"));
+	struct loop_state st;
+	json_t *g;
 
-	json_decref(p);
-	return g ? g : json_array();
+	loop_load(d, &st);
+	g = st.granted ? json_deep_copy(st.granted) : json_array();
+	loop_release(&st);
+	return g;
 }
 
 /* The digest of an act's output: the agent's final text and its diff. */
@@ -641,7 +769,7 @@ accept_act(struct drive *d, const struct stage *s, const char *text,
 						 "write grant covers",
 						 outside.ptr));
 	run_set(&d->r.checkpoint, commit);
-	loop_set(d, "acted", json_integer(iteration(d)));
+	loop_ended(d, ACTED, NULL);
 	rc = add_receipt(d, r, e);
 	*res = STAGE_PASS;
 	if (!rc && outside.len) {
@@ -687,7 +815,7 @@ act_stage(struct drive *d, const struct stage *s, const char *steers,
 	char *why, *file;
 	int rc;
 
-	if (done_here(d, "acted")) {
+	if (done_here(d, ACTED)) {
 		*res = STAGE_PASS;
 		return 0;
 	}
@@ -711,7 +839,7 @@ act_stage(struct drive *d, const struct stage *s, const char *steers,
 			  RUN_OUTCOME_POLICY, res, reason, e);
 		goto out;
 	}
-	loop_set(d, "granted", grants);
+	loop_grant(d, grants);
 	file = xasprintf("loop/act-%d.md", iteration(d));
 	cs.artifact = file;
 	rc = loop_call(d, s, steers, &cs, res, reason, e);
@@ -748,13 +876,14 @@ observe_stage(struct drive *d, const struct stage *s, enum stage_result *res,
 	struct strvec paths = STRVEC_INIT;
 	struct err ignored = ERR_INIT;
 	enum stage_result checks = STAGE_PASS;
-	json_t *obs, *r, *p;
+	struct loop_state st;
+	json_t *obs, *r;
 	char *file;
 	int rc = 0;
 
 	(void)reason;
 	*res = STAGE_PASS;
-	if (done_here(d, "observed"))
+	if (done_here(d, OBSERVED))
 		return 0;
 	if (d->r.base_commit && d->r.checkpoint)
 		worktree_changed_paths(d->en->ws, d->r.worktree,
@@ -769,23 +898,20 @@ observe_stage(struct drive *d, const struct stage *s, enum stage_result *res,
 			goto out;
 		}
 	}
-	p = engine__prog_load(d);
-	r = json_object_get(loop_obj(p), "head");
-	obs = json_pack("{s:i, s:O?, s:o, s:s?, s:s}", "iteration",
-			iteration(d), "act_receipt", r, "files_changed",
+	loop_load(d, &st);
+	obs = json_pack("{s:i, s:s?, s:o, s:s?, s:s}", "iteration",
+			iteration(d), "act_receipt", st.head, "files_changed",
 			json_strvec(&paths), "checkpoint", d->r.checkpoint,
 			"checks",
 			!cfg->validate_commands.nr ? "none" :
 			checks == STAGE_PASS	   ? "passed" :
 						     "failed");
-	json_decref(p);
+	loop_release(&st);
 	file = xasprintf("loop/observe-%d.json", iteration(d));
 	rc = engine__keep_json(d, file, NULL, obs, e);
 	free(file);
-	if (!rc) {
-		loop_set(d, "observation", json_incref(obs));
-		loop_set(d, "observed", json_integer(iteration(d)));
-	}
+	if (!rc)
+		loop_ended(d, OBSERVED, json_incref(obs));
 	if (!rc && cfg->validate_commands.nr) {
 		r = receipt_new("observe", NULL, "granted", NULL);
 		json_object_set_new(r, "grants",
@@ -832,8 +958,7 @@ accept_eval(struct drive *d, const struct stage *s, const char *text,
 	}
 	rc = engine__keep_json(d, file, status, doc, e);
 	if (!rc) {
-		loop_set(d, "evaluation", json_incref(doc));
-		loop_set(d, "evaluated", json_integer(iteration(d)));
+		loop_ended(d, EVALUATED, json_incref(doc));
 		rc = engine__note(d, "evaluated",
 				  json_pack("{s:s, s:i, s:s, s:O?}", "stage",
 					    s->name, "iteration", iteration(d),
@@ -851,12 +976,14 @@ static int
 route_eval(struct drive *d, enum stage_result *res, char **reason,
 	   struct err *e)
 {
-	json_t *p = engine__prog_load(d), *ev = json_object_get(loop_obj(p),
-								"evaluation");
-	const char *status = json_get_str(ev, "status");
-	const char *summary = json_get_str(ev, "summary");
+	struct loop_state st;
+	const char *status, *summary;
 	char *why;
 	int rc = 0;
+
+	loop_load(d, &st);
+	status = json_get_str(st.evaluation, "status");
+	summary = json_get_str(st.evaluation, "summary");
 
 	if (!status || !strcmp(status, "done")) {
 		*res = STAGE_PASS;
@@ -878,7 +1005,7 @@ route_eval(struct drive *d, enum stage_result *res, char **reason,
 	} else {
 		*res = STAGE_LOOP;
 	}
-	json_decref(p);
+	loop_release(&st);
 	return rc;
 }
 
@@ -890,7 +1017,7 @@ evaluate_stage(struct drive *d, const struct stage *s, const char *steers,
 	char *file;
 	int rc = 0;
 
-	if (!done_here(d, "evaluated")) {
+	if (!done_here(d, EVALUATED)) {
 		file = xasprintf("loop/evaluate-%d.json", iteration(d));
 		cs.artifact = file;
 		rc = loop_call(d, s, steers, &cs, res, reason, e);
