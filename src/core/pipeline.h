@@ -285,7 +285,7 @@ int pipeline_check(const struct pipeline *p, const char *from, const char *to,
  * Borrowed pointers, valid for the call.
  */
 struct run_move {
-	const struct pipeline *p; /* the run's pipeline, whose table allows it */
+	const struct pipeline *p; /* the run's, whose table allows it */
 	const char *from, *to;
 };
 

@@ -7,16 +7,21 @@
  *
  * Tasks (sched/: dispatch, workers, the sweep, the judge; forge/):
  *
- *              claim                 its run finished
- *   queued ──────────────▶ running ────────────────────▶ done
- *     │ ▲ ▲  lease lost,     │ │ │  out of attempts        ▲
- *     │ │ │  retry, stop     │ │ └──────────────────▶ failed
- *     │ │ └──────────────────┘ │  aborted                 │ retry
- *     │ │                      └──────────────────▶ cancelled
- *     │ │ gate decided, resumed, quota reset,            │ retry
- *     │ └─── issue linked, retry ◀─ blocked ◀────────────┘ (all to queued)
- *     └── dependency failed ────────▶ (judge, gate, pause, quota, rework,
- *                                      pull request) ──▶ done, cancelled
+ *   queued  ──claim──────────────────────────────────▶ running
+ *   running ──its run finished───────────────────────▶ done (final)
+ *   running ──its last attempt failed────────────────▶ failed
+ *   running ──its run aborted────────────────────────▶ cancelled
+ *   running ──its run rests: judge, gate, pause,
+ *             quota, rework, pull request─────────────▶ blocked
+ *   running ──lease lost, retried, serve stopped─────▶ queued
+ *   queued  ──a dependency failed─────────────────────▶ blocked
+ *   blocked ──gate decided, resumed, quota reset,
+ *             issue linked, retried──────────────────▶ queued
+ *   blocked ──judge approved, pull request merged────▶ done
+ *   queued, blocked ──cancel, pull request closed────▶ cancelled
+ *   failed, cancelled ──retry────────────────────────▶ queued
+ *   queued, running, failed ──a fresh run driven in
+ *             a terminal (resume --fresh)────────────▶ blocked
  *
  * Merge items (sched/merge.c):
  *

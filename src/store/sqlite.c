@@ -773,9 +773,9 @@ out:
  * The guarded update: row and event in one IMMEDIATE transaction, or
  * neither. Zero rows changed is a conflict if the run exists and
  * BATON_ENOTFOUND if it does not; STORE_EREFUSED when its version is
- * the one read but its status is not one of froms (store_int.h). The request flags are not written
- * (sql_run_update leaves them out), so a request that landed since r was
- * read survives.
+ * the one read but its status is not one of froms (store_int.h). The
+ * request flags are not written (sql_run_update leaves them out), so a
+ * request that landed since r was read survives.
  */
 static int
 sqlite_run_update(struct store *s, struct run *r, const char *froms,

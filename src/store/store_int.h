@@ -114,10 +114,11 @@ struct worker_rec;
 
 /*
  * A backend. Each operation has the contract of the store_* function of
- * the same name in store.h (the updates take the guard above too); open receives the spec with its scheme
- * already resolved (a file path for SQLite, the whole URL for
- * PostgreSQL), applies pending migrations, and returns a handle whose
- * base.ops points back at this table.
+ * the same name in store.h (the updates take the guard above too);
+ * open receives the spec with its scheme already resolved (a file path
+ * for SQLite, the whole URL for PostgreSQL), applies pending
+ * migrations, and returns a handle whose base.ops points back at this
+ * table.
  */
 struct store_ops {
 	int version; /* STORE_OPS_VERSION */
