@@ -226,6 +226,19 @@ const struct edge *pipeline_edge(const struct pipeline *p, const char *from,
 int pipeline_check(const struct pipeline *p, const char *from, const char *to,
 		   struct err *e);
 
+/*
+ * A move of a run's status, as the transition door (engine_transition)
+ * hands it to the store after pipeline_check: store_run_move checks it
+ * again against p's table, and against the run as stored, before it
+ * writes; store_run_update refuses any change of status (store.h). So
+ * the one way a run's status changes is along an edge of its table.
+ * Borrowed pointers, valid for the call.
+ */
+struct run_move {
+	const struct pipeline *p; /* the run's, whose table allows it */
+	const char *from, *to;
+};
+
 /* 1 if status is one of the pipeline's statuses. */
 int pipeline_has_status(const struct pipeline *p, const char *status);
 /* The stage whose working status is status, or NULL. */

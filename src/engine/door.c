@@ -54,6 +54,7 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 {
 	struct event ev = { 0 };
 	struct run next;
+	struct run_move mv;
 	const struct stage *s;
 	int64_t now = time_now_ms();
 	int rc;
@@ -102,7 +103,9 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	ev.from = r->status;
 	ev.to = (char *)to;
 	ev.data = (char *)data;
-	rc = store_run_update(en->store, &next, &ev, e);
+	/* the door: the store writes a new status only with the move */
+	mv = (struct run_move){ p, r->status, to };
+	rc = store_run_move(en->store, &next, &mv, &ev, e);
 	if (rc) {
 		run_release(&next);
 		return rc;

@@ -44,6 +44,7 @@
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/spawn.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
@@ -190,36 +191,51 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 	_exit(0);
 }
 
+/* What worker_call hands the new worker process. */
+struct worker_arg {
+	struct sup *sp;
+	int idx;
+	int ctl[2];
+	pid_t parent;
+};
+
+/* The worker's side of the fork: it drops the supervisor's ends. */
+static int
+worker_call(void *arg)
+{
+	struct worker_arg *a = arg;
+	struct sup *sp = a->sp;
+	int i;
+
+	close(a->ctl[1]);
+	for (i = 0; i < sp->nr; i++)
+		if (sp->kids[i].ctl >= 0)
+			close(sp->kids[i].ctl);
+	close(sp->fifo_rd);
+	close(sp->fifo_wr);
+	close(sp->status[0]);
+	close(sig_pipe[0]);
+	close(sig_pipe[1]);
+	worker_main(sp, a->idx, a->ctl[0], a->parent);
+	return 0; /* not reached: worker_main exits */
+}
+
 static int
 spawn_worker(struct sup *sp, int idx, struct err *e)
 {
-	int ctl[2];
-	pid_t pid, parent = getpid();
+	struct worker_arg a = { .sp = sp, .idx = idx, .parent = getpid() };
+	int *ctl = a.ctl, rc;
+	pid_t pid;
 
 	if (pipe2(ctl, O_CLOEXEC) < 0)
 		return err_set(e, -errno, "cannot create a pipe: %s",
 			       strerror(errno));
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
+	rc = spawn_fork_call(worker_call, &a, 0, &pid);
+	if (rc < 0) {
 		close(ctl[0]);
 		close(ctl[1]);
-		return err_set(e, -errno, "cannot start a worker: %s",
-			       strerror(errno));
-	}
-	if (pid == 0) {
-		int i;
-
-		close(ctl[1]);
-		for (i = 0; i < sp->nr; i++)
-			if (sp->kids[i].ctl >= 0)
-				close(sp->kids[i].ctl);
-		close(sp->fifo_rd);
-		close(sp->fifo_wr);
-		close(sp->status[0]);
-		close(sig_pipe[0]);
-		close(sig_pipe[1]);
-		worker_main(sp, idx, ctl[0], parent);
+		return err_set(e, rc, "cannot start a worker: %s",
+			       strerror(-rc));
 	}
 	close(ctl[0]);
 	sp->kids[idx].pid = pid;
@@ -311,7 +327,7 @@ reap(struct sup *sp)
 	int status, i;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	while ((pid = spawn_reap(-1, &status, WNOHANG)) > 0) {
 		for (i = 0; i < sp->o->nr_companions; i++) {
 			if (pid != sp->companion[i])
 				continue;
@@ -430,7 +446,8 @@ on_signals(struct sup *sp)
 				fprintf(stderr, "serve: stopping the workers\n");
 				for (k = 0; k < sp->nr; k++)
 					if (sp->kids[k].pid > 0)
-						kill(sp->kids[k].pid, SIGTERM);
+						spawn_signal(sp->kids[k].pid,
+							     SIGTERM);
 			}
 		}
 	}
@@ -598,12 +615,12 @@ sched_serve(struct sched_ctx *x, const struct serve_opts *o, struct err *e)
 		err_set(e, rc, "serve: %s", strerror(-rc));
 	for (i = 0; i < sp.nr; i++)
 		if (sp.kids[i].pid > 0)
-			kill(sp.kids[i].pid, SIGTERM);
+			spawn_signal(sp.kids[i].pid, SIGTERM);
 out:
 	for (i = 0; i < SERVE_MAX_COMPANIONS; i++)
 		if (sp.companion[i] > 0)
-			kill(sp.companion[i], SIGTERM);
-	while (waitpid(-1, NULL, 0) > 0)
+			spawn_signal(sp.companion[i], SIGTERM);
+	while (spawn_reap(-1, NULL, 0) > 0)
 		;
 	set_handlers(SIG_DFL);
 	if (sp.fifo)

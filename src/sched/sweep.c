@@ -85,7 +85,7 @@ holder_gone(const char *holder)
 	if (!on_this_host(holder))
 		return 0;
 	pid = strtol(holder + strlen(sched__host()) + 1, NULL, 10);
-	return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+	return pid > 0 && spawn_signal((pid_t)pid, 0) == -ESRCH;
 }
 
 static int

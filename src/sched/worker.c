@@ -37,6 +37,7 @@
 #include "util/err.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/spawn.h"
 #include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -94,7 +95,7 @@ keeper_main(void *arg)
 				k->lost = 1;
 				log_warn("%s", e.msg);
 				/* wake the engine: it re-reads the run */
-				kill(getpid(), SIGUSR1);
+				spawn_signal(getpid(), SIGUSR1);
 			} else if (rc) {
 				log_warn("cannot renew the lease on task %lld: "
 					 "%s",

@@ -32,6 +32,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/spawn.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
@@ -890,11 +891,37 @@ server__await_stop(void)
  * set and DETAIL in detail on OK; the process reaped and WHY in e on
  * ERR). what names it in errors.
  */
+/* What companion_call hands the new process. */
+struct companion_arg {
+	server__main_fn *fn;
+	const struct server_opts *o;
+	const char *comm;
+	const int *fds; /* the ready pipe */
+};
+
+static int
+companion_call(void *arg)
+{
+	const struct companion_arg *a = arg;
+
+	/*
+	 * The supervisor's other descriptors stay open: among them are its
+	 * store's, and SQLite keeps per-process state about open files
+	 * that closing them under it would corrupt. The process dies with
+	 * the supervisor (PDEATHSIG) in any case.
+	 */
+	close(a->fds[0]);
+	companion_begin(a->comm);
+	a->fn(a->o, a->fds[1]);
+	return 1; /* fn does not return */
+}
+
 int
 server__fork_ready(server__main_fn *fn, const struct server_opts *o,
 		   const char *comm, const char *what, pid_t *pid,
 		   char *detail, size_t len, struct err *e)
 {
+	struct companion_arg a;
 	char line[1200];
 	struct buf got = BUF_INIT;
 	ssize_t n;
@@ -903,26 +930,18 @@ server__fork_ready(server__main_fn *fn, const struct server_opts *o,
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return err_set(e, -errno, "cannot create a pipe: %s",
 			       strerror(errno));
-	fflush(NULL);
-	*pid = fork();
-	if (*pid < 0) {
-		rc = err_set(e, -errno, "cannot start the %s: %s", what,
-			     strerror(errno));
+	a.fn = fn;
+	a.o = o;
+	a.comm = comm;
+	a.fds = fds;
+	rc = spawn_fork_call(companion_call, &a, 0, pid);
+	if (rc < 0) {
+		*pid = 0;
+		rc = err_set(e, rc, "cannot start the %s: %s", what,
+			     strerror(-rc));
 		close(fds[0]);
 		close(fds[1]);
 		return rc;
-	}
-	if (*pid == 0) {
-		/*
-		 * The supervisor's other descriptors stay open: among them
-		 * are its store's, and SQLite keeps per-process state about
-		 * open files that closing them under it would corrupt. The
-		 * process dies with the supervisor (PDEATHSIG) in any case.
-		 */
-		close(fds[0]);
-		companion_begin(comm);
-		fn(o, fds[1]);
-		_exit(1); /* fn does not return */
 	}
 	close(fds[1]);
 	while ((n = read(fds[0], line, sizeof(line))) > 0 ||
@@ -939,7 +958,7 @@ server__fork_ready(server__main_fn *fn, const struct server_opts *o,
 		else
 			rc = err_set(e, BATON_EINVAL,
 				     "the %s died as it started", what);
-		waitpid(*pid, NULL, 0);
+		spawn_reap(*pid, NULL, 0);
 		*pid = 0;
 	}
 	buf_release(&got);

@@ -263,8 +263,8 @@ int pg__task_add(struct store *s, struct task *t, struct event *ev,
 		 struct err *e);
 int pg__task_get(struct store *s, int64_t id, struct task *out,
 		 struct err *e);
-int pg__task_update(struct store *s, struct task *t, struct event *ev,
-		    struct err *e);
+int pg__task_update(struct store *s, struct task *t, const char *froms,
+		    struct event *ev, struct err *e);
 int pg__task_list(struct store *s, const struct store_task_filter *f,
 		  store_task_cb *cb, void *arg, struct err *e);
 int pg__task_counts(struct store *s, const char *const *statuses,
@@ -285,8 +285,8 @@ int pg__merge_add(struct store *s, struct merge_item *m, struct event *ev,
 		  struct err *e);
 int pg__merge_get(struct store *s, int64_t id, const char *run_id,
 		  struct merge_item *out, struct err *e);
-int pg__merge_update(struct store *s, struct merge_item *m, struct event *ev,
-		     struct err *e);
+int pg__merge_update(struct store *s, struct merge_item *m, const char *froms,
+		     struct event *ev, struct err *e);
 int pg__merge_list(struct store *s, const char *status, store_merge_cb *cb,
 		   void *arg, struct err *e);
 int pg__merge_claim(struct store *s, const char *holder, int64_t claim_ms,

@@ -739,7 +739,8 @@ sql_run_insert(void)
 
 /*
  * The guarded UPDATE: $1 is updated_at, the mutable columns follow,
- * then the id and the version read. The request flags are left out.
+ * then the id, the version read and the statuses the row may have
+ * ("|a|b|", store__froms). The request flags are left out.
  */
 static char *
 sql_run_update(void)
@@ -750,8 +751,9 @@ sql_run_update(void)
 	buf_adds(&b, "UPDATE runs SET version = version + 1, updated_at = $1");
 	for (i = 0; i < NR_RUN_MUTABLE; i++)
 		buf_addf(&b, ", %s = $%zu", run_mutable[i], i + 2);
-	buf_addf(&b, " WHERE id = $%zu AND version = $%zu",
-		 NR_RUN_MUTABLE + 2, NR_RUN_MUTABLE + 3);
+	buf_addf(&b, " WHERE id = $%zu AND version = $%zu"
+		 " AND strpos($%zu, '|' || status || '|') > 0",
+		 NR_RUN_MUTABLE + 2, NR_RUN_MUTABLE + 3, NR_RUN_MUTABLE + 4);
 	return buf_detach(&b, NULL);
 }
 
@@ -963,7 +965,8 @@ pg_run_get(struct store *s, const char *ref, struct run *out,
 
 /*
  * Zero rows updated: a conflict if the run exists (another writer bumped
- * its version), BATON_ENOTFOUND if it does not.
+ * its version), BATON_ENOTFOUND if it does not, STORE_EREFUSED if its
+ * version is the one read (the status guard refused: store.c says why).
  */
 static int
 update_missed(struct pg_store *ps, const struct run *r, const char *what,
@@ -979,6 +982,9 @@ update_missed(struct pg_store *ps, const struct run *r, const char *what,
 		return rc;
 	if (found < 0)
 		return err_set(e, BATON_ENOTFOUND, "no run '%s'", r->id);
+	if (found == r->version)
+		return err_set(e, STORE_EREFUSED, "run '%s': status refused",
+			       r->id);
 	return err_set(e, BATON_ECONFLICT,
 		       "run '%s' changed concurrently (expected version %lld)",
 		       r->id, (long long)r->version);
@@ -989,7 +995,7 @@ update_missed(struct pg_store *ps, const struct run *r, const char *what,
  * defaults applied) in one transaction. *evseq is set on success.
  */
 static int
-run_update_try(struct pg_store *ps, const struct run *r,
+run_update_try(struct pg_store *ps, const struct run *r, const char *froms,
 	       const struct event *row, int64_t now, int64_t *evseq,
 	       struct err *e)
 {
@@ -1007,6 +1013,7 @@ run_update_try(struct pg_store *ps, const struct run *r,
 	fill_mutable(&p, r);
 	p.v[p.n++] = r->id;
 	run_param_int(&p, r->version);
+	p.v[p.n++] = froms;
 	res = pg__exec(ps, sql, p.n, p.v, what, e);
 	if (!res) {
 		rc = BATON_ESTORE;
@@ -1028,8 +1035,8 @@ out:
 }
 
 static int
-pg_run_update(struct store *s, struct run *r, struct event *ev,
-	      struct err *e)
+pg_run_update(struct store *s, struct run *r, const char *froms,
+	      struct event *ev, struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
 	int64_t now = time_now_ms(), evseq = 0;
@@ -1044,7 +1051,8 @@ pg_run_update(struct store *s, struct run *r, struct event *ev,
 			row.task_id = r->task_id;
 	}
 	do
-		rc = run_update_try(ps, r, ev ? &row : NULL, now, &evseq, e);
+		rc = run_update_try(ps, r, froms, ev ? &row : NULL, now,
+				    &evseq, e);
 	while (pg__again(ps, rc, &tries, e));
 	if (rc < 0)
 		return rc;

@@ -396,6 +396,9 @@ lost_update(struct pg_store *ps, const char *sql, const char *noun,
 	if (found < 0)
 		return err_set(e, BATON_ENOTFOUND, "no %s %lld", noun,
 			       (long long)id);
+	if (found == version)
+		return err_set(e, STORE_EREFUSED, "%s %lld: status refused",
+			       noun, (long long)id);
 	return err_set(e, BATON_ECONFLICT,
 		       "%s %lld changed concurrently (expected version %lld)",
 		       noun, (long long)id, (long long)version);
@@ -544,9 +547,10 @@ pg__task_get(struct store *s, int64_t id, struct task *out, struct err *e)
 
 /* One try of the guarded update of a task: row and event, or neither. */
 static int
-task_update_try(struct pg_store *ps, const struct task *row, int64_t now,
-		const struct event *ev, int64_t *ts_out, int64_t *seq_out,
-		const char *what, struct err *e)
+task_update_try(struct pg_store *ps, const struct task *row,
+		const char *froms, int64_t now, const struct event *ev,
+		int64_t *ts_out, int64_t *seq_out, const char *what,
+		struct err *e)
 {
 	struct buf sql = BUF_INIT;
 	struct params p = { 0 };
@@ -556,11 +560,14 @@ task_update_try(struct pg_store *ps, const struct task *row, int64_t now,
 	buf_adds(&sql, "UPDATE tasks SET version = version + 1,"
 		       " updated_at = $1");
 	add_fields(&sql, task_fields, ARRAY_SIZE(task_fields), 1, &n);
-	buf_addf(&sql, " WHERE id = $%d AND version = $%d", n, n + 1);
+	buf_addf(&sql, " WHERE id = $%d AND version = $%d"
+		       " AND strpos($%d, '|' || status || '|') > 0",
+		 n, n + 1, n + 2);
 	param_int(&p, now);
 	bind_task(&p, row);
 	param_int(&p, row->id);
 	param_int(&p, row->version);
+	param_text(&p, froms);
 
 	rc = pg__begin_fenced(ps, what, e);
 	if (rc == 0)
@@ -594,8 +601,8 @@ out:
 }
 
 int
-pg__task_update(struct store *s, struct task *t, struct event *ev,
-		struct err *e)
+pg__task_update(struct store *s, struct task *t, const char *froms,
+		struct event *ev, struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
 	struct store_task_defaults d;
@@ -606,7 +613,8 @@ pg__task_update(struct store *s, struct task *t, struct event *ev,
 
 	snprintf(what, sizeof(what), "update task %lld", (long long)t->id);
 	do
-		rc = task_update_try(ps, &row, now, ev, &ts, &evseq, what, e);
+		rc = task_update_try(ps, &row, froms, now, ev, &ts, &evseq,
+				     what, e);
 	while (pg__again(ps, rc, &tries, e));
 	if (rc < 0)
 		return rc;
@@ -1320,8 +1328,9 @@ pg__merge_get(struct store *s, int64_t id, const char *run_id,
 /* One try of the guarded update of an item, with its event, or neither. */
 static int
 merge_update_try(struct pg_store *ps, const struct merge_item *m,
-		 int64_t now, const struct event *ev, int64_t *ts_out,
-		 int64_t *seq_out, const char *what, struct err *e)
+		 const char *froms, int64_t now, const struct event *ev,
+		 int64_t *ts_out, int64_t *seq_out, const char *what,
+		 struct err *e)
 {
 	struct buf sql = BUF_INIT;
 	struct params p = { 0 };
@@ -1331,11 +1340,14 @@ merge_update_try(struct pg_store *ps, const struct merge_item *m,
 	buf_adds(&sql, "UPDATE merge_queue SET version = version + 1,"
 		       " updated_at = $1");
 	add_fields(&sql, merge_fields, ARRAY_SIZE(merge_fields), 1, &n);
-	buf_addf(&sql, " WHERE id = $%d AND version = $%d", n, n + 1);
+	buf_addf(&sql, " WHERE id = $%d AND version = $%d"
+		       " AND strpos($%d, '|' || status || '|') > 0",
+		 n, n + 1, n + 2);
 	param_int(&p, now);
 	bind_merge(&p, m);
 	param_int(&p, m->id);
 	param_int(&p, m->version);
+	param_text(&p, froms);
 
 	rc = pg__begin_fenced(ps, what, e);
 	if (rc == 0)
@@ -1366,8 +1378,8 @@ out:
 }
 
 int
-pg__merge_update(struct store *s, struct merge_item *m, struct event *ev,
-		 struct err *e)
+pg__merge_update(struct store *s, struct merge_item *m, const char *froms,
+		 struct event *ev, struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
 	int64_t now = time_now_ms(), ts = 0, evseq = 0;
@@ -1377,7 +1389,8 @@ pg__merge_update(struct store *s, struct merge_item *m, struct event *ev,
 	snprintf(what, sizeof(what), "update merge item %lld",
 		 (long long)m->id);
 	do
-		rc = merge_update_try(ps, m, now, ev, &ts, &evseq, what, e);
+		rc = merge_update_try(ps, m, froms, now, ev, &ts, &evseq,
+				      what, e);
 	while (pg__again(ps, rc, &tries, e));
 	if (rc < 0)
 		return rc;

@@ -61,7 +61,8 @@ static const char sql_run_insert[] =
 static const char sql_run_update[] =
 	"UPDATE runs SET version = version + 1, updated_at = ?"
 	RUN_TEXT_MUTABLE(SQL_SET_QMARK) RUN_INT_MUTABLE(SQL_SET_QMARK)
-	", cost_usd = ? WHERE id = ? AND version = ?";
+	", cost_usd = ? WHERE id = ? AND version = ?"
+	" AND instr(?, '|' || status || '|') > 0";
 static const char sql_run_by_id[] =
 	"SELECT " RUN_COLUMNS " FROM runs WHERE id = ?";
 static const char sql_run_by_seq[] =
@@ -771,13 +772,14 @@ out:
 /*
  * The guarded update: row and event in one IMMEDIATE transaction, or
  * neither. Zero rows changed is a conflict if the run exists and
- * BATON_ENOTFOUND if it does not. The request flags are not written
- * (sql_run_update leaves them out), so a request that landed since r was
- * read survives.
+ * BATON_ENOTFOUND if it does not; STORE_EREFUSED when its version is
+ * the one read but its status is not one of froms (store_int.h). The
+ * request flags are not written (sql_run_update leaves them out), so a
+ * request that landed since r was read survives.
  */
 static int
-sqlite_run_update(struct store *s, struct run *r, struct event *ev,
-		  struct err *e)
+sqlite_run_update(struct store *s, struct run *r, const char *froms,
+		  struct event *ev, struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);
 	sqlite3_stmt *st = NULL;
@@ -803,6 +805,8 @@ sqlite_run_update(struct store *s, struct run *r, struct event *ev,
 	if (src == SQLITE_OK)
 		src = sqlite3_bind_int64(st, i++, r->version);
 	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, i++, froms, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
 		src = sqlite3_step(st);
 	if (src != SQLITE_DONE) {
 		rc = sqlite__fail(ss, e, what);
@@ -826,6 +830,9 @@ sqlite_run_update(struct store *s, struct run *r, struct event *ev,
 			goto out;
 		if (found < 0)
 			rc = err_set(e, BATON_ENOTFOUND, "no run '%s'", r->id);
+		else if (found == r->version)
+			rc = err_set(e, STORE_EREFUSED,
+				     "run '%s': status refused", r->id);
 		else
 			rc = err_set(e, BATON_ECONFLICT,
 				     "run '%s' changed concurrently (expected "

@@ -51,10 +51,15 @@ static const char sql_task_insert[] =
 	"INSERT INTO tasks (" TASK_COLUMNS ") VALUES (?, ?, ?, ?"
 	TASK_STRINGS(SQL_COMMA_QMARK) TASK_INTS_MUTABLE(SQL_COMMA_QMARK)
 	TASK_IDS_MUTABLE(SQL_COMMA_QMARK) ")";
+/* A guarded update's status check: the row's status is one of the
+ * "|a|b|" list bound last (store__froms, store_int.h). */
+#define STATUS_GUARD " AND instr(?, '|' || status || '|') > 0"
+
 static const char sql_task_update[] =
 	"UPDATE tasks SET version = version + 1, updated_at = ?"
 	TASK_STRINGS(SQL_SET_QMARK) TASK_INTS_MUTABLE(SQL_SET_QMARK)
-	TASK_IDS_MUTABLE(SQL_SET_QMARK) " WHERE id = ? AND version = ?";
+	TASK_IDS_MUTABLE(SQL_SET_QMARK) " WHERE id = ? AND version = ?"
+	STATUS_GUARD;
 static const char sql_task_by_id[] =
 	"SELECT " TASK_COLUMNS " FROM tasks WHERE id = ?";
 
@@ -95,7 +100,8 @@ static const char sql_merge_insert[] =
 static const char sql_merge_update[] =
 	"UPDATE merge_queue SET version = version + 1, updated_at = ?"
 	MERGE_STRINGS_MUTABLE(SQL_SET_QMARK) MERGE_INTS_MUTABLE(SQL_SET_QMARK)
-	MERGE_IDS_MUTABLE(SQL_SET_QMARK) " WHERE id = ? AND version = ?";
+	MERGE_IDS_MUTABLE(SQL_SET_QMARK) " WHERE id = ? AND version = ?"
+	STATUS_GUARD;
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -483,8 +489,9 @@ sqlite__task_get(struct store *s, int64_t id, struct task *out,
 
 /*
  * Zero rows changed by a versioned UPDATE: BATON_ENOTFOUND when the row
- * is gone, BATON_ECONFLICT when somebody else wrote it first. sql reads
- * the row's version by id.
+ * is gone, BATON_ECONFLICT when somebody else wrote it first, and
+ * STORE_EREFUSED when its version is the one expected: the status guard
+ * refused it (store.c says why). sql reads the row's version by id.
  */
 static int
 lost_update(struct sqlite_store *ss, const char *sql, const char *noun,
@@ -499,6 +506,9 @@ lost_update(struct sqlite_store *ss, const char *sql, const char *noun,
 	if (found < 0)
 		return err_set(e, BATON_ENOTFOUND, "no %s %lld", noun,
 			       (long long)id);
+	if (found == version)
+		return err_set(e, STORE_EREFUSED, "%s %lld: status refused",
+			       noun, (long long)id);
 	return err_set(e, BATON_ECONFLICT,
 		       "%s %lld changed concurrently (expected version %lld)",
 		       noun, (long long)id, (long long)version);
@@ -509,8 +519,8 @@ lost_update(struct sqlite_store *ss, const char *sql, const char *noun,
  * row and event in one transaction, or neither.
  */
 int
-sqlite__task_update(struct store *s, struct task *t, struct event *ev,
-		    struct err *e)
+sqlite__task_update(struct store *s, struct task *t, const char *froms,
+		    struct event *ev, struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);
 	struct store_task_defaults d;
@@ -534,6 +544,8 @@ sqlite__task_update(struct store *s, struct task *t, struct event *ev,
 		src = sqlite3_bind_int64(st, i++, t->id);
 	if (src == SQLITE_OK)
 		src = sqlite3_bind_int64(st, i++, t->version);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, i++, froms, -1, SQLITE_STATIC);
 	rc = step_done(ss, st, src, what, e);
 	if (rc < 0)
 		goto out;
@@ -1174,7 +1186,7 @@ sqlite__merge_get(struct store *s, int64_t id, const char *run_id,
 /* The guarded update of an item, with its event, or neither. */
 int
 sqlite__merge_update(struct store *s, struct merge_item *m,
-		     struct event *ev, struct err *e)
+		     const char *froms, struct event *ev, struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);
 	sqlite3_stmt *st = NULL;
@@ -1196,6 +1208,8 @@ sqlite__merge_update(struct store *s, struct merge_item *m,
 		src = sqlite3_bind_int64(st, i++, m->id);
 	if (src == SQLITE_OK)
 		src = sqlite3_bind_int64(st, i++, m->version);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, i++, froms, -1, SQLITE_STATIC);
 	rc = step_done(ss, st, src, what, e);
 	if (rc < 0)
 		goto out;

@@ -8,8 +8,8 @@
  * N > 0, the Nth write operation of the process runs its statements and
  * then fails with BATON_ESTORE instead of committing, so tests can show
  * that nothing is ever half-applied. The write operations, counted
- * together from process start, are store_run_create, store_run_update,
- * store_run_request, store_event_add, store_output_add,
+ * together from process start, are store_run_create, store_run_update
+ * (and store_run_move), store_run_request, store_event_add, store_output_add,
  * store_task_add, store_task_update, store_task_claim,
  * store_worker_stop, store_merge_add, store_merge_update,
  * store_merge_claim, store_plan_add, store_forge_delivery_seen,
@@ -26,9 +26,12 @@
 #include <ctype.h>
 #include <stdatomic.h>
 
+#include "core/pipeline.h"
+#include "core/queue.h"
 #include "core/run.h"
 #include "store/store.h"
 #include "store/store_int.h"
+#include "util/buf.h"
 #include "util/err.h"
 #include "util/xalloc.h"
 
@@ -209,9 +212,43 @@ store_run_get(struct store *s, const char *ref, struct run *out,
 	return s->ops->run_get(s, ref, out, e);
 }
 
-int
-store_run_update(struct store *s, struct run *r, struct event *ev,
-		 struct err *e)
+/*
+ * What a guarded update refused (STORE_EREFUSED, store_int.h) said in
+ * full: the record is read again, and a version that moved since is
+ * the conflict it is; otherwise the stored status is not one the new
+ * one may follow.
+ */
+static int
+run_refused(struct store *s, const struct run *r, const struct run_move *mv,
+	    struct err *e)
+{
+	struct run cur = { 0 };
+	struct err ignored = ERR_INIT;
+	int rc;
+
+	if (s->ops->run_get(s, r->id, &cur, &ignored) ||
+	    cur.version != r->version)
+		rc = err_set(e, BATON_ECONFLICT,
+			     "run '%s' changed concurrently (expected version "
+			     "%lld)",
+			     r->id, (long long)r->version);
+	else if (!mv)
+		rc = err_set(e, BATON_EBADSTATE,
+			     "run '%s': status '%s' -> '%s' was not handed by "
+			     "the transition door",
+			     r->id, cur.status, r->status);
+	else
+		rc = err_set(e, BATON_EBADSTATE,
+			     "run '%s' is '%s': the move '%s' -> '%s' handed "
+			     "by the transition door starts elsewhere",
+			     r->id, cur.status, mv->from, mv->to);
+	run_release(&cur);
+	return rc;
+}
+
+/* The checks store_run_update and store_run_move share. */
+static int
+run_update_args(const struct run *r, const struct event *ev, struct err *e)
 {
 	if (!r->id)
 		return err_set(e, BATON_EINVAL, "cannot update run: no id");
@@ -222,8 +259,65 @@ store_run_update(struct store *s, struct run *r, struct event *ev,
 		return err_set(e, BATON_EINVAL,
 			       "cannot update run '%s': event has no type",
 			       r->id);
+	return 0;
+}
+
+/* The update itself, with the status guard froms ("|a|"). */
+static int
+run_write(struct store *s, struct run *r, const struct run_move *mv,
+	  const char *from, struct event *ev, struct err *e)
+{
+	struct buf froms = BUF_INIT;
+	int rc;
+
+	buf_addf(&froms, "|%s|", from);
 	s->fault = fault_next();
-	return s->ops->run_update(s, r, ev, e);
+	rc = s->ops->run_update(s, r, froms.ptr, ev, e);
+	if (rc == STORE_EREFUSED)
+		rc = run_refused(s, r, mv, e);
+	buf_release(&froms);
+	return rc;
+}
+
+int
+store_run_update(struct store *s, struct run *r, struct event *ev,
+		 struct err *e)
+{
+	int rc = run_update_args(r, ev, e);
+
+	return rc ? rc : run_write(s, r, NULL, r->status, ev, e);
+}
+
+int
+store_run_move(struct store *s, struct run *r, const struct run_move *mv,
+	       struct event *ev, struct err *e)
+{
+	int rc = run_update_args(r, ev, e);
+
+	if (rc)
+		return rc;
+	if (!mv || !mv->p || !mv->from || !mv->to)
+		return err_set(e, BATON_EBADSTATE,
+			       "run '%s': a move of its status to '%s' needs "
+			       "the transition door's move",
+			       r->id, r->status);
+	if (strcmp(mv->to, r->status))
+		return err_set(e, BATON_EBADSTATE,
+			       "run '%s': the move '%s' -> '%s' does not lead "
+			       "to '%s', the status written",
+			       r->id, mv->from, mv->to, r->status);
+	if (r->pipeline && strcmp(mv->p->name, r->pipeline))
+		return err_set(e, BATON_EBADSTATE,
+			       "run '%s': the move '%s' -> '%s' comes from "
+			       "pipeline '%s', not the run's '%s'",
+			       r->id, mv->from, mv->to, mv->p->name,
+			       r->pipeline);
+	rc = pipeline_check(mv->p, mv->from, mv->to, e);
+	if (rc) {
+		err_prefix(e, "run '%s'", r->id);
+		return rc;
+	}
+	return run_write(s, r, mv, mv->from, ev, e);
 }
 
 /*
@@ -365,11 +459,36 @@ store_task_get(struct store *s, int64_t id, struct task *out, struct err *e)
 	return s->ops->task_get(s, id, out, e);
 }
 
+/* The task side of run_refused: the table says why. */
+static int
+task_refused(struct store *s, const struct task *t, struct err *e)
+{
+	struct task cur = { 0 };
+	struct err ignored = ERR_INIT;
+	int rc;
+
+	if (s->ops->task_get(s, t->id, &cur, &ignored) ||
+	    cur.version != t->version ||
+	    !task_move_check(cur.status, t->status, NULL)) {
+		rc = err_set(e, BATON_ECONFLICT,
+			     "task %lld changed concurrently (expected "
+			     "version %lld)",
+			     (long long)t->id, (long long)t->version);
+	} else {
+		rc = task_move_check(cur.status, t->status, e);
+		err_prefix(e, "task %lld", (long long)t->id);
+	}
+	task_release(&cur);
+	return rc;
+}
+
 int
 store_task_update(struct store *s, struct task *t, struct event *ev,
 		  struct err *e)
 {
 	const char *what = "update task";
+	struct buf froms = BUF_INIT;
+	int rc;
 
 	if (!s)
 		return null_arg(e, what, "the store");
@@ -385,8 +504,17 @@ store_task_update(struct store *s, struct task *t, struct event *ev,
 		return err_set(e, BATON_EINVAL,
 			       "cannot update task %lld: event has no type",
 			       (long long)t->id);
+	if (task_status_check(t->status, e)) {
+		err_prefix(e, "cannot update task %lld", (long long)t->id);
+		return BATON_EINVAL;
+	}
+	task_move_froms(t->status, &froms);
 	s->fault = fault_next();
-	return s->ops->task_update(s, t, ev, e);
+	rc = s->ops->task_update(s, t, froms.ptr, ev, e);
+	if (rc == STORE_EREFUSED)
+		rc = task_refused(s, t, e);
+	buf_release(&froms);
+	return rc;
 }
 
 int
@@ -718,11 +846,36 @@ store_merge_get(struct store *s, int64_t id, const char *run_id,
 	return s->ops->merge_get(s, id, run_id, out, e);
 }
 
+/* The merge item side of run_refused. */
+static int
+merge_refused(struct store *s, const struct merge_item *m, struct err *e)
+{
+	struct merge_item cur = { 0 };
+	struct err ignored = ERR_INIT;
+	int rc;
+
+	if (s->ops->merge_get(s, m->id, NULL, &cur, &ignored) ||
+	    cur.version != m->version ||
+	    !merge_move_check(cur.status, m->status, NULL)) {
+		rc = err_set(e, BATON_ECONFLICT,
+			     "merge item %lld changed concurrently (expected "
+			     "version %lld)",
+			     (long long)m->id, (long long)m->version);
+	} else {
+		rc = merge_move_check(cur.status, m->status, e);
+		err_prefix(e, "merge item %lld", (long long)m->id);
+	}
+	merge_item_release(&cur);
+	return rc;
+}
+
 int
 store_merge_update(struct store *s, struct merge_item *m, struct event *ev,
 		   struct err *e)
 {
 	const char *what = "update a merge item";
+	struct buf froms = BUF_INIT;
+	int rc;
 
 	if (!s)
 		return null_arg(e, what, "the store");
@@ -737,8 +890,13 @@ store_merge_update(struct store *s, struct merge_item *m, struct event *ev,
 			       "cannot update merge item %lld: event has no "
 			       "type",
 			       (long long)m->id);
+	merge_move_froms(m->status, &froms);
 	s->fault = fault_next();
-	return s->ops->merge_update(s, m, ev, e);
+	rc = s->ops->merge_update(s, m, froms.ptr, ev, e);
+	if (rc == STORE_EREFUSED)
+		rc = merge_refused(s, m, e);
+	buf_release(&froms);
+	return rc;
 }
 
 int

@@ -20,10 +20,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/queue.h"
+
 struct err;
 struct event;
 struct merge_item;
 struct run;
+struct run_move;
 struct store;
 struct task;
 
@@ -72,9 +75,27 @@ int store_run_get(struct store *s, const char *ref, struct run *out,
  * means r->id; ev->seq and ev->ts are filled in, nothing is allocated).
  * A version mismatch returns BATON_ECONFLICT ("run 'x' changed
  * concurrently") and writes nothing.
+ *
+ * The status is not this function's to change: r->status must be the
+ * stored one. A different one is refused with BATON_EBADSTATE ("run
+ * 'x': status 'a' -> 'b' was not handed by the transition door") and
+ * nothing is written; a status moves only through store_run_move.
  */
 int store_run_update(struct store *s, struct run *r, struct event *ev,
 		     struct err *e);
+
+/*
+ * store_run_update for the one write that changes a run's status: the
+ * transition door's (engine_transition), which hands the move it
+ * checked (struct run_move, core/pipeline.h). The store checks it again
+ * and refuses it with BATON_EBADSTATE, writing nothing, when mv is
+ * NULL, mv->to is not r->status, mv->p is not the pipeline the run
+ * names, mv->p's table has no edge mv->from -> mv->to, or (inside the
+ * transaction) the stored status is not mv->from. Otherwise as
+ * store_run_update.
+ */
+int store_run_move(struct store *s, struct run *r, const struct run_move *mv,
+		   struct event *ev, struct err *e);
 
 /*
  * Sets a request flag of a run, "pause_requested" or "abort_requested",
@@ -153,13 +174,11 @@ void store_fence(struct store *s, int64_t task_id, int64_t token);
 
 /* ---- tasks: the queue ------------------------------------------------ */
 
-/* Task statuses and block reasons (tasks.status, tasks.block_reason). */
-#define TASK_QUEUED    "queued"
-#define TASK_RUNNING   "running"
-#define TASK_DONE      "done"
-#define TASK_FAILED    "failed"
-#define TASK_BLOCKED   "blocked"
-#define TASK_CANCELLED "cancelled"
+/*
+ * Task statuses (TASK_*, tasks.status) and merge item statuses (MERGE_*)
+ * come with their transition tables from core/queue.h; block reasons
+ * (tasks.block_reason) follow.
+ */
 
 /* Every task status, in the order counts are shown (records.c). */
 #define NR_TASK_STATUSES 6
@@ -243,7 +262,10 @@ int store_task_get(struct store *s, int64_t id, struct task *out,
  * updated_at, and appends ev (may be NULL; its task_id is set to t->id,
  * its seq and ts filled) in the same transaction. Stale version:
  * BATON_ECONFLICT; no such task: BATON_ENOTFOUND. Under a fence
- * (store_fence) a stale token is BATON_EFENCED.
+ * (store_fence) a stale token is BATON_EFENCED. A change of status that
+ * the task table (core/queue.h) does not have is BATON_EBADSTATE ("task
+ * 7: illegal transition 'done' -> 'queued' ('done' is final)"), checked
+ * against the stored status inside the transaction; nothing is written.
  */
 int store_task_update(struct store *s, struct task *t, struct event *ev,
 		      struct err *e);
@@ -440,11 +462,6 @@ int store_worker_list(struct store *s, store_worker_cb *cb, void *arg,
 
 /* ---- the merge queue -------------------------------------------------- */
 
-#define MERGE_PENDING	 "pending"
-#define MERGE_PROCESSING "processing"
-#define MERGE_MERGED	 "merged"
-#define MERGE_FAILED	 "failed"
-
 struct merge_item {
 	int64_t id;
 	char *run_id, *branch, *base_ref;
@@ -473,7 +490,12 @@ int store_merge_add(struct store *s, struct merge_item *m, struct event *ev,
 /* By item id, or by run id when id is 0; BATON_ENOTFOUND. */
 int store_merge_get(struct store *s, int64_t id, const char *run_id,
 		    struct merge_item *out, struct err *e);
-/* Versioned update of every mutable field, with ev; BATON_ECONFLICT. */
+/*
+ * Versioned update of every mutable field, with ev; BATON_ECONFLICT. A
+ * change of status that the merge item table (core/queue.h) does not
+ * have is BATON_EBADSTATE ("merge item 3: illegal transition 'merged'
+ * -> 'pending' ('merged' is final)"); nothing is written.
+ */
 int store_merge_update(struct store *s, struct merge_item *m,
 		       struct event *ev, struct err *e);
 typedef int store_merge_cb(const struct merge_item *m, void *arg);

@@ -102,11 +102,23 @@ struct worker_rec;
 	X(webhooks)
 
 /*
+ * The status guard of the versioned updates (run_update, task_update,
+ * merge_update): froms is "|a|b|", the statuses the stored row may have
+ * for the write to go through (store.c builds it from the transition
+ * tables: the run's move, core/queue.h). The backend adds it to the
+ * UPDATE's WHERE; when no row changed although the version is the one
+ * read, the guard refused and the backend returns STORE_EREFUSED, which
+ * store.c turns into the message that says why. It never leaves store.c.
+ */
+#define STORE_EREFUSED BATON_EBADSTATE
+
+/*
  * A backend. Each operation has the contract of the store_* function of
- * the same name in store.h; open receives the spec with its scheme
- * already resolved (a file path for SQLite, the whole URL for
- * PostgreSQL), applies pending migrations, and returns a handle whose
- * base.ops points back at this table.
+ * the same name in store.h (the updates take the guard above too);
+ * open receives the spec with its scheme already resolved (a file path
+ * for SQLite, the whole URL for PostgreSQL), applies pending
+ * migrations, and returns a handle whose base.ops points back at this
+ * table.
  */
 struct store_ops {
 	int version; /* STORE_OPS_VERSION */
@@ -118,8 +130,8 @@ struct store_ops {
 	int (*run_create)(struct store *s, struct run *r, struct err *e);
 	int (*run_get)(struct store *s, const char *ref, struct run *out,
 		       struct err *e);
-	int (*run_update)(struct store *s, struct run *r, struct event *ev,
-			  struct err *e);
+	int (*run_update)(struct store *s, struct run *r, const char *froms,
+			  struct event *ev, struct err *e);
 	int (*run_request)(struct store *s, const char *run_id,
 			   const char *flag, int value, struct event *ev,
 			   struct err *e);
@@ -139,8 +151,8 @@ struct store_ops {
 			struct err *e);
 	int (*task_get)(struct store *s, int64_t id, struct task *out,
 			struct err *e);
-	int (*task_update)(struct store *s, struct task *t, struct event *ev,
-			   struct err *e);
+	int (*task_update)(struct store *s, struct task *t, const char *froms,
+			   struct event *ev, struct err *e);
 	int (*task_list)(struct store *s, const struct store_task_filter *f,
 			 store_task_cb *cb, void *arg, struct err *e);
 	int (*task_counts)(struct store *s, const char *const *statuses,
@@ -185,7 +197,8 @@ struct store_ops {
 	int (*merge_get)(struct store *s, int64_t id, const char *run_id,
 			 struct merge_item *out, struct err *e);
 	int (*merge_update)(struct store *s, struct merge_item *m,
-			    struct event *ev, struct err *e);
+			    const char *froms, struct event *ev,
+			    struct err *e);
 	int (*merge_list)(struct store *s, const char *status,
 			  store_merge_cb *cb, void *arg, struct err *e);
 	int (*merge_claim)(struct store *s, const char *holder,

@@ -1,6 +1,12 @@
 /*
  * Functions baton never calls (STYLE.md section 10). Using one is a compile
  * error that names the reason, as in git's banned.h.
+ *
+ * fork, kill and waitpid are banned everywhere but in util/spawn.c, which
+ * #undefs them: a process is started, signalled and reaped through
+ * spawn.h (spawn_run, spawn_fork_call, spawn_signal, spawn_reap), so
+ * that one file holds every rule about children. compat.h declares them
+ * before this header is read, so the system headers are not mangled.
  */
 #ifndef BATON_UTIL_BANNED_H
 #define BATON_UTIL_BANNED_H
@@ -27,5 +33,11 @@
 #define system(x) BANNED(system)
 #undef popen
 #define popen(x, y) BANNED(popen)
+#undef fork
+#define fork(...) BANNED(fork)
+#undef kill
+#define kill(...) BANNED(kill)
+#undef waitpid
+#define waitpid(...) BANNED(waitpid)
 
 #endif

@@ -16,6 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+/* declared before banned.h bans fork, kill and waitpid (spawn.c alone
+ * calls them): a later #include of these finds them declared already */
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "util/banned.h"
 

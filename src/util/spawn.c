@@ -1,6 +1,6 @@
 /*
  * Running child processes: see spawn.h. This is the only file in baton that
- * calls fork, exec, kill or waitpid.
+ * calls fork, exec, kill or waitpid (banned.h bans them everywhere else).
  *
  * spawn_run() is one blocking poll() loop per child. Before the fork it
  * builds everything the child needs (argv, envp, pipes, /dev/null), because
@@ -55,6 +55,11 @@
 
 #define LOG_MODULE "spawn"
 #include "util/log.h"
+
+/* The one file that may call them (banned.h). */
+#undef fork
+#undef kill
+#undef waitpid
 
 extern char **environ;
 
@@ -1332,4 +1337,43 @@ spawn_signal(pid_t pid, int sig)
 	if (pid <= 0)
 		return -EINVAL;
 	return kill(pid, sig) < 0 ? -errno : 0;
+}
+
+/*
+ * See spawn.h. The fork happens under own_lock, so that a kept child is
+ * on the list before spawn_kill_orphans (another thread) can see it,
+ * and so that the child never inherits the lock held by another thread
+ * (it would deadlock at its first spawn_run). The child starts with an
+ * empty list: its parent's children are not its own.
+ */
+int
+spawn_fork_call(spawn_fork_fn *fn, void *arg, unsigned flags, pid_t *out)
+{
+	pid_t pid;
+	int saved;
+
+	fflush(NULL);
+	pthread_mutex_lock(&own_lock);
+	pid = fork();
+	if (pid == 0) {
+		own_nr = 0;
+		pthread_mutex_unlock(&own_lock);
+		_exit(fn(arg) & 0xff);
+	}
+	saved = errno;
+	if (pid > 0 && (flags & SPAWN_FORK_KEEP))
+		own_add_locked(pid);
+	pthread_mutex_unlock(&own_lock);
+	if (pid < 0)
+		return -saved;
+	*out = pid;
+	return 0;
+}
+
+pid_t
+spawn_reap(pid_t pid, int *status, int flags)
+{
+	pid_t w = waitpid(pid, status, flags);
+
+	return w < 0 ? -errno : w;
 }

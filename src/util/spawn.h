@@ -6,9 +6,12 @@
  * baton also forks copies of itself, each of which runs baton's own code
  * and never execs: serve's workers (sched/serve.c), the HTTP server
  * (server/http.c) and the members of a parallel stage group
- * (engine/fanout.c). Each parent reaps its own; a run's driver, which
- * sweeps stray children (spawn_adopt_orphans below), registers its
- * group members with spawn_keep() so the sweep leaves them alone.
+ * (engine/fanout.c). They are made by spawn_fork_call() and signalled
+ * and reaped through spawn_signal() and spawn_reap(): fork, kill and
+ * waitpid are banned outside spawn.c (banned.h). Each parent reaps its
+ * own; a run's driver, which sweeps stray children (spawn_adopt_orphans
+ * below), keeps its group members (SPAWN_FORK_KEEP, spawn_keep()) so
+ * the sweep leaves them alone.
  *
  * Every child gets its own session and process group (setsid), so the
  * child and all its grandchildren can be signalled as one. Its stdout and
@@ -159,7 +162,37 @@ void spawn_forget(pid_t pid);
  */
 int spawn_kill_orphans(void);
 
-/* kill(pid, sig), for waking another baton process; 0 or -errno. */
+/*
+ * kill(pid, sig) for one process (pid > 0; a group is signalled with
+ * spawn_kill_group): waking another baton process, stopping a child
+ * made by spawn_fork_call, or, with sig 0, asking whether pid exists
+ * (-ESRCH when not). 0 or -errno; -EINVAL for pid <= 0.
+ */
 int spawn_signal(pid_t pid, int sig);
+
+/*
+ * Runs fn(arg) in a child: a forked copy of this process, which exits
+ * with fn's return value (& 0xff) and never returns here. This is the
+ * one way baton runs its own code in a child (spawn_run execs a
+ * program). stdio is flushed first, so nothing buffered is written
+ * twice. The child keeps every descriptor, the signal handlers and the
+ * mask of the caller: fn closes what it must not hold. With
+ * SPAWN_FORK_KEEP the child is registered as by spawn_keep() in the
+ * same step as the fork, so spawn_kill_orphans (in any thread) never
+ * takes it for an orphan; the caller spawn_forget()s it once reaped.
+ * Returns 0 and *out (the child's pid) in the parent, or -errno when no
+ * child was made (*out untouched). The caller reaps it (spawn_reap).
+ */
+typedef int spawn_fork_fn(void *arg);
+#define SPAWN_FORK_KEEP 0x1u
+int spawn_fork_call(spawn_fork_fn *fn, void *arg, unsigned flags, pid_t *out);
+
+/*
+ * waitpid(pid, status, flags) for a child made by spawn_fork_call (pid
+ * -1: any child): the pid reaped, 0 under WNOHANG when none has ended,
+ * or -errno (-ECHILD: nothing left to reap; -EINTR: a signal came, as
+ * waitpid says it). status may be NULL.
+ */
+pid_t spawn_reap(pid_t pid, int *status, int flags);
 
 #endif

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/pipeline.h"
 #include "core/run.h"
 #include "server/server_int.h"
 #include "store/store.h"
@@ -442,6 +443,8 @@ TEST(each_kind_one_signed_post)
 	struct store *s;
 	struct notifier *n;
 	struct run a, b;
+	struct pipeline *feature = NULL;
+	struct run_move mv;
 	struct err e = ERR_INIT;
 	struct event ev = { 0 };
 	int64_t approval, budget, failed, aborted, last;
@@ -472,7 +475,10 @@ TEST(each_kind_one_signed_post)
 	ev.type = (char *)"transition";
 	ev.from = (char *)"created";
 	ev.to = (char *)"aborted";
-	ASSERT_OK(store_run_update(s, &b, &ev, &e), &e);
+	ASSERT_OK(pipeline_load(NULL, "feature", &feature, &e), &e);
+	mv = (struct run_move){ feature, "created", "aborted" };
+	ASSERT_OK(store_run_move(s, &b, &mv, &ev, &e), &e);
+	pipeline_free(feature);
 	aborted = ev.seq;
 	last = add_event(s, b.id, 0, "note", NULL, NULL);
 	notify_poke(n);

@@ -22,12 +22,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/pipeline.h"
+#include "core/queue.h"
 #include "core/run.h"
 #include "store/store.h"
 #include "test.h"
+#include "util/buf.h"
 #include "util/err.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
+
+/* A test races bare child processes against each other: banned.h keeps
+ * fork and waitpid for spawn.c in baton itself, not here. */
+#undef fork
+#undef kill
+#undef waitpid
 
 #define HOUR_MS (3600 * 1000)
 
@@ -157,9 +166,9 @@ claim(struct store *s, const char *holder, struct task *out)
 	return id;
 }
 
-/* Sets the status of task id (versioned update with an event). */
+/* One move of task id to status (versioned update with an event). */
 static void
-set_status(struct store *s, int64_t id, const char *status)
+move_status(struct store *s, int64_t id, const char *status)
 {
 	struct event ev = { 0 };
 	struct err e = ERR_INIT;
@@ -174,6 +183,79 @@ set_status(struct store *s, int64_t id, const char *status)
 	ASSERT_EQ(ev.task_id, id);
 	event_release(&ev);
 	task_release(&t);
+}
+
+/* The index of status in task_statuses. */
+static size_t
+status_index(const char *status)
+{
+	size_t i;
+
+	for (i = 0; i < NR_TASK_STATUSES; i++)
+		if (!strcmp(task_statuses[i], status))
+			return i;
+	test_fail(__FILE__, __LINE__, "no task status '%s'", status);
+}
+
+/*
+ * Sets the status of task id: straight there when the task table allows
+ * it, else along the shortest path of its moves (queued -> running ->
+ * done), one versioned update with an event each.
+ */
+static void
+set_status(struct store *s, int64_t id, const char *status)
+{
+	size_t prev[NR_TASK_STATUSES], queue[NR_TASK_STATUSES];
+	size_t path[NR_TASK_STATUSES], head = 0, tail = 0, n = 0, i, at;
+	size_t start, goal = status_index(status);
+	struct task t;
+
+	get_task(s, id, &t);
+	start = status_index(t.status);
+	task_release(&t);
+	for (i = 0; i < NR_TASK_STATUSES; i++)
+		prev[i] = NR_TASK_STATUSES;
+	prev[start] = start;
+	queue[tail++] = start;
+	while (head < tail) {
+		at = queue[head++];
+		for (i = 0; i < nr_task_moves; i++) {
+			size_t to = status_index(task_moves[i].to);
+
+			if (strcmp(task_moves[i].from, task_statuses[at]) ||
+			    prev[to] != NR_TASK_STATUSES)
+				continue;
+			prev[to] = at;
+			queue[tail++] = to;
+		}
+	}
+	if (start == goal) {
+		move_status(s, id, status);
+		return;
+	}
+	ASSERT(prev[goal] != NR_TASK_STATUSES);
+	for (at = goal; at != start; at = prev[at])
+		path[n++] = at;
+	while (n--)
+		move_status(s, id, task_statuses[path[n]]);
+}
+
+/*
+ * The transition door as the store sees it: r->status was from, and the
+ * move comes with a table that has that one edge (see t_store).
+ */
+static int
+door_update(struct store *s, struct run *r, const char *from,
+	    struct event *ev, struct err *e)
+{
+	struct edge edge = { .from = from, .to = r->status };
+	char *statuses[2] = { (char *)from, r->status };
+	struct pipeline p = { .name = r->pipeline, .statuses = statuses,
+			      .nr_statuses = 2, .edges = &edge,
+			      .nr_edges = 1 };
+	struct run_move mv = { &p, from, r->status };
+
+	return store_run_move(s, r, &mv, ev, e);
 }
 
 /* A count from the raw database (the test's view behind the API). */
@@ -987,7 +1069,7 @@ TEST(fence_refuses_stale_writer)
 	run_set(&r.status, "verifying");
 	ev.type = xstrdup("transition");
 	ev.to = xstrdup("verifying");
-	ASSERT_EQ(store_run_update(late, &r, &ev, &e), BATON_EFENCED);
+	ASSERT_EQ(door_update(late, &r, "running", &ev, &e), BATON_EFENCED);
 	ASSERT_CONTAINS(e.msg, "the lease on task 1 was taken over (token 1 "
 			       "is stale, the task now has 2): this worker "
 			       "may not write");
@@ -1048,7 +1130,7 @@ TEST(fence_refuses_stale_writer)
 
 	/* The current holder, fenced with the current token, writes. */
 	store_fence(s, id, now.lease_token);
-	ASSERT_OK(store_run_update(s, &r, &ev, &e), &e);
+	ASSERT_OK(door_update(s, &r, "running", &ev, &e), &e);
 	ASSERT_EQ(r.version, 2);
 	ASSERT_EQ(ev.task_id, 0); /* the caller's event is not changed */
 	ASSERT_OK(store_event_add(s, &ev, &e), &e);
@@ -1607,6 +1689,183 @@ TEST(merge_add_claim_update)
 }
 
 /* ---- plans -------------------------------------------------------------- */
+
+/* ---- the transition tables (core/queue.h) --------------------------- */
+
+/* The edges of a table as "from>to" lines, in table order. */
+static char *
+edges_of(const struct queue_move *t, size_t n,
+	 int (*check)(const char *, const char *, struct err *),
+	 const char *const *statuses, size_t nr)
+{
+	struct buf b = BUF_INIT;
+	size_t i, j;
+
+	/* every edge is one check allows, and check allows no other */
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(check(t[i].from, t[i].to, NULL), 0);
+	for (i = 0; i < nr; i++)
+		for (j = 0; j < nr; j++)
+			if (i != j && !check(statuses[i], statuses[j], NULL))
+				buf_addf(&b, "%s>%s\n", statuses[i],
+					 statuses[j]);
+	ASSERT_EQ(check(statuses[0], statuses[0], NULL), 0);
+	return buf_detach(&b, NULL);
+}
+
+/* The task table, pinned: changing it is a decision, not an accident. */
+TEST(task_transition_table_pinned)
+{
+	char *got = edges_of(task_moves, nr_task_moves, task_move_check,
+			     task_statuses, NR_TASK_STATUSES);
+	struct err e = ERR_INIT;
+
+	ASSERT_STREQ(got, "queued>running\n"
+			  "queued>blocked\n"
+			  "queued>cancelled\n"
+			  "running>queued\n"
+			  "running>done\n"
+			  "running>failed\n"
+			  "running>blocked\n"
+			  "running>cancelled\n"
+			  "failed>queued\n"
+			  "failed>blocked\n"
+			  "blocked>queued\n"
+			  "blocked>done\n"
+			  "blocked>cancelled\n"
+			  "cancelled>queued\n");
+	free(got);
+	ASSERT_EQ(task_move_check(TASK_DONE, TASK_QUEUED, &e),
+		  BATON_EBADSTATE);
+	ASSERT_STREQ(e.msg, "illegal transition 'done' -> 'queued' ('done' "
+			    "is final)");
+	ASSERT_EQ(task_move_check(TASK_QUEUED, TASK_DONE, &e),
+		  BATON_EBADSTATE);
+	ASSERT_STREQ(e.msg, "illegal transition 'queued' -> 'done' (from "
+			    "'queued' only: running, blocked, cancelled)");
+}
+
+TEST(merge_transition_table_pinned)
+{
+	static const char *const statuses[] = { MERGE_PENDING,
+						MERGE_PROCESSING, MERGE_MERGED,
+						MERGE_FAILED };
+	char *got = edges_of(merge_moves, nr_merge_moves, merge_move_check,
+			     statuses, ARRAY_SIZE(statuses));
+	struct buf froms = BUF_INIT;
+
+	ASSERT_STREQ(got, "pending>processing\n"
+			  "processing>pending\n"
+			  "processing>merged\n"
+			  "processing>failed\n"
+			  "failed>pending\n");
+	free(got);
+	merge_move_froms(MERGE_PENDING, &froms);
+	ASSERT_STREQ(froms.ptr, "|pending|processing|failed|");
+	buf_release(&froms);
+}
+
+/*
+ * The store refuses a task write that moves its status along no edge of
+ * the table, against the status stored (not the one the writer read),
+ * and writes nothing; a legal move and a write that keeps the status go
+ * through.
+ */
+TEST(task_illegal_transition_refused)
+{
+	struct store *s = open_store();
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct task t, got;
+	int64_t id = add_task(s, "moves", 0, NULL, NULL);
+
+	get_task(s, id, &t);
+	run_set(&t.status, TASK_DONE);
+	ev.type = xstrdup("task_settled");
+	ASSERT_EQ(store_task_update(s, &t, &ev, &e), BATON_EBADSTATE);
+	ASSERT_STREQ(e.msg, "task 1: illegal transition 'queued' -> 'done' "
+			    "(from 'queued' only: running, blocked, "
+			    "cancelled)");
+	ASSERT_EQ(t.version, 1);
+	ASSERT_EQ(ev.seq, 0);
+	get_task(s, id, &got);
+	ASSERT_STREQ(got.status, TASK_QUEUED);
+	ASSERT_EQ(got.version, 1);
+	task_release(&got);
+	ASSERT_EQ(count_events(s, NULL), 0);
+
+	/* legal: queued -> cancelled; then cancelled is left only by a retry */
+	run_set(&t.status, TASK_CANCELLED);
+	ASSERT_OK(store_task_update(s, &t, &ev, &e), &e);
+	ASSERT_EQ(t.version, 2);
+	run_set(&t.status, TASK_RUNNING);
+	ASSERT_EQ(store_task_update(s, &t, NULL, &e), BATON_EBADSTATE);
+	ASSERT_CONTAINS(e.msg, "task 1: illegal transition 'cancelled' -> "
+			       "'running' (from 'cancelled' only: queued)");
+	/* a write that keeps the status moves nothing */
+	run_set(&t.status, TASK_CANCELLED);
+	run_set(&t.reason, "still cancelled");
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	/* an unknown status is refused before anything */
+	run_set(&t.status, "nope");
+	ASSERT_EQ(store_task_update(s, &t, NULL, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "cannot update task 1: unknown task status "
+			       "'nope'");
+	/* a stale writer is still told of the conflict, not the move */
+	run_set(&t.status, TASK_DONE);
+	t.version = 1;
+	ASSERT_EQ(store_task_update(s, &t, NULL, &e), BATON_ECONFLICT);
+	get_task(s, id, &got);
+	ASSERT_STREQ(got.status, TASK_CANCELLED);
+	ASSERT_EQ(got.version, 3);
+	task_release(&got);
+
+	event_release(&ev);
+	task_release(&t);
+	store_close(s);
+}
+
+TEST(merge_item_illegal_transition_refused)
+{
+	struct store *s = open_store();
+	struct merge_item m, got;
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct run r;
+
+	make_run(s, "lands", 0, &r);
+	queue_run(s, &r, &m);
+	ASSERT_STREQ(m.status, MERGE_PENDING);
+	run_set(&m.status, MERGE_MERGED);
+	ev.type = xstrdup("merge_landed");
+	ASSERT_EQ(store_merge_update(s, &m, &ev, &e), BATON_EBADSTATE);
+	ASSERT_STREQ(e.msg, "merge item 1: illegal transition 'pending' -> "
+			    "'merged' (from 'pending' only: processing)");
+	ASSERT_EQ(m.version, 1);
+	ASSERT_EQ(ev.seq, 0);
+	ASSERT_OK(store_merge_get(s, m.id, NULL, &got, &e), &e);
+	ASSERT_STREQ(got.status, MERGE_PENDING);
+	ASSERT_EQ(got.version, 1);
+	merge_item_release(&got);
+
+	/* claimed, landed: merged is final */
+	merge_item_release(&m);
+	ASSERT_OK(store_merge_claim(s, "lander", HOUR_MS, &m, &e), &e);
+	run_set(&m.status, MERGE_MERGED);
+	ASSERT_OK(store_merge_update(s, &m, &ev, &e), &e);
+	run_set(&m.status, MERGE_PENDING);
+	ASSERT_EQ(store_merge_update(s, &m, NULL, &e), BATON_EBADSTATE);
+	ASSERT_STREQ(e.msg, "merge item 1: illegal transition 'merged' -> "
+			    "'pending' ('merged' is final)");
+	ASSERT_OK(store_merge_get(s, m.id, NULL, &got, &e), &e);
+	ASSERT_STREQ(got.status, MERGE_MERGED);
+	merge_item_release(&got);
+
+	event_release(&ev);
+	merge_item_release(&m);
+	run_release(&r);
+	store_close(s);
+}
 
 TEST(plan_versions)
 {

@@ -641,6 +641,69 @@ TEST(signal_pid)
 	ASSERT_EQ(spawn_group_alive(getpgrp()), 1);
 }
 
+/* A child of spawn_fork_call: exits with *arg, or waits for a signal. */
+static int
+child_exits(void *arg)
+{
+	int code = *(int *)arg;
+
+	if (code < 0)
+		pause();
+	return code;
+}
+
+TEST(fork_call_runs_fn_in_a_child)
+{
+	pid_t pid = 0, me = getpid();
+	int code = 7, st = 0;
+
+	ASSERT_EQ(spawn_fork_call(child_exits, &code, 0, &pid), 0);
+	ASSERT(pid > 0 && pid != me);
+	ASSERT_EQ(spawn_reap(pid, &st, 0), pid);
+	ASSERT(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 7);
+	/* reaped: nothing is left of it */
+	ASSERT_EQ(spawn_reap(pid, &st, WNOHANG), -ECHILD);
+	ASSERT_EQ(spawn_signal(pid, 0), -ESRCH);
+}
+
+TEST(fork_call_signal_and_reap)
+{
+	pid_t pid = 0;
+	int code = -1, st = 0;
+
+	ASSERT_EQ(spawn_fork_call(child_exits, &code, 0, &pid), 0);
+	/* alive until signalled: WNOHANG finds nothing */
+	ASSERT_EQ(spawn_reap(pid, &st, WNOHANG), 0);
+	ASSERT_EQ(spawn_signal(pid, 0), 0);
+	ASSERT_EQ(spawn_signal(pid, SIGTERM), 0);
+	ASSERT_EQ(spawn_reap(pid, &st, 0), pid);
+	ASSERT(WIFSIGNALED(st));
+	ASSERT_EQ(WTERMSIG(st), SIGTERM);
+	ASSERT_EQ(spawn_reap(-1, NULL, WNOHANG), -ECHILD);
+}
+
+/*
+ * A child kept in the same step as its fork is spared by the orphan
+ * sweep; one forked without the flag is a stray to it, killed.
+ */
+TEST(fork_call_keep_spares_the_child)
+{
+	pid_t kept = 0, stray = 0;
+	int code = -1, st = 0;
+
+	ASSERT_EQ(spawn_adopt_orphans(), 0);
+	ASSERT_EQ(spawn_fork_call(child_exits, &code, SPAWN_FORK_KEEP, &kept),
+		  0);
+	ASSERT_EQ(spawn_fork_call(child_exits, &code, 0, &stray), 0);
+	ASSERT_EQ(spawn_kill_orphans(), 1);
+	ASSERT_EQ(spawn_reap(stray, &st, WNOHANG), -ECHILD);
+	ASSERT_EQ(spawn_reap(kept, &st, WNOHANG), 0);
+	ASSERT_EQ(spawn_signal(kept, SIGKILL), 0);
+	ASSERT_EQ(spawn_reap(kept, &st, 0), kept);
+	spawn_forget(kept);
+}
+
 TEST(inherit_out)
 {
 	struct spawn_opts o = SPAWN_OPTS_INIT;

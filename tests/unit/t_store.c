@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/ids.h"
+#include "core/pipeline.h"
 #include "core/run.h"
 #include "store/store.h"
 #include "test.h"
@@ -29,6 +30,12 @@
 #include "util/embed.h"
 #include "util/err.h"
 #include "util/xalloc.h"
+
+/* A test races bare child processes against each other: banned.h keeps
+ * fork and waitpid for spawn.c in baton itself, not here. */
+#undef fork
+#undef kill
+#undef waitpid
 
 typedef void store_case_fn(struct store *s, const char *spec);
 
@@ -80,6 +87,26 @@ make_run(struct store *s, const char *task, const char *status,
 	run_set(&out->phase, RUN_PHASE_PENDING);
 	out->max_review_loops = 3;
 	ASSERT_OK(store_run_create(s, out, &e), &e);
+}
+
+/*
+ * The transition door as the store sees it: r->status was from, and the
+ * move to r->status comes with a table (of the run's pipeline) that has
+ * that one edge. The engine's door is tested in t_engine; here the
+ * store's side of it.
+ */
+static int
+door_update(struct store *s, struct run *r, const char *from,
+	    struct event *ev, struct err *e)
+{
+	struct edge edge = { .from = from, .to = r->status };
+	char *statuses[2] = { (char *)from, r->status };
+	struct pipeline p = { .name = r->pipeline, .statuses = statuses,
+			      .nr_statuses = 2, .edges = &edge,
+			      .nr_edges = 1 };
+	struct run_move mv = { &p, from, r->status };
+
+	return store_run_move(s, r, &mv, ev, e);
 }
 
 static void
@@ -457,7 +484,7 @@ case_update_appends_event(struct store *s, const char *spec)
 	ev.from = xstrdup("queued");
 	ev.to = xstrdup("planning");
 	ev.data = xstrdup("{\"why\":\"leased\"}");
-	ASSERT_OK(store_run_update(s, &r, &ev, &e), &e);
+	ASSERT_OK(door_update(s, &r, "queued", &ev, &e), &e);
 	ASSERT_EQ(r.version, 2);
 	ASSERT(r.updated_at >= before);
 	ASSERT(ev.seq > 0);
@@ -512,7 +539,7 @@ case_update_stale_conflicts(struct store *s, const char *spec)
 	make_run(s, "contested", "queued", &r);
 	run_copy(&other, &r);
 	run_set(&other.status, "planning");
-	ASSERT_OK(store_run_update(s, &other, NULL, &e), &e);
+	ASSERT_OK(door_update(s, &other, "queued", NULL, &e), &e);
 
 	run_set(&r.status, "aborted");
 	run_set(&r.reason, "stale writer");
@@ -547,6 +574,101 @@ case_update_stale_conflicts(struct store *s, const char *spec)
 	run_release(&other);
 }
 
+/* r (as read) was refused with BATON_EBADSTATE and nothing was written. */
+static void
+assert_refused(struct store *s, struct run *r, int rc, const struct err *e,
+	       const char *msg)
+{
+	struct run got;
+
+	ASSERT_EQ(rc, BATON_EBADSTATE);
+	ASSERT_CONTAINS(e->msg, msg);
+	ASSERT_EQ(r->version, 1);
+	get_run(s, r->id, &got);
+	ASSERT_EQ(got.version, 1);
+	ASSERT_STREQ(got.status, "created");
+	run_release(&got);
+	ASSERT_EQ(count_events(s, r->id, NULL), 1);
+}
+
+/*
+ * A run's status changes only with the transition door's move, along an
+ * edge of its pipeline's table, from the status it has: the store
+ * refuses everything else and writes nothing.
+ */
+static void
+case_status_only_through_the_door(struct store *s, const char *spec)
+{
+	struct pipeline *p = NULL, *other = NULL;
+	struct run_move mv;
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct run r, got;
+
+	(void)spec;
+	ASSERT_OK(pipeline_load(NULL, "feature", &p, &e), &e);
+	ASSERT_OK(pipeline_load(NULL, "bugfix", &other, &e), &e);
+	memset(&r, 0, sizeof(r));
+	run_set(&r.task, "door");
+	run_set(&r.status, "created");
+	run_set(&r.pipeline, "feature");
+	ASSERT_OK(store_run_create(s, &r, &e), &e);
+	ev.type = xstrdup("transition");
+
+	/* Not handed by the door: a plain update that changes the status. */
+	run_set(&r.status, "planning");
+	assert_refused(s, &r, store_run_update(s, &r, &ev, &e), &e,
+		       "run 'r1-door': status 'created' -> 'planning' was "
+		       "not handed by the transition door");
+	ASSERT_EQ(ev.seq, 0);
+	/* ... nor a move of NULL */
+	assert_refused(s, &r, store_run_move(s, &r, NULL, &ev, &e), &e,
+		       "needs the transition door's move");
+
+	/* A move that is not in the table. */
+	run_set(&r.status, "merge_ready");
+	mv = (struct run_move){ p, "created", "merge_ready" };
+	assert_refused(s, &r, store_run_move(s, &r, &mv, &ev, &e), &e,
+		       "run 'r1-door': illegal transition 'created' -> "
+		       "'merge_ready' in pipeline 'feature'");
+	/* A move to another status than the one written. */
+	mv = (struct run_move){ p, "created", "planning" };
+	assert_refused(s, &r, store_run_move(s, &r, &mv, &ev, &e), &e,
+		       "does not lead to 'merge_ready'");
+	/* A move of another pipeline's table. */
+	run_set(&r.status, "analyzing_1");
+	mv = (struct run_move){ other, "created", "analyzing_1" };
+	assert_refused(s, &r, store_run_move(s, &r, &mv, &ev, &e), &e,
+		       "comes from pipeline 'bugfix', not the run's "
+		       "'feature'");
+	/* A legal move that starts from another status than the stored. */
+	run_set(&r.status, "aborted");
+	mv = (struct run_move){ p, "planning", "aborted" };
+	assert_refused(s, &r, store_run_move(s, &r, &mv, &ev, &e), &e,
+		       "run 'r1-door' is 'created': the move 'planning' -> "
+		       "'aborted' handed by the transition door starts "
+		       "elsewhere");
+
+	/* The door's move goes through, with its event. */
+	run_set(&r.status, "planning");
+	mv = (struct run_move){ p, "created", "planning" };
+	ASSERT_OK(store_run_move(s, &r, &mv, &ev, &e), &e);
+	ASSERT_EQ(r.version, 2);
+	ASSERT(ev.seq > 0);
+	get_run(s, r.id, &got);
+	ASSERT_STREQ(got.status, "planning");
+	run_release(&got);
+	/* and an update that keeps the status still does */
+	run_set(&r.phase, RUN_PHASE_RUNNING);
+	ASSERT_OK(store_run_update(s, &r, NULL, &e), &e);
+	ASSERT_EQ(r.version, 3);
+
+	event_release(&ev);
+	run_release(&r);
+	pipeline_free(p);
+	pipeline_free(other);
+}
+
 static void
 case_two_handles_race(struct store *s, const char *spec)
 {
@@ -565,8 +687,8 @@ case_two_handles_race(struct store *s, const char *spec)
 	run_set(&b.status, "aborted");
 	ea.type = xstrdup("transition");
 	eb.type = xstrdup("transition");
-	ASSERT_OK(store_run_update(s, &a, &ea, &e), &e);
-	ASSERT_EQ(store_run_update(s2, &b, &eb, &e), BATON_ECONFLICT);
+	ASSERT_OK(door_update(s, &a, "queued", &ea, &e), &e);
+	ASSERT_EQ(door_update(s2, &b, "queued", &eb, &e), BATON_ECONFLICT);
 
 	get_run(s2, "r1", &got);
 	ASSERT_EQ(got.version, 2);
@@ -578,7 +700,7 @@ case_two_handles_race(struct store *s, const char *spec)
 	run_release(&b);
 	get_run(s2, "r1", &b);
 	run_set(&b.status, "aborted");
-	ASSERT_OK(store_run_update(s2, &b, &eb, &e), &e);
+	ASSERT_OK(door_update(s2, &b, "planning", &eb, &e), &e);
 	ASSERT_EQ(b.version, 3);
 	get_run(s, "r1", &got);
 	ASSERT_STREQ(got.status, "aborted");
@@ -692,7 +814,7 @@ case_fault_rolls_back(struct store *s, const char *spec)
 	ev.type = xstrdup("transition");
 	ev.to = xstrdup("planning");
 	e = (struct err)ERR_INIT;
-	ASSERT_EQ(store_run_update(s, &r, &ev, &e), BATON_ESTORE);
+	ASSERT_EQ(door_update(s, &r, "queued", &ev, &e), BATON_ESTORE);
 	ASSERT_CONTAINS(e.msg, "cannot update run 'r1-survivor'");
 	ASSERT_EQ(r.version, 1);
 	ASSERT_EQ(ev.seq, 0);
@@ -728,7 +850,7 @@ case_fault_rolls_back(struct store *s, const char *spec)
 	run_release(&got);
 	ASSERT_EQ(count_events(s, NULL, NULL), 2);
 	unsetenv("BATON_FAULT_STORE");
-	ASSERT_OK(store_run_update(s, &r, &ev, &e), &e);
+	ASSERT_OK(door_update(s, &r, "queued", &ev, &e), &e);
 	ASSERT_EQ(r.version, 2);
 	ASSERT_EQ(count_events(s, r.id, NULL), 3);
 
@@ -945,6 +1067,7 @@ assert_same_run(const struct run *a, const struct run *b)
 static void
 case_run_fields_roundtrip(struct store *s, const char *spec)
 {
+	char *from;
 	struct err e = ERR_INIT;
 	struct run r = { 0 }, got;
 	struct events l;
@@ -965,8 +1088,10 @@ case_run_fields_roundtrip(struct store *s, const char *spec)
 	events_release(&l);
 
 	/* An update writes every field but the two request flags. */
+	from = xstrdup(r.status);
 	fill_run(&r, 100);
-	ASSERT_OK(store_run_update(s, &r, NULL, &e), &e);
+	ASSERT_OK(door_update(s, &r, from, NULL, &e), &e);
+	free(from);
 	get_run(s, "r1", &got);
 	ASSERT_EQ(got.pause_requested, 3);
 	ASSERT_EQ(got.abort_requested, 4);
@@ -1705,6 +1830,7 @@ case_forge_intake_race(struct store *s, const char *spec)
 	X(get_by_ref)                                                          \
 	X(update_appends_event)                                                \
 	X(update_stale_conflicts)                                              \
+	X(status_only_through_the_door)                                        \
 	X(two_handles_race)                                                    \
 	X(requests_keep_version)                                               \
 	X(fault_rolls_back)                                                    \
@@ -2008,7 +2134,7 @@ TEST(postgres_reconnects)
 
 	pg_kill_sessions(admin);
 	run_set(&r.status, "planning");
-	ASSERT_OK(store_run_update(s, &r, NULL, &e), &e);
+	ASSERT_OK(door_update(s, &r, "queued", NULL, &e), &e);
 	ASSERT_EQ(r.version, 2);
 
 	pg_kill_sessions(admin);
@@ -2055,7 +2181,7 @@ TEST(postgres_commit_lost_lands_once)
 	run_set(&r.status, "planning");
 	ev.type = xstrdup("transition");
 	ev.to = xstrdup("planning");
-	ASSERT_OK(store_run_update(s, &r, &ev, &e), &e);
+	ASSERT_OK(door_update(s, &r, "queued", &ev, &e), &e);
 	ASSERT_EQ(r.version, 2);
 	ASSERT(ev.seq > 0);
 	get_run(s, r.id, &got);
@@ -2371,7 +2497,7 @@ TEST(sqlite_busy_is_clear)
 	ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
 		  SQLITE_OK);
 	run_set(&r.status, "planning");
-	ASSERT_EQ(store_run_update(s, &r, NULL, &e), BATON_ESTORE);
+	ASSERT_EQ(door_update(s, &r, "queued", NULL, &e), BATON_ESTORE);
 	ASSERT_CONTAINS(e.msg, "cannot update run 'r1-locked-out': "
 			       "database is locked");
 	ASSERT_EQ(r.version, 1);
@@ -2381,7 +2507,7 @@ TEST(sqlite_busy_is_clear)
 	run_release(&got);
 	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	sqlite3_close(db);
-	ASSERT_OK(store_run_update(s, &r, NULL, &e), &e);
+	ASSERT_OK(door_update(s, &r, "queued", NULL, &e), &e);
 	run_release(&r);
 	store_close(s);
 	free(path);

@@ -6,10 +6,10 @@
  *
  *   parent (owns the run record)          child, one per member
  *   ─────────────────────────────          ─────────────────────────────
- *   fork ────────────────────────────────> own store handle, own wake
+ *   spawn_fork_call ─────────────────────> own store handle, own wake
  *   poll every 50 ms: abort? signal?       pipe, PR_SET_PDEATHSIG;
  *     yes: SIGTERM every live member       work(): agent calls, bare
- *   waitpid(WNOHANG) ─ reaped ─┐           events only (never a run
+ *   spawn_reap(WNOHANG) reaped ┐           events only (never a run
  *     read members/<key>.result │           write), then
  *     add its usage to the run  │          members/<key>.result:
  *     done(): the caller's note ┘          {res, reason, out, usage}
@@ -140,23 +140,38 @@ out:
 	free(path);
 }
 
+/* What member_call hands member_main in the child. */
+struct member_arg {
+	struct drive *d;
+	struct fanout_member *m;
+	const char *steers;
+};
+
+static int
+member_call(void *arg)
+{
+	struct member_arg *a = arg;
+
+	member_main(a->d, a->m, a->steers);
+}
+
 /* Forks member m; a fork that fails fails the member. 1 if it runs. */
 static int
 member_start(struct drive *d, struct fanout_member *m, const char *steers)
 {
+	struct member_arg a = { d, m, steers };
+	int rc;
+
 	m->started_ms = time_now_ms();
-	fflush(NULL);
-	m->pid = fork();
-	if (m->pid < 0) {
+	/* kept: ours, not an agent's orphan */
+	rc = spawn_fork_call(member_call, &a, SPAWN_FORK_KEEP, &m->pid);
+	if (rc < 0) {
 		m->pid = 0;
 		m->res = STAGE_FAIL;
 		m->reason =
-		    xasprintf("%s: cannot fork: %s", m->label, strerror(errno));
+		    xasprintf("%s: cannot fork: %s", m->label, strerror(-rc));
 		return 0;
 	}
-	if (m->pid == 0)
-		member_main(d, m, steers);
-	spawn_keep(m->pid); /* ours, not an agent's orphan */
 	return 1;
 }
 
@@ -215,8 +230,8 @@ engine__fanout(struct drive *d, struct fanout_member *m, size_t n,
 			if (!m[i].pid)
 				continue;
 			if (stopping)
-				kill(m[i].pid, SIGTERM);
-			if (waitpid(m[i].pid, &status, WNOHANG) != m[i].pid)
+				spawn_signal(m[i].pid, SIGTERM);
+			if (spawn_reap(m[i].pid, &status, WNOHANG) != m[i].pid)
 				continue;
 			alive--;
 			spawn_forget(m[i].pid);
