@@ -474,7 +474,7 @@ TEST(each_kind_one_signed_post)
 	ev.to = (char *)"aborted";
 	ASSERT_OK(store_run_update(s, &b, &ev, &e), &e);
 	aborted = ev.seq;
-	last = add_event(s, b.id, 0, "note", NULL, NULL);
+	last = add_event(s, b.id, 0, "steer", NULL, NULL);
 	notify_poke(n);
 
 	wait_requests(&r, 4);

@@ -683,7 +683,7 @@ case_fault_rolls_back(struct store *s, const char *spec)
 	make_run(s, "survivor", "queued", &r);
 	ASSERT_EQ(r.seq, 1);
 	ev.run_id = xstrdup(r.id);
-	ev.type = xstrdup("note");
+	ev.type = xstrdup("steer");
 	ASSERT_OK(store_event_add(s, &ev, &e), &e);
 	event_release(&ev);
 	memset(&ev, 0, sizeof(ev));
@@ -752,7 +752,7 @@ case_events_global_seq(struct store *s, const char *spec)
 		struct event ev = { 0 };
 
 		ev.run_id = xstrdup(i % 3 == 2 ? b.id : a.id);
-		ev.type = xstrdup(i % 2 ? "steer" : "log");
+		ev.type = xstrdup(i % 2 ? "steer" : "agent_output");
 		if (i == 75) /* one event of no run */
 			FREE_AND_NULL(ev.run_id);
 		ASSERT_OK(store_event_add(s, &ev, &e), &e);
@@ -805,7 +805,7 @@ case_events_global_seq(struct store *s, const char *spec)
 		struct event ev = { 0 };
 
 		ev.run_id = xstrdup("r9-nothing");
-		ev.type = xstrdup("log");
+		ev.type = xstrdup("agent_output");
 		ASSERT_EQ(store_event_add(s, &ev, &e), BATON_ENOTFOUND);
 		ASSERT_CONTAINS(e.msg, "r9-nothing");
 		event_release(&ev);
@@ -1093,7 +1093,7 @@ racer(const char *spec, int who)
 			_exit(3);
 		}
 		r.tokens_in++;
-		ev.type = xstrdup("tick");
+		ev.type = xstrdup("agent_output");
 		ev.data = xasprintf("{\"racer\":%d}", who);
 		rc = store_run_update(s, &r, &ev, &e);
 		if (rc == 0) {
@@ -1881,7 +1881,7 @@ TEST(postgres_events_wait_for_older_seq)
 	pg_do(held, "BEGIN");
 	free(pg_sql(held, "SELECT baton_event_add('r1-gap', NULL, 1, 'held',"
 			  " NULL, NULL, NULL)"));
-	ASSERT_EQ(add_event(s, r.id, "later"), 3);
+	ASSERT_EQ(add_event(s, r.id, "steer"), 3);
 
 	list_events(s, NULL, 0, NULL, &l);
 	ASSERT_EQ(l.n, 1);
@@ -1929,7 +1929,7 @@ TEST(postgres_rolled_back_gap_skipped)
 	pg_do(doomed, "BEGIN");
 	free(pg_sql(doomed, "SELECT baton_event_add('r1-hole', NULL, 1,"
 			    " 'doomed', NULL, NULL, NULL)"));
-	ASSERT_EQ(add_event(s, r.id, "kept"), 3);
+	ASSERT_EQ(add_event(s, r.id, "checkpoint"), 3);
 	pg_do(doomed, "ROLLBACK");
 
 	/* 2 is gone, but the older transaction might still own a seq. */
@@ -1942,14 +1942,14 @@ TEST(postgres_rolled_back_gap_skipped)
 	list_events(s, NULL, 1, NULL, &l);
 	ASSERT_EQ(l.n, 1);
 	ASSERT_EQ(l.ev[0].seq, 3);
-	ASSERT_STREQ(l.ev[0].type, "kept");
+	ASSERT_STREQ(l.ev[0].type, "checkpoint");
 	events_release(&l);
 	ASSERT_EQ(last_seq(s), 3);
 
 	/* Without a hole, a transaction left open delays nobody. */
 	pg_do(older, "BEGIN");
 	free(pg_sql(older, "SELECT pg_current_xact_id()"));
-	ASSERT_EQ(add_event(s, r.id, "next"), 4);
+	ASSERT_EQ(add_event(s, r.id, "steer"), 4);
 	ASSERT_EQ(last_seq(s), 4);
 	ASSERT_EQ(count_events(s, NULL, NULL), 3);
 	pg_do(older, "ROLLBACK");
@@ -2012,7 +2012,7 @@ TEST(postgres_reconnects)
 	ASSERT_EQ(r.version, 2);
 
 	pg_kill_sessions(admin);
-	ASSERT_EQ(add_event(s, r.id, "note"), 2);
+	ASSERT_EQ(add_event(s, r.id, "steer"), 2);
 	pg_kill_sessions(admin);
 	ASSERT_EQ(count_events(s, r.id, NULL), 2);
 	get_run(s, r.id, &got);
@@ -2145,7 +2145,7 @@ TEST(postgres_watch_wakes)
 	ASSERT_EQ(watch_until(s, fd, STORE_WATCH_EVENTS | STORE_WATCH_WORK),
 		  STORE_WATCH_EVENTS | STORE_WATCH_WORK);
 	ASSERT_EQ(store_watch_fd(s, &e), fd);
-	add_event(writer, r.id, "after");
+	add_event(writer, r.id, "steer");
 	ASSERT(watch_until(s, fd, STORE_WATCH_EVENTS) & STORE_WATCH_EVENTS);
 	run_release(&r);
 	store_close(writer);
