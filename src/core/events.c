@@ -254,7 +254,8 @@ static const struct event_type types[] = {
 	  "none; by the forge `{\"reason\", \"issue\"}` or `{\"reason\", "
 	  "\"pr\"}`" },
 	{ "task_retried", EVENT_G_TASK,
-	  "`baton task retry` queued a failed or cancelled task again",
+	  "`baton task retry` or the API queued a failed, cancelled or "
+	  "blocked task again",
 	  "none" },
 	{ "task_linked", EVENT_G_TASK,
 	  "a task made of a GitHub issue has its link recorded and is queued "
