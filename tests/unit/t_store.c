@@ -1136,7 +1136,7 @@ case_processes_race(struct store *s, const char *spec)
 	ASSERT_EQ(got.version, 1 + RACERS * RACER_UPDATES);
 	ASSERT_EQ(got.tokens_in, RACERS * RACER_UPDATES);
 	run_release(&got);
-	ASSERT_EQ(count_events(s, r.id, "tick"), RACERS * RACER_UPDATES);
+	ASSERT_EQ(count_events(s, r.id, "agent_output"), RACERS * RACER_UPDATES);
 	ASSERT_EQ(count_events(s, r.id, NULL), 1 + RACERS * RACER_UPDATES);
 	run_release(&r);
 }
