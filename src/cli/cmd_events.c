@@ -142,10 +142,10 @@ events_exec(struct cli *c, int argc, char **argv)
 
 	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
 	ctx.json = json;
+	if (types && (n || follow || all || task))
+		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_events);
 	if (types)
-		return n == 0 && !follow && !all && !task ?
-			       list_types(json) :
-			       cli_usage(&cmd_events);
+		return list_types(json);
 	if (n == 0 && (all || task) && !follow)
 		return list_wide(c, &ctx, task);
 	if (n != 1)

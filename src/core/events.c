@@ -10,29 +10,27 @@
 #include "util/buf.h"
 #include "util/err.h"
 
-static const char *const group_names[EVENT_G_NR] = {
-	[EVENT_G_RUN] = "run",		 [EVENT_G_AGENT] = "agent",
-	[EVENT_G_STEER] = "steer",	 [EVENT_G_BUGFIX] = "bugfix",
-	[EVENT_G_LOOP] = "loop",	 [EVENT_G_ASSIST] = "assist",
-	[EVENT_G_RESEARCH] = "research", [EVENT_G_TASK] = "task",
-	[EVENT_G_JUDGE] = "judge",	 [EVENT_G_MERGE] = "merge",
-	[EVENT_G_FORGE] = "forge",
-};
-
-static const char *const group_titles[EVENT_G_NR] = {
-	[EVENT_G_RUN] = "The run itself:",
-	[EVENT_G_AGENT] = "Agent calls:",
-	[EVENT_G_STEER] = "People and processes steering the run:",
-	[EVENT_G_BUGFIX] = "The bug-fix pipeline ([pipelines.md](pipelines.md)):",
-	[EVENT_G_LOOP] = "The loop pipeline:",
-	[EVENT_G_ASSIST] = "The assist pipeline:",
-	[EVENT_G_RESEARCH] = "The research pipeline:",
-	[EVENT_G_TASK] = "A task in the queue ([runtime.md](runtime.md)); "
-			 "a task's events carry `\"task\": N`:",
-	[EVENT_G_JUDGE] = "The judge ([runtime.md](runtime.md#the-judge)):",
-	[EVENT_G_MERGE] = "The merge queue "
-			  "([runtime.md](runtime.md#the-merge-queue)):",
-	[EVENT_G_FORGE] = "The forge ([forge.md](forge.md)):",
+/* Each group's short name and the heading its table has in the docs. */
+static const struct {
+	const char *name, *title;
+} groups[EVENT_G_NR] = {
+	[EVENT_G_RUN] = { "run", "The run itself:" },
+	[EVENT_G_AGENT] = { "agent", "Agent calls:" },
+	[EVENT_G_STEER] = { "steer", "People and processes steering the run:" },
+	[EVENT_G_BUGFIX] = { "bugfix", "The bug-fix pipeline "
+				       "([pipelines.md](pipelines.md)):" },
+	[EVENT_G_LOOP] = { "loop", "The loop pipeline:" },
+	[EVENT_G_ASSIST] = { "assist", "The assist pipeline:" },
+	[EVENT_G_RESEARCH] = { "research", "The research pipeline:" },
+	[EVENT_G_TASK] = { "task", "A task in the queue "
+				   "([runtime.md](runtime.md)); a task's "
+				   "events carry `\"task\": N`:" },
+	[EVENT_G_JUDGE] = { "judge", "The judge "
+				     "([runtime.md](runtime.md#the-judge)):" },
+	[EVENT_G_MERGE] = { "merge",
+			    "The merge queue "
+			    "([runtime.md](runtime.md#the-merge-queue)):" },
+	[EVENT_G_FORGE] = { "forge", "The forge ([forge.md](forge.md)):" },
 };
 
 static const struct event_type types[] = {
@@ -149,16 +147,15 @@ static const struct event_type types[] = {
 	{ "rca", EVENT_G_BUGFIX, "a root-cause analysis is in",
 	  "`{\"stage\", \"version\", \"file\", \"root_file\"?, "
 	  "\"category\"?, \"label\"?}`" },
-	{ "consolidated", EVENT_G_BUGFIX,
-	  "the analyses became one fix plan",
+	{ "consolidated", EVENT_G_BUGFIX, "the analyses became one fix plan",
 	  "`{\"agreed\", \"choice\", \"steps\", \"sources\"?}`; `choice` is "
 	  "`merge` when they agreed, else the analysis chosen or `all`" },
 	{ "verdict", EVENT_G_BUGFIX,
 	  "a review or verification of the bug-fix pipeline is in",
 	  "`{\"stage\", \"version\", \"status\", \"file\", \"findings\", "
 	  "\"summary\"?}`" },
-	{ "group_started", EVENT_G_BUGFIX,
-	  "a parallel group of stages began", "`{\"group\", \"stages\"}`" },
+	{ "group_started", EVENT_G_BUGFIX, "a parallel group of stages began",
+	  "`{\"group\", \"stages\"}`" },
 	{ "review_done", EVENT_G_BUGFIX,
 	  "one member of a parallel group finished",
 	  "`{\"stage\", \"file\", \"status\", \"started_ms\", "
@@ -371,7 +368,7 @@ event_group_name(enum event_group g)
 {
 	if ((unsigned)g >= EVENT_G_NR)
 		BUG("event group %d", (int)g);
-	return group_names[g];
+	return groups[g].name;
 }
 
 const char *
@@ -379,7 +376,7 @@ event_group_title(enum event_group g)
 {
 	if ((unsigned)g >= EVENT_G_NR)
 		BUG("event group %d", (int)g);
-	return group_titles[g];
+	return groups[g].title;
 }
 
 /*
@@ -395,8 +392,9 @@ event_types_markdown(struct buf *out)
 	for (g = 0; g < EVENT_G_NR; g++) {
 		if (g)
 			buf_addch(out, '\n');
-		buf_addf(out, "%s\n\n", group_titles[g]);
-		buf_adds(out, "| type | written when | `data` |\n|---|---|---|\n");
+		buf_addf(out, "%s\n\n", groups[g].title);
+		buf_adds(out,
+			 "| type | written when | `data` |\n|---|---|---|\n");
 		for (i = 0; i < ARRAY_SIZE(types); i++)
 			if ((int)types[i].group == g)
 				buf_addf(out, "| `%s` | %s | %s |\n",

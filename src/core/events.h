@@ -36,10 +36,10 @@ enum event_group {
 };
 
 struct event_type {
-	const char *name;	/* "stage_started" */
+	const char *name; /* "stage_started" */
 	enum event_group group;
-	const char *when;	/* when it is written: one line of markdown */
-	const char *data;	/* its data object's fields: markdown */
+	const char *when; /* when it is written: one line of markdown */
+	const char *data; /* its data object's fields: markdown */
 };
 
 /*

@@ -15,8 +15,7 @@ static const struct gate_decision_def decisions[GATE_NR] = {
 	[GATE_APPROVE] = { GATE_APPROVE, "approve", none,
 			   "enter the gated stage (with guidance: the answer "
 			   "to the run's question)" },
-	[GATE_REJECT] = { GATE_REJECT, "reject", none,
-			  "end the run blocked" },
+	[GATE_REJECT] = { GATE_REJECT, "reject", none, "end the run blocked" },
 	[GATE_CHANGES] = { GATE_CHANGES, "request-changes", changes_aliases,
 			   "re-run the stage before the gate with guidance" },
 	[GATE_REVISE] = { GATE_REVISE, "revise", none,
@@ -45,16 +44,15 @@ gate_decision_list(struct buf *out)
 {
 	int i;
 
-	for (i = 0; i < GATE_NR; i++)
-		buf_addf(out, "%s%s", i == 0	       ? "" :
-				      i == GATE_NR - 1 ? " or " :
-							 ", ",
-			 decisions[i].name);
+	for (i = 0; i < GATE_NR; i++) {
+		if (i)
+			buf_adds(out, i == GATE_NR - 1 ? " or " : ", ");
+		buf_adds(out, decisions[i].name);
+	}
 }
 
 int
-gate_decision_parse(const char *word, enum gate_decision *out,
-		    struct err *e)
+gate_decision_parse(const char *word, enum gate_decision *out, struct err *e)
 {
 	struct buf list = BUF_INIT;
 	const char *const *a;
@@ -76,8 +74,7 @@ gate_decision_parse(const char *word, enum gate_decision *out,
 		rc = err_set(e, BATON_EINVAL, "'%s' is not a gate decision: %s",
 			     word, list.ptr);
 	else
-		rc = err_set(e, BATON_EINVAL, "no gate decision: %s",
-			     list.ptr);
+		rc = err_set(e, BATON_EINVAL, "no gate decision: %s", list.ptr);
 	buf_release(&list);
 	return rc;
 }

@@ -29,9 +29,9 @@ enum gate_decision {
 
 struct gate_decision_def {
 	enum gate_decision d;
-	const char *name;	     /* the one spelling: "request-changes" */
+	const char *name;	    /* the one spelling: "request-changes" */
 	const char *const *aliases; /* NULL-terminated; accepted as name */
-	const char *what;	     /* one line: what it does */
+	const char *what;	    /* one line: what it does */
 };
 
 /* The canonical spelling of d ("approve"). Static. */

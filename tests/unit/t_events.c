@@ -88,11 +88,11 @@ TEST(what_the_code_writes_is_found)
 	/* one of each door: engine, run requests, scheduler, merge queue,
 	 * judge, forge, webhook, and the store's own */
 	static const char *const written[] = {
-		"transition",	   "stage_started",  "agent_output",
+		"transition",	   "stage_started",   "agent_output",
 		"pause_cancelled", "abort_requested", "superseded",
-		"task_claimed",	   "task_settled",   "merge_claimed",
-		"merge_landed",	   "judge_gone",     "judge_expired",
-		"forge_answered",  "forge_webhook",  "base_push_failed",
+		"task_claimed",	   "task_settled",    "merge_claimed",
+		"merge_landed",	   "judge_gone",      "judge_expired",
+		"forge_answered",  "forge_webhook",   "base_push_failed",
 	};
 	size_t i;
 

@@ -84,8 +84,7 @@ TEST(other_words_are_refused_with_the_list)
 			    "reject, request-changes, revise or defer");
 	ASSERT_EQ(gate_decision_parse("Approve", &d, &e), BATON_EINVAL);
 	ASSERT_EQ(gate_decision_parse("", &d, &e), BATON_EINVAL);
-	ASSERT_EQ(gate_decision_parse("request changes", &d, &e),
-		  BATON_EINVAL);
+	ASSERT_EQ(gate_decision_parse("request changes", &d, &e), BATON_EINVAL);
 	ASSERT_EQ(gate_decision_parse(NULL, &d, &e), BATON_EINVAL);
 	ASSERT_CONTAINS(e.msg, "no gate decision: approve, ");
 	ASSERT_EQ(d, GATE_DEFER); /* untouched on failure */
