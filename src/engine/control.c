@@ -800,8 +800,7 @@ engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 		goto out;
 	}
 	data = json_pack("{s:s, s:s}", "decision", gate_decision_name(d),
-			 "gate",
-			 r.gate_status ? r.gate_status : "");
+			 "gate", r.gate_status ? r.gate_status : "");
 	if (guidance && *guidance)
 		json_object_set_new(data, "guidance", json_lossy_str(guidance));
 	switch (d) {
