@@ -48,6 +48,9 @@ struct cmd {
 	const char *usage;   /* "run [--pipeline NAME] TASK" */
 	const char *summary; /* one line for --help */
 	int needs;
+	/* an option with which the command needs nothing opened and runs
+	 * anywhere ("--types" of events); NULL: none */
+	const char *bare_opt;
 	int takes_roles; /* accepts --role ROLE=PROVIDER (a config layer) */
 	int (*exec)(struct cli *c, int argc, char **argv);
 };

@@ -3,13 +3,15 @@
  * approve (enter the gated stage), reject (end blocked), request-changes
  * (re-run the stage before the gate with guidance), and on an assist
  * report's feedback question revise (plan again with guidance) and defer
- * (pause; resume plans again).
+ * (pause; resume plans again). The decisions and the aliases accepted
+ * for them are core/gate.h's, the same as the API's.
  */
 #include "util/compat.h"
 
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "core/gate.h"
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "forge/forge.h"
@@ -151,18 +153,11 @@ approvals_exec(struct cli *c, int argc, char **argv)
 		return n > 1 ? cli_usage(&cmd_approvals) : list(c, json);
 	if (n != 2)
 		return cli_usage(&cmd_approvals);
-	if (!strcmp(argv[0], "approve"))
-		d = GATE_APPROVE;
-	else if (!strcmp(argv[0], "reject"))
-		d = GATE_REJECT;
-	else if (!strcmp(argv[0], "request-changes"))
-		d = GATE_CHANGES;
-	else if (!strcmp(argv[0], "revise"))
-		d = GATE_REVISE;
-	else if (!strcmp(argv[0], "defer"))
-		d = GATE_DEFER;
-	else
+	/* the one registry of decisions and their aliases (core/gate.h) */
+	if (gate_decision_parse(argv[0], &d, &e)) {
+		cli_error("%s", e.msg);
 		return cli_usage(&cmd_approvals);
+	}
 	if (argv[1][0] == 't' && sched_task_ref(argv[1]) > 0)
 		return forge_decide(c, sched_task_ref(argv[1]), d);
 	if (engine_decide(&c->en, argv[1], d, guidance, &r, &e)) {

@@ -4,18 +4,25 @@
  * driver commits them, until the run is terminal. Following does not
  * poll the store: the driver appends to the run's events.jsonl after
  * every commit, and inotify wakes us when it does.
+ *
+ * baton events --types prints the registry of event types
+ * (core/events.h) as the markdown of docs/lifecycle.md's Events section,
+ * or with --json as one object per type; it needs no repository.
  */
 #include "util/compat.h"
 
+#include <jansson.h>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/events.h"
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "sched/sched.h"
 #include "store/store.h"
+#include "util/buf.h"
 #include "util/err.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -66,6 +73,33 @@ print_event(const struct event *ev, void *arg)
 	return 0;
 }
 
+/* The registry of event types: markdown, or JSON lines with --json. */
+static int
+list_types(int json)
+{
+	const struct event_type *t;
+	struct buf md = BUF_INIT;
+	size_t i;
+
+	if (!json) {
+		event_types_markdown(&md);
+		fputs(md.ptr, stdout);
+		buf_release(&md);
+		return EXIT_OK;
+	}
+	for (i = 0; (t = event_type_at(i)); i++) {
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "type", t->name,
+				      "group", event_group_name(t->group),
+				      "when", t->when, "data", t->data);
+		char *line = json_dumps(o, JSON_COMPACT);
+
+		puts(line);
+		free(line);
+		json_decref(o);
+	}
+	return EXIT_OK;
+}
+
 /* With no RUN: every event (--all) or a task's (--task ID). */
 static int
 list_wide(struct cli *c, struct events_ctx *ctx, const char *task)
@@ -91,13 +125,14 @@ list_wide(struct cli *c, struct events_ctx *ctx, const char *task)
 static int
 events_exec(struct cli *c, int argc, char **argv)
 {
-	int json = 0, follow = 0, all = 0, n;
+	int json = 0, follow = 0, all = 0, types = 0, n;
 	const char *task = NULL;
 	struct cli_opt opts[] = {
 		{ "--json", &json, NULL },
 		{ "-f", &follow, NULL },
 		{ "--follow", &follow, NULL },
 		{ "--all", &all, NULL },
+		{ "--types", &types, NULL },
 		{ "--task=", NULL, &task },
 	};
 	struct events_ctx ctx = { 0, 0 };
@@ -107,6 +142,10 @@ events_exec(struct cli *c, int argc, char **argv)
 
 	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
 	ctx.json = json;
+	if (types && (n || follow || all || task))
+		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_events);
+	if (types)
+		return list_types(json);
 	if (n == 0 && (all || task) && !follow)
 		return list_wide(c, &ctx, task);
 	if (n != 1)
@@ -153,9 +192,11 @@ fail:
 
 const struct cmd cmd_events = {
 	.name = "events",
-	.usage = "events RUN [--json] [-f] | --all [--json] | --task ID [--json]",
+	.usage = "events RUN [--json] [-f] | --all [--json] | --task ID [--json] "
+		 "| --types [--json]",
 	.summary = "a run's events in order (-f: follow until it ends), "
-		   "every event, or a task's",
+		   "every event, a task's, or the event types baton writes",
 	.needs = CLI_NEEDS_STORE,
+	.bare_opt = "--types",
 	.exec = events_exec,
 };

@@ -343,6 +343,18 @@ cli_refuse_orphaned_runs(const struct cli *c, struct store *s, struct err *e)
 	return rc;
 }
 
+/* Whether argv[1..] holds cmd's bare option (struct cmd). */
+static int
+bare(const struct cmd *cmd, int argc, char **argv)
+{
+	int i;
+
+	for (i = 2; cmd->bare_opt && i < argc; i++)
+		if (!strcmp(argv[i], cmd->bare_opt))
+			return 1;
+	return 0;
+}
+
 /* Opens what cmd needs. */
 static int
 prepare(struct cli *c, const struct cmd *cmd, struct err *e)
@@ -455,6 +467,12 @@ main(int argc, char **argv)
 	strvec_init(&c.roles);
 	if (cmd->takes_roles && take_role_flags(&c, &argc, argv) < 0)
 		return EXIT_USAGE;
+	if (bare(cmd, argc, argv)) {
+		rc = cmd->exec(&c, argc - 1, argv + 1);
+		release(&c);
+		fflush(stdout);
+		return rc;
+	}
 	if ((cmd->needs & CLI_NEEDS_STORE) && take_store_flag(&argc, argv) < 0)
 		return EXIT_USAGE;
 	rc = prepare(&c, cmd, &e);

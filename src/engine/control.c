@@ -782,9 +782,6 @@ int
 engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 	      const char *guidance, struct run *out, struct err *e)
 {
-	static const char *const names[] = { "approve", "reject",
-					     "request-changes", "revise",
-					     "defer" };
 	const struct stage *plan;
 	struct pipeline *p = NULL;
 	struct run r = { 0 };
@@ -800,8 +797,8 @@ engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 			     r.status);
 		goto out;
 	}
-	data = json_pack("{s:s, s:s}", "decision", names[d], "gate",
-			 r.gate_status ? r.gate_status : "");
+	data = json_pack("{s:s, s:s}", "decision", gate_decision_name(d),
+			 "gate", r.gate_status ? r.gate_status : "");
 	if (guidance && *guidance)
 		json_object_set_new(data, "guidance", json_lossy_str(guidance));
 	switch (d) {

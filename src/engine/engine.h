@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/gate.h" /* enum gate_decision */
 #include "core/run.h"
 #include "util/strvec.h"
 
@@ -268,14 +269,6 @@ int engine_settle_drift(struct engine *en, const char *ref,
 			enum drift_choice choice, engine_rerun_cb *rerun,
 			void *rerun_arg, struct drift_outcome *out,
 			struct err *e);
-
-enum gate_decision {
-	GATE_APPROVE,
-	GATE_REJECT,
-	GATE_CHANGES,
-	GATE_REVISE, /* feedback: plan again with the guidance */
-	GATE_DEFER,  /* pause at the gate; resuming asks again */
-};
 
 /*
  * Decides a run waiting for approval: approve enters the gated stage,

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 
 #include "core/config.h"
+#include "core/gate.h"
 #include "core/run.h"
 #include "forge/forge_int.h"
 #include "sched/sched.h"
@@ -987,7 +988,8 @@ forge_answer(struct store *s, const struct workspace *ws,
 		goto out;
 	run_set(&t.reason, "waiting for its pull request");
 	rc = write_task(&fx, &t, "forge_answered",
-			json_pack("{s:s, s:I}", "answer", "approve", "pr",
+			json_pack("{s:s, s:I}", "answer",
+				  gate_decision_name(GATE_APPROVE), "pr",
 				  (json_int_t)l.pr_number),
 			e);
 out:

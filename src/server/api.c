@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "core/config.h"
+#include "core/gate.h"
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "engine/engine.h"
@@ -889,23 +890,12 @@ approvals_list(struct req *rq)
 static void
 approval_decide(struct req *rq)
 {
-	static const struct {
-		const char *name;
-		enum gate_decision d;
-	} decisions[] = {
-		{ "approve", GATE_APPROVE },
-		{ "reject", GATE_REJECT },
-		{ "request-changes", GATE_CHANGES },
-		{ "request_changes", GATE_CHANGES },
-		{ "revise", GATE_REVISE },
-		{ "defer", GATE_DEFER },
-	};
+	enum gate_decision d;
 	struct engine en;
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
 	json_t *body = NULL;
 	char *decision = NULL, *guidance = NULL;
-	size_t i;
 	int rc;
 
 	if (http_body_json(rq, (void **)&body))
@@ -913,18 +903,13 @@ approval_decide(struct req *rq)
 	if (opt_string(rq, body, "decision", &decision) ||
 	    opt_string(rq, body, "guidance", &guidance))
 		goto out;
-	for (i = 0; decision && i < ARRAY_SIZE(decisions); i++)
-		if (!strcmp(decision, decisions[i].name))
-			break;
-	if (!decision || i == ARRAY_SIZE(decisions)) {
-		http_error(rq, 400, "bad_request",
-			   "\"decision\" must be approve, reject, "
-			   "request-changes, revise or defer");
+	/* the one registry of decisions and their aliases (core/gate.h) */
+	if (gate_decision_parse(decision, &d, &e)) {
+		http_error(rq, 400, "bad_request", "\"decision\": %s", e.msg);
 		goto out;
 	}
 	engine_of(rq, &en);
-	rc = engine_decide(&en, rq->params[0], decisions[i].d, guidance, &r,
-			   &e);
+	rc = engine_decide(&en, rq->params[0], d, guidance, &r, &e);
 	engine_release(&en);
 	if (rc) {
 		http_fail(rq, &e);

@@ -791,6 +791,9 @@ pg__insert_event(struct pg_store *ps, const struct event *ev,
 	int64_t seq = 0;
 	int rc;
 
+	rc = store__event_check(ev, what, e);
+	if (rc < 0)
+		return rc;
 	rc = exec_int(ps, "SELECT baton_event_add($1, $2, $3, $4, $5, $6, $7)",
 		      7, p, &seq, what, e);
 	if (rc < 0 && !strcmp(ps->state, "23503"))

@@ -327,6 +327,9 @@ sqlite__insert_event(struct sqlite_store *ss, const struct event *ev,
 	sqlite3_stmt *st;
 	int rc, src;
 
+	rc = store__event_check(ev, what, e);
+	if (rc < 0)
+		return rc;
 	rc = sqlite__prepare(ss, &ss->event_insert, sql_event_insert, 1, what,
 			     e);
 	if (rc < 0)

@@ -1,8 +1,9 @@
 /*
  * The store front end: picks a backend from the store spec, then passes
  * every call through that backend's table of operations (store_int.h).
- * What all backends have in common lives here too: argument checks, the
- * reading of run references, and fault injection for tests.
+ * What all backends have in common lives here too: argument checks
+ * (among them that an event's type is in the registry, core/events.h),
+ * the reading of run references, and fault injection for tests.
  *
  * Fault injection: when the environment variable BATON_FAULT_STORE is
  * N > 0, the Nth write operation of the process runs its statements and
@@ -26,6 +27,7 @@
 #include <ctype.h>
 #include <stdatomic.h>
 
+#include "core/events.h"
 #include "core/pipeline.h"
 #include "core/queue.h"
 #include "core/run.h"
@@ -34,6 +36,23 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/xalloc.h"
+
+/*
+ * Every event the backends write passes here first, in their one insert
+ * each (sqlite__insert_event, pg__insert_event), and every event handed
+ * to a write operation is checked here before its transaction begins:
+ * an event type that is not in the registry (core/events.h) is a bug in
+ * the code that writes it, refused before anything is written.
+ */
+int
+store__event_check(const struct event *ev, const char *what, struct err *e)
+{
+	struct err why = ERR_INIT;
+
+	if (!event_type_check(ev->type, &why))
+		return 0;
+	return err_set(e, BATON_EINVAL, "cannot %s: %s", what, why.msg);
+}
 
 /*
  * Store specs by scheme. A spec that matches no scheme is a SQLite
@@ -259,6 +278,8 @@ run_update_args(const struct run *r, const struct event *ev, struct err *e)
 		return err_set(e, BATON_EINVAL,
 			       "cannot update run '%s': event has no type",
 			       r->id);
+	if (ev && !event_type_find(ev->type))
+		return store__event_check(ev, "update run", e);
 	return 0;
 }
 
@@ -343,6 +364,8 @@ store_run_request(struct store *s, const char *run_id, const char *flag,
 			       "cannot set '%s' of run '%s': event has no "
 			       "type",
 			       flag, run_id);
+	if (ev && !event_type_find(ev->type))
+		return store__event_check(ev, "set a request of a run", e);
 	s->fault = fault_next();
 	return s->ops->run_request(s, run_id, flag, value, ev, e);
 }
@@ -353,6 +376,8 @@ store_event_add(struct store *s, struct event *ev, struct err *e)
 	if (!ev->type)
 		return err_set(e, BATON_EINVAL,
 			       "cannot add event: no type");
+	if (!event_type_find(ev->type))
+		return store__event_check(ev, "add event", e);
 	s->fault = fault_next();
 	return s->ops->event_add(s, ev, e);
 }
@@ -442,6 +467,8 @@ store_task_add(struct store *s, struct task *t, struct event *ev,
 		return err_set(e, BATON_EINVAL,
 			       "cannot add task '%s': event has no type",
 			       t->title);
+	if (ev && !event_type_find(ev->type))
+		return store__event_check(ev, what, e);
 	s->fault = fault_next();
 	return s->ops->task_add(s, t, ev, e);
 }
@@ -504,6 +531,8 @@ store_task_update(struct store *s, struct task *t, struct event *ev,
 		return err_set(e, BATON_EINVAL,
 			       "cannot update task %lld: event has no type",
 			       (long long)t->id);
+	if (ev && !event_type_find(ev->type))
+		return store__event_check(ev, "update task", e);
 	if (task_status_check(t->status, e)) {
 		err_prefix(e, "cannot update task %lld", (long long)t->id);
 		return BATON_EINVAL;
@@ -651,6 +680,8 @@ store_forge_intake(struct store *s, struct task *t, struct forge_link *l,
 	if (ev && !ev->type)
 		return err_set(e, BATON_EINVAL,
 			       "cannot %s: event has no type", what);
+	if (ev && !event_type_find(ev->type))
+		return store__event_check(ev, what, e);
 	s->fault = fault_next();
 	return s->ops->forge_intake(s, t, l, ev, e);
 }
@@ -826,6 +857,8 @@ store_merge_add(struct store *s, struct merge_item *m, struct event *ev,
 	if (ev && !ev->type)
 		return err_set(e, BATON_EINVAL,
 			       "cannot %s: event has no type", what);
+	if (ev && !event_type_find(ev->type))
+		return store__event_check(ev, what, e);
 	s->fault = fault_next();
 	return s->ops->merge_add(s, m, ev, e);
 }
@@ -890,6 +923,8 @@ store_merge_update(struct store *s, struct merge_item *m, struct event *ev,
 			       "cannot update merge item %lld: event has no "
 			       "type",
 			       (long long)m->id);
+	if (ev && !event_type_find(ev->type))
+		return store__event_check(ev, what, e);
 	merge_move_froms(m->status, &froms);
 	s->fault = fault_next();
 	rc = s->ops->merge_update(s, m, froms.ptr, ev, e);

@@ -244,6 +244,16 @@ extern const struct store_ops store_postgres_ops;
 int store__fault(struct err *e, const char *what);
 
 /*
+ * 0 when ev's type is in the registry of event types (core/events.h);
+ * else BATON_EINVAL with "cannot WHAT: event type 'T' is not in the
+ * registry (src/core/events.c)" (or "...: event has no type"). Each
+ * backend's one event insert calls it first, so no event of a type
+ * that is not registered is ever written.
+ */
+int store__event_check(const struct event *ev, const char *what,
+		       struct err *e);
+
+/*
  * Whether ref (a full id, "r7-add-a" or "7") names the run with this
  * id, given that the seq it names already matched: a ref longer than
  * "rN" must also be a prefix of the id.

@@ -480,7 +480,7 @@ TEST(each_kind_one_signed_post)
 	ASSERT_OK(store_run_move(s, &b, &mv, &ev, &e), &e);
 	pipeline_free(feature);
 	aborted = ev.seq;
-	last = add_event(s, b.id, 0, "note", NULL, NULL);
+	last = add_event(s, b.id, 0, "steer", NULL, NULL);
 	notify_poke(n);
 
 	wait_requests(&r, 4);

@@ -1176,7 +1176,7 @@ TEST(fence_on_missing_task)
 
 	add_task(s, "t", 0, NULL, NULL);
 	store_fence(s, 12, 1);
-	ev.type = xstrdup("note");
+	ev.type = xstrdup("steer");
 	ASSERT_EQ(store_event_add(s, &ev, &e), BATON_EFENCED);
 	ASSERT_CONTAINS(e.msg, "task 12");
 	ASSERT_CONTAINS(e.msg, "no longer exists");
