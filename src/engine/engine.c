@@ -521,8 +521,10 @@ engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
 	stage_ended = pipeline_stage_at(d->p, d->r.status) &&
 		      strcmp(to, ST_INTERRUPTED);
 	if (status_is_terminal(to) &&
-	    !pipeline_check(d->p, d->r.status, to, NULL))
+	    !pipeline_check(d->p, d->r.status, to, NULL)) {
 		engine__report_final(d->en, d->p, &d->r, to, text);
+		engine__terminal_hooks(d, to);
+	}
 	rc = engine_transition(d->en, d->p, &d->r, to, text, e);
 	if (!rc)
 		engine__report_moved(d->en, d->p, &d->r, stage_ended);
@@ -1088,8 +1090,10 @@ resume_interrupted(struct drive *d, struct err *e)
 					   "interrupted in an unknown stage",
 					   e);
 	if (d->r.worktree && d->r.checkpoint) {
-		rc = worktree_reset(d->en->ws, d->r.worktree, d->r.checkpoint,
-				    e);
+		rc = engine__hooks_remake(d, e);
+		if (!rc)
+			rc = worktree_reset(d->en->ws, d->r.worktree,
+					    d->r.checkpoint, e);
 		if (rc)
 			return rc;
 	}
@@ -1131,7 +1135,7 @@ static int
 make_worktree(struct drive *d, struct err *e)
 {
 	char *path = NULL, *branch = NULL, *base = NULL, *fetched;
-	int rc;
+	int rc, port = 0;
 
 	rc = run_base(d, &fetched, e);
 	if (!rc)
@@ -1139,6 +1143,9 @@ make_worktree(struct drive *d, struct err *e)
 				     fetched ? fetched : d->r.base_ref, &path,
 				     &branch, &base, e);
 	free(fetched);
+	/* the worktree's own TCP port (BATON_PORT), claimed with it */
+	if (!rc)
+		rc = workspace_port(d->en->ws, d->r.id, &port, e);
 	if (rc)
 		return rc;
 	run_set(&d->r.worktree, path);
@@ -1146,8 +1153,9 @@ make_worktree(struct drive *d, struct err *e)
 	run_set(&d->r.base_commit, base);
 	run_set(&d->r.checkpoint, base);
 	rc = engine__note(d, "worktree",
-			  json_pack("{s:s, s:s, s:s}", "path", path, "branch",
-				    branch, "base", base),
+			  json_pack("{s:s, s:s, s:s, s:i}", "path", path,
+				    "branch", branch, "base", base, "port",
+				    port),
 			  e);
 	free(path);
 	free(branch);
@@ -1209,7 +1217,13 @@ step(struct drive *d, struct err *e)
 					   e);
 	if (!strcmp(d->r.phase, RUN_PHASE_CHECKPOINTED))
 		return route(d, s, STAGE_PASS, NULL, e); /* see engine__checkpoint() */
-	rc = engine__run_stage(d, s, &res, &reason, e);
+	rc = engine__stage_hooks(d, HOOK_BEFORE_STAGE, &res, &reason, e);
+	if (!rc && res == STAGE_PASS) {
+		rc = engine__run_stage(d, s, &res, &reason, e);
+		if (!rc && res != STAGE_STOPPED)
+			rc = engine__stage_hooks(d, HOOK_AFTER_STAGE, NULL,
+						 NULL, e);
+	}
 	if (!rc)
 		rc = route(d, s, res, reason, e);
 	free(reason);
