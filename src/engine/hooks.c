@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "core/config.h"
+#include "core/pipeline.h"
 #include "engine/engine.h"
 #include "engine/engine_int.h"
 #include "engine/hooks.h"
@@ -369,4 +370,55 @@ engine__terminal_hooks(struct drive *d, const char *to)
 
 	if (engine__hooks(d, HOOK_ON_TERMINAL, to, NULL, &e) < 0)
 		log_warn("run %s: on_terminal hooks: %s", d->r.id, e.msg);
+}
+
+int
+engine_remove_worktree(struct engine *en, const char *ref, char **path_out,
+		       struct err *e)
+{
+	struct hook_ctx c = HOOK_CTX_INIT;
+	struct run r = { 0 };
+	char *data = NULL;
+	int rc, port, here;
+
+	if (path_out)
+		*path_out = NULL;
+	rc = store_run_get(en->store, ref, &r, e);
+	if (rc)
+		return rc;
+	if (!status_is_terminal(r.status)) {
+		rc = err_set(e, BATON_EBADSTATE,
+			     "run '%s' is %s: only the worktree of a run that "
+			     "has ended can be removed (abort it first)",
+			     r.id, r.status);
+		goto out;
+	}
+	here = r.worktree && fs_is_dir(r.worktree);
+	port = workspace_port_get(en->ws, r.id);
+	if (here) {
+		c.en = en;
+		c.run_id = r.id;
+		c.task_id = r.task_id;
+		c.worktree = r.worktree;
+		rc = hooks_run(HOOK_WORKTREE_TEARDOWN, &c, NULL, e);
+		if (rc < 0)
+			goto out;
+		rc = worktree_remove(en->ws, r.worktree, e);
+		if (rc)
+			goto out;
+	}
+	workspace_port_release(en->ws, r.id);
+	if (!here && !port)
+		goto out; /* nothing was left: nothing to record */
+	data = json_take_text(json_pack("{s:s?, s:i, s:s?}", "path",
+					here ? r.worktree : NULL, "port", port,
+					"branch", r.branch));
+	rc = engine__add_event(en, r.id, r.task_id, "worktree_removed", data,
+			       e);
+	if (!rc && here && path_out)
+		*path_out = xstrdup(r.worktree);
+out:
+	free(data);
+	run_release(&r);
+	return rc;
 }

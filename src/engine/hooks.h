@@ -62,4 +62,16 @@ int hooks_any(const struct config *cfg, enum hook_point point);
 int hooks_run(enum hook_point point, const struct hook_ctx *c,
 	      char **reason_out, struct err *e);
 
+/*
+ * baton clean: removes terminal run ref's worktree (worktree_remove),
+ * after its worktree_teardown hooks (failures on record, no veto), and
+ * releases its port, with a "worktree_removed" event {path, port,
+ * branch}. The branch, the run folder and the record stay.
+ * BATON_EBADSTATE for a run that is not terminal; *path_out (may be
+ * NULL; caller frees) gets the path removed, NULL when the run had no
+ * worktree left.
+ */
+int engine_remove_worktree(struct engine *en, const char *ref,
+			   char **path_out, struct err *e);
+
 #endif

@@ -17,6 +17,7 @@
  */
 #include "util/compat.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -83,6 +84,46 @@ claimed_by(const char *dir, int port, const char *run_id)
 	return ours;
 }
 
+/*
+ * The ports .baton/ports holds claims of run_id's on, each passed to fn
+ * (its number); a claim is found so even when the run's port file was
+ * lost or names another port. Returns the first port found, or 0.
+ */
+static int
+each_claim(const char *dir, const char *run_id, void (*fn)(const char *, int))
+{
+	char *ports = xasprintf("%s/ports", dir);
+	DIR *d = opendir(ports);
+	struct dirent *de;
+	char *end;
+	long v;
+	int first = 0;
+
+	while (d && (de = readdir(d))) {
+		v = strtol(de->d_name, &end, 10);
+		if (*end || v <= 0 || v > 65535 ||
+		    !claimed_by(dir, (int)v, run_id))
+			continue;
+		if (!first)
+			first = (int)v;
+		if (fn)
+			fn(dir, (int)v);
+	}
+	if (d)
+		closedir(d);
+	free(ports);
+	return first;
+}
+
+static void
+drop_claim(const char *dir, int port)
+{
+	char *path = xasprintf("%s/ports/%d", dir, port);
+
+	unlink(path);
+	free(path);
+}
+
 /* Claims port for run_id: 0, -EEXIST when another has it, or an error. */
 static int
 claim(const char *dir, int port, const char *run_id, struct err *e)
@@ -137,6 +178,10 @@ workspace_port(const struct workspace *ws, const char *run_id, int *out,
 		goto write;
 	if (rc && rc != -EEXIST)
 		goto out;
+	/* a claim of ours the port file does not name: take it back */
+	port = each_claim(ws->dir, run_id, NULL);
+	if (port)
+		goto write;
 	for (i = 0, rc = -EEXIST; i < PORT_TRIES && rc == -EEXIST; i++) {
 		port = free_port();
 		rc = port ? claim(ws->dir, port, run_id, e) : -EEXIST;
@@ -182,15 +227,9 @@ workspace_port_get(const struct workspace *ws, const char *run_id)
 void
 workspace_port_release(const struct workspace *ws, const char *run_id)
 {
-	int port = workspace_port_get(ws, run_id);
-	char *path;
+	char *path = xasprintf("%s/runs/%s/port", ws->dir, run_id);
 
-	if (!port)
-		return;
-	path = xasprintf("%s/ports/%d", ws->dir, port);
-	unlink(path);
-	free(path);
-	path = xasprintf("%s/runs/%s/port", ws->dir, run_id);
+	each_claim(ws->dir, run_id, drop_claim);
 	unlink(path);
 	free(path);
 }

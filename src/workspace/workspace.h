@@ -190,6 +190,14 @@ int worktree_remake(const struct workspace *ws, const char *path,
 		    const char *commit, int *remade_out, struct err *e);
 
 /*
+ * Removes the run's worktree at path (its files, never following a link,
+ * and git's admin entry for it) under the worktrees lock; the branch is
+ * kept. A missing worktree is no error.
+ */
+int worktree_remove(const struct workspace *ws, const char *path,
+		    struct err *e);
+
+/*
  * Appends the diff of the worktree against base (committed and
  * uncommitted changes, binary-safe) to out; stat: "--stat" form.
  */

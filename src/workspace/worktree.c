@@ -959,6 +959,42 @@ worktree_remake(const struct workspace *ws, const char *path,
 }
 
 /*
+ * The worktree goes without asking git to read it: its files are removed
+ * by baton itself (never following a link), then its admin entry, named
+ * from the run's id; a prune tidies git's list. An agent's rewritten
+ * .git file so points git at nothing.
+ */
+int
+worktree_remove(const struct workspace *ws, const char *path, struct err *e)
+{
+	struct err ignored = ERR_INIT;
+	struct wt w;
+	int rc, lock;
+
+	rc = wt_init(ws, path, &w, e);
+	if (rc)
+		return rc;
+	lock = workspace_lock_worktrees(ws, e);
+	if (lock < 0) {
+		rc = lock;
+		goto out;
+	}
+	rc = fs_remove_tree(path, e);
+	if (!rc)
+		rc = fs_remove_tree(w.admin, e);
+	if (!rc) {
+		fs_unlink(w.index, NULL);
+		git(ws, ws->repo, NULL, &ignored, "worktree", "prune", NULL);
+	}
+	workspace_unlock_worktrees(lock);
+	if (rc < 0)
+		err_prefix(e, "cannot remove worktree '%s'", path);
+out:
+	wt_release(&w);
+	return rc;
+}
+
+/*
  * Back to commit without a HEAD: read-tree --reset -u puts the tracked
  * files as commit has them (removing what it does not have), clean takes
  * the untracked ones, and the branch is set to commit.

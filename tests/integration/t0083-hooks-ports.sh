@@ -23,6 +23,7 @@ port_config() {
 	hooks:
 	  worktree_setup: ["echo \$BATON_RUN_ID \$BATON_PORT >>$FAKE_STATE/setup.log"]
 	  before_merge: ["echo \$BATON_RUN_ID \$BATON_PORT >>$FAKE_STATE/merge.log"]
+	  worktree_teardown: ["echo \$BATON_RUN_ID \$BATON_PORT \$(cat feature.txt | wc -l) >>$FAKE_STATE/teardown.log"]
 	EOF
 }
 
@@ -76,6 +77,47 @@ test_expect_success 'a run whose port file names another run port gets a port of
 	test "$2" != "$aport" &&
 	test "$(cat ".baton/ports/$aport")" = "$a" &&
 	test "$(cat ".baton/ports/$2")" = "$b"
+'
+
+test_expect_success 'baton clean runs worktree_teardown in each worktree, removes it and releases its port' '
+	cd repo &&
+	ids=$(cut -d" " -f1 "$FAKE_STATE/setup.log") &&
+	"$BATON" clean $ids >../clean.out &&
+	test_line_count = 4 ../clean.out &&
+	test_grep "removed .*(the branch is kept)" ../clean.out &&
+	test_line_count = 4 "$FAKE_STATE/teardown.log" &&
+	for id in $ids; do
+		grep -q "^$id [0-9]* 1\$" "$FAKE_STATE/teardown.log" &&
+		test_path_is_missing ".baton/worktrees/$id" &&
+		test_path_is_missing ".git/worktrees/$id" &&
+		test_path_is_missing ".baton/runs/$id/port" &&
+		git rev-parse --verify -q "baton/$id" >/dev/null &&
+		"$BATON" events "$id" --json </dev/null >../ev &&
+		test "$(jq -s "map(select(.type == \"worktree_removed\"))[0].data.port > 0" ../ev)" = true ||
+			exit 1
+	done &&
+	ls .baton/ports >../left &&
+	test_line_count = 0 ../left &&
+	git worktree list >../list &&
+	test_grep ! "\.baton/worktrees/r" ../list &&
+	"$BATON" clean $ids >../again.out &&
+	test_grep "no worktree left" ../again.out
+'
+
+test_expect_success 'baton clean refuses a run that has not ended' '
+	make_repo live &&
+	baton_init_with_agent live &&
+	cd live &&
+	bg_start "$TRASH_DIRECTORY/live" "$BATON" run "Still running" &&
+	wait_for "test -n \"\$(newest_run)\"" &&
+	id=$(newest_run) &&
+	rm -f "$FAKE_STATE/release" &&
+	wait_for_status "$id" executing &&
+	test_expect_code 1 "$BATON" clean "$id" 2>../refused &&
+	test_grep "only the worktree of a run that has ended can be removed" ../refused &&
+	test_path_is_dir ".baton/worktrees/$id" &&
+	: >"$FAKE_STATE/release" &&
+	test "$(bg_wait "$TRASH_DIRECTORY/live")" = 0
 '
 
 test_done

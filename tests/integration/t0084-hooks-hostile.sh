@@ -21,6 +21,10 @@ write_agent() {
 			test ! -e "\$BATON_RUN_DIR/hooks/worktree_setup.done" &&
 			echo "removed the setup note" >>"$FAKE_STATE/agent-did"
 		echo "agent ran" >>"$FAKE_STATE/agent-did"
+		if [ -n "\${HOSTILE_LINK:-}" ]; then
+			ln -s "$FAKE_STATE/precious" escape
+			ln -s "\$repo" repo-link
+		fi
 	fi
 	exec "$FAKE_AGENT" "\$@"
 	EOF
@@ -77,6 +81,25 @@ test_expect_success 'a hook reads the main checkout but not .baton/ (the token)'
 	test_path_is_file .baton/token &&
 	test_path_is_missing "$FAKE_STATE/leak" &&
 	jq -s -e "map(select(.type == \"hook\" and .data.index == 1))[0].data.exit == 0" ../events
+'
+
+test_expect_success 'baton clean removes a hostile worktree without following the links the agent left in it' '
+	mkdir -p "$FAKE_STATE/precious" &&
+	echo keep >"$FAKE_STATE/precious/file" &&
+	make_repo links &&
+	baton_init_with_agent links "$(hostile_config)" &&
+	cd links &&
+	HOSTILE_LINK=1 test_expect_code 3 "$BATON" run "Leave links behind" >../links.out 2>&1 &&
+	id=$(newest_run) &&
+	wt=$(run_field "$id" worktree) &&
+	test -L "$wt/escape" &&
+	"$BATON" clean "$id" >../clean.out &&
+	test_path_is_missing "$wt" &&
+	test_path_is_file "$FAKE_STATE/precious/file" &&
+	test_path_is_file README &&
+	test_path_is_file .baton/config.yaml &&
+	git status --porcelain >/dev/null &&
+	git rev-parse --verify -q "baton/$id" >/dev/null
 '
 
 test_done
