@@ -113,6 +113,7 @@ run_one(enum hook_point point, const struct hook_ctx *c, size_t i,
 	struct spawn_result res = SPAWN_RESULT_INIT;
 	struct store_output so = { 0 };
 	struct strvec sh = STRVEC_INIT;
+	struct buf text = BUF_INIT;
 	char *art = artifact_name(point, c->stage, i);
 	char *path = xasprintf("%s/%s", run_dir, art);
 	char *tail = NULL, *data = NULL, *label = NULL;
@@ -165,9 +166,15 @@ run_one(enum hook_point point, const struct hook_ctx *c, size_t i,
 		res.timed_out, "passed", *ok, "duration_ms",
 		(json_int_t)res.duration_ms, "artifact", art, "output_tail",
 		json_lossy_str(tail)));
-	rc = engine__add_event(c->en, c->run_id, c->task_id, "hook", data, e);
+	/* the command too: it may name a secret of the environment */
+	buf_adds(&text, data);
+	redact_buf(&text);
+	rc = engine__add_event(c->en, c->run_id, c->task_id, "hook", text.ptr,
+			       e);
 	if (rc)
 		goto out;
+	free(tail);
+	tail = tail_of(&res.out, BUF_MAX_VALIDATE_TAIL);
 	so.run_id = (char *)c->run_id;
 	so.stage = (char *)(c->stage ? c->stage : name);
 	so.artifact = art;
@@ -195,6 +202,7 @@ out:
 	spawn_opts_release(&o);
 	spawn_result_release(&res);
 	strvec_clear(&sh);
+	buf_release(&text);
 	free(label);
 	free(data);
 	free(tail);
