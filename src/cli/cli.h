@@ -141,5 +141,6 @@ extern const struct cmd cmd_plan;
 extern const struct cmd cmd_merge;
 extern const struct cmd cmd_receipts;
 extern const struct cmd cmd_forge;
+extern const struct cmd cmd_clean;
 
 #endif

@@ -26,7 +26,7 @@ static const struct cmd *const commands[] = {
 	&cmd_init,  &cmd_run,	&cmd_status,	&cmd_show,   &cmd_events,
 	&cmd_pause, &cmd_resume, &cmd_abort,	&cmd_steer,  &cmd_approvals,
 	&cmd_diff,  &cmd_pipeline, &cmd_config, &cmd_doctor, &cmd_version,
-	&cmd_merge, &cmd_receipts, &cmd_forge,
+	&cmd_merge, &cmd_receipts, &cmd_forge, &cmd_clean,
 	&cmd_task,  &cmd_serve, &cmd_worker, &cmd_plan, &cmd_migrate,
 	&cmd_help,
 };

@@ -35,7 +35,7 @@ static const char *const top_keys[] = {
     "providers", "roles",     "workflow", "policies",  "validate",
     "pipelines", "store",     "budget",	  "execution", "runtime",
     "merge",	 "server",    "reports",  "notify",	 "repo",
-    "loop",	 "assist",    "forge",	  NULL,
+    "loop",	 "assist",    "forge",	  "hooks",	 NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -153,6 +153,15 @@ static const char *const validate_keys[] = {
     "timeout_seconds",
     NULL,
 };
+
+/* hooks: one key per point, in enum hook_point's order, then the rest. */
+static const char *const hook_keys[] = {
+    "worktree_setup", "before_stage",	   "after_stage",     "before_merge",
+    "on_terminal",    "worktree_teardown", "timeout_seconds", NULL,
+};
+#define MAX_HOOK_TIMEOUT 86400
+_Static_assert(sizeof(hook_keys) / sizeof(hook_keys[0]) == HOOK__COUNT + 2,
+	       "hook_keys names every enum hook_point");
 
 /* The BATON_* variables config_add_env understands. */
 static const struct env_key {
@@ -1528,6 +1537,41 @@ read_validate(struct config *c, struct err *e)
 	return rc;
 }
 
+const char *
+config_hook_name(enum hook_point p)
+{
+	if ((unsigned)p >= HOOK__COUNT)
+		BUG("bad hook point %d", (int)p);
+	return hook_keys[p];
+}
+
+static int
+read_hooks(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	char path[64];
+	size_t i;
+	int rc = 0;
+
+	rc = get_section(c->root, "hooks", hook_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	for (i = 0; i < HOOK__COUNT; i++) {
+		n = cnode_get(sec, hook_keys[i]);
+		if (!n)
+			continue;
+		snprintf(path, sizeof(path), "hooks.%s", hook_keys[i]);
+		rc = read_strings(n, path, 0, &c->hooks.cmds[i], e);
+		if (rc < 0)
+			return rc;
+	}
+	n = cnode_get(sec, "timeout_seconds");
+	if (n)
+		rc = read_int(n, "hooks.timeout_seconds", 1, MAX_HOOK_TIMEOUT,
+			      &c->hooks.timeout_seconds, e);
+	return rc;
+}
+
 static int
 read_rest(struct config *c, struct err *e)
 {
@@ -1624,6 +1668,8 @@ config_hash(struct config *c)
 static void
 config_init(struct config *c)
 {
+	size_t i;
+
 	memset(c, 0, sizeof(*c));
 	strvec_init(&c->approval_stages);
 	strvec_init(&c->validate_commands);
@@ -1633,6 +1679,9 @@ config_init(struct config *c)
 	c->quota_retries = 5;
 	c->backoff_seconds = 60;
 	c->validate_timeout_seconds = 600;
+	for (i = 0; i < HOOK__COUNT; i++)
+		strvec_init(&c->hooks.cmds[i]);
+	c->hooks.timeout_seconds = 600;
 	c->runtime.workers = 2;
 	c->runtime.lease_seconds = 30;
 	c->runtime.sweep_seconds = 5;
@@ -1685,6 +1734,9 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	if (rc < 0)
 		goto out;
 	rc = read_validate(&c, e);
+	if (rc < 0)
+		goto out;
+	rc = read_hooks(&c, e);
 	if (rc < 0)
 		goto out;
 	rc = read_budget(&c, e);
@@ -1774,6 +1826,8 @@ config_release(struct config *c)
 	free(c->webhooks);
 	strvec_clear(&c->approval_stages);
 	strvec_clear(&c->validate_commands);
+	for (i = 0; i < HOOK__COUNT; i++)
+		strvec_clear(&c->hooks.cmds[i]);
 	strvec_clear(&c->allowed_paths);
 	free(c->sandbox);
 	free(c->store);

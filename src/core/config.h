@@ -16,6 +16,8 @@
  *   workflow: {pipeline: feature, max_review_loops: 2}
  *   policies: {require_approval_at_stages: [executing]}
  *   validate: {commands: ["make test"], timeout_seconds: 600}
+ *   hooks: {worktree_setup: ["npm ci"], before_stage: [...],
+ *           timeout_seconds: 600}
  *   pipelines: {NAME: {...}}      # see pipeline.h
  */
 #ifndef BATON_CORE_CONFIG_H
@@ -168,6 +170,29 @@ struct config_assist {
 	int escalation_timeout_seconds; /* an escalation without its own: 900 */
 };
 
+/*
+ * hooks: shell strings run with sh -c in the run's worktree at lifecycle
+ * points (engine/hooks.h, docs/config.md "Hooks"). The points, in the
+ * order a run meets them; their names are the config keys.
+ */
+enum hook_point {
+	HOOK_WORKTREE_SETUP,	/* after the worktree is made, and re-made */
+	HOOK_BEFORE_STAGE,	/* a failure blocks the run */
+	HOOK_AFTER_STAGE,
+	HOOK_BEFORE_MERGE,	/* a failure refuses the landing */
+	HOOK_ON_TERMINAL,
+	HOOK_WORKTREE_TEARDOWN, /* before `baton clean` removes it */
+	HOOK__COUNT,
+};
+
+struct config_hooks {
+	struct strvec cmds[HOOK__COUNT];
+	int timeout_seconds;	/* each command's: 600 */
+};
+
+/* The config key of point p ("before_stage"). */
+const char *config_hook_name(enum hook_point p);
+
 struct config {
 	struct config_provider *providers;
 	size_t nr_providers;
@@ -184,6 +209,7 @@ struct config {
 	int backoff_seconds;	/* execution.backoff_seconds, default 60 */
 	struct strvec validate_commands; /* shell strings, run with sh -c */
 	int validate_timeout_seconds;	 /* default 600 */
+	struct config_hooks hooks;
 	char *store;		/* store spec; NULL: .baton/baton.db */
 	char *repo_url;		/* repo.url: the remote worker hosts share;
 				   NULL: this repository is the only one */

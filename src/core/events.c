@@ -46,7 +46,25 @@ static const struct event_type types[] = {
 	  "`{\"checkpoint\": COMMIT}` out of it. The first event of a run is "
 	  "a transition with `from` null and `to` `created`." },
 	{ "worktree", EVENT_G_RUN, "the run's worktree was created",
-	  "`{\"path\", \"branch\", \"base\"}`" },
+	  "`{\"path\", \"branch\", \"base\", \"port\"}`; `port` is the "
+	  "worktree's own TCP port (`BATON_PORT`, "
+	  "[config.md](config.md#hooks))" },
+	{ "worktree_remade", EVENT_G_RUN,
+	  "recovery found the worktree lost (git no longer knows it, or its "
+	  "files are gone) and made it again at the last checkpoint; its "
+	  "`worktree_setup` hooks run again before the next stage",
+	  "`{\"path\", \"commit\"}`" },
+	{ "worktree_removed", EVENT_G_RUN,
+	  "`baton clean` removed the worktree of an ended run and released "
+	  "its port",
+	  "`{\"path\"?, \"port\", \"branch\"?}`" },
+	{ "hook", EVENT_G_RUN,
+	  "a lifecycle hook command ran ([config.md](config.md#hooks))",
+	  "`{\"point\", \"index\", \"command\", \"stage\"?, \"exit\", "
+	  "\"timed_out\", \"passed\", \"duration_ms\", \"artifact\", "
+	  "\"output_tail\"}`; `artifact` is its whole output, in the run "
+	  "folder; a failing `worktree_setup` or `before_stage` command "
+	  "blocks the run, naming it in the reason" },
 	{ "sandbox", EVENT_G_RUN, "each time a driver takes the run",
 	  "`{\"on\", \"mode\", \"why\", \"advisory\"?}`: whether agents and "
 	  "checks run in the sandbox (`execution.sandbox`), and why; "

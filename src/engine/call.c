@@ -206,6 +206,8 @@ static void
 agent_env(const struct drive *d, const struct stage *s, const char *prompt,
 	  const char *out_dir, struct strvec *env)
 {
+	int port = d->r.worktree ? workspace_port_get(d->en->ws, d->r.id) : 0;
+
 	strvec_pushf(env, "BATON_RUN_ID=%s", d->r.id);
 	strvec_pushf(env, "BATON_STAGE=%s", s->status);
 	strvec_pushf(env, "BATON_STAGE_NAME=%s", s->name);
@@ -219,6 +221,8 @@ agent_env(const struct drive *d, const struct stage *s, const char *prompt,
 	strvec_pushf(env, "BATON_ATTEMPT=%d", d->r.attempt);
 	strvec_pushf(env, "BATON_REVIEW_LOOP=%d", d->r.review_loops);
 	strvec_pushf(env, "BATON_TASK=%s", d->r.task);
+	if (port)
+		strvec_pushf(env, "BATON_PORT=%d", port);
 	if (d->call) {
 		strvec_pushf(env, "BATON_ARTIFACT=%s/%s", out_dir,
 			     d->call->artifact);

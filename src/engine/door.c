@@ -161,8 +161,10 @@ engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
 	stage_ended = pipeline_stage_at(d->p, d->r.status) &&
 		      strcmp(to, ST_INTERRUPTED);
 	if (status_is_terminal(to) &&
-	    !pipeline_check(d->p, d->r.status, to, NULL))
+	    !pipeline_check(d->p, d->r.status, to, NULL)) {
 		engine__report_final(d->en, d->p, &d->r, to, text);
+		engine__terminal_hooks(d, to);
+	}
 	rc = engine_transition(d->en, d->p, &d->r, to, text, e);
 	if (!rc)
 		engine__report_moved(d->en, d->p, &d->r, stage_ended);

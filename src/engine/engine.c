@@ -546,8 +546,10 @@ resume_interrupted(struct drive *d, struct err *e)
 					   "interrupted in an unknown stage",
 					   e);
 	if (d->r.worktree && d->r.checkpoint) {
-		rc = worktree_reset(d->en->ws, d->r.worktree, d->r.checkpoint,
-				    e);
+		rc = engine__hooks_remake(d, e);
+		if (!rc)
+			rc = worktree_reset(d->en->ws, d->r.worktree,
+					    d->r.checkpoint, e);
 		if (rc)
 			return rc;
 	}
@@ -589,7 +591,7 @@ static int
 make_worktree(struct drive *d, struct err *e)
 {
 	char *path = NULL, *branch = NULL, *base = NULL, *fetched;
-	int rc;
+	int rc, port = 0;
 
 	rc = run_base(d, &fetched, e);
 	if (!rc)
@@ -597,6 +599,9 @@ make_worktree(struct drive *d, struct err *e)
 				     fetched ? fetched : d->r.base_ref, &path,
 				     &branch, &base, e);
 	free(fetched);
+	/* the worktree's own TCP port (BATON_PORT), claimed with it */
+	if (!rc)
+		rc = workspace_port(d->en->ws, d->r.id, &port, e);
 	if (rc)
 		return rc;
 	run_set(&d->r.worktree, path);
@@ -604,8 +609,9 @@ make_worktree(struct drive *d, struct err *e)
 	run_set(&d->r.base_commit, base);
 	run_set(&d->r.checkpoint, base);
 	rc = engine__note(d, "worktree",
-			  json_pack("{s:s, s:s, s:s}", "path", path, "branch",
-				    branch, "base", base),
+			  json_pack("{s:s, s:s, s:s, s:i}", "path", path,
+				    "branch", branch, "base", base, "port",
+				    port),
 			  e);
 	free(path);
 	free(branch);
@@ -667,7 +673,13 @@ step(struct drive *d, struct err *e)
 					   e);
 	if (!strcmp(d->r.phase, RUN_PHASE_CHECKPOINTED))
 		return engine__route(d, s, STAGE_PASS, NULL, e); /* see engine__checkpoint() */
-	rc = engine__run_stage(d, s, &res, &reason, e);
+	rc = engine__stage_hooks(d, HOOK_BEFORE_STAGE, &res, &reason, e);
+	if (!rc && res == STAGE_PASS) {
+		rc = engine__run_stage(d, s, &res, &reason, e);
+		if (!rc && res != STAGE_STOPPED)
+			rc = engine__stage_hooks(d, HOOK_AFTER_STAGE, NULL,
+						 NULL, e);
+	}
 	if (!rc)
 		rc = engine__route(d, s, res, reason, e);
 	free(reason);

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "core/config.h"
 #include "core/run.h"
 #include "engine/kinds/kind.h"
 #include "util/strvec.h"
@@ -161,5 +162,26 @@ int engine__run_config(const struct engine *en, const struct run *r,
 char *engine__lock_path(const struct engine *en, const char *run_id);
 /* Wakes the live driver of run_id, if any. */
 void engine__wake(const struct engine *en, const char *run_id);
+
+/*
+ * hooks.c: the driver's lifecycle hooks (hooks.h), none of them for a
+ * run without a worktree or in a parallel member. engine__hooks runs
+ * point's commands (status: BATON_STATUS, may be NULL) as hooks_run.
+ * engine__stage_hooks, around a stage (d->r in its status): at
+ * HOOK_BEFORE_STAGE first worktree_setup, unless this worktree has been
+ * set up already, then before_stage; a veto sets *res to STAGE_BLOCK and
+ * *reason (caller frees), a stop to STAGE_STOPPED; else STAGE_PASS. At
+ * HOOK_AFTER_STAGE res and reason may be NULL and failures are only on
+ * record. engine__hooks_remake makes the worktree again when it is lost
+ * (worktree_remake) and then has its setup run again before the next
+ * stage. engine__terminal_hooks runs on_terminal for a move to the
+ * terminal status to, logging failures.
+ */
+int engine__hooks(struct drive *d, enum hook_point point, const char *status,
+		  char **reason_out, struct err *e);
+int engine__stage_hooks(struct drive *d, enum hook_point point,
+			enum stage_result *res, char **reason, struct err *e);
+int engine__hooks_remake(struct drive *d, struct err *e);
+void engine__terminal_hooks(struct drive *d, const char *to);
 
 #endif

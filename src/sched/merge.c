@@ -37,6 +37,8 @@
 #include "core/config.h"
 #include "core/pipeline.h"
 #include "core/run.h"
+#include "engine/engine.h"
+#include "engine/hooks.h"
 #include "sched/sched.h"
 #include "sched/sched_int.h"
 #include "store/store.h"
@@ -533,6 +535,50 @@ merge_message(const struct merge_item *m, const struct run *r,
 	return msg;
 }
 
+/*
+ * The before_merge hooks (engine/hooks.h), in the run's worktree before
+ * anything is merged: a veto (or hooks that cannot run, the worktree
+ * being gone) ends the item failed with the reason, and 1 is returned;
+ * 0 lets the landing go on.
+ */
+static int
+merge_veto(struct sched_ctx *x, struct merge_item *m, const struct run *r,
+	   struct err *e)
+{
+	struct engine en;
+	struct hook_ctx c = HOOK_CTX_INIT;
+	struct err le = ERR_INIT;
+	char *why = NULL;
+	int rc;
+
+	if (!hooks_any(x->cfg, HOOK_BEFORE_MERGE))
+		return 0;
+	engine_init(&en, x->store, x->ws, x->cfg);
+	c.en = &en;
+	c.run_id = r->id;
+	c.task_id = r->task_id;
+	c.worktree = r->worktree;
+	rc = hooks_run(HOOK_BEFORE_MERGE, &c, &why, &le);
+	engine_release(&en);
+	if (rc == 0)
+		return 0;
+	if (rc < 0 && rc != BATON_ENOTFOUND) {
+		free(why);
+		return err_set(e, rc, "%s", le.msg);
+	}
+	drop_claim(m);
+	run_set(&m->status, MERGE_FAILED);
+	free(m->reason);
+	m->reason = xasprintf("refused by a before_merge hook: %s",
+			      why ? why : le.msg);
+	free(why);
+	rc = write_item(x, m, "merge_failed",
+			json_pack("{s:s, s:s}", "cause", "hook", "reason",
+				  m->reason),
+			e);
+	return rc ? rc : 1;
+}
+
 /* Lands the claimed item m and records how it went. */
 static int
 process(struct sched_ctx *x, struct merge_item *m, struct err *e)
@@ -561,6 +607,11 @@ process(struct sched_ctx *x, struct merge_item *m, struct err *e)
 		if (rc && rc != BATON_ENOTFOUND)
 			goto out;
 		have_task = !rc;
+	}
+	rc = merge_veto(x, m, &r, e);
+	if (rc) {
+		rc = rc > 0 ? 0 : rc;
+		goto out;
 	}
 	landing_checks(cfg, have_task ? &t : NULL, &checks);
 	dir = workspace_run_dir(x->ws, r.id);

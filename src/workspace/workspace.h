@@ -90,6 +90,20 @@ int workspace_claim_run_dir(const struct workspace *ws, const char *run_id,
 			    struct err *e);
 
 /*
+ * port.c: the TCP port on 127.0.0.1 of run_id's worktree (BATON_PORT),
+ * claimed on first use and kept in .baton/runs/<id>/port, so a resumed
+ * run keeps it; the claim (.baton/ports/<port>, made with O_EXCL) keeps
+ * two runs, even of two processes allocating at once, from sharing one.
+ * workspace_port gets or allocates it (BATON_EBUSY when no free port
+ * could be claimed); workspace_port_get only reads it (0: none);
+ * workspace_port_release drops the claim (the worktree was removed).
+ */
+int workspace_port(const struct workspace *ws, const char *run_id, int *out,
+		   struct err *e);
+int workspace_port_get(const struct workspace *ws, const char *run_id);
+void workspace_port_release(const struct workspace *ws, const char *run_id);
+
+/*
  * The space held back in .baton/space.reserve, so that a driver that
  * finds the disk full can give it back and still record that its run is
  * interrupted (the store usually lives in .baton/ too).
@@ -165,6 +179,23 @@ int worktree_git_dir(const struct workspace *ws, const char *path,
  */
 int worktree_reset(const struct workspace *ws, const char *path,
 		   const char *commit, struct err *e);
+
+/*
+ * Makes the worktree at path again, on the run's branch (made at commit
+ * when even the branch is gone), when git no longer knows it or it is
+ * missing or half-made, as worktree_reset does first; *remade_out is set
+ * to 1 when it did. A worktree git knows whole is left as it is.
+ */
+int worktree_remake(const struct workspace *ws, const char *path,
+		    const char *commit, int *remade_out, struct err *e);
+
+/*
+ * Removes the run's worktree at path (its files, never following a link,
+ * and git's admin entry for it) under the worktrees lock; the branch is
+ * kept. A missing worktree is no error.
+ */
+int worktree_remove(const struct workspace *ws, const char *path,
+		    struct err *e);
 
 /*
  * Appends the diff of the worktree against base (committed and

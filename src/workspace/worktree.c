@@ -915,7 +915,7 @@ out:
  */
 static int
 remake_lost(const struct workspace *ws, const struct wt *w,
-	    const char *commit, struct err *e)
+	    const char *commit, int *remade, struct err *e)
 {
 	char *branch;
 	int rc = 0, lock;
@@ -933,8 +933,64 @@ remake_lost(const struct workspace *ws, const struct wt *w,
 		branch = xasprintf("baton/%s", w->id);
 		rc = make_worktree(ws, w->path, branch, commit, 1, e);
 		free(branch);
+		if (!rc && remade)
+			*remade = 1;
 	}
 	workspace_unlock_worktrees(lock);
+	return rc;
+}
+
+int
+worktree_remake(const struct workspace *ws, const char *path,
+		const char *commit, int *remade_out, struct err *e)
+{
+	struct wt w;
+	int rc;
+
+	*remade_out = 0;
+	rc = wt_init(ws, path, &w, e);
+	if (rc)
+		return rc;
+	rc = remake_lost(ws, &w, commit, remade_out, e);
+	if (rc < 0)
+		err_prefix(e, "cannot make worktree '%s' again", path);
+	wt_release(&w);
+	return rc;
+}
+
+/*
+ * The worktree goes without asking git to read it: its files are removed
+ * by baton itself (never following a link), then its admin entry, named
+ * from the run's id; a prune tidies git's list. An agent's rewritten
+ * .git file so points git at nothing.
+ */
+int
+worktree_remove(const struct workspace *ws, const char *path, struct err *e)
+{
+	struct err ignored = ERR_INIT;
+	struct wt w;
+	int rc, lock;
+
+	rc = wt_init(ws, path, &w, e);
+	if (rc)
+		return rc;
+	lock = workspace_lock_worktrees(ws, e);
+	if (lock < 0) {
+		rc = lock;
+		goto out;
+	}
+	rc = fs_remove_tree(path, e);
+	if (!rc)
+		rc = fs_remove_tree(w.admin, e);
+	if (!rc) {
+		fs_unlink(w.index, NULL);
+		git(ws, ws->repo, NULL, &ignored, "worktree", "prune", NULL);
+	}
+	workspace_unlock_worktrees(lock);
+	if (rc < 0)
+		err_prefix(e, "cannot remove worktree '%s'", path);
+out:
+	wt_release(&w);
 	return rc;
 }
 
@@ -953,7 +1009,7 @@ worktree_reset(const struct workspace *ws, const char *path,
 	rc = wt_init(ws, path, &w, e);
 	if (rc)
 		return rc;
-	rc = remake_lost(ws, &w, commit, e);
+	rc = remake_lost(ws, &w, commit, NULL, e);
 	if (rc < 0)
 		goto out;
 	clear_stale_locks(ws, &w);

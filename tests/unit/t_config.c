@@ -569,7 +569,7 @@ TEST(unknown_key)
 				 "validate, pipelines, store, budget, "
 				 "execution, runtime, merge, server, "
 				 "reports, notify, repo, loop, assist, "
-				 "forge)");
+				 "forge, hooks)");
 	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
 	ASSERT_STREQ(e.msg,
 		     REPO ":2:34: unknown key 'providers.a.cmd' "
@@ -580,6 +580,50 @@ TEST(unknown_key)
 	load_err("roles: {boss: x}\n", &e);
 	ASSERT_CONTAINS(e.msg, REPO ":1:9: unknown key 'roles.boss' (expected "
 				    "one of: default, planner, architect, ");
+	LEAK_CHECK();
+}
+
+TEST(hooks_section)
+{
+	struct err e = ERR_INIT;
+	struct config c;
+
+	ASSERT_OK(load(REPO,
+		       "hooks:\n"
+		       "  worktree_setup: [\"cp ../.env .env\", \"npm ci\"]\n"
+		       "  before_stage: \"make lint\"\n"
+		       "  on_terminal: []\n"
+		       "  timeout_seconds: 30\n",
+		       &c, &e),
+		  &e);
+	ASSERT_EQ(c.hooks.cmds[HOOK_WORKTREE_SETUP].nr, 2);
+	ASSERT_STREQ(c.hooks.cmds[HOOK_WORKTREE_SETUP].v[1], "npm ci");
+	ASSERT_EQ(c.hooks.cmds[HOOK_BEFORE_STAGE].nr, 1);
+	ASSERT_STREQ(c.hooks.cmds[HOOK_BEFORE_STAGE].v[0], "make lint");
+	ASSERT_EQ(c.hooks.cmds[HOOK_ON_TERMINAL].nr, 0);
+	ASSERT_EQ(c.hooks.cmds[HOOK_BEFORE_MERGE].nr, 0);
+	ASSERT_EQ(c.hooks.timeout_seconds, 30);
+	ASSERT_STREQ(config_hook_name(HOOK_WORKTREE_TEARDOWN),
+		     "worktree_teardown");
+	config_release(&c);
+
+	ASSERT_OK(load(REPO, "store: x\n", &c, &e), &e);
+	ASSERT_EQ(c.hooks.timeout_seconds, 600);
+	config_release(&c);
+
+	load_err("hooks:\n  before_stage: [a]\n  befor_merge: [b]\n", &e);
+	ASSERT_STREQ(e.msg,
+		     REPO ":3:3: unknown key 'hooks.befor_merge' (expected "
+			  "one of: worktree_setup, before_stage, after_stage, "
+			  "before_merge, on_terminal, worktree_teardown, "
+			  "timeout_seconds)");
+	load_err("hooks:\n  after_stage: [a, {b: c}]\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":2:20: hooks.after_stage[1]: ");
+	load_err("hooks: {timeout_seconds: 0}\n", &e);
+	ASSERT_CONTAINS(e.msg, "hooks.timeout_seconds: expected an integer "
+			       "from 1 to 86400, got '0'");
+	load_err("hooks: [a]\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:8: hooks: ");
 	LEAK_CHECK();
 }
 
