@@ -134,8 +134,10 @@ static const struct event_type types[] = {
 	{ "policy_violation", EVENT_G_AGENT,
 	  "a stage broke a policy: the run blocks",
 	  "`{\"stage\", \"policy\": \"allowed_paths\", \"paths\"}` for edits "
-	  "outside `policies.allowed_paths`; `{\"stage\", \"policy\": "
-	  "\"integrity\", \"breaches\", \"paths\"}` when the agent went "
+	  "outside `policies.allowed_paths`, `\"policy\": "
+	  "\"baton_config\"` for edits of `.baton/`; `{\"stage\", "
+	  "\"policy\": \"integrity\", \"breaches\", \"paths\"}` when the "
+	  "agent went "
 	  "outside its worktree ([security.md](security.md))" },
 
 	/* ---- people and processes steering the run ---- */

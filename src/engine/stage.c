@@ -80,6 +80,14 @@ engine__take_unseen(struct drive *d, struct strvec *paths)
  * the edits to policies.allowed_paths: a path outside them blocks the run
  * with every such path named (the commit stays, for people to look at).
  */
+/* 1 for a path of baton's own config and state: .baton or below it. */
+static int
+is_batons(const char *path)
+{
+	return !strncmp(path, ".baton", 6) &&
+	       (path[6] == '\0' || path[6] == '/');
+}
+
 int
 engine__checkpoint(struct drive *d, const struct stage *s,
 		   enum stage_result *res, char **reason, struct err *e)
@@ -90,27 +98,40 @@ engine__checkpoint(struct drive *d, const struct stage *s,
 	char *prev = xstrdup(d->r.checkpoint ? d->r.checkpoint :
 					       d->r.base_commit);
 	struct strvec paths = STRVEC_INIT;
-	struct buf outside = BUF_INIT;
+	struct buf outside = BUF_INIT, own = BUF_INIT;
+	const char *policy = "allowed_paths";
 	char *commit = NULL;
 	int changed = 0, rc;
-	size_t i, n = 0;
+	size_t i, n = 0, nown = 0;
 
 	rc = worktree_checkpoint(d->en->ws, d->r.worktree, msg, &commit,
 				 &changed, e);
 	if (rc)
 		goto out;
-	if (changed && cfg->allowed_paths.nr && prev)
+	if (changed && prev)
 		rc = worktree_changed_paths(d->en->ws, d->r.worktree, prev,
 					    commit, &paths, e);
 	/* and what the calls changed that git did not commit */
 	engine__take_unseen(d, &paths);
 	for (i = 0; !rc && i < paths.nr; i++) {
-		if (config_path_allowed(cfg, paths.v[i]))
-			continue;
-		buf_addf(&outside, "%s%s", n++ ? ", " : "", paths.v[i]);
+		if (is_batons(paths.v[i]))
+			buf_addf(&own, "%s%s", nown++ ? ", " : "", paths.v[i]);
+		else if (!config_path_allowed(cfg, paths.v[i]))
+			buf_addf(&outside, "%s%s", n++ ? ", " : "",
+				 paths.v[i]);
 	}
 	if (rc)
 		goto out;
+	if (nown) {
+		/* baton's own first: it is what a landing would make the
+		   repository's config, hooks and all */
+		struct buf tmp = outside;
+
+		outside = own;
+		own = tmp;
+		n = nown;
+		policy = "baton_config";
+	}
 	/* A stage whose edits are in and allowed is done for good: a driver
 	 * killed after this write goes on from here, never re-running it. */
 	run_set(&d->r.checkpoint, commit);
@@ -122,19 +143,22 @@ engine__checkpoint(struct drive *d, const struct stage *s,
 			  e);
 	if (!rc && n) {
 		*res = STAGE_BLOCK;
-		*reason = xasprintf("stage %s edited %zu file%s outside "
-				    "policies.allowed_paths: %s",
+		*reason = xasprintf("stage %s edited %zu file%s %s: %s",
 				    s->name, n, n == 1 ? "" : "s",
+				    nown ? "of baton's own config (.baton/), "
+					   "which no agent may change" :
+					   "outside policies.allowed_paths",
 				    outside.ptr);
 		rc = engine__note(d, "policy_violation",
 				  json_pack("{s:s, s:s, s:s}", "stage",
-					    s->name, "policy", "allowed_paths",
+					    s->name, "policy", policy,
 					    "paths", outside.ptr),
 				  e);
 	}
 out:
 	strvec_clear(&paths);
 	buf_release(&outside);
+	buf_release(&own);
 	free(commit);
 	free(prev);
 	free(msg);

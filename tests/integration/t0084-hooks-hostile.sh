@@ -9,7 +9,8 @@ test_description='hooks against a hostile agent: a .baton/config.yaml it writes 
 write_agent() {
 	cat >"$TRASH_DIRECTORY/agent" <<-EOF &&
 	#!/bin/bash
-	if [ "\$BATON_STAGE_KIND" = execute ]; then
+	if [ "\$BATON_STAGE_KIND" = execute ] &&
+		[ "\$BATON_TASK" != "Just work" ]; then
 		mkdir -p .baton
 		printf "%s\\n" "hooks:" \\
 			"  before_stage: [\\"touch $FAKE_STATE/pwned\\"]" \\
@@ -56,15 +57,17 @@ test_expect_success 'setup: a sandboxed run whose agent attacks the hooks' '
 	test_grep "agent ran" "$FAKE_STATE/agent-did"
 '
 
-test_expect_success 'the hooks of the worktree config never ran; the real veto still blocked' '
+test_expect_success 'the hooks of the worktree config never ran; its checkpoint blocked the run, naming the file' '
 	cd repo &&
 	id=$(cat ../id) &&
 	test_path_is_file "$(run_field "$id" worktree)/.baton/config.yaml" &&
 	test_path_is_missing "$FAKE_STATE/pwned" &&
 	test "$(run_status "$id")" = blocked &&
 	run_field "$id" reason >../reason &&
-	test_grep "hook before_stage\[0\] .*exited 5: the real hook says no" ../reason
+	test_grep "stage execute edited 1 file of baton.s own config (.baton/), which no agent may change: .baton/config.yaml" ../reason &&
+	jq -s -e "map(select(.type == \"policy_violation\"))[0].data | .policy == \"baton_config\" and .paths == \".baton/config.yaml\"" ../events
 '
+
 
 test_expect_success 'the agent could reach neither the repository config nor the setup note' '
 	cd repo &&
@@ -100,6 +103,16 @@ test_expect_success 'baton clean removes a hostile worktree without following th
 	test_path_is_file .baton/config.yaml &&
 	git status --porcelain >/dev/null &&
 	git rev-parse --verify -q "baton/$id" >/dev/null
+'
+
+# Without the config in its change the agent gets past its checkpoint,
+# and the repository's own veto still holds.
+test_expect_success 'a tamper-free run is still vetoed by the real hook' '
+	cd repo &&
+	test_expect_code 3 "$BATON" run "Just work" >../run2.out 2>&1 &&
+	id=$(newest_run) &&
+	run_field "$id" reason >../reason2 &&
+	test_grep "hook before_stage\[0\] .*exited 5: the real hook says no" ../reason2
 '
 
 test_done
