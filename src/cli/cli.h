@@ -138,5 +138,6 @@ extern const struct cmd cmd_plan;
 extern const struct cmd cmd_merge;
 extern const struct cmd cmd_receipts;
 extern const struct cmd cmd_forge;
+extern const struct cmd cmd_plugin;
 
 #endif

@@ -76,6 +76,10 @@ struct call_spec {
 	const char *template;	/* prompt template name; NULL: the kind's */
 	struct strvec *env;	/* extra "K=V" for the agent */
 	int version;		/* BATON_OUTPUT_VERSION; 0: none */
+	const char *artifact_var; /* a variable that also names where the
+				     artifact goes ("BATON_OUTCOME"); NULL */
+	const char *ro_dir;	/* a folder the call's sandbox may read (a
+				   plugin's); NULL: none */
 	/* holds the output to its contract (BATON_ECONTRACT: retry) */
 	int (*accept)(struct drive *d, const struct stage *s,
 		      const char *text, enum stage_result *res,
@@ -145,6 +149,15 @@ int engine__assist_stage(struct drive *d, const struct stage *s,
 int engine__research_stage(struct drive *d, const struct stage *s,
 			   const char *steers, enum stage_result *res,
 			   char **reason, struct err *e);
+/*
+ * plugin_kind.c: a stage of a kind a plugin implements with a command
+ * (s->pkind): the command runs as a command agent, and its structured
+ * outcome routes the run: pass on, changes to on_changes, block, fail.
+ * A missing or malformed outcome is a contract error (retried once).
+ */
+int engine__plugin_stage(struct drive *d, const struct stage *s,
+			 const char *steers, enum stage_result *res,
+			 char **reason, struct err *e);
 /*
  * progress.c. The run's progress object (runs.progress), parsed (the
  * caller json_decref()s; an empty object when there is none), and

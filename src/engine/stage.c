@@ -26,6 +26,7 @@
 #include "agent/agent.h"
 #include "core/config.h"
 #include "core/pipeline.h"
+#include "core/plugin.h"
 #include "core/prompt.h"
 #include "core/verdict.h"
 #include "engine/engine.h"
@@ -176,6 +177,8 @@ build_context(struct drive *d, const struct stage *s, const char *steers,
 		else
 			file_section(d, ctx, "Review findings to address",
 				     "review.md", &budget);
+		file_section(d, ctx, "Findings of a plugin stage to address",
+			     "plugin-findings.md", &budget);
 	}
 	if (s->kind != KIND_PLAN)
 		file_section(d, ctx, "Plan", "plan.md", &budget);
@@ -191,14 +194,15 @@ build_context(struct drive *d, const struct stage *s, const char *steers,
 	buf_release(&val);
 }
 
-/* The stage's template: .baton/prompts/<kind>.md, else the built-in. */
+/* The stage's template: .baton/prompts/<kind>.md, else the pipeline's
+ * plugin's, else the built-in. */
 static char *
 load_template(const struct drive *d, const struct stage *s)
 {
 	const char *kind = d->call && d->call->template ?
 				   d->call->template :
 				   stage_kind_name(s->kind);
-	char *tmpl = prompt_template(d->en->ws->dir, kind);
+	char *tmpl = plugin_template(d->en->ws->dir, d->p, kind);
 
 	if (!tmpl)
 		BUG("no built-in prompt for kind '%s'", kind);
@@ -604,6 +608,9 @@ agent_env(const struct drive *d, const struct stage *s, const char *prompt,
 	if (d->call) {
 		strvec_pushf(env, "BATON_ARTIFACT=%s/%s", out_dir,
 			     d->call->artifact);
+		if (d->call->artifact_var)
+			strvec_pushf(env, "%s=%s/%s", d->call->artifact_var,
+				     out_dir, d->call->artifact);
 		if (d->call->version)
 			strvec_pushf(env, "BATON_OUTPUT_VERSION=%d",
 				     d->call->version);
@@ -1059,6 +1066,8 @@ engine__call(struct drive *d, const struct stage *s,
 		/* baton's own agent: its records are baton's, not the tools' */
 		sandbox_for(d, gitdir, out_dir,
 			    info && info->is_cli ? home : NULL, 0, &sb);
+		if (d->call && d->call->ro_dir)
+			sandbox_ro(&sb, d->call->ro_dir);
 		w.call = call;
 		w.out_path = ofile;
 		w.aw = agent_watch_new(prov->type, ofile);
@@ -1491,6 +1500,8 @@ engine__run_stage(struct drive *d, const struct stage *s,
 		rc = engine__validate(d, s, res, e);
 	else if (s->kind == KIND_CONSOLIDATE)
 		rc = engine__consolidate(d, s, res, reason, e);
+	else if (s->kind == KIND_PLUGIN)
+		rc = engine__plugin_stage(d, s, steers.ptr, res, reason, e);
 	else
 		rc = run_agent(d, s, steers.ptr, res, reason, e);
 	d->r.active_ms += time_now_ms() - started;
