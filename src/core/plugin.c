@@ -137,18 +137,13 @@ file_release(struct plugin_file *f)
 	free(f->text);
 }
 
+/* Frees what pl provides and requires, leaving it providing nothing. */
 static void
-plugin_release(struct plugin *pl)
+drop_provides(struct plugin *pl)
 {
 	size_t i;
 	int h;
 
-	free(pl->id);
-	free(pl->dir);
-	free(pl->manifest);
-	free(pl->description);
-	free(pl->version);
-	free(pl->reason);
 	strvec_clear(&pl->requires);
 	for (i = 0; i < pl->nr_pipelines; i++)
 		file_release(&pl->pipelines[i]);
@@ -164,6 +159,21 @@ plugin_release(struct plugin *pl)
 	free(pl->kinds);
 	for (h = 0; h < PLUGIN_HOOK__COUNT; h++)
 		strvec_clear(&pl->hooks[h]);
+	pl->pipelines = pl->prompts = NULL;
+	pl->kinds = NULL;
+	pl->nr_pipelines = pl->nr_prompts = pl->nr_kinds = 0;
+}
+
+static void
+plugin_release(struct plugin *pl)
+{
+	free(pl->id);
+	free(pl->dir);
+	free(pl->manifest);
+	free(pl->description);
+	free(pl->version);
+	free(pl->reason);
+	drop_provides(pl);
 }
 
 static void
@@ -823,10 +833,10 @@ enable(struct plugin *pl)
 		}
 		if (r->status != PLUGIN_ENABLED) {
 			set_status(pl, PLUGIN_ERROR,
-				   "requires '%s', which is %s",
-				   r->id, r->status == PLUGIN_DISABLED ?
-						  "not enabled" :
-						  plugin_status_name(r->status));
+				   "requires '%s', which is %s", r->id,
+				   r->status == PLUGIN_DISABLED ? "not enabled" :
+				   r->status == PLUGIN_ERROR	? "in error" :
+								  "incompatible");
 			return;
 		}
 	}
@@ -877,8 +887,11 @@ plugins_load(const struct strvec *dirs, const struct strvec *enabled)
 		if (!v[i].manifest)
 			continue;
 		why = (struct err)ERR_INIT;
-		if (read_manifest(&v[i], &why))
+		if (read_manifest(&v[i], &why)) {
+			/* what it would provide is not known: none of it */
+			drop_provides(&v[i]);
 			set_status(&v[i], PLUGIN_ERROR, "%s", why.msg);
+		}
 	}
 	reg = order(v, n);
 	nreg = n;
