@@ -31,10 +31,8 @@ static struct plugin *reg;
 static size_t nreg;
 
 static const char *const status_names[] = {
-	[PLUGIN_ENABLED] = "enabled",
-	[PLUGIN_DISABLED] = "disabled",
-	[PLUGIN_INCOMPATIBLE] = "incompatible",
-	[PLUGIN_ERROR] = "error",
+	[PLUGIN_ENABLED] = "enabled",		[PLUGIN_DISABLED] = "disabled",
+	[PLUGIN_INCOMPATIBLE] = "incompatible", [PLUGIN_ERROR] = "error",
 	[PLUGIN_LOADING] = "loading",
 };
 
@@ -59,8 +57,8 @@ static const char *const kind_keys[] = {
 
 /* Statuses no plugin kind may take: every pipeline has them. */
 static const char *const reserved[] = {
-	ST_CREATED, ST_WAITING, ST_PAUSED, ST_INTERRUPTED, ST_BLOCKED,
-	ST_FAILED, ST_ABORTED, ST_MERGE_READY, ST_COMPLETED, NULL,
+	ST_CREATED, ST_WAITING, ST_PAUSED,	ST_INTERRUPTED, ST_BLOCKED,
+	ST_FAILED,  ST_ABORTED, ST_MERGE_READY, ST_COMPLETED,	NULL,
 };
 
 const char *
@@ -206,8 +204,8 @@ plugins_all(size_t *n)
 	return reg;
 }
 
-static void set_status(struct plugin *pl, enum plugin_status s,
-		       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_status(struct plugin *pl, enum plugin_status s, const char *fmt,
+		       ...) __attribute__((format(printf, 3, 4)));
 
 /* Marks pl with status s and the reason (printf-like; NULL: none). */
 static void
@@ -303,8 +301,8 @@ read_files(struct plugin *pl, const struct cnode *m, const char *key,
 
 /* A list of names or of non-empty strings under key. */
 static int
-read_list(const struct cnode *n, const char *key, int names,
-	  struct strvec *out, struct err *e)
+read_list(const struct cnode *n, const char *key, int names, struct strvec *out,
+	  struct err *e)
 {
 	char where[256];
 	size_t i;
@@ -534,8 +532,8 @@ read_manifest(struct plugin *pl, struct err *e)
 			     pl->manifest);
 		goto out;
 	}
-	if (n->type != CNODE_SCALAR || cnode_int(n, "api_version", 1,
-						  1000000, &api, NULL)) {
+	if (n->type != CNODE_SCALAR ||
+	    cnode_int(n, "api_version", 1, 1000000, &api, NULL)) {
 		cnode_where(n, where, sizeof(where));
 		rc = err_set(e, BATON_EINVAL,
 			     "%s: api_version: expected a positive integer",
@@ -569,8 +567,10 @@ read_manifest(struct plugin *pl, struct err *e)
 		rc = read_list(cnode_get(tree, "requires"), "requires", 1,
 			       &pl->requires, e);
 	if (!rc && in_strvec(&pl->requires, pl->id))
-		rc = err_set(e, BATON_EINVAL, "%s: requires: '%s' requires "
-			     "itself", pl->manifest, pl->id);
+		rc = err_set(e, BATON_EINVAL,
+			     "%s: requires: '%s' requires "
+			     "itself",
+			     pl->manifest, pl->id);
 	if (!rc)
 		rc = read_files(pl, cnode_get(tree, "pipelines"), "pipelines",
 				&pl->pipelines, &pl->nr_pipelines, e);
@@ -692,8 +692,8 @@ order(struct plugin *v, size_t n)
 				continue;
 			ready = 1;
 			for (j = 0; j < v[i].requires.nr && ready; j++) {
-				struct plugin *r = find(v, n,
-							v[i].requires.v[j]);
+				struct plugin *r =
+				    find(v, n, v[i].requires.v[j]);
 
 				if (r && left[r - v])
 					ready = 0;
@@ -712,8 +712,8 @@ order(struct plugin *v, size_t n)
 		if (!left[i])
 			continue;
 		if (reaches(v, n, left, &v[i], v[i].id, &path, 0))
-			set_status(&v[i], PLUGIN_ERROR,
-				   "requires cycle: %s%s", v[i].id, path.ptr);
+			set_status(&v[i], PLUGIN_ERROR, "requires cycle: %s%s",
+				   v[i].id, path.ptr);
 		else
 			set_status(&v[i], PLUGIN_ERROR,
 				   "requires a plugin on a requires cycle");
@@ -834,9 +834,10 @@ enable(struct plugin *pl)
 		if (r->status != PLUGIN_ENABLED) {
 			set_status(pl, PLUGIN_ERROR,
 				   "requires '%s', which is %s", r->id,
-				   r->status == PLUGIN_DISABLED ? "not enabled" :
-				   r->status == PLUGIN_ERROR	? "in error" :
-								  "incompatible");
+				   r->status == PLUGIN_DISABLED ? "not enabled"
+				   : r->status == PLUGIN_ERROR
+				       ? "in error"
+				       : "incompatible");
 			return;
 		}
 	}
@@ -1005,25 +1006,22 @@ plugin_to_json(const struct plugin *pl)
 				      json_string(pl->prompts[i].name));
 	for (i = 0; i < pl->nr_kinds; i++)
 		json_array_append_new(
-			kinds,
-			json_pack("{s:s, s:s, s:o, s:i}", "name",
-				  pl->kinds[i].name, "status",
-				  pl->kinds[i].status, "command",
-				  strvec_json(&pl->kinds[i].command),
-				  "timeout_seconds",
-				  pl->kinds[i].timeout_seconds));
+		    kinds,
+		    json_pack("{s:s, s:s, s:o, s:i}", "name", pl->kinds[i].name,
+			      "status", pl->kinds[i].status, "command",
+			      strvec_json(&pl->kinds[i].command),
+			      "timeout_seconds", pl->kinds[i].timeout_seconds));
 	for (h = 0; h < PLUGIN_HOOK__COUNT; h++)
 		if (pl->hooks[h].nr)
 			json_object_set_new(hooks, hook_names[h],
 					    strvec_json(&pl->hooks[h]));
-	return json_pack("{s:s, s:s, s:s?, s:s?, s:o, s:s?, s:s?, s:o, "
-			 "s:{s:o, s:o, s:o, s:o}}",
-			 "id", pl->id, "status", plugin_status_name(pl->status),
-			 "reason", pl->reason, "dir", pl->dir, "api_version",
-			 pl->api_version ? json_integer(pl->api_version) :
-					   json_null(),
-			 "description", pl->description, "version",
-			 pl->version, "requires", strvec_json(&pl->requires),
-			 "provides", "pipelines", pipes, "prompts", prompts,
-			 "kinds", kinds, "hooks", hooks);
+	return json_pack(
+	    "{s:s, s:s, s:s?, s:s?, s:o, s:s?, s:s?, s:o, "
+	    "s:{s:o, s:o, s:o, s:o}}",
+	    "id", pl->id, "status", plugin_status_name(pl->status), "reason",
+	    pl->reason, "dir", pl->dir, "api_version",
+	    pl->api_version ? json_integer(pl->api_version) : json_null(),
+	    "description", pl->description, "version", pl->version, "requires",
+	    strvec_json(&pl->requires), "provides", "pipelines", pipes,
+	    "prompts", prompts, "kinds", kinds, "hooks", hooks);
 }

@@ -77,33 +77,33 @@ struct plugin;
  * a structured outcome (docs/pipelines.md, "Plugin kinds").
  */
 struct plugin_kind {
-	char *name;	      /* "security-review": the stage kind's name */
-	char *status;	      /* the status while it works */
+	char *name;	       /* "security-review": the stage kind's name */
+	char *status;	       /* the status while it works */
 	struct strvec command; /* argv; files of the plugin folder made
 				  absolute */
-	int timeout_seconds;  /* 300 unless given */
+	int timeout_seconds;   /* 300 unless given */
 	const struct plugin *plugin; /* its plugin */
 };
 
 struct plugin_file {
-	char *name;	/* pipeline or template name */
-	char *path;	/* as written, relative to the plugin folder */
-	char *text;	/* what it holds (read at load) */
+	char *name; /* pipeline or template name */
+	char *path; /* as written, relative to the plugin folder */
+	char *text; /* what it holds (read at load) */
 };
 
 struct plugin {
 	char *id;
-	char *dir;	    /* its folder (absolute); NULL: not found */
-	char *manifest;	    /* "DIR/plugin.yaml", as errors name it */
-	char *description;  /* or NULL */
-	char *version;	    /* or NULL */
-	long api_version;   /* 0: not read */
+	char *dir;	   /* its folder (absolute); NULL: not found */
+	char *manifest;	   /* "DIR/plugin.yaml", as errors name it */
+	char *description; /* or NULL */
+	char *version;	   /* or NULL */
+	long api_version;  /* 0: not read */
 	enum plugin_status status;
-	char *reason;	    /* INCOMPATIBLE, ERROR: why */
+	char *reason; /* INCOMPATIBLE, ERROR: why */
 	struct strvec requires;
 	struct plugin_file *pipelines; /* pipelines: name -> YAML file */
 	size_t nr_pipelines;
-	struct plugin_file *prompts;   /* prompts: template -> file */
+	struct plugin_file *prompts; /* prompts: template -> file */
 	size_t nr_prompts;
 	struct plugin_kind *kinds;
 	size_t nr_kinds;

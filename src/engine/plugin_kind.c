@@ -25,6 +25,8 @@
  */
 #include "util/compat.h"
 
+#include <assert.h>
+
 #include "core/config.h"
 #include "core/pipeline.h"
 #include "core/plugin.h"
@@ -70,10 +72,10 @@ finding_md(json_t *f, struct buf *out)
 	file = json_string_value(json_object_get(f, "file"));
 	line = json_object_get(f, "line");
 	if (file)
-		buf_addf(out, " (%s%s%lld)", file, json_is_integer(line) ?
-							  ":" : "",
-			 json_is_integer(line) ?
-				 (long long)json_integer_value(line) : 0LL);
+		buf_addf(
+		    out, " (%s%s%lld)", file, json_is_integer(line) ? ":" : "",
+		    json_is_integer(line) ? (long long)json_integer_value(line)
+					  : 0LL);
 	buf_addch(out, '\n');
 }
 
@@ -82,8 +84,7 @@ finding_md(json_t *f, struct buf *out)
  * outcomes, or BATON_ECONTRACT saying what is wrong.
  */
 static int
-check_outcome(const struct stage *s, json_t *doc, size_t *which,
-	      struct err *e)
+check_outcome(const struct stage *s, json_t *doc, size_t *which, struct err *e)
 {
 	const struct plugin_kind *pk = s->pkind;
 	json_t *o = json_object_get(doc, "outcome");
@@ -150,12 +151,12 @@ accept_outcome(struct drive *d, const struct stage *s, const char *text,
 	rc = engine__keep_json(d, cs->artifact, outcomes[which], doc, e);
 	if (!rc)
 		rc = engine__note(
-			d, "plugin_outcome",
-			json_pack("{s:s, s:s, s:s, s:s, s:s?, s:i}", "stage",
-				  s->name, "plugin", pk->plugin->id, "kind",
-				  pk->name, "outcome", outcomes[which],
-				  "summary", summary, "findings", (int)nf),
-			e);
+		    d, "plugin_outcome",
+		    json_pack("{s:s, s:s, s:s, s:s, s:s?, s:i}", "stage",
+			      s->name, "plugin", pk->plugin->id, "kind",
+			      pk->name, "outcome", outcomes[which], "summary",
+			      summary, "findings", (int)nf),
+		    e);
 	if (rc)
 		goto out;
 	switch (which) {
@@ -199,9 +200,8 @@ out:
 }
 
 int
-engine__plugin_stage(struct drive *d, const struct stage *s,
-		     const char *steers, enum stage_result *res,
-		     char **reason, struct err *e)
+engine__plugin_stage(struct drive *d, const struct stage *s, const char *steers,
+		     enum stage_result *res, char **reason, struct err *e)
 {
 	const struct plugin_kind *pk = s->pkind;
 	struct config_provider prov;
@@ -209,11 +209,12 @@ engine__plugin_stage(struct drive *d, const struct stage *s,
 	struct strvec env = STRVEC_INIT;
 	char *artifact = xasprintf("%s.outcome.json", s->name);
 	char *findings = engine__run_file(d, FINDINGS_FILE);
-	char *own = plugin_template(d->en->ws->dir, d->p, pk->name);
+	char *own = NULL;
 	int rc;
 
-	if (!pk)
-		BUG("plugin stage '%s' without its kind", s->name);
+	/* the parser gives every stage of KIND_PLUGIN its kind */
+	assert(pk);
+	own = plugin_template(d->en->ws->dir, d->p, pk->name);
 	/* the findings are this stage's to give again, or not */
 	fs_unlink(findings, NULL);
 	memset(&prov, 0, sizeof(prov));
@@ -222,8 +223,8 @@ engine__plugin_stage(struct drive *d, const struct stage *s,
 	prov.command = pk->command; /* borrowed: prov is not released */
 	strvec_init(&prov.args);
 	strvec_init(&prov.env);
-	prov.timeout_seconds = s->timeout_seconds ? s->timeout_seconds :
-						    pk->timeout_seconds;
+	prov.timeout_seconds =
+	    s->timeout_seconds ? s->timeout_seconds : pk->timeout_seconds;
 	prov.max_retries = -1;
 	strvec_pushf(&env, "BATON_PLUGIN=%s", pk->plugin->id);
 	strvec_pushf(&env, "BATON_PLUGIN_DIR=%s", pk->plugin->dir);
