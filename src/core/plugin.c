@@ -518,6 +518,14 @@ read_manifest(struct plugin *pl, struct err *e)
 	long api;
 	int rc;
 
+	if (!is_name(pl->id)) {
+		rc = err_set(e, BATON_EINVAL,
+			     "'%s' is not a valid plugin id (lowercase "
+			     "letters, digits, '_' and '-', at most 48): "
+			     "rename its folder",
+			     pl->id);
+		goto out;
+	}
 	rc = fs_read(pl->manifest, &text, BUF_MAX_CONFIG, e);
 	if (!rc)
 		rc = cnode_parse_yaml(text.ptr, text.len, pl->manifest, &tree,

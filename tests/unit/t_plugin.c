@@ -87,6 +87,7 @@ TEST(requires_orders_and_statuses_explain)
 	put("plugins/old/plugin.yaml", "id: old\napi_version: 7\nnew: 1\n");
 	put("plugins/off/plugin.yaml", "id: off\napi_version: 1\n");
 	put("plugins/bad/plugin.yaml", "id: other\napi_version: 1\n");
+	put("plugins/Bad Name/plugin.yaml", "id: Bad Name\napi_version: 1\n");
 	load(on);
 	ASSERT(pos("c") < pos("b"));
 	ASSERT(pos("b") < pos("a"));
@@ -101,6 +102,8 @@ TEST(requires_orders_and_statuses_explain)
 	ASSERT_EQ(get("bad")->status, PLUGIN_ERROR);
 	ASSERT_CONTAINS(get("bad")->reason, "plugin.yaml:1:5: id: expected "
 					    "'bad' (the plugin's folder name)");
+	ASSERT_EQ(get("Bad Name")->status, PLUGIN_ERROR);
+	ASSERT_CONTAINS(get("Bad Name")->reason, "not a valid plugin id");
 	ASSERT_EQ(get("lost")->status, PLUGIN_ERROR);
 	ASSERT_CONTAINS(get("lost")->reason, "not installed");
 	plugins_unload();
