@@ -974,11 +974,16 @@ plugin_template(const char *baton_dir, const struct pipeline *p,
 		const char *name)
 {
 	char *own = prompt_repo_template(baton_dir, name);
+	const struct plugin_kind *pk;
 	const char *text;
 
 	if (own)
 		return own;
 	text = plugin_prompt(p ? p->plugin : NULL, name);
+	/* a plugin kind's own template, in whatever pipeline it works */
+	pk = text ? NULL : plugin_kind_find(name);
+	if (pk)
+		text = plugin_prompt(pk->plugin->id, name);
 	if (text)
 		return xstrdup(text);
 	text = prompt_builtin(name);

@@ -156,7 +156,8 @@ const char *plugin_prompt(const char *id, const char *name);
 /*
  * A template for a stage of pipeline p as a repository sees it:
  * baton_dir/prompts/NAME.md, else the template of p's plugin (when p
- * comes from one), else the built-in. Caller frees; NULL when none.
+ * comes from one), else, for NAME a plugin kind, the template of the
+ * kind's plugin, else the built-in. Caller frees; NULL when none.
  */
 char *plugin_template(const char *baton_dir, const struct pipeline *p,
 		      const char *name);
