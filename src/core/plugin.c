@@ -648,33 +648,31 @@ cmp_id(const void *a, const void *b)
 
 /*
  * Whether from reaches to through requires among the unordered
- * plugins (left[i]), the path so far in path.
+ * plugins (left[i]), each visited once (seen[i]); the path found goes
+ * into path as " -> b -> to".
  */
 static int
-reaches(struct plugin *v, size_t n, const int *left, const struct plugin *from,
-	const char *to, struct buf *path, int depth)
+reaches(struct plugin *v, size_t n, const int *left, int *seen,
+	const struct plugin *from, const char *to, struct buf *path)
 {
-	size_t i;
 	struct plugin *r;
+	struct buf b = BUF_INIT;
+	size_t i;
 
-	if (depth > (int)n)
-		return 0;
 	for (i = 0; i < from->requires.nr; i++) {
 		r = find(v, n, from->requires.v[i]);
-		if (!r || !left[r - v])
+		if (!r || !left[r - v] || seen[r - v])
 			continue;
-		if (!strcmp(r->id, to) ||
-		    reaches(v, n, left, r, to, path, depth + 1)) {
-			/* built from the far end back */
-			struct buf b = BUF_INIT;
-
-			buf_addf(&b, " -> %s", r->id);
-			buf_adds(&b, path->ptr);
-			buf_reset(path);
-			buf_adds(path, b.ptr);
-			buf_release(&b);
-			return 1;
-		}
+		seen[r - v] = 1;
+		if (strcmp(r->id, to) &&
+		    !reaches(v, n, left, seen, r, to, path))
+			continue;
+		/* built from the far end back */
+		buf_addf(&b, " -> %s%s", r->id, path->ptr);
+		buf_reset(path);
+		buf_adds(path, b.ptr);
+		buf_release(&b);
+		return 1;
 	}
 	return 0;
 }
@@ -690,7 +688,7 @@ order(struct plugin *v, size_t n)
 	struct plugin *out = xcalloc(n ? n : 1, sizeof(*out));
 	int *left = xcalloc(n ? n : 1, sizeof(*left));
 	size_t i, j, k = 0;
-	int ready;
+	int ready, found;
 
 	for (i = 0; i < n; i++)
 		left[i] = 1;
@@ -716,10 +714,14 @@ order(struct plugin *v, size_t n)
 	}
 	for (i = 0; i < n; i++) {
 		struct buf path = BUF_INIT;
+		int *seen;
 
 		if (!left[i])
 			continue;
-		if (reaches(v, n, left, &v[i], v[i].id, &path, 0))
+		seen = xcalloc(n, sizeof(*seen));
+		found = reaches(v, n, left, seen, &v[i], v[i].id, &path);
+		free(seen);
+		if (found)
 			set_status(&v[i], PLUGIN_ERROR, "requires cycle: %s%s",
 				   v[i].id, path.ptr);
 		else
