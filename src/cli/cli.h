@@ -142,5 +142,6 @@ extern const struct cmd cmd_merge;
 extern const struct cmd cmd_receipts;
 extern const struct cmd cmd_forge;
 extern const struct cmd cmd_clean;
+extern const struct cmd cmd_plugin;
 
 #endif

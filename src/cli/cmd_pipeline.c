@@ -37,13 +37,19 @@ list(struct cli *c, int json)
 			rc = EXIT_FAIL;
 			continue;
 		}
+		json_object_set_new(o, "builtin", json_boolean(p->builtin));
+		json_object_set_new(o, "plugin", p->plugin ?
+						 json_string(p->plugin) :
+						 json_null());
 		json_object_set_new(o, "stages", json_integer((json_int_t)p->nr_stages));
 		json_object_set_new(o, "description",
 				    p->description ? json_string(p->description) :
 						     json_null());
 		if (!json)
 			cli_printf("%-12s %-10s %s\n", name,
-				   p->builtin ? "built-in" : "config",
+				   p->builtin ? "built-in" :
+				   p->plugin  ? "plugin" :
+						"config",
 				   p->description ? p->description : "");
 		pipeline_free(p);
 	}
@@ -74,8 +80,8 @@ stage_json(const struct pipeline *p, const struct stage *s)
 
 	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s*, s:s*, s:b, s:s, s:s*, "
 		      "s:s*}",
-		      "name", s->name, "kind", stage_kind_name(s->kind),
-		      "type", stage_kind_name(s->kind), "index", s->index,
+		      "name", s->name, "kind", stage_kind_label(s),
+		      "type", stage_kind_label(s), "index", s->index,
 		      "status", s->status, "done", s->done, "role", s->role,
 		      "side", s->side, "next", next_name(p, s), "on_fail",
 		      s->on_fail < 0 ? NULL : p->stages[s->on_fail].name,

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "core/cnode.h"
+#include "core/plugin.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -25,8 +26,8 @@ extern char **environ;
 static const struct cmd *const commands[] = {
 	&cmd_init,  &cmd_run,	&cmd_status,	&cmd_show,   &cmd_events,
 	&cmd_pause, &cmd_resume, &cmd_abort,	&cmd_steer,  &cmd_approvals,
-	&cmd_diff,  &cmd_pipeline, &cmd_config, &cmd_doctor, &cmd_version,
-	&cmd_merge, &cmd_receipts, &cmd_forge, &cmd_clean,
+	&cmd_diff,  &cmd_pipeline, &cmd_plugin, &cmd_config, &cmd_doctor,
+	&cmd_version, &cmd_merge, &cmd_receipts, &cmd_forge, &cmd_clean,
 	&cmd_task,  &cmd_serve, &cmd_worker, &cmd_plan, &cmd_migrate,
 	&cmd_help,
 };
@@ -246,6 +247,26 @@ cli_take_repeated(int *argc, char **argv, const char *name,
 	return 0;
 }
 
+/*
+ * The plugin registry for the loaded config: .baton/plugins/, then the
+ * user's ~/.config/baton/plugins/ (an id in both: the repository's).
+ * A plugin that does not load is marked so in the registry; the command
+ * goes on.
+ */
+static void
+load_plugins(struct cli *c, const char *xdg, const char *home)
+{
+	struct strvec dirs = STRVEC_INIT;
+
+	strvec_pushf(&dirs, "%s/plugins", c->ws.dir);
+	if (xdg && *xdg)
+		strvec_pushf(&dirs, "%s/baton/plugins", xdg);
+	else if (home && *home)
+		strvec_pushf(&dirs, "%s/.config/baton/plugins", home);
+	plugins_load(&dirs, &c->cfg.plugins_enabled);
+	strvec_clear(&dirs);
+}
+
 int
 cli_load_config(struct cli *c, struct err *e)
 {
@@ -275,6 +296,7 @@ cli_load_config(struct cli *c, struct err *e)
 	if (!rc) {
 		c->have_cfg = 1;
 		learn_secrets(&c->cfg);
+		load_plugins(c, xdg, home);
 	}
 	free(user);
 	free(repo);
@@ -394,6 +416,7 @@ release(struct cli *c)
 	free(c->store_spec);
 	if (c->have_cfg)
 		config_release(&c->cfg);
+	plugins_unload();
 	workspace_release(&c->ws);
 	strvec_clear(&c->roles);
 	redact_reset();

@@ -35,7 +35,8 @@ static const char *const top_keys[] = {
     "providers", "roles",     "workflow", "policies",  "validate",
     "pipelines", "store",     "budget",	  "execution", "runtime",
     "merge",	 "server",    "reports",  "notify",	 "repo",
-    "loop",	 "assist",    "forge",	  "hooks",	 NULL,
+    "loop",	 "assist",    "forge",	  "hooks",	 "plugins",
+    NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -138,6 +139,7 @@ static const char *const webhook_events[] = {
     "budget_crossed",
     NULL,
 };
+static const char *const plugins_keys[] = { "enabled", NULL };
 static const char *const workflow_keys[] = {
     "pipeline",
     "max_review_loops",
@@ -1572,6 +1574,42 @@ read_hooks(struct config *c, struct err *e)
 	return rc;
 }
 
+/*
+ * plugins: {enabled: [ids]}: which of the installed plugins load
+ * (core/plugin.h). Only the ids are checked here: the plugins themselves
+ * are found and loaded by whoever reads the files (an id not installed
+ * is that plugin's error, not the config's).
+ */
+static int
+read_plugins(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	size_t i;
+	int rc;
+
+	rc = get_section(c->root, "plugins", plugins_keys, &sec, e);
+	if (rc < 0 || !sec || !(n = cnode_get(sec, "enabled")))
+		return rc;
+	rc = read_strings(n, "plugins.enabled", 0, &c->plugins_enabled, e);
+	for (i = 0; rc >= 0 && i < c->plugins_enabled.nr; i++) {
+		const char *id = c->plugins_enabled.v[i], *p;
+
+		for (p = id; *p; p++)
+			if (!((*p >= 'a' && *p <= 'z') ||
+			      (*p >= '0' && *p <= '9') || *p == '_' ||
+			      *p == '-'))
+				break;
+		if (*p || !*id || p - id > 48)
+			rc = node_error(n->type == CNODE_SEQ ? n->kids[i] : n,
+					"plugins.enabled",
+					"expected plugin ids (lowercase "
+					"letters, digits, '_' and '-', at "
+					"most 48)",
+					e);
+	}
+	return rc;
+}
+
 static int
 read_rest(struct config *c, struct err *e)
 {
@@ -1675,6 +1713,7 @@ config_init(struct config *c)
 	strvec_init(&c->validate_commands);
 	strvec_init(&c->allowed_paths);
 	strvec_init(&c->loop.immutable);
+	strvec_init(&c->plugins_enabled);
 	c->max_review_loops = 2;
 	c->quota_retries = 5;
 	c->backoff_seconds = 60;
@@ -1769,6 +1808,9 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	rc = read_forge(&c, e);
 	if (rc < 0)
 		goto out;
+	rc = read_plugins(&c, e);
+	if (rc < 0)
+		goto out;
 	rc = read_rest(&c, e);
 	if (rc < 0)
 		goto out;
@@ -1836,6 +1878,7 @@ config_release(struct config *c)
 		policy_grant_release(&c->loop.grants[i]);
 	free(c->loop.grants);
 	strvec_clear(&c->loop.immutable);
+	strvec_clear(&c->plugins_enabled);
 	free(c->loop.stop_file);
 	free(c->assist.mode);
 	free(c->forge.type);

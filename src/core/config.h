@@ -19,6 +19,7 @@
  *   hooks: {worktree_setup: ["npm ci"], before_stage: [...],
  *           timeout_seconds: 600}
  *   pipelines: {NAME: {...}}      # see pipeline.h
+ *   plugins: {enabled: [ID, ...]} # see plugin.h
  */
 #ifndef BATON_CORE_CONFIG_H
 #define BATON_CORE_CONFIG_H
@@ -223,6 +224,7 @@ struct config {
 	struct config_webhook *webhooks; /* notify.webhooks */
 	size_t nr_webhooks;
 	const struct cnode *pipelines; /* pipelines: map, or NULL */
+	struct strvec plugins_enabled; /* plugins.enabled: ids to load */
 	struct cnode *root;	/* the merged tree (owned) */
 	char hash[17];		/* 16 hex digits: FNV-1a of the merged tree */
 };

@@ -88,12 +88,15 @@ static const struct kind_info kinds[KIND__COUNT] = {
 	[KIND_JUDGE] = { "judge", "judging", NULL, "judge", FAMILY_RESEARCH,
 			 KF_ON_CHANGES, NULL, { NULL, NULL }, NULL, NULL,
 			 NULL },
+	[KIND_PLUGIN] = { "plugin", "plugin", NULL, NULL, FAMILY_PLUGIN,
+			  KF_UNNAMED | KF_ON_CHANGES, NULL, { NULL, NULL },
+			  NULL, NULL, NULL },
 };
 
 static const char *const families[] = {
 	[FAMILY_FEATURE] = "feature", [FAMILY_BUGFIX] = "bugfix",
 	[FAMILY_LOOP] = "loop",	      [FAMILY_ASSIST] = "assist",
-	[FAMILY_RESEARCH] = "research",
+	[FAMILY_RESEARCH] = "research", [FAMILY_PLUGIN] = "plugin",
 };
 
 const struct kind_info *
@@ -122,7 +125,8 @@ stage_kind_parse(const char *name, enum stage_kind *out)
 	int k;
 
 	for (k = 0; k < KIND__COUNT; k++)
-		if (!strcmp(kinds[k].name, name)) {
+		if (!(kinds[k].flags & KF_UNNAMED) &&
+		    !strcmp(kinds[k].name, name)) {
 			*out = (enum stage_kind)k;
 			return 0;
 		}

@@ -52,6 +52,10 @@ enum stage_kind {
 	KIND_CHALLENGE,	   /* (challenge) counter-evidence */
 	KIND_COMPOSE,	   /* (compose) the report */
 	KIND_JUDGE,	   /* (judge) pass, or rework of the weak claims */
+	/* a kind a plugin implements with a command (core/plugin.h); the
+	   stage's pkind says which. Written by its own name, never as
+	   "plugin" */
+	KIND_PLUGIN,
 	KIND__COUNT
 };
 
@@ -62,6 +66,7 @@ enum kind_family {
 	FAMILY_LOOP,
 	FAMILY_ASSIST,
 	FAMILY_RESEARCH,
+	FAMILY_PLUGIN,	/* kinds plugins implement (kinds/plugin.c) */
 };
 
 /* Facts about a kind, as flags. */
@@ -81,6 +86,8 @@ enum kind_flag {
 	KF_GOES_BACK = 1 << 6,	 /* as a side stage may return (next:
 				    back) to the stage that sent it */
 	KF_SHOWS_DIFF = 1 << 7,	 /* its agent reads the change's diff */
+	KF_UNNAMED = 1 << 8,	 /* never written by its name: a plugin's
+				    kind names it (stage.pkind) */
 };
 
 struct kind_info {

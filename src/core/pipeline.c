@@ -24,6 +24,7 @@
 
 #include "core/cnode.h"
 #include "core/pipeline.h"
+#include "core/plugin.h"
 #include "util/buf.h"
 #include "util/embed.h"
 #include "util/err.h"
@@ -33,7 +34,8 @@
 /* The kinds each pipeline type may use, in the order errors list them. */
 static const enum stage_kind feature_kinds[] = {
 	KIND_PLAN,   KIND_ARCHITECT, KIND_EXECUTE, KIND_VALIDATE,
-	KIND_REVIEW, KIND_FIX,	     KIND_VERIFY,  KIND__COUNT,
+	KIND_REVIEW, KIND_FIX,	     KIND_VERIFY,  KIND_PLUGIN,
+	KIND__COUNT,
 };
 static const enum stage_kind bugfix_kinds[] = {
 	KIND_RCA,      KIND_CONSOLIDATE, KIND_PLAN_REVIEW,
@@ -134,6 +136,12 @@ static const char *const reserved[] = {
 };
 
 const char *
+stage_kind_label(const struct stage *s)
+{
+	return s->pkind ? s->pkind->name : stage_kind_name(s->kind);
+}
+
+const char *
 edge_why_name(enum edge_why w)
 {
 	return why_names[w];
@@ -214,16 +222,30 @@ pipeline_run_bound(const struct pipeline *p, int max_review_loops,
 static void
 kind_list(const enum stage_kind *list, struct buf *out)
 {
-	int k;
+	const struct plugin *pl;
+	size_t n, i, j;
+	int k, plugins = !list;
 
 	if (list) {
 		for (; *list != KIND__COUNT; list++)
-			buf_addf(out, "%s%s", out->len ? ", " : "",
-				 stage_kind_name(*list));
-		return;
+			if (kind_is(*list, KF_UNNAMED))
+				plugins = 1;
+			else
+				buf_addf(out, "%s%s", out->len ? ", " : "",
+					 stage_kind_name(*list));
+	} else {
+		for (k = 0; k < KIND__COUNT; k++)
+			if (!kind_is((enum stage_kind)k, KF_UNNAMED))
+				buf_addf(out, "%s%s", k ? ", " : "",
+					 stage_kind_name((enum stage_kind)k));
 	}
-	for (k = 0; k < KIND__COUNT; k++)
-		buf_addf(out, "%s%s", k ? ", " : "", stage_kind_name(k));
+	/* and the kinds of the enabled plugins */
+	pl = plugins ? plugins_all(&n) : NULL;
+	for (i = 0; pl && i < n; i++)
+		for (j = 0; pl[i].status == PLUGIN_ENABLED &&
+			    j < pl[i].nr_kinds;
+		     j++)
+			buf_addf(out, ", %s", pl[i].kinds[j].name);
 }
 
 void
@@ -254,6 +276,7 @@ pipeline_free(struct pipeline *p)
 	free(p->stages);
 	free(p->statuses);
 	free(p->edges);
+	free(p->plugin);
 	free(p->name);
 	free(p->description);
 	free(p->type);
@@ -799,6 +822,7 @@ static int
 parse_stage(struct parse *c, size_t i)
 {
 	const struct cnode *def = c->defs[i], *kn, *tn;
+	const struct plugin_kind *pk;
 	struct stage *s = &c->p->stages[i];
 	struct buf all = BUF_INIT;
 	char path[300], where[256];
@@ -837,7 +861,12 @@ parse_stage(struct parse *c, size_t i)
 		if (rc)
 			return rc;
 	}
-	if (stage_kind_parse(kn->value, &k)) {
+	k = KIND__COUNT;
+	pk = stage_kind_parse(kn->value, &k) ? plugin_kind_find(kn->value) :
+					       NULL;
+	if (pk)
+		k = KIND_PLUGIN;
+	if (k == KIND__COUNT) {
 		cnode_where(kn, where, sizeof(where));
 		kind_list(NULL, &all);
 		rc = err_set(c->e, BATON_EINVAL,
@@ -847,7 +876,18 @@ parse_stage(struct parse *c, size_t i)
 		buf_release(&all);
 		return rc;
 	}
-	stage_init(s, k, ++c->seen[k], c->count[k] > 1, where);
+	if (pk) {
+		/* a plugin kind: named after itself; two in one pipeline
+		   need names of their own */
+		stage_init(s, k, ++c->seen[k], 0, where);
+		s->pkind = pk;
+		free(s->name);
+		free(s->status);
+		s->name = xstrdup(pk->name);
+		s->status = xstrdup(pk->status);
+	} else {
+		stage_init(s, k, ++c->seen[k], c->count[k] > 1, where);
+	}
 	if (def->type == CNODE_SCALAR)
 		return 0;
 	rc = opt_name(def, "name", path, &s->name, c->e);
@@ -943,7 +983,7 @@ check_kinds(const struct parse *c)
 			rc = stage_err(c, i, NULL,
 				       "type '%s' is not allowed in %s %s "
 				       "pipeline (allowed: %s)",
-				       stage_kind_name(s->kind),
+				       stage_kind_label(s),
 				       strchr("aeiou", p->type[0]) ? "an" : "a",
 				       p->type,
 				       allowed.ptr);
@@ -1503,8 +1543,8 @@ link_stages(const struct parse *c)
 			return stage_err(c, i, NULL,
 					 "on_changes is only for review stages "
 					 "(review, plan-review, code-review), "
-					 "evaluate (continue) and judge "
-					 "(rework)");
+					 "evaluate (continue), judge (rework) "
+					 "and plugin kinds (changes)");
 		if (s->next == (int)i || s->on_fail == (int)i ||
 		    s->on_changes == (int)i)
 			return stage_err(c, i, NULL,
@@ -1809,9 +1849,11 @@ pipeline_load(const struct cnode *user, const char *name,
 	      struct pipeline **out, struct err *e)
 {
 	const struct cnode *def = user ? cnode_get(user, name) : NULL;
+	const struct plugin *owner = NULL;
+	struct strvec more = STRVEC_INIT;
 	struct cnode *tree = NULL;
-	char file[128];
-	const char *text;
+	char file[512];
+	const char *text, *rel = NULL;
 	struct buf names = BUF_INIT;
 	size_t i;
 	int rc;
@@ -1820,22 +1862,31 @@ pipeline_load(const struct cnode *user, const char *name,
 		return pipeline_parse(name, def, 0, out, e);
 	snprintf(file, sizeof(file), "%s.yaml", name);
 	text = in_list(builtin_names, name) ? embed_get(file) : NULL;
-	if (!text) {
+	if (text) {
+		snprintf(file, sizeof(file), "<built-in %s.yaml>", name);
+	} else if (!plugin_pipeline_find(name, &owner, &text, &rel)) {
+		snprintf(file, sizeof(file), "%s/%s", owner->dir, rel);
+	} else {
 		for (i = 0; user && i < user->nr; i++)
 			buf_addf(&names, "%s, ", user->kids[i]->key);
 		for (i = 0; builtin_names[i]; i++)
 			buf_addf(&names, "%s%s", builtin_names[i],
 				 builtin_names[i + 1] ? ", " : "");
+		plugin_pipeline_names(&more);
+		for (i = 0; i < more.nr; i++)
+			buf_addf(&names, ", %s", more.v[i]);
 		rc = err_set(e, BATON_ENOTFOUND,
 			     "unknown pipeline '%s' (pipelines: %s)", name,
 			     names.ptr);
 		buf_release(&names);
+		strvec_clear(&more);
 		return rc;
 	}
-	snprintf(file, sizeof(file), "<built-in %s.yaml>", name);
 	rc = cnode_parse_yaml(text, strlen(text), file, &tree, e);
 	if (!rc)
-		rc = pipeline_parse(name, tree, 1, out, e);
+		rc = pipeline_parse(name, tree, !owner, out, e);
+	if (!rc && owner)
+		(*out)->plugin = xstrdup(owner->id);
 	cnode_free(tree);
 	return rc;
 }
@@ -1992,7 +2043,7 @@ describe_stage(const struct pipeline *p, const struct stage *s,
 	size_t j;
 
 	buf_addf(out, "  %-*s kind %-*s status %-*s", w[0], s->name, w[1],
-		 stage_kind_name(s->kind), w[2], s->status);
+		 stage_kind_label(s), w[2], s->status);
 	if (s->done)
 		buf_addf(out, " then %-*s", w[3], s->done);
 	if (s->providers.nr) {
@@ -2067,8 +2118,11 @@ pipeline_describe(const struct pipeline *p, struct buf *out)
 	int w[4] = { 10, 9, 13, 12 }, g;
 	size_t i, j, first = 0, n;
 
-	buf_addf(out, "pipeline %s%s\n", p->name,
+	buf_addf(out, "pipeline %s%s", p->name,
 		 p->builtin ? " (built-in)" : "");
+	if (p->plugin)
+		buf_addf(out, " (plugin %s)", p->plugin);
+	buf_addch(out, '\n');
 	if (p->description)
 		buf_addf(out, "  %s\n", p->description);
 	if (type_of(p)->groups)
@@ -2076,7 +2130,7 @@ pipeline_describe(const struct pipeline *p, struct buf *out)
 			 p->type, p->terminal, p->max_iterations);
 	for (i = 0; i < p->nr_stages; i++) {
 		w[0] = widest(w[0], p->stages[i].name);
-		w[1] = widest(w[1], stage_kind_name(p->stages[i].kind));
+		w[1] = widest(w[1], stage_kind_label(&p->stages[i]));
 		w[2] = widest(w[2], p->stages[i].status);
 		w[3] = widest(w[3], p->stages[i].done);
 	}

@@ -61,6 +61,7 @@
 struct buf;
 struct cnode;
 struct err;
+struct plugin_kind;
 
 /* Statuses every pipeline shares. */
 #define ST_CREATED     "created"
@@ -122,6 +123,9 @@ struct stage {
 	size_t nr_phased;
 	int review_interval;	   /* steps per phased review batch: 1 */
 	int max_phased_iterations; /* fix rounds per batch before a gate: 3 */
+	/* KIND_PLUGIN: the kind, borrowed from the plugin registry, which
+	   outlives every pipeline; NULL for the others */
+	const struct plugin_kind *pkind;
 };
 
 /* Why an edge exists; shown by `baton pipeline show`. */
@@ -183,6 +187,7 @@ struct pipeline {
 	   of statuses[i] or NULL */
 	char **state_of;
 	int builtin;
+	char *plugin;	 /* the id of the plugin that provides it, or NULL */
 	struct stage *stages;
 	size_t nr_stages;
 	char **statuses; /* every status, in display order */
@@ -191,6 +196,8 @@ struct pipeline {
 	size_t nr_edges;
 };
 
+/* The kind of s by name: a plugin kind's own name, else the built-in's. */
+const char *stage_kind_label(const struct stage *s);
 const char *edge_why_name(enum edge_why w);
 
 /*
@@ -205,7 +212,8 @@ void pipeline_free(struct pipeline *p);
 
 /*
  * Looks name up in the config's pipelines map (may be NULL), then among
- * the built-ins. BATON_ENOTFOUND names the pipelines that exist.
+ * the built-ins, then the enabled plugins' (core/plugin.h; p->plugin
+ * names the one). BATON_ENOTFOUND names the pipelines that exist.
  */
 int pipeline_load(const struct cnode *user_pipelines, const char *name,
 		  struct pipeline **out, struct err *e);

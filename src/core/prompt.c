@@ -20,11 +20,10 @@ prompt_builtin(const char *kind)
 }
 
 char *
-prompt_template(const char *baton_dir, const char *name)
+prompt_repo_template(const char *baton_dir, const char *name)
 {
 	char *path = xasprintf("%s/prompts/%s.md", baton_dir, name);
 	struct buf text = BUF_INIT;
-	const char *builtin;
 
 	if (fs_read(path, &text, BUF_MAX_CONFIG, NULL) == 0 && text.len) {
 		free(path);
@@ -32,6 +31,17 @@ prompt_template(const char *baton_dir, const char *name)
 	}
 	free(path);
 	buf_release(&text);
+	return NULL;
+}
+
+char *
+prompt_template(const char *baton_dir, const char *name)
+{
+	char *own = prompt_repo_template(baton_dir, name);
+	const char *builtin;
+
+	if (own)
+		return own;
 	builtin = prompt_builtin(name);
 	return builtin ? xstrdup(builtin) : NULL;
 }

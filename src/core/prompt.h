@@ -26,6 +26,9 @@ const char *prompt_builtin(const char *kind);
  * string the caller frees; NULL when there is neither.
  */
 char *prompt_template(const char *baton_dir, const char *name);
+/* baton_dir/prompts/NAME.md when it exists and is not empty (a new
+ * string the caller frees), else NULL. */
+char *prompt_repo_template(const char *baton_dir, const char *name);
 
 /*
  * Appends tmpl to out with each {{name}} replaced by its value from vars

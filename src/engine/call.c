@@ -226,6 +226,9 @@ agent_env(const struct drive *d, const struct stage *s, const char *prompt,
 	if (d->call) {
 		strvec_pushf(env, "BATON_ARTIFACT=%s/%s", out_dir,
 			     d->call->artifact);
+		if (d->call->artifact_var)
+			strvec_pushf(env, "%s=%s/%s", d->call->artifact_var,
+				     out_dir, d->call->artifact);
 		if (d->call->version)
 			strvec_pushf(env, "BATON_OUTPUT_VERSION=%d",
 				     d->call->version);
@@ -675,6 +678,8 @@ engine__call(struct drive *d, const struct stage *s,
 		/* baton's own agent: its records are baton's, not the tools' */
 		sandbox_for(d, gitdir, out_dir,
 			    info && info->is_cli ? home : NULL, 0, &sb);
+		if (d->call && d->call->ro_dir)
+			sandbox_ro(&sb, d->call->ro_dir);
 		w.call = call;
 		w.out_path = ofile;
 		w.aw = agent_watch_new(prov->type, ofile);

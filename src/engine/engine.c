@@ -31,6 +31,7 @@
 #include "core/cnode.h"
 #include "core/config.h"
 #include "core/pipeline.h"
+#include "core/plugin.h"
 #include "engine/engine.h"
 #include "engine/engine_int.h"
 #include "store/store.h"
@@ -141,6 +142,7 @@ engine_pipeline_names(const struct engine *en, struct strvec *out)
 {
 	const struct cnode *user = en->cfg->pipelines;
 	const char **builtin = pipeline_builtin_names();
+	struct strvec more = STRVEC_INIT;
 	size_t i, nuser = user ? user->nr : 0;
 
 	for (i = 0; i < nuser; i++)
@@ -148,6 +150,11 @@ engine_pipeline_names(const struct engine *en, struct strvec *out)
 	for (i = 0; builtin[i]; i++)
 		if (!user || !cnode_get(user, builtin[i]))
 			strvec_push(out, builtin[i]);
+	plugin_pipeline_names(&more);
+	for (i = 0; i < more.nr; i++)
+		if (!user || !cnode_get(user, more.v[i]))
+			strvec_push(out, more.v[i]);
+	strvec_clear(&more);
 	return nuser;
 }
 

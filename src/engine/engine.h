@@ -308,8 +308,8 @@ int engine_pipeline(const struct engine *en, const char *name,
 		    struct pipeline **out, struct err *e);
 /*
  * The names of the pipelines this repository can run, pushed on out:
- * the config's first, then the built-ins it does not redefine. Returns
- * how many came from config.
+ * the config's first, then the built-ins and the enabled plugins' it
+ * does not redefine. Returns how many came from config.
  */
 struct strvec;
 size_t engine_pipeline_names(const struct engine *en, struct strvec *out);

@@ -14,6 +14,7 @@
 #include "agent/agent.h"
 #include "core/config.h"
 #include "core/pipeline.h"
+#include "core/plugin.h"
 #include "core/prompt.h"
 #include "engine/engine.h"
 #include "engine/engine_int.h"
@@ -64,14 +65,15 @@ build_context(struct drive *d, const struct stage *s, const char *steers,
 	buf_release(&diff);
 }
 
-/* The stage's template: .baton/prompts/<kind>.md, else the built-in. */
+/* The stage's template: .baton/prompts/<kind>.md, else the pipeline's
+ * plugin's, else the built-in. */
 static char *
 load_template(const struct drive *d, const struct stage *s)
 {
 	const char *kind = d->call && d->call->template ?
 				   d->call->template :
 				   stage_kind_name(s->kind);
-	char *tmpl = prompt_template(d->en->ws->dir, kind);
+	char *tmpl = plugin_template(d->en->ws->dir, d->p, kind);
 
 	if (!tmpl)
 		BUG("no built-in prompt for kind '%s'", kind);

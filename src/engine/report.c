@@ -357,7 +357,7 @@ next_steps(const struct pipeline *p, const struct run *r, const char *status)
 	for (n = 0; s && n < p->nr_stages; n++) {
 		json_array_append_new(
 		    next,
-		    json_sprintf("%s (%s)", s->name, stage_kind_name(s->kind)));
+		    json_sprintf("%s (%s)", s->name, stage_kind_label(s)));
 		s = s->next >= 0 ? &p->stages[s->next] : NULL;
 	}
 	if (!status_is_terminal(status) && !s)

@@ -248,7 +248,7 @@ engine__run_stage(struct drive *d, const struct stage *s,
 		d->r.steer_seq = upto;
 	rc = engine__note(d, "stage_started",
 			  json_pack("{s:s, s:s, s:i, s:i}", "stage", s->name,
-				    "kind", stage_kind_name(s->kind), "attempt",
+				    "kind", stage_kind_label(s), "attempt",
 				    d->r.attempt, "review_loops",
 				    d->r.review_loops),
 			  e);

@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/gate.h"
 #include "core/pipeline.h"
+#include "core/plugin.h"
 #include "core/run.h"
 #include "engine/engine.h"
 #include "sched/sched.h"
@@ -938,16 +939,16 @@ pipeline_json(const struct pipeline *p, int full)
 		json_array_append_new(
 			stages,
 			json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "name",
-				  s->name, "kind", stage_kind_name(s->kind),
+				  s->name, "kind", stage_kind_label(s),
 				  "status", s->status, "done", s->done, "role",
 				  s->role));
 	}
-	o = json_pack("{s:s, s:o, s:b, s:s, s:o}", "name", p->name,
+	o = json_pack("{s:s, s:o, s:b, s:s?, s:s, s:o}", "name", p->name,
 		      "description",
 		      p->description ? json_string(p->description) :
 				       json_null(),
-		      "builtin", p->builtin, "terminal", p->terminal, "stages",
-		      stages);
+		      "builtin", p->builtin, "plugin", p->plugin, "terminal",
+		      p->terminal, "stages", stages);
 	if (full) {
 		json_t *edges = json_array();
 
@@ -1009,6 +1010,20 @@ pipeline_show(struct req *rq)
 	}
 	http_json(rq, 200, pipeline_json(p, 1));
 	pipeline_free(p);
+}
+
+/* The plugins in load order, each with its status and what it provides. */
+static void
+plugins_list(struct req *rq)
+{
+	json_t *arr = json_array();
+	const struct plugin *pl;
+	size_t i, n;
+
+	pl = plugins_all(&n);
+	for (i = 0; i < n; i++)
+		json_array_append_new(arr, plugin_to_json(&pl[i]));
+	http_json(rq, 200, json_pack("{s:o}", "plugins", arr));
 }
 
 static int
@@ -1109,6 +1124,8 @@ const struct route api_routes[] = {
 	  "decide a gate", 0 },
 	{ "GET", "/api/v1/pipelines", pipelines_list, "the pipelines", 0 },
 	{ "GET", "/api/v1/pipelines/{name}", pipeline_show, "one pipeline", 0 },
+	{ "GET", "/api/v1/plugins", plugins_list,
+	  "the plugins, with status and what they provide", 0 },
 	{ "GET", "/api/v1/workers", workers_list, "the workers", 0 },
 	{ "GET", "/api/v1/merges", merges_list, "the merge queue", 0 },
 	{ "GET", "/api/v1/events", stream_sse,

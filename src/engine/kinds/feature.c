@@ -69,6 +69,8 @@ feature_context(struct drive *d, const struct stage *s, struct buf *ctx,
 		else
 			file_section(d, ctx, "Review findings to address",
 				     "review.md", budget);
+		file_section(d, ctx, "Findings of a plugin stage to address",
+			     "plugin-findings.md", budget);
 	}
 	if (s->kind != KIND_PLAN)
 		file_section(d, ctx, "Plan", "plan.md", budget);

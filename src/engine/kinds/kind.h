@@ -96,6 +96,10 @@ struct call_spec {
 	const char *template;	/* prompt template name; NULL: the kind's */
 	struct strvec *env;	/* extra "K=V" for the agent */
 	int version;		/* BATON_OUTPUT_VERSION; 0: none */
+	const char *artifact_var; /* a variable that also names where the
+				     artifact goes ("BATON_OUTCOME"); NULL */
+	const char *ro_dir;	/* a folder the call's sandbox may read (a
+				   plugin's); NULL: none */
 	/* holds the output to its contract (BATON_ECONTRACT: retry) */
 	int (*accept)(struct drive *d, const struct stage *s,
 		      const char *text, enum stage_result *res,
@@ -386,5 +390,6 @@ extern const struct type_ops loop_type;
 extern const struct stage_ops assist_ops;
 extern const struct type_ops assist_type;
 extern const struct stage_ops research_ops, research_judge_ops;
+extern const struct stage_ops plugin_ops;
 
 #endif
