@@ -86,6 +86,12 @@ static const struct event_type types[] = {
 	{ "reviews", EVENT_G_RUN, "the reviews of a review stage are in",
 	  "`{\"stage\", \"decision\", \"by\"}`: the worst decision and each "
 	  "reviewer's" },
+	{ "plugin_outcome", EVENT_G_RUN,
+	  "a stage of a plugin kind left its outcome "
+	  "([pipelines.md](pipelines.md#plugin-kinds))",
+	  "`{\"stage\", \"plugin\", \"kind\", \"outcome\": \"pass\" \\| "
+	  "\"changes\" \\| \"block\" \\| \"fail\", \"summary\"?, "
+	  "\"findings\"}`; `findings` is how many" },
 	{ "question", EVENT_G_RUN,
 	  "the run asks a person (before its `waiting_for_approval`)",
 	  "`{\"stage\", \"kind\", \"question\", \"options\", ...}`; `kind` is "

@@ -43,6 +43,10 @@
 /* Where the fixer finds what a plugin stage asked to change. */
 #define FINDINGS_FILE "plugin-findings.md"
 
+/* The provider type a kind's command runs as (struct config_provider
+ * holds it as char *). */
+static char command_type[] = "command";
+
 static const char *const outcomes[] = { "pass", "changes", "block", "fail",
 					NULL };
 
@@ -219,7 +223,7 @@ plugin_run(struct drive *d, const struct stage *s, const char *steers,
 	fs_unlink(findings, NULL);
 	memset(&prov, 0, sizeof(prov));
 	prov.name = pk->plugin->id;
-	prov.type = (char *)"command";
+	prov.type = command_type;
 	prov.command = pk->command; /* borrowed: prov is not released */
 	strvec_init(&prov.args);
 	strvec_init(&prov.env);
