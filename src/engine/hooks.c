@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/pipeline.h"
+#include "core/plugin.h"
 #include "engine/engine.h"
 #include "engine/engine_int.h"
 #include "engine/hooks.h"
@@ -34,10 +35,42 @@
 #define HOOK_REASON_TAIL 512
 #define HOOK_EVENT_TAIL	 2048
 
+/* A plugin's hook points are the config's, in the same order. */
+_Static_assert((int)PLUGIN_HOOK__COUNT == (int)HOOK__COUNT,
+	       "plugin hook points are the config's");
+
+/*
+ * The commands of point: the config's (hooks:), then each enabled
+ * plugin's, in the order plugins load (requires first). Borrowed.
+ */
+static void
+hook_cmds(const struct config *cfg, enum hook_point point,
+	  struct strvec *out)
+{
+	const struct plugin *pl;
+	size_t n, i, j;
+
+	for (i = 0; i < cfg->hooks.cmds[point].nr; i++)
+		strvec_push(out, cfg->hooks.cmds[point].v[i]);
+	pl = plugins_all(&n);
+	for (i = 0; pl && i < n; i++) {
+		if (pl[i].status != PLUGIN_ENABLED)
+			continue;
+		for (j = 0; j < pl[i].hooks[point].nr; j++)
+			strvec_push(out, pl[i].hooks[point].v[j]);
+	}
+}
+
 int
 hooks_any(const struct config *cfg, enum hook_point point)
 {
-	return cfg->hooks.cmds[point].nr > 0;
+	struct strvec cmds = STRVEC_INIT;
+	int any;
+
+	hook_cmds(cfg, point, &cmds);
+	any = cmds.nr > 0;
+	strvec_clear(&cmds);
+	return any;
 }
 
 static int
@@ -103,11 +136,10 @@ tail_of(const struct buf *out, size_t max)
 /* One command: runs it, records it; *ok says whether it passed. */
 static int
 run_one(enum hook_point point, const struct hook_ctx *c, size_t i,
-	const struct sandbox *sb, const char *run_dir, int port, int *ok,
-	char **reason_out, struct err *e)
+	const char *cmd, const struct sandbox *sb, const char *run_dir,
+	int port, int *ok, char **reason_out, struct err *e)
 {
 	const struct config *cfg = c->en->cfg;
-	const char *cmd = cfg->hooks.cmds[point].v[i];
 	const char *name = config_hook_name(point);
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_result res = SPAWN_RESULT_INIT;
@@ -215,28 +247,33 @@ int
 hooks_run(enum hook_point point, const struct hook_ctx *c, char **reason_out,
 	  struct err *e)
 {
-	const struct strvec *cmds = &c->en->cfg->hooks.cmds[point];
+	struct strvec cmds = STRVEC_INIT;
 	struct sandbox sb = SANDBOX_INIT;
 	char *run_dir = NULL;
 	size_t i;
 	int rc = 0, port, ok = 1;
 
-	if (!cmds->nr)
+	hook_cmds(c->en->cfg, point, &cmds);
+	if (!cmds.nr)
 		return 0;
-	if (!c->worktree || !fs_is_dir(c->worktree))
+	if (!c->worktree || !fs_is_dir(c->worktree)) {
+		strvec_clear(&cmds);
 		return err_set(e, BATON_ENOTFOUND,
 			       "cannot run the %s hooks of run '%s': its "
 			       "worktree '%s' is gone",
 			       config_hook_name(point), c->run_id,
 			       c->worktree ? c->worktree : "(none)");
+	}
 	rc = workspace_port(c->en->ws, c->run_id, &port, e);
-	if (rc)
+	if (rc) {
+		strvec_clear(&cmds);
 		return rc;
+	}
 	run_dir = workspace_run_dir(c->en->ws, c->run_id);
 	hook_sandbox(c->en->ws, c->en->cfg, c->worktree, run_dir, &sb);
-	for (i = 0; i < cmds->nr; i++) {
-		rc = run_one(point, c, i, &sb, run_dir, port, &ok, reason_out,
-			     e);
+	for (i = 0; i < cmds.nr; i++) {
+		rc = run_one(point, c, i, cmds.v[i], &sb, run_dir, port, &ok,
+			     reason_out, e);
 		if (rc)
 			break;
 		if (!ok && is_veto(point)) {
@@ -245,6 +282,7 @@ hooks_run(enum hook_point point, const struct hook_ctx *c, char **reason_out,
 		}
 	}
 	sandbox_release(&sb);
+	strvec_clear(&cmds);
 	free(run_dir);
 	return rc;
 }

@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='what else a plugin provides: prompt templates used by the stages of its pipelines (the repository still wins), hooks checked and listed, a broken plugin pipeline reported; a plugin pipeline resumed by another process after a gate'
+test_description='what else a plugin provides: prompt templates used by the stages of its pipelines (the repository still wins), hooks checked, listed and run after those of the config (a plugin veto blocks), a broken plugin pipeline reported; a plugin pipeline resumed by another process after a gate'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 # mkplugin DIR ID YAML: a plugin folder DIR/ID with its manifest.
@@ -24,7 +24,7 @@ test_expect_success 'setup: a plugin with templates, hooks, a kind and a gated p
 prompts: {execute: execute.md, verify: verify.md}
 kinds: [{name: stamp, command: [sh, stamp.sh]}]
 hooks:
-  worktree_setup: [\"make deps\"]
+  worktree_setup: [\"echo \$BATON_HOOK >>$FAKE_STATE/plugin-hooks\"]
   before_merge: [\"make lint\", \"make test\"]" &&
 	printf "stages:\n  - execute\n  - {kind: stamp, gate: true}\n  - verify\n" >$P/tpl/flow.yaml &&
 	printf "PLUGIN EXECUTE TEMPLATE for {{task}} in {{worktree}}\n" >$P/tpl/execute.md &&
@@ -39,7 +39,7 @@ test_expect_success 'hooks are listed; an unknown hook point is the plugin error
 	cd repo &&
 	"$BATON" plugin list --json >../list.json &&
 	test_jq "[.[] | select(.id == \"tpl\") | .provides.hooks.before_merge[]] == [\"make lint\", \"make test\"]" ../list.json &&
-	test_jq "[.[] | select(.id == \"tpl\") | .provides.hooks.worktree_setup[]] == [\"make deps\"]" ../list.json &&
+	test_jq "[.[] | select(.id == \"tpl\") | .provides.hooks.worktree_setup[]] == [\"echo \$BATON_HOOK >>$FAKE_STATE/plugin-hooks\"]" ../list.json &&
 	test_jq "[.[] | select(.id == \"tpl\") | .provides.prompts[]] == [\"execute\", \"verify\"]" ../list.json &&
 	"$BATON" plugin list >../human &&
 	test_grep "hook       before_merge: make lint, make test" ../human &&
@@ -71,7 +71,12 @@ test_expect_success 'the stages of a plugin pipeline read the plugin templates; 
 	test "$(run_status "$id")" = merge_ready &&
 	test_grep "PLUGIN EXECUTE TEMPLATE for Stamp it in " "$FAKE_STATE/$id.execute.1.prompt" &&
 	test_grep "PLUGIN VERIFY TEMPLATE" "$FAKE_STATE/$id.verify.1.prompt" &&
-	test_jq ".summary == \"stamped\"" ".baton/runs/$id/stamp.outcome.json"
+	test_jq ".summary == \"stamped\"" ".baton/runs/$id/stamp.outcome.json" &&
+	# the worktree_setup hook of the plugin ran, once, as a hook of the run
+	test_line_count = 1 "$FAKE_STATE/plugin-hooks" &&
+	test_grep -x worktree_setup "$FAKE_STATE/plugin-hooks" &&
+	"$BATON" events "$id" --json >../ev1 &&
+	jq -s -e "[.[] | select(.type == \"hook\" and .data.point == \"worktree_setup\")] | length == 1" ../ev1
 '
 
 test_expect_success 'the repository template wins over the plugin one; other pipelines keep the built-in' '
@@ -99,6 +104,20 @@ test_expect_success 'GET /api/v1/pipelines names the plugin of a plugin pipeline
 	test_jq "[.pipelines[] | select(.name == \"tpl-flow\") | .plugin] == [\"tpl\"]" ../pipes.json &&
 	test_jq "[.pipelines[] | select(.name == \"tpl-flow\") | .stages[1].kind] == [\"stamp\"]" ../pipes.json &&
 	test_jq "[.pipelines[] | select(.name == \"feature\") | .plugin] == [null]" ../pipes.json
+'
+
+test_expect_success 'a plugin before_stage hook that fails blocks the run, naming it' '
+	cd repo &&
+	mkplugin .baton/plugins veto "hooks: {before_stage: [\"if [ \\\"\$BATON_STAGE\\\" = verifying ]; then echo the plugin says no; exit 4; fi\"]}" &&
+	cp .baton/config.yaml ../config.keep &&
+	sed -i "s/enabled: \[tpl, badhook, badpipe\]/enabled: [tpl, badhook, badpipe, veto]/" .baton/config.yaml &&
+	test "$(status_of veto)" = enabled &&
+	test_expect_code 3 "$BATON" run "Vetoed by a plugin" >../veto.out 2>&1 &&
+	id=$(newest_run) &&
+	test "$(run_status "$id")" = blocked &&
+	run_field "$id" reason >../reason &&
+	test_grep "hook before_stage\[0\] .*exited 4: the plugin says no" ../reason &&
+	cp ../config.keep .baton/config.yaml
 '
 
 test_done
