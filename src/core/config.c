@@ -16,6 +16,7 @@
 
 #include "core/cnode.h"
 #include "core/config.h"
+#include "core/plugin.h"
 #include "core/policy.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -1591,22 +1592,14 @@ read_plugins(struct config *c, struct err *e)
 	if (rc < 0 || !sec || !(n = cnode_get(sec, "enabled")))
 		return rc;
 	rc = read_strings(n, "plugins.enabled", 0, &c->plugins_enabled, e);
-	for (i = 0; rc >= 0 && i < c->plugins_enabled.nr; i++) {
-		const char *id = c->plugins_enabled.v[i], *p;
-
-		for (p = id; *p; p++)
-			if (!((*p >= 'a' && *p <= 'z') ||
-			      (*p >= '0' && *p <= '9') || *p == '_' ||
-			      *p == '-'))
-				break;
-		if (*p || !*id || p - id > 48)
+	for (i = 0; rc >= 0 && i < c->plugins_enabled.nr; i++)
+		if (!plugin_name_valid(c->plugins_enabled.v[i]))
 			rc = node_error(n->type == CNODE_SEQ ? n->kids[i] : n,
 					"plugins.enabled",
 					"expected plugin ids (lowercase "
 					"letters, digits, '_' and '-', at "
 					"most 48)",
 					e);
-	}
 	return rc;
 }
 

@@ -73,9 +73,8 @@ plugin_hook_name(enum plugin_hook h)
 	return h < PLUGIN_HOOK__COUNT ? hook_names[h] : NULL;
 }
 
-/* 1 to 48 of [a-z0-9_-]: safe in file names, statuses and events. */
-static int
-is_name(const char *s)
+int
+plugin_name_valid(const char *s)
 {
 	const char *c;
 
@@ -281,7 +280,7 @@ read_files(struct plugin *pl, const struct cnode *m, const char *key,
 		struct plugin_file *pf = &(*out)[i];
 
 		snprintf(path, sizeof(path), "%s.%s", key, f->key);
-		if (!is_name(f->key)) {
+		if (!plugin_name_valid(f->key)) {
 			cnode_where(f, where, sizeof(where));
 			return err_set(e, BATON_EINVAL,
 				       "%s: %s: '%s' is not a valid name "
@@ -320,7 +319,7 @@ read_list(const struct cnode *n, const char *key, int names, struct strvec *out,
 				       "%s: %s[%zu]: expected a non-empty "
 				       "string",
 				       where, key, i);
-		if (names && !is_name(k->value))
+		if (names && !plugin_name_valid(k->value))
 			return err_set(e, BATON_EINVAL,
 				       "%s: %s[%zu]: '%s' is not a plugin id",
 				       where, key, i, k->value);
@@ -431,7 +430,7 @@ read_kinds(struct plugin *pl, const struct cnode *n, struct err *e)
 			return rc;
 		cnode_where(k, where, sizeof(where));
 		f = cnode_get(k, "name");
-		if (!f || f->type != CNODE_SCALAR || !is_name(f->value))
+		if (!f || f->type != CNODE_SCALAR || !plugin_name_valid(f->value))
 			return err_set(e, BATON_EINVAL,
 				       "%s: %s.name: expected a kind name "
 				       "(lowercase letters, digits, '_' and "
@@ -451,7 +450,7 @@ read_kinds(struct plugin *pl, const struct cnode *n, struct err *e)
 		pk->name = xstrdup(f->value);
 		f = cnode_get(k, "status");
 		if (f) {
-			if (f->type != CNODE_SCALAR || !is_name(f->value) ||
+			if (f->type != CNODE_SCALAR || !plugin_name_valid(f->value) ||
 			    in_list(reserved, f->value)) {
 				cnode_where(f, where, sizeof(where));
 				return err_set(e, BATON_EINVAL,
@@ -518,7 +517,7 @@ read_manifest(struct plugin *pl, struct err *e)
 	long api;
 	int rc;
 
-	if (!is_name(pl->id)) {
+	if (!plugin_name_valid(pl->id)) {
 		rc = err_set(e, BATON_EINVAL,
 			     "'%s' is not a valid plugin id (lowercase "
 			     "letters, digits, '_' and '-', at most 48): "

@@ -126,6 +126,10 @@ void plugins_unload(void);
  * plugins_load or plugins_unload. */
 const struct plugin *plugins_all(size_t *n);
 
+/* 1 for a plugin id or a name a plugin gives (a kind, a status): 1 to 48
+ * of [a-z0-9_-], safe in file names, statuses and events. */
+int plugin_name_valid(const char *s);
+
 /* The status's name: enabled, disabled, incompatible, error. */
 const char *plugin_status_name(enum plugin_status s);
 /* The hook's key in hooks: ("worktree_setup"), or NULL past the end. */

@@ -26,6 +26,7 @@
 #include "core/queue.h"
 #include "core/run.h"
 #include "store/store.h"
+#include "run_move.h"
 #include "test.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -238,24 +239,6 @@ set_status(struct store *s, int64_t id, const char *status)
 		path[n++] = at;
 	while (n--)
 		move_status(s, id, task_statuses[path[n]]);
-}
-
-/*
- * The transition door as the store sees it: r->status was from, and the
- * move comes with a table that has that one edge (see t_store).
- */
-static int
-door_update(struct store *s, struct run *r, const char *from,
-	    struct event *ev, struct err *e)
-{
-	struct edge edge = { .from = from, .to = r->status };
-	char *statuses[2] = { (char *)from, r->status };
-	struct pipeline p = { .name = r->pipeline, .statuses = statuses,
-			      .nr_statuses = 2, .edges = &edge,
-			      .nr_edges = 1 };
-	struct run_move mv = { &p, from, r->status };
-
-	return store_run_move(s, r, &mv, ev, e);
 }
 
 /* A count from the raw database (the test's view behind the API). */

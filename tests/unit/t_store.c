@@ -26,6 +26,7 @@
 #include "core/run.h"
 #include "store/store.h"
 #include "store/store_int.h" /* the ops table: a backend's own insert */
+#include "run_move.h"
 #include "test.h"
 #include "util/buf.h"
 #include "util/embed.h"
@@ -88,26 +89,6 @@ make_run(struct store *s, const char *task, const char *status,
 	run_set(&out->phase, RUN_PHASE_PENDING);
 	out->max_review_loops = 3;
 	ASSERT_OK(store_run_create(s, out, &e), &e);
-}
-
-/*
- * The transition door as the store sees it: r->status was from, and the
- * move to r->status comes with a table (of the run's pipeline) that has
- * that one edge. The engine's door is tested in t_engine; here the
- * store's side of it.
- */
-static int
-door_update(struct store *s, struct run *r, const char *from,
-	    struct event *ev, struct err *e)
-{
-	struct edge edge = { .from = from, .to = r->status };
-	char *statuses[2] = { (char *)from, r->status };
-	struct pipeline p = { .name = r->pipeline, .statuses = statuses,
-			      .nr_statuses = 2, .edges = &edge,
-			      .nr_edges = 1 };
-	struct run_move mv = { &p, from, r->status };
-
-	return store_run_move(s, r, &mv, ev, e);
 }
 
 static void
