@@ -1,7 +1,7 @@
 /*
  * One call of a role's provider outside any run: the planner turning a
  * requirement into tasks, the judge reviewing a finished run. It is a
- * stage call without the stage (engine/stage.c, call_provider): the same
+ * stage call without the stage (engine/call.c, engine__call): the same
  * prompt file, the same private home for a CLI, the same sandbox and the
  * same redaction, but no run to record it in and no contract to check;
  * the caller reads the answer and decides.

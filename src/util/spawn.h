@@ -6,7 +6,7 @@
  * baton also forks copies of itself, each of which runs baton's own code
  * and never execs: serve's workers (sched/serve.c), the HTTP server
  * (server/http.c) and the members of a parallel stage group
- * (engine/fanout.c). They are made by spawn_fork_call() and signalled
+ * (engine/kinds/fanout.c). They are made by spawn_fork_call() and signalled
  * and reaped through spawn_signal() and spawn_reap(): fork, kill and
  * waitpid are banned outside spawn.c (banned.h). Each parent reaps its
  * own; a run's driver, which sweeps stray children (spawn_adopt_orphans

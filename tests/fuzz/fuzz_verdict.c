@@ -2,7 +2,7 @@
  * Fuzzes what an agent leaves behind for a review or verify stage: the
  * review.json / verification.json contract, the Markdown rendering of a
  * verdict that passed it, and the "DECISION: X" line fallback, each for
- * both kinds, as engine/stage.c reads them.
+ * both kinds, as engine/kinds/feature.c reads them.
  */
 #include "util/compat.h"
 

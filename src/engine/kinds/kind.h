@@ -118,7 +118,7 @@ void engine__take_unseen(struct drive *d, struct strvec *paths);
 
 
 /*
- * stage.c: one call of provider prov for stage s: prompt, agent,
+ * call.c: one call of provider prov for stage s: prompt, agent,
  * contract (retried once), usage and events. The stop paths (abort,
  * signal) give STAGE_STOPPED.
  */
@@ -228,7 +228,7 @@ void engine__add_file(struct drive *d, struct buf *ctx, const char *title,
 		      const char *name, size_t *budget);
 
 
-/* stage.c: runs the project's checks (validation.json): PASS or LOOP
+/* call.c: runs the project's checks (validation.json): PASS or LOOP
  * (a check failed) or STOPPED. */
 int engine__validate(struct drive *d, const struct stage *s,
 		     enum stage_result *res, struct err *e);
