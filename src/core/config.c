@@ -451,15 +451,6 @@ out:
 	return rc;
 }
 
-static int
-in_list(const char *s, const char *const *list)
-{
-	for (; *list; list++)
-		if (!strcmp(s, *list))
-			return 1;
-	return 0;
-}
-
 /* "a, b, c" for an error message. */
 static void
 join_list(const char *const *list, struct buf *out)
@@ -478,7 +469,7 @@ read_choice(const struct cnode *n, const char *path, const char *const *list,
 	struct buf msg = BUF_INIT;
 	int rc = read_string(n, path, out, e);
 
-	if (rc < 0 || in_list(*out, list))
+	if (rc < 0 || str_in_list(list, *out))
 		return rc;
 	buf_addf(&msg, "'%s' is not one of: ", *out);
 	join_list(list, &msg);
@@ -632,7 +623,7 @@ read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
 	rc = read_string(n, kpath.ptr, &p->type, e);
 	if (rc < 0)
 		goto out;
-	if (!in_list(p->type, provider_types)) {
+	if (!str_in_list(provider_types, p->type)) {
 		join_list(provider_types, &list);
 		cnode_where(n, where, sizeof(where));
 		rc = err_set(e, BATON_EINVAL,
@@ -1162,7 +1153,7 @@ read_webhook_events(const struct cnode *k, const char *path,
 	buf_addf(&sub, "%s.events", path);
 	rc = read_strings(k, sub.ptr, 0, &w->events, e);
 	for (i = 0; rc >= 0 && i < w->events.nr; i++) {
-		if (in_list(w->events.v[i], webhook_events))
+		if (str_in_list(webhook_events, w->events.v[i]))
 			continue;
 		if (k->type == CNODE_SEQ)
 			buf_addf(&sub, "[%zu]", i);

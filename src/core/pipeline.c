@@ -155,15 +155,6 @@ status_is_terminal(const char *s)
 	       !strcmp(s, ST_ABORTED);
 }
 
-static int
-in_list(const char *const *list, const char *s)
-{
-	for (; *list; list++)
-		if (!strcmp(*list, s))
-			return 1;
-	return 0;
-}
-
 static const struct pipeline_type *
 find_type(const char *name)
 {
@@ -1428,7 +1419,7 @@ check_names(struct parse *c)
 		for (k = 0; k < 2 && !rc; k++) {
 			if (!mine[k])
 				continue;
-			if (in_list(reserved, mine[k]))
+			if (str_in_list(reserved, mine[k]))
 				rc = stage_err(c, i, NULL,
 					       "status '%s' is reserved for "
 					       "every pipeline",
@@ -1861,7 +1852,7 @@ pipeline_load(const struct cnode *user, const char *name,
 	if (def)
 		return pipeline_parse(name, def, 0, out, e);
 	snprintf(file, sizeof(file), "%s.yaml", name);
-	text = in_list(builtin_names, name) ? embed_get(file) : NULL;
+	text = str_in_list(builtin_names, name) ? embed_get(file) : NULL;
 	if (text) {
 		snprintf(file, sizeof(file), "<built-in %s.yaml>", name);
 	} else if (!plugin_pipeline_find(name, &owner, &text, &rel)) {

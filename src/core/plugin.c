@@ -85,26 +85,6 @@ plugin_name_valid(const char *s)
 	return *s && c - s <= 48;
 }
 
-static int
-in_list(const char *const *list, const char *s)
-{
-	for (; *list; list++)
-		if (!strcmp(*list, s))
-			return 1;
-	return 0;
-}
-
-static int
-in_strvec(const struct strvec *v, const char *s)
-{
-	size_t i;
-
-	for (i = 0; v && i < v->nr; i++)
-		if (!strcmp(v->v[i], s))
-			return 1;
-	return 0;
-}
-
 /*
  * A relative path inside the plugin folder: not empty, not absolute,
  * no ".." part. What a manifest may name.
@@ -451,7 +431,7 @@ read_kinds(struct plugin *pl, const struct cnode *n, struct err *e)
 		f = cnode_get(k, "status");
 		if (f) {
 			if (f->type != CNODE_SCALAR || !plugin_name_valid(f->value) ||
-			    in_list(reserved, f->value)) {
+			    str_in_list(reserved, f->value)) {
 				cnode_where(f, where, sizeof(where));
 				return err_set(e, BATON_EINVAL,
 					       "%s: %s.status: expected a "
@@ -573,7 +553,7 @@ read_manifest(struct plugin *pl, struct err *e)
 	if (!rc)
 		rc = read_list(cnode_get(tree, "requires"), "requires", 1,
 			       &pl->requires, e);
-	if (!rc && in_strvec(&pl->requires, pl->id))
+	if (!rc && strvec_has(&pl->requires, pl->id))
 		rc = err_set(e, BATON_EINVAL,
 			     "%s: requires: '%s' requires "
 			     "itself",
@@ -790,7 +770,7 @@ check_pipelines(const struct plugin *pl, struct err *e)
 		struct pipeline *p = NULL;
 		char *file = xasprintf("%s/%s", pl->dir, f->path);
 
-		if (in_list(builtin, f->name))
+		if (str_in_list(builtin, f->name))
 			rc = err_set(e, BATON_EINVAL,
 				     "pipeline '%s' clashes with the built-in "
 				     "pipeline of that name",
@@ -809,7 +789,7 @@ check_pipelines(const struct plugin *pl, struct err *e)
 			const struct plugin_kind *pk = p->stages[j].pkind;
 
 			if (!pk || pk->plugin == pl ||
-			    in_strvec(&pl->requires, pk->plugin->id))
+			    strvec_has(&pl->requires, pk->plugin->id))
 				continue;
 			rc = err_set(e, BATON_EINVAL,
 				     "%s: pipeline '%s' uses kind '%s' of "
@@ -911,7 +891,7 @@ plugins_load(const struct strvec *dirs, const struct strvec *enabled)
 	for (i = 0; i < nreg; i++) {
 		if (reg[i].status != PLUGIN_DISABLED)
 			continue;
-		if (in_strvec(enabled, reg[i].id))
+		if (strvec_has(enabled, reg[i].id))
 			enable(&reg[i]);
 	}
 }

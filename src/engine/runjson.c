@@ -19,8 +19,9 @@ str(const char *s)
 }
 
 /*
- * The run's progress as the object it is, null when there is none, and
- * as a string when the text is not a JSON object (never hidden).
+ * The run's progress as the object it is (parsed once: the views below
+ * read it too), null when there is none, and as a string when the text
+ * is not a JSON object (never hidden).
  */
 static json_t *
 progress(const char *text)
@@ -43,9 +44,8 @@ progress(const char *text)
  * and phase_started_at, with the receipt count.
  */
 static void
-seed_views(const struct run *r, json_t *o)
+seed_views(const struct run *r, const json_t *p, json_t *o)
 {
-	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
 	json_t *loop = json_object_get(p, "loop"), *it;
 
 	if (json_is_string(json_object_get(p, "state")))
@@ -66,7 +66,6 @@ seed_views(const struct run *r, json_t *o)
 				  json_integer_value(json_object_get(
 					  loop, "receipts"))));
 	}
-	json_decref(p);
 }
 
 /*
@@ -76,14 +75,12 @@ seed_views(const struct run *r, json_t *o)
  * runs.
  */
 static void
-research_view(const struct run *r, json_t *o)
+research_view(const json_t *p, json_t *o)
 {
-	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
 	json_t *st = json_object_get(p, "research");
 
 	if (json_is_object(st))
 		json_object_set(o, "research", st);
-	json_decref(p);
 }
 
 /*
@@ -92,20 +89,18 @@ research_view(const struct run *r, json_t *o)
  * it asks none.
  */
 static void
-question_view(const struct run *r, json_t *o)
+question_view(const json_t *p, json_t *o)
 {
-	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
 	json_t *ask = json_object_get(p, "ask");
 
 	if (json_is_object(ask))
 		json_object_set(o, "question", ask);
-	json_decref(p);
 }
 
 json_t *
 engine_run_json(const struct run *r)
 {
-	json_t *o = json_object();
+	json_t *o = json_object(), *prog;
 
 	json_object_set_new(o, "id", str(r->id));
 	json_object_set_new(o, "task", str(r->task));
@@ -134,10 +129,11 @@ engine_run_json(const struct run *r)
 			    json_boolean(r->abort_requested));
 	json_object_set_new(o, "reason", str(r->reason));
 	json_object_set_new(o, "outcome", str(r->outcome));
-	json_object_set_new(o, "progress", progress(r->progress));
-	research_view(r, o);
-	seed_views(r, o);
-	question_view(r, o);
+	prog = progress(r->progress);
+	json_object_set_new(o, "progress", prog); /* o keeps it alive */
+	research_view(prog, o);
+	seed_views(r, prog, o);
+	question_view(prog, o);
 	json_object_set_new(o, "tokens_in", json_integer(r->tokens_in));
 	json_object_set_new(o, "tokens_out", json_integer(r->tokens_out));
 	json_object_set_new(o, "cost_usd", json_real(r->cost_usd));

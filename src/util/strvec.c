@@ -66,6 +66,26 @@ strvec_pushv(struct strvec *sv, const char *const *items)
 		strvec_push(sv, *items);
 }
 
+int
+strvec_has(const struct strvec *sv, const char *s)
+{
+	size_t i;
+
+	for (i = 0; sv && i < sv->nr; i++)
+		if (!strcmp(sv->v[i], s))
+			return 1;
+	return 0;
+}
+
+int
+str_in_list(const char *const *list, const char *s)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, s))
+			return 1;
+	return 0;
+}
+
 void
 strvec_clear(struct strvec *sv)
 {

@@ -27,5 +27,9 @@ void strvec_pushl(struct strvec *sv, ...) __attribute__((sentinel));
 void strvec_pushv(struct strvec *sv, const char *const *items);
 /* Frees every string; sv is empty and usable afterwards. */
 void strvec_clear(struct strvec *sv);
+/* 1 when s is one of sv's strings (sv may be NULL). */
+int strvec_has(const struct strvec *sv, const char *s);
+/* 1 when s is one of the strings of list, a NULL-terminated array. */
+int str_in_list(const char *const *list, const char *s);
 
 #endif

@@ -56,15 +56,6 @@
 static const char *const effect_kinds[] = { "read", "write", "run",
 					    "network", NULL };
 
-static int
-in_list(const char *const *list, const char *s)
-{
-	for (; *list; list++)
-		if (!strcmp(*list, s))
-			return 1;
-	return 0;
-}
-
 /* ---- progress.loop ------------------------------------------------------ */
 
 static int
@@ -547,7 +538,7 @@ check_plan(const char *file, const json_t *doc, struct err *e)
 				       "%s: effects[%zu] needs \"kind\" and "
 				       "\"target\" strings",
 				       file, i);
-		if (!in_list(effect_kinds, kind))
+		if (!str_in_list(effect_kinds, kind))
 			return err_set(e, BATON_ECONTRACT,
 				       "%s: effects[%zu].kind '%s' is not one "
 				       "of read, write, run, network",
@@ -949,7 +940,7 @@ accept_eval(struct drive *d, const struct stage *s, const char *text,
 	if (!doc)
 		return BATON_ECONTRACT;
 	status = json_get_str(doc, "status");
-	if (!status || !in_list(eval_status, status)) {
+	if (!status || !str_in_list(eval_status, status)) {
 		json_decref(doc);
 		return err_set(e, BATON_ECONTRACT,
 			       "%s: \"status\" must be continue, done or "
