@@ -458,7 +458,13 @@ count_item(const struct merge_item *m, void *arg)
 	return 0;
 }
 
-/* The workers on record, with how long ago each was heard of. */
+/*
+ * The workers on record, with how long ago each was heard of and how
+ * far its host's clock is from the database's (baton's own times follow
+ * the database, so a skew is reported, not a failure; beyond this it is
+ * pointed out, since the host's logs and its other programs are off).
+ */
+#define CLOCK_SKEW_WARN_MS 5000
 struct workers_seen {
 	int64_t now;
 	int alive, silent;
@@ -471,8 +477,13 @@ look_at_worker(const struct worker_rec *w, void *arg)
 	char age[32];
 
 	time_fmt_age(ws->now - w->heartbeat_at, age, sizeof(age));
-	cli_printf("  %-12s %s on %s, heard of %s ago%s\n", "", w->id, w->host,
-		   age, w->task_id ? ", on a task" : "");
+	cli_printf("  %-12s %s on %s, heard of %s ago%s, clock skew %+.1f s%s\n",
+		   "", w->id, w->host, age, w->task_id ? ", on a task" : "",
+		   (double)w->skew_ms / 1000,
+		   w->skew_ms > CLOCK_SKEW_WARN_MS ||
+				   w->skew_ms < -CLOCK_SKEW_WARN_MS ?
+			   " (its leases follow the database's clock)" :
+			   "");
 	return 0;
 }
 
@@ -487,6 +498,8 @@ check_store(struct store *s, const char *spec)
 
 	cli_printf("  %-12s ok      %s (%s), schema version %d\n", "store",
 		   label, store_backend(s), v);
+	cli_printf("  %-12s %+.1f s (this host's clock minus the store's)\n",
+		   "clock skew", (double)-time_offset_ms() / 1000);
 	cli_printf("  %-12s\n", "workers");
 	if (store_worker_list(s, look_at_worker, &seen, &e))
 		cli_printf("  %-12s FAILING %s\n", "", e.msg);

@@ -1,7 +1,11 @@
 /*
  * baton show RUN: the run record, its artifacts (every version of every
- * stage output) and its events. --json prints all three as one object,
- * with the config snapshot the run keeps to.
+ * stage output), its files (the run folder's artifacts, reports and
+ * agent transcripts, as the store keeps them for every host) and its
+ * events. --json prints them as one object, with the config snapshot
+ * the run keeps to. --file NAME prints one run file's content from the
+ * store, so a run driven on another host (or whose run folder is gone)
+ * shows the same.
  */
 #include "util/compat.h"
 
@@ -20,7 +24,7 @@
 
 struct show_ctx {
 	const char *run_dir;
-	json_t *artifacts, *events, *calls;
+	json_t *artifacts, *events, *calls, *files;
 	int human;
 };
 
@@ -104,6 +108,47 @@ add_call(const struct event *ev, void *arg)
 	    costs);
 	json_decref(o);
 	return 0;
+}
+
+/* One run file the store keeps: its name, size and where it came from. */
+static int
+add_file(const struct store_file *f, void *arg)
+{
+	struct show_ctx *c = arg;
+
+	if (!c->human) {
+		json_array_append_new(c->files, engine_file_json(f, 0));
+		return 0;
+	}
+	cli_printf("  %-44s %9lld bytes%s  %s:%s\n", f->name,
+		   (long long)f->size, f->truncated ? " (truncated)" : "",
+		   f->host, f->path);
+	return 0;
+}
+
+/*
+ * --file NAME: the stored content on stdout as it is; for a file the
+ * store holds only the first part of, a note on stderr saying so and
+ * where the whole file is.
+ */
+static int
+show_file(struct cli *c, const struct run *r, const char *name)
+{
+	struct store_file f = { 0 };
+	struct err e = ERR_INIT;
+
+	if (store_file_get(c->store, r->id, name, &f, &e)) {
+		cli_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	fwrite(f.content, 1, f.len, stdout);
+	if (f.truncated)
+		cli_error("'%s' is truncated: %zu of %lld bytes kept in the "
+			  "store; the whole file (sha256 %s) is %s:%s",
+			  name, f.len, (long long)f.size, f.sha256, f.host,
+			  f.path);
+	store_file_release(&f);
+	return EXIT_OK;
 }
 
 /* The config snapshot as an object; null for a run made without one. */
@@ -308,7 +353,9 @@ static int
 show_exec(struct cli *c, int argc, char **argv)
 {
 	int json = 0, n, rc = EXIT_OK;
-	struct cli_opt opts[] = { { "--json", &json, NULL } };
+	const char *file = NULL;
+	struct cli_opt opts[] = { { "--json", &json, NULL },
+				  { "--file=", NULL, &file } };
 	struct show_ctx ctx = { 0 };
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
@@ -321,12 +368,18 @@ show_exec(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
+	if (file) {
+		rc = show_file(c, &r, file);
+		run_release(&r);
+		return rc;
+	}
 	dir = workspace_run_dir(&c->ws, r.id);
 	ctx.run_dir = dir;
 	ctx.human = !json;
 	ctx.artifacts = json_array();
 	ctx.events = json_array();
 	ctx.calls = json_array();
+	ctx.files = json_array();
 	if (!json) {
 		print_human(&r);
 		cli_printf("folder    %s\n", dir);
@@ -334,6 +387,10 @@ show_exec(struct cli *c, int argc, char **argv)
 		cli_printf("\nartifacts:\n");
 	}
 	if (store_output_list(c->store, r.id, add_output, &ctx, &e))
+		goto fail;
+	if (!json)
+		cli_printf("\nfiles (kept in the store):\n");
+	if (store_file_list(c->store, r.id, add_file, &ctx, &e))
 		goto fail;
 	if (!json)
 		cli_printf("\nagent calls:\n");
@@ -355,6 +412,7 @@ show_exec(struct cli *c, int argc, char **argv)
 		json_object_set(o, "artifacts", ctx.artifacts);
 		json_object_set(o, "events", ctx.events);
 		json_object_set(o, "calls", ctx.calls);
+		json_object_set(o, "files", ctx.files);
 		s = json_dumps(o, JSON_INDENT(2));
 		puts(s);
 		free(s);
@@ -368,6 +426,7 @@ out:
 	json_decref(ctx.artifacts);
 	json_decref(ctx.events);
 	json_decref(ctx.calls);
+	json_decref(ctx.files);
 	free(dir);
 	run_release(&r);
 	return rc;
@@ -375,7 +434,7 @@ out:
 
 const struct cmd cmd_show = {
 	.name = "show",
-	.usage = "show RUN [--json]",
+	.usage = "show RUN [--json] [--file NAME]",
 	.summary = "the run record, its artifacts and its events",
 	.needs = CLI_NEEDS_STORE,
 	.exec = show_exec,

@@ -74,7 +74,7 @@ static const char *const runtime_keys[] = {
     "workers",	       "lease_seconds",	       "sweep_seconds",
     "max_attempts",    "failure_repeat_limit", "cooldown_seconds",
     "judge",	       "max_rework_depth",     "auto_merge",
-    NULL,
+    "file_cap_kib",    NULL,
 };
 static const char *const merge_keys[] = {
     "base_branch",
@@ -878,6 +878,9 @@ read_runtime(struct config *c, struct err *e)
 			      &rt->cooldown_seconds, e);
 	if (rc >= 0 && (n = cnode_get(sec, "judge")))
 		rc = cnode_bool(n, "runtime.judge", &rt->judge, e);
+	if (rc >= 0 && (n = cnode_get(sec, "file_cap_kib")))
+		rc = read_int(n, "runtime.file_cap_kib", 1, 65536,
+			      &rt->file_cap_kib, e);
 	if (rc >= 0 && (n = cnode_get(sec, "max_rework_depth")))
 		rc = read_int(n, "runtime.max_rework_depth", 0, 20,
 			      &rt->max_rework_depth, e);
@@ -1713,6 +1716,7 @@ config_init(struct config *c)
 	c->runtime.cooldown_seconds = 10;
 	c->runtime.judge = 1;
 	c->runtime.max_rework_depth = 2;
+	c->runtime.file_cap_kib = 256;
 	c->merge.retries = 3;
 	c->merge.backoff_seconds = 5;
 	c->server.threads = 64;

@@ -407,6 +407,33 @@ take_artifacts(struct drive *d, const struct stage *s, const char *out_dir)
 			take_artifact(d, out_dir, kind_info(s->kind)->artifact[i]);
 }
 
+/*
+ * Keeps a call's records in the store as well (engine_keep_file): its
+ * prompt, its transcript (stdout, stderr) and the artifacts it left, so
+ * any host can show them. After redaction, so no secret goes there.
+ */
+static void
+keep_call_files(struct drive *d, const struct stage *s, const char *call)
+{
+	static const char *const ext[] = { "prompt.md", "stdout", "stderr" };
+	char *name;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(ext); i++) {
+		name = xasprintf("calls/%s.%s", call, ext[i]);
+		engine_keep_file(d->en, d->r.id, name, NULL);
+		free(name);
+	}
+	if (d->call) {
+		engine_keep_file(d->en, d->r.id, d->call->artifact, NULL);
+		return;
+	}
+	for (i = 0; i < 2; i++)
+		if (kind_info(s->kind)->artifact[i])
+			engine_keep_file(d->en, d->r.id,
+					 kind_info(s->kind)->artifact[i], NULL);
+}
+
 /* Adds a call's usage to the run, for status, show and the budgets. */
 static void
 count_usage(struct drive *d, const struct stage *s,
@@ -732,6 +759,7 @@ engine__call(struct drive *d, const struct stage *s,
 		redact_buf(&ar.message);
 		redact_buf(&ar.err_tail);
 		each_artifact(d, s->kind, redact_file);
+		keep_call_files(d, s, call);
 		count_usage(d, s, &ar);
 		rc = note_exit(d, call, prov, &ar, e);
 		if (!rc && d->r.worktree)

@@ -325,6 +325,26 @@ int engine_check_status(const struct engine *en, const char *status,
 			struct err *e);
 
 /*
+ * Keeps the run folder's file name (a path inside it: "plan.md",
+ * "calls/0007-execute-x-0.stdout") in the store as well, so every host
+ * can show it (engine/runfile.c): at most runtime.file_cap_kib of it,
+ * with its size, sha256, this host and its path. A link or anything but
+ * a regular file in its place is refused, never followed; a missing file
+ * is not an error (nothing is kept). Failures are logged and returned;
+ * callers may go on, the run folder has the file.
+ */
+int engine_keep_file(struct engine *en, const char *run_id,
+		     const char *name, struct err *e);
+/*
+ * A run file as the API and `baton show --json` print it: name, size,
+ * stored, sha256, truncated, host, path, updated_at, and content (text,
+ * invalid UTF-8 replaced) when with_content. The caller decrefs.
+ */
+struct json_t;
+struct store_file;
+struct json_t *engine_file_json(const struct store_file *f, int with_content);
+
+/*
  * Appends to the run's events.jsonl every event the store has that the
  * file lacks (the file is a mirror; the store is the truth). Safe to call
  * from several processes at once.

@@ -564,8 +564,14 @@ engine__report(struct engine *en, const struct pipeline *p, struct run *r,
 	markdown(r, rep, &md);
 	redact_buf(&md);
 	if (fs_mkdir_p(dir, 0755, &we) ||
-	    fs_write_atomic(file, md.ptr, md.len, &we))
+	    fs_write_atomic(file, md.ptr, md.len, &we)) {
 		log_warn("cannot write the report '%s': %s", file, we.msg);
+	} else {
+		char name[32];
+
+		snprintf(name, sizeof(name), "reports/%03d.md", n);
+		engine_keep_file(en, r->id, name, NULL);
+	}
 	rc = engine__record(en, r, "report", rep, e);
 	rep = NULL;
 out:

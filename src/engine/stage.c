@@ -56,6 +56,8 @@ engine__write_file(const struct drive *d, const char *name, const char *text,
 	char *path = engine__run_file(d, name);
 	int rc = fs_write_atomic(path, text, strlen(text), e);
 
+	if (!rc)
+		engine_keep_file(d->en, d->r.id, name, NULL);
 	free(path);
 	return rc;
 }

@@ -648,6 +648,62 @@ run_artifact(struct req *rq)
 	run_release(&r);
 }
 
+static int
+add_file(const struct store_file *f, void *arg)
+{
+	json_array_append_new(arg, engine_file_json(f, 0));
+	return 0;
+}
+
+/* The run folder's files the store keeps (any host's runs), by name. */
+static void
+run_files(struct req *rq)
+{
+	json_t *arr = json_array();
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+
+	if (load_run(rq, &r)) {
+		json_decref(arr);
+		return;
+	}
+	if (store_file_list(rq->store, r.id, add_file, arr, &e)) {
+		json_decref(arr);
+		http_fail(rq, &e);
+	} else {
+		http_json(rq, 200, json_pack("{s:o}", "files", arr));
+	}
+	run_release(&r);
+}
+
+/*
+ * One run file, ?name=calls/0007-execute-x-0.stdout: its content as the
+ * store keeps it, with truncated, size, sha256, host and path saying
+ * where the whole file is when the store has only its first part.
+ */
+static void
+run_file(struct req *rq)
+{
+	struct store_file f = { 0 };
+	struct err e = ERR_INIT;
+	struct run r = { 0 };
+	char name[1024];
+
+	if (!http_query(rq, "name", name, sizeof(name)) || !name[0]) {
+		http_error(rq, 400, "bad_request",
+			   "name is required: ?name=PATH in the run folder");
+		return;
+	}
+	if (load_run(rq, &r))
+		return;
+	if (store_file_get(rq->store, r.id, name, &f, &e))
+		http_fail(rq, &e);
+	else
+		http_json(rq, 200, engine_file_json(&f, 1));
+	store_file_release(&f);
+	run_release(&r);
+}
+
 /*
  * The run's changes: from its worktree while it has one, else from its
  * branch (a merged or cleaned run).
@@ -1112,6 +1168,10 @@ const struct route api_routes[] = {
 	  "a run's artifacts", 0 },
 	{ "GET", "/api/v1/runs/{id}/artifacts/{name}", run_artifact,
 	  "one artifact's text", 0 },
+	{ "GET", "/api/v1/runs/{id}/files", run_files,
+	  "the run folder's files the store keeps", 0 },
+	{ "GET", "/api/v1/runs/{id}/file", run_file,
+	  "one run file (?name=), maybe truncated", 0 },
 	{ "GET", "/api/v1/runs/{id}/diff", run_diff, "a run's changes", 0 },
 	{ "GET", "/api/v1/runs/{id}/reports", run_reports,
 	  "a run's periodic reports", 0 },

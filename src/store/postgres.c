@@ -1355,6 +1355,235 @@ pg_event_last_seq(struct store *s, int64_t *out, struct err *e)
 	return rc;
 }
 
+/* ---- run files and the clock ----------------------------------------- */
+
+static const char hexdigits[] = "0123456789abcdef";
+
+/* len bytes of p as lowercase hex (caller frees): BYTEA's text input. */
+static char *
+to_hex(const char *p, size_t len)
+{
+	char *out = xmalloc(2 * len + 1);
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = hexdigits[(unsigned char)p[i] >> 4];
+		out[2 * i + 1] = hexdigits[(unsigned char)p[i] & 15];
+	}
+	out[2 * len] = '\0';
+	return out;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * The hex text of field (row, col) as bytes into *out (NUL-terminated,
+ * caller frees) and *len; -1 for text that is not hex.
+ */
+static int
+from_hex(const PGresult *res, int row, int col, char **out, size_t *len)
+{
+	const char *h = PQgetvalue(res, row, col);
+	size_t n = (size_t)PQgetlength(res, row, col) / 2, i;
+	char *b = xmalloc(n + 1);
+	int hi, lo;
+
+	for (i = 0; i < n; i++) {
+		hi = hexval(h[2 * i]);
+		lo = hexval(h[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			free(b);
+			return -1;
+		}
+		b[i] = (char)(hi << 4 | lo);
+	}
+	b[n] = '\0';
+	*out = b;
+	*len = n;
+	return 0;
+}
+
+static int
+file_put_try(struct pg_store *ps, const struct store_file *f, int64_t now,
+	     const char *hex, const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	int rc;
+
+	param_text(&p, f->run_id);
+	param_text(&p, f->name);
+	param_int(&p, f->size);
+	param_text(&p, f->sha256);
+	param_int(&p, f->truncated ? 1 : 0);
+	param_text(&p, hex);
+	param_text(&p, f->host);
+	param_text(&p, f->path);
+	param_int(&p, now);
+	rc = pg__begin(ps, what, e);
+	if (rc == 0)
+		rc = pg__run(ps,
+			     "INSERT INTO run_files (run_id, name, size,"
+			     " sha256, truncated, content, host, path,"
+			     " updated_at)"
+			     " VALUES ($1, $2, $3, $4, $5, decode($6, 'hex'),"
+			     " $7, $8, $9)"
+			     " ON CONFLICT (run_id, name) DO UPDATE SET"
+			     " size = excluded.size, sha256 = excluded.sha256,"
+			     " truncated = excluded.truncated,"
+			     " content = excluded.content,"
+			     " host = excluded.host, path = excluded.path,"
+			     " updated_at = excluded.updated_at",
+			     p.n, p.v, what, e);
+	if (rc < 0 && !strcmp(ps->state, "23503"))
+		rc = err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
+			     what, f->run_id);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	pg__rollback(ps);
+	return rc;
+}
+
+static int
+pg_file_put(struct store *s, struct store_file *f, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t now = time_now_ms();
+	char *hex = to_hex(f->content ? f->content : "", f->len);
+	char what[512];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "keep file '%.200s' of run '%.200s'",
+		 f->name, f->run_id);
+	do
+		rc = file_put_try(ps, f, now, hex, what, e);
+	while (pg__again(ps, rc, &tries, e));
+	free(hex);
+	if (rc == 0)
+		f->updated_at = now;
+	return rc;
+}
+
+/* Row i of a run_files query (content as hex when with_content). */
+static int
+read_file_row(const PGresult *res, int i, int with_content,
+	      struct store_file *f)
+{
+	f->run_id = pg__text(res, i, 0);
+	f->name = pg__text(res, i, 1);
+	f->size = pg__int64(res, i, 2);
+	f->sha256 = pg__text(res, i, 3);
+	f->truncated = pg__int64(res, i, 4) != 0;
+	f->len = (size_t)pg__int64(res, i, 5);
+	f->host = pg__text(res, i, 6);
+	f->path = pg__text(res, i, 7);
+	f->updated_at = pg__int64(res, i, 8);
+	if (with_content && from_hex(res, i, 9, &f->content, &f->len) < 0)
+		return -1;
+	return 0;
+}
+
+#define FILE_COLUMNS                                                           \
+	"run_id, name, size, sha256, truncated, octet_length(content),"       \
+	" host, path, updated_at"
+
+static int
+pg_file_get(struct store *s, const char *run_id, const char *name,
+	    struct store_file *out, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	const char *p[] = { run_id, name };
+	struct store_file f = { 0 };
+	char what[512];
+	PGresult *res;
+	int rc = 0;
+
+	snprintf(what, sizeof(what), "read file '%.200s' of run '%.200s'",
+		 name, run_id);
+	res = fetch_page(ps,
+			 "SELECT " FILE_COLUMNS ", encode(content, 'hex')"
+			 " FROM run_files WHERE run_id = $1 AND name = $2",
+			 2, p, what, e);
+	if (!res)
+		return BATON_ESTORE;
+	if (PQntuples(res) == 0)
+		rc = err_set(e, BATON_ENOTFOUND, "run '%s' has no file '%s'",
+			     run_id, name);
+	else if (read_file_row(res, 0, 1, &f) < 0)
+		rc = err_set(e, BATON_ESTORE, "cannot %s: content is not hex",
+			     what);
+	PQclear(res);
+	if (rc == 0)
+		*out = f;
+	else
+		store_file_release(&f);
+	return rc;
+}
+
+static int
+pg_file_list(struct store *s, const char *run_id, store_file_cb *cb,
+	     void *arg, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	const char *p[] = { run_id };
+	char what[256];
+	PGresult *res;
+	int n, i, stop = 0;
+
+	snprintf(what, sizeof(what), "list files of run '%.200s'", run_id);
+	res = fetch_page(ps,
+			 "SELECT " FILE_COLUMNS " FROM run_files"
+			 " WHERE run_id = $1 ORDER BY name",
+			 1, p, what, e);
+	if (!res)
+		return BATON_ESTORE;
+	n = PQntuples(res);
+	for (i = 0; i < n && !stop; i++) {
+		struct store_file f = { 0 };
+
+		read_file_row(res, i, 0, &f);
+		stop = cb(&f, arg);
+		store_file_release(&f);
+	}
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * The server's clock against this host's: one round trip between two
+ * readings of the host's clock, the server's reading taken to be at
+ * their midpoint (the error is at most half the round trip).
+ */
+static int
+pg_clock_offset(struct store *s, int64_t *out, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t before, after, db = 0;
+	int rc, tries = 0;
+
+	do {
+		before = time_host_ms();
+		rc = exec_int(ps,
+			      "SELECT (extract(epoch FROM clock_timestamp())"
+			      " * 1000)::bigint",
+			      0, NULL, &db, "read the database's clock", e);
+		after = time_host_ms();
+	} while (pg__again(ps, rc, &tries, e));
+	if (rc)
+		return rc;
+	*out = db - (before + after) / 2;
+	return 0;
+}
+
 /* ---- outputs and plans ----------------------------------------------- */
 
 /*
@@ -1574,6 +1803,10 @@ const struct store_ops store_postgres_ops = {
 	.run_stats = pg__run_stats,
 	.watch_fd = pg__watch_fd,
 	.watch_drain = pg__watch_drain,
+	.file_put = pg_file_put,
+	.file_get = pg_file_get,
+	.file_list = pg_file_list,
+	.clock_offset = pg_clock_offset,
 };
 
 int

@@ -1012,16 +1012,19 @@ worker_beat_try(struct pg_store *ps, const struct worker_rec *w,
 	param_id(&p, w->task_id);
 	param_int(&p, w->started_at ? w->started_at : now);
 	param_int(&p, now);
+	param_int(&p, w->skew_ms);
 	rc = pg__begin(ps, what, e);
 	if (rc == 0)
 		rc = pg__run(ps,
 			     "INSERT INTO workers (id, host, pid, task_id,"
-			     " started_at, heartbeat_at, stopped_at)"
-			     " VALUES ($1, $2, $3, $4, $5, $6, 0)"
+			     " started_at, heartbeat_at, stopped_at,"
+			     " clock_skew_ms)"
+			     " VALUES ($1, $2, $3, $4, $5, $6, 0, $7)"
 			     " ON CONFLICT (id) DO UPDATE SET"
 			     " host = excluded.host, pid = excluded.pid,"
 			     " task_id = excluded.task_id,"
 			     " heartbeat_at = excluded.heartbeat_at,"
+			     " clock_skew_ms = excluded.clock_skew_ms,"
 			     " stopped_at = 0",
 			     p.n, p.v, what, e);
 	if (rc == 0)
@@ -1106,8 +1109,8 @@ pg__worker_list(struct store *s, store_worker_cb *cb, void *arg,
 	do {
 		res = pg__exec(ps,
 			       "SELECT id, host, pid, task_id, started_at,"
-			       " heartbeat_at, stopped_at FROM workers"
-			       " WHERE stopped_at = 0 ORDER BY id",
+			       " heartbeat_at, stopped_at, clock_skew_ms"
+			       " FROM workers WHERE stopped_at = 0 ORDER BY id",
 			       0, NULL, "list workers", e);
 		rc = res ? 0 : BATON_ESTORE;
 	} while (pg__again(ps, rc, &tries, e));
@@ -1125,6 +1128,7 @@ pg__worker_list(struct store *s, store_worker_cb *cb, void *arg,
 		w->started_at = pg__int64(res, i, 4);
 		w->heartbeat_at = pg__int64(res, i, 5);
 		w->stopped_at = pg__int64(res, i, 6);
+		w->skew_ms = pg__int64(res, i, 7);
 	}
 	PQclear(res);
 	res = NULL;

@@ -1287,6 +1287,179 @@ out:
 	return rc;
 }
 
+/* ---- run files ---------------------------------------------------------- */
+
+static int
+sqlite_file_put(struct store *s, struct store_file *f, struct err *e)
+{
+	struct sqlite_store *ss = sqlite__store(s);
+	sqlite3_stmt *st = NULL;
+	int64_t now = time_now_ms();
+	char what[512];
+	int rc, src;
+
+	snprintf(what, sizeof(what), "keep file '%.200s' of run '%.200s'",
+		 f->name, f->run_id);
+	rc = sqlite__begin(ss, what, e);
+	if (rc == 0)
+		rc = sqlite__prepare(
+			ss, &st,
+			"INSERT INTO run_files (run_id, name, size, sha256,"
+			" truncated, content, host, path, updated_at)"
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+			" ON CONFLICT (run_id, name) DO UPDATE SET"
+			" size = excluded.size, sha256 = excluded.sha256,"
+			" truncated = excluded.truncated,"
+			" content = excluded.content, host = excluded.host,"
+			" path = excluded.path, updated_at = excluded.updated_at",
+			0, what, e);
+	if (rc < 0)
+		goto out;
+	src = sqlite3_bind_text(st, 1, f->run_id, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 2, f->name, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, 3, f->size);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 4, f->sha256, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int(st, 5, f->truncated ? 1 : 0);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_blob64(st, 6, f->content ? f->content : "",
+					  f->len, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 7, f->host, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 8, f->path, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, 9, now);
+	if (src == SQLITE_OK)
+		src = sqlite3_step(st);
+	if (src != SQLITE_DONE) {
+		if (sqlite3_extended_errcode(ss->db) ==
+		    SQLITE_CONSTRAINT_FOREIGNKEY)
+			rc = err_set(e, BATON_ENOTFOUND,
+				     "cannot %s: no run '%s'", what,
+				     f->run_id);
+		else
+			rc = sqlite__fail(ss, e, what);
+		goto out;
+	}
+	rc = sqlite__commit(ss, what, e);
+	if (rc == 0)
+		f->updated_at = now;
+out:
+	sqlite3_finalize(st);
+	sqlite__rollback(ss);
+	return rc;
+}
+
+#define FILE_COLUMNS                                                           \
+	"run_id, name, size, sha256, truncated, length(content), host, path,"  \
+	" updated_at"
+
+/* The row st is on into *f (the content too when with_content). */
+static void
+read_file_row(sqlite3_stmt *st, int with_content, struct store_file *f)
+{
+	f->run_id = sqlite__column_text(st, 0);
+	f->name = sqlite__column_text(st, 1);
+	f->size = sqlite3_column_int64(st, 2);
+	f->sha256 = sqlite__column_text(st, 3);
+	f->truncated = sqlite3_column_int(st, 4) != 0;
+	f->len = (size_t)sqlite3_column_int64(st, 5);
+	f->host = sqlite__column_text(st, 6);
+	f->path = sqlite__column_text(st, 7);
+	f->updated_at = sqlite3_column_int64(st, 8);
+	if (with_content) {
+		const void *blob = sqlite3_column_blob(st, 9);
+
+		f->len = (size_t)sqlite3_column_bytes(st, 9);
+		f->content = xmalloc(f->len + 1);
+		if (f->len)
+			memcpy(f->content, blob, f->len);
+		f->content[f->len] = '\0';
+	}
+}
+
+static int
+sqlite_file_get(struct store *s, const char *run_id, const char *name,
+		struct store_file *out, struct err *e)
+{
+	struct sqlite_store *ss = sqlite__store(s);
+	sqlite3_stmt *st = NULL;
+	struct store_file f = { 0 };
+	char what[512];
+	int rc, src;
+
+	snprintf(what, sizeof(what), "read file '%.200s' of run '%.200s'",
+		 name, run_id);
+	rc = sqlite__prepare(ss, &st,
+			     "SELECT " FILE_COLUMNS ", content FROM run_files"
+			     " WHERE run_id = ? AND name = ?",
+			     0, what, e);
+	if (rc < 0)
+		goto out;
+	src = sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_step(st);
+	if (src == SQLITE_ROW) {
+		read_file_row(st, 1, &f);
+		*out = f;
+	} else if (src == SQLITE_DONE) {
+		rc = err_set(e, BATON_ENOTFOUND, "run '%s' has no file '%s'",
+			     run_id, name);
+	} else {
+		rc = sqlite__fail(ss, e, what);
+	}
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* A run's files by name; all are read before the first callback. */
+static int
+sqlite_file_list(struct store *s, const char *run_id, store_file_cb *cb,
+		 void *arg, struct err *e)
+{
+	struct sqlite_store *ss = sqlite__store(s);
+	struct store_file *rows = NULL;
+	sqlite3_stmt *st = NULL;
+	char what[256];
+	int rc, src, n = 0, alloc = 0, i, stop = 0;
+
+	snprintf(what, sizeof(what), "list files of run '%.200s'", run_id);
+	rc = sqlite__prepare(ss, &st,
+			     "SELECT " FILE_COLUMNS " FROM run_files"
+			     " WHERE run_id = ? ORDER BY name",
+			     0, what, e);
+	if (rc < 0)
+		goto out;
+	src = sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+	while (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+		ALLOC_GROW(rows, n + 1, alloc);
+		memset(&rows[n], 0, sizeof(rows[n]));
+		read_file_row(st, 0, &rows[n++]);
+		src = SQLITE_OK;
+	}
+	if (src != SQLITE_DONE) {
+		rc = sqlite__fail(ss, e, what);
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	for (i = 0; i < n && !stop; i++)
+		stop = cb(&rows[i], arg);
+out:
+	for (i = 0; i < n; i++)
+		store_file_release(&rows[i]);
+	free(rows);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 const struct store_ops store_sqlite_ops = {
 	.version = STORE_OPS_VERSION,
 	.name = "sqlite",
@@ -1333,4 +1506,7 @@ const struct store_ops store_sqlite_ops = {
 	.run_stats = sqlite__run_stats,
 	.watch_fd = sqlite__watch_fd,
 	.watch_drain = sqlite__watch_drain,
+	.file_put = sqlite_file_put,
+	.file_get = sqlite_file_get,
+	.file_list = sqlite_file_list,
 };

@@ -986,8 +986,8 @@ sqlite__worker_list(struct store *s, store_worker_cb *cb, void *arg,
 
 	rc = sqlite__prepare(ss, &st,
 			     "SELECT id, host, pid, task_id, started_at,"
-			     " heartbeat_at, stopped_at FROM workers"
-			     " WHERE stopped_at = 0 ORDER BY id",
+			     " heartbeat_at, stopped_at, clock_skew_ms"
+			     " FROM workers WHERE stopped_at = 0 ORDER BY id",
 			     0, what, e);
 	if (rc < 0)
 		goto out;
@@ -1003,6 +1003,7 @@ sqlite__worker_list(struct store *s, store_worker_cb *cb, void *arg,
 		w->started_at = sqlite3_column_int64(st, 4);
 		w->heartbeat_at = sqlite3_column_int64(st, 5);
 		w->stopped_at = sqlite3_column_int64(st, 6);
+		w->skew_ms = sqlite3_column_int64(st, 7);
 	}
 	if (src != SQLITE_DONE) {
 		rc = sqlite__fail(ss, e, what);

@@ -35,6 +35,7 @@
 #include "store/store_int.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 /*
@@ -179,6 +180,13 @@ store_open(const char *spec, struct store **out, struct err *e)
 	s->fault = 0;
 	s->fence_task = 0;
 	s->fence_token = 0;
+	s->clock_synced = 0;
+	/* from the first lease on, time is the database's */
+	rc = store_clock_sync(s, 1, e);
+	if (rc < 0) {
+		store_close(s);
+		return rc;
+	}
 	*out = s;
 	return 0;
 }
@@ -442,6 +450,73 @@ null_arg(struct err *e, const char *what, const char *name)
 	return err_set(e, BATON_EINVAL, "cannot %s: %s is NULL", what, name);
 }
 
+/* ---- run files and the clock ------------------------------------------- */
+
+int
+store_file_put(struct store *s, struct store_file *f, struct err *e)
+{
+	if (!f->run_id || !f->name || !*f->name || !f->sha256 || !f->host ||
+	    !f->path || (!f->content && f->len))
+		return err_set(e, BATON_EINVAL,
+			       "cannot keep a run file: run, name, sha256, "
+			       "host and path are all required");
+	/* a copy of a file the run folder has: not counted, so that the
+	   fault numbers of the lifecycle's writes stay where they are */
+	s->fault = 0;
+	return s->ops->file_put(s, f, e);
+}
+
+int
+store_file_get(struct store *s, const char *run_id, const char *name,
+	       struct store_file *out, struct err *e)
+{
+	if (!run_id || !name)
+		return null_arg(e, "read a run file", "the run or the name");
+	return s->ops->file_get(s, run_id, name, out, e);
+}
+
+int
+store_file_list(struct store *s, const char *run_id, store_file_cb *cb,
+		void *arg, struct err *e)
+{
+	if (!run_id || !cb)
+		return null_arg(e, "list run files", "the run or the callback");
+	return s->ops->file_list(s, run_id, cb, arg, e);
+}
+
+void
+store_file_release(struct store_file *f)
+{
+	if (!f)
+		return;
+	FREE_AND_NULL(f->run_id);
+	FREE_AND_NULL(f->name);
+	FREE_AND_NULL(f->sha256);
+	FREE_AND_NULL(f->content);
+	FREE_AND_NULL(f->host);
+	FREE_AND_NULL(f->path);
+	f->len = 0;
+}
+
+int
+store_clock_sync(struct store *s, int force, struct err *e)
+{
+	int64_t now = time_mono_ms(), offset = 0;
+	int rc;
+
+	if (!s->ops->clock_offset)
+		return 0;
+	if (!force && s->clock_synced &&
+	    now - s->clock_synced < STORE_CLOCK_EVERY_MS)
+		return 0;
+	rc = s->ops->clock_offset(s, &offset, e);
+	if (rc)
+		return rc;
+	s->clock_synced = now;
+	time_set_offset_ms(offset);
+	return 0;
+}
+
 void
 store_fence(struct store *s, int64_t task_id, int64_t token)
 {
@@ -608,6 +683,10 @@ store_task_renew(struct store *s, int64_t id, int64_t token,
 			       "%lld ms",
 			       (long long)id, (long long)lease_ms);
 	s->fault = 0; /* a heartbeat: not counted, see the top */
+	/* a lease is measured on the database's clock: keep it current
+	   (a failed measurement keeps the last offset; the renew says
+	   whether the store is reachable) */
+	store_clock_sync(s, 0, NULL);
 	return s->ops->task_renew(s, id, token, lease_ms, e);
 }
 
@@ -808,6 +887,9 @@ store_task_events(struct store *s, int64_t task_id, int64_t after_seq,
 int
 store_worker_beat(struct store *s, const struct worker_rec *w, struct err *e)
 {
+	struct worker_rec me;
+	int rc;
+
 	if (!s)
 		return null_arg(e, "record a worker", "the store");
 	if (!w)
@@ -816,7 +898,12 @@ store_worker_beat(struct store *s, const struct worker_rec *w, struct err *e)
 		return err_set(e, BATON_EINVAL,
 			       "cannot record a worker: no id");
 	s->fault = 0; /* a heartbeat: not counted, see the top */
-	return s->ops->worker_beat(s, w, e);
+	rc = store_clock_sync(s, 0, e);
+	if (rc)
+		return rc;
+	me = *w;
+	me.skew_ms = -time_offset_ms();
+	return s->ops->worker_beat(s, &me, e);
 }
 
 int

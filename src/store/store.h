@@ -153,6 +153,58 @@ int store_output_list(struct store *s, const char *run_id, store_output_cb *cb,
 void store_output_release(struct store_output *o);
 
 /*
+ * A file of a run folder, kept in the store as well (table run_files),
+ * so that any host can show it: artifacts, reports, agent transcripts,
+ * logs. name is its path in the run folder ("calls/0007-execute-x-0.
+ * stdout"), one row per name, replaced when written again. content
+ * holds len bytes: the whole file, or when truncated is set only its
+ * first len bytes, and then size (bytes) and sha256 (hex, 64 digits)
+ * describe the whole file and host and path say where it is.
+ */
+struct store_file {
+	char *run_id, *name;
+	int64_t size;
+	char *sha256;
+	int truncated;
+	char *content;	/* len bytes, NUL-terminated too; may hold NULs */
+	size_t len;
+	char *host, *path;
+	int64_t updated_at; /* set by store_file_put */
+};
+
+typedef int store_file_cb(const struct store_file *f, void *arg);
+
+/*
+ * Inserts or replaces the row of (f->run_id, f->name). Not fenced: the
+ * files describe what happened on a host, and a newer copy of the same
+ * file always wins. BATON_ENOTFOUND when the run does not exist.
+ */
+int store_file_put(struct store *s, struct store_file *f, struct err *e);
+/*
+ * The file name of run run_id into *out (caller releases);
+ * BATON_ENOTFOUND when there is none.
+ */
+int store_file_get(struct store *s, const char *run_id, const char *name,
+		   struct store_file *out, struct err *e);
+/*
+ * The files of a run by name, without their content (content NULL, len
+ * still the stored length). cb returning nonzero stops the walk.
+ */
+int store_file_list(struct store *s, const char *run_id, store_file_cb *cb,
+		    void *arg, struct err *e);
+void store_file_release(struct store_file *f);
+
+/*
+ * Measures the database's clock against this host's and sets the
+ * process's clock offset (util/timeutil: time_now_ms then follows the
+ * database). PostgreSQL only; a no-op for SQLite, whose clock is the
+ * host's. At most once per STORE_CLOCK_EVERY_MS unless force is set.
+ * Returns 0 or the store's error (the offset is then left as it was).
+ */
+#define STORE_CLOCK_EVERY_MS (30 * 1000)
+int store_clock_sync(struct store *s, int force, struct err *e);
+
+/*
  * Fencing (DESIGN.md section 4). After store_fence(s, task, token) every
  * write through this handle (run create/update/request, event, output,
  * task add/update, merge add/update, plan add) first checks, inside its
@@ -445,6 +497,9 @@ struct worker_rec {
 	char *id, *host;
 	int64_t pid, task_id;
 	int64_t started_at, heartbeat_at, stopped_at;
+	/* the host's clock minus the database's, ms, at the last beat
+	   (set by store_worker_beat; 0 on SQLite) */
+	int64_t skew_ms;
 };
 
 /*

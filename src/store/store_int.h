@@ -33,7 +33,7 @@ struct task;
 struct worker_rec;
 
 /* Bumped whenever struct store_ops changes shape. */
-#define STORE_OPS_VERSION 5
+#define STORE_OPS_VERSION 6
 
 /*
  * The fields of struct task by kind, for the code that copies, frees,
@@ -214,6 +214,17 @@ struct store_ops {
 			 struct err *e);
 	int (*watch_fd)(struct store *s, struct err *e);
 	unsigned (*watch_drain)(struct store *s);
+
+	int (*file_put)(struct store *s, struct store_file *f, struct err *e);
+	int (*file_get)(struct store *s, const char *run_id, const char *name,
+			struct store_file *out, struct err *e);
+	int (*file_list)(struct store *s, const char *run_id,
+			 store_file_cb *cb, void *arg, struct err *e);
+	/*
+	 * The database's clock minus this host's, ms, into *out; NULL for
+	 * a backend whose clock is the host's.
+	 */
+	int (*clock_offset)(struct store *s, int64_t *out, struct err *e);
 };
 
 /* The part of every backend handle that store.c reads and writes. */
@@ -232,6 +243,8 @@ struct store {
 	 * is still fence_token, and fails with BATON_EFENCED if not.
 	 */
 	int64_t fence_task, fence_token;
+	/* time_mono_ms of the last clock measurement (store_clock_sync) */
+	int64_t clock_synced;
 };
 
 extern const struct store_ops store_sqlite_ops;

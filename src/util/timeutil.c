@@ -8,13 +8,38 @@
 
 #include "util/timeutil.h"
 
+/*
+ * The database's clock minus this host's, in ms. Written by the store's
+ * clock measurement (one thread) and read by every thread: relaxed
+ * atomics are enough, a reader sees the old offset or the new one.
+ */
+static int64_t clock_offset;
+
 int64_t
-time_now_ms(void)
+time_host_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+time_now_ms(void)
+{
+	return time_host_ms() + __atomic_load_n(&clock_offset, __ATOMIC_RELAXED);
+}
+
+void
+time_set_offset_ms(int64_t offset)
+{
+	__atomic_store_n(&clock_offset, offset, __ATOMIC_RELAXED);
+}
+
+int64_t
+time_offset_ms(void)
+{
+	return __atomic_load_n(&clock_offset, __ATOMIC_RELAXED);
 }
 
 int64_t
