@@ -14,7 +14,7 @@ PACKAGES=(
 	libcivetweb-dev libssl-dev libpq-dev postgresql
 	bubblewrap curl nodejs npm
 	cppcheck clang-tidy clang-format
-	jq time python3
+	jq time python3 faketime
 	chromium
 )
 
