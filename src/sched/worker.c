@@ -79,14 +79,20 @@ keeper_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_mutex_lock(&k->mu);
 	while (!k->quit) {
-		int64_t at = time_now_ms() + k->lease_ms / 3;
+		/*
+		 * The wait is on this host's clock (pthread_cond_timedwait
+		 * takes CLOCK_REALTIME), not the database's time_now_ms: with
+		 * a host clock off by minutes a deadline on the database's
+		 * clock would be minutes early or late, and the lease lost.
+		 */
+		int64_t at = time_host_ms() + k->lease_ms / 3;
 
 		ts.tv_sec = at / 1000;
 		ts.tv_nsec = (at % 1000) * 1000000;
 		pthread_cond_timedwait(&k->cv, &k->mu, &ts);
 		if (k->quit || k->lost)
 			continue;
-		if (time_now_ms() >= at) {
+		if (time_host_ms() >= at) {
 			struct err e = ERR_INIT;
 			int rc = store_task_renew(k->store, k->task_id,
 						  k->token, k->lease_ms, &e);
