@@ -1898,6 +1898,83 @@ case_event_type_registered(struct store *s, const char *spec)
 	run_release(&r);
 }
 
+/* Names of the files a list handed out, joined by spaces. */
+static int
+collect_file(const struct store_file *f, void *arg)
+{
+	struct buf *b = arg;
+
+	ASSERT(f->content == NULL);
+	buf_addf(b, "%s:%lld:%zu:%d ", f->name, (long long)f->size, f->len,
+		 f->truncated);
+	return 0;
+}
+
+/*
+ * Run files: one row per (run, name), replaced when put again; bytes
+ * (NULs, not UTF-8) come back as they went in; the list has no content;
+ * a file of no run is BATON_ENOTFOUND; a missing one too.
+ */
+static void
+case_run_files(struct store *s, const char *spec)
+{
+	static const char bytes[] = { 'a', 0, (char)0xff, 'z' };
+	struct err e = ERR_INIT;
+	struct store_file f = { 0 }, got = { 0 };
+	struct buf names = BUF_INIT;
+	struct run r;
+
+	(void)spec;
+	make_run(s, "keep files", "executing", &r);
+	f.run_id = r.id;
+	f.name = (char *)"calls/0001-plan-x-0.stdout";
+	f.size = 4;
+	f.sha256 = (char *)"00ff";
+	f.content = (char *)bytes;
+	f.len = sizeof(bytes);
+	f.host = (char *)"host-a";
+	f.path = (char *)"/srv/a/.baton/runs/r1/calls/0001-plan-x-0.stdout";
+	ASSERT_OK(store_file_put(s, &f, &e), &e);
+	ASSERT(f.updated_at > 0);
+	ASSERT_OK(store_file_get(s, r.id, f.name, &got, &e), &e);
+	ASSERT_EQ(got.len, sizeof(bytes));
+	ASSERT(!memcmp(got.content, bytes, sizeof(bytes)));
+	ASSERT_EQ(got.size, 4);
+	ASSERT_EQ(got.truncated, 0);
+	ASSERT_STREQ(got.sha256, "00ff");
+	ASSERT_STREQ(got.host, "host-a");
+	ASSERT_STREQ(got.path, f.path);
+	store_file_release(&got);
+
+	/* put again: replaced, now truncated */
+	f.size = 1000000;
+	f.truncated = 1;
+	f.content = (char *)"head";
+	f.len = 4;
+	ASSERT_OK(store_file_put(s, &f, &e), &e);
+	f.name = (char *)"plan.md";
+	f.size = 0;
+	f.truncated = 0;
+	f.content = NULL;
+	f.len = 0;
+	ASSERT_OK(store_file_put(s, &f, &e), &e);
+	ASSERT_OK(store_file_list(s, r.id, collect_file, &names, &e), &e);
+	ASSERT_STREQ(names.ptr, "calls/0001-plan-x-0.stdout:1000000:4:1 "
+				"plan.md:0:0:0 ");
+	ASSERT_OK(store_file_get(s, r.id, "calls/0001-plan-x-0.stdout", &got,
+				 &e),
+		  &e);
+	ASSERT_STREQ(got.content, "head");
+	ASSERT_EQ(got.truncated, 1);
+	store_file_release(&got);
+
+	ASSERT_EQ(store_file_get(s, r.id, "nope", &got, &e), BATON_ENOTFOUND);
+	f.run_id = (char *)"r99-nobody";
+	ASSERT_EQ(store_file_put(s, &f, &e), BATON_ENOTFOUND);
+	buf_release(&names);
+	run_release(&r);
+}
+
 #define STORE_CASES(X)                                                         \
 	X(create_allocates_seq)                                                \
 	X(create_seq_floor)                                                    \
@@ -1923,7 +2000,8 @@ case_event_type_registered(struct store *s, const char *spec)
 	X(forge_cursors)                                                       \
 	X(forge_stats)                                                         \
 	X(forge_intake_race)                                                   \
-	X(event_type_registered)
+	X(event_type_registered)                                               \
+	X(run_files)
 
 #define CASE_ENTRY(name) { #name, case_##name },
 static const struct store_case cases[] = { STORE_CASES(CASE_ENTRY) };
