@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='baton finds its repository without running git where the layout is certain (a .git folder, a linked worktree s .git file) and asks git where it is not (GIT_DIR, GIT_CEILING_DIRECTORIES, inside .git, core.worktree), with the same answer as git rev-parse'
+test_description='baton finds its repository without running git where the layout is certain (a .git folder, a linked worktree s .git file) and asks git where it is not (GIT_DIR, GIT_CEILING_DIRECTORIES, inside .git, core.worktree), with the same answer as git rev-parse; status loads no library it does not use'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 # Every git baton starts goes through fakebin/git, which logs its argv.
@@ -41,6 +41,12 @@ test_expect_success 'status at the top and deep in a subfolder starts no git' '
 	(cd repo/a/b/c && no_git_ran "$BATON" status >../../../../deep.out) &&
 	test_grep "no runs yet" top.out &&
 	test_cmp top.out deep.out
+'
+
+test_expect_success 'status loads neither libpq nor libcurl nor libcrypto' '
+	(cd repo && LD_DEBUG=files "$BATON" status >/dev/null 2>../ld.out) &&
+	test_grep "file=libsqlite3" ld.out &&
+	test_grep ! -e "file=libpq" -e "file=libcurl" -e "file=libcrypto" ld.out
 '
 
 test_expect_success 'through a symbolic link to the repository: the same store' '
