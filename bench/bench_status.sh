@@ -5,12 +5,15 @@
 #
 # It makes a scratch git repository, runs `baton init`, times the read
 # commands once on the empty store (the fixed cost of a baton process:
-# two git calls, config, store open), then fills .baton/baton.db with
-# `bench_store --fill` (a realistic mix of statuses, about 19 events a
-# run, no agents needed) and times `baton status`, `status --json`,
-# `status --status=blocked`, and `baton show` of one run. Timings come
-# from hyperfine when it is installed, else from a loop of date +%s%N.
-# Peak RSS comes from /usr/bin/time -v when it is there.
+# finding the repository, config, store open), then fills .baton/baton.db
+# with `bench_store --fill` (a realistic mix of statuses, about 19 events
+# a run, no agents needed) and times `baton status`, `status --json`,
+# `status --status=blocked`, and `baton show` of one run. The reference
+# for `status`, on both stores, is a bare `sqlite3` process selecting the
+# columns status prints from the same database; the two ratios are
+# printed. Timings come from hyperfine when it is installed, else from a
+# loop of date +%s%N. Peak RSS comes from /usr/bin/time -v when it is
+# there.
 #
 # Environment:
 #   BATON_BIN     the baton binary (default: ../baton next to bench/)
@@ -19,6 +22,7 @@
 #   BENCH_REPEAT  timed runs per command (default 20)
 #   BENCH_TMPDIR  where the scratch repository goes (default $TMPDIR, /tmp)
 #   HYPERFINE     the hyperfine to use (default hyperfine; empty: the loop)
+#   SQLITE3       the sqlite3 CLI of the reference (default sqlite3)
 #
 # Figures are printed, never judged. Exit status 1 if a command fails.
 
@@ -66,7 +70,8 @@ else
 fi
 
 # time_cmd LABEL CMD...: one table line: mean, min and max in ms.
-# The command must succeed once before it is timed.
+# The command must succeed once before it is timed. Each mean also goes
+# to $tmp/means as "LABEL<tab>MS" for the ratios at the end.
 time_cmd() {
 	label=$1
 	shift
@@ -80,7 +85,8 @@ time_cmd() {
 			die "hyperfine failed on '$*'"
 		awk -F, -v label="$label" -v n="$REPEAT" 'NR == 2 {
 			printf "%-40s %5d %9.2f %9.2f %9.2f\n", label, n,
-			       $2 * 1000, $7 * 1000, $8 * 1000 }' "$tmp/hf.csv"
+			       $2 * 1000, $7 * 1000, $8 * 1000 }' "$tmp/hf.csv" |
+			tee -a "$tmp/lines"
 	else
 		"$@" >/dev/null 2>&1
 		"$@" >/dev/null 2>&1
@@ -96,8 +102,16 @@ time_cmd() {
 		awk -v label="$label" 'NR == 1 { min = max = $1 }
 			{ s += $1; if ($1 < min) min = $1; if ($1 > max) max = $1 }
 			END { printf "%-40s %5d %9.2f %9.2f %9.2f\n", label, NR,
-			      s / NR / 1e6, min / 1e6, max / 1e6 }' "$tmp/times"
+			      s / NR / 1e6, min / 1e6, max / 1e6 }' "$tmp/times" |
+			tee -a "$tmp/lines"
 	fi
+	tail -n 1 "$tmp/lines" | awk -v label="$label" '{
+		printf "%s\t%s\n", label, $(NF - 2) }' >>"$tmp/means"
+}
+
+# mean LABEL: the mean time_cmd measured for LABEL, in ms.
+mean() {
+	awk -F '\t' -v label="$1" '$1 == label { print $2 }' "$tmp/means"
 }
 
 # rss LABEL CMD...: peak resident set size of one run, in MiB.
@@ -120,6 +134,17 @@ echo "repository: $repo ($(stat -f -c %T "$repo"))"
 echo
 printf "%-40s %5s %9s %9s %9s\n" "command" "runs" "mean ms" "min ms" \
 	"max ms"
+# The reference: a bare sqlite3 process listing the columns status
+# prints, in its order, from the same database (goal 5 of issue 21).
+SQLITE3=${SQLITE3:-sqlite3}
+ref_sql="SELECT id, status, outcome, pause_requested, stage, created_at,\
+ review_loops, max_review_loops, cost_usd FROM runs ORDER BY seq DESC"
+command -v "$SQLITE3" >/dev/null 2>&1 ||
+	die "no sqlite3 CLI (apt-get install -y sqlite3): it is the reference"
+: >"$tmp/lines"
+: >"$tmp/means"
+time_cmd "sqlite3, same columns (empty store)" "$SQLITE3" -readonly \
+	.baton/baton.db "$ref_sql"
 time_cmd "baton status (empty store)" "$BATON_BIN" status
 "$BENCH_STORE" --fill .baton/baton.db "$RUNS" >"$tmp/fill" 2>&1 ||
 	die "fill failed: $(cat "$tmp/fill")"
@@ -128,12 +153,23 @@ lines=$("$BATON_BIN" status | wc -l)
 [ "$lines" -eq $((RUNS + 1)) ] ||
 	die "baton status printed $lines lines, expected $((RUNS + 1))"
 one=r$((RUNS / 2))
+time_cmd "sqlite3, same columns ($RUNS runs)" "$SQLITE3" -readonly \
+	.baton/baton.db "$ref_sql"
 time_cmd "baton status ($RUNS runs)" "$BATON_BIN" status
 time_cmd "baton status --json ($RUNS runs)" "$BATON_BIN" status --json
 time_cmd "baton status --status=blocked" "$BATON_BIN" status \
 	--status=blocked
 time_cmd "baton show $one" "$BATON_BIN" show "$one"
 time_cmd "baton show $one --json" "$BATON_BIN" show "$one" --json
+
+echo
+awk -v a="$(mean "baton status (empty store)")" \
+	-v b="$(mean "sqlite3, same columns (empty store)")" \
+	-v c="$(mean "baton status ($RUNS runs)")" \
+	-v d="$(mean "sqlite3, same columns ($RUNS runs)")" -v n="$RUNS" 'BEGIN {
+	printf "baton status / sqlite3, empty store: %.2fx (goal: at most 2x)\n", a / b
+	printf "baton status / sqlite3, %d runs: %.2fx (goal: at most 1.5x)\n", n, c / d
+	printf "key: status_ratio_empty=%.2f status_ratio_%d=%.2f\n", a / b, n, c / d }'
 
 echo
 echo "peak RSS (/usr/bin/time -v, one run each):"
