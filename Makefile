@@ -21,6 +21,8 @@
 #
 # Dependencies come from pkg-config: sqlite3, libpq, yaml-0.1, jansson,
 # libcurl, libcrypto; civetweb (which ships no .pc file) is linked by name.
+# libpq, libcurl and libcrypto are compiled against but not linked into
+# baton: it opens them on first use (src/util/lazy/, LAZY_PKGS below).
 
 CC      ?= cc
 BUILD   ?= build
