@@ -78,14 +78,26 @@ time_cmd() {
 	"$@" >/dev/null 2>"$tmp/err" ||
 		die "'$*' failed: $(cat "$tmp/err")"
 	if [ "$tool" != "date +%s%N loop" ]; then
-		# Word-splitting of "$*" is fine: no argument has a space.
+		# One command line for hyperfine: an argument with a space
+		# (the reference's SQL, which has no quote) is single-quoted,
+		# which -N and the shell both split back.
+		line=
+		for a in "$@"; do
+			case $a in
+			*" "*) a="'$a'" ;;
+			esac
+			line="${line:+$line }$a"
+		done
 		# shellcheck disable=SC2086
 		"$HYPERFINE" $hf_shell --style none --warmup 3 --runs "$REPEAT" \
-			--export-csv "$tmp/hf.csv" "$*" >/dev/null 2>&1 ||
-			die "hyperfine failed on '$*'"
+			--export-csv "$tmp/hf.csv" "$line" >/dev/null 2>&1 ||
+			die "hyperfine failed on '$line'"
+		# mean, min and max counted from the end: the command in
+		# the first column may hold commas
 		awk -F, -v label="$label" -v n="$REPEAT" 'NR == 2 {
 			printf "%-40s %5d %9.2f %9.2f %9.2f\n", label, n,
-			       $2 * 1000, $7 * 1000, $8 * 1000 }' "$tmp/hf.csv" |
+			       $(NF - 6) * 1000, $(NF - 1) * 1000, $NF * 1000 }' \
+			"$tmp/hf.csv" |
 			tee -a "$tmp/lines"
 	else
 		"$@" >/dev/null 2>&1
