@@ -11,7 +11,8 @@
 # `status --status=blocked`, and `baton show` of one run. The reference
 # for `status`, on both stores, is a bare `sqlite3` process selecting the
 # columns status prints from the same database; the two ratios are
-# printed. Timings come from hyperfine when it is installed, else from a
+# printed by mean and by min wall time and (with hyperfine) by mean
+# user + system CPU time, the least disturbed on a shared machine. Timings come from hyperfine when it is installed, else from a
 # loop of date +%s%N. Peak RSS comes from /usr/bin/time -v when it is
 # there.
 #
@@ -99,7 +100,12 @@ time_cmd() {
 			       $(NF - 6) * 1000, $(NF - 1) * 1000, $NF * 1000 }' \
 			"$tmp/hf.csv" |
 			tee -a "$tmp/lines"
+		# user + system CPU time of a run, in ms (hyperfine only):
+		# less disturbed than wall time on a machine others load
+		cpu=$(awk -F, 'NR == 2 { printf "%.2f", ($(NF - 3) + \
+			$(NF - 2)) * 1000 }' "$tmp/hf.csv")
 	else
+		cpu=0
 		"$@" >/dev/null 2>&1
 		"$@" >/dev/null 2>&1
 		: >"$tmp/times"
@@ -117,13 +123,17 @@ time_cmd() {
 			      s / NR / 1e6, min / 1e6, max / 1e6 }' "$tmp/times" |
 			tee -a "$tmp/lines"
 	fi
-	tail -n 1 "$tmp/lines" | awk -v label="$label" '{
-		printf "%s\t%s\n", label, $(NF - 2) }' >>"$tmp/means"
+	tail -n 1 "$tmp/lines" | awk -v label="$label" -v cpu="${cpu:-0}" '{
+		printf "%s\t%s\t%s\t%s\n", label, $(NF - 2), $(NF - 1), cpu }' \
+		>>"$tmp/means"
 }
 
-# mean LABEL: the mean time_cmd measured for LABEL, in ms.
+# mean LABEL [FIELD]: what time_cmd measured for LABEL, in ms: the mean
+# (FIELD 2, the default), the min (3) or the CPU time (4, 0 without
+# hyperfine).
 mean() {
-	awk -F '\t' -v label="$1" '$1 == label { print $2 }' "$tmp/means"
+	awk -F '\t' -v label="$1" -v f="${2:-2}" '$1 == label { print $f }' \
+		"$tmp/means"
 }
 
 # rss LABEL CMD...: peak resident set size of one run, in MiB.
@@ -175,13 +185,23 @@ time_cmd "baton show $one" "$BATON_BIN" show "$one"
 time_cmd "baton show $one --json" "$BATON_BIN" show "$one" --json
 
 echo
-awk -v a="$(mean "baton status (empty store)")" \
-	-v b="$(mean "sqlite3, same columns (empty store)")" \
-	-v c="$(mean "baton status ($RUNS runs)")" \
-	-v d="$(mean "sqlite3, same columns ($RUNS runs)")" -v n="$RUNS" 'BEGIN {
-	printf "baton status / sqlite3, empty store: %.2fx (goal: at most 2x)\n", a / b
-	printf "baton status / sqlite3, %d runs: %.2fx (goal: at most 1.5x)\n", n, c / d
-	printf "key: status_ratio_empty=%.2f status_ratio_%d=%.2f\n", a / b, n, c / d }'
+echo "baton status / sqlite3 (goal: at most 2x on the empty store, 1.5x"
+echo "with $RUNS runs), by mean and min wall time and by mean CPU time:"
+for f in 2 3 4; do
+	awk -v f="$f" -v a="$(mean "baton status (empty store)" "$f")" \
+		-v b="$(mean "sqlite3, same columns (empty store)" "$f")" \
+		-v c="$(mean "baton status ($RUNS runs)" "$f")" \
+		-v d="$(mean "sqlite3, same columns ($RUNS runs)" "$f")" \
+		-v n="$RUNS" 'BEGIN {
+		split("- mean min cpu", name, " ")
+		if (b <= 0 || d <= 0) exit
+		printf "  %-4s empty store %.2fx, %d runs %.2fx\n", name[f],
+		       a / b, n, c / d
+		printf "key: status_ratio_%s_empty=%.2f status_ratio_%s_%d=%.2f\n",
+		       name[f], a / b, name[f], n, c / d >"/dev/stderr" }' \
+		2>>"$tmp/ratio_keys"
+done
+cat "$tmp/ratio_keys"
 
 echo
 echo "peak RSS (/usr/bin/time -v, one run each):"
