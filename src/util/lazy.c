@@ -14,14 +14,9 @@
 #include "util/err.h"
 #include "util/lazy.h"
 
-/* The library being loaded by pthread_once, which passes no argument. */
-static struct lazy_lib *loading;
-static pthread_mutex_t loading_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void
-load(void)
+void
+lazy_open(struct lazy_lib *lib)
 {
-	struct lazy_lib *lib = loading;
 	void *h;
 	size_t i;
 
@@ -47,13 +42,9 @@ load(void)
 int
 lazy_load(struct lazy_lib *lib, struct err *e)
 {
-	/* One library at a time goes through the once; each has its own
-	 * once, so a loaded library costs a read of it and no lock. */
-	pthread_mutex_lock(&loading_lock);
-	loading = lib;
-	pthread_once(&lib->once, load);
-	loading = NULL;
-	pthread_mutex_unlock(&loading_lock);
+	/* After the first call, one atomic read (pthread_once), which
+	 * also orders the reads of lib->fns after their writes. */
+	pthread_once(&lib->once, lib->init);
 	if (lib->msg[0])
 		return err_set(e, BATON_ENOTFOUND, "%s", lib->msg);
 	return 0;
@@ -62,7 +53,7 @@ lazy_load(struct lazy_lib *lib, struct err *e)
 void *
 lazy_fn(struct lazy_lib *lib, size_t i)
 {
-	if (!lib->fns[i] && lazy_load(lib, NULL) < 0) {
+	if (lazy_load(lib, NULL) < 0) {
 		fprintf(stderr, "baton: %s\n", lib->msg);
 		exit(EXIT_FAILURE);
 	}

@@ -25,8 +25,12 @@ struct lazy_lib {
 	void **fns;		  /* resolved here, nr of them */
 	size_t nr;
 	pthread_once_t once;
+	void (*init)(void); /* lazy_open(this), for pthread_once */
 	char msg[512]; /* why loading failed; "" when it worked */
 };
+
+/* What lib->init calls, once: opens and resolves, or fills lib->msg. */
+void lazy_open(struct lazy_lib *lib);
 
 /*
  * Opens lib and resolves all its functions, once per process (thread
@@ -78,11 +82,16 @@ int lazy_crypto_load(struct err *e);
 	static const char *const names[] = {                         \
 		LIST(LAZY__NAME, LAZY__VNAME, LAZY__HNAME) };        \
 	static void *fns[LAZY__NR];                                  \
+	static void lazy_init(void);                                 \
 	static struct lazy_lib lib = {                               \
 		.soname = SONAME, .feature = FEATURE,                \
 		.names = names, .fns = fns, .nr = LAZY__NR,          \
-		.once = PTHREAD_ONCE_INIT,                           \
+		.once = PTHREAD_ONCE_INIT, .init = lazy_init,        \
 	};                                                           \
+	static void lazy_init(void)                                  \
+	{                                                            \
+		lazy_open(&lib);                                     \
+	}                                                            \
 	LIST(LAZY__DEF, LAZY__VDEF, LAZY__HDEF)
 
 #endif

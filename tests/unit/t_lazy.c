@@ -14,6 +14,9 @@
 #include "util/err.h"
 #include "util/lazy.h"
 
+static void missing_init(void);
+static void nofn_init(void);
+
 static const char *const missing_names[] = { "nothing" };
 static void *missing_fns[1];
 static struct lazy_lib missing = {
@@ -23,7 +26,14 @@ static struct lazy_lib missing = {
 	.fns = missing_fns,
 	.nr = 1,
 	.once = PTHREAD_ONCE_INIT,
+	.init = missing_init,
 };
+
+static void
+missing_init(void)
+{
+	lazy_open(&missing);
+}
 
 static const char *const nofn_names[] = { "json_object",
 					  "json_no_such_function" };
@@ -35,7 +45,14 @@ static struct lazy_lib nofn = {
 	.fns = nofn_fns,
 	.nr = 2,
 	.once = PTHREAD_ONCE_INIT,
+	.init = nofn_init,
 };
+
+static void
+nofn_init(void)
+{
+	lazy_open(&nofn);
+}
 
 /* A library the LAZY_LIBRARY way: one jansson function, its trampoline
  * defined here with the prototype of <jansson.h>. */
