@@ -21,14 +21,23 @@
 #
 # Dependencies come from pkg-config: sqlite3, libpq, yaml-0.1, jansson,
 # libcurl, libcrypto; civetweb (which ships no .pc file) is linked by name.
+# libpq, libcurl and libcrypto are compiled against but not linked into
+# baton: it opens them on first use (src/util/lazy/, LAZY_PKGS below).
 
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= baton
 PKGS     = sqlite3 libpq yaml-0.1 jansson libcurl libcrypto
 
+# Loaded on first use, not linked (src/util/lazy/, docs/operations.md):
+# their headers are used, their libraries only by what links them
+# directly (tests and benchmarks that call libpq or libcurl themselves).
+LAZY_PKGS = libpq libcurl libcrypto
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS)) -lcivetweb
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out $(LAZY_PKGS),$(PKGS))) \
+              -lcivetweb
+LAZY_LIBS  := $(shell pkg-config --libs $(LAZY_PKGS))
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
           -Wmissing-prototypes -Wformat=2 -Wvla -Wpointer-arith \
@@ -103,7 +112,7 @@ $(BUILD)/tests/lib/test.o: tests/lib/test.c
 $(BUILD)/tests/t_%: tests/unit/t_%.c $(TESTLIB) $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
-	@$(CC) $(CFLAGS) $(LDFLAGS) -Itests/lib -o $@ $< $(TESTLIB) $(LIB) $(LDLIBS)
+	@$(CC) $(CFLAGS) $(LDFLAGS) -Itests/lib -o $@ $< $(TESTLIB) $(LIB) $(LDLIBS) $(LAZY_LIBS)
 
 # A fuzz target linked with replay.c instead of libFuzzer: it runs every
 # file of tests/fuzz/corpus/<target>/ once, as a unit test binary.
@@ -198,7 +207,7 @@ $(BENCH_BIN): $(BUILD)/bench/%: bench/%.c bench/bench_util.c \
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	@$(CC) -std=c17 -g -O2 -Wall -Wextra -pthread -Isrc $(PKG_CFLAGS) \
-		-o $@ $< bench/bench_util.c $(LIB) $(LDLIBS)
+		-o $@ $< bench/bench_util.c $(LIB) $(LDLIBS) $(LAZY_LIBS)
 
 bench-bins: $(BENCH_BIN)
 

@@ -330,17 +330,25 @@ cpu_ticks() {
 # rss_report LABEL: VmRSS and VmHWM (from /proc/PID/status) and Pss
 # (from smaps_rollup: shared pages split among their users) of the
 # serve and of each of its processes. Each names its role in its comm
-# (baton worker, baton http, baton notify): serve has more children
-# than workers (the HTTP server; the webhook notifier with webhooks).
+# (baton worker, baton http, baton notify, baton forge): serve has more
+# children than workers (the HTTP server; the webhook notifier with
+# webhooks; the forge companion with a forge), so the workers are counted
+# by name, and only live ones: a worker that has exited and is not yet
+# reaped (state Z) keeps its name, and serve may already have started
+# the one that replaces it.
 rss_report() {
 	kids=$(ps -o pid= --ppid "$serve_pid" | tr -s ' \n' '  ')
 	nk=0
 	for p in $serve_pid $kids; do
 		[ -r "/proc/$p/status" ] || continue
+		state=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null |
+			awk '{ print $1 }')
+		[ "$state" = Z ] && continue
 		case $(cat "/proc/$p/comm" 2>/dev/null) in
 		"baton worker") role=worker ;;
 		"baton http") role=http ;;
 		"baton notify") role=notify ;;
+		"baton forge") role=forge ;;
 		*) role=other ;;
 		esac
 		[ "$p" = "$serve_pid" ] && role=supervisor
@@ -356,7 +364,10 @@ rss_report() {
 			"/proc/$p/status"
 		[ "$role" = worker ] && nk=$((nk + 1))
 	done
-	[ "$nk" -eq 4 ] || die "serve --workers 4 has $nk worker processes"
+	[ "$nk" -eq 4 ] || {
+		ps -o pid=,stat=,comm= --ppid "$serve_pid" >&2
+		die "serve --workers 4 has $nk live worker processes (above)"
+	}
 }
 
 bench_memory() {

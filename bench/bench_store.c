@@ -305,7 +305,7 @@ count_run(const struct run *r, void *arg)
 static void
 bench_list(const char *path, size_t expect, size_t repeat, struct series *out)
 {
-	struct store_run_filter f = { NULL, 0 };
+	struct store_run_filter f = { NULL, 0, 0 };
 	struct list_ctx c;
 	struct err e = ERR_INIT;
 	struct store *s = open_store(path);

@@ -78,7 +78,7 @@ print_forge_question(const struct task *t, void *arg)
 static int
 list(struct cli *c, int json)
 {
-	struct store_run_filter f = { ST_WAITING, 0 };
+	struct store_run_filter f = { ST_WAITING, 0, 0 };
 	json_t *arr = json ? json_array() : NULL;
 	struct err e = ERR_INIT;
 	int rc;

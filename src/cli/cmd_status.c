@@ -13,14 +13,36 @@
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "store/store.h"
+#include "util/buf.h"
 #include "util/err.h"
+#include "util/term.h"
 #include "util/timeutil.h"
 
 struct status_ctx {
 	int json;
 	int64_t now;
 	int rows;
+	struct buf out; /* lines not yet written (flush_rows) */
 };
+
+/* What the table gathers before it escapes and writes it, in bytes. */
+#define STATUS_FLUSH (64 * 1024)
+
+/*
+ * Writes the gathered lines, escaped for the terminal as cli_printf
+ * escapes (term_escape), in one write: a line at a time, the escaping
+ * and stdio cost more than the query.
+ */
+static void
+flush_rows(struct status_ctx *c)
+{
+	struct buf shown = BUF_INIT;
+
+	term_escape(&shown, c->out.ptr, c->out.len);
+	fwrite(shown.ptr, 1, shown.len, stdout);
+	buf_release(&shown);
+	buf_reset(&c->out);
+}
 
 /*
  * 1 when a terminal run's outcome is news beside its status: "blocked
@@ -52,8 +74,8 @@ print_run(const struct run *r, void *arg)
 		return 0;
 	}
 	if (!c->rows++)
-		cli_printf("%-28s %-21s %-10s %7s %6s %8s\n", "RUN", "STATUS",
-			   "STAGE", "AGE", "LOOPS", "COST");
+		buf_addf(&c->out, "%-28s %-21s %-10s %7s %6s %8s\n", "RUN",
+			 "STATUS", "STAGE", "AGE", "LOOPS", "COST");
 	time_fmt_age(c->now - r->created_at, age, sizeof(age));
 	snprintf(loops, sizeof(loops), "%d/%d", r->review_loops,
 		 r->max_review_loops);
@@ -65,8 +87,10 @@ print_run(const struct run *r, void *arg)
 			 r->pause_requested && !status_is_terminal(r->status) ?
 				 " (pausing)" :
 				 "");
-	cli_printf("%-28.28s %-21s %-10s %7s %6s %8.4f\n", r->id, status,
-		   r->stage ? r->stage : "-", age, loops, r->cost_usd);
+	buf_addf(&c->out, "%-28.28s %-21s %-10s %7s %6s %8.4f\n", r->id,
+		 status, r->stage ? r->stage : "-", age, loops, r->cost_usd);
+	if (c->out.len >= STATUS_FLUSH)
+		flush_rows(c);
 	return 0;
 }
 
@@ -79,8 +103,8 @@ status_exec(struct cli *c, int argc, char **argv)
 		{ "--json", &json, NULL },
 		{ "--status=", NULL, &only },
 	};
-	struct status_ctx ctx = { 0, time_now_ms(), 0 };
-	struct store_run_filter f = { NULL, 0 };
+	struct status_ctx ctx = { 0, time_now_ms(), 0, BUF_INIT };
+	struct store_run_filter f = { NULL, 0, 0 };
 	struct err e = ERR_INIT;
 
 	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
@@ -91,8 +115,12 @@ status_exec(struct cli *c, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	f.status = only;
+	f.brief = !json; /* the table needs no more; the JSON view does */
 	ctx.json = json;
-	if (store_run_list(c->store, &f, print_run, &ctx, &e)) {
+	n = store_run_list(c->store, &f, print_run, &ctx, &e);
+	flush_rows(&ctx);
+	buf_release(&ctx.out);
+	if (n) {
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}

@@ -336,7 +336,7 @@ note_run(const struct run *r, void *arg)
 int
 cli_refuse_orphaned_runs(const struct cli *c, struct store *s, struct err *e)
 {
-	struct store_run_filter f = { NULL, 1 };
+	struct store_run_filter f = { NULL, 1, 0 };
 	char *first = NULL;
 	size_t nr;
 	int any = 0, rc = 0;

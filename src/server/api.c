@@ -475,7 +475,7 @@ add_run(const struct run *r, void *arg)
 static void
 runs_list(struct req *rq)
 {
-	struct store_run_filter f = { NULL, 0 };
+	struct store_run_filter f = { NULL, 0, 0 };
 	struct err e = ERR_INIT;
 	char status[64];
 	int64_t limit;
@@ -932,7 +932,7 @@ add_approval(const struct run *r, void *arg)
 static void
 approvals_list(struct req *rq)
 {
-	struct store_run_filter f = { ST_WAITING, 0 };
+	struct store_run_filter f = { ST_WAITING, 0, 0 };
 	struct err e = ERR_INIT;
 	json_t *arr = json_array();
 

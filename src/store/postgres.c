@@ -47,6 +47,7 @@
 #include "util/buf.h"
 #include "util/embed.h"
 #include "util/err.h"
+#include "util/lazy.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -244,10 +245,16 @@ pg__connect(const struct pg_store *ps, struct err *e)
 	const char *const keys[] = { "connect_timeout", "dbname",
 				     "fallback_application_name", NULL };
 	const char *const vals[] = { "10", ps->url, "baton", NULL };
-	PGconn *c = PQconnectdbParams(keys, vals, 1);
+	PGconn *c = NULL;
 	PGresult *res = NULL;
 	const char *msg;
 
+	/* libpq is loaded now, the first time (util/lazy.h) */
+	if (lazy_pq_load(e) < 0) {
+		err_prefix(e, "cannot open store '%s'", ps->safe_url);
+		return NULL;
+	}
+	c = PQconnectdbParams(keys, vals, 1);
 	if (PQstatus(c) == CONNECTION_OK) {
 		PQsetNoticeProcessor(c, notice_quiet, NULL);
 		res = PQexec(c, "SET TIME ZONE 'UTC'");

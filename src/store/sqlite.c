@@ -287,6 +287,31 @@ read_run(sqlite3_stmt *st, struct run *r)
 }
 
 /*
+ * What a listing shows (store_run_filter.brief), read by read_brief: not
+ * the task, the config snapshot or the progress, which are most of a
+ * row's bytes.
+ */
+#define BRIEF_COLUMNS                                                          \
+	"seq, id, status, outcome, stage, created_at, review_loops,"           \
+	" max_review_loops, cost_usd, pause_requested"
+
+static void
+read_brief(sqlite3_stmt *st, struct run *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->seq = sqlite3_column_int64(st, 0);
+	r->id = sqlite__column_text(st, 1);
+	r->status = sqlite__column_text(st, 2);
+	r->outcome = sqlite__column_text(st, 3);
+	r->stage = sqlite__column_text(st, 4);
+	r->created_at = sqlite3_column_int64(st, 5);
+	r->review_loops = sqlite3_column_int64(st, 6);
+	r->max_review_loops = sqlite3_column_int64(st, 7);
+	r->cost_usd = sqlite3_column_double(st, 8);
+	r->pause_requested = sqlite3_column_int64(st, 9);
+}
+
+/*
  * Steps a statement that returns at most one run. Returns 1 with *out
  * filled, 0 when there is no row, or BATON_ESTORE.
  */
@@ -1001,14 +1026,19 @@ sqlite_run_list(struct store *s, const struct store_run_filter *f,
 	int remaining = f->limit > 0 ? f->limit : -1;
 	int rc, src, n = 0, i, page, stop = 0;
 
-	rc = sqlite__prepare(ss, &st,
-			     f->status ? "SELECT " RUN_COLUMNS " FROM runs"
-			     " WHERE status = ?3 AND seq < ?1"
-			     " ORDER BY seq DESC LIMIT ?2"
-			     : "SELECT " RUN_COLUMNS " FROM runs"
-			     " WHERE seq < ?1"
-			     " ORDER BY seq DESC LIMIT ?2",
-			     0, what, e);
+#define LIST_SQL(cols, where)                                                  \
+	"SELECT " cols " FROM runs WHERE " where "seq < ?1"                    \
+	" ORDER BY seq DESC LIMIT ?2"
+	static const char *const sql[2][2] = {
+		{ LIST_SQL(RUN_COLUMNS, ""),
+		  LIST_SQL(RUN_COLUMNS, "status = ?3 AND ") },
+		{ LIST_SQL(BRIEF_COLUMNS, ""),
+		  LIST_SQL(BRIEF_COLUMNS, "status = ?3 AND ") },
+	};
+#undef LIST_SQL
+
+	rc = sqlite__prepare(ss, &st, sql[!!f->brief][!!f->status], 0, what,
+			     e);
 	if (rc < 0)
 		goto out;
 	while (!stop && remaining != 0) {
@@ -1025,7 +1055,10 @@ sqlite_run_list(struct store *s, const struct store_run_filter *f,
 			src = sqlite3_step(st);
 			if (src != SQLITE_ROW)
 				break;
-			read_run(st, &rows[n++]);
+			if (f->brief)
+				read_brief(st, &rows[n++]);
+			else
+				read_run(st, &rows[n++]);
 			src = SQLITE_OK;
 		}
 		if (src != SQLITE_OK && src != SQLITE_DONE) {

@@ -394,7 +394,7 @@ int
 store_run_list(struct store *s, const struct store_run_filter *f,
 	       store_run_cb *cb, void *arg, struct err *e)
 {
-	static const struct store_run_filter all = { NULL, 0 };
+	static const struct store_run_filter all = { NULL, 0, 0 };
 
 	return s->ops->run_list(s, f ? f : &all, cb, arg, e);
 }

@@ -118,6 +118,11 @@ typedef int store_event_cb(const struct event *ev, void *arg);
 struct store_run_filter {
 	const char *status; /* NULL: any */
 	int limit;	    /* 0: no limit */
+	int brief;	    /* only what a listing shows (seq, id, status,
+			       outcome, stage, created_at, review_loops,
+			       max_review_loops, cost_usd, pause_requested)
+			       need be filled; the other fields may be NULL
+			       or 0. A backend may fill them all. */
 };
 
 /* Runs, newest first. */

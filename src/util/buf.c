@@ -121,6 +121,20 @@ buf_vaddf(struct buf *b, const char *fmt, va_list ap)
 	va_list cp;
 	int n;
 
+	/* Uncapped and with room already (a buffer being filled line by
+	 * line): one pass, the way strbuf_addf does it. */
+	if (!b->max && b->cap - b->len > 1) {
+		va_copy(cp, ap);
+		n = vsnprintf(b->ptr + b->len, b->cap - b->len, fmt, cp);
+		va_end(cp);
+		if (n < 0)
+			BUG("vsnprintf failed for '%s'", fmt);
+		if ((size_t)n < b->cap - b->len) {
+			b->len += (size_t)n;
+			return 0;
+		}
+		b->ptr[b->len] = '\0'; /* the cut text is no content */
+	}
 	va_copy(cp, ap);
 	n = vsnprintf(NULL, 0, fmt, cp);
 	va_end(cp);

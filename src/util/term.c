@@ -35,6 +35,12 @@ term_escape(struct buf *out, const char *s, size_t len)
 
 	/* Runs of plain text go out in one append. */
 	while (i < len) {
+		/* printable ASCII, the common case, needs no decoding */
+		if ((p[i] >= 0x20 && p[i] < 0x7f) || p[i] == '\n' ||
+		    p[i] == '\t') {
+			i++;
+			continue;
+		}
 		n = utf8_decode(p + i, len - i, &cp);
 		if (n && !is_control(cp)) {
 			i += n;

@@ -5,6 +5,7 @@
 #ifndef BATON_WORKSPACE_WORKSPACE_INT_H
 #define BATON_WORKSPACE_WORKSPACE_INT_H
 
+struct err;
 struct spawn_opts;
 struct workspace;
 
@@ -39,5 +40,17 @@ struct git_at {
  */
 void workspace__git_start(const struct workspace *ws, const struct git_at *at,
 			  struct spawn_opts *o);
+
+/*
+ * Finds the top of the work tree containing cwd (NULL: ".") and the
+ * repository's common git directory without running git (discover.c),
+ * for the layouts whose answer is certain. Returns 1 with *top and
+ * *common (absolute, real paths, the caller's to free), 0 when git must
+ * answer instead (an unusual layout or environment, or no repository
+ * found), or BATON_ENOREPO with a message when cwd is inside a run's
+ * worktree, whose files the agent writes and baton never follows.
+ */
+int workspace__discover(const char *cwd, char **top, char **common,
+			struct err *e);
 
 #endif

@@ -178,11 +178,22 @@ int
 workspace_open(const char *cwd, struct workspace *out, struct err *e)
 {
 	struct buf top = BUF_INIT;
-	char *nl;
+	char *nl, *dir = NULL, *common = NULL;
 	int rc;
 
-	/* The main checkout is the user's, and trusted: its git says
-	 * where the repository's common git directory is. */
+	/* The main checkout is the user's, and trusted: its .git says
+	 * where the repository's common git directory is, read here
+	 * (discover.c) or, in a layout only git can settle, by git. */
+	rc = workspace__discover(cwd, &dir, &common, e);
+	if (rc < 0)
+		return rc;
+	if (rc > 0) {
+		out->repo = dir;
+		out->common = common;
+		out->dir = xasprintf("%s/.baton", out->repo);
+		out->identity = 0;
+		return 0;
+	}
 	rc = git(NULL, cwd ? cwd : ".", &top, e, "rev-parse",
 		 "--show-toplevel", "--path-format=absolute",
 		 "--git-common-dir", NULL);

@@ -201,7 +201,7 @@ runs_release(struct runs *l)
 static void
 list_runs(struct store *s, const char *status, int limit, struct runs *out)
 {
-	struct store_run_filter f = { status, limit };
+	struct store_run_filter f = { status, limit, 0 };
 	struct err e = ERR_INIT;
 	struct store *w = out->write_to;
 	int stop = out->stop_after;
@@ -1147,6 +1147,64 @@ case_list_status_limit(struct store *s, const char *spec)
 	runs_release(&l);
 }
 
+/* A brief list (what status shows) has those fields as the full one. */
+static void
+case_list_brief(struct store *s, const char *spec)
+{
+	struct store_run_filter f = { NULL, 0, 1 };
+	struct runs full = { 0 }, brief = { 0 };
+	struct err e = ERR_INIT;
+	struct run r;
+	int i;
+
+	(void)spec;
+	for (i = 1; i <= 70; i++) {
+		make_run(s, "a long task text", i % 2 ? "queued" : "blocked",
+			 &r);
+		run_set(&r.stage, i % 3 ? "review" : NULL);
+		run_set(&r.outcome, i % 2 ? NULL : "max_iterations_reached");
+		run_set(&r.progress, "{\"stages\": []}");
+		r.review_loops = i % 4;
+		r.cost_usd = i / 64.0;
+		ASSERT_OK(store_run_update(s, &r, NULL, &e), &e);
+		if (i % 5 == 0)
+			ASSERT_OK(store_run_request(s, r.id, "pause_requested",
+						    1, NULL, &e), &e);
+		run_release(&r);
+	}
+	list_runs(s, NULL, 0, &full);
+	ASSERT_OK(store_run_list(s, &f, collect_run, &brief, &e), &e);
+	ASSERT_EQ(brief.n, 70);
+	ASSERT_EQ(full.n, 70);
+	for (i = 0; i < brief.n; i++) {
+		const struct run *a = &full.r[i], *b = &brief.r[i];
+
+		ASSERT_EQ(b->seq, a->seq);
+		ASSERT_STREQ(b->id, a->id);
+		ASSERT_STREQ(b->status, a->status);
+		ASSERT_EQ(!b->outcome, !a->outcome);
+		if (a->outcome)
+			ASSERT_STREQ(b->outcome, a->outcome);
+		ASSERT_EQ(!b->stage, !a->stage);
+		if (a->stage)
+			ASSERT_STREQ(b->stage, a->stage);
+		ASSERT_EQ(b->created_at, a->created_at);
+		ASSERT_EQ(b->review_loops, a->review_loops);
+		ASSERT_EQ(b->max_review_loops, a->max_review_loops);
+		ASSERT(b->cost_usd == a->cost_usd);
+		ASSERT_EQ(b->pause_requested, a->pause_requested);
+	}
+	ASSERT(full.r[0].pause_requested || full.r[1].pause_requested ||
+	       full.r[4].pause_requested);
+	runs_release(&full);
+	runs_release(&brief);
+	f.status = "blocked";
+	ASSERT_OK(store_run_list(s, &f, collect_run, &brief, &e), &e);
+	ASSERT_EQ(brief.n, 35);
+	ASSERT_STREQ(brief.r[0].status, "blocked");
+	runs_release(&brief);
+}
+
 static void
 case_callbacks_may_write(struct store *s, const char *spec)
 {
@@ -1991,6 +2049,7 @@ case_run_files(struct store *s, const char *spec)
 	X(migrations_stable)                                                   \
 	X(run_fields_roundtrip)                                                \
 	X(list_status_limit)                                                   \
+	X(list_brief)                                                          \
 	X(callbacks_may_write)                                                 \
 	X(processes_race)                                                      \
 	X(forge_delivery_once)                                                 \

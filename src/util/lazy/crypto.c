@@ -1,0 +1,34 @@
+/*
+ * libcrypto on first use (util/lazy.h): SHA-256 for receipts, HMAC-SHA256
+ * for webhook signatures (sent and received). Each function below is
+ * defined with the prototype of the OpenSSL headers, so one that differs
+ * does not compile.
+ */
+#include "util/compat.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "util/lazy.h"
+
+#define CRYPTO_FUNCTIONS(X, V, H)                                              \
+	X(const EVP_MD *, EVP_sha256, (void), ())                           \
+	X(int, EVP_Digest,                                                  \
+	  (const void *d, size_t n, unsigned char *md, unsigned int *len,  \
+	   const EVP_MD *t, ENGINE *impl),                                  \
+	  (d, n, md, len, t, impl))                                         \
+	X(unsigned char *, HMAC,                                            \
+	  (const EVP_MD *t, const void *k, int kl, const unsigned char *d,  \
+	   size_t n, unsigned char *md, unsigned int *len),                 \
+	  (t, k, kl, d, n, md, len))                                        \
+	X(int, CRYPTO_memcmp, (const void *a, const void *b, size_t n),     \
+	  (a, b, n))
+
+LAZY_LIBRARY(CRYPTO_FUNCTIONS, "libcrypto.so.3", "hashing (SHA-256)")
+
+int
+lazy_crypto_load(struct err *e)
+{
+	return lazy_load(&lib, e);
+}
