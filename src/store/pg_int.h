@@ -151,9 +151,11 @@ int pg__begin(struct pg_store *ps, const char *what, struct err *e);
  * BEGIN without taking an xid, for a claim: one that finds nothing
  * writes nothing and consumes no xid. The caller must fill ps->xid (a
  * RETURNING pg_current_xact_id()) as soon as it writes, and before it
- * appends an event or commits.
+ * appends an event or commits. also (NULL: none) are statements sent in
+ * the same round trip, after the BEGIN (SET LOCAL ...).
  */
-int pg__begin_lazy(struct pg_store *ps, const char *what, struct err *e);
+int pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
+		   struct err *e);
 
 /* Rolls back the open transaction, if any. */
 void pg__rollback(struct pg_store *ps);

@@ -407,10 +407,16 @@ pg__begin(struct pg_store *ps, const char *what, struct err *e)
 }
 
 int
-pg__begin_lazy(struct pg_store *ps, const char *what, struct err *e)
+pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
+	       struct err *e)
 {
-	PGresult *res = PQexec(ps->conn, "BEGIN ISOLATION LEVEL READ COMMITTED");
+	char sql[256];
+	PGresult *res;
 	int rc = 0;
+
+	snprintf(sql, sizeof(sql), "BEGIN ISOLATION LEVEL READ COMMITTED%s%s",
+		 also ? "; " : "", also ? also : "");
+	res = PQexec(ps->conn, sql);
 
 	ps->notify_events = ps->notify_work = 0;
 	ps->xid[0] = '\0';

@@ -110,6 +110,18 @@ static const char sql_claim_pick[] =
 	" ORDER BY t.priority DESC, t.id LIMIT 1"
 	" FOR NO KEY UPDATE OF t SKIP LOCKED";
 
+/*
+ * The plan of sql_claim_pick must not depend on statistics: on a table
+ * not analyzed since a burst of adds (autovacuum looks once a minute,
+ * and an ANALYZE of an empty table says "one row"), the planner picked
+ * a bitmap scan of every queued task and a sort of them all, per claim.
+ * With sorts and bitmap scans priced out for the claim's transaction,
+ * the only plan left walks tasks_queued (pg/006-queue.sql) in the
+ * claim's order and stops at the first row it can lock.
+ */
+#define CLAIM_PLAN "SET LOCAL enable_sort = off;" \
+	" SET LOCAL enable_bitmapscan = off"
+
 /* The same overlap test on committed claims, once the lock is held. */
 static const char sql_claim_recheck[] =
 	"SELECT 1 FROM tasks AS r WHERE r.status = 'running'"
@@ -955,7 +967,7 @@ claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 	struct task t = { 0 };
 	int rc;
 
-	rc = pg__begin_lazy(ps, what, e);
+	rc = pg__begin_lazy(ps, CLAIM_PLAN, what, e);
 	if (rc == 0)
 		rc = claim_in_tx(ps, holder, lease_ms, time_now_ms(), skip,
 				 overlap, &t, what, e);
@@ -1029,6 +1041,13 @@ settle_claim_try(struct pg_store *ps, const struct task *row,
 	if (rc == 0)
 		rc = settle_in_tx(ps, row, froms, now, ev, &ts, &evseq, what,
 				  e);
+	if (rc == 0) {
+		PGresult *res = PQexec(ps->conn, CLAIM_PLAN);
+
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = pg__fail(ps, res, what, e);
+		PQclear(res);
+	}
 	if (rc == 0) {
 		rc = claim_in_tx(ps, holder, lease_ms, now, "{}", overlap, &t,
 				 "claim a task", e);

@@ -32,9 +32,8 @@ BEGIN
 END
 $$;
 
--- The claimable rows in the claim's order, so that the claim's plan
--- does not depend on statistics: a table never analyzed (autovacuum
--- looks once a minute) planned a sort of the whole backlog per claim.
+-- The claimable rows in the claim's order: the claim walks this index
+-- and stops at the first row it can lock, whatever the statistics say
+-- (CLAIM_PLAN in postgres_queue.c).
 CREATE INDEX tasks_queued ON tasks (priority DESC, id)
 	WHERE status = 'queued';
-ANALYZE tasks;
