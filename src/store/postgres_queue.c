@@ -868,6 +868,7 @@ claim_in_tx(struct pg_store *ps, const char *holder, int64_t lease_ms,
 	struct task t = { 0 };
 	PGresult *res = NULL;
 	int64_t id = 0, seq = 0, taken = 0;
+	const char *dep;
 	char *area = NULL;
 	int rc;
 
@@ -919,7 +920,9 @@ claim_in_tx(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		       " lease_expires_at = $3,"
 		       " version = version + 1, updated_at = $1"
 		       " WHERE id = $4 RETURNING " TASK_COLUMNS
-		       ", pg_current_xact_id()",
+		       ", (SELECT string_agg(d.depends_on::text, ','"
+		       "  ORDER BY d.depends_on) FROM task_deps AS d"
+		       "  WHERE d.task_id = tasks.id), pg_current_xact_id()",
 		       p.n, p.v, what, e);
 	if (!res) {
 		rc = BATON_ESTORE;
@@ -933,9 +936,17 @@ claim_in_tx(struct pg_store *ps, const char *holder, int64_t lease_ms,
 	read_task(res, 0, &t);
 	snprintf(ps->xid, sizeof(ps->xid), "%s",
 		 PQgetvalue(res, 0, PQnfields(res) - 1));
-	rc = load_deps(ps, &t, 1, 0, what, e);
-	if (rc < 0)
-		goto out;
+	/* its dependencies, read by the same statement: "3,5" or NULL */
+	for (dep = PQgetvalue(res, 0, PQnfields(res) - 2); *dep;) {
+		char *end;
+
+		int64_t d = strtoll(dep, &end, 10);
+
+		if (end == dep)
+			break;
+		push_dep(&t, d);
+		dep = *end == ',' ? end + 1 : end;
+	}
 	ev.task_id = id;
 	ev.ts = now;
 	ev.type = type;
