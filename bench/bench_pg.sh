@@ -8,8 +8,11 @@
 # systems see the server in the same state:
 #   - baton: build/bench/bench_queue --store ADMIN -w W: a drain of N
 #     no-op tasks by W worker processes (claim + settle, two commits a
-#     task), then enqueue-to-start latency with W idle workers asleep on
-#     store_watch_fd (SAMPLES tasks added one at a time);
+#     task), then enqueue-to-start latency with W idle workers woken
+#     one per unit of work by one supervisor LISTENing on
+#     store_watch_fd (SAMPLES tasks added one at a time); then the same
+#     with --settle-claim (settle and next claim in one transaction: one
+#     commit a task), beside graphile-worker's local queue;
 #   - graphile-worker: the peers' gw-bench.js with CONC=W (its worker
 #     concurrency): process_default (one get_job and one complete_job
 #     a job) and process_batched (a local queue), and its latency with
@@ -139,6 +142,12 @@ for w in $WORKERS; do
 	"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
 		--samples "$SAMPLES" >"$raw/baton-$w.txt" 2>&1 ||
 		{ cat "$raw/baton-$w.txt" >&2; die "bench_queue failed (W=$w)"; }
+	echo "bench_pg: W=$w baton --settle-claim ..." >&2
+	"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
+		--samples "$SAMPLES" --settle-claim \
+		>"$raw/baton-batched-$w.txt" 2>&1 ||
+		{ cat "$raw/baton-batched-$w.txt" >&2
+		  die "bench_queue --settle-claim failed (W=$w)"; }
 	[ -n "$peers" ] || continue
 	echo "bench_pg: W=$w graphile-worker ..." >&2
 	(cd "$peers" && PGBENCH_ADMIN_URL=$admin N=$N CONC=$w \
@@ -167,6 +176,15 @@ for w in $WORKERS; do
 			print "baton", w, "lat_" kv[1], kv[2]
 		}
 	}' "$raw/baton-$w.txt" >>"$facts"
+	awk -v w="$w" '
+	/^  claims_per_s_postgres_batched_noarea_w/ {
+		split($1, kv, "="); print "batonb", w, "jobs_per_s", kv[2] }
+	/^  latency_postgres_w/ {
+		for (i = 2; i <= NF; i++) {
+			split($i, kv, "=")
+			print "batonb", w, "lat_" kv[1], kv[2]
+		}
+	}' "$raw/baton-batched-$w.txt" >>"$facts"
 	[ -n "$peers" ] || continue
 	cat "$raw/gw-$w.jsonl" "$raw/boss-$w.jsonl" | node -e '
 		const w = process.argv[1];
@@ -197,6 +215,18 @@ function row(name, w, jobs, p50, p99,   bj, b50, b99) {
 	    name ~ /^baton/ ? "1" : ratio(bj, jobs),
 	    name ~ /^baton/ || p50 == "" ? "-" : ratio(b50, p50) " / " ratio(b99, p99)
 }
+# the batched baton against graphile-worker: its local queue for jobs/s,
+# its latency
+function brow(name, w,   bj, b50, b99, g50, g99) {
+	bj = get("batonb", w, "jobs_per_s")
+	b50 = get("batonb", w, "lat_p50_ms"); b99 = get("batonb", w, "lat_p99_ms")
+	g50 = get("gw", w, "latency_enqueue_to_start_ms_p50")
+	g99 = get("gw", w, "latency_enqueue_to_start_ms_p99")
+	printf "| %s | %d | %s | %s | %s | %s |\n", name, w,
+	    bj == "" ? "-" : sprintf("%.0f", bj), lat(b50, b99),
+	    ratio(bj, get("gw", w, "process_batched")) " (vs local queue)",
+	    g50 == "" ? "-" : ratio(b50, g50) " / " ratio(b99, g99)
+}
 { v[$1, $2, $3] = $4 }
 END {
 	print "| system | workers | jobs/s | latency p50 / p99 ms | baton/peer jobs/s | baton/peer latency p50 / p99 |"
@@ -206,6 +236,7 @@ END {
 		w = ws[i]
 		row("baton (W processes)", w, get("baton", w, "jobs_per_s"),
 		    get("baton", w, "lat_p50_ms"), get("baton", w, "lat_p99_ms"))
+		brow("baton (W, settle+claim)", w)
 		if (get("gw", w, "process_default") != "") {
 			row("graphile-worker (concurrency W)", w,
 			    get("gw", w, "process_default"),
@@ -220,6 +251,22 @@ END {
 			row("pg-boss (W loops x batch 100)", w,
 			    get("boss", w, "process_tuned"), "", "")
 		}
+	}
+	print ""
+	print "| baton | workers | empty claims per task | wake-ups per task | add p50 ms | claim p50 ms |"
+	print "|---|---:|---:|---:|---:|---:|"
+	for (i = 1; i <= n; i++) {
+		w = ws[i]
+		printf "| two commits | %d | %s | %s | %s | %s |\n", w,
+		    get("baton", w, "lat_empty_claims_per_task"),
+		    get("baton", w, "lat_wakeups_per_task"),
+		    get("baton", w, "lat_add_p50_ms"),
+		    get("baton", w, "lat_claim_p50_ms")
+		printf "| settle+claim | %d | %s | %s | %s | %s |\n", w,
+		    get("batonb", w, "lat_empty_claims_per_task"),
+		    get("batonb", w, "lat_wakeups_per_task"),
+		    get("batonb", w, "lat_add_p50_ms"),
+		    get("batonb", w, "lat_claim_p50_ms")
 	}
 }' "$facts" >"$raw/table.md"
 
@@ -236,6 +283,8 @@ END {
 		echo
 		echo "== raw, W=$w: baton (bench_queue) =="
 		cat "$raw/baton-$w.txt"
+		echo "== raw, W=$w: baton (bench_queue --settle-claim) =="
+		cat "$raw/baton-batched-$w.txt"
 		if [ -n "$peers" ]; then
 			echo "== raw, W=$w: graphile-worker =="
 			cat "$raw/gw-$w.jsonl"

@@ -21,16 +21,18 @@
  *       (tmpfs, where fsync costs nothing).
  *
  *   bench_queue --store ADMIN_URL [-n N] [-w LIST] [-q QUEUES]
- *               [--samples S] [--analyze]
+ *               [--samples S] [--analyze] [--settle-claim]
  *       The same drains on PostgreSQL. ADMIN_URL names a database of a
  *       server on which we may CREATE and DROP databases (the admin URL
  *       tools/pg.sh prints); every measurement gets a database of its
  *       own, baton_bench_<pid>_<k>, dropped after it, so no drain starts
  *       on another's dead rows. QUEUES picks "noarea", "areas8" or both
  *       (the default). Then, for each W, enqueue-to-start latency: W
- *       workers wait idle as baton's do on PostgreSQL, each asleep in
- *       poll(2) on its store's store_watch_fd (a LISTEN connection) and
- *       claiming when store_watch_drain reports STORE_WATCH_WORK; the
+ *       workers wait idle as baton serve's do on PostgreSQL: one
+ *       supervisor process LISTENs (its store's store_watch_fd) and,
+ *       for each unit of work store_watch_drain reports
+ *       (STORE_WATCH_UNITS), wakes one idle worker through a pipe,
+ *       which claims until a claim finds nothing; the
  *       bench process adds S tasks (default 200; 0: none) one at a
  *       time, each 10 to 20 ms after the previous one was settled, so
  *       each lands on an idle pool. A sample is the time the claim that
@@ -40,6 +42,12 @@
  *       the NOTIFY, the wake-up and the claim. --analyze (after
  *       --store) runs ANALYZE between the fill and each drain: not
  *       what baton does, a diagnostic (see pg_analyze).
+ *       --settle-claim: every worker settles with
+ *       store_task_settle_claim, which claims its next task in the
+ *       settle's transaction (one commit a task on PostgreSQL): the
+ *       "claim" figures are then those of the claims that settle did not
+ *       make for it (the first, and after it found none), the "settle"
+ *       ones include the next claim.
  *
  *   bench_queue --fill DBPATH COUNT [AREAS]
  *       Replaces the database at DBPATH (the .baton/baton.db of "baton
@@ -67,6 +75,7 @@
 #include <libpq-fe.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -217,10 +226,13 @@ add_tasks(struct store *s, long count, int areas)
 /*
  * Settles t as sched__settle does for a run that succeeded: done, the
  * lease cleared, a task_settled event, one versioned update. t keeps
- * its strings (the caller releases it).
+ * its strings (the caller releases it). With next (--settle-claim),
+ * through store_task_settle_claim, which also claims the next task for
+ * holder in the same transaction: next->id 0 when there was none.
  */
 static int
-settle(struct store *s, struct task *t, struct err *e)
+settle_next(struct store *s, struct task *t, const char *holder,
+	    struct task *next, struct err *e)
 {
 	struct event ev = { 0 };
 	char data[120];
@@ -239,6 +251,9 @@ settle(struct store *s, struct task *t, struct err *e)
 		 (long long)t->id);
 	ev.type = (char *)"task_settled";
 	ev.data = data;
+	if (next)
+		return store_task_settle_claim(s, t, &ev, holder, LEASE_MS,
+					       next, e);
 	return store_task_update(s, t, &ev, e);
 }
 
@@ -261,6 +276,12 @@ static char *pg_current;
  * never analyzed from the cost of the claim itself.
  */
 static int pg_analyze;
+/*
+ * --settle-claim: workers settle through store_task_settle_claim, which
+ * claims their next task in the settle's transaction (one commit a task
+ * on PostgreSQL); a claim call is made only when it found none.
+ */
+static int batched;
 
 /* Runs sql on the admin connection or fails. */
 static void
@@ -452,6 +473,7 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 	const struct timespec pause = { 0, 100 * 1000 }; /* 100 us */
 	struct err e = ERR_INIT;
 	struct store *s = NULL;
+	struct task next = { 0 };
 	char holder[64], c;
 	int64_t *claim_ns = sh->claim_ns + (size_t)idx * n;
 	int64_t *settle_ns = sh->settle_ns + (size_t)idx * n;
@@ -471,7 +493,13 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 		long settled = atomic_load(sh->settled);
 
 		t0 = mono_ns();
-		rc = store_task_claim(s, holder, LEASE_MS, &t, &e);
+		if (next.id) { /* claimed by the last settle */
+			t = next;
+			memset(&next, 0, sizeof(next));
+			rc = 0;
+		} else {
+			rc = store_task_claim(s, holder, LEASE_MS, &t, &e);
+		}
 		t1 = mono_ns();
 		if (rc == BATON_ENOTFOUND) {
 			e = (struct err)ERR_INIT;
@@ -519,7 +547,7 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 		}
 		atomic_fetch_add(&sh->seen[t.id], 1);
 		claim_ns[sh->count[idx]] = t1 - t0;
-		rc = settle(s, &t, &e);
+		rc = settle_next(s, &t, holder, batched ? &next : NULL, &e);
 		t2 = mono_ns();
 		if (rc) {
 			fprintf(stderr, "bench_queue: worker %d: %s\n", idx,
@@ -797,32 +825,31 @@ lat_map(struct lat_shared *sh, int w, long tasks)
 }
 
 /*
- * A worker idle the way baton's are on PostgreSQL: asleep in poll(2) on
- * its store's watch fd (the LISTEN connection), waking also every
- * WATCH_TICK_MS to drain as serve does. When a drain reports
- * STORE_WATCH_WORK it claims until a claim finds nothing, as a worker
- * back from a run claims again, settles each task it takes and writes
- * the task's id (8 bytes: one atomic pipe write) to done_fd. The first
- * claim, before it says it is ready, finds the queue empty; it is there
- * so that the first sample does not pay for a cold server session.
- * Leaves when stop_fd reads EOF. Never returns; uses _exit, not fail().
+ * A worker idle the way baton serve's are on PostgreSQL: asleep on a
+ * control pipe of its own until the supervisor (lat_supervisor) wakes
+ * it with a byte ('w'; EOF: leave). Woken, it claims until a claim finds
+ * nothing, as a worker back from a run claims again, settles each task
+ * it takes (with --settle-claim, settle and next claim in one call) and
+ * writes the task's id (8 bytes: one atomic pipe write) to done_fd;
+ * then says it is idle again: its index, one byte, on status_fd. The
+ * first claim, before it says it is ready, finds the queue empty; it is
+ * there so that the first sample does not pay for a cold server
+ * session. Never returns; uses _exit, not fail().
  */
 static _Noreturn void
-lat_worker(const char *path, int idx, long tasks, int ready_fd, int stop_fd,
-	   int done_fd, struct lat_shared *sh)
+lat_worker(const char *path, int idx, long tasks, int ready_fd, int ctl_fd,
+	   int status_fd, int done_fd, struct lat_shared *sh)
 {
 	struct err e = ERR_INIT;
 	struct store *s = NULL;
-	struct task t = { 0 };
-	struct pollfd pf[2];
-	char holder[64];
+	struct task t = { 0 }, next = { 0 };
+	unsigned char me = (unsigned char)idx;
+	char holder[64], c;
 	int64_t t0, t1, id;
-	int fd, rc;
+	int rc;
 
+	signal(SIGPIPE, SIG_IGN); /* a write to a gone supervisor fails */
 	if (store_open(path, &s, &e))
-		goto fail;
-	fd = store_watch_fd(s, &e);
-	if (fd < 0)
 		goto fail;
 	snprintf(holder, sizeof(holder), "bench:%ld:%d", (long)getpid(), idx);
 	rc = store_task_claim(s, holder, LEASE_MS, &t, &e);
@@ -833,21 +860,20 @@ lat_worker(const char *path, int idx, long tasks, int ready_fd, int stop_fd,
 		goto fail;
 	}
 	e = (struct err)ERR_INIT;
-	pf[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
-	pf[1] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
 	if (write(ready_fd, "r", 1) != 1)
 		_exit(1);
-	for (;;) {
-		if (poll(pf, 2, WATCH_TICK_MS) < 0 && errno != EINTR)
-			_exit(1);
-		if (pf[1].revents)
-			break;
-		if (!(store_watch_drain(s) & STORE_WATCH_WORK))
-			continue;
+	while (read(ctl_fd, &c, 1) == 1) {
 		sh->wakeups[idx]++;
 		for (;;) {
 			t0 = mono_ns();
-			rc = store_task_claim(s, holder, LEASE_MS, &t, &e);
+			if (next.id) {
+				t = next;
+				memset(&next, 0, sizeof(next));
+				rc = 0;
+			} else {
+				rc = store_task_claim(s, holder, LEASE_MS, &t,
+						      &e);
+			}
 			t1 = mono_ns();
 			if (rc == BATON_ENOTFOUND) {
 				e = (struct err)ERR_INIT;
@@ -862,21 +888,109 @@ lat_worker(const char *path, int idx, long tasks, int ready_fd, int stop_fd,
 					tasks);
 				goto fail;
 			}
-			sh->claimed_at[t.id] = t1;
-			sh->claim_ns[t.id] = t1 - t0;
-			rc = settle(s, &t, &e);
+			if (!sh->claimed_at[t.id]) {
+				sh->claimed_at[t.id] = t1;
+				sh->claim_ns[t.id] = t1 - t0;
+			}
+			rc = settle_next(s, &t, holder, batched ? &next : NULL,
+					 &e);
 			if (rc)
 				goto fail;
 			id = t.id;
 			task_release(&t);
 			if (write(done_fd, &id, sizeof(id)) != sizeof(id))
 				_exit(1);
+			if (batched && !next.id) {
+				/* the settle's claim found nothing */
+				sh->empty[idx]++;
+				break;
+			}
 		}
+		if (write(status_fd, &me, 1) != 1)
+			break; /* the supervisor left: the run is over */
 	}
 	store_close(s);
 	_exit(0);
 fail:
 	fprintf(stderr, "bench_queue: latency worker %d: %s\n", idx, e.msg);
+	_exit(1);
+}
+
+/*
+ * The supervisor of the latency workers, as baton serve's on
+ * PostgreSQL: the one LISTEN connection (its store's store_watch_fd),
+ * waking one idle worker per unit of work a drain reports
+ * (STORE_WATCH_UNITS; all idle ones when the count is unknown). A unit
+ * that finds no idle worker waits for the next one to report idle.
+ * Leaves, closing the control pipes, when stop_fd reads EOF.
+ */
+static _Noreturn void
+lat_supervisor(const char *path, int w, const int *ctl, int status_fd,
+	       int stop_fd, int ready_fd)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	struct pollfd pf[3];
+	unsigned char who[64];
+	int idle[MAX_WORKERS] = { 0 };
+	long pending = 0;
+	int fd, i;
+	ssize_t n, k;
+
+	if (store_open(path, &s, &e))
+		goto fail;
+	fd = store_watch_fd(s, &e);
+	if (fd < 0)
+		goto fail;
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(1);
+	pf[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = status_fd, .events = POLLIN };
+	pf[2] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
+	for (i = 0; i < w; i++)
+		idle[i] = 1;
+	for (;;) {
+		unsigned got;
+		long units;
+
+		if (poll(pf, 3, WATCH_TICK_MS) < 0 && errno != EINTR)
+			_exit(1);
+		if (pf[2].revents)
+			break;
+		if (pf[1].revents) {
+			n = read(status_fd, who, sizeof(who));
+			for (k = 0; k < n; k++) {
+				if (who[k] >= w)
+					continue;
+				if (pending > 0) {
+					pending--;
+					if (write(ctl[who[k]], "w", 1) != 1)
+						_exit(1);
+				} else {
+					idle[who[k]] = 1;
+				}
+			}
+		}
+		got = store_watch_drain(s);
+		if (!(got & STORE_WATCH_WORK))
+			continue;
+		units = STORE_WATCH_UNITS(got) ? (long)STORE_WATCH_UNITS(got) :
+						 w;
+		for (i = 0; i < w && units > 0; i++) {
+			if (!idle[i])
+				continue;
+			idle[i] = 0;
+			units--;
+			if (write(ctl[i], "w", 1) != 1)
+				_exit(1);
+		}
+		if (STORE_WATCH_UNITS(got))
+			pending += units;
+	}
+	store_close(s);
+	_exit(0);
+fail:
+	fprintf(stderr, "bench_queue: latency supervisor: %s\n", e.msg);
 	_exit(1);
 }
 
@@ -913,8 +1027,9 @@ latency(const char *path, int w, long samples, struct lat_result *out)
 	struct err e = ERR_INIT;
 	struct lat_shared sh;
 	struct store *s;
-	pid_t pids[MAX_WORKERS];
-	int ready[2], stop[2], done[2], status, i, bad = 0;
+	pid_t pids[MAX_WORKERS], sup;
+	int ready[2], stop[2], done[2], status_p[2], ctl_w[MAX_WORKERS];
+	int status, i, j, bad = 0;
 	int64_t *lat = xcalloc((size_t)samples, sizeof(*lat));
 	int64_t *add = xcalloc((size_t)samples, sizeof(*add));
 	int64_t *claim = xcalloc((size_t)samples, sizeof(*claim));
@@ -924,10 +1039,15 @@ latency(const char *path, int w, long samples, struct lat_result *out)
 	char c;
 
 	lat_map(&sh, w, tasks);
-	if (pipe(ready) < 0 || pipe(stop) < 0 || pipe(done) < 0)
+	if (pipe(ready) < 0 || pipe(stop) < 0 || pipe(done) < 0 ||
+	    pipe(status_p) < 0)
 		fail("cannot create a pipe: %s", strerror(errno));
 	fflush(NULL);
 	for (i = 0; i < w; i++) {
+		int ctl[2];
+
+		if (pipe(ctl) < 0)
+			fail("cannot create a pipe: %s", strerror(errno));
 		pids[i] = fork();
 		if (pids[i] < 0)
 			fail("cannot fork: %s", strerror(errno));
@@ -935,14 +1055,35 @@ latency(const char *path, int w, long samples, struct lat_result *out)
 			close(ready[0]);
 			close(stop[1]);
 			close(done[0]);
-			lat_worker(path, i, tasks, ready[1], stop[0], done[1],
-				   &sh);
+			close(status_p[0]);
+			close(ctl[1]);
+			for (j = 0; j < i; j++)
+				close(ctl_w[j]);
+			lat_worker(path, i, tasks, ready[1], ctl[0],
+				   status_p[1], done[1], &sh);
 		}
+		close(ctl[0]);
+		ctl_w[i] = ctl[1];
 	}
+	sup = fork();
+	if (sup < 0)
+		fail("cannot fork: %s", strerror(errno));
+	if (sup == 0) {
+		close(ready[0]);
+		close(stop[1]);
+		close(done[0]);
+		close(done[1]);
+		close(status_p[1]);
+		lat_supervisor(path, w, ctl_w, status_p[0], stop[0], ready[1]);
+	}
+	for (i = 0; i < w; i++)
+		close(ctl_w[i]);
+	close(status_p[0]);
+	close(status_p[1]);
 	close(ready[1]);
 	close(stop[0]);
 	close(done[1]);
-	for (i = 0; i < w; i++)
+	for (i = 0; i < w + 1; i++)
 		if (read(ready[0], &c, 1) != 1)
 			fail("a latency worker died before it was ready");
 	close(ready[0]);
@@ -972,7 +1113,11 @@ latency(const char *path, int w, long samples, struct lat_result *out)
 		add[k - 1] = t1 - t0;
 		claim[k - 1] = sh.claim_ns[id];
 	}
-	close(stop[1]); /* every worker's poll sees EOF */
+	close(stop[1]); /* the supervisor leaves, closing the ctl pipes */
+	if (waitpid(sup, &status, 0) < 0)
+		fail("cannot wait for the supervisor: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		bad++;
 	for (i = 0; i < w; i++) {
 		if (waitpid(pids[i], &status, 0) < 0)
 			fail("cannot wait for a worker: %s", strerror(errno));
@@ -1073,9 +1218,14 @@ run_postgres(const char *admin_url, const char *qlist, size_t n,
 	print_setting("shared_buffers");
 	printf("\neach worker its own process and store (connection); a "
 	       "fresh database per measurement\n");
-	printf("one task = claim (store_task_claim) + settle "
-	       "(store_task_update to done with a task_settled event)\n\n");
-	run_matrix(NULL, "postgres", qlist, n, ws, nws);
+	printf("%s", batched ?
+		       "one task = settle (store_task_settle_claim: to done "
+		       "with a task_settled event) + the next claim, one "
+		       "transaction\n\n" :
+		       "one task = claim (store_task_claim) + settle "
+		       "(store_task_update to done with a task_settled "
+		       "event)\n\n");
+	run_matrix(NULL, batched ? "postgres_batched" : "postgres", qlist, n, ws, nws);
 	if (samples)
 		run_latency(samples, ws, nws);
 	return 0; /* db_cleanup() closes the admin connection */
@@ -1171,7 +1321,7 @@ usage(void)
 		"usage: bench_queue [-n N] [-w W[,W...]] [-q QUEUES] [-d DIR] "
 		"[--no-shm]\n"
 		"       bench_queue --store ADMIN_URL [-n N] [-w W[,W...]] "
-		"[-q QUEUES] [--samples S] [--analyze]\n"
+		"[-q QUEUES] [--samples S] [--analyze] [--settle-claim]\n"
 		"       bench_queue --fill DBPATH COUNT [AREAS]\n"
 		"QUEUES: noarea, areas8 or noarea,areas8 (the default)\n");
 	exit(2);
@@ -1209,6 +1359,8 @@ main(int argc, char **argv)
 			samples = samples_arg(argv[++i]);
 		else if (!strcmp(argv[i], "--analyze") && url)
 			pg_analyze = 1;
+		else if (!strcmp(argv[i], "--settle-claim"))
+			batched = 1;
 		else
 			usage();
 	}

@@ -19,9 +19,13 @@
  * sweep finds their tasks' holders gone.
  *
  * On PostgreSQL the workers of other machines make work too, and no
- * FIFO reaches across machines: the supervisor also sleeps on the
- * store's LISTEN connection (store_watch_fd) and wakes its idle workers
- * when a task or merge item changed anywhere.
+ * FIFO reaches across machines: the supervisor sleeps on the store's
+ * LISTEN connection (store_watch_fd), one per host, instead. Each
+ * notification says how many tasks became claimable (STORE_WATCH_UNITS)
+ * and the supervisor wakes that many idle workers, not all of them: a
+ * worker woken for nothing makes a claim that finds nothing. The FIFO's
+ * bytes then wake nobody: every write that makes work (whoever wrote
+ * it, on this host or another) is announced by the store.
  *
  * Signals: the first SIGINT/SIGTERM drains (no new claims; running runs
  * go on to their next rest), the second stops the workers at once (each
@@ -30,6 +34,7 @@
 #include "util/compat.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -283,6 +288,34 @@ wake_idle(struct sup *sp)
 	}
 }
 
+/*
+ * Wakes up to n idle workers, one per unit of work; units left over go
+ * to busy workers (marked, woken when they report idle), which claim
+ * again after their run anyway.
+ */
+static void
+wake_some(struct sup *sp, unsigned n)
+{
+	int i;
+
+	for (i = 0; i < sp->nr && n; i++) {
+		struct kid *k = &sp->kids[i];
+
+		if (k->pid > 0 && k->idle) {
+			tell(k, 'w');
+			n--;
+		}
+	}
+	for (i = 0; i < sp->nr && n; i++) {
+		struct kid *k = &sp->kids[i];
+
+		if (k->pid > 0 && !k->idle && !k->missed) {
+			k->missed = 1;
+			n--;
+		}
+	}
+}
+
 /* Empties fd; returns whether anything was in it. */
 static int
 drain_fd(int fd)
@@ -500,15 +533,23 @@ sweep(struct sup *sp, int64_t *next_due)
 }
 
 /*
- * Whether the store says work changed: drained at every turn, not only
- * when its fd is readable, since a lost LISTEN connection is mended by
- * the drain and its fd stays quiet until then.
+ * What the store says about work: 0 none, else its units
+ * (STORE_WATCH_UNITS), or UINT_MAX when it cannot count (wake every idle
+ * worker). Drained at every turn, not only when its fd is readable,
+ * since a lost LISTEN connection is mended by the drain and its fd stays
+ * quiet until then.
  */
-static int
+static unsigned
 store_woke(struct sup *sp)
 {
-	return sp->watch >= 0 &&
-	       (store_watch_drain(sp->x->store) & STORE_WATCH_WORK);
+	unsigned got;
+
+	if (sp->watch < 0)
+		return 0;
+	got = store_watch_drain(sp->x->store);
+	if (!(got & STORE_WATCH_WORK))
+		return 0;
+	return STORE_WATCH_UNITS(got) ? STORE_WATCH_UNITS(got) : UINT_MAX;
 }
 
 static int
@@ -524,7 +565,8 @@ loop(struct sup *sp)
 	pf[3] = (struct pollfd){ .fd = sp->watch, .events = POLLIN };
 	for (;;) {
 		int64_t now = time_now_ms(), wait;
-		int woke;
+		unsigned units;
+		int woke, fifo;
 
 		if (!sp->draining && now >= sp->next_sweep)
 			sp->next_sweep = sweep(sp, &due);
@@ -533,9 +575,14 @@ loop(struct sup *sp)
 		on_status(sp);
 		/* read the FIFO after the status pipe: a worker writes
 		 * its wake-up before it says it is idle */
-		woke = drain_fd(sp->fifo_rd) | store_woke(sp);
-		if (woke && !sp->draining)
+		fifo = drain_fd(sp->fifo_rd);
+		units = store_woke(sp);
+		woke = units || fifo;
+		if (!sp->draining &&
+		    (units == UINT_MAX || (fifo && sp->watch < 0)))
 			wake_idle(sp);
+		else if (!sp->draining && units)
+			wake_some(sp, units);
 		if (sp->draining) {
 			wake_idle(sp); /* idle ones are told to go */
 			if (!alive(sp))

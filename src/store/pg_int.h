@@ -61,9 +61,18 @@ struct event;
 #define PG_RETRY_MAX_MS	  2000
 #define PG_RETRY_TOTAL_MS 60000
 
-/* NOTIFY channels (pg_notify, sent at commit, one per transaction). */
+/*
+ * NOTIFY channels. A write does not NOTIFY inside its own transaction:
+ * PostgreSQL holds one cluster-wide lock from a notifying transaction's
+ * pre-commit until its commit record is flushed, so notifying commits
+ * go one at a time and never share an fsync. pg__commit sends the
+ * NOTIFYs after the COMMIT instead, in the same message, as a statement
+ * of their own: a transaction that writes nothing else flushes nothing,
+ * so the lock is held for microseconds and the writes group-commit.
+ * What the listeners get is then always visible to them.
+ */
 #define PG_CHANNEL_EVENTS "baton_events" /* an event was appended */
-#define PG_CHANNEL_WORK	  "baton_work"	 /* a task or merge item changed */
+#define PG_CHANNEL_WORK	  "baton_work"	 /* claimable work was made */
 
 /* The same X-macro helpers as sqlite_int.h, for $n placeholders. */
 #define SQL_COMMA_NAME(f) ", " #f
@@ -83,6 +92,11 @@ struct pg_store {
 			      pipe that never becomes readable while down */
 	int watch_dead[2]; /* that pipe */
 	int64_t listen_retry_at; /* next reconnect try while down */
+	/* what the open transaction sends once committed (pg__commit) */
+	int notify_events;	 /* it appended an event */
+	int notify_work;	 /* units of claimable work it made */
+	int adds;		 /* tasks added through this handle since the
+				    last ANALYZE of tasks (postgres_queue.c) */
 };
 
 struct pg_store *pg__store(struct store *s);
@@ -133,6 +147,15 @@ int pg__run(struct pg_store *ps, const char *sql, int n,
 int pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e);
 /* The same without the fence: claims, heartbeats, worker records. */
 int pg__begin(struct pg_store *ps, const char *what, struct err *e);
+/*
+ * BEGIN without taking an xid, for a claim: one that finds nothing
+ * writes nothing and consumes no xid. The caller must fill ps->xid (a
+ * RETURNING pg_current_xact_id()) as soon as it writes, and before it
+ * appends an event or commits. also (NULL: none) are statements sent in
+ * the same round trip, after the BEGIN (SET LOCAL ...).
+ */
+int pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
+		   struct err *e);
 
 /* Rolls back the open transaction, if any. */
 void pg__rollback(struct pg_store *ps);
@@ -214,7 +237,7 @@ int64_t pg__int64(const PGresult *res, int row, int col);
  * must be set) through baton_event_add (the ordering rule of
  * pg/001-init.sql), and returns its seq in *seq_out. An event of a run
  * without a task_id takes the run's. A run_id that names no run is
- * BATON_ENOTFOUND. Also queues a NOTIFY on PG_CHANNEL_EVENTS.
+ * BATON_ENOTFOUND. The commit then NOTIFYs on PG_CHANNEL_EVENTS.
  */
 int pg__insert_event(struct pg_store *ps, const struct event *ev,
 		     int64_t *seq_out, const char *what, struct err *e);
@@ -229,8 +252,14 @@ int pg__list_events(struct pg_store *ps, const char *run_id, int64_t task_id,
 		    int64_t after_seq, const char *type, store_event_cb *cb,
 		    void *arg, struct err *e);
 
-/* Queues a NOTIFY on channel, sent when the transaction commits. */
-int pg__notify(struct pg_store *ps, const char *channel, struct err *e);
+/*
+ * Says that the open transaction made n units of claimable work (a task
+ * added or put back, a dependency done, an area freed, a merge item
+ * queued): pg__commit then sends one NOTIFY on PG_CHANNEL_WORK with n as
+ * its payload, so that a supervisor wakes n idle workers, not all.
+ * Nothing is sent when the transaction rolls back.
+ */
+void pg__notify_work(struct pg_store *ps, int n);
 
 /* postgres_watch.c: the stats, and the LISTEN connection of watch_fd. */
 int pg__run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
@@ -271,6 +300,9 @@ int pg__task_counts(struct store *s, const char *const *statuses,
 		    int64_t *counts, size_t n, struct err *e);
 int pg__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 		   struct task *out, struct err *e);
+int pg__task_settle_claim(struct store *s, struct task *t, const char *froms,
+			  struct event *ev, const char *holder,
+			  int64_t lease_ms, struct task *next, struct err *e);
 int pg__task_renew(struct store *s, int64_t id, int64_t token,
 		   int64_t lease_ms, struct err *e);
 int pg__task_next_due(struct store *s, int64_t *out, struct err *e);

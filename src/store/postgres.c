@@ -382,6 +382,7 @@ pg__rollback(struct pg_store *ps)
 	PGTransactionStatusType ts = PQtransactionStatus(ps->conn);
 
 	ps->in_tx = 0;
+	ps->notify_events = ps->notify_work = 0;
 	if (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR)
 		PQclear(PQexec(ps->conn, "ROLLBACK"));
 }
@@ -399,11 +400,35 @@ pg__begin(struct pg_store *ps, const char *what, struct err *e)
 					 " SELECT pg_current_xact_id()");
 	int rc = 0;
 
+	ps->notify_events = ps->notify_work = 0;
 	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 		snprintf(ps->xid, sizeof(ps->xid), "%s",
 			 PQgetvalue(res, 0, 0));
 	else
+		rc = pg__fail(ps, res, what, e);
+	PQclear(res);
+	if (rc < 0)
+		pg__rollback(ps);
+	return rc;
+}
+
+int
+pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
+	       struct err *e)
+{
+	char sql[256];
+	PGresult *res;
+	int rc = 0;
+
+	snprintf(sql, sizeof(sql), "BEGIN ISOLATION LEVEL READ COMMITTED%s%s",
+		 also ? "; " : "", also ? also : "");
+	res = PQexec(ps->conn, sql);
+
+	ps->notify_events = ps->notify_work = 0;
+	ps->xid[0] = '\0';
+	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = pg__fail(ps, res, what, e);
 	PQclear(res);
 	if (rc < 0)
@@ -505,33 +530,66 @@ resolve_commit(struct pg_store *ps, const char *what, struct err *e)
 		       what);
 }
 
+/*
+ * COMMIT, and after it, in the same message but as statements of their
+ * own, the NOTIFYs the transaction asked for (see PG_CHANNEL_EVENTS in
+ * pg_int.h for why not inside it). Only the COMMIT's result decides;
+ * a NOTIFY that fails after it is logged: the write is done, and
+ * listeners fall back on their sweeps.
+ */
+static int
+commit_exec(struct pg_store *ps, const char *what, struct err *e)
+{
+	char sql[128];
+	PGresult *res;
+	int rc = 0, first = 1;
+
+	snprintf(sql, sizeof(sql), "COMMIT%s", ps->notify_events ?
+		 "; NOTIFY " PG_CHANNEL_EVENTS : "");
+	if (ps->notify_work)
+		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
+			 "; NOTIFY " PG_CHANNEL_WORK ", '%d'", ps->notify_work);
+	ps->notify_events = ps->notify_work = 0;
+	if (!PQsendQuery(ps->conn, sql))
+		return pg__fail(ps, NULL, what, e);
+	while ((res = PQgetResult(ps->conn))) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			if (first)
+				rc = pg__fail(ps, res, what, e);
+			else
+				log_warn("cannot notify after %s: %s", what,
+					 PQresultErrorMessage(res));
+		}
+		first = 0;
+		PQclear(res);
+	}
+	if (first && rc == 0) /* no result at all: the connection broke */
+		rc = pg__fail(ps, NULL, what, e);
+	return rc;
+}
+
 int
 pg__commit(struct pg_store *ps, const char *what, struct err *e)
 {
-	PGresult *res;
-	int rc = 0;
+	int rc;
 
 	if (ps->base.fault) {
 		ps->base.fault = 0;
 		ps->lost = 0;
+		ps->notify_events = ps->notify_work = 0;
 		return store__fault(e, what);
 	}
-	res = PQexec(ps->conn, "COMMIT");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		rc = pg__fail(ps, res, what, e);
-	PQclear(res);
+	rc = commit_exec(ps, what, e);
 	ps->in_tx = 0;
 	if (rc < 0 && ps->lost)
 		rc = resolve_commit(ps, what, e);
 	return rc;
 }
 
-int
-pg__notify(struct pg_store *ps, const char *channel, struct err *e)
+void
+pg__notify_work(struct pg_store *ps, int n)
 {
-	const char *p[] = { channel };
-
-	return pg__run(ps, "SELECT pg_notify($1, '')", 1, p, "notify", e);
+	ps->notify_work += n;
 }
 
 /* ---- migrations ------------------------------------------------------ */
@@ -806,8 +864,10 @@ pg__insert_event(struct pg_store *ps, const struct event *ev,
 	if (rc < 0 && !strcmp(ps->state, "23503"))
 		return err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
 			       what, ev->run_id);
-	if (rc == 0)
+	if (rc == 0) {
 		*seq_out = seq;
+		ps->notify_events = 1;
+	}
 	return rc;
 }
 
@@ -1785,6 +1845,7 @@ const struct store_ops store_postgres_ops = {
 	.task_list = pg__task_list,
 	.task_counts = pg__task_counts,
 	.task_claim = pg__task_claim,
+	.task_settle_claim = pg__task_settle_claim,
 	.task_renew = pg__task_renew,
 	.task_next_due = pg__task_next_due,
 	.forge_delivery_seen = pg__forge_delivery_seen,

@@ -110,6 +110,18 @@ static const char sql_claim_pick[] =
 	" ORDER BY t.priority DESC, t.id LIMIT 1"
 	" FOR NO KEY UPDATE OF t SKIP LOCKED";
 
+/*
+ * The plan of sql_claim_pick must not depend on statistics: on a table
+ * not analyzed since a burst of adds (autovacuum looks once a minute,
+ * and an ANALYZE of an empty table says "one row"), the planner picked
+ * a bitmap scan of every queued task and a sort of them all, per claim.
+ * With sorts and bitmap scans priced out for the claim's transaction,
+ * the only plan left walks tasks_queued (pg/006-queue.sql) in the
+ * claim's order and stops at the first row it can lock.
+ */
+#define CLAIM_PLAN "SET LOCAL enable_sort = off;" \
+	" SET LOCAL enable_bitmapscan = off"
+
 /* The same overlap test on committed claims, once the lock is held. */
 static const char sql_claim_recheck[] =
 	"SELECT 1 FROM tasks AS r WHERE r.status = 'running'"
@@ -464,8 +476,23 @@ pg__task_insert(struct pg_store *ps, const struct task *t,
 		rc = add_event(ps, &tev, NULL, id, now, ts_out, seq_out, what,
 			       e);
 	}
-	if (rc == 0)
-		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
+	/* claimable now unless a dependency is not done (then its settle
+	 * says so) or not_before is ahead (the supervisors' timers) */
+	if (rc == 0 && !strcmp(row->status, TASK_QUEUED) && t->nr_deps) {
+		int64_t waiting = 0;
+
+		memset(&p, 0, sizeof(p));
+		param_int(&p, id);
+		rc = pg__query_int(ps,
+				   "SELECT COUNT(*) FROM task_deps AS d"
+				   " JOIN tasks AS p ON p.id = d.depends_on"
+				   " WHERE d.task_id = $1 AND p.status <> 'done'",
+				   &p, &waiting, what, e);
+		if (rc == 0 && !waiting)
+			pg__notify_work(ps, 1);
+	} else if (rc == 0 && !strcmp(row->status, TASK_QUEUED)) {
+		pg__notify_work(ps, 1);
+	}
 	if (rc == 0)
 		*id_out = id;
 out:
@@ -545,6 +572,96 @@ pg__task_get(struct store *s, int64_t id, struct task *out, struct err *e)
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * The units of claimable work an update of a task to row makes (see
+ * pg__notify_work): 1 when it is queued (again); when it is done, one
+ * per task that depends on it (dependents, read by the update); 1 more
+ * when it has an area and is not running (the area may be free now).
+ * Everything else (a claim, a heartbeat, a task blocked or failed
+ * without dependents) wakes nobody.
+ */
+static int
+update_work(const struct task *row, int64_t dependents)
+{
+	int n = 0;
+
+	if (!strcmp(row->status, TASK_QUEUED))
+		n = 1;
+	else if (!strcmp(row->status, TASK_DONE))
+		n = (int)(dependents < 64 ? dependents : 64);
+	if (row->area && *row->area && strcmp(row->status, TASK_RUNNING))
+		n++;
+	return n;
+}
+
+/*
+ * The guarded UPDATE of a task to row, inside the open transaction;
+ * *changed gets 0 or 1, *dependents how many tasks depend on it.
+ */
+static int
+update_row(struct pg_store *ps, const struct task *row, const char *froms,
+	   int64_t now, int64_t *changed, int64_t *dependents,
+	   const char *what, struct err *e)
+{
+	struct buf sql = BUF_INIT;
+	struct params p = { 0 };
+	PGresult *res;
+	int n = 2;
+
+	buf_adds(&sql, "UPDATE tasks SET version = version + 1,"
+		       " updated_at = $1");
+	add_fields(&sql, task_fields, ARRAY_SIZE(task_fields), 1, &n);
+	buf_addf(&sql, " WHERE id = $%d AND version = $%d"
+		       " AND strpos($%d, '|' || status || '|') > 0"
+		       " RETURNING (SELECT COUNT(*) FROM task_deps AS d"
+		       " WHERE d.depends_on = tasks.id)",
+		 n, n + 1, n + 2);
+	param_int(&p, now);
+	bind_task(&p, row);
+	param_int(&p, row->id);
+	param_int(&p, row->version);
+	param_text(&p, froms);
+	res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
+	buf_release(&sql);
+	if (!res)
+		return BATON_ESTORE;
+	*changed = PQntuples(res);
+	*dependents = *changed ? pg__int64(res, 0, 0) : 0;
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * The settle half of task_update_try and settle_claim_try, in the open
+ * (fenced) transaction: the row, its event, and the NOTIFY of the work
+ * it makes.
+ */
+static int
+settle_in_tx(struct pg_store *ps, const struct task *row, const char *froms,
+	     int64_t now, const struct event *ev, int64_t *ts_out,
+	     int64_t *seq_out, const char *what, struct err *e)
+{
+	int64_t changed = 0, dependents = 0;
+	int rc;
+
+	rc = update_row(ps, row, froms, now, &changed, &dependents, what, e);
+	if (rc < 0)
+		return rc;
+	if (changed == 0)
+		return lost_update(ps, "SELECT version FROM tasks WHERE id = $1",
+				   "task", row->id, row->version, what, e);
+	if (ev) {
+		struct event tev = *ev;
+
+		tev.task_id = row->id;
+		rc = add_event(ps, &tev, NULL, row->id, now, ts_out, seq_out,
+			       what, e);
+	}
+	if (rc == 0)
+		pg__notify_work(ps, update_work(row, dependents));
+	return rc;
+}
+
 /* One try of the guarded update of a task: row and event, or neither. */
 static int
 task_update_try(struct pg_store *ps, const struct task *row,
@@ -552,51 +669,20 @@ task_update_try(struct pg_store *ps, const struct task *row,
 		int64_t *ts_out, int64_t *seq_out, const char *what,
 		struct err *e)
 {
-	struct buf sql = BUF_INIT;
-	struct params p = { 0 };
-	int64_t changed = 0, ts = 0, evseq = 0;
-	int rc, n = 2;
-
-	buf_adds(&sql, "UPDATE tasks SET version = version + 1,"
-		       " updated_at = $1");
-	add_fields(&sql, task_fields, ARRAY_SIZE(task_fields), 1, &n);
-	buf_addf(&sql, " WHERE id = $%d AND version = $%d"
-		       " AND strpos($%d, '|' || status || '|') > 0",
-		 n, n + 1, n + 2);
-	param_int(&p, now);
-	bind_task(&p, row);
-	param_int(&p, row->id);
-	param_int(&p, row->version);
-	param_text(&p, froms);
+	int64_t ts = 0, evseq = 0;
+	int rc;
 
 	rc = pg__begin_fenced(ps, what, e);
 	if (rc == 0)
-		rc = run_count(ps, sql.ptr, &p, &changed, what, e);
-	if (rc < 0)
-		goto out;
-	if (changed == 0) {
-		rc = lost_update(ps, "SELECT version FROM tasks WHERE id = $1",
-				 "task", row->id, row->version, what, e);
-		goto out;
-	}
-	if (ev) {
-		struct event tev = *ev;
-
-		tev.task_id = row->id;
-		rc = add_event(ps, &tev, NULL, row->id, now, &ts, &evseq, what,
-			       e);
-	}
-	if (rc == 0)
-		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
+		rc = settle_in_tx(ps, row, froms, now, ev, &ts, &evseq, what,
+				  e);
 	if (rc == 0)
 		rc = pg__commit(ps, what, e);
-	if (rc < 0)
-		goto out;
-	*ts_out = ts;
-	*seq_out = evseq;
-out:
+	if (rc == 0) {
+		*ts_out = ts;
+		*seq_out = evseq;
+	}
 	pg__rollback(ps);
-	buf_release(&sql);
 	return rc;
 }
 
@@ -763,30 +849,29 @@ pg__task_counts(struct store *s, const char *const *statuses,
 #define CLAIM_OVERLAPS 1
 
 /*
- * One try of the claim (see the top of the file): pick and lock the
- * best task not in skip, recheck its area under the area lock, take it
- * with a fresh token, and log. Returns CLAIM_OVERLAPS with *overlap set
- * to the task picked when its area turned out taken (nothing written),
- * BATON_ENOTFOUND when nothing is claimable, or 0 with *out filled.
+ * The claim proper, in the open transaction (see the top of the file):
+ * pick and lock the best task not in skip, recheck its area under the
+ * area lock, take it with a fresh token, and log. Returns CLAIM_OVERLAPS
+ * with *overlap set to the task picked when its area turned out taken
+ * (nothing written), BATON_ENOTFOUND when nothing is claimable (nothing
+ * written: a transaction begun by pg__begin_lazy has no xid yet), or 0
+ * with *out filled.
  */
 static int
-claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
-	  const char *skip, int64_t *overlap, struct task *out,
-	  struct err *e)
+claim_in_tx(struct pg_store *ps, const char *holder, int64_t lease_ms,
+	    int64_t now, const char *skip, int64_t *overlap, struct task *out,
+	    const char *what, struct err *e)
 {
-	const char *what = "claim a task";
 	char type[] = "task_claimed";
 	struct params p = { 0 };
 	struct event ev = { 0 };
 	struct task t = { 0 };
 	PGresult *res = NULL;
-	int64_t now = time_now_ms(), id = 0, seq = 0, taken = 0;
+	int64_t id = 0, seq = 0, taken = 0;
+	const char *dep;
 	char *area = NULL;
 	int rc;
 
-	rc = pg__begin(ps, what, e);
-	if (rc < 0)
-		goto out;
 	param_int(&p, now);
 	param_text(&p, skip);
 	res = pg__exec(ps, sql_claim_pick, p.n, p.v, what, e);
@@ -821,6 +906,7 @@ claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		}
 	}
 
+	/* the row lock of the pick drew the xid: read it for pg__commit */
 	memset(&p, 0, sizeof(p));
 	param_int(&p, now);
 	param_text(&p, holder);
@@ -833,7 +919,10 @@ claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		       " lease_token = nextval('lease_tokens'),"
 		       " lease_expires_at = $3,"
 		       " version = version + 1, updated_at = $1"
-		       " WHERE id = $4 RETURNING " TASK_COLUMNS,
+		       " WHERE id = $4 RETURNING " TASK_COLUMNS
+		       ", (SELECT string_agg(d.depends_on::text, ','"
+		       "  ORDER BY d.depends_on) FROM task_deps AS d"
+		       "  WHERE d.task_id = tasks.id), pg_current_xact_id()",
 		       p.n, p.v, what, e);
 	if (!res) {
 		rc = BATON_ESTORE;
@@ -845,28 +934,61 @@ claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		goto out;
 	}
 	read_task(res, 0, &t);
-	rc = load_deps(ps, &t, 1, 0, what, e);
-	if (rc < 0)
-		goto out;
+	snprintf(ps->xid, sizeof(ps->xid), "%s",
+		 PQgetvalue(res, 0, PQnfields(res) - 1));
+	/* its dependencies, read by the same statement: "3,5" or NULL */
+	for (dep = PQgetvalue(res, 0, PQnfields(res) - 2); *dep;) {
+		char *end;
+
+		int64_t d = strtoll(dep, &end, 10);
+
+		if (end == dep)
+			break;
+		push_dep(&t, d);
+		dep = *end == ',' ? end + 1 : end;
+	}
 	ev.task_id = id;
 	ev.ts = now;
 	ev.type = type;
 	ev.data = store__claim_data(holder, t.lease_token, t.attempts);
 	rc = pg__insert_event(ps, &ev, &seq, what, e);
 	free(ev.data);
-	/* a lease that may expire before whatever a supervisor waits for */
-	if (rc == 0)
-		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
-	if (rc == 0)
-		rc = pg__commit(ps, what, e);
+	/*
+	 * No NOTIFY: a lease makes no work. The supervisors learn when it
+	 * falls due from their sweeps (store_task_next_due).
+	 */
 	if (rc < 0)
 		goto out;
 	*out = t;
 	memset(&t, 0, sizeof(t));
 out:
-	pg__rollback(ps);
 	PQclear(res);
 	free(area);
+	task_release(&t);
+	return rc;
+}
+
+/* One try of the claim: claim_in_tx in a transaction of its own. */
+static int
+claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
+	  const char *skip, int64_t *overlap, struct task *out,
+	  struct err *e)
+{
+	const char *what = "claim a task";
+	struct task t = { 0 };
+	int rc;
+
+	rc = pg__begin_lazy(ps, CLAIM_PLAN, what, e);
+	if (rc == 0)
+		rc = claim_in_tx(ps, holder, lease_ms, time_now_ms(), skip,
+				 overlap, &t, what, e);
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc == 0) {
+		*out = t;
+		memset(&t, 0, sizeof(t));
+	}
+	pg__rollback(ps);
 	task_release(&t);
 	return rc;
 }
@@ -905,6 +1027,96 @@ pg__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 		skipped[nr++] = overlap;
 	}
 	buf_release(&skip);
+	return rc;
+}
+
+/*
+ * One try of settle-and-claim: the settle (fenced), then the claim of
+ * the next task, in one transaction and one commit. A pick whose area a
+ * concurrent claim took first leaves the claim to pg__task_claim, after
+ * the commit (*overlap set).
+ */
+static int
+settle_claim_try(struct pg_store *ps, const struct task *row,
+		 const char *froms, int64_t now, const struct event *ev,
+		 const char *holder, int64_t lease_ms, int64_t *ts_out,
+		 int64_t *seq_out, int64_t *overlap, struct task *next,
+		 const char *what, struct err *e)
+{
+	struct task t = { 0 };
+	int64_t ts = 0, evseq = 0;
+	int rc;
+
+	*overlap = 0;
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc == 0)
+		rc = settle_in_tx(ps, row, froms, now, ev, &ts, &evseq, what,
+				  e);
+	if (rc == 0) {
+		PGresult *res = PQexec(ps->conn, CLAIM_PLAN);
+
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = pg__fail(ps, res, what, e);
+		PQclear(res);
+	}
+	if (rc == 0) {
+		rc = claim_in_tx(ps, holder, lease_ms, now, "{}", overlap, &t,
+				 "claim a task", e);
+		if (rc == BATON_ENOTFOUND || rc == CLAIM_OVERLAPS) {
+			rc = 0;
+			if (e)
+				*e = (struct err)ERR_INIT;
+		}
+	}
+	if (rc == 0)
+		rc = pg__commit(ps, what, e);
+	if (rc == 0) {
+		*ts_out = ts;
+		*seq_out = evseq;
+		*next = t;
+		memset(&t, 0, sizeof(t));
+	}
+	pg__rollback(ps);
+	task_release(&t);
+	return rc;
+}
+
+int
+pg__task_settle_claim(struct store *s, struct task *t, const char *froms,
+		      struct event *ev, const char *holder, int64_t lease_ms,
+		      struct task *next, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	struct store_task_defaults d;
+	struct task row = store__task_with_defaults(t, &d);
+	int64_t now = time_now_ms(), ts = 0, evseq = 0, overlap = 0;
+	char what[64];
+	int rc, tries = 0;
+
+	snprintf(what, sizeof(what), "update task %lld", (long long)t->id);
+	do
+		rc = settle_claim_try(ps, &row, froms, now, ev, holder,
+				      lease_ms, &ts, &evseq, &overlap, next,
+				      what, e);
+	while (pg__again(ps, rc, &tries, e));
+	if (rc < 0)
+		return rc;
+
+	t->version++;
+	t->updated_at = now;
+	if (ev) {
+		ev->task_id = t->id;
+		ev->ts = ts;
+		ev->seq = evseq;
+	}
+	if (overlap) {
+		rc = pg__task_claim(s, holder, lease_ms, next, e);
+		if (rc == BATON_ENOTFOUND) {
+			rc = 0;
+			if (e)
+				*e = (struct err)ERR_INIT;
+		}
+	}
 	return rc;
 }
 
@@ -1251,7 +1463,7 @@ merge_add_try(struct pg_store *ps, const struct merge_item *m,
 		rc = add_event(ps, ev, m->run_id, m->task_id, now, &ts, &evseq,
 			       what, e);
 	if (rc == 0)
-		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
+		pg__notify_work(ps, 1);
 	if (rc == 0)
 		rc = pg__commit(ps, what, e);
 	if (rc < 0)
@@ -1368,7 +1580,7 @@ merge_update_try(struct pg_store *ps, const struct merge_item *m,
 		rc = add_event(ps, ev, m->run_id, m->task_id, now, &ts, &evseq,
 			       what, e);
 	if (rc == 0)
-		rc = pg__notify(ps, PG_CHANNEL_WORK, e);
+		pg__notify_work(ps, 1);
 	if (rc == 0)
 		rc = pg__commit(ps, what, e);
 	if (rc < 0)

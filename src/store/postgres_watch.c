@@ -2,10 +2,10 @@
  * What the HTTP server reads beside the queue on PostgreSQL: run totals
  * for /metrics, and a wake-up when the database changes.
  *
- * The wake-up is a second connection that LISTENs on the channels every
- * write NOTIFYs at commit (PG_CHANNEL_EVENTS from baton_event_add,
- * PG_CHANNEL_WORK from the queue), whoever wrote and from whichever
- * host. Callers poll one fd for the life of the handle, but a lost
+ * The wake-up is a second connection that LISTENs on the channels
+ * writes NOTIFY right after their commit (pg__commit: PG_CHANNEL_EVENTS
+ * when events were appended, PG_CHANNEL_WORK with a count when claimable
+ * work was made), whoever wrote and from whichever host. Callers poll one fd for the life of the handle, but a lost
  * connection takes its socket with it, so the fd they hold is our own
  * descriptor that we point, with dup3, at whatever stands behind it:
  *
@@ -129,21 +129,36 @@ pg__watch_fd(struct store *s, struct err *e)
 	return ps->watch_fd;
 }
 
-/* Reads what the server sent; 0 when the connection is gone. */
+/* The most units one drain reports (STORE_WATCH_UNITS). */
+#define UNITS_MAX 0xffffffu
+
+/*
+ * Reads what the server sent; 0 when the connection is gone. A work
+ * notification's payload is its count of units (pg__notify_work); one
+ * without a number counts as one.
+ */
 static int
 listen_read(struct pg_store *ps, unsigned *got)
 {
+	unsigned units = STORE_WATCH_UNITS(*got);
 	PGnotify *n;
 
 	if (!ps->listen || !PQconsumeInput(ps->listen))
 		return 0;
 	while ((n = PQnotifies(ps->listen))) {
-		if (!strcmp(n->relname, PG_CHANNEL_EVENTS))
+		if (!strcmp(n->relname, PG_CHANNEL_EVENTS)) {
 			*got |= STORE_WATCH_EVENTS;
-		else if (!strcmp(n->relname, PG_CHANNEL_WORK))
+		} else if (!strcmp(n->relname, PG_CHANNEL_WORK)) {
+			long k = strtol(n->extra, NULL, 10);
+
 			*got |= STORE_WATCH_WORK;
+			units += k > 0 && k < 1000 ? (unsigned)k : 1;
+			if (units > UNITS_MAX)
+				units = UNITS_MAX;
+		}
 		PQfreemem(n);
 	}
+	*got = (*got & 0xffu) | units << 8;
 	return PQstatus(ps->listen) == CONNECTION_OK;
 }
 
@@ -169,7 +184,8 @@ pg__watch_drain(struct store *s)
 	if (listen_connect(ps, NULL) < 0)
 		return got;
 	log_warn("watch connection to %s lost; reconnected", ps->safe_url);
-	return got | STORE_WATCH_EVENTS | STORE_WATCH_WORK;
+	/* without a count: whatever was made meanwhile, wake everyone */
+	return (got & 0xffu) | STORE_WATCH_EVENTS | STORE_WATCH_WORK;
 }
 
 void

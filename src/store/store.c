@@ -584,13 +584,12 @@ task_refused(struct store *s, const struct task *t, struct err *e)
 	return rc;
 }
 
-int
-store_task_update(struct store *s, struct task *t, struct event *ev,
-		  struct err *e)
+/* What store_task_update checks before the backend sees t; fills froms. */
+static int
+task_update_check(struct store *s, const struct task *t,
+		  const struct event *ev, struct buf *froms, struct err *e)
 {
 	const char *what = "update task";
-	struct buf froms = BUF_INIT;
-	int rc;
 
 	if (!s)
 		return null_arg(e, what, "the store");
@@ -612,11 +611,67 @@ store_task_update(struct store *s, struct task *t, struct event *ev,
 		err_prefix(e, "cannot update task %lld", (long long)t->id);
 		return BATON_EINVAL;
 	}
-	task_move_froms(t->status, &froms);
-	s->fault = fault_next();
-	rc = s->ops->task_update(s, t, froms.ptr, ev, e);
-	if (rc == STORE_EREFUSED)
-		rc = task_refused(s, t, e);
+	task_move_froms(t->status, froms);
+	return 0;
+}
+
+int
+store_task_update(struct store *s, struct task *t, struct event *ev,
+		  struct err *e)
+{
+	struct buf froms = BUF_INIT;
+	int rc = task_update_check(s, t, ev, &froms, e);
+
+	if (rc == 0) {
+		s->fault = fault_next();
+		rc = s->ops->task_update(s, t, froms.ptr, ev, e);
+		if (rc == STORE_EREFUSED)
+			rc = task_refused(s, t, e);
+	}
+	buf_release(&froms);
+	return rc;
+}
+
+int
+store_task_settle_claim(struct store *s, struct task *t, struct event *ev,
+			const char *holder, int64_t lease_ms,
+			struct task *next, struct err *e)
+{
+	const char *what = "claim a task";
+	struct buf froms = BUF_INIT;
+	int rc;
+
+	if (!next)
+		return null_arg(e, what, "next");
+	memset(next, 0, sizeof(*next));
+	if (!holder || !*holder)
+		return err_set(e, BATON_EINVAL, "cannot %s: no holder", what);
+	if (lease_ms <= 0)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: lease of %lld ms", what,
+			       (long long)lease_ms);
+	rc = task_update_check(s, t, ev, &froms, e);
+	if (rc == 0 && s->ops->task_settle_claim) {
+		s->fault = fault_next();
+		rc = s->ops->task_settle_claim(s, t, froms.ptr, ev, holder,
+					       lease_ms, next, e);
+		if (rc == STORE_EREFUSED)
+			rc = task_refused(s, t, e);
+	} else if (rc == 0) {
+		s->fault = fault_next();
+		rc = s->ops->task_update(s, t, froms.ptr, ev, e);
+		if (rc == STORE_EREFUSED)
+			rc = task_refused(s, t, e);
+		if (rc == 0) {
+			s->fault = fault_next();
+			rc = s->ops->task_claim(s, holder, lease_ms, next, e);
+			if (rc == BATON_ENOTFOUND) {
+				rc = 0;
+				if (e)
+					*e = (struct err)ERR_INIT;
+			}
+		}
+	}
 	buf_release(&froms);
 	return rc;
 }

@@ -362,6 +362,21 @@ int store_task_claim(struct store *s, const char *holder, int64_t lease_ms,
 		     struct task *out, struct err *e);
 
 /*
+ * store_task_update of t (fenced, as that is) and then store_task_claim
+ * for holder: a worker that settles a task and looks for its next.
+ * PostgreSQL does both in ONE transaction (one commit a task instead of
+ * two); SQLite in two, the settle first. Returns the settle's failure
+ * (then nothing was claimed), or 0 with *next filled, or with next->id
+ * 0 when nothing was claimable (not an error). t and ev change as with
+ * store_task_update. The fence stays as it was: the caller fences the
+ * new lease itself.
+ */
+int store_task_settle_claim(struct store *s, struct task *t,
+			    struct event *ev, const char *holder,
+			    int64_t lease_ms, struct task *next,
+			    struct err *e);
+
+/*
  * The claim's area rule: whether areas a and b overlap, one being the
  * other or a directory of it ("src/export" overlaps "src" and
  * "src/export/csv", not "src/exporter"); NULL overlaps nothing. Each
@@ -616,13 +631,21 @@ int store_watch_fd(struct store *s, struct err *e);
 
 /* What store_watch_drain says changed. */
 #define STORE_WATCH_EVENTS 0x1u /* events were appended */
-#define STORE_WATCH_WORK   0x2u /* a task or merge item changed */
+#define STORE_WATCH_WORK   0x2u /* claimable work may have been made */
+/*
+ * With STORE_WATCH_WORK, how many units of work (tasks that became
+ * claimable) were made, when the backend can tell: a supervisor wakes
+ * that many idle workers rather than all. 0: unknown, wake them all.
+ */
+#define STORE_WATCH_UNITS(mask) ((mask) >> 8)
 
 /*
  * Empties the watch fd after a wake-up and says what changed: a mask of
- * STORE_WATCH_*. SQLite cannot tell one change from another and says
- * both whenever anything was written; PostgreSQL also says both after
- * its LISTEN connection came back (what happened meanwhile is unknown).
+ * STORE_WATCH_*, and STORE_WATCH_UNITS. SQLite cannot tell one change
+ * from another and says both, with no count, whenever anything was
+ * written; PostgreSQL says STORE_WATCH_WORK only for commits that made
+ * claimable work, with their count, and both without a count after its
+ * LISTEN connection came back (what happened meanwhile is unknown).
  */
 unsigned store_watch_drain(struct store *s);
 

@@ -159,6 +159,11 @@ struct store_ops {
 			   int64_t *counts, size_t n, struct err *e);
 	int (*task_claim)(struct store *s, const char *holder,
 			  int64_t lease_ms, struct task *out, struct err *e);
+	/* NULL: task_update then task_claim (store_task_settle_claim) */
+	int (*task_settle_claim)(struct store *s, struct task *t,
+				 const char *froms, struct event *ev,
+				 const char *holder, int64_t lease_ms,
+				 struct task *next, struct err *e);
 	int (*task_renew)(struct store *s, int64_t id, int64_t token,
 			  int64_t lease_ms, struct err *e);
 	int (*task_next_due)(struct store *s, int64_t *out, struct err *e);

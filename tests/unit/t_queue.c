@@ -18,6 +18,7 @@
 #include "util/compat.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1178,12 +1179,13 @@ TEST(fence_on_missing_task)
  * until there is nothing left. Exits 0 when all went well.
  */
 static void
-claimer(int who)
+claimer(int who, int batched)
 {
 	char *path = queue_store_spec();
 	char holder[32];
 	struct err e = ERR_INIT;
 	struct store *s = NULL;
+	struct task next = { 0 };
 	int rc;
 
 	snprintf(holder, sizeof(holder), "w%d", who);
@@ -1194,7 +1196,13 @@ claimer(int who)
 	for (;;) {
 		struct task t = { 0 };
 
-		rc = store_task_claim(s, holder, HOUR_MS, &t, &e);
+		if (next.id) { /* the last settle claimed it */
+			t = next;
+			memset(&next, 0, sizeof(next));
+			rc = 0;
+		} else {
+			rc = store_task_claim(s, holder, HOUR_MS, &t, &e);
+		}
 		if (rc == BATON_ENOTFOUND)
 			break;
 		if (rc < 0) {
@@ -1204,7 +1212,11 @@ claimer(int who)
 		store_fence(s, t.id, t.lease_token);
 		run_set(&t.status, TASK_DONE);
 		t.ended_at = time_now_ms();
-		rc = store_task_update(s, &t, NULL, &e);
+		if (batched)
+			rc = store_task_settle_claim(s, &t, NULL, holder,
+						     HOUR_MS, &next, &e);
+		else
+			rc = store_task_update(s, &t, NULL, &e);
 		store_fence(s, 0, 0);
 		task_release(&t);
 		if (rc < 0) {
@@ -1217,8 +1229,13 @@ claimer(int who)
 	_exit(0);
 }
 
-/* Many processes claiming at once: each task exactly once. */
-TEST(claim_concurrent_processes)
+/*
+ * Many processes claiming at once: each task exactly once. batched:
+ * each settles with store_task_settle_claim, which takes its next task
+ * in the same transaction.
+ */
+static void
+claim_race(int batched)
 {
 	static const char *const done[] = { TASK_DONE };
 	struct store *s = open_store();
@@ -1236,7 +1253,7 @@ TEST(claim_concurrent_processes)
 		pids[i] = fork();
 		ASSERT(pids[i] >= 0);
 		if (pids[i] == 0)
-			claimer(i); /* never returns */
+			claimer(i, batched); /* never returns */
 	}
 	for (i = 0; i < CLAIMERS; i++) {
 		ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
@@ -1261,6 +1278,197 @@ TEST(claim_concurrent_processes)
 	ASSERT_EQ(raw_count("SELECT COUNT(DISTINCT lease_token) FROM tasks"),
 		  CLAIM_TASKS);
 	ASSERT_EQ(raw_count("SELECT MAX(lease_token) FROM tasks"), CLAIM_TASKS);
+	/* every task settled once: one done event each, none lost */
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE version <> 3"),
+		  0);
+	store_close(s);
+}
+
+TEST(claim_concurrent_processes)
+{
+	claim_race(0);
+}
+
+/* The same with settle-and-claim-next: still each task exactly once. */
+TEST(settle_claim_concurrent_processes)
+{
+	claim_race(1);
+}
+
+/*
+ * store_task_settle_claim settles and takes the next task by the
+ * claim's rules; with nothing left it settles and claims nothing; a
+ * stale holder (fenced with a token taken over) is refused and neither
+ * settles nor claims.
+ */
+TEST(settle_claim_next_and_fence)
+{
+	static const char *const queued[] = { TASK_QUEUED };
+	struct store *s = open_store(), *late = open_store();
+	struct err e = ERR_INIT;
+	struct task a, b, again, next = { 0 }, stale;
+	int64_t ia, ib, ic, left = 0;
+
+	ia = add_task(s, "first", 2, NULL, NULL);
+	ib = add_task(s, "second", 1, NULL, NULL);
+	ASSERT_EQ(claim(s, "w", &a), ia);
+	store_fence(s, a.id, a.lease_token);
+	run_set(&a.status, TASK_DONE);
+	ASSERT_OK(store_task_settle_claim(s, &a, NULL, "w", HOUR_MS, &next,
+					  &e),
+		  &e);
+	store_fence(s, 0, 0);
+	ASSERT_EQ(next.id, ib);
+	ASSERT_STREQ(next.status, TASK_RUNNING);
+	ASSERT_STREQ(next.lease_holder, "w");
+	ASSERT(next.lease_token > a.lease_token);
+	ASSERT_EQ(next.attempts, 1);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE id = 1"
+			    " AND status = 'done'"),
+		  1);
+	b = next;
+	memset(&next, 0, sizeof(next));
+
+	/* nothing left: settled, nothing claimed, not an error */
+	store_fence(s, b.id, b.lease_token);
+	run_set(&b.status, TASK_DONE);
+	ASSERT_OK(store_task_settle_claim(s, &b, NULL, "w", HOUR_MS, &next,
+					  &e),
+		  &e);
+	store_fence(s, 0, 0);
+	ASSERT_EQ(next.id, 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE status = 'done'"),
+		  2);
+
+	/* a stale holder: its lease was taken over */
+	ic = add_task(s, "contested", 0, NULL, NULL);
+	add_task(s, "bystander", 0, NULL, NULL);
+	ASSERT_EQ(claim(late, "slow", &stale), ic);
+	set_status(s, ic, TASK_QUEUED);
+	ASSERT_EQ(claim(s, "fast", &again), ic);
+	store_fence(late, ic, stale.lease_token);
+	run_set(&stale.status, TASK_DONE);
+	ASSERT_EQ(store_task_settle_claim(late, &stale, NULL, "slow", HOUR_MS,
+					  &next, &e),
+		  BATON_EFENCED);
+	store_fence(late, 0, 0);
+	ASSERT_EQ(next.id, 0);
+	ASSERT_OK(store_task_counts(s, queued, &left, 1, &e), &e);
+	ASSERT_EQ(left, 1); /* the bystander was not taken */
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE id = 3"
+			    " AND status = 'running' AND lease_holder = 'fast'"),
+		  1);
+	task_release(&a);
+	task_release(&b);
+	task_release(&again);
+	task_release(&stale);
+	store_close(late);
+	store_close(s);
+}
+
+/* The cluster's next xid, drawn by a session of its own (it takes one). */
+static int64_t
+pg_next_xid(void)
+{
+	return raw_count("SELECT pg_current_xact_id()::text::bigint");
+}
+
+/*
+ * PostgreSQL: a claim that finds nothing writes nothing, not even an
+ * xid (each empty claim used to take one, and every idle worker woken
+ * made one).
+ */
+TEST(claim_empty_takes_no_xid)
+{
+	struct store *s;
+	struct task t = { 0 };
+	struct err e = ERR_INIT;
+	int64_t before, after;
+	int i;
+
+	if (!pg_dsn())
+		return;
+	s = open_store();
+	ASSERT_EQ(store_task_claim(s, "w", HOUR_MS, &t, &e), BATON_ENOTFOUND);
+	before = pg_next_xid();
+	for (i = 0; i < 20; i++) {
+		e = (struct err)ERR_INIT;
+		ASSERT_EQ(store_task_claim(s, "w", HOUR_MS, &t, &e),
+			  BATON_ENOTFOUND);
+	}
+	after = pg_next_xid();
+	/* our own probe takes one; a stray autovacuum at most a couple */
+	ASSERT(after - before <= 4);
+	store_close(s);
+}
+
+/* Waits up to ms for the watch fd and drains it; the drain's mask. */
+static unsigned
+watch_wait(struct store *s, int fd, int ms)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	unsigned got = 0;
+	int64_t end = time_mono_ms() + ms;
+
+	while (time_mono_ms() < end) {
+		if (poll(&pf, 1, 50) > 0)
+			got |= store_watch_drain(s);
+	}
+	return got | store_watch_drain(s);
+}
+
+/*
+ * PostgreSQL: the queue NOTIFYs work only from commits that make some,
+ * with a count: an add wakes one worker, a claim and a settle without
+ * dependents wake nobody, a settle with two dependents waiting says 2.
+ * Events are still announced.
+ */
+TEST(watch_counts_units_of_work)
+{
+	struct store *s, *w;
+	struct task t, u;
+	struct err e = ERR_INIT;
+	int64_t deps[2] = { 0, 0 };
+	unsigned got;
+	int fd;
+
+	if (!pg_dsn())
+		return;
+	s = open_store();
+	w = open_store();
+	fd = store_watch_fd(w, &e);
+	ASSERT(fd >= 0);
+	watch_wait(w, fd, 100);
+
+	deps[0] = add_task(s, "base", 0, NULL, NULL);
+	got = watch_wait(w, fd, 400);
+	ASSERT(got & STORE_WATCH_WORK);
+	ASSERT_EQ(STORE_WATCH_UNITS(got), 1);
+
+	add_task(s, "after 1", 0, NULL, deps);
+	add_task(s, "after 2", 0, NULL, deps);
+	got = watch_wait(w, fd, 400);
+	ASSERT(!(got & STORE_WATCH_WORK)); /* waiting for base */
+
+	ASSERT_EQ(claim(s, "w", &t), deps[0]);
+	got = watch_wait(w, fd, 400);
+	ASSERT(got & STORE_WATCH_EVENTS);
+	ASSERT(!(got & STORE_WATCH_WORK));
+
+	run_set(&t.status, TASK_DONE);
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	got = watch_wait(w, fd, 400);
+	ASSERT(got & STORE_WATCH_WORK);
+	ASSERT_EQ(STORE_WATCH_UNITS(got), 2);
+
+	ASSERT(claim(s, "w", &u) > 0);
+	run_set(&u.status, TASK_DONE);
+	ASSERT_OK(store_task_update(s, &u, NULL, &e), &e);
+	got = watch_wait(w, fd, 400);
+	ASSERT(!(got & STORE_WATCH_WORK)); /* nothing depends on it */
+	task_release(&t);
+	task_release(&u);
+	store_close(w);
 	store_close(s);
 }
 
