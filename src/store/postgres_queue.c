@@ -116,7 +116,7 @@ static const char sql_claim_pick[] =
  * and an ANALYZE of an empty table says "one row"), the planner picked
  * a bitmap scan of every queued task and a sort of them all, per claim.
  * With sorts and bitmap scans priced out for the claim's transaction,
- * the only plan left walks tasks_queued (pg/006-queue.sql) in the
+ * the only plan left walks tasks_queued (pg/007-queue.sql) in the
  * claim's order and stops at the first row it can lock.
  */
 #define CLAIM_PLAN "SET LOCAL enable_sort = off;" \

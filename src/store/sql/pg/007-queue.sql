@@ -1,4 +1,4 @@
--- 006: the queue without serialised commits (issue 21).
+-- 007: the queue without serialised commits (issue 21).
 --
 -- baton_event_add of 003 without its pg_notify: a NOTIFY inside a
 -- transaction makes PostgreSQL hold one cluster-wide lock from the

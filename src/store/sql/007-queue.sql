@@ -1,4 +1,4 @@
--- 006: the queue on PostgreSQL (issue 21, pg/006-queue.sql): its event
+-- 007: the queue on PostgreSQL (issue 21, pg/007-queue.sql): its event
 -- function loses its NOTIFY and its claim gets an index of the queued
 -- rows. Nothing changes on SQLite: one writer at a time, notifications
 -- through inotify, and a claim that already walks tasks_claim in order
