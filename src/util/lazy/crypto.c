@@ -18,6 +18,15 @@
 	  (const void *d, size_t n, unsigned char *md, unsigned int *len,  \
 	   const EVP_MD *t, ENGINE *impl),                                  \
 	  (d, n, md, len, t, impl))                                         \
+	X(EVP_MD_CTX *, EVP_MD_CTX_new, (void), ())                         \
+	V(EVP_MD_CTX_free, (EVP_MD_CTX * c), (c))                           \
+	X(int, EVP_DigestInit_ex,                                           \
+	  (EVP_MD_CTX * c, const EVP_MD *t, ENGINE *impl), (c, t, impl))    \
+	X(int, EVP_DigestUpdate, (EVP_MD_CTX * c, const void *d, size_t n), \
+	  (c, d, n))                                                        \
+	X(int, EVP_DigestFinal_ex,                                          \
+	  (EVP_MD_CTX * c, unsigned char *md, unsigned int *len),           \
+	  (c, md, len))                                                     \
 	X(unsigned char *, HMAC,                                            \
 	  (const EVP_MD *t, const void *k, int kl, const unsigned char *d,  \
 	   size_t n, unsigned char *md, unsigned int *len),                 \

@@ -22,6 +22,8 @@
 	X(PQnoticeProcessor, PQsetNoticeProcessor,                          \
 	  (PGconn * c, PQnoticeProcessor f, void *arg), (c, f, arg))        \
 	X(PGresult *, PQexec, (PGconn * c, const char *q), (c, q))          \
+	X(int, PQsendQuery, (PGconn * c, const char *q), (c, q))           \
+	X(PGresult *, PQgetResult, (PGconn * c), (c))                       \
 	X(PGresult *, PQexecParams,                                         \
 	  (PGconn * c, const char *q, int n, const Oid *t,                  \
 	   const char *const *v, const int *l, const int *f, int rf),       \
@@ -32,6 +34,9 @@
 	X(char *, PQresultErrorField, (const PGresult *r, int code),        \
 	  (r, code))                                                        \
 	X(int, PQntuples, (const PGresult *r), (r))                         \
+	X(int, PQnfields, (const PGresult *r), (r))                         \
+	X(char *, PQresultErrorMessage, (const PGresult *r), (r))           \
+	X(int, PQgetlength, (const PGresult *r, int t, int f), (r, t, f))   \
 	X(char *, PQcmdTuples, (PGresult * r), (r))                         \
 	X(char *, PQgetvalue, (const PGresult *r, int t, int f), (r, t, f)) \
 	X(int, PQgetisnull, (const PGresult *r, int t, int f), (r, t, f))   \
