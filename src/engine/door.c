@@ -172,6 +172,8 @@ engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
 	rc = engine_transition(d->en, d->p, &d->r, to, text, e);
 	if (!rc)
 		engine__report_moved(d->en, d->p, &d->r, stage_ended);
+	if (!rc && status_is_terminal(to))
+		engine__ckpt_forget(d); /* an ended run is not taken over */
 	d->report_ms = 0; /* a report may have been made: read it anew */
 	free(text);
 	json_decref(data);

@@ -57,6 +57,17 @@ engine__ckpt_push(struct drive *d, const char *commit)
 	return rc ? rc : 1;
 }
 
+void
+engine__ckpt_forget(struct drive *d)
+{
+	const struct config *cfg = d->en->cfg;
+	struct err e = ERR_INIT;
+
+	if (cfg->repo_url && d->r.worktree && !d->member &&
+	    ckpt_forget(d->en->ws, cfg->repo_url, d->r.id, &e))
+		log_warn("run %s: %s", d->r.id, e.msg);
+}
+
 /* The run's worktree in this clone at the checkpoint, its port claimed. */
 static int
 make_here(struct engine *en, const struct run *r, const char *path,

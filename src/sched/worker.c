@@ -433,6 +433,7 @@ take_over(struct sched_ctx *x, struct engine *en, struct task *t,
 	reason = xasprintf("its host is gone and it cannot be taken over: %s",
 			   why);
 	engine_abort_reason(en, cur->id, reason, &gone, &ignored);
+	forget_checkpoints(x, cur);
 	run_release(&gone);
 	free(reason);
 	free(why);

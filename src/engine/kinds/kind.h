@@ -163,6 +163,9 @@ int engine__checkpoint(struct drive *d, const struct stage *s,
  * is logged and returned (negative), for the caller to put on record.
  */
 int engine__ckpt_push(struct drive *d, const char *commit);
+/* takeover.c: deletes the run's checkpoint refs (here and on repo.url)
+ * once it has ended; failures are logged. */
+void engine__ckpt_forget(struct drive *d);
 
 
 /*
