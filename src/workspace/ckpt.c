@@ -434,7 +434,8 @@ out:
 	return rc;
 }
 
-/* Writes the blob id as dir/name unless a file is there. */
+/* Writes the blob id as dir/name unless a file is there: 1 when it
+ * wrote it, 0 when one was there. */
 static int
 restore_one(const struct workspace *ws, const char *dir, const char *name,
 	    const char *id, struct err *e)
@@ -450,6 +451,8 @@ restore_one(const struct workspace *ws, const char *dir, const char *name,
 	rc = run_git_raw(ws, argv, NULL, NULL, &text, NULL, 1, e);
 	if (!rc)
 		rc = fs_write_atomic(path, text.ptr, text.len, e);
+	if (!rc)
+		rc = 1;
 out:
 	buf_release(&text);
 	free(path);
@@ -485,7 +488,10 @@ ckpt_files_restore(const struct workspace *ws, const char *files,
 		if (!travels(tab + 1) || !is_object_id(entry + 12))
 			continue;
 		rc = restore_one(ws, run_dir, tab + 1, entry + 12, e);
-		nr += !rc;
+		if (rc > 0) {
+			nr++;
+			rc = 0;
+		}
 	}
 	if (rc < 0)
 		err_prefix(e, "cannot restore the run folder '%s'", run_dir);
