@@ -83,7 +83,7 @@ static const struct event_type types[] = {
 	  "`{\"stage\", \"commit\", \"changed\", \"pushed\"?}`; with "
 	  "`repo.url`, `pushed` says whether the commit reached the shared "
 	  "remote as `refs/baton/checkpoints/RUN` before this record "
-	  "([operations.md](operations.md#when-a-machine-or-the-database-goes-away))" },
+	  "([operations.md](operations.md#a-run-survives-its-host))" },
 	{ "run_taken_over", EVENT_G_RUN,
 	  "the run's host died and another host's worker took the run over "
 	  "from its last pushed checkpoint, to go on at its stage",
