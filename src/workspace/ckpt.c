@@ -10,7 +10,7 @@
  *
  * Both are pushed by commit id to an explicit ref, through the common git
  * directory with baton's own git (git.c: no hook, no fsmonitor, no
- * replace refs): nothing of a run's worktree (its .git file, its admin
+ * replace refs; and no submodule recursion): nothing of a run's worktree (its .git file, its admin
  * directory, a ref the agent made) is asked what to push or where. The
  * run folder's files are read without following links and only regular
  * files are kept; on the way back only regular files with plain names are
@@ -160,7 +160,8 @@ ckpt_push(const struct workspace *ws, const char *url, const char *run_id,
 	fspec = files ? xasprintf("+%s:%s", files, fref) : NULL;
 	{
 		const char *argv[] = { "push", "--quiet", "--no-verify",
-				       "--atomic", url, spec, fspec, NULL };
+				       "--no-recurse-submodules", "--atomic",
+				       url, spec, fspec, NULL };
 
 		rc = run_git(ws, argv, NULL, NULL, NULL, NULL, e);
 	}
@@ -240,7 +241,8 @@ ckpt_fetch(const struct workspace *ws, const char *url, const char *run_id,
 	{
 		const char *argv[] = { "fetch", "--quiet",
 				       "--no-write-fetch-head", "--no-tags",
-				       url, spec, fspec, NULL };
+				       "--no-recurse-submodules", url, spec,
+				       fspec, NULL };
 
 		rc = run_git(ws, argv, NULL, NULL, NULL, NULL, e);
 	}
@@ -317,7 +319,8 @@ ckpt_forget(const struct workspace *ws, const char *url, const char *run_id,
 	del = tip ? xasprintf(":%s", ref) : NULL;
 	fdel = files ? xasprintf(":%s", fref) : NULL;
 	{
-		const char *argv[] = { "push", "--quiet", "--no-verify", url,
+		const char *argv[] = { "push", "--quiet", "--no-verify",
+				       "--no-recurse-submodules", url,
 				       del ? del : fdel, del ? fdel : NULL,
 				       NULL };
 
