@@ -80,7 +80,24 @@ static const struct event_type types[] = {
 	  "installed",
 	  "`{\"stage\", \"why\"}`" },
 	{ "checkpoint", EVENT_G_RUN, "after a stage that edits code",
-	  "`{\"stage\", \"commit\", \"changed\"}`" },
+	  "`{\"stage\", \"commit\", \"changed\", \"pushed\"?}`; with "
+	  "`repo.url`, `pushed` says whether the commit reached the shared "
+	  "remote as `refs/baton/checkpoints/RUN` before this record "
+	  "([operations.md](operations.md#a-run-survives-its-host))" },
+	{ "run_taken_over", EVENT_G_RUN,
+	  "the run's host died and another host's worker took the run over "
+	  "from its last pushed checkpoint, to go on at its stage",
+	  "`{\"from\", \"to\", \"holder\", \"checkpoint\", \"pushed\", "
+	  "\"stage\", \"status\", \"files\"}`: the worktrees it left and "
+	  "now has, the worker, the checkpoint on record and the pushed "
+	  "one (which contains it), the number of run-folder files put "
+	  "back" },
+	{ "run_takeover_failed", EVENT_G_RUN,
+	  "the run's host died and the run could not be taken over (no "
+	  "checkpoint pushed yet, the remote out of reach, the checkpoint "
+	  "on record not in the pushed one): it is aborted and its task "
+	  "starts afresh",
+	  "`{\"from\", \"holder\", \"reason\", \"checkpoint\"}`" },
 	{ "validation", EVENT_G_RUN, "a validate stage finished",
 	  "`{\"stage\", \"passed\", \"commands\"}` (the number of commands)" },
 	{ "reviews", EVENT_G_RUN, "the reviews of a review stage are in",

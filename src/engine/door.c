@@ -165,9 +165,15 @@ engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
 		engine__report_final(d->en, d->p, &d->r, to, text);
 		engine__terminal_hooks(d, to);
 	}
+	/* what a stage without a checkpoint wrote (a plan, a review) goes
+	 * to the shared remote with the checkpoint it rests on */
+	if (stage_ended && !status_is_terminal(to))
+		engine__ckpt_push(d, d->r.checkpoint);
 	rc = engine_transition(d->en, d->p, &d->r, to, text, e);
 	if (!rc)
 		engine__report_moved(d->en, d->p, &d->r, stage_ended);
+	if (!rc && status_is_terminal(to))
+		engine__ckpt_forget(d); /* an ended run is not taken over */
 	d->report_ms = 0; /* a report may have been made: read it anew */
 	free(text);
 	json_decref(data);

@@ -296,6 +296,21 @@ int engine_gate_deferred(const struct run *r);
  */
 int64_t engine_ask_deadline(const struct run *r);
 
+/*
+ * takeover.c: takes over run r, whose worktree is in another clone (its
+ * host died), for this host's worker holder (a name for the record):
+ * fetches the run's checkpoint from repo.url, makes the run's worktree
+ * here at the checkpoint r has on record, puts back the run folder's
+ * files pushed with it, and writes r (worktree here, no agent pid) with a
+ * "run_taken_over" event; engine_drive then goes on from r's stage as
+ * after a crash. 1 with *why_out (caller frees) and a
+ * "run_takeover_failed" event when the run cannot be taken over: no
+ * repo.url, no checkpoint pushed, the remote unreachable, the checkpoint
+ * on record not in the pushed one. Negative when the write fails.
+ */
+int engine_take_over(struct engine *en, struct run *r, const char *holder,
+		     char **why_out, struct err *e);
+
 /* Pid of the live process driving run_id, or 0 when there is none. */
 int64_t engine_driver_pid(const struct engine *en, const char *run_id);
 /* Wakes the live driver of run_id (it re-reads its requests), if any. */

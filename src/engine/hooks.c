@@ -423,6 +423,7 @@ engine_remove_worktree(struct engine *en, const char *ref, char **path_out,
 		       struct err *e)
 {
 	struct hook_ctx c = HOOK_CTX_INIT;
+	struct err ignored = ERR_INIT;
 	struct run r = { 0 };
 	char *data = NULL;
 	int rc, port, here;
@@ -454,6 +455,12 @@ engine_remove_worktree(struct engine *en, const char *ref, char **path_out,
 			goto out;
 	}
 	workspace_port_release(en->ws, r.id);
+	/* its checkpoints on the shared remote (takeover.c), if any */
+	if (en->cfg->repo_url && r.worktree &&
+	    ckpt_forget(en->ws, en->cfg->repo_url, r.id, &ignored) < 0) {
+		log_warn("run %s: %s", r.id, ignored.msg);
+		ignored = (struct err)ERR_INIT;
+	}
 	if (!here && !port)
 		goto out; /* nothing was left: nothing to record */
 	data = json_take_text(json_pack("{s:s?, s:i, s:s?}", "path",

@@ -103,7 +103,7 @@ engine__checkpoint(struct drive *d, const struct stage *s,
 	struct buf outside = BUF_INIT, own = BUF_INIT;
 	const char *policy = "allowed_paths";
 	char *commit = NULL;
-	int changed = 0, rc;
+	int changed = 0, pushed, rc;
 	size_t i, n = 0, nown = 0;
 
 	rc = worktree_checkpoint(d->en->ws, d->r.worktree, msg, &commit,
@@ -134,14 +134,19 @@ engine__checkpoint(struct drive *d, const struct stage *s,
 		n = nown;
 		policy = "baton_config";
 	}
+	/* On the shared remote first (takeover.c): the store never names a
+	 * checkpoint another host could not fetch. */
+	pushed = engine__ckpt_push(d, commit);
 	/* A stage whose edits are in and allowed is done for good: a driver
 	 * killed after this write goes on from here, never re-running it. */
 	run_set(&d->r.checkpoint, commit);
 	if (!n && !d->in_steps)
 		run_set(&d->r.phase, RUN_PHASE_CHECKPOINTED);
 	rc = engine__note(d, "checkpoint",
-			  json_pack("{s:s, s:s, s:b}", "stage", s->name,
-				    "commit", commit, "changed", changed),
+			  json_pack("{s:s, s:s, s:b, s:o*}", "stage", s->name,
+				    "commit", commit, "changed", changed,
+				    "pushed", pushed ? json_boolean(pushed > 0) :
+						       NULL),
 			  e);
 	if (!rc && n) {
 		*res = STAGE_BLOCK;

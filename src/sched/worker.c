@@ -15,8 +15,10 @@
  *
  * The run. A task keeps its run across workers: a run left mid-stage by
  * a dead worker is resumed where it was (the engine resets the worktree
- * to the stage's checkpoint); only a run still locked by a live but
- * stalled driver is given up, with an abort request, for a fresh one.
+ * to the stage's checkpoint), on another host too, from the checkpoint
+ * pushed to repo.url (engine/takeover.c); only a run still locked by a
+ * live but stalled driver is given up, with an abort request, for a
+ * fresh one.
  */
 #include "util/compat.h"
 
@@ -291,6 +293,21 @@ queue_landing(struct sched_ctx *x, const struct task *t, const struct run *r,
 	return rc;
 }
 
+/*
+ * A run that has ended needs its checkpoints on the shared remote no
+ * more (its branch goes there itself when it is to be judged or landed):
+ * they are deleted, so that the remote does not fill up. Best effort.
+ */
+static void
+forget_checkpoints(struct sched_ctx *x, const struct run *r)
+{
+	struct err e = ERR_INIT;
+
+	if (x->cfg->repo_url && r->worktree &&
+	    ckpt_forget(x->ws, x->cfg->repo_url, r->id, &e))
+		log_warn("run %s: %s", r->id, e.msg);
+}
+
 int
 sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 	      int64_t resume_after_ms, struct err *e)
@@ -300,6 +317,8 @@ sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 	int rc, judge = x->cfg->runtime.judge && !strcmp(t->kind, "code");
 
 	sched__drop_lease(t);
+	if (status_is_terminal(r->status))
+		forget_checkpoints(x, r);
 	if (!strcmp(r->status, ST_INTERRUPTED) && resume_after_ms) {
 		/* a quota hand-back: wait without holding a worker, and
 		 * without spending an attempt */
@@ -391,14 +410,51 @@ sched__elsewhere(const struct sched_ctx *x, const struct run *r)
 }
 
 /*
+ * The task's run was driven in another clone (a worker host that died):
+ * it is taken over from its last checkpoint on the shared remote
+ * (engine/takeover.c) and resumed at its stage. When it cannot be (no
+ * checkpoint pushed yet, the remote out of reach) its work is out of
+ * reach: it is aborted, the reason on record, and the task starts over
+ * from the remote's base.
+ */
+static int
+take_over(struct sched_ctx *x, struct engine *en, struct task *t,
+	  struct run *cur, struct err *e)
+{
+	struct err ignored = ERR_INIT;
+	struct run gone = { 0 };
+	char *why = NULL, *reason;
+	int rc;
+
+	rc = engine_take_over(en, cur, x->holder, &why, e);
+	if (rc <= 0) {
+		if (!rc)
+			log_info("task %lld: run %s taken over at %s",
+				 (long long)t->id, cur->id, cur->status);
+		return rc;
+	}
+	log_warn("task %lld: run %s was driven in %s, and this host cannot "
+		 "take it over (%s): starting afresh",
+		 (long long)t->id, cur->id, cur->worktree, why);
+	reason = xasprintf("its host is gone and it cannot be taken over: %s",
+			   why);
+	engine_abort_reason(en, cur->id, reason, &gone, &ignored);
+	forget_checkpoints(x, cur);
+	run_release(&gone);
+	free(reason);
+	free(why);
+	return new_run(x, en, t, e);
+}
+
+/*
  * The run this claim works on. The task's current run when it can go on
  * (resumed where it stopped); when it already ended, its worker died
  * before settling the task, so the caller settles from it (1) instead
  * of running the task twice; a new run when there is none. A current
  * run still locked by a live driver belongs to a worker whose lease we
- * took over: it is asked to abort, and we start afresh. So is a run
- * whose worktree is in another clone (a worker host that died): its
- * work is out of reach, and the task starts over from the remote's base.
+ * took over: it is asked to abort, and we start afresh. A run whose
+ * worktree is in another clone (a worker host that died) is taken over
+ * from its last pushed checkpoint (take_over).
  */
 static int
 pick_run(struct sched_ctx *x, struct engine *en, struct task *t,
@@ -424,16 +480,9 @@ pick_run(struct sched_ctx *x, struct engine *en, struct task *t,
 		rc = new_run(x, en, t, e);
 	else if (status_is_terminal(cur.status))
 		rc = 1;
-	else if (sched__elsewhere(x, &cur)) {
-		struct run gone = { 0 };
-
-		log_warn("task %lld: run %s was driven in %s, which this "
-			 "host cannot reach: starting afresh",
-			 (long long)t->id, cur.id, cur.worktree);
-		engine_abort(en, cur.id, &gone, &ignored);
-		run_release(&gone);
-		rc = new_run(x, en, t, e);
-	} else if (engine_driver_pid(en, cur.id) > 0) {
+	else if (sched__elsewhere(x, &cur))
+		rc = take_over(x, en, t, &cur, e);
+	else if (engine_driver_pid(en, cur.id) > 0) {
 		struct event ev = { 0 };
 
 		ev.type = (char *)"superseded";

@@ -388,6 +388,61 @@ int remote_push_lease(const struct workspace *ws, const char *url,
 		      const char *commit, const char *dst, const char *expect,
 		      struct err *e);
 
+/* ---- ckpt.c: a run's checkpoints on the shared remote ---------------- */
+
+/* "refs/baton/checkpoints/<run_id>", the ref of a run's last pushed
+ * checkpoint, here and on the remote (caller frees). */
+char *ckpt_ref(const char *run_id);
+
+/*
+ * Pushes commit to url's refs/baton/checkpoints/<run_id> and, when files
+ * is not NULL, that commit (ckpt_files_save) to refs/baton/run-files/
+ * <run_id>, both in one atomic push, by id, from the common git dir with
+ * no hook run: nothing in a run's worktree is asked. BATON_EINVAL when
+ * run_id cannot name a ref or an id is not a full object id.
+ */
+int ckpt_push(const struct workspace *ws, const char *url, const char *run_id,
+	      const char *commit, const char *files, struct err *e);
+
+/*
+ * Fetches the run's two refs from url into refs of the same names here:
+ * *tip_out gets the checkpoint commit, *files_out the run-files commit
+ * or NULL when url has none (caller frees both). BATON_ENOTFOUND when
+ * url has no checkpoint of the run; other errors when url cannot be
+ * read or fetched from.
+ */
+int ckpt_fetch(const struct workspace *ws, const char *url, const char *run_id,
+	       char **tip_out, char **files_out, struct err *e);
+
+/* 1 when commit is tip or one of its ancestors here, else 0. */
+int ckpt_contains(const struct workspace *ws, const char *tip,
+		  const char *commit);
+
+/*
+ * Deletes the run's two refs here and, when url is not NULL, on url
+ * (only those that are there). For a run that has ended.
+ */
+int ckpt_forget(const struct workspace *ws, const char *url, const char *run_id,
+		struct err *e);
+
+/*
+ * A commit (fixed date, no parent) of the run folder run_dir's files that
+ * travel with a checkpoint: every regular top-level file of at most
+ * BUF_MAX_ARTIFACT bytes without a NUL, read without following a link,
+ * but the host's own (lock, port, events.jsonl, branch.base) and dot
+ * files. *commit_out: its id (caller frees).
+ */
+int ckpt_files_save(const struct workspace *ws, const char *run_dir,
+		    const char *run_id, char **commit_out, struct err *e);
+
+/*
+ * Writes the files of the run-files commit files into run_dir (made when
+ * missing): regular blobs with a plain name that travels, each only when
+ * run_dir has nothing of that name. *nr_out: how many were written.
+ */
+int ckpt_files_restore(const struct workspace *ws, const char *files,
+		       const char *run_dir, size_t *nr_out, struct err *e);
+
 /* The commit ref names (*out, the caller frees), or NULL when none. */
 int workspace_resolve(const struct workspace *ws, const char *ref,
 		      char **out, struct err *e);

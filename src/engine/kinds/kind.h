@@ -155,6 +155,18 @@ size_t engine__players(const struct drive *d, const struct stage *s,
 int engine__checkpoint(struct drive *d, const struct stage *s,
 		       enum stage_result *res, char **reason, struct err *e);
 
+/*
+ * takeover.c: with a shared remote (repo.url), pushes commit as the
+ * run's checkpoint and the run folder's files with it, so that another
+ * host can take the run over; called before the run write that records
+ * commit. 1 when pushed, 0 when there is nothing to push to; a failure
+ * is logged and returned (negative), for the caller to put on record.
+ */
+int engine__ckpt_push(struct drive *d, const char *commit);
+/* takeover.c: deletes the run's checkpoint refs (here and on repo.url)
+ * once it has ended; failures are logged. */
+void engine__ckpt_forget(struct drive *d);
+
 
 /*
  * progress.c. The run's progress object (runs.progress), parsed (the

@@ -759,6 +759,7 @@ accept_act(struct drive *d, const struct stage *s, const char *text,
 				    json_sprintf("the act wrote %s, which no "
 						 "write grant covers",
 						 outside.ptr));
+	engine__ckpt_push(d, commit); /* before the write that records it */
 	run_set(&d->r.checkpoint, commit);
 	loop_ended(d, ACTED, NULL);
 	rc = add_receipt(d, r, e);
