@@ -16,7 +16,8 @@
 #
 # Environment: BATON_BIN, BENCH_STREAM (the bench_stream binary),
 # BENCH_TMPDIR, BENCH_STREAM_CLIENTS (10000), BENCH_STREAM_EVENTS (200),
-# BENCH_STREAM_RATE (20), BENCH_STREAM_PATIENCE (60: seconds serve may
+# BENCH_STREAM_RATE (20), BENCH_STREAM_THREADS (server.threads; default:
+# the config's default), BENCH_STREAM_PATIENCE (60: seconds serve may
 # take to start or stop).
 #
 # Figures are reported, never asserted; the script stops (exit 1) when
@@ -30,6 +31,7 @@ CLIENTS=${BENCH_STREAM_CLIENTS:-10000}
 EVENTS=${BENCH_STREAM_EVENTS:-200}
 RATE=${BENCH_STREAM_RATE:-20}
 PATIENCE=${BENCH_STREAM_PATIENCE:-60}
+THREADS=${BENCH_STREAM_THREADS:-}
 
 tmp=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/baton-bench-stream.XXXXXX")
 serve_pid=
@@ -66,6 +68,7 @@ roles: {default: bench}
 validate: {commands: []}
 runtime: {judge: false}
 CFG
+[ -z "$THREADS" ] || echo "server: {threads: $THREADS}" >>.baton/config.yaml
 
 rm -f .baton/http.url
 BATON_LISTEN=127.0.0.1:0 "$BATON_BIN" serve --workers 1 2>"$tmp/serve.log" &
@@ -89,7 +92,8 @@ until curl -sf --noproxy '*' -o /dev/null \
 done
 http_pid=$(ps -o pid=,comm= --ppid "$serve_pid" | awk '/baton http/ {print $1}')
 [ -n "$http_pid" ] || die "no 'baton http' process under serve ($serve_pid)"
-echo "serve at $url; HTTP process $http_pid, descriptor limit" \
+echo "serve at $url (server.threads ${THREADS:-default}); HTTP process" \
+	"$http_pid, descriptor limit" \
 	"$(awk '/Max open files/ {print $4}' /proc/"$http_pid"/limits)"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 rc=0

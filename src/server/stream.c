@@ -328,15 +328,23 @@ sse_read(void *cls, uint64_t pos, char *dst, size_t max)
 	return (ssize_t)n;
 }
 
+/*
+ * The answer is done with (the connection ends). libmicrohttpd may hold
+ * its own locks here, which stream_wake takes under wait_mu: wait_mu is
+ * taken only when the stream is still parked, which a connection that
+ * ends is not (a suspended one ends only as the server stops).
+ */
 static void
 sse_free(void *cls)
 {
 	struct sse *s = cls;
 
-	pthread_mutex_lock(&wait_mu);
-	if (s->waiting)
-		wait_unlink(s);
-	pthread_mutex_unlock(&wait_mu);
+	if (s->waiting) {
+		pthread_mutex_lock(&wait_mu);
+		if (s->waiting)
+			wait_unlink(s);
+		pthread_mutex_unlock(&wait_mu);
+	}
 	atomic_fetch_sub(&clients, 1);
 	buf_release(&s->out);
 	free(s);
