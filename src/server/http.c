@@ -38,6 +38,7 @@
 #include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -103,6 +104,7 @@ struct conn {
 	int streaming;
 	int cut;
 	int64_t due_ms; /* time_mono_ms() by which the request must be in */
+	struct pending *pending; /* the request being read, if any */
 	struct conn *prev, *next;
 };
 
@@ -116,6 +118,16 @@ struct pending {
 	int too_large;
 	int started; /* the handler has been called once (headers in) */
 };
+
+static void
+pending_free(struct pending *p)
+{
+	if (!p)
+		return;
+	buf_release(&p->body);
+	free(p->query);
+	free(p);
+}
 
 /* ---- responses ----------------------------------------------------------- */
 
@@ -843,6 +855,8 @@ on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
 	c = *socket_context;
 	if (!c)
 		return;
+	/* a request cut before its handler ran has no completion call */
+	pending_free(c->pending);
 	/* before libmicrohttpd closes the socket: the reaper never shuts
 	 * down a descriptor that is someone else's by then */
 	pthread_mutex_lock(&conns_mu);
@@ -863,14 +877,18 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 {
 	struct pending *p = xcalloc(1, sizeof(*p));
 	const char *q = uri ? strchr(uri, '?') : NULL;
+	struct conn *c = conn_of(mc);
 
 	(void)cls;
-	(void)mc;
 	p->body = (struct buf)BUF_INIT;
 	if (q) {
 		size_t n = strcspn(q + 1, "#");
 
 		p->query = xstrndup(q + 1, n);
+	}
+	if (c) {
+		pending_free(c->pending); /* never: completed freed it */
+		c->pending = p;
 	}
 	return p;
 }
@@ -880,16 +898,15 @@ on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	     enum MHD_RequestTerminationCode toe)
 {
 	struct pending *p = *con_cls;
+	struct conn *c = conn_of(mc);
 
 	(void)cls;
 	(void)toe;
-	if (p) {
-		buf_release(&p->body);
-		free(p->query);
-		free(p);
-		*con_cls = NULL;
-	}
-	conn_due(conn_of(mc), HTTP_KEEP_ALIVE_MS);
+	if (c && c->pending == p)
+		c->pending = NULL;
+	pending_free(p);
+	*con_cls = NULL;
+	conn_due(c, HTTP_KEEP_ALIVE_MS);
 }
 
 static enum MHD_Result
@@ -950,9 +967,21 @@ log_message(void *cls, const char *fmt, va_list ap)
  * The reaper: shuts down the socket of every connection whose request
  * is overdue, which libmicrohttpd then closes (its own timeout only
  * counts silence, and a trickle is not silent). Holding conns_mu keeps
- * on_connection from letting the descriptor go meanwhile.
+ * on_connection from letting the descriptor go meanwhile. A connection
+ * with bytes waiting unread in its socket is not the client's fault:
+ * its loop is busy (a slow handler, a store opening), and the bytes of
+ * a trickle never wait there, as the loop reads them as they come.
  */
 static atomic_int reaper_stop;
+
+/* Whether bytes wait unread in the socket fd. */
+static int
+unread(int fd)
+{
+	int n = 0;
+
+	return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
 
 static void *
 reaper(void *arg)
@@ -965,7 +994,7 @@ reaper(void *arg)
 		pthread_mutex_lock(&conns_mu);
 		for (c = conns; c; c = c->next)
 			if (c->waiting && !c->cut && c->fd >= 0 &&
-			    now > c->due_ms) {
+			    now > c->due_ms && !unread(c->fd)) {
 				c->cut = 1;
 				shutdown(c->fd, SHUT_RDWR);
 			}
