@@ -1176,14 +1176,18 @@ bind_listen(const char *listen_addr, char *host, size_t hlen, int *fd,
 static int
 bound_port(int fd)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} u;
+	socklen_t len = sizeof(u);
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+	memset(&u, 0, sizeof(u));
+	if (getsockname(fd, &u.sa, &len))
 		return -1;
-	if (ss.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return ntohs(u.sa.sa_family == AF_INET6 ? u.in6.sin6_port :
+						  u.in.sin_port);
 }
 
 /* Starts the hub, the streams and libmicrohttpd; fills url. */
