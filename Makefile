@@ -20,24 +20,25 @@
 # under gcc (build/tests/t_fuzz_<target>).
 #
 # Dependencies come from pkg-config: sqlite3, libpq, yaml-0.1, jansson,
-# libcurl, libcrypto; civetweb (which ships no .pc file) is linked by name.
-# libpq, libcurl and libcrypto are compiled against but not linked into
-# baton: it opens them on first use (src/util/lazy/, LAZY_PKGS below).
+# libcurl, libcrypto, libmicrohttpd; libwslay (which ships no .pc file) is
+# named by hand. libpq, libcurl, libcrypto, libmicrohttpd and libwslay are
+# compiled against but not linked into baton: it opens them on first use
+# (src/util/lazy/, LAZY_PKGS below). civetweb (no .pc file either) is only
+# for test tools: the WebSocket client and the webhook receiver of t_notify.
 
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= baton
-PKGS     = sqlite3 libpq yaml-0.1 jansson libcurl libcrypto
+PKGS     = sqlite3 libpq yaml-0.1 jansson libcurl libcrypto libmicrohttpd
 
 # Loaded on first use, not linked (src/util/lazy/, docs/operations.md):
 # their headers are used, their libraries only by what links them
 # directly (tests and benchmarks that call libpq or libcurl themselves).
-LAZY_PKGS = libpq libcurl libcrypto
+LAZY_PKGS = libpq libcurl libcrypto libmicrohttpd
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   := $(shell pkg-config --libs $(filter-out $(LAZY_PKGS),$(PKGS))) \
-              -lcivetweb
-LAZY_LIBS  := $(shell pkg-config --libs $(LAZY_PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out $(LAZY_PKGS),$(PKGS)))
+LAZY_LIBS  := $(shell pkg-config --libs $(LAZY_PKGS)) -lwslay
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
           -Wmissing-prototypes -Wformat=2 -Wvla -Wpointer-arith \
@@ -112,7 +113,8 @@ $(BUILD)/tests/lib/test.o: tests/lib/test.c
 $(BUILD)/tests/t_%: tests/unit/t_%.c $(TESTLIB) $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
-	@$(CC) $(CFLAGS) $(LDFLAGS) -Itests/lib -o $@ $< $(TESTLIB) $(LIB) $(LDLIBS) $(LAZY_LIBS)
+	@$(CC) $(CFLAGS) $(LDFLAGS) -Itests/lib -o $@ $< $(TESTLIB) $(LIB) $(LDLIBS) \
+		$(LAZY_LIBS) $(if $(filter %/t_notify,$@),-lcivetweb)
 
 # A fuzz target linked with replay.c instead of libFuzzer: it runs every
 # file of tests/fuzz/corpus/<target>/ once, as a unit test binary.
@@ -144,7 +146,7 @@ WSCLIENT := $(BUILD)/tests/wsclient
 $(WSCLIENT): tests/mock/wsclient.c
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
-	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS) -lpthread
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS) -lcivetweb -lpthread
 
 units: $(UNIT_BIN)
 
@@ -200,7 +202,8 @@ format-check:
 # The C benchmarks: bench/<name>.c with the helpers of bench/bench_util.c,
 # against the library. Plain -Wall -Wextra, no -Werror: they are tools.
 BENCH_BIN := $(BUILD)/bench/bench_store $(BUILD)/bench/bench_queue \
-             $(BUILD)/bench/bench_http $(BUILD)/bench/bench_forge
+             $(BUILD)/bench/bench_http $(BUILD)/bench/bench_forge \
+             $(BUILD)/bench/bench_stream
 
 $(BENCH_BIN): $(BUILD)/bench/%: bench/%.c bench/bench_util.c \
 		bench/bench_util.h $(LIB)

@@ -504,7 +504,7 @@ cmd_sse(const char *url, const char *token, long nclients, long events,
 	t0 = mono_ns();
 	snprintf(probe, sizeof(probe), "{\"bench_probe_t\": %lld}",
 		 (long long)t0);
-	append(s, "bench_probe", probe);
+	append(s, "observed", probe);
 	while (atomic_load(&sse.probed) < nclients &&
 	       mono_ns() - t0 < PROBE_WAIT_MS * 1000000LL)
 		sleep_ms(2);
@@ -525,14 +525,14 @@ cmd_sse(const char *url, const char *token, long nclients, long events,
 
 		snprintf(data, sizeof(data), "{\"bench_t\": %lld, \"i\": %ld}",
 			 (long long)mono_ns(), i);
-		append(s, "bench", data);
+		append(s, "observed", data);
 	}
 	t_appended = mono_ns();
 	app_cpu = thread_cpu_ms() - app_cpu;
 	/* see the top of the file: the last commit of a burst may wake nobody
 	 */
 	if (nudge)
-		append(s, "bench_nudge", NULL);
+		append(s, "observed", NULL);
 
 	wait_from = mono_ns();
 	while (atomic_load(&sse.complete) < nclients &&

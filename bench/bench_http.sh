@@ -15,9 +15,10 @@
 #         bench_http process itself, each its own transaction; the time
 #         from the first append until every stream has every event.
 #
-# Each open stream holds one of the server's request threads, so the
-# config sets server.threads to BENCH_HTTP_THREADS (default: the clients
-# plus 28; the default 64 would leave streams past the 64th waiting).
+# The config sets server.threads to BENCH_HTTP_THREADS (default: the
+# clients plus 28), as when each open stream held a request thread (with
+# civetweb, before issue 21); streams hold none now, and the figures stay
+# comparable with the earlier ones. bench_stream.sh measures thousands.
 #
 # Environment: BATON_BIN, BENCH_HTTP (the bench_http binary),
 # BENCH_TMPDIR, BENCH_HTTP_CONNS (default "1 8"), BENCH_HTTP_SECONDS (5),

@@ -9,7 +9,8 @@
 # a config with big pipelines (bench_config.sh), the task queue
 # (bench_queue),
 # `baton serve` end to end (bench_serve.sh), serve's HTTP API and live
-# stream (bench_http.sh, with bench_http) and a forge sync against the
+# stream (bench_http.sh, with bench_http), 10,000 SSE clients on one
+# serve (bench_stream.sh, with bench_stream) and a forge sync against the
 # GitHub double (bench_forge.sh, with bench_forge); writes everything to
 # bench/out/<date>.txt and prints it. `make bench` runs it.
 #
@@ -42,6 +43,7 @@ BENCH_STORE=$root/$BENCH_BUILD/bench/bench_store
 BENCH_QUEUE=$root/$BENCH_BUILD/bench/bench_queue
 BENCH_HTTP=$root/$BENCH_BUILD/bench/bench_http
 BENCH_FORGE=$root/$BENCH_BUILD/bench/bench_forge
+BENCH_STREAM=$root/$BENCH_BUILD/bench/bench_stream
 
 die() {
 	echo "bench/run.sh: $*" >&2
@@ -185,6 +187,13 @@ section "HTTP API and live stream: bench_http.sh"
 BATON_BIN=$BATON_BIN BENCH_HTTP=$BENCH_HTTP BENCH_TMPDIR=$tmpbase \
 	sh bench/bench_http.sh >"$part" 2>&1 ||
 	{ cat "$part" >>"$out"; die "bench_http.sh failed: see $out"; }
+cat "$part" >>"$out"
+
+echo "bench: 10,000 SSE clients on one serve ..." >&2
+section "thousands of watchers: SSE clients on one serve (bench_stream.sh)"
+BATON_BIN=$BATON_BIN BENCH_STREAM=$BENCH_STREAM BENCH_TMPDIR=$tmpbase \
+	sh bench/bench_stream.sh >"$part" 2>&1 ||
+	{ cat "$part" >>"$out"; die "bench_stream.sh failed: see $out"; }
 cat "$part" >>"$out"
 
 echo "bench: forge sync against the GitHub double ..." >&2

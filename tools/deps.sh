@@ -11,7 +11,7 @@ set -euo pipefail
 PACKAGES=(
 	build-essential pkg-config git
 	libsqlite3-dev libyaml-dev libjansson-dev libcurl4-openssl-dev sqlite3
-	libcivetweb-dev libssl-dev libpq-dev postgresql
+	libcivetweb-dev libmicrohttpd-dev libwslay-dev libssl-dev libpq-dev postgresql
 	bubblewrap curl nodejs npm
 	cppcheck clang-tidy clang-format
 	jq time python3 faketime

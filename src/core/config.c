@@ -86,6 +86,7 @@ static const char *const server_keys[] = {
     "listen",
     "threads",
     "max_body_kb",
+    "max_streams",
     NULL,
 };
 static const char *const reports_keys[] = {
@@ -952,6 +953,9 @@ read_server(struct config *c, struct err *e)
 	if (rc >= 0 && (n = cnode_get(sec, "max_body_kb")))
 		rc = read_int(n, "server.max_body_kb", 1, 1024 * 1024,
 			      &sv->max_body_kb, e);
+	if (rc >= 0 && (n = cnode_get(sec, "max_streams")))
+		rc = read_int(n, "server.max_streams", 1, 1000000,
+			      &sv->max_streams, e);
 	return rc;
 }
 
@@ -1721,6 +1725,7 @@ config_init(struct config *c)
 	c->merge.backoff_seconds = 5;
 	c->server.threads = 64;
 	c->server.max_body_kb = 1024;
+	c->server.max_streams = 10000;
 	c->reports.milestone_after_seconds = 300;
 	c->reports.periodic_after_seconds = 1800;
 	c->reports.interval_seconds = 600;

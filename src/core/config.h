@@ -92,8 +92,9 @@ struct config_merge {
 /* server: the HTTP API, live stream and dashboard of `baton serve`. */
 struct config_server {
 	char *listen;	  /* "127.0.0.1:7070"; "off": no server */
-	int threads;	  /* request threads; each live stream holds one: 64 */
+	int threads;	  /* the HTTP server's event loops (threads): 64 */
 	int max_body_kb;  /* a bigger request body is refused (413): 1024 */
+	int max_streams;  /* live streams open at once (503 past): 10000 */
 };
 
 /*

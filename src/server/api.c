@@ -1142,7 +1142,7 @@ merges_list(struct req *rq)
 	http_json(rq, 200, json_pack("{s:o}", "merges", arr));
 }
 
-/* A plain GET of the WebSocket's path: civetweb took every upgrade. */
+/* A plain GET of the WebSocket's path (the dispatcher takes upgrades). */
 static void
 ws_plain(struct req *rq)
 {

@@ -22,7 +22,6 @@
  */
 #include "util/compat.h"
 
-#include <civetweb.h>
 #include <ctype.h>
 #include <strings.h>
 #include <jansson.h>
@@ -188,7 +187,7 @@ forge_webhook(struct req *rq)
 	secret = webhook_secret(rq);
 	if (!secret || http_body(rq))
 		return;
-	sig = mg_get_header(rq->conn, "X-Hub-Signature-256");
+	sig = http_header(rq, "X-Hub-Signature-256");
 	if (!sig || !*sig) {
 		http_error(rq, 401, "unauthorized",
 			   "the delivery has no X-Hub-Signature-256 header: "
@@ -205,8 +204,8 @@ forge_webhook(struct req *rq)
 			   "body under the secret in forge.webhook_secret_env");
 		return;
 	}
-	event = mg_get_header(rq->conn, "X-GitHub-Event");
-	delivery = mg_get_header(rq->conn, "X-GitHub-Delivery");
+	event = http_header(rq, "X-GitHub-Event");
+	delivery = http_header(rq, "X-GitHub-Delivery");
 	if (!event || !is_token(event, EVENT_MAX, "_")) {
 		http_error(rq, 400, "bad_request",
 			   "X-GitHub-Event is missing or not an event name");
@@ -218,7 +217,7 @@ forge_webhook(struct req *rq)
 			   "(a GUID)");
 		return;
 	}
-	type = mg_get_header(rq->conn, "Content-Type");
+	type = http_header(rq, "Content-Type");
 	if (type &&
 	    !strncasecmp(type, "application/x-www-form-urlencoded", 33)) {
 		http_error(rq, 400, "bad_request",

@@ -1,25 +1,46 @@
 /*
- * The HTTP process: civetweb set up, one dispatcher for every request
- * (Host and Origin check, token check, body limit, route match), the
- * response helpers, and the process around it (server_spawn).
+ * The HTTP process: GNU libmicrohttpd set up, one dispatcher for every
+ * request (Host and Origin check, token check, body limit, route
+ * match), the response helpers, and the process around it
+ * (server_spawn).
  *
- * civetweb answers each connection on one of its own threads; a handler
- * runs there from start to end, and a live stream keeps its thread for as
- * long as the client listens (server.threads bounds both). Each thread
- * opens its own store connection on first use and closes it when the
- * thread ends: SQLite connections are not shared between threads.
+ * Why libmicrohttpd (docs/architecture.md, "The HTTP server"): a live
+ * stream must not hold a thread, and 10,000 of them must fit in one
+ * process. civetweb gives every connection a thread for as long as it is
+ * open. libmicrohttpd (Debian's libmicrohttpd-dev) runs server.threads
+ * event loops (epoll, MHD_USE_EPOLL with MHD_OPTION_THREAD_POOL_SIZE),
+ * each with its share of the connections: a request's handler runs on
+ * its loop's thread from start to end, and an SSE stream with nothing to
+ * send is suspended (MHD_suspend_connection), costing its socket and a
+ * few KiB, until the hub has news (stream.c). A WebSocket is upgraded
+ * (MHD_ALLOW_UPGRADE) and its socket handed to stream.c's own loop.
+ * libh2o would do as well but wants its own event loop and libuv; libuv
+ * has no HTTP parser. Each thread opens its own store connection on
+ * first use and closes it when the thread ends: SQLite connections are
+ * not shared between threads.
+ *
+ *   accept ─▶ loop thread k (epoll) ─▶ uri_log: the raw query
+ *                 │ headers, body (bounded) ─▶ on_request ─▶ dispatch ─▶ route
+ *                 └─ reaper thread: a request not in within HTTP_REQUEST_MS
+ *                    has its socket shut down
  */
 #include "util/compat.h"
 
 #include <arpa/inet.h>
-#include <civetweb.h>
 #include <ctype.h>
 #include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +52,7 @@
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/lazy.h"
 #include "util/log.h"
 #include "util/spawn.h"
 #include "util/timeutil.h"
@@ -43,42 +65,105 @@
 #define TOKEN_BYTES 32
 
 /*
- * Each connection holds one of server.threads from its first byte, and
- * civetweb has no cap per peer: a process on this machine or a web page
- * that opens connections and trickles a header, or says nothing, holds
- * threads until these run out. A request must arrive in full within
- * HTTP_REQUEST_MS of its connection (or of the previous answer on a
- * kept-alive one, HTTP_KEEP_ALIVE_MS), a stalled read or write of an
- * answer gives up as long after; a browser or curl sends a request in
- * milliseconds. A live stream is not bound by them (its WebSocket reads
- * wait HTTP_WS_READ_MS, and the stream pings well within that).
+ * A connection costs a socket and a few KiB, not a thread, but a process
+ * on this machine or a web page that opens connections and trickles a
+ * header, or says nothing, could still pile them up to the descriptor
+ * limit. A request (headers and body) must arrive in full within
+ * HTTP_REQUEST_MS of its connection, or HTTP_KEEP_ALIVE_MS of the
+ * previous answer on a kept-alive one: the reaper shuts the socket down
+ * then, however steadily it trickles. A connection that neither reads
+ * nor writes for HTTP_IDLE_S seconds is closed (a stalled answer). A
+ * browser or curl sends a request in milliseconds. A live stream is not
+ * bound by them (stream.c has its own pings and timeouts).
  */
-#define HTTP_REQUEST_MS	   "5000"
-#define HTTP_KEEP_ALIVE_MS "1000"
-#define HTTP_WS_READ_MS	   "30000"
+#define HTTP_REQUEST_MS	   5000
+#define HTTP_KEEP_ALIVE_MS 1000
+#define HTTP_IDLE_S	   5
+#define REAPER_TICK_MS	   250
+/*
+ * What one connection may use for its request's head and the answer's
+ * buffers: an idle stream costs this at most. A request head larger is
+ * refused (431).
+ */
+#define CONN_MEMORY (16 * 1024)
+/* Descriptors kept for the store, the hub, the loops and logs. */
+#define FD_RESERVE 128
 
-/* This thread's store connection, opened on its first request. */
-static __thread struct store *thread_store;
+/* This thread's store connection, opened on its first request, closed
+ * by the key's destructor when the thread ends. */
+static pthread_key_t store_key;
+static pthread_once_t store_key_once = PTHREAD_ONCE_INIT;
+
+/*
+ * One TCP connection, for the reaper: when the request now due began to
+ * be awaited (waiting set), or none is due (a handler runs, or the
+ * connection is a live stream).
+ */
+struct conn {
+	int fd;
+	int waiting;
+	int streaming;
+	int cut;
+	int64_t due_ms; /* time_mono_ms() by which the request must be in */
+	struct pending *pending; /* the request being read, if any */
+	struct conn *prev, *next;
+};
+
+static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct conn *conns;
+
+/* One request being read: its raw query and its body so far. */
+struct pending {
+	char *query; /* NULL: none */
+	struct buf body;
+	int too_large;
+	int started; /* the handler has been called once (headers in) */
+};
+
+static void
+pending_free(struct pending *p)
+{
+	if (!p)
+		return;
+	buf_release(&p->body);
+	free(p->query);
+	free(p);
+}
 
 /* ---- responses ----------------------------------------------------------- */
 
-/* Headers every answer carries: nothing cached, nothing sniffed. */
-#define COMMON_HEADERS                                                         \
-	"Cache-Control: no-store\r\n"                                          \
-	"X-Content-Type-Options: nosniff\r\n"                                  \
-	"Referrer-Policy: no-referrer\r\n"
-
-static void
-send_head(struct req *rq, int status, const char *type, size_t len,
-	  const char *extra)
+void
+http_common_headers(struct MHD_Response *r)
 {
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+}
+
+/* Queues the one answer of rq (libmicrohttpd leaves the body out for
+ * HEAD); csp: the page's Content-Security-Policy, or NULL. */
+static void
+send_answer(struct req *rq, int status, const char *type, const char *text,
+	    size_t len, const char *csp)
+{
+	struct MHD_Response *r;
+
+	if (rq->status) {
+		log_warn("%s %s: a second answer (%d) dropped", rq->method,
+			 rq->path, status);
+		return;
+	}
 	rq->status = status;
-	mg_printf(rq->conn,
-		  "HTTP/1.1 %d %s\r\n"
-		  "Content-Type: %s\r\n"
-		  "Content-Length: %zu\r\n" COMMON_HEADERS "%s\r\n",
-		  status, mg_get_response_code_text(rq->conn, status), type,
-		  len, extra ? extra : "");
+	r = MHD_create_response_from_buffer(len, (void *)text,
+					    MHD_RESPMEM_MUST_COPY);
+	if (!r)
+		return;
+	MHD_add_response_header(r, "Content-Type", type);
+	http_common_headers(r);
+	if (csp)
+		MHD_add_response_header(r, "Content-Security-Policy", csp);
+	MHD_queue_response(rq->conn, (unsigned)status, r);
+	MHD_destroy_response(r);
 }
 
 void
@@ -90,21 +175,17 @@ http_text(struct req *rq, int status, const char *type, const char *text,
 		buf_add(rq->capture, text, len);
 		return;
 	}
-	send_head(rq, status, type, len, NULL);
-	if (len && strcmp(rq->method, "HEAD"))
-		mg_write(rq->conn, text, len);
+	send_answer(rq, status, type, text, len, NULL);
 }
 
 void
 http_page(struct req *rq, const char *type, const char *text, size_t len)
 {
-	send_head(rq, 200, type, len,
-		  "Content-Security-Policy: default-src 'none'; "
-		  "script-src 'self'; style-src 'self'; img-src 'self' data:; "
-		  "connect-src 'self'; base-uri 'none'; form-action 'self'; "
-		  "frame-ancestors 'none'\r\n");
-	if (len && strcmp(rq->method, "HEAD"))
-		mg_write(rq->conn, text, len);
+	send_answer(rq, 200, type, text, len,
+		    "default-src 'none'; "
+		    "script-src 'self'; style-src 'self'; img-src 'self' data:; "
+		    "connect-src 'self'; base-uri 'none'; form-action 'self'; "
+		    "frame-ancestors 'none'");
 }
 
 void
@@ -174,34 +255,83 @@ http_fail(struct req *rq, const struct err *e)
 
 /* ---- requests ------------------------------------------------------------ */
 
+static int
+hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Decodes %XX and '+' of a[0..n) into out (NUL-ended); -1 when it does
+ * not fit. */
+static int
+url_decode(const char *a, size_t n, char *out, size_t len)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		int c = (unsigned char)a[i];
+
+		if (c == '+') {
+			c = ' ';
+		} else if (c == '%' && i + 2 < n && hex_digit(a[i + 1]) >= 0 &&
+			   hex_digit(a[i + 2]) >= 0) {
+			c = hex_digit(a[i + 1]) * 16 + hex_digit(a[i + 2]);
+			i += 2;
+		}
+		if (o + 1 >= len)
+			return -1;
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return (int)o;
+}
+
+int
+http_query_var(const char *query, const char *name, char *out, size_t len)
+{
+	size_t nlen = strlen(name);
+	const char *p = query;
+
+	while (p && *p) {
+		const char *end = strchr(p, '&');
+		size_t plen = end ? (size_t)(end - p) : strlen(p);
+
+		if (plen > nlen && !strncmp(p, name, nlen) && p[nlen] == '=')
+			return url_decode(p + nlen + 1, plen - nlen - 1, out,
+					  len);
+		if (plen == nlen && !strncmp(p, name, nlen))
+			return url_decode("", 0, out, len);
+		p = end ? end + 1 : NULL;
+	}
+	return -1;
+}
+
 int
 http_query(const struct req *rq, const char *name, char *out, size_t len)
 {
 	if (!rq->query || len == 0)
 		return 0;
-	return mg_get_var(rq->query, strlen(rq->query), name, out, len) >= 0;
+	return http_query_var(rq->query, name, out, len) >= 0;
+}
+
+const char *
+http_header(const struct req *rq, const char *name)
+{
+	if (!rq->conn)
+		return NULL;
+	return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
 }
 
 int
 http_body(struct req *rq)
 {
-	const struct mg_request_info *ri;
-	char chunk[8192];
-	int n;
-
+	/* the dispatcher read it (up to the limit) before the handler ran:
+	 * not ready means it was over */
 	if (rq->body_ready)
 		return 0;
-	ri = mg_get_request_info(rq->conn);
-	if (ri->content_length > (long long)rq->srv->max_body)
-		goto too_large;
-	while ((n = mg_read(rq->conn, chunk, sizeof(chunk))) > 0) {
-		if (rq->body.len + (size_t)n > rq->srv->max_body)
-			goto too_large;
-		buf_add(&rq->body, chunk, (size_t)n);
-	}
-	rq->body_ready = 1;
-	return 0;
-too_large:
 	http_error(rq, 413, "too_large",
 		   "the request body is over the limit of %zu bytes "
 		   "(server.max_body_kb)",
@@ -291,7 +421,7 @@ token_equal(const char *given, const char *want)
 int
 http_authorized(const struct req *rq, int query_token)
 {
-	const char *h = mg_get_header(rq->conn, "Authorization");
+	const char *h = http_header(rq, "Authorization");
 	char q[TOKEN_BYTES * 2 + 8];
 
 	if (h && !strncasecmp(h, "Bearer ", 7))
@@ -364,8 +494,8 @@ host_is_ours(const struct server *srv, const char *host)
 /*
  * Whether authority ("host", "host:port", "[v6]:port") names this server
  * and its port. Without a port it is port 80 when default_80 (an
- * Origin's); a Host without one passes on its name (civetweb's own
- * WebSocket client sends none, and a browser names any port but 80).
+ * Origin's); a Host without one passes on its name (civetweb's
+ * WebSocket client, which the tests use, sends none, and a browser names any port but 80).
  */
 static int
 authority_is_ours(const struct server *srv, const char *authority,
@@ -410,7 +540,7 @@ own_name(const struct server *srv)
 static int
 guard_origin(struct req *rq)
 {
-	const char *origin = mg_get_header(rq->conn, "Origin");
+	const char *origin = http_header(rq, "Origin");
 
 	if (origin &&
 	    (strncmp(origin, "http://", 7) || strchr(origin + 7, '/') ||
@@ -428,7 +558,7 @@ guard_origin(struct req *rq)
 int
 http_guard(struct req *rq)
 {
-	const char *host = mg_get_header(rq->conn, "Host");
+	const char *host = http_header(rq, "Host");
 	const char *own = own_name(rq->srv);
 	int port = rq->srv->port;
 
@@ -512,14 +642,35 @@ find_route(struct req *rq, char *segs, int *path_known)
 	return NULL;
 }
 
+static void
+store_key_close(void *s)
+{
+	store_close(s);
+}
+
+static void
+store_key_make(void)
+{
+	if (pthread_key_create(&store_key, store_key_close))
+		BUG("cannot make a thread key");
+}
+
 struct store *
 http_thread_store(struct server *srv)
 {
 	struct err e = ERR_INIT;
+	struct store *s;
 
-	if (!thread_store && store_open(srv->store_spec, &thread_store, &e))
-		log_error("cannot open the store: %s", e.msg);
-	return thread_store;
+	pthread_once(&store_key_once, store_key_make);
+	s = pthread_getspecific(store_key);
+	if (!s) {
+		if (store_open(srv->store_spec, &s, &e)) {
+			log_error("cannot open the store: %s", e.msg);
+			return NULL;
+		}
+		pthread_setspecific(store_key, s);
+	}
+	return s;
 }
 
 int
@@ -554,23 +705,39 @@ is_api(const char *path)
 	       !strcmp(path, "/metrics");
 }
 
+/* Whether the request asks for a WebSocket (Upgrade: websocket). */
 static int
-dispatch(struct mg_connection *conn, void *arg)
+wants_websocket(const struct req *rq)
 {
-	const struct mg_request_info *ri = mg_get_request_info(conn);
-	struct req rq = { .srv = arg, .conn = conn, .body = BUF_INIT };
+	const char *up = http_header(rq, "Upgrade");
+
+	return up && !strcasecmp(up, "websocket");
+}
+
+/*
+ * Answers one request whose head and body (p) are in: the guards, the
+ * route, its handler. Returns the status sent (0: none).
+ */
+static int
+dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
+	 const char *method, struct pending *p)
+{
+	struct req rq = { .srv = srv, .conn = conn, .body = BUF_INIT };
 	const struct route *r;
 	char *path, *segs, q[256];
 	size_t len;
 	int known = 0, query_token, signed_route;
 
-	rq.method = ri->request_method;
-	path = xstrdup(ri->local_uri ? ri->local_uri : "/");
+	rq.method = method;
+	path = xstrdup(url && *url ? url : "/");
 	len = strlen(path);
 	if (len > 1 && path[len - 1] == '/')
 		path[len - 1] = '\0'; /* "/api/v1/runs/" is "/api/v1/runs" */
 	rq.path = path;
-	rq.query = ri->query_string;
+	rq.query = p->query;
+	rq.body = p->body;
+	p->body = (struct buf)BUF_INIT;
+	rq.body_ready = !p->too_large;
 	segs = xmalloc(len + 1);
 	r = is_api(rq.path) ? find_route(&rq, segs, &known) : NULL;
 	signed_route = r && (r->flags & ROUTE_F_SIGNED);
@@ -612,33 +779,255 @@ dispatch(struct mg_connection *conn, void *arg)
 		http_error(&rq, 500, "internal", "cannot open the store");
 		goto out;
 	}
-	r->fn(&rq);
+	if (!strcmp(rq.path, "/api/v1/ws") && wants_websocket(&rq))
+		stream_ws(&rq);
+	else
+		r->fn(&rq);
+	if (!rq.status)
+		http_error(&rq, 500, "internal", "%s %s gave no answer",
+			   rq.method, rq.path);
 out:
 	metrics_count(rq.status);
 	buf_release(&rq.body);
 	free(segs);
 	free(path);
-	return rq.status ? rq.status : 200;
+	return rq.status;
 }
+
+/* The connection's reaper entry (NULL: none). */
+static struct conn *
+conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+void
+http_streaming(struct req *rq)
+{
+	struct conn *c = rq->conn ? conn_of(rq->conn) : NULL;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&conns_mu);
+	c->streaming = 1;
+	c->waiting = 0;
+	pthread_mutex_unlock(&conns_mu);
+}
+
+/* A request is due on c by now + ms (ms < 0: none is). */
+static void
+conn_due(struct conn *c, int64_t ms)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&conns_mu);
+	c->waiting = ms >= 0 && !c->streaming;
+	c->due_ms = time_mono_ms() + ms;
+	pthread_mutex_unlock(&conns_mu);
+}
+
+static void
+on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+	      enum MHD_ConnectionNotificationCode toe)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct conn *c;
+
+	(void)cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(mc,
+					     MHD_CONNECTION_INFO_CONNECTION_FD);
+		c = xcalloc(1, sizeof(*c));
+		c->fd = ci ? ci->connect_fd : -1;
+		c->waiting = 1;
+		c->due_ms = time_mono_ms() + HTTP_REQUEST_MS;
+		pthread_mutex_lock(&conns_mu);
+		c->next = conns;
+		if (conns)
+			conns->prev = c;
+		conns = c;
+		pthread_mutex_unlock(&conns_mu);
+		*socket_context = c;
+		return;
+	}
+	c = *socket_context;
+	if (!c)
+		return;
+	/* a request cut before its handler ran has no completion call */
+	pending_free(c->pending);
+	/* before libmicrohttpd closes the socket: the reaper never shuts
+	 * down a descriptor that is someone else's by then */
+	pthread_mutex_lock(&conns_mu);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&conns_mu);
+	free(c);
+	*socket_context = NULL;
+}
+
+/* The raw URI, before libmicrohttpd parses it: its query is kept. */
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+	struct pending *p = xcalloc(1, sizeof(*p));
+	const char *q = uri ? strchr(uri, '?') : NULL;
+	struct conn *c = conn_of(mc);
+
+	(void)cls;
+	p->body = (struct buf)BUF_INIT;
+	if (q) {
+		size_t n = strcspn(q + 1, "#");
+
+		p->query = xstrndup(q + 1, n);
+	}
+	if (c) {
+		pending_free(c->pending); /* never: completed freed it */
+		c->pending = p;
+	}
+	return p;
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+	     enum MHD_RequestTerminationCode toe)
+{
+	struct pending *p = *con_cls;
+	struct conn *c = conn_of(mc);
+
+	(void)cls;
+	(void)toe;
+	if (c && c->pending == p)
+		c->pending = NULL;
+	pending_free(p);
+	*con_cls = NULL;
+	conn_due(c, HTTP_KEEP_ALIVE_MS);
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *mc, const char *url,
+	   const char *method, const char *version, const char *upload,
+	   size_t *upload_size, void **con_cls)
+{
+	struct server *srv = cls;
+	struct pending *p = *con_cls;
+	const char *cl;
+
+	(void)version;
+	if (!p) /* on_uri makes it; never without */
+		return MHD_NO;
+	if (!p->started) {
+		p->started = 1;
+		cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+						 "Content-Length");
+		if (cl && strtoull(cl, NULL, 10) > srv->max_body)
+			p->too_large = 1;
+		/* refused before the body is read: 413 and the connection
+		 * closes */
+		if (!p->too_large)
+			return MHD_YES;
+	} else if (*upload_size) {
+		if (!p->too_large &&
+		    p->body.len + *upload_size > srv->max_body) {
+			p->too_large = 1;
+			buf_release(&p->body);
+		}
+		if (!p->too_large)
+			buf_add(&p->body, upload, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	conn_due(conn_of(mc), -1);
+	return dispatch(srv, mc, url, method, p) ? MHD_YES : MHD_NO;
+}
+
 
 /* ---- the process --------------------------------------------------------- */
 
 static void
-exit_thread(const struct mg_context *ctx, int type, void *ptr)
+log_message(void *cls, const char *fmt, va_list ap)
 {
-	(void)ctx;
-	(void)type;
-	(void)ptr;
-	store_close(thread_store);
-	thread_store = NULL;
+	char msg[1024];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	log_warn("%s", msg);
 }
 
+/*
+ * The reaper: shuts down the socket of every connection whose request
+ * is overdue, which libmicrohttpd then closes (its own timeout only
+ * counts silence, and a trickle is not silent). Holding conns_mu keeps
+ * on_connection from letting the descriptor go meanwhile. A connection
+ * with bytes waiting unread in its socket is not the client's fault:
+ * its loop is busy (a slow handler, a store opening), and the bytes of
+ * a trickle never wait there, as the loop reads them as they come.
+ */
+static atomic_int reaper_stop;
+
+/* Whether bytes wait unread in the socket fd. */
 static int
-log_message(const struct mg_connection *conn, const char *msg)
+unread(int fd)
 {
-	(void)conn;
-	log_warn("%s", msg);
-	return 1;
+	int n = 0;
+
+	return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+static void *
+reaper(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&reaper_stop)) {
+		int64_t now = time_mono_ms();
+		struct conn *c;
+
+		pthread_mutex_lock(&conns_mu);
+		for (c = conns; c; c = c->next)
+			if (c->waiting && !c->cut && c->fd >= 0 &&
+			    now > c->due_ms && !unread(c->fd)) {
+				c->cut = 1;
+				shutdown(c->fd, SHUT_RDWR);
+			}
+		pthread_mutex_unlock(&conns_mu);
+		poll(NULL, 0, REAPER_TICK_MS);
+	}
+	return NULL;
+}
+
+/*
+ * Raises this process's descriptor limit to its hard limit: every
+ * stream is a socket. Returns how many connections fit under it.
+ */
+static unsigned
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 1024 - FD_RESERVE;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			log_warn("cannot raise the descriptor limit: %s",
+				 strerror(errno));
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20)
+		return 1 << 20;
+	return rl.rlim_cur > 2 * FD_RESERVE ?
+		       (unsigned)(rl.rlim_cur - FD_RESERVE) :
+		       (unsigned)(rl.rlim_cur / 2);
 }
 
 /*
@@ -720,83 +1109,149 @@ out:
 	return rc;
 }
 
-/* "HOST:PORT" -> what civetweb's listening_ports wants ("HOST:PORT"). */
+/*
+ * Binds HOST:PORT ("127.0.0.1:7070", "[::1]:0", "0.0.0.0:7070",
+ * "localhost:7070") and listens: the socket in *fd, its HOST in host.
+ */
 static int
-check_listen(const char *listen, struct err *e)
+bind_listen(const char *listen_addr, char *host, size_t hlen, int *fd,
+	    struct err *e)
 {
-	const char *colon = strrchr(listen, ':');
+	const char *colon = strrchr(listen_addr, ':');
+	struct addrinfo hints = { 0 }, *res = NULL, *ai;
+	char name[256];
+	size_t n;
+	int rc, s = -1, one = 1, saved = 0;
 
-	if (!colon || colon == listen || !colon[1])
+	if (!colon || colon == listen_addr || !colon[1])
 		return err_set(e, BATON_EINVAL,
 			       "--listen wants HOST:PORT, such as "
 			       "127.0.0.1:7070, not '%s'",
-			       listen);
+			       listen_addr);
+	n = (size_t)(colon - listen_addr);
+	if (n >= hlen || n >= sizeof(name))
+		return err_set(e, BATON_EINVAL, "--listen: the host of '%s' is "
+			       "too long", listen_addr);
+	memcpy(host, listen_addr, n);
+	host[n] = '\0';
+	/* "[::1]" is ::1 to the resolver */
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']')
+		snprintf(name, sizeof(name), "%.*s", (int)(n - 2), host + 1);
+	else
+		snprintf(name, sizeof(name), "%s", host);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	rc = getaddrinfo(*name ? name : NULL, colon + 1, &hints, &res);
+	if (rc)
+		return err_set(e, BATON_EINVAL, "cannot listen on %s: %s",
+			       listen_addr, gai_strerror(rc));
+	for (ai = res; ai; ai = ai->ai_next) {
+		s = socket(ai->ai_family,
+			   ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			   ai->ai_protocol);
+		if (s < 0) {
+			saved = errno;
+			continue;
+		}
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(s, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    listen(s, 4096) == 0)
+			break;
+		saved = errno;
+		close(s);
+		s = -1;
+	}
+	freeaddrinfo(res);
+	if (s < 0)
+		return err_set(e, BATON_EINVAL,
+			       "cannot listen on %s: %s (is the port taken? "
+			       "--listen HOST:PORT picks another, port 0 any "
+			       "free one)",
+			       listen_addr, strerror(saved));
+	*fd = s;
 	return 0;
 }
 
-/* Starts civetweb and the hub; fills url. */
+/* The port a bound socket took. */
 static int
-start(struct server *srv, const char *listen, struct mg_context **ctxp,
+bound_port(int fd)
+{
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} u;
+	socklen_t len = sizeof(u);
+
+	memset(&u, 0, sizeof(u));
+	if (getsockname(fd, &u.sa, &len))
+		return -1;
+	return ntohs(u.sa.sa_family == AF_INET6 ? u.in6.sin6_port :
+						  u.in.sin_port);
+}
+
+/* Starts the hub, the streams and libmicrohttpd; fills url. */
+static int
+start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
       char *url, size_t url_len, struct err *e)
 {
-	struct mg_callbacks cb;
-	struct mg_server_port port;
-	struct mg_context *ctx;
-	char threads[16], host[256];
-	/* civetweb answers CORS preflights itself, allowing any origin
-	 * ("*"), unless these are empty: the dashboard is same-origin and
-	 * a page anywhere else gets no CORS at all */
-	const char *options[] = {
-		"listening_ports", listen, "num_threads", threads,
-		"enable_keep_alive", "yes", "tcp_nodelay", "1",
-		"request_timeout_ms", HTTP_REQUEST_MS,
-		"keep_alive_timeout_ms", HTTP_KEEP_ALIVE_MS,
-		"websocket_timeout_ms", HTTP_WS_READ_MS,
-		"access_control_allow_origin", "",
-		"access_control_allow_methods", "",
-		"access_control_allow_headers", "", NULL,
-	};
-	size_t hlen;
-	int rc;
+	unsigned limit = raise_nofile();
+	struct MHD_Daemon *d;
+	char host[256];
+	int fd = -1, rc;
 
-	rc = check_listen(listen, e);
+	/* opened here, not at a first request: a missing library is told
+	 * when serve starts */
+	rc = lazy_mhd_load(e);
+	if (!rc)
+		rc = lazy_wslay_load(e);
+	if (!rc)
+		rc = lazy_crypto_load(e); /* the WebSocket handshake's SHA-1 */
+	if (!rc)
+		rc = bind_listen(listen_addr, host, sizeof(host), &fd, e);
 	if (rc)
 		return rc;
-	snprintf(threads, sizeof(threads), "%d", srv->cfg->server.threads);
-	memset(&cb, 0, sizeof(cb));
-	cb.exit_thread = exit_thread;
-	cb.log_message = log_message;
+	/* set before any handler runs: starting the threads publishes them */
+	snprintf(srv->listen_host, sizeof(srv->listen_host), "%s", host);
+	srv->port = bound_port(fd);
+	srv->max_conns = limit;
 	rc = hub_start(srv->store_spec, NULL, &srv->hub, e);
 	if (rc)
-		return rc;
-	ctx = mg_start(&cb, srv, options);
-	if (!ctx)
-		return err_set(e, BATON_EINVAL,
-			       "cannot listen on %s (is the port taken? "
-			       "--listen HOST:PORT picks another, port 0 any "
-			       "free one)",
-			       listen);
-	if (mg_get_server_ports(ctx, 1, &port) < 1) {
-		mg_stop(ctx);
-		return err_set(e, BATON_EINVAL, "cannot tell the port of %s",
-			       listen);
+		goto fail;
+	rc = stream_start(srv, e);
+	if (rc)
+		goto fail;
+	d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
+		0, NULL, NULL, on_request, srv,
+		MHD_OPTION_LISTEN_SOCKET, fd,
+		MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned)srv->cfg->server.threads,
+		MHD_OPTION_CONNECTION_LIMIT, limit,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+		MHD_OPTION_EXTERNAL_LOGGER, log_message, srv,
+		MHD_OPTION_END);
+	if (!d) {
+		rc = err_set(e, BATON_EINVAL,
+			     "cannot start the HTTP server on %s", listen_addr);
+		goto fail;
 	}
-	hlen = (size_t)(strrchr(listen, ':') - listen);
-	if (hlen >= sizeof(host))
-		hlen = sizeof(host) - 1;
-	memcpy(host, listen, hlen);
-	host[hlen] = '\0';
-	/* set before any handler is: the registration's lock publishes
-	 * them to civetweb's threads */
-	snprintf(srv->listen_host, sizeof(srv->listen_host), "%s", host);
-	srv->port = port.port;
-	mg_set_request_handler(ctx, "/", dispatch, srv);
-	stream_ws_register(ctx, srv);
+	fd = -1; /* the daemon's now */
 	if (!strcmp(host, "0.0.0.0") || !*host)
 		snprintf(host, sizeof(host), "127.0.0.1");
-	snprintf(url, url_len, "http://%s:%d/", host, port.port);
-	*ctxp = ctx;
+	snprintf(url, url_len, "http://%s:%d/", host, srv->port);
+	*dp = d;
 	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 /* Removes the address file, unless a newer serve has written its own. */
@@ -815,9 +1270,10 @@ static void __attribute__((noreturn))
 server_main(const struct server_opts *o, int ready_fd)
 {
 	struct server srv = { 0 };
-	struct mg_context *ctx = NULL;
+	struct MHD_Daemon *d = NULL;
 	struct err e = ERR_INIT;
 	char url[320], *url_file;
+	pthread_t reaper_thread;
 
 	srv.ws = o->ws;
 	srv.cfg = o->cfg;
@@ -825,8 +1281,7 @@ server_main(const struct server_opts *o, int ready_fd)
 	srv.token = o->token;
 	srv.max_body = (size_t)o->cfg->server.max_body_kb * 1024;
 	srv.started_ms = time_now_ms();
-	mg_init_library(0);
-	if (start(&srv, o->listen, &ctx, url, sizeof(url), &e) == 0) {
+	if (start(&srv, o->listen, &d, url, sizeof(url), &e) == 0) {
 		url_file = xasprintf("%s/http.url", o->ws->dir);
 		fs_write_atomic(url_file, url, strlen(url), NULL);
 		dprintf(ready_fd, "OK %s\n", url);
@@ -835,8 +1290,13 @@ server_main(const struct server_opts *o, int ready_fd)
 		_exit(1);
 	}
 	close(ready_fd);
+	if (pthread_create(&reaper_thread, NULL, reaper, NULL))
+		BUG("cannot start the reaper thread");
 	server__await_stop();
-	mg_stop(ctx);
+	atomic_store(&reaper_stop, 1);
+	pthread_join(reaper_thread, NULL);
+	stream_stop();
+	MHD_stop_daemon(d);
 	hub_stop(srv.hub);
 	forget_url(url_file, url);
 	free(url_file);

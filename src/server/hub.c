@@ -7,7 +7,9 @@
  * older than the ring holds (a client back after a long absence) reads
  * those from the store itself, so a reconnect misses nothing.
  *
- *   store commit ─▶ inotify ─▶ hub thread ─▶ ring ─▶ cond broadcast ─▶ streams
+ *   store commit ─▶ inotify ─▶ hub thread ─▶ ring ─▶ cond broadcast ─▶ readers
+ *                                          ├─▶ hub_on_new's callback (the
+ *                                          │   event loop's streams)
  *                                          └─▶ notify_poke (webhooks)
  */
 #include "util/compat.h"
@@ -78,6 +80,8 @@ struct hub {
 	struct hub_msg ring[RING];
 	size_t head, count; /* oldest at head */
 	/* metrics */
+	hub_wake_fn *wake; /* hub_on_new's */
+	void *wake_arg;
 	int64_t events_total, takeovers;
 	struct stage_hist *hist;
 	size_t nr_hist;
@@ -362,9 +366,16 @@ catch_up(struct hub *h)
 		}
 		total += b.n;
 		if (b.n) {
+			hub_wake_fn *wake;
+			void *arg;
+
 			pthread_mutex_lock(&h->mu);
 			pthread_cond_broadcast(&h->cond);
+			wake = h->wake;
+			arg = h->wake_arg;
 			pthread_mutex_unlock(&h->mu);
+			if (wake)
+				wake(arg);
 		}
 		if (b.n < 512)
 			break;
@@ -448,6 +459,15 @@ hub_start(const char *store_spec, struct notifier *n, struct hub **out,
 	}
 	*out = h;
 	return 0;
+}
+
+void
+hub_on_new(struct hub *h, hub_wake_fn *fn, void *arg)
+{
+	pthread_mutex_lock(&h->mu);
+	h->wake = fn;
+	h->wake_arg = arg;
+	pthread_mutex_unlock(&h->mu);
 }
 
 void

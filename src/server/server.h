@@ -6,12 +6,12 @@
  *
  * It runs in a process of its own, started by the serve supervisor
  * before any thread exists (the supervisor forks workers; a process with
- * threads must not). Inside it, civetweb's request threads each keep a
- * store connection of their own, and one hub thread follows the store's
- * event log and hands every new event to the live streams and the
- * webhooks.
+ * threads must not). Inside it, libmicrohttpd's event-loop threads each
+ * keep a store connection of their own, and one hub thread follows the
+ * store's event log and hands every new event to the live streams and
+ * the webhooks (http.c, stream.c).
  *
- *   serve supervisor ─┬─ http process: civetweb threads ── store (read, requests)
+ *   serve supervisor ─┬─ http process: event loops ── store (read, requests)
  *                     │                hub thread ── store_watch: new events
  *                     ├─ notify process (with notify.webhooks; with or
  *                     │   without HTTP): hub thread ── pokes ── notify

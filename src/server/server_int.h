@@ -16,7 +16,8 @@ struct config;
 struct err;
 struct event;
 struct hub;
-struct mg_connection;
+struct MHD_Connection;
+struct MHD_Response;
 struct notifier;
 struct store;
 struct workspace;
@@ -37,6 +38,8 @@ struct server {
 	 */
 	char listen_host[256];
 	int port;
+	/* connections the descriptor limit leaves room for (http.c) */
+	unsigned max_conns;
 };
 
 /* ---- http.c: requests and responses ------------------------------------ */
@@ -63,12 +66,12 @@ void server__await_stop(void);
 
 struct req {
 	struct server *srv;
-	struct mg_connection *conn;
+	struct MHD_Connection *conn; /* NULL in http_call */
 	const char *method, *path, *query; /* query: NULL when none */
 	const char *params[3];	/* the {id} parts of the route, in order */
 	struct store *store;	/* this request thread's own connection */
-	struct buf body;	/* the request body, read on demand */
-	int body_ready;	/* body holds it already (read, http_call) */
+	struct buf body;	/* the request body, read before the handler runs */
+	int body_ready;	/* body holds it (0: it was over the limit) */
 	struct buf *capture;	/* http_call: the answer goes here */
 	int status;		/* what was sent, for the log and metrics */
 };
@@ -153,6 +156,20 @@ int http_body_json_opt(struct req *rq, void **out);
 /* The value of query parameter name, copied into out; 0 when absent. */
 int http_query(const struct req *rq, const char *name, char *out, size_t len);
 /*
+ * The value of name in query (a=1&b=x%20y, no '?'), decoded, into out:
+ * its length, -1 when absent or longer than len allows.
+ */
+int http_query_var(const char *query, const char *name, char *out, size_t len);
+/* The request header name (any case); NULL when absent. */
+const char *http_header(const struct req *rq, const char *name);
+/* Adds the headers every answer carries: nothing cached, nothing sniffed. */
+void http_common_headers(struct MHD_Response *r);
+/*
+ * The request's connection becomes a live stream: the request deadline
+ * no longer applies to it.
+ */
+void http_streaming(struct req *rq);
+/*
  * Whether the request is this server's to answer, before its token is
  * looked at: its Host names the server (the address it listens on, or
  * localhost, 127.0.0.1 or [::1], with its port), else 421, so a page
@@ -202,6 +219,13 @@ struct hub_filter {
 int hub_start(const char *store_spec, struct notifier *n, struct hub **out,
 	      struct err *e);
 void hub_stop(struct hub *h);
+typedef void hub_wake_fn(void *arg);
+/*
+ * Calls fn(arg) on the hub's thread each time new events are in the
+ * ring (after hub_read's waiters are woken); fn must not block, nor call
+ * into the hub. Set it once, before streams open.
+ */
+void hub_on_new(struct hub *h, hub_wake_fn *fn, void *arg);
 /* The seq of the newest event the hub has seen. */
 int64_t hub_last_seq(struct hub *h);
 /*
@@ -222,7 +246,13 @@ void hub_metrics(struct hub *h, struct buf *out);
 
 /* SSE and WebSocket endpoints (stream.c). */
 void stream_sse(struct req *rq);
-void stream_ws_register(void *mg_ctx, struct server *srv);
+/* GET /api/v1/ws with Upgrade: websocket (guards passed): 101 and the
+ * socket joins the WebSocket loop, or an error answered. */
+void stream_ws(struct req *rq);
+/* Starts the WebSocket loop and hooks the streams to srv->hub. */
+int stream_start(struct server *srv, struct err *e);
+/* Closes every WebSocket and stops the loop. */
+void stream_stop(void);
 /* Live streams open now (SSE and WebSocket), for /metrics. */
 int stream_clients(void);
 

@@ -5,17 +5,35 @@
  * has), so a client that reconnects with its cursor gets every event
  * after it exactly once, then the live ones.
  *
- * An SSE client keeps its civetweb thread; a WebSocket client has a
- * pusher thread of its own (civetweb's thread reads its frames), and its
- * commands are run through the REST routes (http_call), so both doors
- * check and do exactly the same.
+ * No stream holds a thread. An SSE stream is an answer libmicrohttpd
+ * reads from sse_read on its event loop; with nothing to send, the
+ * connection is suspended and put on the waiting list, and the hub's
+ * callback (stream_wake) resumes every waiting stream when news comes.
+ * A generation count closes the gap between "nothing to read" and
+ * "suspended": a stream suspends only when no news came since it looked.
+ * WebSocket connections are upgraded and their sockets handed to one
+ * thread of this file's own (ws_loop: epoll, frames by libwslay), which
+ * pushes the news to each and runs their commands through the REST
+ * routes (http_call), so both doors check and do exactly the same.
+ *
+ *   hub thread ─▶ stream_wake ─┬─ gen++, resume waiting SSE ─▶ sse_read (loops)
+ *                              └─ eventfd ─▶ ws_loop ─▶ wslay ─▶ sockets
+ *   ws_loop, every STREAM_TICK_MS: keepalives due (SSE ": ping", WS ping)
  */
 #include "util/compat.h"
 
-#include <civetweb.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <wslay/wslay.h>
 
 #include "core/config.h"
 #include "core/run.h"
@@ -34,8 +52,24 @@
 #define BATCH 64
 /* A comment or ping this often keeps proxies and idle clients awake. */
 #define KEEPALIVE_MS 15000
-/* How often a WebSocket pusher checks that its client is still there. */
-#define WS_CHECK_MS 1000
+/* How often the keepalives due are looked for. */
+#define STREAM_TICK_MS 5000
+/*
+ * A WebSocket that sends nothing (not even the pong to our pings) for
+ * this long is gone.
+ */
+#define WS_READ_MS 45000
+/* How long a closed WebSocket's client has to close its side. */
+#define WS_LINGER_MS 2000
+/*
+ * An SSE client that reads nothing for this long (its socket full) is
+ * cut; it comes back with Last-Event-ID.
+ */
+#define SSE_STALL_S 60
+/* Messages queued on one WebSocket before its cursor waits for it. */
+#define WS_QUEUE_MAX 256
+/* Connections kept for requests when streams are capped by descriptors. */
+#define STREAMS_KEEP 64
 
 static atomic_int clients;
 
@@ -46,27 +80,27 @@ stream_clients(void)
 }
 
 /*
- * How many live streams may be open at once. Each holds one of
- * server.threads for as long as it lives, so streams alone could leave
- * no thread to answer a request (the dashboard's page, the CLI's API
- * calls): an eighth of the threads, and at least 2, are kept for
- * requests. civetweb cannot tell peers apart before a request, and every
- * local client is the one peer 127.0.0.1, so the cap is on all streams.
+ * How many live streams may be open at once: server.max_streams, within
+ * what the descriptor limit leaves after STREAMS_KEEP connections for
+ * requests (a stream costs no thread, only its socket and a few KiB).
  */
 static int
 streams_max(const struct server *srv)
 {
-	int threads = srv->cfg->server.threads, keep = threads / 8;
+	int max = srv->cfg->server.max_streams;
 
-	return threads - (keep < 2 ? 2 : keep);
+	if (srv->max_conns > STREAMS_KEEP &&
+	    srv->max_conns - STREAMS_KEEP < (unsigned)max)
+		max = (int)(srv->max_conns - STREAMS_KEEP);
+	return max;
 }
 
 /*
- * Whether one more stream may open (counted in clients when *take); 0
- * with a 503 answered when the streams are at their cap.
+ * Whether one more stream may open (counted in clients); 0 with a 503
+ * answered when the streams are at their cap.
  */
 static int
-stream_admit(struct req *rq, int take)
+stream_admit(struct req *rq)
 {
 	int max = streams_max(rq->srv), n = atomic_load(&clients);
 
@@ -74,13 +108,13 @@ stream_admit(struct req *rq, int take)
 		if (n >= max) {
 			http_error(rq, 503, "too_many_streams",
 				   "%d live streams are open, as many as "
-				   "server.threads (%d) allows while keeping "
-				   "threads for requests: close one, or raise "
-				   "server.threads",
-				   n, rq->srv->cfg->server.threads);
+				   "server.max_streams (%d) and the descriptor "
+				   "limit allow: close one, or raise "
+				   "server.max_streams",
+				   n, rq->srv->cfg->server.max_streams);
 			return 0;
 		}
-		if (!take || atomic_compare_exchange_weak(&clients, &n, n + 1))
+		if (atomic_compare_exchange_weak(&clients, &n, n + 1))
 			return 1;
 	}
 }
@@ -105,14 +139,14 @@ read_cursor(struct server *srv, struct store *s, const char *query,
 
 	memset(c, 0, sizeof(*c));
 	c->after = hub_last_seq(srv->hub);
-	if (query && mg_get_var(query, strlen(query), "task", v, sizeof(v)) >= 0) {
+	if (query && http_query_var(query, "task", v, sizeof(v)) >= 0) {
 		c->f.task_id = sched_task_ref(v);
 		if (!c->f.task_id) {
 			snprintf(msg, len, "task must be a task id, not '%s'", v);
 			return -1;
 		}
 	}
-	if (query && mg_get_var(query, strlen(query), "run", v, sizeof(v)) >= 0) {
+	if (query && http_query_var(query, "run", v, sizeof(v)) >= 0) {
 		struct run r = { 0 };
 		struct err e = ERR_INIT;
 
@@ -124,7 +158,8 @@ read_cursor(struct server *srv, struct store *s, const char *query,
 		c->f.run_id = c->run_id;
 		run_release(&r);
 	}
-	if ((query && mg_get_var(query, strlen(query), "after", v, sizeof(v)) >= 0) ||
+	if ((query && http_query_var(query, "after", v,
+				       sizeof(v)) >= 0) ||
 	    (last_id && snprintf(v, sizeof(v), "%s", last_id) > 0)) {
 		c->after = strtoll(v, &end, 10);
 		if (*end || c->after < 0) {
@@ -138,17 +173,193 @@ read_cursor(struct server *srv, struct store *s, const char *query,
 
 /* ---- Server-Sent Events -------------------------------------------------- */
 
+struct sse {
+	struct server *srv;
+	struct MHD_Connection *conn;
+	struct cursor c;
+	struct buf out; /* what is to be sent; from off on */
+	size_t off;
+	int64_t last_ms; /* when it last had something to send */
+	int fd;		 /* its socket, to see a client leave while parked */
+	int waiting;	 /* on the waiting list (suspended) */
+	int gone;	 /* the client hung up while it was parked */
+	struct sse *prev, *next;
+};
+
+/* The waiting list, and the news count that closes the race. */
+static pthread_mutex_t wait_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sse *waiting;
+static atomic_ullong news;
+
+static void
+wait_unlink(struct sse *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		waiting = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->prev = s->next = NULL;
+	s->waiting = 0;
+}
+
+/* Resumes every waiting SSE stream (they look at the hub again). */
+static void
+sse_resume_all(void)
+{
+	pthread_mutex_lock(&wait_mu);
+	atomic_fetch_add(&news, 1);
+	while (waiting) {
+		struct sse *s = waiting;
+
+		wait_unlink(s);
+		MHD_resume_connection(s->conn);
+	}
+	pthread_mutex_unlock(&wait_mu);
+}
+
+/*
+ * The tick: resumes the waiting streams whose ping is due and those
+ * whose client hung up (a suspended connection is not watched by
+ * libmicrohttpd, so one poll over all their sockets looks for it).
+ */
+static void
+sse_tick(int64_t now)
+{
+	struct pollfd *pfd = NULL;
+	struct sse **who = NULL, *s;
+	size_t n = 0, alloc = 0, i;
+
+	pthread_mutex_lock(&wait_mu);
+	for (s = waiting; s; s = s->next) {
+		ALLOC_GROW(pfd, n + 1, alloc);
+		pfd[n] = (struct pollfd){ .fd = s->fd, .events = POLLRDHUP };
+		n++;
+	}
+	who = xcalloc(n ? n : 1, sizeof(*who));
+	for (i = 0, s = waiting; s; s = s->next)
+		who[i++] = s;
+	if (n && poll(pfd, n, 0) < 0)
+		n = 0;
+	for (i = 0; i < n; i++) {
+		s = who[i];
+		if (pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+			s->gone = 1;
+		else if (now - s->last_ms < KEEPALIVE_MS)
+			continue;
+		wait_unlink(s);
+		MHD_resume_connection(s->conn);
+	}
+	pthread_mutex_unlock(&wait_mu);
+	free(pfd);
+	free(who);
+}
+
+/*
+ * Fills s->out with what is new for the stream (or a ping when it has
+ * been quiet for KEEPALIVE_MS); -1 when the hub stops.
+ */
+static int
+sse_fill(struct sse *s)
+{
+	struct hub_msg msgs[BATCH];
+	int64_t now = time_mono_ms();
+	int n, i;
+
+	buf_reset(&s->out);
+	s->off = 0;
+	n = hub_read(s->srv->hub, http_thread_store(s->srv), s->c.after,
+		     &s->c.f, msgs, BATCH, 0);
+	if (n < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		buf_addf(&s->out, "id: %lld\nevent: %s\ndata: %s\n\n",
+			 (long long)msgs[i].seq, msgs[i].type, msgs[i].json);
+		s->c.after = msgs[i].seq;
+		hub_msg_release(&msgs[i]);
+	}
+	if (!n && now - s->last_ms >= KEEPALIVE_MS)
+		buf_adds(&s->out, ": ping\n\n");
+	if (s->out.len)
+		s->last_ms = now;
+	return 0;
+}
+
+/*
+ * libmicrohttpd asks for the next bytes of the stream. With none, the
+ * connection is suspended on the waiting list, unless news came since
+ * the hub was read (then it reads again).
+ */
+static ssize_t
+sse_read(void *cls, uint64_t pos, char *dst, size_t max)
+{
+	struct sse *s = cls;
+	size_t n;
+
+	(void)pos;
+	if (s->gone)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	while (s->off == s->out.len) {
+		unsigned long long seen = atomic_load(&news);
+
+		if (sse_fill(s))
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (s->out.len)
+			break;
+		pthread_mutex_lock(&wait_mu);
+		if (atomic_load(&news) == seen) {
+			s->next = waiting;
+			if (waiting)
+				waiting->prev = s;
+			waiting = s;
+			s->waiting = 1;
+			MHD_suspend_connection(s->conn);
+			pthread_mutex_unlock(&wait_mu);
+			return 0;
+		}
+		pthread_mutex_unlock(&wait_mu);
+	}
+	n = s->out.len - s->off;
+	if (n > max)
+		n = max;
+	memcpy(dst, s->out.ptr + s->off, n);
+	s->off += n;
+	return (ssize_t)n;
+}
+
+/*
+ * The answer is done with (the connection ends). libmicrohttpd may hold
+ * its own locks here, which stream_wake takes under wait_mu: wait_mu is
+ * taken only when the stream is still parked, which a connection that
+ * ends is not (a suspended one ends only as the server stops).
+ */
+static void
+sse_free(void *cls)
+{
+	struct sse *s = cls;
+
+	if (s->waiting) {
+		pthread_mutex_lock(&wait_mu);
+		if (s->waiting)
+			wait_unlink(s);
+		pthread_mutex_unlock(&wait_mu);
+	}
+	atomic_fetch_sub(&clients, 1);
+	buf_release(&s->out);
+	free(s);
+}
+
 void
 stream_sse(struct req *rq)
 {
-	struct hub_msg msgs[BATCH];
+	struct MHD_Response *r;
+	struct sse *s;
 	struct cursor c;
-	struct buf out = BUF_INIT;
 	char why[300];
-	int n, i, ok = 1;
 
 	if (read_cursor(rq->srv, rq->store, rq->query,
-			mg_get_header(rq->conn, "Last-Event-ID"), &c, why,
+			http_header(rq, "Last-Event-ID"), &c, why,
 			sizeof(why))) {
 		http_error(rq, strncmp(why, "no run", 6) ? 400 : 404,
 			   strncmp(why, "no run", 6) ? "bad_request" :
@@ -156,148 +367,562 @@ stream_sse(struct req *rq)
 			   "%s", why);
 		return;
 	}
-	if (!stream_admit(rq, 1))
+	if (!stream_admit(rq))
 		return;
-	rq->status = 200;
-	mg_printf(rq->conn, "HTTP/1.1 200 OK\r\n"
-			    "Content-Type: text/event-stream\r\n"
-			    "Cache-Control: no-store\r\n"
-			    "X-Accel-Buffering: no\r\n"
-			    "Connection: close\r\n\r\n"
-			    "retry: 2000\n\n");
-	while (ok) {
-		n = hub_read(rq->srv->hub, rq->store, c.after, &c.f, msgs,
-			     BATCH, KEEPALIVE_MS);
-		if (n < 0)
-			break;
-		buf_reset(&out);
-		if (n == 0)
-			buf_adds(&out, ": ping\n\n");
-		for (i = 0; i < n; i++) {
-			buf_addf(&out, "id: %lld\nevent: %s\ndata: %s\n\n",
-				 (long long)msgs[i].seq, msgs[i].type,
-				 msgs[i].json);
-			c.after = msgs[i].seq;
-			hub_msg_release(&msgs[i]);
-		}
-		ok = mg_write(rq->conn, out.ptr, out.len) == (int)out.len;
+	s = xcalloc(1, sizeof(*s));
+	s->srv = rq->srv;
+	s->conn = rq->conn;
+	s->c = c;
+	if (c.f.run_id)
+		s->c.f.run_id = s->c.run_id; /* into its own copy */
+	s->out = (struct buf)BUF_INIT;
+	buf_adds(&s->out, "retry: 2000\n\n");
+	s->last_ms = time_mono_ms();
+	s->fd = -1;
+	{
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+			rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (ci)
+			s->fd = ci->connect_fd;
 	}
-	atomic_fetch_sub(&clients, 1);
-	buf_release(&out);
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read,
+					      s, sse_free);
+	if (!r) {
+		sse_free(s);
+		http_error(rq, 500, "internal", "cannot open the stream");
+		return;
+	}
+	MHD_add_response_header(r, "Content-Type", "text/event-stream");
+	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	http_common_headers(r);
+	http_streaming(rq);
+	MHD_set_connection_option(rq->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+				  (unsigned)SSE_STALL_S);
+	rq->status = 200;
+	MHD_queue_response(rq->conn, 200, r);
+	MHD_destroy_response(r);
 }
 
 /* ---- WebSocket ----------------------------------------------------------- */
 
 struct ws_client {
 	struct server *srv;
-	struct mg_connection *conn;
+	int fd;
+	struct MHD_UpgradeResponseHandle *urh;
+	wslay_event_context_ptr ctx;
 	struct cursor c;
-	pthread_t pusher;
-	atomic_int stop;
-	int started;
-	/* a fragmented message so far (civetweb's reading thread only) */
-	struct buf msg;
-	int msg_opcode; /* its first frame's opcode; 0: none under way */
+	char *refusal; /* the cursor was bad: say this, then close */
+	struct buf in; /* bytes read with the request, from in_off on */
+	size_t in_off;
+	int64_t last_recv_ms, last_ping_ms;
+	int64_t linger_ms; /* our close is sent: reading till EOF since */
+	int sock_failed;   /* the socket failed or the client closed it */
+	uint32_t events; /* what epoll waits for now */
+	struct ws_client *prev, *next;
 };
 
-static int
-ws_send(struct ws_client *w, const char *text, size_t len)
+/* The WebSocket loop: its thread, epoll, wake-up, clients. */
+static struct {
+	struct server *srv;
+	pthread_t thread;
+	int started;
+	int ep, wake;
+	atomic_int stop;
+	atomic_int news;
+	pthread_mutex_t mu; /* guards incoming */
+	struct ws_client *incoming;
+	struct ws_client *all;
+} wl = { .ep = -1, .wake = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+wl_poke(void)
 {
-	return mg_websocket_write(w->conn, MG_WEBSOCKET_OPCODE_TEXT, text,
-				  len) > 0;
+	uint64_t one = 1;
+
+	if (wl.wake >= 0 && write(wl.wake, &one, sizeof(one)) < 0 &&
+	    errno != EAGAIN)
+		log_warn("cannot wake the WebSocket loop: %s", strerror(errno));
 }
 
-static void *
-ws_push(void *arg)
+/* The hub has news: every stream looks again. */
+static void
+stream_wake(void *arg)
 {
-	struct ws_client *w = arg;
-	struct hub_msg msgs[BATCH];
-	struct store *s = NULL;
-	struct err e = ERR_INIT;
-	int64_t quiet = 0;
-	int n, i;
-
-	if (store_open(w->srv->store_spec, &s, &e))
-		log_error("cannot open the store: %s", e.msg);
-	while (!atomic_load(&w->stop)) {
-		n = hub_read(w->srv->hub, s, w->c.after, &w->c.f, msgs, BATCH,
-			     WS_CHECK_MS);
-		if (n < 0)
-			break;
-		if (n == 0 && (quiet += WS_CHECK_MS) >= KEEPALIVE_MS) {
-			quiet = 0;
-			if (mg_websocket_write(w->conn, MG_WEBSOCKET_OPCODE_PING,
-					       "", 0) < 0)
-				break;
-		}
-		for (i = 0; i < n; i++) {
-			if (!atomic_load(&w->stop) &&
-			    !ws_send(w, msgs[i].json, strlen(msgs[i].json)))
-				atomic_store(&w->stop, 1);
-			w->c.after = msgs[i].seq;
-			hub_msg_release(&msgs[i]);
-		}
-		if (n > 0)
-			quiet = 0;
-	}
-	store_close(s);
-	return NULL;
-}
-
-static int
-ws_connect(const struct mg_connection *cconn, void *arg)
-{
-	struct mg_connection *conn = (struct mg_connection *)cconn;
-	const struct mg_request_info *ri = mg_get_request_info(conn);
-	struct req rq = { .srv = arg, .conn = conn,
-			  .method = ri->request_method,
-			  .path = ri->local_uri, .query = ri->query_string,
-			  .body = BUF_INIT };
-
-	if (http_guard(&rq))
-		goto refused;
-	if (!http_authorized(&rq, 1)) {
-		http_error(&rq, 401, "unauthorized",
-			   "a token is required: ?access_token=TOKEN");
-		goto refused;
-	}
-	/* counted once it is ready (ws_ready); two that race here may
-	 * both pass, which overshoots the cap by that race, never by more */
-	if (!stream_admit(&rq, 0))
-		goto refused;
-	return 0;
-refused:
-	metrics_count(rq.status);
-	return 1;
+	(void)arg;
+	sse_resume_all();
+	atomic_store(&wl.news, 1);
+	wl_poke();
 }
 
 static void
-ws_ready(struct mg_connection *conn, void *arg)
+ws_send(struct ws_client *w, const char *text, size_t len)
 {
-	const struct mg_request_info *ri = mg_get_request_info(conn);
-	struct ws_client *w = xcalloc(1, sizeof(*w));
-	char why[300];
+	struct wslay_event_msg m = { .opcode = WSLAY_TEXT_FRAME,
+				     .msg = (const uint8_t *)text,
+				     .msg_length = len };
 
-	w->srv = arg;
-	w->conn = conn;
-	w->msg = (struct buf)BUF_INIT;
-	mg_set_user_connection_data(conn, w);
-	if (read_cursor(w->srv, http_thread_store(w->srv), ri->query_string,
-			NULL, &w->c, why, sizeof(why))) {
+	wslay_event_queue_msg(w->ctx, &m);
+}
+
+static ssize_t
+ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *dst, size_t len, int flags,
+	   void *user)
+{
+	struct ws_client *w = user;
+	ssize_t n;
+
+	(void)flags;
+	if (w->in_off < w->in.len) {
+		n = (ssize_t)(w->in.len - w->in_off);
+		if ((size_t)n > len)
+			n = (ssize_t)len;
+		memcpy(dst, w->in.ptr + w->in_off, (size_t)n);
+		w->in_off += (size_t)n;
+		w->last_recv_ms = time_mono_ms();
+		return n;
+	}
+	do
+		n = recv(w->fd, dst, len, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	if (n <= 0) {
+		w->sock_failed = 1;
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
+	w->last_recv_ms = time_mono_ms();
+	return n;
+}
+
+static ssize_t
+ws_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
+	   int flags, void *user)
+{
+	struct ws_client *w = user;
+	ssize_t n;
+
+	(void)flags;
+	do
+		n = send(w->fd, data, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			w->sock_failed = 1;
+		wslay_event_set_error(ctx, w->sock_failed ?
+					   WSLAY_ERR_CALLBACK_FAILURE :
+					   WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	return n;
+}
+
+static void ws_command(struct ws_client *w, const char *data, size_t len);
+
+/*
+ * A whole message from the client. libwslay has put the fragments
+ * together (up to server.max_body_kb, closing with 1009 past it),
+ * answered pings, and closed with 1002 on what RFC 6455 forbids: a
+ * continuation with no message under way, a new message inside one, a
+ * fragmented or oversized control frame, reserved bits, an unmasked
+ * frame. A binary message is no command: it is dropped.
+ */
+static void
+ws_on_msg(wslay_event_context_ptr ctx,
+	  const struct wslay_event_on_msg_recv_arg *arg, void *user)
+{
+	(void)ctx;
+	if (arg->opcode == WSLAY_TEXT_FRAME)
+		ws_command(user, (const char *)arg->msg, arg->msg_length);
+}
+
+static const struct wslay_event_callbacks ws_callbacks = {
+	.recv_callback = ws_recv_cb,
+	.send_callback = ws_send_cb,
+	.on_msg_recv_callback = ws_on_msg,
+};
+
+static void
+ws_close(struct ws_client *w)
+{
+	epoll_ctl(wl.ep, EPOLL_CTL_DEL, w->fd, NULL);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		wl.all = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	wslay_event_context_free(w->ctx);
+	MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
+	atomic_fetch_sub(&clients, 1);
+	buf_release(&w->in);
+	free(w->refusal);
+	free(w);
+}
+
+/*
+ * Our close frame is out: the write side is shut and what the client
+ * still sends is read and dropped until it closes (or WS_LINGER_MS), so
+ * that unread bytes do not turn our close into a reset that destroys
+ * the close frame before the client reads it.
+ */
+static void
+ws_linger(struct ws_client *w)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
+
+	w->linger_ms = time_mono_ms();
+	shutdown(w->fd, SHUT_WR);
+	w->events = EPOLLIN;
+	epoll_ctl(wl.ep, EPOLL_CTL_MOD, w->fd, &ev);
+}
+
+/* Reads and drops what a lingering client sends; 1 when it is gone. */
+static int
+ws_drain(struct ws_client *w)
+{
+	char scratch[16384];
+	ssize_t n;
+
+	while ((n = recv(w->fd, scratch, sizeof(scratch), 0)) > 0)
+		;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	ws_close(w);
+	return 1;
+}
+
+/*
+ * libwslay failed to read: the socket is gone, or a frame broke the
+ * framing itself (a fragmented or oversized control frame, a reserved
+ * opcode), for which libwslay queues a close with no code. That one is
+ * dropped with all else queued: the client is told 1002 (written here,
+ * whole, as the last thing on the socket) and the connection lingers.
+ * What RFC 6455 forbids within the framing, libwslay closes with its
+ * code itself and keeps reading (wslay_event_recv returns 0).
+ */
+static void
+ws_fail(struct ws_client *w)
+{
+	static const unsigned char close_1002[] = { 0x88, 0x02, 0x03, 0xea };
+
+	if (w->sock_failed) {
+		ws_close(w);
+		return;
+	}
+	if (send(w->fd, close_1002, sizeof(close_1002), MSG_NOSIGNAL) < 0)
+		log_debug("cannot send a close: %s", strerror(errno));
+	ws_linger(w);
+}
+
+/* Queues what is new for w, up to WS_QUEUE_MAX messages waiting. */
+static void
+ws_push(struct ws_client *w)
+{
+	struct hub_msg msgs[BATCH];
+	int n, i;
+
+	if (w->refusal || w->linger_ms || !wslay_event_want_read(w->ctx))
+		return; /* closing */
+	while (wslay_event_get_queued_msg_count(w->ctx) < WS_QUEUE_MAX) {
+		n = hub_read(w->srv->hub, http_thread_store(w->srv),
+			     w->c.after, &w->c.f, msgs, BATCH, 0);
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++) {
+			ws_send(w, msgs[i].json, strlen(msgs[i].json));
+			w->c.after = msgs[i].seq;
+			hub_msg_release(&msgs[i]);
+		}
+	}
+}
+
+/*
+ * Sends what is queued and sets what epoll waits for; closes w when
+ * libwslay is done with it (1 returned: w is gone).
+ */
+static int
+ws_update(struct ws_client *w)
+{
+	struct epoll_event ev = { 0 };
+
+	if (w->linger_ms)
+		return 0;
+	if (wslay_event_want_write(w->ctx) && wslay_event_send(w->ctx)) {
+		ws_close(w);
+		return 1;
+	}
+	/* drained below the cap: the cursor may move on */
+	if (!wslay_event_get_queued_msg_count(w->ctx))
+		ws_push(w);
+	if (wslay_event_want_write(w->ctx) && wslay_event_send(w->ctx)) {
+		ws_close(w);
+		return 1;
+	}
+	if (!wslay_event_want_read(w->ctx) && !wslay_event_want_write(w->ctx)) {
+		ws_linger(w);
+		return 0;
+	}
+	ev.events = (wslay_event_want_read(w->ctx) ? EPOLLIN : 0) |
+		    (wslay_event_want_write(w->ctx) ? EPOLLOUT : 0);
+	ev.data.ptr = w;
+	if (ev.events != w->events) {
+		w->events = ev.events;
+		epoll_ctl(wl.ep, EPOLL_CTL_MOD, w->fd, &ev);
+	}
+	return 0;
+}
+
+/* Takes a client the upgrade handed over into the loop. */
+static void
+ws_adopt(struct ws_client *w)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
+
+	w->events = EPOLLIN;
+	w->last_recv_ms = w->last_ping_ms = time_mono_ms();
+	if (wslay_event_context_server_init(&w->ctx, &ws_callbacks, w)) {
+		MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
+		atomic_fetch_sub(&clients, 1);
+		buf_release(&w->in);
+		free(w->refusal);
+		free(w);
+		return;
+	}
+	wslay_event_config_set_max_recv_msg_length(w->ctx, w->srv->max_body);
+	w->next = wl.all;
+	if (wl.all)
+		wl.all->prev = w;
+	wl.all = w;
+	epoll_ctl(wl.ep, EPOLL_CTL_ADD, w->fd, &ev);
+	if (w->refusal) {
+		ws_send(w, w->refusal, strlen(w->refusal));
+		wslay_event_queue_close(w->ctx, WSLAY_CODE_NORMAL_CLOSURE, NULL,
+					0);
+	} else {
+		ws_push(w);
+	}
+	/* bytes that came with the request are frames already */
+	if (w->in_off < w->in.len && wslay_event_recv(w->ctx)) {
+		ws_fail(w);
+		return;
+	}
+	ws_update(w);
+}
+
+/* Pings the quiet, drops the silent; looks at the SSE streams too. */
+static void
+ws_tick(int64_t now)
+{
+	struct ws_client *w = wl.all, *next;
+
+	for (; w; w = next) {
+		next = w->next;
+		if (w->linger_ms) {
+			if (now - w->linger_ms >= WS_LINGER_MS)
+				ws_close(w);
+			continue;
+		}
+		if (now - w->last_recv_ms >= WS_READ_MS) {
+			ws_close(w);
+			continue;
+		}
+		if (now - w->last_ping_ms >= KEEPALIVE_MS) {
+			struct wslay_event_msg m = { .opcode = WSLAY_PING };
+
+			w->last_ping_ms = now;
+			wslay_event_queue_msg(w->ctx, &m);
+			ws_update(w);
+		}
+	}
+	sse_tick(now);
+}
+
+static void *
+ws_loop(void *arg)
+{
+	struct epoll_event evs[256];
+	int64_t last_tick = time_mono_ms();
+
+	(void)arg;
+	while (!atomic_load(&wl.stop)) {
+		int n = epoll_wait(wl.ep, evs, ARRAY_SIZE(evs), 1000), i;
+		struct ws_client *in, *w, *next;
+		int64_t now;
+
+		for (i = 0; i < n; i++) {
+			w = evs[i].data.ptr;
+			if (!w) {
+				uint64_t v;
+
+				if (read(wl.wake, &v, sizeof(v)) < 0 &&
+				    errno != EAGAIN)
+					log_warn("wake: %s", strerror(errno));
+				continue;
+			}
+			if (w->linger_ms) {
+				ws_drain(w);
+				continue;
+			}
+			if ((evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) &&
+			    wslay_event_recv(w->ctx)) {
+				ws_fail(w);
+				continue;
+			}
+			ws_update(w);
+		}
+		pthread_mutex_lock(&wl.mu);
+		in = wl.incoming;
+		wl.incoming = NULL;
+		pthread_mutex_unlock(&wl.mu);
+		for (; in; in = next) {
+			next = in->next;
+			in->next = NULL;
+			ws_adopt(in);
+		}
+		if (atomic_exchange(&wl.news, 0))
+			for (w = wl.all; w; w = next) {
+				next = w->next;
+				ws_push(w);
+				ws_update(w);
+			}
+		now = time_mono_ms();
+		if (now - last_tick >= STREAM_TICK_MS) {
+			last_tick = now;
+			ws_tick(now);
+		}
+	}
+	while (wl.all)
+		ws_close(wl.all);
+	return NULL;
+}
+
+/* libmicrohttpd has sent the 101: the socket is the loop's now. */
+static void
+ws_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
+	    const char *extra_in, size_t extra_in_size, MHD_socket sock,
+	    struct MHD_UpgradeResponseHandle *urh)
+{
+	struct ws_client *w = cls;
+	int fl;
+
+	(void)conn;
+	(void)con_cls;
+	w->fd = sock;
+	w->urh = urh;
+	if (extra_in_size)
+		buf_add(&w->in, extra_in, extra_in_size);
+	fl = fcntl(sock, F_GETFL);
+	if (fl >= 0)
+		fcntl(sock, F_SETFL, fl | O_NONBLOCK);
+	pthread_mutex_lock(&wl.mu);
+	w->next = wl.incoming;
+	wl.incoming = w;
+	pthread_mutex_unlock(&wl.mu);
+	wl_poke();
+}
+
+/* Sec-WebSocket-Accept for key (RFC 6455, section 4.2.2) into out. */
+static int
+ws_accept_key(const char *key, char out[64])
+{
+	static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char *both = xasprintf("%s%s", key, guid);
+	int ok = EVP_Digest(both, strlen(both), md, &mdlen, EVP_sha1(), NULL);
+
+	free(both);
+	if (!ok || mdlen != 20)
+		return -1;
+	EVP_EncodeBlock((unsigned char *)out, md, (int)mdlen);
+	return 0;
+}
+
+void
+stream_ws(struct req *rq)
+{
+	const char *key = http_header(rq, "Sec-WebSocket-Key"),
+		   *version = http_header(rq, "Sec-WebSocket-Version");
+	struct MHD_Response *r;
+	struct ws_client *w;
+	char accept[64], why[300];
+
+	if (!key || !*key || strlen(key) > 64 || !version ||
+	    strcmp(version, "13") || ws_accept_key(key, accept)) {
+		http_error(rq, 400, "bad_request",
+			   "a WebSocket handshake wants Sec-WebSocket-Key and "
+			   "Sec-WebSocket-Version: 13");
+		return;
+	}
+	if (!stream_admit(rq))
+		return;
+	w = xcalloc(1, sizeof(*w));
+	w->srv = rq->srv;
+	w->fd = -1;
+	w->in = (struct buf)BUF_INIT;
+	if (read_cursor(rq->srv, rq->store, rq->query, NULL, &w->c, why,
+			sizeof(why))) {
 		json_t *j = json_pack("{s:s, s:{s:s, s:s}}", "type", "error",
 				      "error", "code", "bad_request", "message",
 				      why);
-		char *text = json_dumps(j, JSON_COMPACT);
 
-		ws_send(w, text, strlen(text));
-		free(text);
+		w->refusal = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
-		mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE,
-				   "", 0);
+	} else if (w->c.f.run_id) {
+		w->c.f.run_id = w->c.run_id;
+	}
+	r = MHD_create_response_for_upgrade(ws_upgraded, w);
+	if (!r) {
+		atomic_fetch_sub(&clients, 1);
+		free(w->refusal);
+		free(w);
+		http_error(rq, 500, "internal", "cannot upgrade");
 		return;
 	}
-	atomic_fetch_add(&clients, 1);
-	w->started = !pthread_create(&w->pusher, NULL, ws_push, w);
+	MHD_add_response_header(r, "Upgrade", "websocket");
+	MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
+	http_streaming(rq);
+	rq->status = 101;
+	MHD_queue_response(rq->conn, MHD_HTTP_SWITCHING_PROTOCOLS, r);
+	MHD_destroy_response(r);
+}
+
+int
+stream_start(struct server *srv, struct err *e)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+	wl.srv = srv;
+	wl.ep = epoll_create1(EPOLL_CLOEXEC);
+	wl.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wl.ep < 0 || wl.wake < 0 ||
+	    epoll_ctl(wl.ep, EPOLL_CTL_ADD, wl.wake, &ev))
+		return err_set(e, -errno, "cannot set up the WebSocket loop: %s",
+			       strerror(errno));
+	if (pthread_create(&wl.thread, NULL, ws_loop, NULL))
+		return err_set(e, BATON_EINVAL,
+			       "cannot start the WebSocket loop");
+	wl.started = 1;
+	hub_on_new(srv->hub, stream_wake, NULL);
+	return 0;
+}
+
+void
+stream_stop(void)
+{
+	if (!wl.started)
+		return;
+	hub_on_new(wl.srv->hub, NULL, NULL);
+	atomic_store(&wl.stop, 1);
+	wl_poke();
+	pthread_join(wl.thread, NULL);
+	wl.started = 0;
+	/* waiting SSE streams are resumed so the server can close them */
+	sse_resume_all();
 }
 
 /* The REST route a command stands for. */
@@ -404,106 +1029,3 @@ send:
 	buf_release(&out);
 }
 
-/* Close codes of RFC 6455, section 7.4.1. */
-#define WS_CLOSE_PROTOCOL_ERROR 1002
-#define WS_CLOSE_TOO_BIG	1009
-/* A control frame's payload is at most this (RFC 6455, section 5.5). */
-#define WS_CONTROL_MAX 125
-
-/* Says goodbye with code; returns 0, which makes civetweb close. */
-static int
-ws_refuse(struct mg_connection *conn, unsigned code)
-{
-	char payload[2] = { (char)(code >> 8), (char)(code & 0xff) };
-
-	mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, payload,
-			   sizeof(payload));
-	return 0;
-}
-
-/*
- * One frame from the client. A message may come in fragments: a text
- * (or binary) frame without FIN, continuation frames, the last with FIN;
- * control frames (close, ping, pong) may come between them and are never
- * fragmented themselves. The fragments are put together, up to
- * server.max_body_kb (1009 past it), and only the whole message is read
- * as a command. Anything else RFC 6455 forbids closes with 1002: a
- * continuation with no message under way, a new message inside one, a
- * fragmented or oversized control frame, reserved bits or opcodes.
- *
- *   TEXT fin ──────────────────────────────▶ command
- *   TEXT !fin ─▶ CONT !fin ... ─▶ CONT fin ─▶ command
- *                  ▲  PING / PONG between ─┘
- *
- * civetweb unmasks the payload before this is called and does not say
- * whether the frame was masked (its handler gets the first byte only):
- * an unmasked client frame cannot be told apart here.
- */
-static int
-ws_data(struct mg_connection *conn, int bits, char *data, size_t len,
-	void *arg)
-{
-	struct ws_client *w = mg_get_user_connection_data(conn);
-	int opcode = bits & 0xf, fin = bits & 0x80;
-
-	(void)arg;
-	if (!w)
-		return 1;
-	if (bits & 0x70) /* RSV1-3: no extension was agreed */
-		return ws_refuse(conn, WS_CLOSE_PROTOCOL_ERROR);
-	if (opcode >= MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE) {
-		if (!fin || len > WS_CONTROL_MAX ||
-		    opcode > MG_WEBSOCKET_OPCODE_PONG)
-			return ws_refuse(conn, WS_CLOSE_PROTOCOL_ERROR);
-		if (opcode == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE)
-			return 0;
-		if (opcode == MG_WEBSOCKET_OPCODE_PING)
-			mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_PONG, data,
-					   len);
-		return 1;
-	}
-	if (opcode == MG_WEBSOCKET_OPCODE_CONTINUATION) {
-		if (!w->msg_opcode)
-			return ws_refuse(conn, WS_CLOSE_PROTOCOL_ERROR);
-	} else if (w->msg_opcode || (opcode != MG_WEBSOCKET_OPCODE_TEXT &&
-				     opcode != MG_WEBSOCKET_OPCODE_BINARY)) {
-		return ws_refuse(conn, WS_CLOSE_PROTOCOL_ERROR);
-	} else {
-		w->msg_opcode = opcode;
-	}
-	if (len > w->srv->max_body || w->msg.len > w->srv->max_body - len)
-		return ws_refuse(conn, WS_CLOSE_TOO_BIG);
-	buf_add(&w->msg, data, len);
-	if (!fin)
-		return 1;
-	/* a binary message is no command: it is dropped, as it always was */
-	if (w->msg_opcode == MG_WEBSOCKET_OPCODE_TEXT)
-		ws_command(w, w->msg.ptr, w->msg.len);
-	buf_reset(&w->msg);
-	w->msg_opcode = 0;
-	return 1;
-}
-
-static void
-ws_close(const struct mg_connection *conn, void *arg)
-{
-	struct ws_client *w = mg_get_user_connection_data(conn);
-
-	(void)arg;
-	if (!w)
-		return;
-	atomic_store(&w->stop, 1);
-	if (w->started) {
-		pthread_join(w->pusher, NULL);
-		atomic_fetch_sub(&clients, 1);
-	}
-	buf_release(&w->msg);
-	free(w);
-}
-
-void
-stream_ws_register(void *ctx, struct server *srv)
-{
-	mg_set_websocket_handler(ctx, "/api/v1/ws", ws_connect, ws_ready,
-				 ws_data, ws_close, srv);
-}

@@ -50,6 +50,8 @@ void *lazy_fn(struct lazy_lib *lib, size_t i);
 int lazy_pq_load(struct err *e);
 int lazy_curl_load(struct err *e);
 int lazy_crypto_load(struct err *e);
+int lazy_mhd_load(struct err *e);
+int lazy_wslay_load(struct err *e);
 
 /*
  * For a file under src/util/lazy/: with LIST(X, V, H) the library's

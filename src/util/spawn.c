@@ -621,7 +621,7 @@ stream_put(struct stream *s, const char *p, size_t n)
  * Reads what the pipe has, at most max_reads chunks. At EOF or on an
  * error the pipe is closed. The chunk is on the heap: a thread of the
  * HTTP server runs children too (an abort's final report runs git), on
- * the 100 KiB stack civetweb gives it.
+ * a stack that libmicrohttpd sizes, not baton.
  */
 static void
 stream_read(struct stream *s, int max_reads)

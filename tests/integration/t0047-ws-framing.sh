@@ -132,7 +132,8 @@ test_expect_success 'a ping between fragments is answered, the message still who
 '
 
 test_expect_success 'protocol errors close the connection with 1002' '
-	for c in lone-continuation text-inside-fragments fragmented-ping; do
+	for c in lone-continuation text-inside-fragments fragmented-ping \
+		unmasked; do
 		ws $c &&
 		echo "close 1002" >expect &&
 		test_cmp expect ws-$c.out || return 1

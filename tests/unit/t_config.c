@@ -714,6 +714,7 @@ TEST(server_and_reports)
 	ASSERT(c.server.listen == NULL); /* serve's default: 127.0.0.1:7070 */
 	ASSERT_EQ(c.server.threads, 64);
 	ASSERT_EQ(c.server.max_body_kb, 1024);
+	ASSERT_EQ(c.server.max_streams, 10000);
 	ASSERT_EQ(c.reports.milestone_after_seconds, 300);
 	ASSERT_EQ(c.reports.periodic_after_seconds, 1800);
 	ASSERT_EQ(c.reports.interval_seconds, 600);
@@ -722,7 +723,7 @@ TEST(server_and_reports)
 
 	ASSERT_OK(load(REPO,
 		       "server: {listen: \"[::1]:0\", threads: 4, "
-		       "max_body_kb: 64}\n"
+		       "max_body_kb: 64, max_streams: 20}\n"
 		       "reports: {milestone_after_seconds: 0, "
 		       "periodic_after_seconds: 60, interval_seconds: 1}\n",
 		       &c, &e),
@@ -730,6 +731,7 @@ TEST(server_and_reports)
 	ASSERT_STREQ(c.server.listen, "[::1]:0");
 	ASSERT_EQ(c.server.threads, 4);
 	ASSERT_EQ(c.server.max_body_kb, 64);
+	ASSERT_EQ(c.server.max_streams, 20);
 	ASSERT_EQ(c.reports.milestone_after_seconds, 0);
 	ASSERT_EQ(c.reports.periodic_after_seconds, 60);
 	ASSERT_EQ(c.reports.interval_seconds, 1);
@@ -762,9 +764,12 @@ TEST(server_and_reports)
 			       "to 1024, got '1025'");
 	load_err("server: {max_body_kb: 0}\n", &e);
 	ASSERT_CONTAINS(e.msg, "server.max_body_kb");
+	load_err("server: {max_streams: 0}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.max_streams: expected an integer from "
+			       "1 to 1000000, got '0'");
 	load_err("server: {port: 7070}\n", &e);
 	ASSERT_CONTAINS(e.msg, "unknown key 'server.port' (expected one of: "
-			       "listen, threads, max_body_kb)");
+			       "listen, threads, max_body_kb, max_streams)");
 	load_err("reports: {interval_seconds: 0}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":1:29: reports.interval_seconds: expected "
 				 "an integer from 1 to 86400, got '0'");

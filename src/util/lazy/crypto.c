@@ -14,6 +14,9 @@
 
 #define CRYPTO_FUNCTIONS(X, V, H)                                              \
 	X(const EVP_MD *, EVP_sha256, (void), ())                           \
+	X(const EVP_MD *, EVP_sha1, (void), ())                             \
+	X(int, EVP_EncodeBlock,                                             \
+	  (unsigned char *t, const unsigned char *f, int n), (t, f, n))     \
 	X(int, EVP_Digest,                                                  \
 	  (const void *d, size_t n, unsigned char *md, unsigned int *len,  \
 	   const EVP_MD *t, ENGINE *impl),                                  \
@@ -34,7 +37,7 @@
 	X(int, CRYPTO_memcmp, (const void *a, const void *b, size_t n),     \
 	  (a, b, n))
 
-LAZY_LIBRARY(CRYPTO_FUNCTIONS, "libcrypto.so.3", "hashing (SHA-256)")
+LAZY_LIBRARY(CRYPTO_FUNCTIONS, "libcrypto.so.3", "hashing (SHA-256, SHA-1)")
 
 int
 lazy_crypto_load(struct err *e)
