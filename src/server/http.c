@@ -86,8 +86,10 @@
  * refused (431).
  */
 #define CONN_MEMORY (16 * 1024)
-/* Descriptors kept for the store, the hub, the loops and logs. */
+/* Descriptors kept for the hub, the loops, logs and children; and for
+ * each thread's store connection (a database, its WAL and -shm). */
 #define FD_RESERVE 128
+#define FD_PER_THREAD 4
 
 /* This thread's store connection, opened on its first request, closed
  * by the key's destructor when the thread ends. */
@@ -1007,15 +1009,17 @@ reaper(void *arg)
 
 /*
  * Raises this process's descriptor limit to its hard limit: every
- * stream is a socket. Returns how many connections fit under it.
+ * stream is a socket. Returns how many connections fit under it, with
+ * threads store connections beside them.
  */
 static unsigned
-raise_nofile(void)
+raise_nofile(int threads)
 {
+	unsigned reserve = FD_RESERVE + FD_PER_THREAD * (unsigned)(threads + 1);
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return 1024 - FD_RESERVE;
+		return 1024 > 2 * reserve ? 1024 - reserve : 512;
 	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl))
@@ -1025,9 +1029,8 @@ raise_nofile(void)
 	}
 	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20)
 		return 1 << 20;
-	return rl.rlim_cur > 2 * FD_RESERVE ?
-		       (unsigned)(rl.rlim_cur - FD_RESERVE) :
-		       (unsigned)(rl.rlim_cur / 2);
+	return rl.rlim_cur > 2 * reserve ? (unsigned)(rl.rlim_cur - reserve) :
+					   (unsigned)(rl.rlim_cur / 2);
 }
 
 /*
@@ -1196,7 +1199,7 @@ static int
 start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
       char *url, size_t url_len, struct err *e)
 {
-	unsigned limit = raise_nofile();
+	unsigned limit = raise_nofile(srv->cfg->server.threads);
 	struct MHD_Daemon *d;
 	char host[256];
 	int fd = -1, rc;
