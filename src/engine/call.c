@@ -683,17 +683,19 @@ engine__call(struct drive *d, const struct stage *s,
 		call = xasprintf("%04lld-%s-%s-%d", (long long)d->r.version,
 				 s->name, prov->name, d->r.attempt);
 		out_dir = xasprintf("%s/out/%s", d->run_dir, call);
-		rc = make_out_dir(d, out_dir, e);
-		if (rc)
-			goto out;
-		buf_reset(&prompt);
-		engine__render_prompt(d, s, steers, retry, out_dir, &prompt);
 		pfile = xasprintf("%s/%s.prompt.md", calls_dir, call);
 		ofile = xasprintf("%s/%s.stdout", calls_dir, call);
 		efile = xasprintf("%s/%s.stderr", calls_dir, call);
 		home = info && info->is_cli ?
 			       xasprintf("%s/agents/%s", d->run_dir, prov->name) :
 			       xasprintf("%s/%s.http", calls_dir, call);
+		/* every path is new before the first way out: out: frees
+		 * them, so none may be one freed above */
+		rc = make_out_dir(d, out_dir, e);
+		if (rc)
+			goto out;
+		buf_reset(&prompt);
+		engine__render_prompt(d, s, steers, retry, out_dir, &prompt);
 		rc = fs_write_atomic(pfile, prompt.ptr, prompt.len, e);
 		if (!rc && info && info->is_cli)
 			rc = fs_mkdir_p(home, 0700, e);
