@@ -674,12 +674,12 @@ engine__call(struct drive *d, const struct stage *s,
 		struct err cerr = ERR_INIT;
 
 		each_artifact(d, s->kind, fs_unlink);
-		free(call);
-		free(pfile);
-		free(ofile);
-		free(efile);
-		free(home);
-		free(out_dir);
+		FREE_AND_NULL(call);
+		FREE_AND_NULL(pfile);
+		FREE_AND_NULL(ofile);
+		FREE_AND_NULL(efile);
+		FREE_AND_NULL(home);
+		FREE_AND_NULL(out_dir);
 		call = xasprintf("%04lld-%s-%s-%d", (long long)d->r.version,
 				 s->name, prov->name, d->r.attempt);
 		out_dir = xasprintf("%s/out/%s", d->run_dir, call);
