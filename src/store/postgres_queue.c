@@ -1109,15 +1109,10 @@ pg__task_settle_claim(struct store *s, struct task *t, const char *froms,
 		ev->ts = ts;
 		ev->seq = evseq;
 	}
-	if (overlap) {
-		rc = pg__task_claim(s, holder, lease_ms, next, e);
-		if (rc == BATON_ENOTFOUND) {
-			rc = 0;
-			if (e)
-				*e = (struct err)ERR_INIT;
-		}
-	}
-	return rc;
+	/* settled: a claim that fails is no claim (store.h) */
+	if (overlap && pg__task_claim(s, holder, lease_ms, next, e) && e)
+		*e = (struct err)ERR_INIT;
+	return 0;
 }
 
 /*

@@ -664,12 +664,11 @@ store_task_settle_claim(struct store *s, struct task *t, struct event *ev,
 			rc = task_refused(s, t, e);
 		if (rc == 0) {
 			s->fault = fault_next();
-			rc = s->ops->task_claim(s, holder, lease_ms, next, e);
-			if (rc == BATON_ENOTFOUND) {
-				rc = 0;
-				if (e)
-					*e = (struct err)ERR_INIT;
-			}
+			/* settled: a claim that fails is no claim (the
+			 * caller's next store_task_claim says why) */
+			if (s->ops->task_claim(s, holder, lease_ms, next, e) &&
+			    e)
+				*e = (struct err)ERR_INIT;
 		}
 	}
 	buf_release(&froms);

@@ -366,8 +366,10 @@ int store_task_claim(struct store *s, const char *holder, int64_t lease_ms,
  * for holder: a worker that settles a task and looks for its next.
  * PostgreSQL does both in ONE transaction (one commit a task instead of
  * two); SQLite in two, the settle first. Returns the settle's failure
- * (then nothing was claimed), or 0 with *next filled, or with next->id
- * 0 when nothing was claimable (not an error). t and ev change as with
+ * (then nothing was claimed), or 0 once the settle committed, with
+ * *next filled, or with next->id 0 when nothing was claimed (nothing
+ * claimable, or a claim that failed after the settle: the caller's next
+ * store_task_claim reports what is wrong). t and ev change as with
  * store_task_update. The fence stays as it was: the caller fences the
  * new lease itself.
  */
