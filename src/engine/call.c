@@ -689,8 +689,6 @@ engine__call(struct drive *d, const struct stage *s,
 		home = info && info->is_cli ?
 			       xasprintf("%s/agents/%s", d->run_dir, prov->name) :
 			       xasprintf("%s/%s.http", calls_dir, call);
-		/* every path is new before the first way out: out: frees
-		 * them, so none may be one freed above */
 		rc = make_out_dir(d, out_dir, e);
 		if (rc)
 			goto out;
