@@ -12,8 +12,9 @@
 # for `status`, on both stores, is a bare `sqlite3` process selecting the
 # columns status prints from the same database; the two ratios are
 # printed by mean and by min wall time and (with hyperfine) by mean
-# user + system CPU time, the least disturbed on a shared machine. Timings come from hyperfine when it is installed, else from a
-# loop of date +%s%N. Peak RSS comes from /usr/bin/time -v when it is
+# user + system CPU time, the least disturbed on a shared machine.
+# Timings come from hyperfine when it is installed, else from a loop of
+# date +%s%N. Peak RSS comes from /usr/bin/time -v when it is
 # there.
 #
 # Environment:
