@@ -91,7 +91,7 @@ note_fallback(struct engine *en, const struct run *r, const char *holder,
 	struct err ignored = ERR_INIT;
 	char *data;
 
-	data = json_take_text(json_pack("{s:s, s:s?, s:s, s:s?}", "from",
+	data = json_take_text(json_pack("{s:s?, s:s?, s:s, s:s?}", "from",
 					r->worktree, "holder", holder,
 					"reason", why, "checkpoint",
 					r->checkpoint));
