@@ -228,6 +228,13 @@ scenarios.diff = async () => {
 		const t = document.getElementById('artifact-text').textContent;
 		return t.length > 0 && !/^loading/.test(t) && !/^cannot load/.test(t);
 	}));
+	await step('the run\'s stored files are listed', () =>
+		page.locator('#files [data-testid=file-link]').first().waitFor());
+	await page.locator('#files [data-testid=file-link]', { hasText: '.prompt.md' }).first().click();
+	await step('a stored file opens as text', () => page.waitForFunction(() => {
+		const t = document.getElementById('artifact-text').textContent;
+		return t.length > 0 && !/^loading/.test(t) && !/^cannot load/.test(t);
+	}));
 	await step('the reports section is there', () => page.locator('#reports > *').first().waitFor());
 	await noSideScroll('run page');
 	await page.click('#nav-board');

@@ -1,9 +1,10 @@
 /*
  * The baton dashboard: a board of tasks by status, kept live by the event
  * stream, and a page per run (header, controls, timeline, agent output,
- * artifacts, diff, reports). It reads the REST API of docs/api.md with the
- * bearer token of the repository and follows GET /api/v1/events with an
- * EventSource (which resumes by itself with Last-Event-ID).
+ * artifacts, the run's stored files, diff, reports). It reads the REST
+ * API of docs/api.md with the bearer token of the repository and follows
+ * GET /api/v1/events with an EventSource (which resumes by itself with
+ * Last-Event-ID).
  *
  * Rules this file keeps:
  *   - whatever comes from the API (titles, agent output, artifacts, diffs,
@@ -917,6 +918,7 @@ function resetRunPage() {
 	$('timeline').textContent = '';
 	$('timeline-count').textContent = '';
 	$('artifacts').textContent = '';
+	$('files').textContent = '';
 	show($('artifact-view'), false);
 	$('reports').textContent = '';
 	$('diff').textContent = '';
@@ -962,6 +964,7 @@ async function showRunPage(key) {
 		return;
 	loadForge(key);
 	loadArtifacts();
+	loadFiles();
 	loadReports();
 	loadDiff();
 }
@@ -1124,6 +1127,7 @@ function refreshSlowSoon() {
 		rp.slowTimer = setTimeout(() => {
 			rp.slowTimer = 0;
 			loadArtifacts();
+			loadFiles();
 			loadDiff();
 		}, 1500);
 	}
@@ -1444,6 +1448,73 @@ async function openArtifact(name, version, newest) {
 	}
 }
 
+/*
+ * The run folder's files as the store keeps them (prompts, transcripts,
+ * reports), whichever host drove the run. They open in the artifact view;
+ * a file cut at the store's cap says so, and where the whole of it is.
+ */
+async function loadFiles() {
+	if (!rp.run)
+		return;
+	const key = rp.key;
+	const ul = $('files');
+	let ans;
+	try {
+		ans = await api(runPath('/files'));
+	} catch (e) {
+		if (rp.key === key)
+			ul.replaceChildren(h('li', { class: 'error' }, 'cannot load: ' + errText(e)));
+		return;
+	}
+	if (rp.key !== key)
+		return;
+	const list = Array.isArray(ans && ans.files) ? ans.files : [];
+	const frag = document.createDocumentFragment();
+	for (const f of list) {
+		if (!f || typeof f.name !== 'string')
+			continue;
+		const link = h('a', { href: '#', 'data-testid': 'file-link' }, f.name);
+		link.addEventListener('click', (ev) => {
+			ev.preventDefault();
+			openFile(f.name);
+		});
+		const bits = [];
+		if (typeof f.size === 'number')
+			bits.push(fmtSize(f.size));
+		if (f.truncated)
+			bits.push('cut at ' + fmtSize(f.stored));
+		if (f.host)
+			bits.push(String(f.host));
+		frag.appendChild(h('li', { 'data-testid': 'file' }, link,
+			h('span', { class: 'muted small' }, bits.join(' \u00b7 '))));
+	}
+	if (!list.length)
+		frag.appendChild(h('li', { class: 'muted' }, 'no files yet'));
+	ul.replaceChildren(frag);
+}
+
+async function openFile(name) {
+	const key = rp.key;
+	const pre = $('artifact-text');
+	$('artifact-name').textContent = name;
+	pre.textContent = 'loading\u2026';
+	show($('artifact-view'), true);
+	try {
+		const f = await api(runPath('/file?name=' + encodeURIComponent(name)));
+		if (rp.key !== key)
+			return;
+		let text = typeof f.content === 'string' ? f.content : '';
+		if (f.truncated)
+			text += '\n\n[the store keeps the first ' + fmtSize(f.stored) + ' of ' +
+				fmtSize(f.size) + '; the whole file is at ' + f.host + ':' + f.path + ']';
+		pre.textContent = text;
+	} catch (e) {
+		if (rp.key === key)
+			pre.textContent = 'cannot load ' + name + ': ' + errText(e);
+	}
+}
+
+$('files-refresh').addEventListener('click', () => loadFiles());
 $('artifact-close').addEventListener('click', () => show($('artifact-view'), false));
 $('artifacts-refresh').addEventListener('click', () => loadArtifacts());
 $('reports-refresh').addEventListener('click', () => loadReports());
