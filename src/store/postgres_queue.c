@@ -959,7 +959,7 @@ claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 	const char *what = "claim a task";
 	struct buf sql = BUF_INIT;
 	struct task t = { 0 };
-	int64_t now = time_now_ms();
+	int64_t now = time_now_ms(), expires = now + lease_ms;
 	char *worker = claim_worker_json(holder);
 	char *lh = holder ? PQescapeLiteral(ps->conn, holder, strlen(holder))
 			  : NULL;
@@ -975,7 +975,7 @@ claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 	buf_addf(&sql, CLAIM_SELECT "%lld, %s, %s, %lld, '%s'::bigint[])"
 		       " AS c) AS r",
 		 (long long)now, lh ? lh : "NULL", lw,
-		 (long long)(now + lease_ms), skip);
+		 (long long)expires, skip);
 	res = pg__begin_query(ps, sql.ptr, what, e);
 	if (!res) {
 		rc = BATON_ESTORE;
