@@ -157,6 +157,16 @@ int pg__begin(struct pg_store *ps, const char *what, struct err *e);
 int pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
 		   struct err *e);
 
+/*
+ * BEGIN (READ COMMITTED) and sql, a statement without parameters that
+ * returns rows, in one round trip (one simple query). Like
+ * pg__begin_lazy, no xid is taken: sql or the caller fills ps->xid
+ * before an event or the commit. Returns sql's result for the caller to
+ * PQclear, or NULL with e filled and the transaction rolled back.
+ */
+PGresult *pg__begin_query(struct pg_store *ps, const char *sql,
+			  const char *what, struct err *e);
+
 /* Rolls back the open transaction, if any. */
 void pg__rollback(struct pg_store *ps);
 
@@ -184,8 +194,8 @@ const char *pg__int(char *buf, int64_t v);
 /* The same, but 0 is NULL (an id that may be "none"). */
 const char *pg__id_param(char *buf, int64_t v);
 
-/* Enough for the widest statement: a task's INSERT or UPDATE. */
-#define PARAMS_MAX 40
+/* Enough for the widest statement: a task's UPDATE with its event. */
+#define PARAMS_MAX 48
 
 /* The text parameters of one statement, with room for the numbers. */
 struct params {

@@ -436,26 +436,39 @@ pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
 	return rc;
 }
 
+PGresult *
+pg__begin_query(struct pg_store *ps, const char *sql, const char *what,
+		struct err *e)
+{
+	struct buf b = BUF_INIT;
+	PGresult *res;
+
+	buf_addf(&b, "BEGIN ISOLATION LEVEL READ COMMITTED; %s", sql);
+	res = PQexec(ps->conn, b.ptr);
+	buf_release(&b);
+	ps->notify_events = ps->notify_work = 0;
+	ps->xid[0] = '\0';
+	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg__fail(ps, res, what, e);
+		PQclear(res);
+		pg__rollback(ps);
+		return NULL;
+	}
+	return res;
+}
+
 /*
- * The fence check (see check_fence in sqlite.c for the messages). The
- * row lock it takes holds until the commit, so a claim that would change
- * the token waits for this write.
+ * The fence check (see check_fence in sqlite.c for the messages) on the
+ * lease_token read by pg__begin_fenced: have is -1 when the task is
+ * gone.
  */
 static int
-check_fence(struct pg_store *ps, const char *what, struct err *e)
+check_fence(struct pg_store *ps, int64_t have, const char *what,
+	    struct err *e)
 {
 	int64_t task = ps->base.fence_task, token = ps->base.fence_token;
-	char tb[24];
-	const char *p[] = { pg__int(tb, task) };
-	int64_t have = -1;
-	int rc;
 
-	rc = exec_int(ps,
-		      "SELECT lease_token FROM tasks WHERE id = $1"
-		      " FOR NO KEY UPDATE",
-		      1, p, &have, what, e);
-	if (rc < 0)
-		return rc;
 	if (have < 0)
 		return err_set(e, BATON_EFENCED,
 			       "cannot %s: task %lld (whose lease this worker "
@@ -472,13 +485,40 @@ check_fence(struct pg_store *ps, const char *what, struct err *e)
 	return 0;
 }
 
+/*
+ * Under a fence, BEGIN, the xid and the fencing row's lease_token go in
+ * one round trip: the row lock (FOR NO KEY UPDATE) holds until the
+ * commit, so a claim that would change the token waits for this write.
+ * The task id is a number, written into the statement.
+ */
 int
 pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e)
 {
-	int rc = pg__begin(ps, what, e);
+	char sql[192];
+	PGresult *res;
+	int64_t have = -1;
+	int rc = 0;
 
-	if (rc == 0 && ps->base.fence_task)
-		rc = check_fence(ps, what, e);
+	if (!ps->base.fence_task)
+		return pg__begin(ps, what, e);
+	snprintf(sql, sizeof(sql),
+		 "SELECT pg_current_xact_id(), (SELECT lease_token FROM tasks"
+		 " WHERE id = %lld FOR NO KEY UPDATE)",
+		 (long long)ps->base.fence_task);
+	res = pg__begin_query(ps, sql, what, e);
+	if (!res)
+		return BATON_ESTORE;
+	if (PQntuples(res) != 1) {
+		rc = err_set(e, BATON_ESTORE, "cannot %s: no xid came back",
+			     what);
+	} else {
+		snprintf(ps->xid, sizeof(ps->xid), "%s",
+			 PQgetvalue(res, 0, 0));
+		if (!PQgetisnull(res, 0, 1))
+			have = pg__int64(res, 0, 1);
+		rc = check_fence(ps, have, what, e);
+	}
+	PQclear(res);
 	if (rc < 0)
 		pg__rollback(ps);
 	return rc;

@@ -79,60 +79,20 @@ static const char *const merge_fields[] = { MERGE_STRINGS_MUTABLE(FIELD_NAME)
 #undef FIELD_NAME
 
 /*
- * Whether areas a and b (SQL expressions) overlap: the same path, or
- * one is a directory of the other. NULL overlaps nothing (the result is
- * NULL, which no WHERE accepts).
+ * The claim's pick, area recheck, take and event are one server-side
+ * function, baton_task_claim of sql/pg/008-claim.sql, so that a claim
+ * is one statement: the first claimable task in the order of SQLite's
+ * sql_claim_pick, locked FOR NO KEY UPDATE SKIP LOCKED (the lock the
+ * take's UPDATE takes: two claimers exclude each other, but a task
+ * added with this one as its dependency or parent, a foreign key's KEY
+ * SHARE, does not wait), minus the ids this claim already found
+ * overlapping. A task with an area is then taken only under the area
+ * lock ("baton" + 2 in the numbering of postgres.c's locks), once a
+ * statement of its own has seen no committed claim overlap it. The
+ * function's plan walks tasks_queued (pg/007-queue.sql) in the claim's
+ * order whatever the statistics say (its SET clauses price sorts and
+ * bitmap scans out).
  */
-#define AREAS_OVERLAP(a, b)                                                    \
-	"(" a " = " b " OR starts_with(" a ", " b " || '/')"                   \
-	" OR starts_with(" b ", " a " || '/'))"
-
-/*
- * The first claimable task, locked, as on SQLite (see sql_claim_pick of
- * sqlite_queue.c), minus the ids in $2 (those this claim already found
- * overlapping). The rules are NOT EXISTS subqueries: a row lock cannot
- * be taken through an aggregate or a GROUP BY, and the rows a subquery
- * reads are not locked. FOR NO KEY UPDATE is the lock the claim's own
- * UPDATE takes: two claimers exclude each other, but a task added with
- * this one as its dependency or parent (a foreign key's KEY SHARE) does
- * not wait for the claim.
- */
-static const char sql_claim_pick[] =
-	"SELECT t.id, t.area FROM tasks AS t"
-	" WHERE t.status = 'queued' AND t.not_before <= $1"
-	" AND t.id <> ALL ($2::bigint[])"
-	" AND NOT EXISTS (SELECT 1 FROM task_deps AS d"
-	"  JOIN tasks AS p ON p.id = d.depends_on"
-	"  WHERE d.task_id = t.id AND p.status <> 'done')"
-	" AND (t.area IS NULL OR NOT EXISTS (SELECT 1 FROM tasks AS r"
-	"  WHERE r.status = 'running' AND " AREAS_OVERLAP("r.area", "t.area")
-	" ))"
-	" ORDER BY t.priority DESC, t.id LIMIT 1"
-	" FOR NO KEY UPDATE OF t SKIP LOCKED";
-
-/*
- * The plan of sql_claim_pick must not depend on statistics: on a table
- * not analyzed since a burst of adds (autovacuum looks once a minute,
- * and an ANALYZE of an empty table says "one row"), the planner picked
- * a bitmap scan of every queued task and a sort of them all, per claim.
- * With sorts and bitmap scans priced out for the claim's transaction,
- * the only plan left walks tasks_queued (pg/007-queue.sql) in the
- * claim's order and stops at the first row it can lock.
- */
-#define CLAIM_PLAN "SET LOCAL enable_sort = off;" \
-	" SET LOCAL enable_bitmapscan = off"
-
-/* The same overlap test on committed claims, once the lock is held. */
-static const char sql_claim_recheck[] =
-	"SELECT 1 FROM tasks AS r WHERE r.status = 'running'"
-	" AND " AREAS_OVERLAP("r.area", "$1::text") " LIMIT 1";
-
-/*
- * The transaction-level advisory lock every claim of a task with an
- * area takes (see the top of the file): "baton" + 2 in the numbering of
- * postgres.c's locks, in decimal for the SQL.
- */
-#define AREA_LOCK_KEY "108170700680706" /* 0x626174306e02 */
 
 /*
  * How many tasks one claim passes over because a concurrent claim took
@@ -595,38 +555,77 @@ update_work(const struct task *row, int64_t dependents)
 }
 
 /*
- * The guarded UPDATE of a task to row, inside the open transaction;
- * *changed gets 0 or 1, *dependents how many tasks depend on it.
+ * The guarded UPDATE of a task to row and, when it matched and ev is
+ * given, its event (through baton_event_add, after the update, in the
+ * same statement: one round trip), inside the open transaction, whose
+ * xid was drawn by its BEGIN (the ordering rule). *changed gets 0 or 1,
+ * *dependents how many tasks depend on it, *ts_out and *seq_out the
+ * event's.
  */
 static int
 update_row(struct pg_store *ps, const struct task *row, const char *froms,
-	   int64_t now, int64_t *changed, int64_t *dependents,
+	   int64_t now, const struct event *ev, int64_t *changed,
+	   int64_t *dependents, int64_t *ts_out, int64_t *seq_out,
 	   const char *what, struct err *e)
 {
 	struct buf sql = BUF_INIT;
 	struct params p = { 0 };
+	struct event tev = { 0 };
 	PGresult *res;
-	int n = 2;
+	int n = 2, rc;
 
-	buf_adds(&sql, "UPDATE tasks SET version = version + 1,"
+	if (ev) {
+		tev = *ev;
+		tev.task_id = row->id;
+		tev.ts = ev->ts ? ev->ts : now;
+		rc = store__event_check(&tev, what, e);
+		if (rc < 0)
+			return rc;
+	}
+	buf_adds(&sql, "WITH u AS (UPDATE tasks SET version = version + 1,"
 		       " updated_at = $1");
 	add_fields(&sql, task_fields, ARRAY_SIZE(task_fields), 1, &n);
 	buf_addf(&sql, " WHERE id = $%d AND version = $%d"
 		       " AND strpos($%d, '|' || status || '|') > 0"
 		       " RETURNING (SELECT COUNT(*) FROM task_deps AS d"
-		       " WHERE d.depends_on = tasks.id)",
+		       " WHERE d.depends_on = tasks.id) AS dependents)"
+		       " SELECT dependents",
 		 n, n + 1, n + 2);
 	param_int(&p, now);
 	bind_task(&p, row);
 	param_int(&p, row->id);
 	param_int(&p, row->version);
 	param_text(&p, froms);
+	n += 3;
+	if (ev) {
+		buf_addf(&sql, ", baton_event_add($%d, $%d, $%d, $%d, $%d, $%d,"
+			       " $%d)",
+			 n, n + 1, n + 2, n + 3, n + 4, n + 5, n + 6);
+		param_text(&p, tev.run_id);
+		param_id(&p, tev.task_id);
+		param_int(&p, tev.ts);
+		param_text(&p, tev.type);
+		param_text(&p, tev.from);
+		param_text(&p, tev.to);
+		param_text(&p, tev.data);
+	}
+	buf_adds(&sql, " FROM u");
 	res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
 	buf_release(&sql);
-	if (!res)
+	if (!res) {
+		if (ev && tev.run_id && !strcmp(ps->state, "23503"))
+			return err_set(e, BATON_ENOTFOUND,
+				       "cannot %s: no run '%s'", what,
+				       tev.run_id);
 		return BATON_ESTORE;
+	}
 	*changed = PQntuples(res);
 	*dependents = *changed ? pg__int64(res, 0, 0) : 0;
+	if (*changed && ev) {
+		*ts_out = tev.ts;
+		*seq_out = pg__int64(res, 0, 1);
+		ps->notify_events = 1;
+	}
 	PQclear(res);
 	return 0;
 }
@@ -644,22 +643,15 @@ settle_in_tx(struct pg_store *ps, const struct task *row, const char *froms,
 	int64_t changed = 0, dependents = 0;
 	int rc;
 
-	rc = update_row(ps, row, froms, now, &changed, &dependents, what, e);
+	rc = update_row(ps, row, froms, now, ev, &changed, &dependents, ts_out,
+			seq_out, what, e);
 	if (rc < 0)
 		return rc;
 	if (changed == 0)
 		return lost_update(ps, "SELECT version FROM tasks WHERE id = $1",
 				   "task", row->id, row->version, what, e);
-	if (ev) {
-		struct event tev = *ev;
-
-		tev.task_id = row->id;
-		rc = add_event(ps, &tev, NULL, row->id, now, ts_out, seq_out,
-			       what, e);
-	}
-	if (rc == 0)
-		pg__notify_work(ps, update_work(row, dependents));
-	return rc;
+	pg__notify_work(ps, update_work(row, dependents));
+	return 0;
 }
 
 /* One try of the guarded update of a task: row and event, or neither. */
@@ -849,97 +841,64 @@ pg__task_counts(struct store *s, const char *const *statuses,
 #define CLAIM_OVERLAPS 1
 
 /*
- * The claim proper, in the open transaction (see the top of the file):
- * pick and lock the best task not in skip, recheck its area under the
- * area lock, take it with a fresh token, and log. Returns CLAIM_OVERLAPS
- * with *overlap set to the task picked when its area turned out taken
- * (nothing written), BATON_ENOTFOUND when nothing is claimable (nothing
- * written: a transaction begun by pg__begin_lazy has no xid yet), or 0
- * with *out filled.
+ * The holder as the JSON string store__claim_data writes for it (the
+ * "worker" of the task_claimed event that baton_task_claim writes):
+ * cut out of that function's own output, so both backends agree.
+ */
+static char *
+claim_worker_json(const char *holder)
+{
+	static const char head[] = "{\"worker\":";
+	static const char tail[] = ",\"token\":0,\"attempt\":0}";
+	char *data = store__claim_data(holder, 0, 0);
+	size_t len = data ? strlen(data) : 0;
+	char *out;
+
+	if (len < strlen(head) + strlen(tail) ||
+	    strncmp(data, head, strlen(head)) ||
+	    strcmp(data + len - strlen(tail), tail)) {
+		free(data);
+		return xstrdup("null");
+	}
+	out = xstrndup(data + strlen(head), len - strlen(head) - strlen(tail));
+	free(data);
+	return out;
+}
+
+/* The columns of a claim (baton_task_claim of pg/008-claim.sql). */
+#define CLAIM_SELECT                                                           \
+	"SELECT " TASK_COLUMNS ", claim_deps, claim_xid, claim_seq,"           \
+	" claim_overlap FROM (SELECT (c.claim_task).*, c.claim_deps,"          \
+	" c.claim_xid, c.claim_seq, c.claim_overlap FROM baton_task_claim("
+
+/*
+ * What a claim statement returned: no row is BATON_ENOTFOUND, a row
+ * with claim_overlap is CLAIM_OVERLAPS with *overlap set (nothing
+ * written either way), else 0 with *out filled and ps->xid set.
  */
 static int
-claim_in_tx(struct pg_store *ps, const char *holder, int64_t lease_ms,
-	    int64_t now, const char *skip, int64_t *overlap, struct task *out,
-	    const char *what, struct err *e)
+claim_read(struct pg_store *ps, const PGresult *res, int64_t *overlap,
+	   struct task *out, const char *what, struct err *e)
 {
-	char type[] = "task_claimed";
-	struct params p = { 0 };
-	struct event ev = { 0 };
+	int nf = PQnfields(res);
 	struct task t = { 0 };
-	PGresult *res = NULL;
-	int64_t id = 0, seq = 0, taken = 0;
 	const char *dep;
-	char *area = NULL;
-	int rc;
 
-	param_int(&p, now);
-	param_text(&p, skip);
-	res = pg__exec(ps, sql_claim_pick, p.n, p.v, what, e);
-	if (!res) {
-		rc = BATON_ESTORE;
-		goto out;
+	if (PQntuples(res) == 0)
+		return err_set(e, BATON_ENOTFOUND, "nothing to claim");
+	if (!PQgetisnull(res, 0, nf - 1)) {
+		*overlap = pg__int64(res, 0, nf - 1);
+		return CLAIM_OVERLAPS;
 	}
-	if (PQntuples(res) == 0) {
-		rc = err_set(e, BATON_ENOTFOUND, "nothing to claim");
-		goto out;
-	}
-	id = pg__int64(res, 0, 0);
-	area = pg__text(res, 0, 1);
-	PQclear(res);
-	res = NULL;
-
-	if (area) {
-		rc = pg__run(ps, "SELECT pg_advisory_xact_lock(" AREA_LOCK_KEY
-				 ")",
-			     0, NULL, what, e);
-		memset(&p, 0, sizeof(p));
-		param_text(&p, area);
-		if (rc == 0)
-			rc = pg__query_int(ps, sql_claim_recheck, &p, &taken, what,
-				       e);
-		if (rc < 0)
-			goto out;
-		if (taken) {
-			*overlap = id;
-			rc = CLAIM_OVERLAPS;
-			goto out;
-		}
-	}
-
-	/* the row lock of the pick drew the xid: read it for pg__commit */
-	memset(&p, 0, sizeof(p));
-	param_int(&p, now);
-	param_text(&p, holder);
-	param_int(&p, now + lease_ms);
-	param_int(&p, id);
-	res = pg__exec(ps,
-		       "UPDATE tasks SET status = 'running',"
-		       " attempts = attempts + 1, started_at = $1,"
-		       " lease_holder = $2,"
-		       " lease_token = nextval('lease_tokens'),"
-		       " lease_expires_at = $3,"
-		       " version = version + 1, updated_at = $1"
-		       " WHERE id = $4 RETURNING " TASK_COLUMNS
-		       ", (SELECT string_agg(d.depends_on::text, ','"
-		       "  ORDER BY d.depends_on) FROM task_deps AS d"
-		       "  WHERE d.task_id = tasks.id), pg_current_xact_id()",
-		       p.n, p.v, what, e);
-	if (!res) {
-		rc = BATON_ESTORE;
-		goto out;
-	}
-	if (PQntuples(res) != 1) { /* the row this transaction locked */
-		rc = err_set(e, BATON_ESTORE, "cannot %s: task %lld vanished",
-			     what, (long long)id);
-		goto out;
-	}
+	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+		return err_set(e, BATON_ESTORE, "cannot %s: no task came back",
+			       what);
 	read_task(res, 0, &t);
-	snprintf(ps->xid, sizeof(ps->xid), "%s",
-		 PQgetvalue(res, 0, PQnfields(res) - 1));
-	/* its dependencies, read by the same statement: "3,5" or NULL */
-	for (dep = PQgetvalue(res, 0, PQnfields(res) - 2); *dep;) {
+	snprintf(ps->xid, sizeof(ps->xid), "%s", PQgetvalue(res, 0, nf - 3));
+	ps->notify_events = 1;
+	/* its dependencies: "3,5" or NULL */
+	for (dep = PQgetvalue(res, 0, nf - 4); *dep;) {
 		char *end;
-
 		int64_t d = strtoll(dep, &end, 10);
 
 		if (end == dep)
@@ -947,48 +906,96 @@ claim_in_tx(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		push_dep(&t, d);
 		dep = *end == ',' ? end + 1 : end;
 	}
-	ev.task_id = id;
-	ev.ts = now;
-	ev.type = type;
-	ev.data = store__claim_data(holder, t.lease_token, t.attempts);
-	rc = pg__insert_event(ps, &ev, &seq, what, e);
-	free(ev.data);
 	/*
-	 * No NOTIFY: a lease makes no work. The supervisors learn when it
-	 * falls due from their sweeps (store_task_next_due).
+	 * No NOTIFY of work: a lease makes none. The supervisors learn
+	 * when it falls due from their sweeps (store_task_next_due).
 	 */
-	if (rc < 0)
-		goto out;
 	*out = t;
-	memset(&t, 0, sizeof(t));
-out:
+	return 0;
+}
+
+/*
+ * The claim proper, in the open transaction (see the top of the file
+ * and pg/008-claim.sql): one statement picks and locks the best task
+ * not in skip, rechecks its area under the area lock, takes it with a
+ * fresh token, and logs. Returns what claim_read says.
+ */
+static int
+claim_in_tx(struct pg_store *ps, const char *holder, int64_t lease_ms,
+	    int64_t now, const char *skip, int64_t *overlap, struct task *out,
+	    const char *what, struct err *e)
+{
+	char *worker = claim_worker_json(holder);
+	struct params p = { 0 };
+	PGresult *res;
+	int rc;
+
+	param_int(&p, now);
+	param_text(&p, holder);
+	param_text(&p, worker);
+	param_int(&p, now + lease_ms);
+	param_text(&p, skip);
+	res = pg__exec(ps, CLAIM_SELECT "$1, $2, $3, $4, $5::bigint[])"
+			   " AS c) AS r",
+		       p.n, p.v, what, e);
+	free(worker);
+	if (!res)
+		return BATON_ESTORE;
+	rc = claim_read(ps, res, overlap, out, what, e);
 	PQclear(res);
-	free(area);
-	task_release(&t);
 	return rc;
 }
 
-/* One try of the claim: claim_in_tx in a transaction of its own. */
+/*
+ * One try of the claim: BEGIN and the claim statement in one round
+ * trip (its values written into it: the holder and its JSON as
+ * literals, skip as digits), then the commit.
+ */
 static int
 claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 	  const char *skip, int64_t *overlap, struct task *out,
 	  struct err *e)
 {
 	const char *what = "claim a task";
+	struct buf sql = BUF_INIT;
 	struct task t = { 0 };
+	int64_t now = time_now_ms(), expires = now + lease_ms;
+	char *worker = claim_worker_json(holder);
+	char *lh = holder ? PQescapeLiteral(ps->conn, holder, strlen(holder))
+			  : NULL;
+	char *lw = PQescapeLiteral(ps->conn, worker, strlen(worker));
+	PGresult *res = NULL;
 	int rc;
 
-	rc = pg__begin_lazy(ps, CLAIM_PLAN, what, e);
-	if (rc == 0)
-		rc = claim_in_tx(ps, holder, lease_ms, time_now_ms(), skip,
-				 overlap, &t, what, e);
+	free(worker);
+	if ((holder && !lh) || !lw) {
+		rc = pg__fail(ps, NULL, what, e);
+		goto out;
+	}
+	buf_addf(&sql, CLAIM_SELECT "%lld, %s, %s, %lld, '%s'::bigint[])"
+		       " AS c) AS r",
+		 (long long)now, lh ? lh : "NULL", lw,
+		 (long long)expires, skip);
+	res = pg__begin_query(ps, sql.ptr, what, e);
+	if (!res) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	rc = claim_read(ps, res, overlap, &t, what, e);
 	if (rc == 0)
 		rc = pg__commit(ps, what, e);
 	if (rc == 0) {
 		*out = t;
 		memset(&t, 0, sizeof(t));
 	}
+out:
 	pg__rollback(ps);
+	PQclear(res);
+	if (lh)
+		PQfreemem(lh);
+	if (lw)
+		PQfreemem(lw);
+	buf_release(&sql);
 	task_release(&t);
 	return rc;
 }
@@ -1052,13 +1059,6 @@ settle_claim_try(struct pg_store *ps, const struct task *row,
 	if (rc == 0)
 		rc = settle_in_tx(ps, row, froms, now, ev, &ts, &evseq, what,
 				  e);
-	if (rc == 0) {
-		PGresult *res = PQexec(ps->conn, CLAIM_PLAN);
-
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-			rc = pg__fail(ps, res, what, e);
-		PQclear(res);
-	}
 	if (rc == 0) {
 		rc = claim_in_tx(ps, holder, lease_ms, now, "{}", overlap, &t,
 				 "claim a task", e);

@@ -40,6 +40,8 @@
 	X(char *, PQcmdTuples, (PGresult * r), (r))                         \
 	X(char *, PQgetvalue, (const PGresult *r, int t, int f), (r, t, f)) \
 	X(int, PQgetisnull, (const PGresult *r, int t, int f), (r, t, f))   \
+	X(char *, PQescapeLiteral, (PGconn * c, const char *s, size_t n),   \
+	  (c, s, n))                                                        \
 	V(PQclear, (PGresult * r), (r))                                     \
 	V(PQfreemem, (void *p), (p))
 
