@@ -76,6 +76,9 @@ start_host() {
 	if [ -n "${3:-}" ]; then
 		ft="faketime -f $3"
 	fi
+	# libfaketime is preloaded ahead of an ASan build's runtime, which
+	# refuses to start unless told that this order is meant
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
 	FAKETIME_DONT_FAKE_MONOTONIC=1 bg_start "$TRASH_DIRECTORY/$1" $ft unshare -u sh -c \
 		"hostname $2 && cd '$TRASH_DIRECTORY/$1' && exec '$BATON' worker --workers 1"
 }
