@@ -21,7 +21,7 @@
  *       (tmpfs, where fsync costs nothing).
  *
  *   bench_queue --store ADMIN_URL [-n N] [-w LIST] [-q QUEUES]
- *               [--samples S] [--analyze] [--settle-claim]
+ *               [--samples S] [--analyze] [--settle-claim | --batch K]
  *       The same drains on PostgreSQL. ADMIN_URL names a database of a
  *       server on which we may CREATE and DROP databases (the admin URL
  *       tools/pg.sh prints); every measurement gets a database of its
@@ -48,6 +48,11 @@
  *       "claim" figures are then those of the claims that settle did not
  *       make for it (the first, and after it found none), the "settle"
  *       ones include the next claim.
+ *       --batch K: every worker claims up to K tasks in one transaction
+ *       and settles them in one (store_task_claim_batch and
+ *       store_task_settle_batch, graphile-worker's local queue); a
+ *       batch's times are shared evenly over its tasks. The latency
+ *       runs stay one at a time. Also without --store, on SQLite.
  *
  *   bench_queue --fill DBPATH COUNT [AREAS]
  *       Replaces the database at DBPATH (the .baton/baton.db of "baton
@@ -224,6 +229,28 @@ add_tasks(struct store *s, long count, int areas)
 }
 
 /*
+ * t and ev as sched__settle makes them for a run that succeeded (data
+ * holds the event's text).
+ */
+static void
+settle_row(struct task *t, struct event *ev, char *data, size_t size)
+{
+	run_set(&t->status, TASK_DONE);
+	run_set(&t->block_reason, NULL);
+	run_set(&t->reason, NULL);
+	FREE_AND_NULL(t->lease_holder);
+	t->lease_token = 0;
+	t->lease_expires_at = 0;
+	t->failure_count = 0;
+	t->ended_at = wall_ms();
+	snprintf(data, size,
+		 "{\"run\":\"r%lld-bench\",\"status\":\"done\","
+		 "\"block_reason\":null,\"reason\":null}",
+		 (long long)t->id);
+	*ev = (struct event){ .type = (char *)"task_settled", .data = data };
+}
+
+/*
  * Settles t as sched__settle does for a run that succeeded: done, the
  * lease cleared, a task_settled event, one versioned update. t keeps
  * its strings (the caller releases it). With next (--settle-claim),
@@ -237,25 +264,13 @@ settle_next(struct store *s, struct task *t, const char *holder,
 	struct event ev = { 0 };
 	char data[120];
 
-	run_set(&t->status, TASK_DONE);
-	run_set(&t->block_reason, NULL);
-	run_set(&t->reason, NULL);
-	FREE_AND_NULL(t->lease_holder);
-	t->lease_token = 0;
-	t->lease_expires_at = 0;
-	t->failure_count = 0;
-	t->ended_at = wall_ms();
-	snprintf(data, sizeof(data),
-		 "{\"run\":\"r%lld-bench\",\"status\":\"done\","
-		 "\"block_reason\":null,\"reason\":null}",
-		 (long long)t->id);
-	ev.type = (char *)"task_settled";
-	ev.data = data;
+	settle_row(t, &ev, data, sizeof(data));
 	if (next)
 		return store_task_settle_claim(s, t, &ev, holder, LEASE_MS,
 					       next, e);
 	return store_task_update(s, t, &ev, e);
 }
+
 
 /* ---- where the databases are: a directory, or a PostgreSQL server ---- */
 
@@ -282,6 +297,12 @@ static int pg_analyze;
  * on PostgreSQL); a claim call is made only when it found none.
  */
 static int batched;
+/*
+ * --batch K: workers claim up to K tasks at once and settle them at once
+ * (store_task_claim_batch, store_task_settle_batch), graphile-worker's
+ * local queue; 0: one at a time.
+ */
+static size_t batch_k;
 
 /* Runs sql on the admin connection or fails. */
 static void
@@ -462,6 +483,116 @@ any_queued(struct store *s, int idx)
 }
 
 /*
+ * A claim found nothing while tasks are queued: every queued task's area
+ * is held. Waits, as an idle serve worker does, until some task is
+ * settled after settled (serve wakes its idle workers then), rather
+ * than spin on the write lock and starve that settle.
+ */
+static void
+wait_for_settle(struct shared *sh, int idx, long settled)
+{
+	const struct timespec pause = { 0, 100 * 1000 }; /* 100 us */
+	long waited;
+
+	for (waited = 0; atomic_load(sh->settled) == settled; waited++) {
+		if (waited == STUCK_PAUSES) {
+			fprintf(stderr,
+				"bench_queue: worker %d: a claim finds "
+				"nothing, tasks are queued and none was "
+				"settled for 5 s\n",
+				idx);
+			_exit(1);
+		}
+		nanosleep(&pause, NULL);
+	}
+}
+
+/*
+ * The worker of --batch K: claims up to K tasks at once
+ * (store_task_claim_batch) and settles them at once
+ * (store_task_settle_batch), each as settle_next does. A batch's
+ * claim and settle times are shared out evenly over its tasks.
+ */
+static _Noreturn void
+batch_worker(struct store *s, const char *holder, int idx, size_t n,
+	     struct shared *sh)
+{
+	struct task *got = xcalloc(batch_k, sizeof(*got));
+	struct store_settle *v = xcalloc(batch_k, sizeof(*v));
+	struct event *ev = xcalloc(batch_k, sizeof(*ev));
+	char (*data)[120] = xcalloc(batch_k, sizeof(*data));
+	int64_t *claim_ns = sh->claim_ns + (size_t)idx * n;
+	int64_t *settle_ns = sh->settle_ns + (size_t)idx * n;
+	struct err e = ERR_INIT;
+	int64_t t0, t1, t2;
+	size_t k, i;
+	int rc;
+
+	for (;;) {
+		long settled = atomic_load(sh->settled);
+
+		t0 = mono_ns();
+		rc = store_task_claim_batch(s, holder, LEASE_MS, batch_k, got,
+					    &k, &e);
+		t1 = mono_ns();
+		if (rc == BATON_ENOTFOUND) {
+			e = (struct err)ERR_INIT;
+			rc = any_queued(s, idx);
+			if (rc < 0)
+				_exit(1);
+			if (!rc)
+				break;
+			sh->empty[idx]++;
+			wait_for_settle(sh, idx, settled);
+			continue;
+		}
+		if (rc) {
+			fprintf(stderr, "bench_queue: worker %d: %s\n", idx,
+				e.msg);
+			_exit(1);
+		}
+		for (i = 0; i < k; i++) {
+			struct task *t = &got[i];
+
+			if (t->id < 1 || (size_t)t->id > n ||
+			    (size_t)sh->count[idx] + i >= n) {
+				fprintf(stderr,
+					"bench_queue: WRONG COUNT: worker %d "
+					"claimed task %lld (1..%zu queued)\n",
+					idx, (long long)t->id, n);
+				_exit(1);
+			}
+			atomic_fetch_add(&sh->seen[t->id], 1);
+			v[i] = (struct store_settle){ .task = t, .ev = &ev[i],
+						      .token = t->lease_token };
+			settle_row(t, &ev[i], data[i], sizeof(data[i]));
+		}
+		rc = store_task_settle_batch(s, v, k, &e);
+		t2 = mono_ns();
+		for (i = 0; rc == 0 && i < k; i++)
+			if (v[i].rc) {
+				fprintf(stderr, "bench_queue: worker %d: task "
+					"%lld not settled (%d)\n",
+					idx, (long long)got[i].id, v[i].rc);
+				_exit(1);
+			}
+		if (rc) {
+			fprintf(stderr, "bench_queue: worker %d: %s\n", idx,
+				e.msg);
+			_exit(1);
+		}
+		for (i = 0; i < k; i++) {
+			claim_ns[sh->count[idx]] = (t1 - t0) / (int64_t)k;
+			settle_ns[sh->count[idx]++] = (t2 - t1) / (int64_t)k;
+			task_release(&got[i]);
+		}
+		atomic_fetch_add(sh->settled, (long)k);
+	}
+	store_close(s);
+	_exit(0);
+}
+
+/*
  * A worker process: opens its own store, says it is ready on ready_fd,
  * waits for go_fd to close, then claims and settles until nothing is
  * left. Writes its latencies into sh; never returns.
@@ -470,7 +601,6 @@ static _Noreturn void
 worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
        struct shared *sh)
 {
-	const struct timespec pause = { 0, 100 * 1000 }; /* 100 us */
 	struct err e = ERR_INIT;
 	struct store *s = NULL;
 	struct task next = { 0 };
@@ -478,7 +608,6 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 	int64_t *claim_ns = sh->claim_ns + (size_t)idx * n;
 	int64_t *settle_ns = sh->settle_ns + (size_t)idx * n;
 	int64_t t0, t1, t2;
-	long waited;
 	int rc;
 
 	if (store_open(path, &s, &e)) {
@@ -488,6 +617,8 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 	snprintf(holder, sizeof(holder), "bench:%ld:%d", (long)getpid(), idx);
 	if (write(ready_fd, "r", 1) != 1 || read(go_fd, &c, 1) != 0)
 		_exit(1);
+	if (batch_k)
+		batch_worker(s, holder, idx, n, sh);
 	for (;;) {
 		struct task t = { 0 };
 		long settled = atomic_load(sh->settled);
@@ -515,19 +646,7 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 			 * spin on the write lock and starve that settle.
 			 */
 			sh->empty[idx]++;
-			for (waited = 0; atomic_load(sh->settled) == settled;
-			     waited++) {
-				if (waited == STUCK_PAUSES) {
-					fprintf(stderr,
-						"bench_queue: worker %d: a "
-						"claim finds nothing, tasks "
-						"are queued and none was "
-						"settled for 5 s\n",
-						idx);
-					_exit(1);
-				}
-				nanosleep(&pause, NULL);
-			}
+			wait_for_settle(sh, idx, settled);
 			continue;
 		}
 		if (rc) {
@@ -1218,14 +1337,24 @@ run_postgres(const char *admin_url, const char *qlist, size_t n,
 	print_setting("shared_buffers");
 	printf("\neach worker its own process and store (connection); a "
 	       "fresh database per measurement\n");
-	printf("%s", batched ?
-		       "one task = settle (store_task_settle_claim: to done "
-		       "with a task_settled event) + the next claim, one "
-		       "transaction\n\n" :
-		       "one task = claim (store_task_claim) + settle "
-		       "(store_task_update to done with a task_settled "
-		       "event)\n\n");
-	run_matrix(NULL, batched ? "postgres_batched" : "postgres", qlist, n, ws, nws);
+	if (batch_k)
+		printf("a batch = up to %zu claims (store_task_claim_batch) in "
+		       "one transaction + their settles (store_task_settle_"
+		       "batch: to done with task_settled events) in one\n\n",
+		       batch_k);
+	else
+		printf("%s", batched ?
+			       "one task = settle (store_task_settle_claim: "
+			       "to done with a task_settled event) + the next "
+			       "claim, one transaction\n\n" :
+			       "one task = claim (store_task_claim) + settle "
+			       "(store_task_update to done with a "
+			       "task_settled event)\n\n");
+	run_matrix(NULL,
+		   batch_k ? "postgres_batch" :
+		   batched ? "postgres_batched" :
+			     "postgres",
+		   qlist, n, ws, nws);
 	if (samples)
 		run_latency(samples, ws, nws);
 	return 0; /* db_cleanup() closes the admin connection */
@@ -1321,7 +1450,8 @@ usage(void)
 		"usage: bench_queue [-n N] [-w W[,W...]] [-q QUEUES] [-d DIR] "
 		"[--no-shm]\n"
 		"       bench_queue --store ADMIN_URL [-n N] [-w W[,W...]] "
-		"[-q QUEUES] [--samples S] [--analyze] [--settle-claim]\n"
+		"[-q QUEUES] [--samples S] [--analyze]\n"
+		"                   [--settle-claim | --batch K]\n"
 		"       bench_queue --fill DBPATH COUNT [AREAS]\n"
 		"QUEUES: noarea, areas8 or noarea,areas8 (the default)\n");
 	exit(2);
@@ -1361,6 +1491,8 @@ main(int argc, char **argv)
 			pg_analyze = 1;
 		else if (!strcmp(argv[i], "--settle-claim"))
 			batched = 1;
+		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+			batch_k = (size_t)count_arg(argv[++i], "K");
 		else
 			usage();
 	}

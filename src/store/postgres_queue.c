@@ -555,79 +555,117 @@ update_work(const struct task *row, int64_t dependents)
 }
 
 /*
- * The guarded UPDATE of a task to row and, when it matched and ev is
- * given, its event (through baton_event_add, after the update, in the
- * same statement: one round trip), inside the open transaction, whose
- * xid was drawn by its BEGIN (the ordering rule). *changed gets 0 or 1,
- * *dependents how many tasks depend on it, *ts_out and *seq_out the
- * event's.
+ * The statement of a guarded update (update_row): sql and p get the
+ * UPDATE of the task to row (token > 0: only while the row holds that
+ * lease token) and, when ev is given, its event *tev (through
+ * baton_event_add, after the update, in the same statement). p borrows
+ * from row, froms and *tev.
  */
 static int
-update_row(struct pg_store *ps, const struct task *row, const char *froms,
-	   int64_t now, const struct event *ev, int64_t *changed,
-	   int64_t *dependents, int64_t *ts_out, int64_t *seq_out,
-	   const char *what, struct err *e)
+update_stmt(const struct task *row, const char *froms, int64_t token,
+	    int64_t now, const struct event *ev, struct event *tev,
+	    struct buf *sql, struct params *p, const char *what,
+	    struct err *e)
 {
-	struct buf sql = BUF_INIT;
-	struct params p = { 0 };
-	struct event tev = { 0 };
-	PGresult *res;
 	int n = 2, rc;
 
 	if (ev) {
-		tev = *ev;
-		tev.task_id = row->id;
-		tev.ts = ev->ts ? ev->ts : now;
-		rc = store__event_check(&tev, what, e);
+		*tev = *ev;
+		tev->task_id = row->id;
+		tev->ts = ev->ts ? ev->ts : now;
+		rc = store__event_check(tev, what, e);
 		if (rc < 0)
 			return rc;
 	}
-	buf_adds(&sql, "WITH u AS (UPDATE tasks SET version = version + 1,"
-		       " updated_at = $1");
-	add_fields(&sql, task_fields, ARRAY_SIZE(task_fields), 1, &n);
-	buf_addf(&sql, " WHERE id = $%d AND version = $%d"
-		       " AND strpos($%d, '|' || status || '|') > 0"
-		       " RETURNING (SELECT COUNT(*) FROM task_deps AS d"
-		       " WHERE d.depends_on = tasks.id) AS dependents)"
-		       " SELECT dependents",
+	buf_adds(sql, "WITH u AS (UPDATE tasks SET version = version + 1,"
+		      " updated_at = $1");
+	add_fields(sql, task_fields, ARRAY_SIZE(task_fields), 1, &n);
+	buf_addf(sql, " WHERE id = $%d AND version = $%d"
+		      " AND strpos($%d, '|' || status || '|') > 0",
 		 n, n + 1, n + 2);
-	param_int(&p, now);
-	bind_task(&p, row);
-	param_int(&p, row->id);
-	param_int(&p, row->version);
-	param_text(&p, froms);
+	param_int(p, now);
+	bind_task(p, row);
+	param_int(p, row->id);
+	param_int(p, row->version);
+	param_text(p, froms);
 	n += 3;
-	if (ev) {
-		buf_addf(&sql, ", baton_event_add($%d, $%d, $%d, $%d, $%d, $%d,"
-			       " $%d)",
-			 n, n + 1, n + 2, n + 3, n + 4, n + 5, n + 6);
-		param_text(&p, tev.run_id);
-		param_id(&p, tev.task_id);
-		param_int(&p, tev.ts);
-		param_text(&p, tev.type);
-		param_text(&p, tev.from);
-		param_text(&p, tev.to);
-		param_text(&p, tev.data);
+	if (token > 0) {
+		buf_addf(sql, " AND lease_token = $%d", n++);
+		param_int(p, token);
 	}
-	buf_adds(&sql, " FROM u");
-	res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
-	buf_release(&sql);
+	buf_adds(sql, " RETURNING (SELECT COUNT(*) FROM task_deps AS d"
+		      " WHERE d.depends_on = tasks.id) AS dependents)"
+		      " SELECT dependents");
+	if (ev) {
+		buf_addf(sql, ", baton_event_add($%d, $%d, $%d, $%d, $%d, $%d,"
+			      " $%d)",
+			 n, n + 1, n + 2, n + 3, n + 4, n + 5, n + 6);
+		param_text(p, tev->run_id);
+		param_id(p, tev->task_id);
+		param_int(p, tev->ts);
+		param_text(p, tev->type);
+		param_text(p, tev->from);
+		param_text(p, tev->to);
+		param_text(p, tev->data);
+	}
+	buf_adds(sql, " FROM u");
+	return 0;
+}
+
+/*
+ * What the statement of update_stmt returned (res, NULL when it failed):
+ * *changed gets 0 or 1, *dependents how many tasks depend on the task,
+ * *ts_out and *seq_out its event's.
+ */
+static int
+update_result(struct pg_store *ps, const PGresult *res,
+	      const struct event *tev, int64_t *changed, int64_t *dependents,
+	      int64_t *ts_out, int64_t *seq_out, const char *what,
+	      struct err *e)
+{
 	if (!res) {
-		if (ev && tev.run_id && !strcmp(ps->state, "23503"))
+		if (tev && tev->run_id && !strcmp(ps->state, "23503"))
 			return err_set(e, BATON_ENOTFOUND,
 				       "cannot %s: no run '%s'", what,
-				       tev.run_id);
+				       tev->run_id);
 		return BATON_ESTORE;
 	}
 	*changed = PQntuples(res);
 	*dependents = *changed ? pg__int64(res, 0, 0) : 0;
-	if (*changed && ev) {
-		*ts_out = tev.ts;
+	if (*changed && tev) {
+		*ts_out = tev->ts;
 		*seq_out = pg__int64(res, 0, 1);
 		ps->notify_events = 1;
 	}
-	PQclear(res);
 	return 0;
+}
+
+/*
+ * The guarded update of update_stmt and its event in one round trip,
+ * inside the open transaction, whose xid was drawn by its BEGIN (the
+ * ordering rule); update_result says what came of it.
+ */
+static int
+update_row(struct pg_store *ps, const struct task *row, const char *froms,
+	   int64_t token, int64_t now, const struct event *ev,
+	   int64_t *changed, int64_t *dependents, int64_t *ts_out,
+	   int64_t *seq_out, const char *what, struct err *e)
+{
+	struct buf sql = BUF_INIT;
+	struct params p = { 0 };
+	struct event tev = { 0 };
+	PGresult *res = NULL;
+	int rc;
+
+	rc = update_stmt(row, froms, token, now, ev, &tev, &sql, &p, what, e);
+	if (rc == 0) {
+		res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
+		rc = update_result(ps, res, ev ? &tev : NULL, changed,
+				   dependents, ts_out, seq_out, what, e);
+	}
+	PQclear(res);
+	buf_release(&sql);
+	return rc;
 }
 
 /*
@@ -643,8 +681,8 @@ settle_in_tx(struct pg_store *ps, const struct task *row, const char *froms,
 	int64_t changed = 0, dependents = 0;
 	int rc;
 
-	rc = update_row(ps, row, froms, now, ev, &changed, &dependents, ts_out,
-			seq_out, what, e);
+	rc = update_row(ps, row, froms, 0, now, ev, &changed, &dependents,
+			ts_out, seq_out, what, e);
 	if (rc < 0)
 		return rc;
 	if (changed == 0)
@@ -1113,6 +1151,315 @@ pg__task_settle_claim(struct store *s, struct task *t, const char *froms,
 	if (overlap && pg__task_claim(s, holder, lease_ms, next, e) && e)
 		*e = (struct err)ERR_INIT;
 	return 0;
+}
+
+/* ---- the batched queue (store_task_claim_batch, _settle_batch) ---------- */
+
+/* The columns of a batch of claims (pg/009-batch.sql). */
+#define CLAIM_BATCH_SELECT                                                     \
+	"SELECT " TASK_COLUMNS ", claim_deps, claim_xid, claim_seq"            \
+	" FROM (SELECT (c.claim_task).*, c.claim_deps, c.claim_xid,"           \
+	" c.claim_seq FROM baton_task_claim_batch("
+
+/* Row i of a claim batch into *out, its dependencies ("3,5") included. */
+static void
+claim_batch_row(const PGresult *res, int i, struct task *out)
+{
+	const char *dep = PQgetvalue(res, i, PQnfields(res) - 3);
+
+	read_task(res, i, out);
+	while (*dep) {
+		char *end;
+		int64_t d = strtoll(dep, &end, 10);
+
+		if (end == dep)
+			break;
+		push_dep(out, d);
+		dep = *end == ',' ? end + 1 : end;
+	}
+}
+
+/*
+ * One try of a batch of claims: BEGIN and baton_task_claim_batch in one
+ * round trip (the holder and its JSON written in as literals), then the
+ * commit. *n gets the number of rows in out.
+ */
+static int
+claim_batch_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
+		size_t max, struct task *out, size_t *n, struct err *e)
+{
+	const char *what = "claim tasks";
+	struct buf sql = BUF_INIT;
+	int64_t now = time_now_ms();
+	char *worker = claim_worker_json(holder);
+	char *lh = PQescapeLiteral(ps->conn, holder, strlen(holder));
+	char *lw = PQescapeLiteral(ps->conn, worker, strlen(worker));
+	PGresult *res = NULL;
+	size_t i, got = 0;
+	int rc = 0;
+
+	free(worker);
+	if (!lh || !lw) {
+		rc = pg__fail(ps, NULL, what, e);
+		goto out;
+	}
+	buf_addf(&sql, CLAIM_BATCH_SELECT "%lld, %s, %s, %lld, %zu) AS c) AS r",
+		 (long long)now, lh, lw, (long long)(now + lease_ms), max);
+	res = pg__begin_query(ps, sql.ptr, what, e);
+	if (!res) {
+		rc = BATON_ESTORE;
+		goto out;
+	}
+	got = (size_t)PQntuples(res);
+	if (got == 0)
+		rc = err_set(e, BATON_ENOTFOUND, "nothing to claim");
+	else if (got > max)
+		rc = err_set(e, BATON_ESTORE,
+			     "cannot %s: %zu came back for a batch of %zu",
+			     what, got, max);
+	if (rc == 0) {
+		snprintf(ps->xid, sizeof(ps->xid), "%s",
+			 PQgetvalue(res, 0, PQnfields(res) - 2));
+		ps->notify_events = 1;
+		rc = pg__commit(ps, what, e);
+	}
+	if (rc == 0) {
+		for (i = 0; i < got; i++)
+			claim_batch_row(res, (int)i, &out[i]);
+		*n = got;
+	}
+out:
+	pg__rollback(ps);
+	PQclear(res);
+	if (lh)
+		PQfreemem(lh);
+	if (lw)
+		PQfreemem(lw);
+	buf_release(&sql);
+	return rc;
+}
+
+int
+pg__task_claim_batch(struct store *s, const char *holder, int64_t lease_ms,
+		     size_t max, struct task *out, size_t *n, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int rc, tries = 0;
+
+	do
+		rc = claim_batch_try(ps, holder, lease_ms, max, out, n, e);
+	while (pg__again(ps, rc, &tries, e));
+	return rc;
+}
+
+/*
+ * Why the row of a fenced settle refused it: BATON_EFENCED when the
+ * lease moved on, else as lost_update says.
+ */
+static int
+settle_refused(struct pg_store *ps, const struct task *row, int64_t token,
+	       const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	int64_t have = -1;
+	int rc;
+
+	param_int(&p, row->id);
+	rc = pg__query_int(ps, "SELECT COALESCE(lease_token, 0) FROM tasks"
+			       " WHERE id = $1",
+			   &p, &have, what, e);
+	if (rc < 0)
+		return rc;
+	if (have >= 0 && have != token)
+		return err_set(e, BATON_EFENCED,
+			       "cannot %s: the lease on task %lld was taken "
+			       "over",
+			       what, (long long)row->id);
+	return lost_update(ps, "SELECT version FROM tasks WHERE id = $1",
+			   "task", row->id, row->version, what, e);
+}
+
+/* A settle of a batch on its way through the pipeline. */
+struct settle_stmt {
+	struct store_task_defaults d;
+	struct task row;
+	struct event tev;
+	struct buf sql;
+	struct params p;
+	int sent;
+};
+
+/*
+ * Reads the results of the pipeline's statements in order, then its
+ * sync: the first failure is the rc (the statements after it were not
+ * run), and what each that ran changed. *work adds up their work.
+ */
+static int
+settle_pipe_read(struct pg_store *ps, struct store_settle *v,
+		 struct settle_stmt *st, size_t n, int64_t *changed,
+		 int64_t *ts, int64_t *seq, int *work, const char *what,
+		 struct err *e)
+{
+	PGresult *res;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n; i++) {
+		int64_t dependents = 0;
+
+		if (!st[i].sent)
+			continue;
+		res = PQgetResult(ps->conn);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+			if (rc == 0)
+				rc = pg__fail(ps, res, what, e);
+		} else if (rc == 0) {
+			rc = update_result(ps, res,
+					   v[i].ev ? &st[i].tev : NULL,
+					   &changed[i], &dependents, &ts[i],
+					   &seq[i], what, e);
+			if (changed[i])
+				*work += update_work(&st[i].row, dependents);
+		}
+		PQclear(res);
+		while ((res = PQgetResult(ps->conn))) /* its end: NULL */
+			PQclear(res);
+	}
+	res = PQgetResult(ps->conn);
+	if (PQresultStatus(res) != PGRES_PIPELINE_SYNC && rc == 0)
+		rc = pg__fail(ps, res, what, e);
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * The batch's UPDATEs, each with its event, sent at once in libpq's
+ * pipeline mode (one round trip for all, in the open transaction), then
+ * read back; changed[i] says which matched.
+ */
+static int
+settle_pipe(struct pg_store *ps, struct store_settle *v,
+	    const struct buf *froms, size_t n, int64_t now, int64_t *changed,
+	    int64_t *ts, int64_t *seq, int *work, const char *what,
+	    struct err *e)
+{
+	struct settle_stmt *st = xcalloc(n, sizeof(*st));
+	size_t i;
+	int rc = 0;
+
+	if (PQenterPipelineMode(ps->conn) != 1) {
+		free(st);
+		return pg__fail(ps, NULL, what, e);
+	}
+	for (i = 0; i < n; i++)
+		st[i].sql = (struct buf)BUF_INIT;
+	for (i = 0; rc == 0 && i < n; i++) {
+		if (v[i].rc)
+			continue;
+		st[i].row = store__task_with_defaults(v[i].task, &st[i].d);
+		rc = update_stmt(&st[i].row, froms[i].ptr, v[i].token, now,
+				 v[i].ev, &st[i].tev, &st[i].sql, &st[i].p,
+				 what, e);
+		if (rc == 0 &&
+		    !PQsendQueryParams(ps->conn, st[i].sql.ptr, st[i].p.n,
+				       NULL, st[i].p.v, NULL, NULL, 0))
+			rc = pg__fail(ps, NULL, what, e);
+		st[i].sent = rc == 0;
+	}
+	if (!PQpipelineSync(ps->conn)) {
+		if (rc == 0)
+			rc = pg__fail(ps, NULL, what, e);
+	} else {
+		int read = settle_pipe_read(ps, v, st, n, changed, ts, seq,
+					    work, what, rc ? NULL : e);
+
+		if (rc == 0)
+			rc = read;
+	}
+	if (PQexitPipelineMode(ps->conn) != 1 && rc == 0)
+		rc = pg__fail(ps, NULL, what, e);
+	for (i = 0; i < n; i++)
+		buf_release(&st[i].sql);
+	free(st);
+	return rc;
+}
+
+/*
+ * One try of a batch of settles in one transaction: BEGIN, the
+ * pipelined UPDATEs (settle_pipe), the reason of each that matched
+ * nothing, COMMIT. A row that refuses is written nothing and the rest
+ * go on. rcs holds each settle's rc as the try found it (0: to do); ts
+ * and seq get the events'.
+ */
+static int
+settle_batch_try(struct pg_store *ps, struct store_settle *v,
+		 const struct buf *froms, const int *rcs, size_t n,
+		 int64_t now, int64_t *ts, int64_t *seq, struct err *e)
+{
+	const char *what = "settle tasks";
+	int64_t *changed = xcalloc(n, sizeof(*changed));
+	size_t i;
+	int rc, work = 0;
+
+	for (i = 0; i < n; i++)
+		v[i].rc = rcs[i];
+	rc = pg__begin_fenced(ps, what, e);
+	if (rc == 0)
+		rc = settle_pipe(ps, v, froms, n, now, changed, ts, seq, &work,
+				 what, e);
+	for (i = 0; rc == 0 && i < n; i++) {
+		struct err one = ERR_INIT;
+
+		if (v[i].rc || changed[i])
+			continue;
+		v[i].rc = settle_refused(ps, v[i].task, v[i].token, what,
+					 &one);
+		if (v[i].rc == BATON_ESTORE) {
+			rc = v[i].rc;
+			if (e)
+				*e = one;
+		}
+	}
+	if (rc == 0) {
+		pg__notify_work(ps, work);
+		rc = pg__commit(ps, what, e);
+	}
+	pg__rollback(ps);
+	free(changed);
+	return rc;
+}
+
+int
+pg__task_settle_batch(struct store *s, struct store_settle *v,
+		      const struct buf *froms, size_t n, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	int64_t now = time_now_ms();
+	int64_t *ts = xcalloc(n, sizeof(*ts)), *seq = xcalloc(n, sizeof(*seq));
+	int *rcs = xcalloc(n, sizeof(*rcs));
+	size_t i;
+	int rc, tries = 0;
+
+	for (i = 0; i < n; i++)
+		rcs[i] = v[i].rc;
+	do
+		rc = settle_batch_try(ps, v, froms, rcs, n, now, ts, seq, e);
+	while (pg__again(ps, rc, &tries, e));
+	for (i = 0; rc == 0 && i < n; i++) {
+		if (v[i].rc)
+			continue;
+		v[i].task->version++;
+		v[i].task->updated_at = now;
+		if (v[i].ev) {
+			v[i].ev->task_id = v[i].task->id;
+			v[i].ev->ts = ts[i];
+			v[i].ev->seq = seq[i];
+		}
+	}
+	free(ts);
+	free(seq);
+	free(rcs);
+	return rc;
 }
 
 /*

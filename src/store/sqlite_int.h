@@ -170,6 +170,12 @@ int sqlite__task_counts(struct store *s, const char *const *statuses,
 			int64_t *counts, size_t n, struct err *e);
 int sqlite__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 		       struct task *out, struct err *e);
+int sqlite__task_claim_batch(struct store *s, const char *holder,
+			     int64_t lease_ms, size_t max, struct task *out,
+			     size_t *n, struct err *e);
+int sqlite__task_settle_batch(struct store *s, struct store_settle *v,
+			      const struct buf *froms, size_t n,
+			      struct err *e);
 int sqlite__task_renew(struct store *s, int64_t id, int64_t token,
 		       int64_t lease_ms, struct err *e);
 int sqlite__task_next_due(struct store *s, int64_t *out, struct err *e);

@@ -30,6 +30,7 @@
 #include "store/sqlite_int.h"
 #include "store/store.h"
 #include "store/store_int.h"
+#include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
 #include "util/timeutil.h"
@@ -60,6 +61,12 @@ static const char sql_task_update[] =
 	TASK_STRINGS(SQL_SET_QMARK) TASK_INTS_MUTABLE(SQL_SET_QMARK)
 	TASK_IDS_MUTABLE(SQL_SET_QMARK) " WHERE id = ? AND version = ?"
 	STATUS_GUARD;
+/* The same, fenced by the token the row must still hold (a batch). */
+static const char sql_task_update_token[] =
+	"UPDATE tasks SET version = version + 1, updated_at = ?"
+	TASK_STRINGS(SQL_SET_QMARK) TASK_INTS_MUTABLE(SQL_SET_QMARK)
+	TASK_IDS_MUTABLE(SQL_SET_QMARK) " WHERE id = ? AND version = ?"
+	STATUS_GUARD " AND lease_token = ?";
 static const char sql_task_by_id[] =
 	"SELECT " TASK_COLUMNS " FROM tasks WHERE id = ?";
 
@@ -515,6 +522,82 @@ lost_update(struct sqlite_store *ss, const char *sql, const char *noun,
 }
 
 /*
+ * The guarded update of task t to row, and its event, inside the open
+ * transaction; token > 0 also requires the row to hold that lease token
+ * (BATON_EFENCED when it does not). *ts and *seq get the event's.
+ * *refused is set when the row refused the update: then nothing was
+ * written and the transaction can go on.
+ */
+static int
+update_in_tx(struct sqlite_store *ss, const struct task *t,
+	     const struct task *row, const char *froms, int64_t token,
+	     int64_t now, const struct event *ev, int64_t *ts, int64_t *seq,
+	     int *refused, const char *what, struct err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t have = -1;
+	int rc, src, i = 1;
+
+	rc = sqlite__prepare(ss, &st,
+			     token > 0 ? sql_task_update_token : sql_task_update,
+			     0, what, e);
+	if (rc < 0)
+		return rc;
+	src = sqlite3_bind_int64(st, i++, now);
+	if (src == SQLITE_OK)
+		src = bind_task(st, &i, row);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, i++, t->id);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, i++, t->version);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, i++, froms, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK && token > 0)
+		src = sqlite3_bind_int64(st, i++, token);
+	rc = step_done(ss, st, src, what, e);
+	if (rc < 0)
+		return rc;
+	if (sqlite3_changes(ss->db) == 0) {
+		*refused = 1;
+		if (token > 0) {
+			rc = query_int(ss, "SELECT IFNULL(lease_token, 0)"
+					   " FROM tasks WHERE id = ?",
+				       t->id, &have, what, e);
+			if (rc < 0)
+				return rc;
+			if (have >= 0 && have != token)
+				return err_set(e, BATON_EFENCED,
+					       "cannot %s: the lease on task "
+					       "%lld was taken over",
+					       what, (long long)t->id);
+		}
+		return lost_update(ss, "SELECT version FROM tasks WHERE id = ?",
+				   "task", t->id, t->version, what, e);
+	}
+	if (ev) {
+		struct event tev = *ev;
+
+		tev.task_id = t->id;
+		rc = add_event(ss, &tev, NULL, t->id, now, ts, seq, what, e);
+	}
+	return rc;
+}
+
+/* What a settled task and its event become once their commit is done. */
+static void
+settled(struct task *t, struct event *ev, int64_t now, int64_t ts,
+	int64_t seq)
+{
+	t->version++;
+	t->updated_at = now;
+	if (ev) {
+		ev->task_id = t->id;
+		ev->ts = ts;
+		ev->seq = seq;
+	}
+}
+
+/*
  * The guarded update of a task, as sqlite_run_update does for runs:
  * row and event in one transaction, or neither.
  */
@@ -525,56 +608,66 @@ sqlite__task_update(struct store *s, struct task *t, const char *froms,
 	struct sqlite_store *ss = sqlite__store(s);
 	struct store_task_defaults d;
 	struct task row = store__task_with_defaults(t, &d);
-	sqlite3_stmt *st = NULL;
 	int64_t now = time_now_ms(), ts = 0, evseq = 0;
 	char what[64];
-	int rc, src, i = 1;
+	int rc, refused = 0;
 
 	snprintf(what, sizeof(what), "update task %lld", (long long)t->id);
 	rc = sqlite__begin_fenced(ss, what, e);
-	if (rc < 0)
-		goto out;
-	rc = sqlite__prepare(ss, &st, sql_task_update, 0, what, e);
-	if (rc < 0)
-		goto out;
-	src = sqlite3_bind_int64(st, i++, now);
-	if (src == SQLITE_OK)
-		src = bind_task(st, &i, &row);
-	if (src == SQLITE_OK)
-		src = sqlite3_bind_int64(st, i++, t->id);
-	if (src == SQLITE_OK)
-		src = sqlite3_bind_int64(st, i++, t->version);
-	if (src == SQLITE_OK)
-		src = sqlite3_bind_text(st, i++, froms, -1, SQLITE_STATIC);
-	rc = step_done(ss, st, src, what, e);
-	if (rc < 0)
-		goto out;
-	if (sqlite3_changes(ss->db) == 0) {
-		rc = lost_update(ss, "SELECT version FROM tasks WHERE id = ?",
-				 "task", t->id, t->version, what, e);
-		goto out;
-	}
-	if (ev) {
-		struct event tev = *ev;
+	if (rc == 0)
+		rc = update_in_tx(ss, t, &row, froms, 0, now, ev, &ts, &evseq,
+				  &refused, what, e);
+	if (rc == 0)
+		rc = sqlite__commit(ss, what, e);
+	if (rc == 0)
+		settled(t, ev, now, ts, evseq);
+	sqlite__rollback(ss);
+	return rc;
+}
 
-		tev.task_id = t->id;
-		rc = add_event(ss, &tev, NULL, t->id, now, &ts, &evseq, what,
-			       e);
+/*
+ * The settles of a batch in one transaction (store_task_settle_batch).
+ * A settle its row refuses wrote nothing and the rest go on; any other
+ * failure undoes them all.
+ */
+int
+sqlite__task_settle_batch(struct store *s, struct store_settle *v,
+			  const struct buf *froms, size_t n, struct err *e)
+{
+	struct sqlite_store *ss = sqlite__store(s);
+	const char *what = "settle tasks";
+	int64_t now = time_now_ms();
+	int64_t *ts = xcalloc(n, sizeof(*ts)), *seq = xcalloc(n, sizeof(*seq));
+	size_t i;
+	int rc;
+
+	rc = sqlite__begin_fenced(ss, what, e);
+	for (i = 0; rc == 0 && i < n; i++) {
+		struct store_task_defaults d;
+		struct task row;
+		struct err one = ERR_INIT;
+		int refused = 0;
+
+		if (v[i].rc)
+			continue;
+		row = store__task_with_defaults(v[i].task, &d);
+		v[i].rc = update_in_tx(ss, v[i].task, &row, froms[i].ptr,
+				       v[i].token, now, v[i].ev, &ts[i],
+				       &seq[i], &refused, what, &one);
+		if (v[i].rc && !refused) {
+			rc = v[i].rc;
+			if (e)
+				*e = one;
+		}
 	}
 	if (rc == 0)
 		rc = sqlite__commit(ss, what, e);
-	if (rc < 0)
-		goto out;
-
-	t->version++;
-	t->updated_at = now;
-	if (ev) {
-		ev->task_id = t->id;
-		ev->ts = ts;
-		ev->seq = evseq;
-	}
-out:
 	sqlite__rollback(ss);
+	for (i = 0; rc == 0 && i < n; i++)
+		if (v[i].rc == 0)
+			settled(v[i].task, v[i].ev, now, ts[i], seq[i]);
+	free(ts);
+	free(seq);
 	return rc;
 }
 
@@ -758,27 +851,22 @@ take_task(struct sqlite_store *ss, int64_t id, const char *holder,
 }
 
 /*
- * The claim: pick, draw a token, take, read back and log, all inside
- * one BEGIN IMMEDIATE, so two workers can never take the same task or
- * the same token. Not fenced: claiming is how a worker gets a lease.
+ * One claim inside the open write transaction: pick, draw a token, take,
+ * read back and log. BATON_ENOTFOUND when nothing is claimable.
  */
-int
-sqlite__task_claim(struct store *s, const char *holder, int64_t lease_ms,
-		   struct task *out, struct err *e)
+static int
+claim_in_tx(struct sqlite_store *ss, const char *holder, int64_t lease_ms,
+	    int64_t now, struct task *out, const char *what, struct err *e)
 {
-	struct sqlite_store *ss = sqlite__store(s);
-	const char *what = "claim a task";
 	char type[] = "task_claimed";
 	struct event ev = { 0 };
 	struct task t = { 0 };
-	int64_t now = time_now_ms(), id = 0, token = 0, seq = 0;
+	int64_t id = 0, token = 0, seq = 0;
 	int rc;
 
-	rc = sqlite__begin(ss, what, e);
-	if (rc == 0)
-		rc = pick_task(ss, now, &id, what, e);
+	rc = pick_task(ss, now, &id, what, e);
 	if (rc == 0 && !id)
-		rc = err_set(e, BATON_ENOTFOUND, "nothing to claim");
+		return err_set(e, BATON_ENOTFOUND, "nothing to claim");
 	if (rc == 0)
 		rc = next_token(ss, &token, what, e);
 	if (rc == 0)
@@ -789,22 +877,67 @@ sqlite__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 		rc = err_set(e, BATON_ESTORE, "cannot %s: task %lld vanished",
 			     what, (long long)id);
 	if (rc < 0)
-		goto out;
+		return rc;
 	ev.task_id = id;
 	ev.ts = now;
 	ev.type = type;
 	ev.data = store__claim_data(holder, token, t.attempts);
 	rc = sqlite__insert_event(ss, &ev, &seq, what, e);
 	free(ev.data);
+	if (rc < 0) {
+		task_release(&t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+/*
+ * The claim, all inside one BEGIN IMMEDIATE, so two workers can never
+ * take the same task or the same token. Not fenced: claiming is how a
+ * worker gets a lease.
+ */
+int
+sqlite__task_claim(struct store *s, const char *holder, int64_t lease_ms,
+		   struct task *out, struct err *e)
+{
+	size_t n = 0;
+
+	return sqlite__task_claim_batch(s, holder, lease_ms, 1, out, &n, e);
+}
+
+/* Up to max claims in one transaction (store_task_claim_batch). */
+int
+sqlite__task_claim_batch(struct store *s, const char *holder,
+			 int64_t lease_ms, size_t max, struct task *out,
+			 size_t *n, struct err *e)
+{
+	struct sqlite_store *ss = sqlite__store(s);
+	const char *what = max > 1 ? "claim tasks" : "claim a task";
+	int64_t now = time_now_ms();
+	size_t got = 0;
+	int rc;
+
+	rc = sqlite__begin(ss, what, e);
+	while (rc == 0 && got < max) {
+		rc = claim_in_tx(ss, holder, lease_ms, now, &out[got], what, e);
+		if (rc == 0)
+			got++;
+	}
+	if (rc == BATON_ENOTFOUND && got) {
+		rc = 0;
+		if (e)
+			*e = (struct err)ERR_INIT;
+	}
 	if (rc == 0)
 		rc = sqlite__commit(ss, what, e);
-	if (rc < 0)
-		goto out;
-	*out = t;
-	memset(&t, 0, sizeof(t));
-out:
 	sqlite__rollback(ss);
-	task_release(&t);
+	if (rc == 0) {
+		*n = got;
+		return 0;
+	}
+	while (got)
+		task_release(&out[--got]);
 	return rc;
 }
 

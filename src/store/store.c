@@ -676,6 +676,66 @@ store_task_settle_claim(struct store *s, struct task *t, struct event *ev,
 }
 
 int
+store_task_claim_batch(struct store *s, const char *holder, int64_t lease_ms,
+		       size_t max, struct task *out, size_t *n, struct err *e)
+{
+	const char *what = "claim tasks";
+
+	if (!s || !out || !n)
+		return null_arg(e, what, !s ? "the store" : "out or n");
+	*n = 0;
+	if (!holder || !*holder)
+		return err_set(e, BATON_EINVAL, "cannot %s: no holder", what);
+	if (lease_ms <= 0)
+		return err_set(e, BATON_EINVAL, "cannot %s: lease of %lld ms",
+			       what, (long long)lease_ms);
+	if (max == 0)
+		return err_set(e, BATON_EINVAL, "cannot %s: a batch of 0",
+			       what);
+	memset(out, 0, max * sizeof(*out));
+	s->fault = fault_next();
+	return s->ops->task_claim_batch(s, holder, lease_ms, max, out, n, e);
+}
+
+int
+store_task_settle_batch(struct store *s, struct store_settle *v, size_t n,
+			struct err *e)
+{
+	const char *what = "settle tasks";
+	struct buf *froms;
+	size_t i, todo = 0;
+	int rc = 0;
+
+	if (!s || (n && !v))
+		return null_arg(e, what, !s ? "the store" : "the settles");
+	froms = xcalloc(n ? n : 1, sizeof(*froms));
+	for (i = 0; i < n; i++) {
+		struct err bad = ERR_INIT;
+
+		froms[i] = (struct buf)BUF_INIT;
+		v[i].rc = task_update_check(s, v[i].task, v[i].ev, &froms[i],
+					    &bad);
+		if (v[i].rc == 0 && v[i].token <= 0)
+			v[i].rc = BATON_EINVAL;
+		if (v[i].rc == 0)
+			todo++;
+	}
+	if (todo) {
+		s->fault = fault_next();
+		rc = s->ops->task_settle_batch(s, v, froms, n, e);
+	}
+	for (i = 0; i < n; i++) {
+		struct err ignored = ERR_INIT;
+
+		if (rc == 0 && v[i].rc == STORE_EREFUSED)
+			v[i].rc = task_refused(s, v[i].task, &ignored);
+		buf_release(&froms[i]);
+	}
+	free(froms);
+	return rc;
+}
+
+int
 store_task_list(struct store *s, const struct store_task_filter *f,
 		store_task_cb *cb, void *arg, struct err *e)
 {

@@ -379,6 +379,47 @@ int store_task_settle_claim(struct store *s, struct task *t,
 			    struct err *e);
 
 /*
+ * The batched queue: a worker that takes many short tasks at once
+ * (graphile-worker's local queue) claims up to max of them in ONE
+ * transaction and settles many in ONE transaction, with the guarantees
+ * of one at a time (exactly once, fenced, every event on record).
+ *
+ * store_task_claim_batch claims as store_task_claim does, up to max
+ * times in one transaction: out[0..*n) in claim order, each with its
+ * own token and task_claimed event, no two with overlapping areas.
+ * BATON_ENOTFOUND (and *n 0) when nothing is claimable. Not fenced.
+ */
+int store_task_claim_batch(struct store *s, const char *holder,
+			   int64_t lease_ms, size_t max, struct task *out,
+			   size_t *n, struct err *e);
+
+/*
+ * One settle of a batch: the task's new row (version as read), its
+ * event (or NULL), and the lease token it was claimed with, which
+ * fences it. rc is set by store_task_settle_batch: 0 when the row was
+ * written (task and ev change as with store_task_update), else why not
+ * (BATON_EFENCED: the lease moved on; BATON_ECONFLICT: the row changed;
+ * BATON_ENOTFOUND; BATON_EINVAL: a move the table refuses), with
+ * nothing written for it.
+ */
+struct store_settle {
+	struct task *task;
+	struct event *ev;
+	int64_t token;
+	int rc;
+};
+
+/*
+ * Settles v[0..n) in ONE transaction: each row guarded by its version,
+ * status and token, each with its event. A settle that is refused is
+ * skipped (its rc says why) and the others commit. Returns 0 once the
+ * transaction committed, or a negative code when nothing was written.
+ * Uses no store_fence: the tokens are the fences.
+ */
+int store_task_settle_batch(struct store *s, struct store_settle *v, size_t n,
+			    struct err *e);
+
+/*
  * The claim's area rule: whether areas a and b overlap, one being the
  * other or a directory of it ("src/export" overlaps "src" and
  * "src/export/csv", not "src/exporter"); NULL overlaps nothing. Each

@@ -164,6 +164,17 @@ struct store_ops {
 				 const char *froms, struct event *ev,
 				 const char *holder, int64_t lease_ms,
 				 struct task *next, struct err *e);
+	int (*task_claim_batch)(struct store *s, const char *holder,
+				int64_t lease_ms, size_t max,
+				struct task *out, size_t *n, struct err *e);
+	/*
+	 * The settles of v whose rc is 0 (froms[i] their statuses), in
+	 * one transaction; sets each v[i].rc (STORE_EREFUSED: the row is
+	 * as read but refused the move).
+	 */
+	int (*task_settle_batch)(struct store *s, struct store_settle *v,
+				 const struct buf *froms, size_t n,
+				 struct err *e);
 	int (*task_renew)(struct store *s, int64_t id, int64_t token,
 			  int64_t lease_ms, struct err *e);
 	int (*task_next_due)(struct store *s, int64_t *out, struct err *e);

@@ -1174,12 +1174,67 @@ TEST(fence_on_missing_task)
 #define CLAIMERS 8
 #define CLAIM_TASKS 200
 
+/* How the claimers of claim_race take and settle their tasks. */
+enum claim_mode {
+	ONE_AT_A_TIME,	/* store_task_claim, store_task_update */
+	SETTLE_CLAIM,	/* store_task_settle_claim takes the next */
+	BATCHES,	/* store_task_claim_batch, store_task_settle_batch */
+};
+
+/* Tasks per batch in BATCHES: not a divisor of CLAIM_TASKS. */
+#define CLAIM_BATCH 7
+
+/*
+ * A worker process of BATCHES: claims up to CLAIM_BATCH tasks at once
+ * and settles them at once until there is nothing left.
+ */
+static void
+batch_claimer(struct store *s, const char *holder, int who)
+{
+	struct task got[CLAIM_BATCH];
+	struct store_settle v[CLAIM_BATCH];
+	struct err e = ERR_INIT;
+	size_t n, i;
+	int rc;
+
+	for (;;) {
+		rc = store_task_claim_batch(s, holder, HOUR_MS, CLAIM_BATCH,
+					    got, &n, &e);
+		if (rc == BATON_ENOTFOUND)
+			break;
+		if (rc < 0 || n == 0 || n > CLAIM_BATCH) {
+			fprintf(stderr, "claimer %d: %s\n", who, e.msg);
+			_exit(3);
+		}
+		for (i = 0; i < n; i++) {
+			v[i] = (struct store_settle){ .task = &got[i],
+						      .token =
+							      got[i].lease_token };
+			run_set(&got[i].status, TASK_DONE);
+			got[i].ended_at = time_now_ms();
+		}
+		rc = store_task_settle_batch(s, v, n, &e);
+		for (i = 0; i < n; i++) {
+			if (rc == 0 && v[i].rc != 0) {
+				fprintf(stderr, "claimer %d: task %lld: %d\n",
+					who, (long long)got[i].id, v[i].rc);
+				_exit(5);
+			}
+			task_release(&got[i]);
+		}
+		if (rc < 0) {
+			fprintf(stderr, "claimer %d: %s\n", who, e.msg);
+			_exit(4);
+		}
+	}
+}
+
 /*
  * One worker process: its own connection, claiming and finishing tasks
  * until there is nothing left. Exits 0 when all went well.
  */
 static void
-claimer(int who, int batched)
+claimer(int who, enum claim_mode mode)
 {
 	char *path = queue_store_spec();
 	char holder[32];
@@ -1193,7 +1248,9 @@ claimer(int who, int batched)
 		fprintf(stderr, "claimer %d: %s\n", who, e.msg);
 		_exit(2);
 	}
-	for (;;) {
+	if (mode == BATCHES)
+		batch_claimer(s, holder, who);
+	while (mode != BATCHES) {
 		struct task t = { 0 };
 
 		if (next.id) { /* the last settle claimed it */
@@ -1212,7 +1269,7 @@ claimer(int who, int batched)
 		store_fence(s, t.id, t.lease_token);
 		run_set(&t.status, TASK_DONE);
 		t.ended_at = time_now_ms();
-		if (batched)
+		if (mode == SETTLE_CLAIM)
 			rc = store_task_settle_claim(s, &t, NULL, holder,
 						     HOUR_MS, &next, &e);
 		else
@@ -1230,12 +1287,11 @@ claimer(int who, int batched)
 }
 
 /*
- * Many processes claiming at once: each task exactly once. batched:
- * each settles with store_task_settle_claim, which takes its next task
- * in the same transaction.
+ * Many processes claiming at once, each in mode: each task exactly
+ * once, each token once, each settle once.
  */
 static void
-claim_race(int batched)
+claim_race(enum claim_mode mode)
 {
 	static const char *const done[] = { TASK_DONE };
 	struct store *s = open_store();
@@ -1253,7 +1309,7 @@ claim_race(int batched)
 		pids[i] = fork();
 		ASSERT(pids[i] >= 0);
 		if (pids[i] == 0)
-			claimer(i, batched); /* never returns */
+			claimer(i, mode); /* never returns */
 	}
 	for (i = 0; i < CLAIMERS; i++) {
 		ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
@@ -1286,13 +1342,136 @@ claim_race(int batched)
 
 TEST(claim_concurrent_processes)
 {
-	claim_race(0);
+	claim_race(ONE_AT_A_TIME);
 }
 
 /* The same with settle-and-claim-next: still each task exactly once. */
 TEST(settle_claim_concurrent_processes)
 {
-	claim_race(1);
+	claim_race(SETTLE_CLAIM);
+}
+
+/* The same a batch at a time: still each task exactly once. */
+TEST(claim_batch_concurrent_processes)
+{
+	claim_race(BATCHES);
+}
+
+/*
+ * A batch of claims keeps the claim's rules: priority order, no two
+ * overlapping areas (in the batch or with a running task), nothing
+ * whose dependencies are not done; it stops at max and says "nothing
+ * to claim" when nothing is left.
+ */
+TEST(claim_batch_rules)
+{
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task got[8], busy;
+	int64_t ia, iab, ic, ifree, idep, dep[2] = { 0 }, ibusy;
+	size_t n = 99, i;
+
+	ibusy = add_task(s, "busy", 9, "lib", NULL);
+	ASSERT_EQ(claim(s, "other", &busy), ibusy);
+	ia = add_task(s, "a", 5, "src", NULL);
+	iab = add_task(s, "a/b", 4, "src/b", NULL);
+	ic = add_task(s, "c", 3, "doc", NULL);
+	add_task(s, "under busy", 3, "lib/x", NULL);
+	ifree = add_task(s, "free", 2, NULL, NULL);
+	dep[0] = ifree;
+	idep = add_task(s, "after free", 8, NULL, dep);
+	add_task(s, "last", 0, NULL, NULL);
+
+	ASSERT_OK(store_task_claim_batch(s, "w", HOUR_MS, 3, got, &n, &e),
+		  &e);
+	ASSERT_EQ(n, 3);
+	ASSERT_EQ(got[0].id, ia);
+	ASSERT_EQ(got[1].id, ic);
+	ASSERT_EQ(got[2].id, ifree);
+	for (i = 0; i < n; i++) {
+		ASSERT_STREQ(got[i].status, TASK_RUNNING);
+		ASSERT_STREQ(got[i].lease_holder, "w");
+		ASSERT(got[i].lease_token > busy.lease_token);
+		ASSERT(i == 0 || got[i].lease_token > got[i - 1].lease_token);
+		task_release(&got[i]);
+	}
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM events"
+			    " WHERE type = 'task_claimed'"),
+		  4);
+	/* left: a/b and "under busy" (areas), after-free (its dep), last */
+	ASSERT_OK(store_task_claim_batch(s, "w", HOUR_MS, 8, got, &n, &e),
+		  &e);
+	ASSERT_EQ(n, 1);
+	ASSERT(got[0].id != iab && got[0].id != idep);
+	ASSERT_STREQ(got[0].title, "last");
+	task_release(&got[0]);
+	ASSERT_EQ(store_task_claim_batch(s, "w", HOUR_MS, 8, got, &n, &e),
+		  BATON_ENOTFOUND);
+	ASSERT_EQ(n, 0);
+	ASSERT_EQ(store_task_claim_batch(s, "w", HOUR_MS, 0, got, &n, &e),
+		  BATON_EINVAL);
+	task_release(&busy);
+	store_close(s);
+}
+
+/*
+ * A batch of settles: each row fenced by its own token. A task whose
+ * lease was taken over is refused with BATON_EFENCED and written
+ * nothing, a stale version is BATON_ECONFLICT, a status that does not
+ * exist is BATON_EINVAL, and the others commit with their events.
+ */
+TEST(settle_batch_fences_each)
+{
+	struct store *s = open_store(), *late = open_store();
+	struct err e = ERR_INIT;
+	struct task got[4], again, stale;
+	struct event ev[4];
+	struct store_settle v[4];
+	char type[] = "task_done";
+	size_t n = 0, i;
+
+	for (i = 0; i < 4; i++)
+		add_task(s, "batch", 0, NULL, NULL);
+	ASSERT_OK(store_task_claim_batch(late, "slow", HOUR_MS, 4, got, &n,
+					 &e),
+		  &e);
+	ASSERT_EQ(n, 4);
+	/* got[1]'s lease expires and another worker takes it */
+	set_status(s, got[1].id, TASK_QUEUED);
+	ASSERT_EQ(claim(s, "fast", &again), got[1].id);
+	/* got[2] was changed by someone else since it was read */
+	get_task(s, got[2].id, &stale);
+	stale.priority = 7;
+	ASSERT_OK(store_task_update(s, &stale, NULL, &e), &e);
+	for (i = 0; i < 4; i++) {
+		ev[i] = (struct event){ .type = type };
+		v[i] = (struct store_settle){ .task = &got[i], .ev = &ev[i],
+					      .token = got[i].lease_token };
+		run_set(&got[i].status, i == 3 ? "nonsense" : TASK_DONE);
+	}
+	ASSERT_OK(store_task_settle_batch(late, v, 4, &e), &e);
+	ASSERT_EQ(v[0].rc, 0);
+	ASSERT_EQ(v[1].rc, BATON_EFENCED);
+	ASSERT_EQ(v[2].rc, BATON_ECONFLICT);
+	ASSERT_EQ(v[3].rc, BATON_EINVAL);
+	ASSERT(ev[0].seq > 0);
+	ASSERT_EQ(ev[1].seq, 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE status = 'done'"),
+		  1);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM events"
+			    " WHERE type = 'task_done'"),
+		  1);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE id = 2"
+			    " AND status = 'running' AND lease_holder = 'fast'"),
+		  1);
+	/* an empty batch writes nothing and is no error */
+	ASSERT_OK(store_task_settle_batch(late, v, 0, &e), &e);
+	for (i = 0; i < 4; i++)
+		task_release(&got[i]);
+	task_release(&again);
+	task_release(&stale);
+	store_close(late);
+	store_close(s);
 }
 
 /*

@@ -24,6 +24,13 @@
 	X(PGresult *, PQexec, (PGconn * c, const char *q), (c, q))          \
 	X(int, PQsendQuery, (PGconn * c, const char *q), (c, q))           \
 	X(PGresult *, PQgetResult, (PGconn * c), (c))                       \
+	X(int, PQsendQueryParams,                                           \
+	  (PGconn * c, const char *q, int n, const Oid *t,                  \
+	   const char *const *v, const int *l, const int *f, int rf),       \
+	  (c, q, n, t, v, l, f, rf))                                        \
+	X(int, PQenterPipelineMode, (PGconn * c), (c))                      \
+	X(int, PQexitPipelineMode, (PGconn * c), (c))                       \
+	X(int, PQpipelineSync, (PGconn * c), (c))                           \
 	X(PGresult *, PQexecParams,                                         \
 	  (PGconn * c, const char *q, int n, const Oid *t,                  \
 	   const char *const *v, const int *l, const int *f, int rf),       \
