@@ -12,7 +12,8 @@
 #     one per unit of work by one supervisor LISTENing on
 #     store_watch_fd (SAMPLES tasks added one at a time); then the same
 #     with --settle-claim (settle and next claim in one transaction: one
-#     commit a task), beside graphile-worker's local queue;
+#     commit a task); then a drain with --batch BATCH (claims and settles
+#     a batch at a time), beside graphile-worker's local queue;
 #   - graphile-worker: the peers' gw-bench.js with CONC=W (its worker
 #     concurrency): process_default (one get_job and one complete_job
 #     a job) and process_batched (a local queue), and its latency with
@@ -37,6 +38,9 @@
 #   BENCH_PG_WORKERS worker counts (default "1 8 32")
 #   BENCH_PG_SAMPLES latency samples for baton and graphile-worker
 #                    (default 200)
+#   BENCH_PG_BATCH   tasks per batch of each worker of baton's batched
+#                    drain (default 16; graphile-worker's one local
+#                    queue holds W+1)
 #   BENCH_PG_BOSS_SAMPLES  for pg-boss (default 50: each takes ~0.5 s)
 #   BENCH_PG_QUEUES  baton's queues: noarea, areas8 or both (default
 #                    noarea; the peers have no areas)
@@ -61,6 +65,7 @@ BENCH_BUILD=${BENCH_BUILD:-build}
 N=${BENCH_PG_N:-5000}
 WORKERS=${BENCH_PG_WORKERS:-1 8 32}
 SAMPLES=${BENCH_PG_SAMPLES:-200}
+BATCH=${BENCH_PG_BATCH:-16}
 BOSS_SAMPLES=${BENCH_PG_BOSS_SAMPLES:-50}
 QUEUES=${BENCH_PG_QUEUES:-noarea}
 PEERS=${BENCH_PG_PEERS:-$(dirname "$root")/shared/perf-peers}
@@ -148,6 +153,11 @@ for w in $WORKERS; do
 		>"$raw/baton-batched-$w.txt" 2>&1 ||
 		{ cat "$raw/baton-batched-$w.txt" >&2
 		  die "bench_queue --settle-claim failed (W=$w)"; }
+	echo "bench_pg: W=$w baton --batch $BATCH ..." >&2
+	"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
+		--samples 0 --batch "$BATCH" >"$raw/baton-batch-$w.txt" 2>&1 ||
+		{ cat "$raw/baton-batch-$w.txt" >&2
+		  die "bench_queue --batch failed (W=$w)"; }
 	[ -n "$peers" ] || continue
 	echo "bench_pg: W=$w graphile-worker ..." >&2
 	(cd "$peers" && PGBENCH_ADMIN_URL=$admin N=$N CONC=$w \
@@ -185,6 +195,10 @@ for w in $WORKERS; do
 			print "batonb", w, "lat_" kv[1], kv[2]
 		}
 	}' "$raw/baton-batched-$w.txt" >>"$facts"
+	awk -v w="$w" '
+	/^  claims_per_s_postgres_batch_noarea_w/ {
+		split($1, kv, "="); print "batonk", w, "jobs_per_s", kv[2] }
+	' "$raw/baton-batch-$w.txt" >>"$facts"
 	[ -n "$peers" ] || continue
 	cat "$raw/gw-$w.jsonl" "$raw/boss-$w.jsonl" | node -e '
 		const w = process.argv[1];
@@ -203,7 +217,7 @@ done
 
 # The table: one row per system and W; ratios are baton's figure over the
 # peer's (jobs/s: above 1 baton is faster; latency: below 1 it is).
-awk -v workers="$WORKERS" '
+awk -v workers="$WORKERS" -v batch="$BATCH" '
 function get(s, w, k) { return ((s, w, k) in v) ? v[s, w, k] : "" }
 function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
 function lat(p50, p99) { return p50 == "" ? "-" : sprintf("%.2f / %.2f", p50, p99) }
@@ -215,7 +229,7 @@ function row(name, w, jobs, p50, p99,   bj, b50, b99) {
 	    name ~ /^baton/ ? "1" : ratio(bj, jobs),
 	    name ~ /^baton/ || p50 == "" ? "-" : ratio(b50, p50) " / " ratio(b99, p99)
 }
-# the batched baton against graphile-worker: its local queue for jobs/s,
+# settle+claim against graphile-worker: its two-commit mode for jobs/s,
 # its latency
 function brow(name, w,   bj, b50, b99, g50, g99) {
 	bj = get("batonb", w, "jobs_per_s")
@@ -224,8 +238,15 @@ function brow(name, w,   bj, b50, b99, g50, g99) {
 	g99 = get("gw", w, "latency_enqueue_to_start_ms_p99")
 	printf "| %s | %d | %s | %s | %s | %s |\n", name, w,
 	    bj == "" ? "-" : sprintf("%.0f", bj), lat(b50, b99),
-	    ratio(bj, get("gw", w, "process_batched")) " (vs local queue)",
+	    ratio(bj, get("gw", w, "process_default")),
 	    g50 == "" ? "-" : ratio(b50, g50) " / " ratio(b99, g99)
+}
+# the batches of baton against the local queue of graphile-worker
+function krow(name, w,   bj) {
+	bj = get("batonk", w, "jobs_per_s")
+	printf "| %s | %d | %s | - | %s | - |\n", name, w,
+	    bj == "" ? "-" : sprintf("%.0f", bj),
+	    ratio(bj, get("gw", w, "process_batched")) " (vs local queue)"
 }
 { v[$1, $2, $3] = $4 }
 END {
@@ -237,6 +258,7 @@ END {
 		row("baton (W processes)", w, get("baton", w, "jobs_per_s"),
 		    get("baton", w, "lat_p50_ms"), get("baton", w, "lat_p99_ms"))
 		brow("baton (W, settle+claim)", w)
+		krow("baton (W, batches of " batch ")", w)
 		if (get("gw", w, "process_default") != "") {
 			row("graphile-worker (concurrency W)", w,
 			    get("gw", w, "process_default"),
@@ -285,6 +307,8 @@ END {
 		cat "$raw/baton-$w.txt"
 		echo "== raw, W=$w: baton (bench_queue --settle-claim) =="
 		cat "$raw/baton-batched-$w.txt"
+		echo "== raw, W=$w: baton (bench_queue --batch $BATCH) =="
+		cat "$raw/baton-batch-$w.txt"
 		if [ -n "$peers" ]; then
 			echo "== raw, W=$w: graphile-worker =="
 			cat "$raw/gw-$w.jsonl"

@@ -77,6 +77,12 @@ struct event;
 /* The same X-macro helpers as sqlite_int.h, for $n placeholders. */
 #define SQL_COMMA_NAME(f) ", " #f
 
+/*
+ * How many distinct statements a session prepares (pg__prepared); the
+ * rest run unnamed. baton's store has about fifty texts with parameters.
+ */
+#define PG_STMTS_MAX 96
+
 struct pg_store {
 	struct store base; /* first: store.c sees only this */
 	PGconn *conn;
@@ -97,6 +103,11 @@ struct pg_store {
 	int notify_work;	 /* units of claimable work it made */
 	int adds;		 /* tasks added through this handle since the
 				    last ANALYZE of tasks (postgres_queue.c) */
+	/* the statements prepared on conn (pg__prepared): "s<i>" runs
+	   stmt_sql[i] */
+	char *stmt_sql[PG_STMTS_MAX];
+	uint64_t stmt_hash[PG_STMTS_MAX];
+	int nstmts;
 };
 
 struct pg_store *pg__store(struct store *s);
@@ -125,6 +136,20 @@ int pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
  * (PGRES_COMMAND_OK or PGRES_TUPLES_OK) for the caller to PQclear, or
  * NULL with e filled by pg__fail.
  */
+/*
+ * The name of the statement prepared on ps->conn for sql with n
+ * parameters, preparing it the first time (one round trip): "s<i>".
+ * Each text is planned once per session, not once per run (PostgreSQL
+ * keeps the plan, or re-plans it when the tables change). NULL when
+ * the session holds its most already, or the prepare failed: then the
+ * caller runs the text unnamed, which reports any error in it.
+ */
+const char *pg__prepared(struct pg_store *ps, const char *sql, int n,
+			 char name[static 16]);
+
+/* Forgets the prepared statements (their connection is gone). */
+void pg__forget_prepared(struct pg_store *ps);
+
 PGresult *pg__exec(struct pg_store *ps, const char *sql, int n,
 		   const char *const *params, const char *what,
 		   struct err *e);

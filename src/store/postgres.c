@@ -177,14 +177,72 @@ pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
 		       first_line(msg), msg);
 }
 
+/* FNV-1a of s: a cheap first test before comparing statement texts. */
+static uint64_t
+text_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+const char *
+pg__prepared(struct pg_store *ps, const char *sql, int n,
+	     char name[static 16])
+{
+	uint64_t h = text_hash(sql);
+	PGresult *res;
+	int i;
+
+	for (i = 0; i < ps->nstmts; i++)
+		if (ps->stmt_hash[i] == h && !strcmp(ps->stmt_sql[i], sql))
+			goto found;
+	if (ps->nstmts == PG_STMTS_MAX)
+		return NULL;
+	snprintf(name, 16, "s%d", i);
+	res = PQprepare(ps->conn, name, sql, n, NULL);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			PQclear(res);
+		return NULL;
+	}
+	PQclear(res);
+	ps->stmt_sql[i] = xstrdup(sql);
+	ps->stmt_hash[i] = h;
+	ps->nstmts++;
+found:
+	snprintf(name, 16, "s%d", i);
+	return name;
+}
+
+void
+pg__forget_prepared(struct pg_store *ps)
+{
+	while (ps->nstmts > 0) {
+		ps->nstmts--;
+		FREE_AND_NULL(ps->stmt_sql[ps->nstmts]);
+	}
+}
+
 PGresult *
 pg__exec(struct pg_store *ps, const char *sql, int n,
 	 const char *const *params, const char *what, struct err *e)
 {
 	PGresult *res;
 	ExecStatusType st;
+	char name[16];
 
-	res = PQexecParams(ps->conn, sql, n, NULL, params, NULL, NULL, 0);
+	/*
+	 * A statement of an aborted transaction cannot be prepared: run
+	 * that one unnamed (it fails the same way).
+	 */
+	if (n > 0 && PQtransactionStatus(ps->conn) != PQTRANS_INERROR &&
+	    pg__prepared(ps, sql, n, name))
+		res = PQexecPrepared(ps->conn, name, n, params, NULL, NULL, 0);
+	else
+		res = PQexecParams(ps->conn, sql, n, NULL, params, NULL, NULL,
+				   0);
 	st = PQresultStatus(res);
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
 		return res;
@@ -346,6 +404,7 @@ reconnect(struct pg_store *ps, int *tries)
 		c = pg__connect(ps, NULL);
 		if (c) {
 			PQfinish(ps->conn);
+			pg__forget_prepared(ps);
 			ps->conn = c;
 			ps->in_tx = 0;
 			return 0;
@@ -751,6 +810,7 @@ pg_close(struct store *s)
 	struct pg_store *ps = pg__store(s);
 
 	PQfinish(ps->conn);
+	pg__forget_prepared(ps);
 	pg__watch_close(ps);
 	free(ps->url);
 	free(ps->safe_url);

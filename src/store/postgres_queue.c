@@ -1286,6 +1286,8 @@ struct settle_stmt {
 	struct event tev;
 	struct buf sql;
 	struct params p;
+	char name[16];
+	const char *prepared; /* name, or NULL: sent unnamed */
 	int sent;
 };
 
@@ -1347,12 +1349,9 @@ settle_pipe(struct pg_store *ps, struct store_settle *v,
 	size_t i;
 	int rc = 0;
 
-	if (PQenterPipelineMode(ps->conn) != 1) {
-		free(st);
-		return pg__fail(ps, NULL, what, e);
-	}
 	for (i = 0; i < n; i++)
 		st[i].sql = (struct buf)BUF_INIT;
+	/* the statements first: a prepare cannot go through a pipeline */
 	for (i = 0; rc == 0 && i < n; i++) {
 		if (v[i].rc)
 			continue;
@@ -1360,9 +1359,24 @@ settle_pipe(struct pg_store *ps, struct store_settle *v,
 		rc = update_stmt(&st[i].row, froms[i].ptr, v[i].token, now,
 				 v[i].ev, &st[i].tev, &st[i].sql, &st[i].p,
 				 what, e);
-		if (rc == 0 &&
-		    !PQsendQueryParams(ps->conn, st[i].sql.ptr, st[i].p.n,
-				       NULL, st[i].p.v, NULL, NULL, 0))
+		if (rc == 0)
+			st[i].prepared = pg__prepared(ps, st[i].sql.ptr,
+						      st[i].p.n, st[i].name);
+	}
+	if (rc == 0 && PQenterPipelineMode(ps->conn) != 1)
+		rc = pg__fail(ps, NULL, what, e);
+	if (rc < 0)
+		goto out;
+	for (i = 0; rc == 0 && i < n; i++) {
+		if (v[i].rc)
+			continue;
+		if (st[i].prepared ?
+			    !PQsendQueryPrepared(ps->conn, st[i].prepared,
+						 st[i].p.n, st[i].p.v, NULL,
+						 NULL, 0) :
+			    !PQsendQueryParams(ps->conn, st[i].sql.ptr,
+					       st[i].p.n, NULL, st[i].p.v,
+					       NULL, NULL, 0))
 			rc = pg__fail(ps, NULL, what, e);
 		st[i].sent = rc == 0;
 	}
@@ -1378,6 +1392,7 @@ settle_pipe(struct pg_store *ps, struct store_settle *v,
 	}
 	if (PQexitPipelineMode(ps->conn) != 1 && rc == 0)
 		rc = pg__fail(ps, NULL, what, e);
+out:
 	for (i = 0; i < n; i++)
 		buf_release(&st[i].sql);
 	free(st);

@@ -28,6 +28,18 @@
 	  (PGconn * c, const char *q, int n, const Oid *t,                  \
 	   const char *const *v, const int *l, const int *f, int rf),       \
 	  (c, q, n, t, v, l, f, rf))                                        \
+	X(PGresult *, PQprepare,                                            \
+	  (PGconn * c, const char *name, const char *q, int n,              \
+	   const Oid *t),                                                   \
+	  (c, name, q, n, t))                                               \
+	X(PGresult *, PQexecPrepared,                                       \
+	  (PGconn * c, const char *name, int n, const char *const *v,       \
+	   const int *l, const int *f, int rf),                             \
+	  (c, name, n, v, l, f, rf))                                        \
+	X(int, PQsendQueryPrepared,                                         \
+	  (PGconn * c, const char *name, int n, const char *const *v,       \
+	   const int *l, const int *f, int rf),                             \
+	  (c, name, n, v, l, f, rf))                                        \
 	X(int, PQenterPipelineMode, (PGconn * c), (c))                      \
 	X(int, PQexitPipelineMode, (PGconn * c), (c))                       \
 	X(int, PQpipelineSync, (PGconn * c), (c))                           \
