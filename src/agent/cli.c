@@ -1251,9 +1251,13 @@ lead_status(const char *s)
 static void
 set_error(struct cli_stream *st, const char *s, int status)
 {
+	char *text = xstrdup(s && *s ? s : "the agent reported an error");
+
+	/* s may be st->error itself */
 	st->failed = 1;
 	buf_reset(&st->error);
-	buf_adds(&st->error, s && *s ? s : "the agent reported an error");
+	buf_adds(&st->error, text);
+	free(text);
 	show_line(st, "[error] %s", st->error.ptr);
 	if (!status)
 		status = agent__status_in_text(st->error.ptr);
@@ -1360,8 +1364,9 @@ copilot_line(struct cli_stream *st, json_t *j)
 /*
  * cline --json: hook_event lines (taskId names the session), agent_event
  * lines (content_start and content_end of text and tool calls, usage,
- * error) and last a run_result: the answer, the usage, the cost and a
- * finishReason, "completed" or the failure (its text is the error).
+ * error, with an errorClass: "auth" is one) and last a run_result: the
+ * answer, the usage, the cost and a finishReason, "completed" or the
+ * failure (its text is the error).
  */
 static void
 cline_line(struct cli_stream *st, json_t *j)
@@ -1389,6 +1394,9 @@ cline_line(struct cli_stream *st, json_t *j)
 			buf_reset(&st->error);
 			buf_adds(&st->error, s ? s : "error");
 			show_line(st, "[error] %s", st->error.ptr);
+			/* its own class: "Incorrect API key provided" */
+			if (streq(json_get_str(ev, "errorClass"), "auth"))
+				r->failure = AGENT_FAIL_AUTH;
 		}
 	} else if (streq(type, "run_result")) {
 		st->have_result = 1;
@@ -1405,6 +1413,7 @@ cline_line(struct cli_stream *st, json_t *j)
 		s = json_get_str(j, "text");
 		why = json_get_str(j, "finishReason");
 		if (streq(why, "completed")) {
+			r->failure = AGENT_FAIL_NONE;
 			if (s)
 				set_text(&r->text, s, strlen(s));
 		} else {

@@ -64,14 +64,14 @@ agent_version_in(const char *text, char *out, size_t n)
 }
 
 /* The number at *s (saturating), s moved past it and one '.'. */
-static unsigned long
+static unsigned long long
 field(const char **s)
 {
-	unsigned long v = 0;
+	unsigned long long v = 0;
 
 	while (isdigit((unsigned char)**s)) {
-		if (v < 100000000UL)
-			v = v * 10 + (unsigned long)(**s - '0');
+		if (v < 100000000000000000ULL)
+			v = v * 10 + (unsigned long long)(**s - '0');
 		(*s)++;
 	}
 	if (**s == '.' && isdigit((unsigned char)(*s)[1]))
@@ -82,7 +82,7 @@ field(const char **s)
 int
 agent_version_cmp(const char *a, const char *b)
 {
-	unsigned long x, y;
+	unsigned long long x, y;
 
 	while (isdigit((unsigned char)*a) || isdigit((unsigned char)*b)) {
 		x = field(&a);
