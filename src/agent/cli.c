@@ -2,9 +2,9 @@
  * The coding-agent CLIs as providers: claude-code, codex, gemini, qwen,
  * opencode, aider, copilot, pi, kilo, cline, continue, amp, auggie and
  * crush (DESIGN.md section 5; research/agent-clis.md and docs/agents.md
- * record how each one was driven headless and offline, or why not). One runner drives them
- * all. A preset per type knows the program, its headless flags, how to
- * point it at a model server and a private home, and how to read what it
+ * record how each one was driven headless and offline, or why not). One runner
+ * drives them all. A preset per type knows the program, its headless flags, how
+ * to point it at a model server and a private home, and how to read what it
  * prints.
  *
  *   agent_which(program) ──not found──▶ failure MISSING, install hint
@@ -546,9 +546,9 @@ oc_setup(struct cli_build *b, const struct oc_names *n, struct err *e)
 		else
 			strvec_push(b->argv, p->model);
 	}
-	j = json_pack("{s:b, s:s, s:{s:s, s:s, s:s}}", "autoupdate", 0,
-		      "share", "disabled", "permission", "edit", "allow",
-		      "bash", "allow", "webfetch", "deny");
+	j = json_pack("{s:b, s:s, s:{s:s, s:s, s:s}}", "autoupdate", 0, "share",
+		      "disabled", "permission", "edit", "allow", "bash",
+		      "allow", "webfetch", "deny");
 	if (n->schema)
 		json_object_set_new(j, "$schema", json_string(n->schema));
 	if (p->base_url) {
@@ -709,8 +709,8 @@ pi_setup(struct cli_build *b, struct err *e)
 	if (p->base_url) {
 		models = json_array();
 		if (p->model)
-			json_array_append_new(models,
-					      json_pack("{s:s}", "id", p->model));
+			json_array_append_new(
+			    models, json_pack("{s:s}", "id", p->model));
 		j = json_pack("{s:{s:{s:s, s:s, s:s, s:{s:b, s:b}, s:o}}}",
 			      "providers", "baton", "baseUrl", p->base_url,
 			      "api", "openai-completions", "apiKey",
@@ -723,11 +723,11 @@ pi_setup(struct cli_build *b, struct err *e)
 	}
 	j = json_object();
 	if (p->max_retries >= 0)
-		json_object_set_new(
-		    j, "retry",
-		    json_pack("{s:b, s:i, s:{s:i}}", "enabled",
-			      p->max_retries > 0, "maxRetries", p->max_retries,
-			      "provider", "maxRetries", p->max_retries));
+		json_object_set_new(j, "retry",
+				    json_pack("{s:b, s:i, s:{s:i}}", "enabled",
+					      p->max_retries > 0, "maxRetries",
+					      p->max_retries, "provider",
+					      "maxRetries", p->max_retries));
 	return write_json(b, "agent/settings.json", j, e);
 }
 
@@ -760,14 +760,14 @@ cline_setup(struct cli_build *b, struct err *e)
 			b->key ? b->key : "baton");
 	if (p->model)
 		json_object_set_new(set, "model", json_string(p->model));
-	return write_json(
-	    b, "data/settings/providers.json",
-	    json_pack("{s:i, s:s, s:{}, s:{s:{s:o, s:s, s:s}}}", "version", 1,
-		      "lastUsedProvider", "openai-compatible", "modes",
-		      "providers", "openai-compatible", "settings", set,
-		      "updatedAt", "1970-01-01T00:00:00.000Z", "tokenSource",
-		      "manual"),
-	    e);
+	return write_json(b, "data/settings/providers.json",
+			  json_pack("{s:i, s:s, s:{}, s:{s:{s:o, s:s, s:s}}}",
+				    "version", 1, "lastUsedProvider",
+				    "openai-compatible", "modes", "providers",
+				    "openai-compatible", "settings", set,
+				    "updatedAt", "1970-01-01T00:00:00.000Z",
+				    "tokenSource", "manual"),
+			  e);
 }
 
 /*
@@ -865,9 +865,8 @@ auggie_setup(struct cli_build *b, struct err *e)
 static int
 crush_setup(struct cli_build *b, struct err *e)
 {
-	int rc = no_base_url(b,
-			     "configure crush's providers in its crush.json",
-			     e);
+	int rc =
+	    no_base_url(b, "configure crush's providers in its crush.json", e);
 
 	if (rc)
 		return rc;
@@ -1281,8 +1280,8 @@ pi_line(struct cli_stream *st, json_t *j)
 	const char *type = json_get_str(j, "type"), *stop;
 	const json_t *m = json_object_get(j, "message");
 	const json_t *usage = json_object_get(m, "usage");
-	const json_t *cost = json_object_get(json_object_get(usage, "cost"),
-					     "total");
+	const json_t *cost =
+	    json_object_get(json_object_get(usage, "cost"), "total");
 	const json_t *content = json_object_get(m, "content"), *block;
 	struct buf text = BUF_INIT;
 	size_t i;
@@ -1292,7 +1291,8 @@ pi_line(struct cli_stream *st, json_t *j)
 	} else if (streq(type, "message_end") &&
 		   streq(json_get_str(m, "role"), "assistant")) {
 		r->steps++;
-		r->tokens_in += jint(usage, "input") + jint(usage, "cacheRead") +
+		r->tokens_in += jint(usage, "input") +
+				jint(usage, "cacheRead") +
 				jint(usage, "cacheWrite");
 		r->tokens_out += jint(usage, "output");
 		if (json_is_number(cost)) {
@@ -1320,8 +1320,8 @@ pi_line(struct cli_stream *st, json_t *j)
 	} else if (streq(type, "auto_retry_start")) {
 		show_line(st, "[retry] %s",
 			  json_get_str(j, "errorMessage")
-				  ? json_get_str(j, "errorMessage")
-				  : "retrying");
+			      ? json_get_str(j, "errorMessage")
+			      : "retrying");
 	} else if (streq(type, "agent_end")) {
 		st->have_result = 1;
 	}
@@ -1724,29 +1724,34 @@ static const char *const aider_flags[] = {
 	"--no-stream",	       "--no-gitignore",	   NULL,
 };
 static const char *const kilo_env[] = {
-	"KILO_DISABLE_AUTOUPDATE=1",	  "KILO_DISABLE_MODELS_FETCH=1",
-	"KILO_DISABLE_LSP_DOWNLOAD=1",	  "KILO_DISABLE_DEFAULT_PLUGINS=1",
-	"KILO_DISABLE_SHARE=1",		  "KILO_DISABLE_SESSION_INGEST=1",
+	"KILO_DISABLE_AUTOUPDATE=1",
+	"KILO_DISABLE_MODELS_FETCH=1",
+	"KILO_DISABLE_LSP_DOWNLOAD=1",
+	"KILO_DISABLE_DEFAULT_PLUGINS=1",
+	"KILO_DISABLE_SHARE=1",
+	"KILO_DISABLE_SESSION_INGEST=1",
 	NULL,
 };
 static const char *const copilot_flags[] = {
-	"--output-format",     "json",	    "--allow-all-tools",
-	"--no-ask-user",       "--no-auto-update",
-	"--disable-client-telemetry", NULL,
+	"--output-format",
+	"json",
+	"--allow-all-tools",
+	"--no-ask-user",
+	"--no-auto-update",
+	"--disable-client-telemetry",
+	NULL,
 };
 static const char *const pi_flags[] = { "-p", "--mode", "json", NULL };
-static const char *const pi_env[] = { "PI_OFFLINE=1", "PI_TELEMETRY=0",
-				      NULL };
-static const char *const cline_flags[] = { "--json", "--auto-approve",
-					   "true", NULL };
+static const char *const pi_env[] = { "PI_OFFLINE=1", "PI_TELEMETRY=0", NULL };
+static const char *const cline_flags[] = { "--json", "--auto-approve", "true",
+					   NULL };
 static const char *const continue_flags[] = { "-p", "--format", "json",
 					      "--auto", NULL };
 static const char *const continue_env[] = { "CONTINUE_CLI_ENABLE_TELEMETRY=0",
 					    NULL };
 static const char *const amp_flags[] = { "--stream-json", NULL };
 static const char *const auggie_flags[] = { "--print", "--quiet", NULL };
-static const char *const crush_flags[] = { "run", "--quiet", "--yolo",
-					   NULL };
+static const char *const crush_flags[] = { "run", "--quiet", "--yolo", NULL };
 static const char *const no_env[] = { NULL };
 
 static const struct cli_preset claude_preset = {
@@ -1879,10 +1884,10 @@ static const struct cli_preset crush_preset = {
 };
 
 static const struct cli_preset *const presets[] = {
-	&claude_preset, &codex_preset,	 &gemini_preset,   &qwen_preset,
+	&claude_preset,	  &codex_preset, &gemini_preset,   &qwen_preset,
 	&opencode_preset, &aider_preset, &copilot_preset,  &pi_preset,
-	&kilo_preset,	&cline_preset,	 &continue_preset, &amp_preset,
-	&auggie_preset, &crush_preset,
+	&kilo_preset,	  &cline_preset, &continue_preset, &amp_preset,
+	&auggie_preset,	  &crush_preset,
 };
 
 static const struct cli_preset *

@@ -42,7 +42,8 @@ agent_version_in(const char *text, char *out, size_t n)
 		out[0] = '\0';
 	for (p = text; p && *p; p++) {
 		if (!isdigit((unsigned char)*p) ||
-		    (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '.')))
+		    (p > text &&
+		     (isalnum((unsigned char)p[-1]) || p[-1] == '.')))
 			continue;
 		end = p + strspn(p, "0123456789.");
 		while (end > p && end[-1] == '.')

@@ -48,9 +48,9 @@ static const char *const provider_keys[] = {
 /* The adapter table's types (agent.c); t_config checks they agree. */
 static const char *const provider_types[] = {
     "claude-code", "codex",  "gemini",	  "qwen",    "opencode",
-    "aider",	   "copilot", "pi", "kilo", "cline", "continue", "amp",
-    "auggie", "crush",
-    "openai", "anthropic", "command", NULL,
+    "aider",	   "copilot", "pi",	  "kilo",    "cline",
+    "continue",	   "amp",    "auggie",	  "crush",   "openai",
+    "anthropic",   "command", NULL,
 };
 static const char *const pricing_keys[] = {"input", "output", NULL};
 static const char *const efforts[] = {"low", "medium", "high", NULL};

@@ -484,9 +484,9 @@ TEST(parse_survives_odd_shapes)
 	    "789\"}\n"
 	    "\xff\xfe{\"type\":\"result\"}\n\n\n";
 	static const char *const types[] = {
-		"claude-code", "codex", "gemini", "qwen", "opencode", "aider",
-		"copilot", "pi", "kilo", "cline", "continue", "amp",
-		"auggie", "crush",
+		"claude-code", "codex",	  "gemini", "qwen",  "opencode",
+		"aider",       "copilot", "pi",	    "kilo",  "cline",
+		"continue",    "amp",	  "auggie", "crush",
 	};
 	struct agent_result r;
 	size_t i;
@@ -1659,10 +1659,10 @@ TEST(build_pi)
 	/* the variable's name: pi reads the key itself, it is in no file */
 	ASSERT_STREQ(json_string_value(json_object_get(baton, "apiKey")),
 		     "T_KEY");
-	ASSERT_STREQ(json_string_value(json_object_get(
-			 json_array_get(json_object_get(baton, "models"), 0),
-			 "id")),
-		     "mock-model");
+	ASSERT_STREQ(
+	    json_string_value(json_object_get(
+		json_array_get(json_object_get(baton, "models"), 0), "id")),
+	    "mock-model");
 	json_decref(j);
 	snprintf(want, sizeof(want), "%s/agent/settings.json", home);
 	j = load_json(want);
@@ -1717,10 +1717,9 @@ TEST(build_cline_continue_kilo)
 	j = load_json(want);
 	ASSERT_STREQ(json_string_value(json_object_get(j, "lastUsedProvider")),
 		     "openai-compatible");
-	set = json_object_get(
-	    json_object_get(json_object_get(j, "providers"),
-			    "openai-compatible"),
-	    "settings");
+	set = json_object_get(json_object_get(json_object_get(j, "providers"),
+					      "openai-compatible"),
+			      "settings");
 	ASSERT_STREQ(json_string_value(json_object_get(set, "baseUrl")),
 		     "http://127.0.0.1:9/v1");
 	ASSERT_STREQ(json_string_value(json_object_get(set, "apiKey")),
@@ -1788,13 +1787,13 @@ TEST(build_cline_continue_kilo)
 	ASSERT(find(&env, want) >= 0);
 	snprintf(want, sizeof(want), "%s/kilo.json", home);
 	j = load_json(want);
-	ASSERT_STREQ(json_string_value(json_object_get(
-			 json_object_get(json_object_get(json_object_get(
-					     j, "provider"),
-					 "baton"),
-			 "options"),
-			 "apiKey")),
-		     "{env:T_KEY}");
+	ASSERT_STREQ(
+	    json_string_value(json_object_get(
+		json_object_get(
+		    json_object_get(json_object_get(j, "provider"), "baton"),
+		    "options"),
+		"apiKey")),
+	    "{env:T_KEY}");
 	json_decref(j);
 	strvec_clear(&argv);
 	strvec_clear(&env);
@@ -1863,8 +1862,7 @@ TEST(versions)
 
 	ASSERT_EQ(agent_version_in("codex-cli 0.169.0", v, sizeof(v)), 0);
 	ASSERT_STREQ(v, "0.169.0");
-	ASSERT_EQ(agent_version_in("GitHub Copilot CLI 1.0.102.", v,
-				   sizeof(v)),
+	ASSERT_EQ(agent_version_in("GitHub Copilot CLI 1.0.102.", v, sizeof(v)),
 		  0);
 	ASSERT_STREQ(v, "1.0.102");
 	ASSERT_EQ(agent_version_in("2.1.197 (Claude Code)", v, sizeof(v)), 0);

@@ -1288,10 +1288,10 @@ TEST(agent_providers)
 TEST(provider_types_match_the_adapters)
 {
 	static const char *const types[] = {
-		"claude-code", "codex",	 "gemini",    "qwen",	 "opencode",
-		"aider",       "copilot", "pi", "kilo", "cline", "continue",
-		"amp", "auggie", "crush",
-		"openai", "anthropic", "command",
+		"claude-code", "codex",	  "gemini", "qwen",  "opencode",
+		"aider",       "copilot", "pi",	    "kilo",  "cline",
+		"continue",    "amp",	  "auggie", "crush", "openai",
+		"anthropic",   "command",
 	};
 	const struct agent_info *const *infos;
 	size_t i, n;
