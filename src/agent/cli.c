@@ -2540,8 +2540,9 @@ const struct agent_adapter agent_continue_adapter = {
 		.type = "continue",
 		.program = "cn",
 		.install_hint = "npm install -g @continuedev/cli",
-		.auth_hint = "run `cn login` or set providers.NAME.base_url "
-			     "and api_key_env",
+		.auth_hint = "set providers.NAME.base_url and api_key_env, or "
+			     "give cn a config of yours (providers.NAME.args: "
+			     "[--config, FILE])",
 		.is_cli = 1,
 	},
 	.run = cli_run,

@@ -100,7 +100,7 @@ auggie {"accessToken":"t"}
 crush unused
 EOF
 
-test_expect_success 'amp: the usage comes from its stream (Claude Code's result line)' '
+test_expect_success 'amp: the usage comes from its stream (a Claude Code result line)' '
 	test_jq "[.calls[] | select(.tokens_in == 7 and .tokens_out == 3)] | length >= 4" amp.json
 '
 
