@@ -17,7 +17,8 @@
 # (the newest whose engines fit this node) into .agents-latest/ (or
 # $BATON_AGENTS_DIR) instead, one package at a time so that one broken
 # release does not stop the others; `make test-agents-latest` runs the
-# agent tests against them (docs/agents.md, "Versions"). The pins below
+# agent tests against them (docs/agents.md, "Versions"; not under /tmp,
+# which the sandbox hides from the agent calls). The pins below
 # are the versions the tests passed with; keep src/agent/versions.c in
 # step with them (`baton doctor` warns about a newer CLI than those).
 set -euo pipefail
