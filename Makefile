@@ -79,7 +79,7 @@ FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=all \
 # of a va_list function (buf_vaddf)
 FUZZ_WNO     = -Wno-format-nonliteral
 
-.PHONY: all test check asan lint hdrcheck format format-check bench clean \
+.PHONY: all test check test-agents-latest asan lint hdrcheck format format-check bench clean \
 	fuzz fuzz-bins fuzz-run bench-bins bench-pg
 
 all: $(BIN)
@@ -154,6 +154,20 @@ test check: $(BIN) $(UNIT_BIN) $(FUZZ_REPLAY) $(MOCK) $(WSCLIENT)
 	BATON_BIN=$(abspath $(BIN)) UNIT_DIR=$(abspath $(BUILD)/tests) \
 		MOCKLLM=$(abspath $(MOCK)) WSCLIENT=$(abspath $(WSCLIENT)) \
 		sh tests/run.sh
+
+# The agent CLI tests against the newest CLIs (tools/agents.sh --latest)
+# instead of the pinned ones (docs/agents.md, "Versions").
+AGENT_TESTS := t0011 t0012 t0014 t0017 t0110
+LATEST_BIN ?= $(abspath .agents-latest/node_modules/.bin)
+
+test-agents-latest: $(BIN) $(UNIT_BIN) $(FUZZ_REPLAY) $(MOCK) $(WSCLIENT)
+	@test -d $(LATEST_BIN) || { echo "no $(LATEST_BIN): run tools/agents.sh --latest" >&2; exit 1; }
+	@rc=0; for t in $(AGENT_TESTS); do \
+		BATON_TEST_AGENTS_BIN=$(LATEST_BIN) BATON_TEST_REQUIRE_AGENTS=1 \
+		BATON_BIN=$(abspath $(BIN)) UNIT_DIR=$(abspath $(BUILD)/tests) \
+		MOCKLLM=$(abspath $(MOCK)) WSCLIENT=$(abspath $(WSCLIENT)) \
+		T=$$t sh tests/run.sh || rc=1; \
+	done; exit $$rc
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/baton \

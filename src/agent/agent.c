@@ -10,9 +10,15 @@
 #include "util/err.h"
 
 static const struct agent_adapter *const adapters[] = {
-	&agent_claude_adapter, &agent_codex_adapter,  &agent_gemini_adapter,
-	&agent_qwen_adapter,   &agent_opencode_adapter, &agent_aider_adapter,
-	&agent_openai_adapter, &agent_anthropic_adapter, &agent_command_adapter,
+	&agent_claude_adapter,	 &agent_codex_adapter,
+	&agent_gemini_adapter,	 &agent_qwen_adapter,
+	&agent_opencode_adapter, &agent_aider_adapter,
+	&agent_copilot_adapter,	 &agent_pi_adapter,
+	&agent_kilo_adapter,	 &agent_cline_adapter,
+	&agent_continue_adapter, &agent_amp_adapter,
+	&agent_auggie_adapter,	 &agent_crush_adapter,
+	&agent_openai_adapter,	 &agent_anthropic_adapter,
+	&agent_command_adapter,
 };
 
 static const struct agent_info *infos[ARRAY_SIZE(adapters)];

@@ -14,6 +14,14 @@
  *   qwen         qwen -p --output-format stream-json      (cli.c)
  *   opencode     opencode run --format json               (cli.c)
  *   aider        aider --message, plain text              (cli.c)
+ *   copilot      copilot --output-format json -p          (cli.c)
+ *   pi           pi -p --mode json                        (cli.c)
+ *   kilo         kilo run --format json (opencode's)      (cli.c)
+ *   cline        cline --json                             (cli.c)
+ *   continue     cn -p --format json                      (cli.c)
+ *   amp          amp --execute --stream-json (claude's)   (cli.c)
+ *   auggie       auggie --print --quiet, plain text       (cli.c)
+ *   crush        crush run --quiet, plain text            (cli.c)
  *   openai       baton's own tool loop, Chat Completions  (http.c)
  *   anthropic    baton's own tool loop, Messages          (http.c)
  */
@@ -143,7 +151,8 @@ void agent_parse_stream(const char *type, const char *out, size_t len,
 /*
  * Watching a call's output while it runs: an incremental reader of the
  * growing stdout file (req.out_path) that yields readable text. For the
- * JSON-stream CLIs (claude-code, codex, gemini, qwen, opencode) that is
+ * JSON-stream CLIs (claude-code, codex, gemini, qwen, opencode, copilot,
+ * pi, kilo, cline, continue, amp) that is
  * the assistant's text and a short line per tool call ("[tool] Bash:
  * ls"), read with the same parsers agent_run uses; only complete lines
  * are read, a partial last line waits. For the plain types (command,

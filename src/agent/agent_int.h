@@ -32,6 +32,14 @@ extern const struct agent_adapter agent_gemini_adapter;	  /* cli.c */
 extern const struct agent_adapter agent_qwen_adapter;	  /* cli.c */
 extern const struct agent_adapter agent_opencode_adapter; /* cli.c */
 extern const struct agent_adapter agent_aider_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_copilot_adapter;  /* cli.c */
+extern const struct agent_adapter agent_pi_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_kilo_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_cline_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_continue_adapter; /* cli.c */
+extern const struct agent_adapter agent_amp_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_auggie_adapter;	  /* cli.c */
+extern const struct agent_adapter agent_crush_adapter;	  /* cli.c */
 extern const struct agent_adapter agent_openai_adapter;	  /* http.c */
 extern const struct agent_adapter agent_anthropic_adapter; /* http.c */
 

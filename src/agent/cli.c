@@ -1,9 +1,10 @@
 /*
  * The coding-agent CLIs as providers: claude-code, codex, gemini, qwen,
- * opencode and aider (DESIGN.md section 5; research/agent-clis.md records
- * how each one was driven headless and offline). One runner drives them
- * all. A preset per type knows the program, its headless flags, how to
- * point it at a model server and a private home, and how to read what it
+ * opencode, aider, copilot, pi, kilo, cline, continue, amp, auggie and
+ * crush (DESIGN.md section 5; research/agent-clis.md and docs/agents.md
+ * record how each one was driven headless and offline, or why not). One runner
+ * drives them all. A preset per type knows the program, its headless flags, how
+ * to point it at a model server and a private home, and how to read what it
  * prints.
  *
  *   agent_which(program) ──not found──▶ failure MISSING, install hint
@@ -95,6 +96,12 @@ enum {
 	CLI_F_CACHE_TOKENS = 1 << 0,
 	/* a result text starting "[API Error" is a failure (qwen exits 0) */
 	CLI_F_API_ERROR_TEXT = 1 << 1,
+	/*
+	 * the prompt is the last argument as it is (pi takes no "--"); one
+	 * that starts with '-' or '@' (pi's file include) gets a newline
+	 * in front, so it cannot read as an option or a file
+	 */
+	CLI_F_BARE_PROMPT = 1 << 2,
 };
 
 struct cli_preset {
@@ -504,15 +511,27 @@ qwen_setup(struct cli_build *b, struct err *e)
 }
 
 /*
- * opencode: baton always hands it a config (research section 5): no
- * autoupdate or sharing, edits and shell allowed (a headless run cannot
- * answer a permission prompt), and with a base_url an OpenAI-compatible
- * provider "baton" whose key opencode reads itself ({env:VAR}). The
- * config is home/opencode.json when there is a home, else it travels in
- * OPENCODE_CONFIG_CONTENT. Isolation adds private XDG directories.
+ * What opencode and its fork Kilo call the same things: the variable
+ * prefix (PREFIX_CONFIG, PREFIX_CONFIG_CONTENT), the config file, its
+ * schema and the folder under each XDG directory.
+ */
+struct oc_names {
+	const char *var;    /* "OPENCODE" */
+	const char *file;   /* "opencode.json" */
+	const char *schema; /* or NULL */
+};
+
+/*
+ * opencode (and Kilo): baton always hands it a config (research section
+ * 5): no autoupdate or sharing, edits and shell allowed (a headless run
+ * cannot answer a permission prompt), and with a base_url an
+ * OpenAI-compatible provider "baton" whose key it reads itself
+ * ({env:VAR}). The config is home/FILE when there is a home, else it
+ * travels in PREFIX_CONFIG_CONTENT. Isolation adds private XDG
+ * directories.
  */
 static int
-opencode_setup(struct cli_build *b, struct err *e)
+oc_setup(struct cli_build *b, const struct oc_names *n, struct err *e)
 {
 	const struct config_provider *p = b->p;
 	const char *home = b->req->home;
@@ -527,10 +546,11 @@ opencode_setup(struct cli_build *b, struct err *e)
 		else
 			strvec_push(b->argv, p->model);
 	}
-	j = json_pack("{s:s, s:b, s:s, s:{s:s, s:s, s:s}}", "$schema",
-		      "https://opencode.ai/config.json", "autoupdate", 0,
-		      "share", "disabled", "permission", "edit", "allow",
-		      "bash", "allow", "webfetch", "deny");
+	j = json_pack("{s:b, s:s, s:{s:s, s:s, s:s}}", "autoupdate", 0, "share",
+		      "disabled", "permission", "edit", "allow", "bash",
+		      "allow", "webfetch", "deny");
+	if (n->schema)
+		json_object_set_new(j, "$schema", json_string(n->schema));
 	if (p->base_url) {
 		key = p->api_key_env ? xasprintf("{env:%s}", p->api_key_env)
 				     : xstrdup("baton");
@@ -552,11 +572,11 @@ opencode_setup(struct cli_build *b, struct err *e)
 		free(key);
 	}
 	if (home) {
-		strvec_pushf(b->env, "OPENCODE_CONFIG=%s/opencode.json", home);
-		rc = write_json(b, "opencode.json", j, e);
+		strvec_pushf(b->env, "%s_CONFIG=%s/%s", n->var, home, n->file);
+		rc = write_json(b, n->file, j, e);
 	} else {
 		s = json_dumps(j, JSON_COMPACT);
-		strvec_pushf(b->env, "OPENCODE_CONFIG_CONTENT=%s", s);
+		strvec_pushf(b->env, "%s_CONFIG_CONTENT=%s", n->var, s);
 		free(s);
 		json_decref(j);
 	}
@@ -567,6 +587,15 @@ opencode_setup(struct cli_build *b, struct err *e)
 		strvec_pushf(b->env, "XDG_STATE_HOME=%s/state", home);
 	}
 	return rc;
+}
+
+static int
+opencode_setup(struct cli_build *b, struct err *e)
+{
+	static const struct oc_names n = { "OPENCODE", "opencode.json",
+					   "https://opencode.ai/config.json" };
+
+	return oc_setup(b, &n, e);
 }
 
 /*
@@ -602,6 +631,249 @@ aider_setup(struct cli_build *b, struct err *e)
 	strvec_pushf(b->argv, "%s/aider.input.history", home);
 	strvec_push(b->argv, "--chat-history-file");
 	strvec_pushf(b->argv, "%s/aider.chat.history.md", home);
+	return 0;
+}
+
+/*
+ * Kilo (@kilocode/cli): a fork of opencode, driven the same way, with
+ * KILO_ where opencode has OPENCODE_ and kilo.json for its config.
+ */
+static int
+kilo_setup(struct cli_build *b, struct err *e)
+{
+	static const struct oc_names n = { "KILO", "kilo.json", NULL };
+
+	return oc_setup(b, &n, e);
+}
+
+/* For the presets that only talk to their vendor's service. */
+static int
+no_base_url(const struct cli_build *b, const char *why, struct err *e)
+{
+	if (!b->p->base_url)
+		return 0;
+	return err_set(e, BATON_EINVAL, "base_url is not supported: %s", why);
+}
+
+/*
+ * GitHub Copilot CLI: a base_url is its "bring your own key" provider
+ * (COPILOT_PROVIDER_*, OpenAI Chat Completions), which also lets it run
+ * offline (COPILOT_OFFLINE: no GitHub login, telemetry or update check).
+ * Without one the key is a GitHub token. COPILOT_HOME is the private
+ * home.
+ */
+static int
+copilot_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+
+	(void)e;
+	if (p->effort)
+		strvec_pushl(b->argv, "--reasoning-effort", p->effort, NULL);
+	if (p->base_url) {
+		strvec_pushf(b->env, "COPILOT_PROVIDER_BASE_URL=%s",
+			     p->base_url);
+		strvec_push(b->env, "COPILOT_OFFLINE=true");
+		if (b->key)
+			strvec_pushf(b->env, "COPILOT_PROVIDER_API_KEY=%s",
+				     b->key);
+	} else if (b->key) {
+		strvec_pushf(b->env, "COPILOT_GITHUB_TOKEN=%s", b->key);
+	}
+	if (b->isolated)
+		strvec_pushf(b->env, "COPILOT_HOME=%s", b->req->home);
+	return 0;
+}
+
+/*
+ * pi: a base_url becomes a custom provider "baton" in models.json
+ * (OpenAI Chat Completions, the system prompt as a system message; its
+ * apiKey is the name of api_key_env, which pi resolves itself). That
+ * file and settings.json (the retries) live in PI_CODING_AGENT_DIR,
+ * HOME/agent, used when isolated or given a base_url.
+ */
+static int
+pi_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+	json_t *j, *models;
+	int rc;
+
+	if (p->base_url)
+		strvec_pushl(b->argv, "--provider", "baton", NULL);
+	if (p->effort)
+		strvec_pushl(b->argv, "--thinking", p->effort, NULL);
+	if (!b->req->home || (!b->isolated && !p->base_url))
+		return 0;
+	strvec_pushf(b->env, "PI_CODING_AGENT_DIR=%s/agent", b->req->home);
+	if (p->base_url) {
+		models = json_array();
+		if (p->model)
+			json_array_append_new(
+			    models, json_pack("{s:s}", "id", p->model));
+		j = json_pack("{s:{s:{s:s, s:s, s:s, s:{s:b, s:b}, s:o}}}",
+			      "providers", "baton", "baseUrl", p->base_url,
+			      "api", "openai-completions", "apiKey",
+			      p->api_key_env ? p->api_key_env : "baton",
+			      "compat", "supportsDeveloperRole", 0,
+			      "supportsReasoningEffort", 0, "models", models);
+		rc = write_json(b, "agent/models.json", j, e);
+		if (rc)
+			return rc;
+	}
+	j = json_object();
+	if (p->max_retries >= 0)
+		json_object_set_new(j, "retry",
+				    json_pack("{s:b, s:i, s:{s:i}}", "enabled",
+					      p->max_retries > 0, "maxRetries",
+					      p->max_retries, "provider",
+					      "maxRetries", p->max_retries));
+	return write_json(b, "agent/settings.json", j, e);
+}
+
+/*
+ * Cline: its settings and state live in --config and --data-dir, which
+ * isolation (or a base_url) points into the home. A base_url becomes its
+ * "openai-compatible" provider in DATA/settings/providers.json, the file
+ * `cline auth` writes. Cline reads the key from that file only, so the
+ * key is written there (0600, in the private home).
+ */
+static int
+cline_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+	const char *home = b->req->home;
+	json_t *set;
+
+	if (p->effort)
+		strvec_pushl(b->argv, "--thinking", p->effort, NULL);
+	if (!home || (!b->isolated && !p->base_url))
+		return 0;
+	strvec_push(b->argv, "--config");
+	strvec_pushf(b->argv, "%s/config", home);
+	strvec_push(b->argv, "--data-dir");
+	strvec_pushf(b->argv, "%s/data", home);
+	if (!p->base_url)
+		return 0;
+	set = json_pack("{s:s, s:s, s:s}", "provider", "openai-compatible",
+			"baseUrl", p->base_url, "apiKey",
+			b->key ? b->key : "baton");
+	if (p->model)
+		json_object_set_new(set, "model", json_string(p->model));
+	return write_json(b, "data/settings/providers.json",
+			  json_pack("{s:i, s:s, s:{}, s:{s:{s:o, s:s, s:s}}}",
+				    "version", 1, "lastUsedProvider",
+				    "openai-compatible", "modes", "providers",
+				    "openai-compatible", "settings", set,
+				    "updatedAt", "1970-01-01T00:00:00.000Z",
+				    "tokenSource", "manual"),
+			  e);
+}
+
+/*
+ * Continue (cn): a base_url becomes the one model of a config file in
+ * the home (JSON, which is YAML too) given with --config: provider
+ * "openai", its key read by cn from the environment (${{ secrets.VAR }}).
+ * Without a base_url the model is a hub slug (--model). Isolation moves
+ * its global folder (sessions, permissions, logs) to the home.
+ */
+static int
+continue_setup(struct cli_build *b, struct err *e)
+{
+	const struct config_provider *p = b->p;
+	const char *home = b->req->home;
+	json_t *model;
+	char *key;
+	int rc = 0;
+
+	if (b->isolated)
+		strvec_pushf(b->env, "CONTINUE_GLOBAL_DIR=%s/continue", home);
+	if (!p->base_url) {
+		if (p->model)
+			strvec_pushl(b->argv, "--model", p->model, NULL);
+		return 0;
+	}
+	if (!home)
+		return err_set(e, BATON_EINVAL,
+			       "a base_url needs a home for cn's config");
+	key = p->api_key_env ? xasprintf("${{ secrets.%s }}", p->api_key_env)
+			     : xstrdup("baton");
+	model = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[sss], s:[s]}", "name",
+			  "baton", "provider", "openai", "model",
+			  p->model ? p->model : "default", "apiBase",
+			  p->base_url, "apiKey", key, "roles", "chat", "edit",
+			  "apply", "capabilities", "tool_use");
+	rc = write_json(b, "continue.yaml",
+			json_pack("{s:s, s:s, s:s, s:[o]}", "name", "baton",
+				  "version", "1.0.0", "schema", "v1", "models",
+				  model),
+			e);
+	strvec_push(b->argv, "--config");
+	strvec_pushf(b->argv, "%s/continue.yaml", home);
+	free(key);
+	return rc;
+}
+
+/*
+ * Amp (not verified: it only runs against ampcode.com). The key is
+ * AMP_API_KEY. Isolated, its settings file is one in the home that
+ * allows every tool (a headless run cannot answer a prompt).
+ */
+static int
+amp_setup(struct cli_build *b, struct err *e)
+{
+	int rc = no_base_url(b, "amp talks to the Amp service only", e);
+
+	if (rc)
+		return rc;
+	if (b->key)
+		strvec_pushf(b->env, "AMP_API_KEY=%s", b->key);
+	if (!b->isolated)
+		return 0;
+	strvec_pushf(b->env, "AMP_SETTINGS_FILE=%s/settings.json",
+		     b->req->home);
+	return write_json(b, "settings.json",
+			  json_pack("{s:b}", "amp.dangerouslyAllowAll", 1), e);
+}
+
+/*
+ * Auggie (not verified: it needs an Augment account). The key variable
+ * holds its session JSON (AUGMENT_SESSION_AUTH). Isolated, its cache and
+ * sessions go to the home.
+ */
+static int
+auggie_setup(struct cli_build *b, struct err *e)
+{
+	int rc = no_base_url(b, "auggie speaks Augment's own API only", e);
+
+	if (rc)
+		return rc;
+	if (b->key)
+		strvec_pushf(b->env, "AUGMENT_SESSION_AUTH=%s", b->key);
+	if (b->isolated) {
+		strvec_push(b->argv, "--augment-cache-dir");
+		strvec_pushf(b->argv, "%s/augment", b->req->home);
+	}
+	return 0;
+}
+
+/*
+ * Crush (not verified: its npm package downloads the program from
+ * github.com when installed). Its providers are set in its own
+ * crush.json; isolated, its data folder is in the home.
+ */
+static int
+crush_setup(struct cli_build *b, struct err *e)
+{
+	int rc =
+	    no_base_url(b, "configure crush's providers in its crush.json", e);
+
+	if (rc)
+		return rc;
+	if (b->isolated) {
+		strvec_push(b->argv, "--data-dir");
+		strvec_pushf(b->argv, "%s/crush", b->req->home);
+	}
 	return 0;
 }
 
@@ -946,6 +1218,242 @@ opencode_line(struct cli_stream *st, json_t *j)
 	}
 }
 
+/* Sets the last assistant text seen to s (when it has some), shown. */
+static void
+set_last(struct cli_stream *st, const char *s)
+{
+	if (!s || !*s)
+		return;
+	buf_reset(&st->last);
+	buf_adds(&st->last, s);
+	show_para(st, s);
+}
+
+/*
+ * The HTTP status an error text starts with, as the OpenAI SDKs put it
+ * ("401 Incorrect API key provided"); 0 when none.
+ */
+static int
+lead_status(const char *s)
+{
+	int v;
+
+	if (!s || !isdigit((unsigned char)s[0]) ||
+	    !isdigit((unsigned char)s[1]) || !isdigit((unsigned char)s[2]) ||
+	    s[3] != ' ')
+		return 0;
+	v = (s[0] - '0') * 100 + (s[1] - '0') * 10 + (s[2] - '0');
+	return v >= 400 && v <= 599 ? v : 0;
+}
+
+/* Records a reported failure: its text, shown, and the status it names. */
+static void
+set_error(struct cli_stream *st, const char *s, int status)
+{
+	char *text = xstrdup(s && *s ? s : "the agent reported an error");
+
+	/* s may be st->error itself */
+	st->failed = 1;
+	buf_reset(&st->error);
+	buf_adds(&st->error, text);
+	free(text);
+	show_line(st, "[error] %s", st->error.ptr);
+	if (!status)
+		status = agent__status_in_text(st->error.ptr);
+	if (!status)
+		status = lead_status(st->error.ptr);
+	st->r->http_status = status;
+}
+
+/*
+ * pi --mode json: a session header, then agent events. Each assistant
+ * message_end holds the message: its text and toolCall blocks, usage
+ * with cost, and a stopReason; "error" (with errorMessage) is a failed
+ * model call, and pi exits 0 all the same. A retry (auto_retry_start)
+ * runs the turn again, so the last assistant message decides; agent_end
+ * ends a run.
+ */
+static void
+pi_line(struct cli_stream *st, json_t *j)
+{
+	struct agent_result *r = st->r;
+	const char *type = json_get_str(j, "type"), *stop;
+	const json_t *m = json_object_get(j, "message");
+	const json_t *usage = json_object_get(m, "usage");
+	const json_t *cost =
+	    json_object_get(json_object_get(usage, "cost"), "total");
+	const json_t *content = json_object_get(m, "content"), *block;
+	struct buf text = BUF_INIT;
+	size_t i;
+
+	if (streq(type, "session")) {
+		note_session(r, json_get_str(j, "id"));
+	} else if (streq(type, "message_end") &&
+		   streq(json_get_str(m, "role"), "assistant")) {
+		r->steps++;
+		r->tokens_in += jint(usage, "input") +
+				jint(usage, "cacheRead") +
+				jint(usage, "cacheWrite");
+		r->tokens_out += jint(usage, "output");
+		if (json_is_number(cost)) {
+			st->cost += json_number_value(cost);
+			st->cost_seen = 1;
+		}
+		for (i = 0; i < json_array_size(content); i++) {
+			block = json_array_get(content, i);
+			if (streq(json_get_str(block, "type"), "toolCall"))
+				show_tool(st, json_get_str(block, "name"),
+					  json_object_get(block, "arguments"));
+			else if (streq(json_get_str(block, "type"), "text") &&
+				 json_get_str(block, "text"))
+				buf_addf(&text, "%s%s", text.len ? "\n" : "",
+					 json_get_str(block, "text"));
+		}
+		set_last(st, text.ptr);
+		stop = json_get_str(m, "stopReason");
+		if (streq(stop, "error") || streq(stop, "aborted")) {
+			set_error(st, json_get_str(m, "errorMessage"), 0);
+		} else {
+			st->failed = 0;
+			r->http_status = 0;
+		}
+	} else if (streq(type, "auto_retry_start")) {
+		show_line(st, "[retry] %s",
+			  json_get_str(j, "errorMessage")
+			      ? json_get_str(j, "errorMessage")
+			      : "retrying");
+	} else if (streq(type, "agent_end")) {
+		st->have_result = 1;
+	}
+	buf_release(&text);
+}
+
+/*
+ * copilot --output-format json: session, turn and tool events. An
+ * assistant.message holds a turn's whole text and its tool requests,
+ * session.error a failure (with its HTTP status), and the last line,
+ * result, the session id and the exit code. It reports no tokens.
+ */
+static void
+copilot_line(struct cli_stream *st, json_t *j)
+{
+	const char *type = json_get_str(j, "type");
+	const json_t *data = json_object_get(j, "data");
+	const json_t *reqs = json_object_get(data, "toolRequests"), *req;
+	size_t i;
+
+	if (streq(type, "assistant.message")) {
+		st->r->steps++;
+		set_last(st, json_get_str(data, "content"));
+		for (i = 0; i < json_array_size(reqs); i++) {
+			req = json_array_get(reqs, i);
+			show_tool(st, json_get_str(req, "name"),
+				  json_object_get(req, "arguments"));
+		}
+	} else if (streq(type, "session.error")) {
+		set_error(st, json_get_str(data, "message"),
+			  (int)jint(data, "statusCode"));
+	} else if (streq(type, "result")) {
+		st->have_result = 1;
+		note_session(st->r, json_get_str(j, "sessionId"));
+		if (jint(j, "exitCode") && !st->failed)
+			set_error(st, "copilot reported a failed session", 0);
+	}
+}
+
+/*
+ * cline --json: hook_event lines (taskId names the session), agent_event
+ * lines (content_start and content_end of text and tool calls, usage,
+ * error, with an errorClass: "auth" is one) and last a run_result: the
+ * answer, the usage, the cost and a finishReason, "completed" or the
+ * failure (its text is the error).
+ */
+static void
+cline_line(struct cli_stream *st, json_t *j)
+{
+	struct agent_result *r = st->r;
+	const char *type = json_get_str(j, "type"), *s, *why;
+	const json_t *ev = json_object_get(j, "event");
+	const char *etype = json_get_str(ev, "type");
+	const char *ctype = json_get_str(ev, "contentType");
+	const json_t *usage = json_object_get(j, "aggregateUsage");
+	const json_t *cost;
+
+	if (streq(type, "hook_event")) {
+		note_session(r, json_get_str(j, "taskId"));
+	} else if (streq(type, "agent_event")) {
+		if (streq(etype, "content_end") && streq(ctype, "text")) {
+			set_last(st, json_get_str(ev, "text"));
+		} else if (streq(etype, "content_start") &&
+			   streq(ctype, "tool")) {
+			show_tool(st, json_get_str(ev, "toolName"),
+				  json_object_get(ev, "input"));
+		} else if (streq(etype, "error")) {
+			s = json_get_str(json_object_get(ev, "error"),
+					 "message");
+			buf_reset(&st->error);
+			buf_adds(&st->error, s ? s : "error");
+			show_line(st, "[error] %s", st->error.ptr);
+			/* its own class: "Incorrect API key provided" */
+			if (streq(json_get_str(ev, "errorClass"), "auth"))
+				r->failure = AGENT_FAIL_AUTH;
+		}
+	} else if (streq(type, "run_result")) {
+		st->have_result = 1;
+		if (!usage)
+			usage = json_object_get(j, "usage");
+		r->tokens_in = jint(usage, "inputTokens");
+		r->tokens_out = jint(usage, "outputTokens");
+		cost = json_object_get(usage, "totalCost");
+		if (json_is_number(cost)) {
+			st->cost = json_number_value(cost);
+			st->cost_seen = 1;
+		}
+		r->steps = (int)jint(j, "iterations");
+		s = json_get_str(j, "text");
+		why = json_get_str(j, "finishReason");
+		if (streq(why, "completed")) {
+			r->failure = AGENT_FAIL_NONE;
+			if (s)
+				set_text(&r->text, s, strlen(s));
+		} else {
+			set_error(st,
+				  st->error.len ? st->error.ptr
+				  : s		? s
+				  : why		? why
+						: NULL,
+				  0);
+		}
+	}
+}
+
+/*
+ * cn -p --format json: one object at the end, {"response": TEXT,
+ * "status": "success"} or {"status": "error", "message": ...}. An answer
+ * that is itself JSON is printed as it is: an object with no status is
+ * the answer. No tokens, no session id.
+ */
+static void
+continue_line(struct cli_stream *st, json_t *j)
+{
+	const char *status = json_get_str(j, "status");
+	const char *s = json_get_str(j, "response");
+	char *dump;
+
+	st->have_result = 1;
+	if (!status) {
+		dump = json_dumps(j, JSON_COMPACT);
+		set_last(st, dump);
+		free(dump);
+	} else if (streq(status, "success")) {
+		if (s)
+			set_text(&st->r->text, s, strlen(s));
+		show_para(st, s);
+	} else {
+		set_error(st, json_get_str(j, "message"), 0);
+	}
+}
+
 /* aider: plain text; the answer is the whole output (its tail). */
 static void
 plain_line(struct cli_stream *st, const char *s, size_t len)
@@ -1100,6 +1608,36 @@ stream_read_file(struct cli_stream *st, const char *path, off_t offset,
 }
 
 /*
+ * cn prints a failure on stderr, as its last line: {"status": "error",
+ * "message": "401 Incorrect API key provided"}, and exits 1.
+ */
+static void
+continue_exited(struct agent_result *r)
+{
+	const char *end = r->err_tail.ptr + r->err_tail.len, *line;
+	const char *msg;
+	json_t *j;
+
+	if (r->outcome != AGENT_EXIT || r->message.len)
+		return;
+	while (end > r->err_tail.ptr && isspace((unsigned char)end[-1]))
+		end--;
+	line = end;
+	while (line > r->err_tail.ptr && line[-1] != '\n')
+		line--;
+	j = json_loadb(line, (size_t)(end - line), 0, NULL);
+	msg = json_get_str(j, "message");
+	if (streq(json_get_str(j, "status"), "error") && msg) {
+		set_message(r, msg);
+		if (!r->http_status)
+			r->http_status = agent__status_in_text(msg);
+		if (!r->http_status)
+			r->http_status = lead_status(msg);
+	}
+	json_decref(j);
+}
+
+/*
  * Gemini's exit codes (research section 3): 41 is an auth configuration
  * error, 53 the turn limit, and an API error exits with its HTTP status
  * mod 256 (401 → 145, 429 → 173, 500 → 244).
@@ -1185,6 +1723,35 @@ static const char *const aider_flags[] = {
 	"--analytics-disable", "--no-show-model-warnings", "--no-pretty",
 	"--no-stream",	       "--no-gitignore",	   NULL,
 };
+static const char *const kilo_env[] = {
+	"KILO_DISABLE_AUTOUPDATE=1",
+	"KILO_DISABLE_MODELS_FETCH=1",
+	"KILO_DISABLE_LSP_DOWNLOAD=1",
+	"KILO_DISABLE_DEFAULT_PLUGINS=1",
+	"KILO_DISABLE_SHARE=1",
+	"KILO_DISABLE_SESSION_INGEST=1",
+	NULL,
+};
+static const char *const copilot_flags[] = {
+	"--output-format",
+	"json",
+	"--allow-all-tools",
+	"--no-ask-user",
+	"--no-auto-update",
+	"--disable-client-telemetry",
+	NULL,
+};
+static const char *const pi_flags[] = { "-p", "--mode", "json", NULL };
+static const char *const pi_env[] = { "PI_OFFLINE=1", "PI_TELEMETRY=0", NULL };
+static const char *const cline_flags[] = { "--json", "--auto-approve", "true",
+					   NULL };
+static const char *const continue_flags[] = { "-p", "--format", "json",
+					      "--auto", NULL };
+static const char *const continue_env[] = { "CONTINUE_CLI_ENABLE_TELEMETRY=0",
+					    NULL };
+static const char *const amp_flags[] = { "--stream-json", NULL };
+static const char *const auggie_flags[] = { "--print", "--quiet", NULL };
+static const char *const crush_flags[] = { "run", "--quiet", "--yolo", NULL };
 static const char *const no_env[] = { NULL };
 
 static const struct cli_preset claude_preset = {
@@ -1244,9 +1811,83 @@ static const struct cli_preset aider_preset = {
 	.setup = aider_setup,
 };
 
+static const struct cli_preset copilot_preset = {
+	.adapter = &agent_copilot_adapter,
+	.argv = copilot_flags,
+	.env = no_env,
+	.model_flag = "--model",
+	.prompt_opt = "--prompt=",
+	.setup = copilot_setup,
+	.line = copilot_line,
+};
+
+static const struct cli_preset pi_preset = {
+	.adapter = &agent_pi_adapter,
+	.argv = pi_flags,
+	.env = pi_env,
+	.model_flag = "--model",
+	.flags = CLI_F_BARE_PROMPT,
+	.setup = pi_setup,
+	.line = pi_line,
+};
+
+static const struct cli_preset kilo_preset = {
+	.adapter = &agent_kilo_adapter,
+	.argv = opencode_flags,
+	.env = kilo_env,
+	.setup = kilo_setup,
+	.line = opencode_line,
+};
+
+static const struct cli_preset cline_preset = {
+	.adapter = &agent_cline_adapter,
+	.argv = cline_flags,
+	.env = no_env,
+	.model_flag = "-m",
+	.setup = cline_setup,
+	.line = cline_line,
+};
+
+static const struct cli_preset continue_preset = {
+	.adapter = &agent_continue_adapter,
+	.argv = continue_flags,
+	.env = continue_env,
+	.setup = continue_setup,
+	.line = continue_line,
+	.exited = continue_exited,
+};
+
+static const struct cli_preset amp_preset = {
+	.adapter = &agent_amp_adapter,
+	.argv = amp_flags,
+	.env = no_env,
+	.prompt_opt = "--execute=",
+	.setup = amp_setup,
+	.line = claude_line,
+};
+
+static const struct cli_preset auggie_preset = {
+	.adapter = &agent_auggie_adapter,
+	.argv = auggie_flags,
+	.env = no_env,
+	.model_flag = "--model",
+	.prompt_opt = "--instruction=",
+	.setup = auggie_setup,
+};
+
+static const struct cli_preset crush_preset = {
+	.adapter = &agent_crush_adapter,
+	.argv = crush_flags,
+	.env = no_env,
+	.model_flag = "--model",
+	.setup = crush_setup,
+};
+
 static const struct cli_preset *const presets[] = {
-	&claude_preset, &codex_preset,	  &gemini_preset,
-	&qwen_preset,	&opencode_preset, &aider_preset,
+	&claude_preset,	  &codex_preset, &gemini_preset,   &qwen_preset,
+	&opencode_preset, &aider_preset, &copilot_preset,  &pi_preset,
+	&kilo_preset,	  &cline_preset, &continue_preset, &amp_preset,
+	&auggie_preset,	  &crush_preset,
 };
 
 static const struct cli_preset *
@@ -1357,6 +1998,13 @@ cli__build(const struct agent_request *req, const char *program,
 	if (cp->prompt_opt)
 		strvec_pushf(argv, "%s%s", cp->prompt_opt,
 			     req->prompt ? req->prompt : "");
+	else if (cp->flags & CLI_F_BARE_PROMPT)
+		strvec_pushf(argv, "%s%s",
+			     req->prompt && (req->prompt[0] == '-' ||
+					     req->prompt[0] == '@')
+				 ? "\n"
+				 : "",
+			     req->prompt ? req->prompt : "");
 	else
 		strvec_pushl(argv, "--", req->prompt ? req->prompt : "", NULL);
 	strvec_pushv(env, p->env.v);
@@ -1392,6 +2040,19 @@ static const struct cli_login {
 	{ "aider", NULL, ".aider.conf.yml", NULL, 1 },
 	{ "aider", NULL, ".aider.model.settings.yml", NULL, 1 },
 	{ "aider", NULL, ".aider.model.metadata.json", NULL, 1 },
+	{ "copilot", "COPILOT_HOME", ".copilot", NULL, 0 },
+	{ "pi", "PI_CODING_AGENT_DIR", ".pi/agent", NULL, 0 },
+	{ "kilo", "XDG_CONFIG_HOME", ".config", "kilo", 0 },
+	{ "kilo", "XDG_DATA_HOME", ".local/share", "kilo", 0 },
+	{ "kilo", "XDG_STATE_HOME", ".local/state", "kilo", 0 },
+	{ "kilo", "XDG_CACHE_HOME", ".cache", "kilo", 0 },
+	{ "cline", NULL, ".cline", NULL, 0 },
+	{ "continue", "CONTINUE_GLOBAL_DIR", ".continue", NULL, 0 },
+	{ "amp", NULL, ".config/amp", NULL, 0 },
+	{ "amp", NULL, ".local/share/amp", NULL, 0 },
+	{ "auggie", NULL, ".augment", NULL, 0 },
+	{ "crush", NULL, ".config/crush", NULL, 0 },
+	{ "crush", NULL, ".local/share/crush", NULL, 0 },
 };
 
 /* The value of name in env ("K=V" entries, the last wins), else getenv. */
@@ -1771,4 +2432,158 @@ const struct agent_adapter agent_aider_adapter = {
 	},
 	.run = cli_run,
 	.parse = aider_parse,
+};
+
+static void
+copilot_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&copilot_preset, out, len, r);
+}
+
+static void
+pi_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&pi_preset, out, len, r);
+}
+
+static void
+kilo_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&kilo_preset, out, len, r);
+}
+
+static void
+cline_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&cline_preset, out, len, r);
+}
+
+static void
+continue_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&continue_preset, out, len, r);
+}
+
+static void
+amp_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&amp_preset, out, len, r);
+}
+
+static void
+auggie_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&auggie_preset, out, len, r);
+}
+
+static void
+crush_parse(const char *out, size_t len, struct agent_result *r)
+{
+	cli_parse(&crush_preset, out, len, r);
+}
+
+const struct agent_adapter agent_copilot_adapter = {
+	.info = {
+		.type = "copilot",
+		.program = "copilot",
+		.install_hint = "npm install -g @github/copilot",
+		.auth_hint = "run `copilot login`, set a GitHub token "
+			     "(providers.NAME.api_key_env) or a base_url",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = copilot_parse,
+};
+
+const struct agent_adapter agent_pi_adapter = {
+	.info = {
+		.type = "pi",
+		.program = "pi",
+		.install_hint = "npm install -g @mariozechner/pi-coding-agent",
+		.auth_hint = "set providers.NAME.base_url and api_key_env, or "
+			     "the model vendor's key variable "
+			     "(providers.NAME.env)",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = pi_parse,
+};
+
+const struct agent_adapter agent_kilo_adapter = {
+	.info = {
+		.type = "kilo",
+		.program = "kilo",
+		.install_hint = "npm install -g @kilocode/cli",
+		.auth_hint = "run `kilo auth login` or set "
+			     "providers.NAME.api_key_env",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = kilo_parse,
+};
+
+const struct agent_adapter agent_cline_adapter = {
+	.info = {
+		.type = "cline",
+		.program = "cline",
+		.install_hint = "npm install -g cline",
+		.auth_hint = "run `cline auth` or set providers.NAME.base_url "
+			     "and api_key_env",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = cline_parse,
+};
+
+const struct agent_adapter agent_continue_adapter = {
+	.info = {
+		.type = "continue",
+		.program = "cn",
+		.install_hint = "npm install -g @continuedev/cli",
+		.auth_hint = "set providers.NAME.base_url and api_key_env, or "
+			     "give cn a config of yours (providers.NAME.args: "
+			     "[--config, FILE])",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = continue_parse,
+};
+
+const struct agent_adapter agent_amp_adapter = {
+	.info = {
+		.type = "amp",
+		.program = "amp",
+		.install_hint = "npm install -g @sourcegraph/amp",
+		.auth_hint = "run `amp login` or set AMP_API_KEY "
+			     "(providers.NAME.api_key_env)",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = amp_parse,
+};
+
+const struct agent_adapter agent_auggie_adapter = {
+	.info = {
+		.type = "auggie",
+		.program = "auggie",
+		.install_hint = "npm install -g @augmentcode/auggie",
+		.auth_hint = "run `auggie login` or set AUGMENT_SESSION_AUTH "
+			     "(providers.NAME.api_key_env)",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = auggie_parse,
+};
+
+const struct agent_adapter agent_crush_adapter = {
+	.info = {
+		.type = "crush",
+		.program = "crush",
+		.install_hint = "npm install -g @charmland/crush",
+		.auth_hint = "configure a provider in crush.json or set its "
+			     "key variable (providers.NAME.env)",
+		.is_cli = 1,
+	},
+	.run = cli_run,
+	.parse = crush_parse,
 };

@@ -4,6 +4,8 @@
  *   tools       git, and whether the sandbox is on (execution.sandbox)
  *               and why
  *   agent CLIs  each known CLI: found on PATH? does `--version` answer?
+ *               is it newer than the newest version baton's tests ran
+ *               against (src/agent/versions.c)? then a warning says so
  *   providers   each configured provider: its program, its key variable,
  *               and (unless --quick) one real call with a tiny prompt,
  *               its failure classified with the fix named
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/versions.h"
 #include "cli/cli.h"
 #include "forge/forge.h"
 #include "store/store.h"
@@ -88,6 +91,26 @@ program_version(const char *program, char *out, size_t n)
 	return rc;
 }
 
+/*
+ * A warning when the version a CLI reports (its --version line) is newer
+ * than the newest one baton's tests ran against: its output may have
+ * changed in ways baton does not read. Says which, and how to pin.
+ */
+static void
+warn_if_newer(const struct agent_info *a, const char *answer)
+{
+	const char *tested = agent_tested_version(a->type);
+	char v[64];
+
+	if (!tested || agent_version_in(answer, v, sizeof(v)) < 0 ||
+	    agent_version_cmp(v, tested) <= 0)
+		return;
+	cli_printf("  %-12s %-9s WARNING %s %s is newer than %s, the newest "
+		   "version baton was tested with; if it misbehaves, pin "
+		   "it: %s@%s\n",
+		   "", "", a->program, v, tested, a->install_hint, tested);
+}
+
 /* The agent CLIs baton knows: installed, answering, or missing. */
 static int
 check_clis(int *installed)
@@ -113,6 +136,7 @@ check_clis(int *installed)
 		if (program_version(path, what, sizeof(what)) == 0) {
 			cli_printf("  %-12s %-9s ok      %s (%s)\n", a->type,
 				   a->program, what, path);
+			warn_if_newer(a, what);
 			(*installed)++;
 		} else {
 			cli_printf("  %-12s %-9s FAILING %s (%s)\n", a->type,

@@ -19,6 +19,7 @@ static const char config_head[] =
 	"# Each stage of a pipeline is done by a role (planner, architect,\n"
 	"# implementer, reviewer, fixer, verifier); roles map to providers.\n"
 	"# Provider types: claude-code, codex, gemini, qwen, opencode, aider,\n"
+	"# copilot, pi, kilo, cline, continue, amp, auggie, crush,\n"
 	"# openai and anthropic (baton's own agent on any OpenAI-compatible or\n"
 	"# Anthropic server), command (any program). See docs/agents.md.\n"
 	"providers:\n";

@@ -48,7 +48,9 @@ static const char *const provider_keys[] = {
 /* The adapter table's types (agent.c); t_config checks they agree. */
 static const char *const provider_types[] = {
     "claude-code", "codex",  "gemini",	  "qwen",    "opencode",
-    "aider",	   "openai", "anthropic", "command", NULL,
+    "aider",	   "copilot", "pi",	  "kilo",    "cline",
+    "continue",	   "amp",    "auggie",	  "crush",   "openai",
+    "anthropic",   "command", NULL,
 };
 static const char *const pricing_keys[] = {"input", "output", NULL};
 static const char *const efforts[] = {"low", "medium", "high", NULL};
@@ -616,7 +618,8 @@ read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
 		rc = err_set(e, BATON_EINVAL,
 			     "%s: %s: missing required key 'type' (one of: "
 			     "claude-code, codex, gemini, qwen, opencode, "
-			     "aider, openai, anthropic, command)",
+			     "aider, copilot, pi, kilo, cline, continue, amp, "
+			     "auggie, crush, openai, anthropic, command)",
 			     where, path.ptr);
 		goto out;
 	}

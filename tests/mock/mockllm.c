@@ -827,12 +827,13 @@ answer_release(struct answer *ans)
 }
 
 /* Tools a portable "write" action may become, best first. */
-static const char *const write_tools[] = { "Write", "write_file", "write",
-					   "create_file", NULL };
-static const char *const path_keys[] = { "file_path", "filePath", "path",
+static const char *const write_tools[] = { "Write",	  "write_file", "write",
+					   "create_file", "editor",	NULL };
+static const char *const path_keys[] = { "file_path",	  "filePath",
+					 "filepath",	  "path",
 					 "absolute_path", NULL };
-static const char *const content_keys[] = { "content", "contents", "text",
-					    NULL };
+static const char *const content_keys[] = { "content", "contents", "new_text",
+					    "text", NULL };
 static const char *const shell_tools[] = {
 	"exec_command",	     "shell",	    "Bash", "bash",
 	"run_shell_command", "run_command", NULL

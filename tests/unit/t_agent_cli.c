@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "agent/cli_int.h"
+#include "agent/versions.h"
 #include "core/config.h"
 #include "test.h"
 #include "util/buf.h"
@@ -483,7 +484,9 @@ TEST(parse_survives_odd_shapes)
 	    "789\"}\n"
 	    "\xff\xfe{\"type\":\"result\"}\n\n\n";
 	static const char *const types[] = {
-		"claude-code", "codex", "gemini", "qwen", "opencode", "aider",
+		"claude-code", "codex",	  "gemini", "qwen",  "opencode",
+		"aider",       "copilot", "pi",	    "kilo",  "cline",
+		"continue",    "amp",	  "auggie", "crush",
 	};
 	struct agent_result r;
 	size_t i;
@@ -1439,5 +1442,448 @@ TEST(which)
 	w = agent_which("./relative/tool");
 	ASSERT_STREQ(w, "./relative/tool");
 	free(w);
+	LEAK_CHECK();
+}
+
+/* ---- the presets added for issue 22 ------------------------------------- */
+
+TEST(parse_pi)
+{
+	struct agent_result r = AGENT_RESULT_INIT;
+	static const char err[] =
+	    "{\"type\":\"session\",\"id\":\"s-1\"}\n"
+	    "{\"type\":\"message_end\",\"message\":{\"role\":"
+	    "\"assistant\",\"content\":[],\"stopReason\":\"error\","
+	    "\"errorMessage\":\"Connection error.\"}}\n"
+	    "{\"type\":\"auto_retry_start\",\"errorMessage\":\"x\"}\n"
+	    "{\"type\":\"message_end\",\"message\":{\"role\":"
+	    "\"assistant\",\"content\":[],\"stopReason\":\"error\","
+	    "\"errorMessage\":\"401 Incorrect API key provided\"}}\n"
+	    "{\"type\":\"agent_end\",\"messages\":[]}\n";
+	static const char retried[] =
+	    "{\"type\":\"message_end\",\"message\":{\"role\":"
+	    "\"assistant\",\"content\":[],\"stopReason\":\"error\","
+	    "\"errorMessage\":\"500 boom\"}}\n"
+	    "{\"type\":\"message_end\",\"message\":{\"role\":"
+	    "\"assistant\",\"content\":[{\"type\":\"text\",\"text\":"
+	    "\"fine\"}],\"stopReason\":\"stop\"}}\n"
+	    "{\"type\":\"agent_end\"}\n";
+
+	parse_fixture("pi", "pi-json", &r);
+	ASSERT_EQ(r.failure, AGENT_FAIL_NONE);
+	ASSERT_STREQ(r.text.ptr, "Wrote hello.txt.");
+	ASSERT_STREQ(r.session_id, "01a21c32-fef6-7567-9a4f-f034a6a4679c");
+	ASSERT_EQ(r.tokens_in, 200);
+	ASSERT_EQ(r.tokens_out, 40);
+	ASSERT_EQ(r.steps, 2);
+	ASSERT(r.cost_known);
+	agent_result_release(&r);
+
+	/* pi exits 0 after a failed model call: the stream says it failed */
+	r = (struct agent_result)AGENT_RESULT_INIT;
+	agent_parse_stream("pi", err, sizeof(err) - 1, &r);
+	r.outcome = AGENT_OK;
+	agent_classify(&r);
+	ASSERT_EQ(r.http_status, 401);
+	ASSERT_EQ(r.failure, AGENT_FAIL_AUTH);
+	ASSERT_STREQ(r.message.ptr, "401 Incorrect API key provided");
+	ASSERT_STREQ(r.session_id, "s-1");
+	agent_result_release(&r);
+
+	/* a retry that worked: the last message decides */
+	r = (struct agent_result)AGENT_RESULT_INIT;
+	agent_parse_stream("pi", retried, sizeof(retried) - 1, &r);
+	r.outcome = AGENT_OK;
+	agent_classify(&r);
+	ASSERT_EQ(r.failure, AGENT_FAIL_NONE);
+	ASSERT_EQ(r.http_status, 0);
+	ASSERT_STREQ(r.text.ptr, "fine");
+	agent_result_release(&r);
+	LEAK_CHECK();
+}
+
+TEST(parse_copilot)
+{
+	struct agent_result r = AGENT_RESULT_INIT;
+
+	parse_fixture("copilot", "copilot-json", &r);
+	ASSERT_EQ(r.failure, AGENT_FAIL_NONE);
+	ASSERT_STREQ(r.text.ptr, "Wrote hello.txt.");
+	ASSERT_STREQ(r.session_id, "7cbe6eab-ed0b-459a-ad4d-5c06c9257f97");
+	ASSERT_EQ(r.steps, 2);
+	ASSERT_EQ(r.tokens_in, 0); /* it reports none */
+	agent_result_release(&r);
+
+	r = (struct agent_result)AGENT_RESULT_INIT;
+	parse_fixture("copilot", "copilot-error401", &r);
+	ASSERT_EQ(r.http_status, 401);
+	ASSERT_EQ(r.failure, AGENT_FAIL_AUTH);
+	ASSERT_CONTAINS(r.message.ptr, "Authentication failed with provider");
+	ASSERT(!strchr(r.message.ptr, '\n'));
+	ASSERT_STREQ(r.session_id, "0006a724-5fa3-4f43-815f-4d1a1f014585");
+	agent_result_release(&r);
+	LEAK_CHECK();
+}
+
+TEST(parse_cline)
+{
+	struct agent_result r = AGENT_RESULT_INIT;
+
+	parse_fixture("cline", "cline-json", &r);
+	ASSERT_EQ(r.failure, AGENT_FAIL_NONE);
+	ASSERT_STREQ(r.text.ptr, "Wrote hello.txt.");
+	ASSERT_STREQ(r.session_id, "conv_1795769794724_4ha3i5w");
+	ASSERT_EQ(r.tokens_in, 200);
+	ASSERT_EQ(r.tokens_out, 40);
+	ASSERT_EQ(r.steps, 2);
+	ASSERT(r.cost_known);
+	agent_result_release(&r);
+
+	/* its errorClass "auth" names the class the text does not */
+	r = (struct agent_result)AGENT_RESULT_INIT;
+	parse_fixture("cline", "cline-error401", &r);
+	ASSERT_EQ(r.failure, AGENT_FAIL_AUTH);
+	ASSERT_STREQ(r.message.ptr, "Incorrect API key provided");
+	ASSERT_EQ(r.text.len, 0);
+	agent_result_release(&r);
+	LEAK_CHECK();
+}
+
+TEST(parse_continue_and_kilo)
+{
+	struct agent_result r = AGENT_RESULT_INIT;
+	static const char raw[] = "{\"plan\":[1,2]}\n";
+
+	parse_fixture("continue", "continue-json", &r);
+	ASSERT_EQ(r.failure, AGENT_FAIL_NONE);
+	ASSERT_STREQ(r.text.ptr, "Wrote hello.txt.");
+	agent_result_release(&r);
+
+	/* an answer that is JSON itself is printed as it is */
+	r = (struct agent_result)AGENT_RESULT_INIT;
+	agent_parse_stream("continue", raw, sizeof(raw) - 1, &r);
+	ASSERT_STREQ(r.text.ptr, "{\"plan\":[1,2]}");
+	agent_result_release(&r);
+
+	/* kilo is opencode's stream */
+	r = (struct agent_result)AGENT_RESULT_INIT;
+	parse_fixture("kilo", "kilo-json", &r);
+	ASSERT_EQ(r.failure, AGENT_FAIL_NONE);
+	ASSERT_STREQ(r.text.ptr, "Wrote hello.txt.");
+	ASSERT_STREQ(r.session_id, "ses_de3ccd770ffeZEIAsGT0qJAa5j");
+	ASSERT_EQ(r.tokens_in, 200);
+	ASSERT_EQ(r.tokens_out, 40);
+	agent_result_release(&r);
+	LEAK_CHECK();
+}
+
+TEST(build_copilot)
+{
+	struct config_provider p;
+	struct agent_request req;
+	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
+	struct err e = ERR_INIT;
+	const char *home = tmp_path("copilot-home");
+	char want[PATH_MAX];
+
+	setenv("T_KEY", "c-key", 1);
+	provider_init(&p, "copilot");
+	p.model = xstrdup("mock-model");
+	p.base_url = xstrdup("http://127.0.0.1:9/v1");
+	p.api_key_env = xstrdup("T_KEY");
+	p.isolated = 1;
+	request_init(&req, &p);
+	req.home = home;
+	ASSERT_OK(cli__build(&req, "copilot", &argv, &env, &e), &e);
+	ASSERT_STREQ(joined(&argv),
+		     "copilot | --output-format | json | --allow-all-tools | "
+		     "--no-ask-user | --no-auto-update | "
+		     "--disable-client-telemetry | --model | mock-model | "
+		     "--prompt=-do the thing");
+	ASSERT(find(&env, "COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:9/v1") >=
+	       0);
+	ASSERT(find(&env, "COPILOT_PROVIDER_API_KEY=c-key") >= 0);
+	ASSERT(find(&env, "COPILOT_OFFLINE=true") >= 0);
+	snprintf(want, sizeof(want), "COPILOT_HOME=%s", home);
+	ASSERT(find(&env, want) >= 0);
+	strvec_clear(&argv);
+	strvec_clear(&env);
+
+	/* no base_url: the key is a GitHub token, and it stays online */
+	FREE_AND_NULL(p.base_url);
+	p.isolated = 0;
+	ASSERT_OK(cli__build(&req, "copilot", &argv, &env, &e), &e);
+	ASSERT(find(&env, "COPILOT_GITHUB_TOKEN=c-key") >= 0);
+	ASSERT(!strstr(joined(&env), "COPILOT_OFFLINE"));
+	ASSERT(!strstr(joined(&env), "COPILOT_HOME"));
+	strvec_clear(&argv);
+	strvec_clear(&env);
+	provider_release(&p);
+	LEAK_CHECK();
+}
+
+TEST(build_pi)
+{
+	struct config_provider p;
+	struct agent_request req;
+	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
+	struct err e = ERR_INIT;
+	const char *home = tmp_path("pi-home");
+	char want[PATH_MAX];
+	json_t *j, *baton;
+
+	provider_init(&p, "pi");
+	p.model = xstrdup("mock-model");
+	p.base_url = xstrdup("http://127.0.0.1:9/v1");
+	p.api_key_env = xstrdup("T_KEY");
+	p.max_retries = 0;
+	p.isolated = 1;
+	request_init(&req, &p);
+	req.home = home;
+	ASSERT_OK(cli__build(&req, "pi", &argv, &env, &e), &e);
+	/* no "--" (pi refuses it): a prompt starting with '-' gets a newline */
+	ASSERT_STREQ(joined(&argv), "pi | -p | --mode | json | --provider | "
+				    "baton | --model | mock-model | "
+				    "\n-do the thing");
+	ASSERT(find(&env, "PI_OFFLINE=1") >= 0);
+	snprintf(want, sizeof(want), "PI_CODING_AGENT_DIR=%s/agent", home);
+	ASSERT(find(&env, want) >= 0);
+	snprintf(want, sizeof(want), "%s/agent/models.json", home);
+	ASSERT_EQ(file_mode(want), 0600);
+	j = load_json(want);
+	baton = json_object_get(json_object_get(j, "providers"), "baton");
+	ASSERT_STREQ(json_string_value(json_object_get(baton, "baseUrl")),
+		     "http://127.0.0.1:9/v1");
+	ASSERT_STREQ(json_string_value(json_object_get(baton, "api")),
+		     "openai-completions");
+	/* the variable's name: pi reads the key itself, it is in no file */
+	ASSERT_STREQ(json_string_value(json_object_get(baton, "apiKey")),
+		     "T_KEY");
+	ASSERT_STREQ(
+	    json_string_value(json_object_get(
+		json_array_get(json_object_get(baton, "models"), 0), "id")),
+	    "mock-model");
+	json_decref(j);
+	snprintf(want, sizeof(want), "%s/agent/settings.json", home);
+	j = load_json(want);
+	ASSERT(json_is_false(
+	    json_object_get(json_object_get(j, "retry"), "enabled")));
+	json_decref(j);
+	strvec_clear(&argv);
+	strvec_clear(&env);
+
+	/* '@' would include a file; a plain prompt goes as it is */
+	req.prompt = "@/etc/passwd";
+	ASSERT_OK(cli__build(&req, "pi", &argv, &env, &e), &e);
+	ASSERT_STREQ(argv.v[argv.nr - 1], "\n@/etc/passwd");
+	strvec_clear(&argv);
+	strvec_clear(&env);
+	req.prompt = "You are the implementer";
+	ASSERT_OK(cli__build(&req, "pi", &argv, &env, &e), &e);
+	ASSERT_STREQ(argv.v[argv.nr - 1], "You are the implementer");
+	strvec_clear(&argv);
+	strvec_clear(&env);
+	provider_release(&p);
+	LEAK_CHECK();
+}
+
+TEST(build_cline_continue_kilo)
+{
+	struct config_provider p;
+	struct agent_request req;
+	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
+	struct err e = ERR_INIT;
+	const char *home = tmp_path("more-home");
+	char want[PATH_MAX];
+	json_t *j, *set, *m;
+
+	setenv("T_KEY", "k-key", 1);
+	provider_init(&p, "cline");
+	p.model = xstrdup("mock-model");
+	p.base_url = xstrdup("http://127.0.0.1:9/v1");
+	p.api_key_env = xstrdup("T_KEY");
+	p.isolated = 1;
+	request_init(&req, &p);
+	req.home = home;
+	ASSERT_OK(cli__build(&req, "cline", &argv, &env, &e), &e);
+	snprintf(want, sizeof(want),
+		 "cline | --json | --auto-approve | true | --config | "
+		 "%s/config | --data-dir | %s/data | -m | mock-model | -- | "
+		 "-do the thing",
+		 home, home);
+	ASSERT_STREQ(joined(&argv), want);
+	snprintf(want, sizeof(want), "%s/data/settings/providers.json", home);
+	ASSERT_EQ(file_mode(want), 0600);
+	j = load_json(want);
+	ASSERT_STREQ(json_string_value(json_object_get(j, "lastUsedProvider")),
+		     "openai-compatible");
+	set = json_object_get(json_object_get(json_object_get(j, "providers"),
+					      "openai-compatible"),
+			      "settings");
+	ASSERT_STREQ(json_string_value(json_object_get(set, "baseUrl")),
+		     "http://127.0.0.1:9/v1");
+	ASSERT_STREQ(json_string_value(json_object_get(set, "apiKey")),
+		     "k-key");
+	ASSERT_STREQ(json_string_value(json_object_get(set, "model")),
+		     "mock-model");
+	json_decref(j);
+	strvec_clear(&argv);
+	strvec_clear(&env);
+	provider_release(&p);
+
+	provider_init(&p, "continue");
+	p.model = xstrdup("mock-model");
+	p.base_url = xstrdup("http://127.0.0.1:9/v1");
+	p.api_key_env = xstrdup("T_KEY");
+	p.isolated = 1;
+	request_init(&req, &p);
+	req.home = home;
+	ASSERT_OK(cli__build(&req, "cn", &argv, &env, &e), &e);
+	snprintf(want, sizeof(want),
+		 "cn | -p | --format | json | --auto | --config | "
+		 "%s/continue.yaml | -- | -do the thing",
+		 home);
+	ASSERT_STREQ(joined(&argv), want);
+	ASSERT(find(&env, "CONTINUE_CLI_ENABLE_TELEMETRY=0") >= 0);
+	snprintf(want, sizeof(want), "CONTINUE_GLOBAL_DIR=%s/continue", home);
+	ASSERT(find(&env, want) >= 0);
+	snprintf(want, sizeof(want), "%s/continue.yaml", home);
+	ASSERT_EQ(file_mode(want), 0600);
+	j = load_json(want); /* JSON is YAML too */
+	m = json_array_get(json_object_get(j, "models"), 0);
+	ASSERT_STREQ(json_string_value(json_object_get(m, "apiBase")),
+		     "http://127.0.0.1:9/v1");
+	ASSERT_STREQ(json_string_value(json_object_get(m, "apiKey")),
+		     "${{ secrets.T_KEY }}");
+	ASSERT_STREQ(json_string_value(json_object_get(m, "model")),
+		     "mock-model");
+	json_decref(j);
+	strvec_clear(&argv);
+	strvec_clear(&env);
+	/* no base_url: the model is a hub slug */
+	FREE_AND_NULL(p.base_url);
+	p.isolated = 0;
+	ASSERT_OK(cli__build(&req, "cn", &argv, &env, &e), &e);
+	ASSERT_STREQ(joined(&argv), "cn | -p | --format | json | --auto | "
+				    "--model | mock-model | -- | "
+				    "-do the thing");
+	strvec_clear(&argv);
+	strvec_clear(&env);
+	provider_release(&p);
+
+	provider_init(&p, "kilo");
+	p.model = xstrdup("mock-model");
+	p.base_url = xstrdup("http://127.0.0.1:9/v1");
+	p.api_key_env = xstrdup("T_KEY");
+	p.isolated = 1;
+	request_init(&req, &p);
+	req.home = home;
+	ASSERT_OK(cli__build(&req, "kilo", &argv, &env, &e), &e);
+	ASSERT_STREQ(joined(&argv), "kilo | run | --format | json | --model | "
+				    "baton/mock-model | -- | -do the thing");
+	ASSERT(find(&env, "KILO_DISABLE_AUTOUPDATE=1") >= 0);
+	ASSERT(!strstr(joined(&env), "OPENCODE_"));
+	snprintf(want, sizeof(want), "KILO_CONFIG=%s/kilo.json", home);
+	ASSERT(find(&env, want) >= 0);
+	snprintf(want, sizeof(want), "%s/kilo.json", home);
+	j = load_json(want);
+	ASSERT_STREQ(
+	    json_string_value(json_object_get(
+		json_object_get(
+		    json_object_get(json_object_get(j, "provider"), "baton"),
+		    "options"),
+		"apiKey")),
+	    "{env:T_KEY}");
+	json_decref(j);
+	strvec_clear(&argv);
+	strvec_clear(&env);
+	provider_release(&p);
+	LEAK_CHECK();
+}
+
+TEST(build_refuses_a_base_url_for_vendor_only_clis)
+{
+	static const char *const types[] = { "amp", "auggie", "crush" };
+	struct config_provider p;
+	struct agent_request req;
+	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
+	struct err e = ERR_INIT;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
+		provider_init(&p, types[i]);
+		p.base_url = xstrdup("http://127.0.0.1:9/v1");
+		request_init(&req, &p);
+		req.home = tmp_path("vendor-home");
+		ASSERT_EQ(cli__build(&req, types[i], &argv, &env, &e),
+			  BATON_EINVAL);
+		ASSERT_CONTAINS(e.msg, "base_url is not supported");
+		ASSERT_CONTAINS(e.msg, types[i]);
+		strvec_clear(&argv);
+		strvec_clear(&env);
+		provider_release(&p);
+	}
+	LEAK_CHECK();
+}
+
+TEST(new_infos)
+{
+	static const char *const want[][3] = {
+		{ "copilot", "copilot", "npm install -g @github/copilot" },
+		{ "pi", "pi", "npm install -g @mariozechner/pi-coding-agent" },
+		{ "kilo", "kilo", "npm install -g @kilocode/cli" },
+		{ "cline", "cline", "npm install -g cline" },
+		{ "continue", "cn", "npm install -g @continuedev/cli" },
+		{ "amp", "amp", "npm install -g @sourcegraph/amp" },
+		{ "auggie", "auggie", "npm install -g @augmentcode/auggie" },
+		{ "crush", "crush", "npm install -g @charmland/crush" },
+	};
+	const struct agent_info *i;
+	size_t k;
+
+	for (k = 0; k < ARRAY_SIZE(want); k++) {
+		i = agent_info(want[k][0]);
+		ASSERT(i && i->is_cli && i->auth_hint);
+		ASSERT_STREQ(i->program, want[k][1]);
+		ASSERT_STREQ(i->install_hint, want[k][2]);
+	}
+	LEAK_CHECK();
+}
+
+TEST(versions)
+{
+	char v[16];
+
+	ASSERT_STREQ(agent_tested_version("claude-code"), "2.1.197");
+	ASSERT_STREQ(agent_tested_version("continue"), "1.5.47");
+	ASSERT(agent_tested_version("aider") == NULL);
+	ASSERT(agent_tested_version("amp") == NULL);
+	ASSERT(agent_tested_version(NULL) == NULL);
+
+	ASSERT_EQ(agent_version_in("codex-cli 0.169.0", v, sizeof(v)), 0);
+	ASSERT_STREQ(v, "0.169.0");
+	ASSERT_EQ(agent_version_in("GitHub Copilot CLI 1.0.102.", v, sizeof(v)),
+		  0);
+	ASSERT_STREQ(v, "1.0.102");
+	ASSERT_EQ(agent_version_in("2.1.197 (Claude Code)", v, sizeof(v)), 0);
+	ASSERT_STREQ(v, "2.1.197");
+	/* a word with digits is no version; a bare number neither */
+	ASSERT_EQ(agent_version_in("x86_64 build 7 v3 at 1.2", v, sizeof(v)),
+		  0);
+	ASSERT_STREQ(v, "1.2");
+	ASSERT_EQ(agent_version_in("nightly 42", v, sizeof(v)), -1);
+	ASSERT_STREQ(v, "");
+	ASSERT_EQ(agent_version_in("1.2345678901234567890", v, sizeof(v)), 0);
+	ASSERT_EQ(strlen(v), sizeof(v) - 1);
+
+	ASSERT(agent_version_cmp("1.0.102", "1.0.102") == 0);
+	ASSERT(agent_version_cmp("1.0.103", "1.0.102") > 0);
+	ASSERT(agent_version_cmp("1.0.99", "1.0.102") < 0);
+	ASSERT(agent_version_cmp("2", "1.99.99") > 0);
+	ASSERT(agent_version_cmp("1.2", "1.2.0") == 0);
+	ASSERT(agent_version_cmp("1.2.1", "1.2") > 0);
+	ASSERT(agent_version_cmp("1.2.0-beta", "1.2.0") == 0);
+	ASSERT(agent_version_cmp("0.0.1790142911", "0.0.1790142910") > 0);
+	ASSERT(agent_version_cmp("", "") == 0);
 	LEAK_CHECK();
 }

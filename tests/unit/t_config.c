@@ -1185,13 +1185,15 @@ TEST(provider_problems)
 	load_err("providers:\n  a: {command: [x]}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":2:6: providers.a: missing required key "
 				 "'type' (one of: claude-code, codex, gemini, "
-				 "qwen, opencode, aider, openai, anthropic, "
-				 "command)");
+				 "qwen, opencode, aider, copilot, pi, kilo, "
+				 "cline, continue, amp, auggie, crush, openai, "
+				 "anthropic, command)");
 	load_err("providers:\n  a: {type: http, command: [x]}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":2:13: providers.a.type: unknown provider "
 				 "type 'http' (expected: claude-code, codex, "
-				 "gemini, qwen, opencode, aider, openai, "
-				 "anthropic, command)");
+				 "gemini, qwen, opencode, aider, copilot, pi, "
+				 "kilo, cline, continue, amp, auggie, crush, "
+				 "openai, anthropic, command)");
 	load_err("providers:\n  a: {type: openai}\n", &e);
 	ASSERT_CONTAINS(e.msg, REPO ":2:6: providers.a: missing required key "
 				    "'model'");
@@ -1286,8 +1288,10 @@ TEST(agent_providers)
 TEST(provider_types_match_the_adapters)
 {
 	static const char *const types[] = {
-		"claude-code", "codex",	 "gemini",    "qwen",	 "opencode",
-		"aider",       "openai", "anthropic", "command",
+		"claude-code", "codex",	  "gemini", "qwen",  "opencode",
+		"aider",       "copilot", "pi",	    "kilo",  "cline",
+		"continue",    "amp",	  "auggie", "crush", "openai",
+		"anthropic",   "command",
 	};
 	const struct agent_info *const *infos;
 	size_t i, n;
