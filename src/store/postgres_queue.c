@@ -1204,7 +1204,8 @@ claim_batch_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		goto out;
 	}
 	buf_addf(&sql, CLAIM_BATCH_SELECT "%lld, %s, %s, %lld, %zu) AS c) AS r",
-		 (long long)now, lh, lw, (long long)(now + lease_ms), max);
+		 (long long)now, lh, lw, (long long)now + (long long)lease_ms,
+		 max);
 	res = pg__begin_query(ps, sql.ptr, what, e);
 	if (!res) {
 		rc = BATON_ESTORE;
