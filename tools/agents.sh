@@ -24,6 +24,7 @@ PACKAGES=(
 	opencode-ai@1.18.33
 	playwright-core@1.65.1
 	@octokit/webhooks-examples@7.6.1
+	@zed-industries/claude-code-acp@0.16.2
 )
 
 if ! command -v npm >/dev/null 2>&1; then
