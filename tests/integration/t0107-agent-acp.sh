@@ -136,7 +136,7 @@ test_expect_success 'gemini: the shell command was asked for and granted, the mo
 	test_grep "\"method\":\"session/request_permission\".*\"kind\":\"execute\"" "$out" &&
 	test_grep "\"optionId\":\"proceed_once\"}}" "$out" &&
 	test_grep "\"method\":\"session/set_model\".*\"modelId\":\"gemini-2.5-flash\"" "$out" &&
-	test_jq "select(.model == \"gemini-2.5-flash\")" ../gemini.log
+	jq -e -s "any(.[]; .model == \"gemini-2.5-flash\")" ../gemini.log
 '
 
 test_expect_success 'claude-code-acp: its reviewer read through fs/read_text_file, its verifier ran a command in a baton terminal' '
