@@ -50,7 +50,7 @@ def log(**kw):
 
 
 def send(msg):
-    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
     sys.stdout.flush()
 
 
