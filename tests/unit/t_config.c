@@ -1287,7 +1287,7 @@ TEST(provider_types_match_the_adapters)
 {
 	static const char *const types[] = {
 		"claude-code", "codex",	 "gemini",    "qwen",	 "opencode",
-		"aider",       "openai", "anthropic", "command",
+		"aider",       "openai", "anthropic", "command", "acp",
 	};
 	const struct agent_info *const *infos;
 	size_t i, n;
