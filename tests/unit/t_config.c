@@ -1186,12 +1186,12 @@ TEST(provider_problems)
 	ASSERT_STREQ(e.msg, REPO ":2:6: providers.a: missing required key "
 				 "'type' (one of: claude-code, codex, gemini, "
 				 "qwen, opencode, aider, openai, anthropic, "
-				 "command)");
+				 "command, acp)");
 	load_err("providers:\n  a: {type: http, command: [x]}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":2:13: providers.a.type: unknown provider "
 				 "type 'http' (expected: claude-code, codex, "
 				 "gemini, qwen, opencode, aider, openai, "
-				 "anthropic, command)");
+				 "anthropic, command, acp)");
 	load_err("providers:\n  a: {type: openai}\n", &e);
 	ASSERT_CONTAINS(e.msg, REPO ":2:6: providers.a: missing required key "
 				    "'model'");
