@@ -92,12 +92,12 @@
 
 /* Where the session is: what the awaited answer moves it to. */
 enum acp_phase {
-	ACP_INIT,     /* initialize sent */
-	ACP_LOAD,     /* session/load sent */
-	ACP_NEW,      /* session/new sent */
-	ACP_MODEL,    /* session/set_model sent */
-	ACP_PROMPT,   /* session/prompt sent: the turn */
-	ACP_DONE,     /* the turn ended (or failed): stdin closed */
+	ACP_INIT,   /* initialize sent */
+	ACP_LOAD,   /* session/load sent */
+	ACP_NEW,    /* session/new sent */
+	ACP_MODEL,  /* session/set_model sent */
+	ACP_PROMPT, /* session/prompt sent: the turn */
+	ACP_DONE,   /* the turn ended (or failed): stdin closed */
 };
 
 /* One terminal, run to its end by terminal/create. */
@@ -105,7 +105,7 @@ struct acp_term {
 	char id[24];
 	struct buf out; /* the output, its last `limit` bytes */
 	int truncated;
-	int status;	/* exit code, or -1 when killed by signal */
+	int status; /* exit code, or -1 when killed by signal */
 	int signal;
 };
 
@@ -113,28 +113,28 @@ struct acp {
 	const struct agent_request *req;
 	struct agent_result *r;
 	struct spawn_talk talk;
-	struct tools_ctx tc;	/* the worktree (realpath'd), for paths */
-	struct sandbox sb;	/* the agent's, also its terminals' */
-	struct strvec env;	/* the agent's additions, also its terminals' */
-	int log;		/* the transcript (req->out_path), or -1 */
-	struct buf line;	/* a line of stdout not yet ended */
-	int skipping;		/* that line is too long: dropped */
+	struct tools_ctx tc; /* the worktree (realpath'd), for paths */
+	struct sandbox sb;   /* the agent's, also its terminals' */
+	struct strvec env;   /* the agent's additions, also its terminals' */
+	int log;	     /* the transcript (req->out_path), or -1 */
+	struct buf line;     /* a line of stdout not yet ended */
+	int skipping;	     /* that line is too long: dropped */
 	json_int_t next_id, wait_id;
 	enum acp_phase phase;
-	int can_load;		/* agentCapabilities.loadSession */
+	int can_load; /* agentCapabilities.loadSession */
 	char session[128];
-	struct buf turn;	/* the agent's text since its last tool call */
-	struct buf last;	/* the last non-empty such text */
-	int answered;		/* session/prompt answered */
+	struct buf turn; /* the agent's text since its last tool call */
+	struct buf last; /* the last non-empty such text */
+	int answered;	 /* session/prompt answered */
 	int64_t meta_in, meta_out; /* usage the agent put in _meta */
 	int meta_seen;
-	int64_t deadline;	/* the provider's timeout, time_mono_ms */
-	int64_t next_tick;	/* when req->on_event gets the next tick */
-	int asked_stop;		/* the engine asked to stop (abort, signal) */
+	int64_t deadline;  /* the provider's timeout, time_mono_ms */
+	int64_t next_tick; /* when req->on_event gets the next tick */
+	int asked_stop;	   /* the engine asked to stop (abort, signal) */
 	int cancel_sent;
 	int64_t cancel_until;
-	int64_t exit_until;	/* the turn is over: kill after this */
-	int stop_now;		/* the callbacks say stop */
+	int64_t exit_until; /* the turn is over: kill after this */
+	int stop_now;	    /* the callbacks say stop */
 	struct acp_term terms[ACP_TERMS_MAX];
 	int nterms_made;
 };
@@ -198,23 +198,20 @@ static void
 send_msg(struct acp *a, json_t *msg)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
-	size_t n;
+	size_t at = a->talk.in.len;
 
 	json_decref(msg);
 	if (!s)
 		BUG("cannot serialize a JSON-RPC message");
-	n = strlen(s);
-	buf_add(&a->talk.in, s, n);
+	buf_adds(&a->talk.in, s);
 	buf_addch(&a->talk.in, '\n');
-	log_bytes(a, s, n);
-	log_bytes(a, "\n", 1);
+	log_bytes(a, a->talk.in.ptr + at, a->talk.in.len - at);
 	free(s);
 }
 
 /* A request whose answer moves the session to phase. */
 static void
-request(struct acp *a, const char *method, json_t *params,
-	enum acp_phase phase)
+request(struct acp *a, const char *method, json_t *params, enum acp_phase phase)
 {
 	a->wait_id = ++a->next_id;
 	a->phase = phase;
@@ -272,12 +269,13 @@ begin_stop(struct acp *a)
 		return a->stop_now = 1;
 	a->cancel_sent = 1;
 	a->cancel_until = time_mono_ms() + ACP_CANCEL_MS;
-	note(a, "[cancel] the run is stopping: session/cancel sent, the "
-		"agent has %d ms to end its turn",
+	note(a,
+	     "[cancel] the run is stopping: session/cancel sent, the "
+	     "agent has %d ms to end its turn",
 	     ACP_CANCEL_MS);
-	send_msg(a, json_pack("{s:s, s:s, s:{s:s}}", "jsonrpc", "2.0",
-			      "method", "session/cancel", "params",
-			      "sessionId", a->session));
+	send_msg(a, json_pack("{s:s, s:s, s:{s:s}}", "jsonrpc", "2.0", "method",
+			      "session/cancel", "params", "sessionId",
+			      a->session));
 	return 0;
 }
 
@@ -319,8 +317,9 @@ start_session(struct acp *a)
 		return;
 	}
 	if (id && *id)
-		note(a, "[session] the agent cannot load session %s "
-			"(no loadSession): a new one starts",
+		note(a,
+		     "[session] the agent cannot load session %s "
+		     "(no loadSession): a new one starts",
 		     id);
 	new_session(a);
 }
@@ -366,8 +365,7 @@ pick_model(struct acp *a, const json_t *res)
 	if (mid && !strcmp(mid, id))
 		return 0;
 	request(a, "session/set_model",
-		json_pack("{s:s, s:s}", "sessionId", a->session, "modelId",
-			  id),
+		json_pack("{s:s, s:s}", "sessionId", a->session, "modelId", id),
 		ACP_MODEL);
 	return 1;
 }
@@ -403,14 +401,12 @@ prompt_usage(struct acp *a, const json_t *res)
 
 	if (json_is_object(u) && jint(u, "inputTokens") >= 0) {
 		a->r->tokens_in = jint(u, "inputTokens");
-		a->r->tokens_out = jint(u, "outputTokens") > 0 ?
-					   jint(u, "outputTokens") :
-					   0;
+		a->r->tokens_out =
+		    jint(u, "outputTokens") > 0 ? jint(u, "outputTokens") : 0;
 	} else if (json_is_object(q) && jint(q, "input_tokens") >= 0) {
 		a->r->tokens_in = jint(q, "input_tokens");
-		a->r->tokens_out = jint(q, "output_tokens") > 0 ?
-					   jint(q, "output_tokens") :
-					   0;
+		a->r->tokens_out =
+		    jint(q, "output_tokens") > 0 ? jint(q, "output_tokens") : 0;
 	} else if (a->meta_seen) {
 		a->r->tokens_in = a->meta_in;
 		a->r->tokens_out = a->meta_out;
@@ -453,16 +449,16 @@ request_failed(struct acp *a, const char *method, const json_t *error)
 	if (code == RPC_AUTH_REQUIRED)
 		a->r->failure = AGENT_FAIL_AUTH;
 	fail(a, "the agent refused %s: %s%s%s%s", method,
-	     msg ? msg : "an error", code == RPC_AUTH_REQUIRED ?
-	     " (authentication required)" : "", data ? ": " : "",
-	     data ? data : "");
+	     msg ? msg : "an error",
+	     code == RPC_AUTH_REQUIRED ? " (authentication required)" : "",
+	     data ? ": " : "", data ? data : "");
 	free(data);
 	end_session(a);
 }
 
 static const char *const phase_methods[] = {
-	[ACP_INIT] = "initialize",	   [ACP_LOAD] = "session/load",
-	[ACP_NEW] = "session/new",	   [ACP_MODEL] = "session/set_model",
+	[ACP_INIT] = "initialize",	 [ACP_LOAD] = "session/load",
+	[ACP_NEW] = "session/new",	 [ACP_MODEL] = "session/set_model",
 	[ACP_PROMPT] = "session/prompt", [ACP_DONE] = "nothing",
 };
 
@@ -523,8 +519,7 @@ on_response(struct acp *a, const json_t *msg)
 			return;
 		}
 		snprintf(a->session, sizeof(a->session), "%s", sid);
-		snprintf(a->r->session_id, sizeof(a->r->session_id), "%s",
-			 sid);
+		snprintf(a->r->session_id, sizeof(a->r->session_id), "%s", sid);
 		rc = pick_model(a, res);
 		if (rc == 0)
 			send_prompt(a);
@@ -548,8 +543,8 @@ block_text(const json_t *content)
 {
 	const char *type = json_get_str(content, "type");
 
-	return type && !strcmp(type, "text") ? json_get_str(content, "text") :
-					      NULL;
+	return type && !strcmp(type, "text") ? json_get_str(content, "text")
+					     : NULL;
 }
 
 /* A session/update: the turn's text, steps and usage. */
@@ -566,9 +561,8 @@ on_update(struct acp *a, const json_t *params)
 	u = json_object_get(json_object_get(up, "_meta"), "usage");
 	if (json_is_object(u) && jint(u, "inputTokens") >= 0) {
 		a->meta_in += jint(u, "inputTokens");
-		a->meta_out += jint(u, "outputTokens") > 0 ?
-				       jint(u, "outputTokens") :
-				       0;
+		a->meta_out +=
+		    jint(u, "outputTokens") > 0 ? jint(u, "outputTokens") : 0;
 		a->meta_seen = 1;
 	}
 	if (!strcmp(kind, "agent_message_chunk")) {
@@ -635,8 +629,9 @@ may_write(struct acp *a, const char *real, struct buf *why)
 	char *w = NULL;
 
 	if (!strncmp(rel, ".baton", 6) && (!rel[6] || rel[6] == '/')) {
-		buf_addf(why, "'%s' is baton's own config (.baton/), which no "
-			      "agent may change",
+		buf_addf(why,
+			 "'%s' is baton's own config (.baton/), which no "
+			 "agent may change",
 			 rel);
 		return -1;
 	}
@@ -673,22 +668,22 @@ static void
 ask_paths(const json_t *tc, struct strvec *out)
 {
 	static const char *const keys[] = {
-		"file_path", "path", "absolute_path", "filePath",
+		"file_path",	 "path",     "absolute_path", "filePath",
 		"notebook_path", "dir_path", "directory",
 	};
 	const json_t *in = json_object_get(tc, "rawInput"), *v;
 	const char *p;
 	size_t i, j;
 
-	json_array_foreach(json_object_get(tc, "locations"), i, v)
-		if ((p = json_get_str(v, "path")))
-			strvec_push(out, p);
+	json_array_foreach(json_object_get(tc, "locations"), i,
+			   v) if ((p = json_get_str(v, "path")))
+	    strvec_push(out, p);
 	for (j = 0; j < ARRAY_SIZE(keys); j++)
 		if ((p = json_get_str(in, keys[j])))
 			strvec_push(out, p);
-	json_array_foreach(json_object_get(tc, "content"), i, v)
-		if ((p = json_get_str(v, "path")))
-			strvec_push(out, p);
+	json_array_foreach(json_object_get(tc, "content"), i,
+			   v) if ((p = json_get_str(v, "path")))
+	    strvec_push(out, p);
 }
 
 /* The command a tool call would run: rawInput.command, else its title. */
@@ -696,17 +691,16 @@ static void
 ask_command(const json_t *tc, struct buf *out)
 {
 	const json_t *cmd = json_object_get(json_object_get(tc, "rawInput"),
-					    "command"), *v;
+					    "command"),
+		     *v;
 	size_t i;
 
 	if (json_is_string(cmd)) {
 		buf_adds(out, json_string_value(cmd));
 		return;
 	}
-	json_array_foreach(cmd, i, v)
-		if (json_is_string(v))
-			buf_addf(out, "%s%s", i ? " " : "",
-				 json_string_value(v));
+	json_array_foreach(cmd, i, v) if (json_is_string(v))
+	    buf_addf(out, "%s%s", i ? " " : "", json_string_value(v));
 	if (!out->len && json_get_str(tc, "title"))
 		buf_adds(out, json_get_str(tc, "title"));
 }
@@ -818,9 +812,9 @@ on_permission(struct acp *a, json_t *id, const json_t *params)
 		respond_error(a, id, RPC_INVALID_PARAMS,
 			      "no allow option was offered");
 	else
-		respond(a, id,
-			json_pack("{s:{s:s}}", "outcome", "outcome",
-				  "cancelled"));
+		respond(
+		    a, id,
+		    json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
 	buf_release(&what);
 	buf_release(&why);
 }
@@ -888,8 +882,7 @@ on_read(struct acp *a, json_t *id, const json_t *params)
 		e = end;
 	}
 	respond(a, id,
-		json_pack("{s:o}", "content",
-			  json_lossy(s, (size_t)(e - s))));
+		json_pack("{s:o}", "content", json_lossy(s, (size_t)(e - s))));
 out:
 	buf_release(&res);
 	buf_release(&why);
@@ -929,10 +922,10 @@ on_write(struct acp *a, json_t *id, const json_t *params)
 		/* what does not exist yet holds no symlink (tools_resolve) */
 		fs_mkdir_p(parent, 0755, NULL);
 	}
-	fd = open(res.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		  0644);
-	rc = fd < 0 ? -errno :
-		      fs_write_all(fd, json_string_value(content),
+	fd = open(res.ptr,
+		  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	rc = fd < 0 ? -errno
+		    : fs_write_all(fd, json_string_value(content),
 				   json_string_length(content));
 	if (rc < 0) {
 		respond_error(a, id, RPC_INTERNAL, "cannot write '%s': %s",
@@ -992,7 +985,10 @@ term_find(struct acp *a, const json_t *params)
 static json_t *
 term_exit(const struct acp_term *t)
 {
-	static const struct { int sig; const char *name; } names[] = {
+	static const struct {
+		int sig;
+		const char *name;
+	} names[] = {
 		{ SIGTERM, "SIGTERM" }, { SIGKILL, "SIGKILL" },
 		{ SIGINT, "SIGINT" },	{ SIGHUP, "SIGHUP" },
 		{ SIGSEGV, "SIGSEGV" }, { SIGABRT, "SIGABRT" },
@@ -1007,8 +1003,8 @@ term_exit(const struct acp_term *t)
 		if (names[i].sig == t->signal)
 			sig = names[i].name;
 	return json_pack("{s:n, s:o}", "exitCode", "signal",
-			 sig ? json_string(sig) :
-			       json_sprintf("SIG%d", t->signal));
+			 sig ? json_string(sig)
+			     : json_sprintf("SIG%d", t->signal));
 }
 
 /*
@@ -1038,9 +1034,8 @@ on_term_create(struct acp *a, json_t *id, const json_t *params)
 		goto out;
 	}
 	buf_adds(&line, cmd);
-	json_array_foreach(args, i, v)
-		if (json_is_string(v))
-			buf_addf(&line, " %s", json_string_value(v));
+	json_array_foreach(args, i, v) if (json_is_string(v))
+	    buf_addf(&line, " %s", json_string_value(v));
 	if (tools_resolve(&a->tc, cwd ? cwd : ".", &dir, &why) < 0) {
 		refuse(a, "terminal/create", "execute", cwd, why.ptr);
 		respond_error(a, id, RPC_INVALID_PARAMS, "%s", why.ptr);
@@ -1068,9 +1063,8 @@ on_term_create(struct acp *a, json_t *id, const json_t *params)
 	}
 	if (json_array_size(args)) {
 		strvec_push(&argv, cmd);
-		json_array_foreach(args, i, v)
-			if (json_is_string(v))
-				strvec_push(&argv, json_string_value(v));
+		json_array_foreach(args, i, v) if (json_is_string(v))
+		    strvec_push(&argv, json_string_value(v));
 	} else {
 		strvec_pushl(&argv, "sh", "-c", cmd, NULL);
 	}
@@ -1086,8 +1080,8 @@ on_term_create(struct acp *a, json_t *id, const json_t *params)
 	}
 	o.cwd = dir.ptr;
 	o.merge_err = 1;
-	o.tail_max = limit > 0 && limit < TOOLS_FILE_MAX ? (size_t)limit :
-							   ACP_TERM_OUTPUT;
+	o.tail_max = limit > 0 && limit < TOOLS_FILE_MAX ? (size_t)limit
+							 : ACP_TERM_OUTPUT;
 	o.timeout_ms = left > 0 && left < INT_MAX ? (int)left : 0;
 	o.kill_grace_ms = ACP_KILL_GRACE_MS;
 	o.wake_fd = a->req->wake_fd;
@@ -1134,9 +1128,9 @@ on_term(struct acp *a, const char *method, json_t *id, const json_t *params)
 
 	if (!t) {
 		respond_error(a, id, RPC_INVALID_PARAMS, "no terminal '%s'",
-			      json_get_str(params, "terminalId") ?
-				      json_get_str(params, "terminalId") :
-				      "");
+			      json_get_str(params, "terminalId")
+				  ? json_get_str(params, "terminalId")
+				  : "");
 		return;
 	}
 	if (!strcmp(method, "terminal/output"))
@@ -1158,14 +1152,14 @@ on_term(struct acp *a, const char *method, json_t *id, const json_t *params)
 
 /* A request from the agent: answered here, always. */
 static void
-on_request(struct acp *a, const char *method, json_t *id,
-	   const json_t *params)
+on_request(struct acp *a, const char *method, json_t *id, const json_t *params)
 {
 	const char *sid = json_get_str(params, "sessionId");
 
 	if (!json_is_object(params)) {
-		respond_error(a, id, RPC_INVALID_PARAMS, "params must be an "
-							 "object");
+		respond_error(a, id, RPC_INVALID_PARAMS,
+			      "params must be an "
+			      "object");
 		return;
 	}
 	if (!sid || strcmp(sid, a->session)) {
@@ -1225,8 +1219,8 @@ acp_out(void *arg, const char *p, size_t len)
 	while (p < end) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl) {
-			if (a->skipping || a->line.len + (size_t)(end - p) >
-						   CLI_LINE_MAX) {
+			if (a->skipping ||
+			    a->line.len + (size_t)(end - p) > CLI_LINE_MAX) {
 				a->skipping = 1;
 				buf_reset(&a->line);
 			} else {
@@ -1317,8 +1311,7 @@ set_outcome(struct acp *a, const struct spawn_result *res)
 }
 
 static int
-acp_run(const struct agent_request *req, struct agent_result *r,
-	struct err *e)
+acp_run(const struct agent_request *req, struct agent_result *r, struct err *e)
 {
 	const struct config_provider *p = req->provider;
 	struct spawn_opts o = SPAWN_OPTS_INIT;
@@ -1363,9 +1356,8 @@ acp_run(const struct agent_request *req, struct agent_result *r,
 	a.tc.cwd = cwd;
 	a.tc.sandbox = req->sandbox;
 	if (req->out_path) {
-		a.log = fs_open_nofollow(req->out_path,
-					 O_WRONLY | O_CREAT | O_APPEND, 0644,
-					 e);
+		a.log = fs_open_nofollow(
+		    req->out_path, O_WRONLY | O_CREAT | O_APPEND, 0644, e);
 		if (a.log < 0) {
 			rc = a.log;
 			goto out;
@@ -1406,8 +1398,8 @@ acp_run(const struct agent_request *req, struct agent_result *r,
 		r->outcome = AGENT_EXIT;
 		r->status = 127;
 		r->failure = AGENT_FAIL_CRASH;
-		fail(&a, "%s", e && e->msg[0] ? e->msg :
-						  "cannot start the agent");
+		fail(&a, "%s",
+		     e && e->msg[0] ? e->msg : "cannot start the agent");
 		rc = 0;
 		goto out;
 	}
@@ -1435,8 +1427,8 @@ acp_run(const struct agent_request *req, struct agent_result *r,
 		     p->name, phase_methods[a.phase]);
 	if (r->outcome == AGENT_OK && !a.answered &&
 	    r->failure == AGENT_FAIL_NONE)
-		r->failure = a.phase == ACP_INIT ? AGENT_FAIL_BAD_OUTPUT :
-						   AGENT_FAIL_CRASH;
+		r->failure = a.phase == ACP_INIT ? AGENT_FAIL_BAD_OUTPUT
+						 : AGENT_FAIL_CRASH;
 	agent__price(p, r);
 	agent_classify(r);
 out:
@@ -1461,11 +1453,11 @@ out:
 /* ---- the transcript, read for people (agent_watch) -------------------- */
 
 struct acp_view {
-	struct buf line;    /* the line not yet ended */
+	struct buf line; /* the line not yet ended */
 	int skipping;
-	int open;	    /* the shown text ends mid-line */
-	int thinking;	    /* a "[thought]" line is open */
-	json_t *titles;	    /* toolCallId -> title */
+	int open;	/* the shown text ends mid-line */
+	int thinking;	/* a "[thought]" line is open */
+	json_t *titles; /* toolCallId -> title */
 };
 
 struct acp_view *
@@ -1538,14 +1530,18 @@ view_update(struct acp_view *v, const json_t *up, struct buf *out)
 			view_text(v, out, text, kind[6] == 't');
 	} else if (!strcmp(kind, "tool_call") ||
 		   !strcmp(kind, "tool_call_update")) {
-		if (id && title && json_object_size(v->titles) < ACP_VIEW_TITLES)
+		if (id && title &&
+		    json_object_size(v->titles) < ACP_VIEW_TITLES)
 			json_object_set_new(v->titles, id, json_string(title));
 		if (!title && id)
-			title = json_string_value(json_object_get(v->titles, id));
+			title =
+			    json_string_value(json_object_get(v->titles, id));
 		tkind = json_get_str(up, "kind");
 		if (!strcmp(kind, "tool_call") || status)
 			view_line(v, out, "[tool] %s%s%s%s%s%s",
-				  title ? title : id ? id : "?",
+				  title ? title
+				  : id	? id
+					: "?",
 				  tkind ? " (" : "", tkind ? tkind : "",
 				  tkind ? ")" : "", status ? ": " : "",
 				  status ? status : "");
@@ -1555,13 +1551,13 @@ view_update(struct acp_view *v, const json_t *up, struct buf *out)
 		{
 			status = json_get_str(e, "status");
 			buf_addf(out, "  [%s] %s\n",
-				 status && !strcmp(status, "completed") ? "x" :
-				 status && !strcmp(status, "in_progress") ?
-									  ">" :
-									  " ",
-				 json_get_str(e, "content") ?
-					 json_get_str(e, "content") :
-					 "");
+				 status && !strcmp(status, "completed") ? "x"
+				 : status && !strcmp(status, "in_progress")
+				     ? ">"
+				     : " ",
+				 json_get_str(e, "content")
+				     ? json_get_str(e, "content")
+				     : "");
 		}
 	}
 }
@@ -1578,19 +1574,19 @@ view_request(struct acp_view *v, const char *method, const json_t *params,
 
 	if (!strcmp(method, "session/request_permission")) {
 		view_line(v, out, "[ask] %s",
-			  json_get_str(tc, "title") ? json_get_str(tc, "title") :
-						      "permission");
+			  json_get_str(tc, "title") ? json_get_str(tc, "title")
+						    : "permission");
 	} else if (!strcmp(method, "fs/read_text_file")) {
 		view_line(v, out, "[read] %s", path ? path : "?");
 	} else if (!strcmp(method, "fs/write_text_file")) {
 		view_line(v, out, "[write] %s", path ? path : "?");
 	} else if (!strcmp(method, "terminal/create")) {
-		buf_adds(&cmd, json_get_str(params, "command") ?
-				       json_get_str(params, "command") :
-				       "?");
-		json_array_foreach(json_object_get(params, "args"), i, x)
-			if (json_is_string(x))
-				buf_addf(&cmd, " %s", json_string_value(x));
+		buf_adds(&cmd, json_get_str(params, "command")
+				   ? json_get_str(params, "command")
+				   : "?");
+		json_array_foreach(json_object_get(params, "args"), i,
+				   x) if (json_is_string(x))
+		    buf_addf(&cmd, " %s", json_string_value(x));
 		view_line(v, out, "[run] %s", cmd.ptr);
 	}
 	buf_release(&cmd);
@@ -1619,17 +1615,17 @@ view_parse(struct acp_view *v, const char *p, size_t len, struct buf *out)
 	method = json_get_str(msg, "method");
 	err = json_object_get(msg, "error");
 	if (method && !strcmp(method, "session/update"))
-		view_update(v,
-			    json_object_get(json_object_get(msg, "params"),
-					    "update"),
-			    out);
+		view_update(
+		    v,
+		    json_object_get(json_object_get(msg, "params"), "update"),
+		    out);
 	else if (method && json_object_get(msg, "id"))
 		view_request(v, method, json_object_get(msg, "params"), out);
 	else if (!method && err)
 		view_line(v, out, "[error] %s",
-			  json_get_str(err, "message") ?
-				  json_get_str(err, "message") :
-				  "an error");
+			  json_get_str(err, "message")
+			      ? json_get_str(err, "message")
+			      : "an error");
 	json_decref(msg);
 }
 

@@ -104,7 +104,8 @@ TEST(spawn_talk_stop_from_on_out_kills_the_child)
 	struct spawn_result r = SPAWN_RESULT_INIT;
 	struct err e = ERR_INIT;
 	struct chat c = { .talk = { .in = BUF_INIT, .on_out = chat_out },
-			  .heard = BUF_INIT, .stop_at = 2 };
+			  .heard = BUF_INIT,
+			  .stop_at = 2 };
 
 	/* never exits by itself: the stop must kill it */
 	strvec_pushl(&o.argv, "sh", "-c", "cat; sleep 100", NULL);
@@ -156,7 +157,8 @@ watch_transcript(size_t step, struct buf *out)
 	w = agent_watch_new("acp", path);
 	for (at = 0; at < all.len; at += n) {
 		n = all.len - at < step ? all.len - at : step;
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		fd =
+		    open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		ASSERT(fd >= 0);
 		ASSERT_EQ(fs_write_all(fd, all.ptr + at, n), 0);
 		close(fd);
@@ -171,21 +173,21 @@ watch_transcript(size_t step, struct buf *out)
 }
 
 static const char acp_view_expected[] =
-	"[thought] Let me think.\n"
-	"[plan]\n"
-	"  [>] Write hello.txt\n"
-	"  [ ] Check it\n"
-	"I'll write the file.\n"
-	"[ask] Writing to hello.txt\n"
-	"[tool] Writing to hello.txt (edit): in_progress\n"
-	"[write] /srv/wt/hello.txt\n"
-	"[tool] Writing to hello.txt: completed\n"
-	"[read] /etc/passwd\n"
-	"[denied] read fs/read_text_file /etc/passwd: '/etc/passwd' is "
-	"outside the worktree\n"
-	"[error] '/etc/passwd' is outside the worktree\n"
-	"[run] make test\n"
-	"Wrote hello.txt.\n";
+    "[thought] Let me think.\n"
+    "[plan]\n"
+    "  [>] Write hello.txt\n"
+    "  [ ] Check it\n"
+    "I'll write the file.\n"
+    "[ask] Writing to hello.txt\n"
+    "[tool] Writing to hello.txt (edit): in_progress\n"
+    "[write] /srv/wt/hello.txt\n"
+    "[tool] Writing to hello.txt: completed\n"
+    "[read] /etc/passwd\n"
+    "[denied] read fs/read_text_file /etc/passwd: '/etc/passwd' is "
+    "outside the worktree\n"
+    "[error] '/etc/passwd' is outside the worktree\n"
+    "[run] make test\n"
+    "Wrote hello.txt.\n";
 
 TEST(watch_acp_transcript_in_pieces)
 {
@@ -219,8 +221,8 @@ load(const char *yaml, struct config *c, struct err *e)
 	int rc;
 
 	config_builder_init(&b);
-	rc = config_add_yaml(&b, "/r/.baton/config.yaml", yaml, strlen(yaml),
-			     e);
+	rc =
+	    config_add_yaml(&b, "/r/.baton/config.yaml", yaml, strlen(yaml), e);
 	if (rc < 0) {
 		config_builder_release(&b);
 		return rc;
@@ -269,7 +271,7 @@ TEST(config_acp_refuses_what_it_cannot_use)
 {
 	static const char *const keys[] = {
 		"base_url: http://x", "api_key_env: K", "effort: low",
-		"max_retries: 1",     "max_steps: 3",   "max_tokens: 9",
+		"max_retries: 1",     "max_steps: 3",	"max_tokens: 9",
 		"isolated: true",
 	};
 	size_t i;
