@@ -28,7 +28,15 @@
 #   {"wait_cancel": SECONDS}              waits for session/cancel; with
 #                                         "ignore": true it then goes on
 #                                         waiting (a stuck agent)
-# "{cwd}" in any string is the session's cwd. Every line it reads and
+# "{cwd}" in any string is the session's cwd.
+#
+# The session's start is set by the environment: ACP_VERSION (the
+# protocolVersion it answers, 1), ACP_LOAD=1 (it offers loadSession; a
+# session/load of an id starting "bad" fails, another replays a user and
+# an agent message of the old session), ACP_MODELS (JSON: the models
+# session/new offers; session/set_model then answers {}), ACP_NEW_ERROR
+# ("CODE:MESSAGE": session/new fails so), ACP_STOP (the stopReason of
+# every turn, end_turn), ACP_EXIT=prompt (it exits 1 on session/prompt). Every line it reads and
 # every answer and event it sees goes to ACP_LOG (one JSON object per
 # line: {"event": ..., ...}).
 import json
@@ -155,7 +163,7 @@ def run_turn(rid, sid, cwd, prompt):
                     return
     update(sid, {"sessionUpdate": "agent_message_chunk",
                  "content": {"type": "text", "text": text}})
-    result = {"stopReason": "end_turn"}
+    result = {"stopReason": os.environ.get("ACP_STOP", "end_turn")}
     if usage:
         result["usage"] = dict(usage, totalTokens=sum(usage.values()))
     send({"jsonrpc": "2.0", "id": rid, "result": result})
@@ -169,14 +177,41 @@ def main():
         log(event="got", method=method)
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": rid, "result": {
-                "protocolVersion": 1,
-                "agentCapabilities": {"loadSession": False},
+                "protocolVersion": int(os.environ.get("ACP_VERSION", "1")),
+                "agentCapabilities": {
+                    "loadSession": os.environ.get("ACP_LOAD") == "1"},
                 "agentInfo": {"name": "acp-agent.py", "version": "1"}}})
+        elif method == "session/new" and os.environ.get("ACP_NEW_ERROR"):
+            code, text = os.environ["ACP_NEW_ERROR"].split(":", 1)
+            send({"jsonrpc": "2.0", "id": rid,
+                  "error": {"code": int(code), "message": text}})
         elif method == "session/new":
             cwd = msg["params"]["cwd"]
             sid = "sess-%d" % os.getpid()
             log(event="session", cwd=cwd, id=sid)
-            send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
+            result = {"sessionId": sid}
+            if os.environ.get("ACP_MODELS"):
+                result["models"] = json.loads(os.environ["ACP_MODELS"])
+            send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "session/load":
+            old = msg["params"]["sessionId"]
+            log(event="load", id=old, cwd=msg["params"]["cwd"])
+            if old.startswith("bad"):
+                send({"jsonrpc": "2.0", "id": rid,
+                      "error": {"code": -32002, "message": "no such session"}})
+                continue
+            sid, cwd = old, msg["params"]["cwd"]
+            update(sid, {"sessionUpdate": "user_message_chunk",
+                         "content": {"type": "text", "text": "old prompt"}})
+            update(sid, {"sessionUpdate": "agent_message_chunk",
+                         "content": {"type": "text", "text": "old answer"}})
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif method == "session/set_model":
+            log(event="set_model", model=msg["params"]["modelId"])
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif method == "session/prompt" and os.environ.get("ACP_EXIT") == "prompt":
+            log(event="exit")
+            sys.exit(1)
         elif method == "session/prompt":
             prompt = "".join(b.get("text", "")
                              for b in msg["params"]["prompt"])

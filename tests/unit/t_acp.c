@@ -299,3 +299,235 @@ TEST(config_acp_refuses_what_it_cannot_use)
 	}
 	LEAK_CHECK();
 }
+
+/* ---- the adapter, against the scripted agent (tests/lib/acp-agent.py) ---- */
+
+/* One call of the scripted agent. */
+struct call {
+	struct config_provider p;
+	struct agent_request req;
+	struct agent_result r;
+	char *script, *log, *out;
+};
+
+/*
+ * Sets up a call of the scripted agent with the "K=V" settings in env,
+ * resuming session resume (or NULL), with providers.a.model model (or
+ * NULL); call_go makes it.
+ */
+static void
+call_init(struct call *c, const char *const *env, const char *resume,
+	  const char *model)
+{
+	const char *f = __FILE__, *slash = strrchr(f, '/');
+	char *rel = xasprintf("%.*s/../lib/acp-agent.py",
+			      slash ? (int)(slash - f) : 1, slash ? f : ".");
+
+	memset(c, 0, sizeof(*c));
+	/* the agent runs in the temporary directory */
+	c->script = realpath(rel, NULL);
+	if (!c->script)
+		test_fail(__FILE__, __LINE__, "no '%s'", rel);
+	free(rel);
+	c->log = xasprintf("%s/agent.log", test_tmpdir());
+	c->out = xasprintf("%s/call.stdout", test_tmpdir());
+	unlink(c->log);
+	unlink(c->out);
+	c->p.name = (char *)"a";
+	c->p.type = (char *)"acp";
+	c->p.model = (char *)model;
+	strvec_init(&c->p.command);
+	strvec_init(&c->p.args);
+	strvec_init(&c->p.env);
+	strvec_pushl(&c->p.command, "python3", c->script, NULL);
+	strvec_pushf(&c->p.env, "ACP_LOG=%s", c->log);
+	strvec_pushv(&c->p.env, env);
+	c->p.timeout_seconds = 30;
+	c->p.max_retries = -1;
+	c->req.provider = &c->p;
+	c->req.cwd = test_tmpdir();
+	c->req.prompt = "You are the implementer.";
+	c->req.out_path = c->out;
+	c->req.wake_fd = -1;
+	c->req.resume_session = resume;
+	c->r = (struct agent_result)AGENT_RESULT_INIT;
+}
+
+static void
+call_go(struct call *c)
+{
+	struct err e = ERR_INIT;
+
+	ASSERT_OK(agent_run(&c->req, &c->r, &e), &e);
+}
+
+static void
+call_run(struct call *c, const char *const *env, const char *resume,
+	 const char *model)
+{
+	call_init(c, env, resume, model);
+	call_go(c);
+}
+
+/* Whether the file at path (the agent's log, the transcript) holds s. */
+static int
+logged(const char *path, const char *s)
+{
+	struct buf b = BUF_INIT;
+	int yes;
+
+	fs_read(path, &b, 0, NULL);
+	yes = strstr(b.ptr, s) != NULL;
+	buf_release(&b);
+	return yes;
+}
+
+static void
+call_release(struct call *c)
+{
+	agent_result_release(&c->r);
+	strvec_clear(&c->p.command);
+	strvec_clear(&c->p.args);
+	strvec_clear(&c->p.env);
+	free(c->script);
+	free(c->log);
+	free(c->out);
+}
+
+static const char *const no_env[] = { NULL };
+
+TEST(acp_a_new_session)
+{
+	struct call c;
+
+	call_run(&c, no_env, NULL, NULL);
+	ASSERT_EQ(c.r.outcome, AGENT_OK);
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_NONE);
+	ASSERT_STREQ(c.r.text.ptr, "OK");
+	ASSERT(!strncmp(c.r.session_id, "sess-", 5));
+	ASSERT(logged(c.out, "\"method\":\"session/new\""));
+	ASSERT(logged(c.out, "\"stopReason\":\"end_turn\""));
+	ASSERT(logged(c.log, "\"event\": \"eof\""));
+	call_release(&c);
+}
+
+TEST(acp_resume_loads_the_session_when_offered)
+{
+	static const char *const env[] = { "ACP_LOAD=1", NULL };
+	struct call c;
+
+	call_run(&c, env, "sess-old", NULL);
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_NONE);
+	ASSERT_STREQ(c.r.session_id, "sess-old");
+	ASSERT(logged(c.log, "\"event\": \"load\", \"id\": \"sess-old\""));
+	ASSERT(!logged(c.out, "\"method\":\"session/new\""));
+	/* what the load replayed is not this turn's text */
+	ASSERT_STREQ(c.r.text.ptr, "OK");
+	call_release(&c);
+}
+
+TEST(acp_resume_falls_back_to_a_new_session)
+{
+	static const char *const load[] = { "ACP_LOAD=1", NULL };
+	struct call c;
+
+	call_run(&c, load, "bad-1", NULL);
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_NONE);
+	ASSERT(!strncmp(c.r.session_id, "sess-", 5));
+	ASSERT(logged(c.out, "[session] session/load failed"));
+	call_release(&c);
+
+	call_run(&c, no_env, "sess-old", NULL);
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_NONE);
+	ASSERT(!logged(c.out, "\"method\":\"session/load\""));
+	ASSERT(logged(c.out, "cannot load session sess-old"));
+	call_release(&c);
+}
+
+#define MODELS                                                                 \
+	"ACP_MODELS={\"currentModelId\": \"d\", \"availableModels\": "         \
+	"[{\"modelId\": \"d\", \"name\": \"default\"}, {\"modelId\": "         \
+	"\"x-1(openai)\", \"name\": \"x-1\"}]}"
+
+TEST(acp_model_is_chosen_by_id_or_name)
+{
+	static const char *const env[] = { MODELS, NULL };
+	struct call c;
+
+	call_run(&c, env, NULL, NULL);
+	ASSERT(!logged(c.log, "set_model"));
+	call_release(&c);
+	call_run(&c, env, NULL, "x-1");
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_NONE);
+	ASSERT(logged(c.log, "\"model\": \"x-1(openai)\""));
+	call_release(&c);
+	call_run(&c, env, NULL, "default"); /* the current one: not set */
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_NONE);
+	ASSERT(!logged(c.log, "set_model"));
+	call_release(&c);
+}
+
+TEST(acp_model_without_a_choice_fails_saying_so)
+{
+	struct call c;
+
+	call_run(&c, no_env, NULL, "x-1");
+	ASSERT(c.r.failure != AGENT_FAIL_NONE);
+	ASSERT_CONTAINS(c.r.message.ptr, "offers no choice of model");
+	ASSERT(!logged(c.out, "\"method\":\"session/prompt\""));
+	call_release(&c);
+}
+
+TEST(acp_failures_are_classified)
+{
+	static const char *const version[] = { "ACP_VERSION=2", NULL };
+	static const char *const auth[] = {
+		"ACP_NEW_ERROR=-32000:Authentication required", NULL
+	};
+	static const char *const limit[] = { "ACP_STOP=max_tokens", NULL };
+	static const char *const exits[] = { "ACP_EXIT=prompt", NULL };
+	struct call c;
+
+	call_run(&c, version, NULL, NULL);
+	ASSERT(c.r.failure != AGENT_FAIL_NONE);
+	ASSERT_CONTAINS(c.r.message.ptr, "the agent speaks ACP version 2");
+	call_release(&c);
+
+	call_run(&c, auth, NULL, NULL);
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_AUTH);
+	ASSERT_CONTAINS(c.r.message.ptr, "session/new");
+	call_release(&c);
+
+	call_run(&c, limit, NULL, NULL);
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_LIMIT);
+	ASSERT_CONTAINS(c.r.message.ptr, "max_tokens");
+	call_release(&c);
+
+	call_run(&c, exits, NULL, NULL);
+	ASSERT_EQ(c.r.outcome, AGENT_EXIT);
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_CRASH);
+	call_release(&c);
+}
+
+TEST(acp_timeout_kills_the_agent)
+{
+	static const char slow[] =
+	    "{\"rules\": [{\"steps\": [{\"wait_cancel\": 60}]}]}";
+	char *script = xasprintf("%s/slow.json", test_tmpdir());
+	char *setting = xasprintf("ACP_SCRIPT=%s", script);
+	const char *env[] = { setting, NULL };
+	struct err e = ERR_INIT;
+	struct call c;
+
+	ASSERT_OK(fs_write_atomic(script, slow, strlen(slow), &e), &e);
+	call_init(&c, env, NULL, NULL);
+	c.p.timeout_seconds = 1;
+	call_go(&c);
+	ASSERT_EQ(c.r.outcome, AGENT_TIMEOUT);
+	ASSERT_EQ(c.r.failure, AGENT_FAIL_TIMEOUT);
+	ASSERT(c.r.duration_ms < 10000);
+	ASSERT(logged(c.log, "\"event\": \"waiting\""));
+	call_release(&c);
+	free(script);
+	free(setting);
+}
