@@ -213,6 +213,60 @@ policies: {allowed_paths: [\"docs/**\"]}" &&
 	test_must_fail grep "cli.sh" ../pdiff
 '
 
+test_expect_success 'a loop run: the asks and writes of the act are held to the loop grants (strict: write:notes/*)' '
+	cat >"$FAKE_STATE/loop.json" <<-\EOF &&
+	{"rules": [
+	  {"kind": "loop-plan", "text": "planned", "steps": [{"artifact":
+	    "{\"done\": false, \"summary\": \"s\", \"step\": \"write a note\", \"effects\": [{\"kind\": \"write\", \"target\": \"notes/1.txt\"}]}"}]},
+	  {"kind": "act", "text": "wrote notes/1.txt", "steps": [
+	    {"request": "session/request_permission", "params": {
+	       "toolCall": {"toolCallId": "a", "title": "Write the note", "kind": "edit",
+	                    "locations": [{"path": "{cwd}/notes/1.txt"}]},
+	       "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+	                   {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}},
+	    {"request": "session/request_permission", "params": {
+	       "toolCall": {"toolCallId": "b", "title": "Edit the CLI", "kind": "edit",
+	                    "locations": [{"path": "{cwd}/cli.sh"}]},
+	       "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+	                   {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}},
+	    {"request": "session/request_permission", "params": {
+	       "toolCall": {"toolCallId": "c", "title": "Fetch", "kind": "execute",
+	                    "rawInput": {"command": "curl https://example.com"}},
+	       "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+	                   {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}},
+	    {"request": "terminal/create", "params": {"command": "make", "args": ["test"]}},
+	    {"request": "fs/write_text_file", "params": {"path": "notes/1.txt", "content": "note 1\n"}},
+	    {"request": "fs/write_text_file", "params": {"path": "other.txt", "content": "x\n"}}]},
+	  {"kind": "evaluate", "text": "evaluated", "steps": [{"artifact":
+	    "{\"status\": \"done\", \"summary\": \"the note is there\"}"}]}
+	]}
+	EOF
+	make_repo loop &&
+	baton_init_with_agent loop "providers:
+  acp:
+    type: acp
+    command: [python3, \"$ACP_AGENT\"]
+    env: {ACP_SCRIPT: \"$FAKE_STATE/loop.json\", ACP_LOG: \"$FAKE_STATE/loop.log\"}
+roles: {default: acp}
+loop: {profile: strict, max_iterations: 1, grants: [\"write:notes/*\"]}" &&
+	cd loop && { "$BATON" run --pipeline loop "Write a note" >../loop.out 2>&1 || :; } &&
+	jq -c "select(.event == \"answer\")" "$FAKE_STATE/loop.log" >../lanswers &&
+	sed -n 1p ../lanswers | jq -e ".result.outcome.optionId == \"yes\"" &&
+	sed -n 2p ../lanswers | jq -e ".result.outcome.optionId == \"no\"" &&
+	sed -n 3p ../lanswers | jq -e ".result.outcome.optionId == \"no\"" &&
+	sed -n 4p ../lanswers | jq -e ".error.message | test(\"profile strict\")" &&
+	sed -n 5p ../lanswers | jq -e ".error == null" &&
+	sed -n 6p ../lanswers | jq -e ".error.message | test(\"other.txt\")" &&
+	id=$(newest_run) &&
+	"$BATON" events "$id" --json >../levents &&
+	jq -c "select(.type == \"permission_refused\") | .data" ../levents >../lrefused &&
+	test_line_count = 4 ../lrefused &&
+	some ../lrefused ".tool == \"Fetch\" and .kind == \"execute\" and .path == \"curl https://example.com\" and (.reason | test(\"loop.grants\"))" &&
+	some ../lrefused ".tool == \"fs/write_text_file\" and .path == \"other.txt\"" &&
+	test "$(cat "$(run_field "$id" worktree)/notes/1.txt")" = "note 1" &&
+	test_path_is_missing "$(run_field "$id" worktree)/other.txt"
+'
+
 cat >qwen.json <<\EOF
 {"rules": [
   {"match": "You are the implementer",

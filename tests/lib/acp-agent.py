@@ -13,13 +13,15 @@
 #               "steps": [STEP...], "text": "final text",
 #               "usage": {"inputTokens": 10, "outputTokens": 2}}]}
 #
-# The first rule whose match occurs in the prompt runs (no match: "OK").
+# The first rule whose match occurs in the prompt (and whose "kind", if
+# it has one, is $BATON_STAGE_KIND) runs (no match: "OK").
 # Steps, in order:
 #   {"request": METHOD, "params": {...}}  a request to baton; its answer
 #                                         is logged; sessionId is added
 #   {"symlink": [TARGET, NAME]}           plants a symlink (NAME relative
 #                                         to the cwd)
 #   {"unlink": NAME}                      removes it again
+#   {"artifact": TEXT}                    writes TEXT to $BATON_ARTIFACT
 #   {"mkdir": NAME}                       a directory in the cwd
 #   {"text": "..."}                       an agent_message_chunk
 #   {"tool_call": {...}}                  a tool_call session/update
@@ -118,7 +120,9 @@ def run_turn(rid, sid, cwd, prompt):
     if SCRIPT:
         with open(SCRIPT) as f:
             rules = json.load(f).get("rules", [])
-    rule = next((r for r in rules if r.get("match", "") in prompt), None)
+    kind = os.environ.get("BATON_STAGE_KIND")
+    rule = next((r for r in rules if r.get("match", "") in prompt and
+                 r.get("kind", kind) == kind), None)
     text, usage = "OK", None
     if rule:
         text = rule.get("text", "OK")
@@ -131,6 +135,9 @@ def run_turn(rid, sid, cwd, prompt):
             elif "symlink" in step:
                 target, name = step["symlink"]
                 os.symlink(target, os.path.join(cwd, name))
+            elif "artifact" in step:
+                with open(os.environ["BATON_ARTIFACT"], "w") as f:
+                    f.write(step["artifact"])
             elif "unlink" in step:
                 os.unlink(os.path.join(cwd, step["unlink"]))
             elif "mkdir" in step:
