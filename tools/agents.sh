@@ -42,7 +42,7 @@ mkdir -p "$dir"
 echo "agents: installing ${PACKAGES[*]} into $dir"
 npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error \
 	"${PACKAGES[@]}"
-for b in claude codex gemini qwen opencode; do
+for b in claude codex gemini qwen opencode claude-code-acp; do
 	[ -x "$dir/node_modules/.bin/$b" ] || {
 		echo "agents: $b missing after install" >&2
 		exit 1
