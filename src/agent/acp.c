@@ -1573,6 +1573,13 @@ view_request(struct acp_view *v, const char *method, const json_t *params,
 	size_t i;
 
 	if (!strcmp(method, "session/request_permission")) {
+		/* its updates may come without their title */
+		if (json_get_str(tc, "toolCallId") &&
+		    json_get_str(tc, "title") &&
+		    json_object_size(v->titles) < ACP_VIEW_TITLES)
+			json_object_set_new(
+			    v->titles, json_get_str(tc, "toolCallId"),
+			    json_string(json_get_str(tc, "title")));
 		view_line(v, out, "[ask] %s",
 			  json_get_str(tc, "title") ? json_get_str(tc, "title")
 						    : "permission");

@@ -32,7 +32,7 @@ acp_script gemini.json \
 	'[{"call": {"name": "read_file", "args": {"file_path": "hello.txt"}}}]'
 acp_script qwen.json \
 	'[{"write": {"path": "hello.txt", "content": "hello from qwen\n"}}]' \
-	'[{"call": {"name": "read_file", "args": {"absolute_path": "{cwd}/hello.txt"}}}]'
+	'[{"call": {"name": "read_file", "args": {"file_path": "{cwd}/hello.txt"}}}]'
 acp_script claude.json \
 	'[{"call": {"name": "mcp__acp__Write", "args": {"file_path": "{cwd}/hello.txt", "content": "hello from claude\n"}}}]' \
 	'[{"call": {"name": "mcp__acp__Bash", "args": {"command": "cat hello.txt && echo term-ok", "description": "show hello.txt", "timeout": 60000}}}]' \
@@ -121,13 +121,16 @@ roles: {default: acp}" &&
 	'
 done
 
-test_expect_success 'qwen: the permission asked before the edit was granted with allow_once, and the file written through fs/write_text_file' '
+test_expect_success 'qwen: the permission asked before the edit was granted with allow_once, the file written through fs/write_text_file and read back through fs/read_text_file' '
 	cd qwen &&
 	out=$(ls .baton/runs/$(newest_run)/calls/*-execute-acp-0.stdout) &&
 	test_grep "\"method\":\"session/request_permission\"" "$out" &&
 	test_grep "\"result\":{\"outcome\":{\"outcome\":\"selected\",\"optionId\":\"proceed_once\"}}" "$out" &&
 	test_must_fail grep "\"optionId\":\"proceed_always\"}}" "$out" &&
-	test_grep "\"method\":\"fs/write_text_file\"" "$out"
+	test_grep "\"method\":\"fs/write_text_file\"" "$out" &&
+	ver=$(ls .baton/runs/$(newest_run)/calls/*-verify-acp-0.stdout) &&
+	test_grep "\"method\":\"fs/read_text_file\"" "$ver" &&
+	test_grep "\"content\":\"hello from qwen" "$ver"
 '
 
 test_expect_success 'gemini: the shell command was asked for and granted, the model set over ACP' '
