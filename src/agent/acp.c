@@ -327,8 +327,9 @@ start_session(struct acp *a)
 /*
  * providers.NAME.model against the models session/new offered: the
  * modelId itself or the id of the model of that name. Sends
- * session/set_model unless it is the current one; 0 when the prompt may
- * go at once, -1 when the agent offers no choice (a failure).
+ * session/set_model unless it is the current one. Returns 0 when the
+ * prompt may go at once, 1 when session/set_model was sent, -1 when the
+ * agent offers no choice of model (a failure, in r->message).
  */
 static int
 pick_model(struct acp *a, const json_t *res)
@@ -668,8 +669,9 @@ static void
 ask_paths(const json_t *tc, struct strvec *out)
 {
 	static const char *const keys[] = {
-		"file_path",	 "path",     "absolute_path", "filePath",
-		"notebook_path", "dir_path", "directory",
+		"file_path", "path",	      "absolute_path",
+		"filePath",  "notebook_path", "dir_path",
+		"directory", "new_path",      "destination",
 	};
 	const json_t *in = json_object_get(tc, "rawInput"), *v;
 	const char *p;
