@@ -51,9 +51,10 @@ PACKAGES=(
 	@continuedev/cli@1.5.47
 	playwright-core@1.65.1
 	@octokit/webhooks-examples@7.6.1
+	@zed-industries/claude-code-acp@0.16.2
 )
 # The programs the agent CLIs above install, in .bin/.
-BINS=(claude codex gemini qwen opencode copilot pi kilo cline cn)
+BINS=(claude codex gemini qwen opencode copilot pi kilo cline cn claude-code-acp)
 
 if ! command -v npm >/dev/null 2>&1; then
 	echo "agents: npm not found: install Node.js 20 (or Debian's nodejs" \

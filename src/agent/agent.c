@@ -4,6 +4,8 @@
  */
 #include "util/compat.h"
 
+#include <jansson.h>
+
 #include "agent/agent.h"
 #include "agent/agent_int.h"
 #include "core/config.h"
@@ -18,7 +20,7 @@ static const struct agent_adapter *const adapters[] = {
 	&agent_continue_adapter, &agent_amp_adapter,
 	&agent_auggie_adapter,	 &agent_crush_adapter,
 	&agent_openai_adapter,	 &agent_anthropic_adapter,
-	&agent_command_adapter,
+	&agent_command_adapter,	 &agent_acp_adapter,
 };
 
 static const struct agent_info *infos[ARRAY_SIZE(adapters)];
@@ -109,6 +111,8 @@ agent_result_release(struct agent_result *r)
 	buf_release(&r->text);
 	buf_release(&r->message);
 	buf_release(&r->err_tail);
+	json_decref(r->refused);
+	r->refused = NULL;
 }
 
 const char *

@@ -13,6 +13,9 @@
  *   gemini       gemini -p --output-format stream-json    (cli.c)
  *   qwen         qwen -p --output-format stream-json      (cli.c)
  *   opencode     opencode run --format json               (cli.c)
+ *   acp          any agent speaking the Agent Client Protocol
+ *                over its stdio (gemini --acp, qwen --acp,
+ *                claude-code-acp)                         (acp.c)
  *   aider        aider --message, plain text              (cli.c)
  *   copilot      copilot --output-format json -p          (cli.c)
  *   pi           pi -p --mode json                        (cli.c)
@@ -35,6 +38,8 @@
 
 struct config_provider;
 struct err;
+struct json_t;
+struct policy;
 struct sandbox;
 struct strvec;
 
@@ -83,10 +88,23 @@ struct agent_request {
 	 * on demand. NULL: none.
 	 */
 	const char *home;
+	const char *resume_session; /* an earlier call's session id to continue, or NULL */
 	const struct sandbox *sandbox; /* NULL or off: no sandbox */
 	int wake_fd, tick_ms;	  /* see spawn_opts */
 	spawn_event_cb *on_event;
 	void *arg;
+	/*
+	 * What an agent that asks before it acts (ACP's
+	 * session/request_permission, and its fs and terminal requests) may
+	 * do. policy: a loop run's envelope (core/policy.h), every effect
+	 * held to policy_check; NULL: the other pipelines' rule, writes
+	 * within allowed_paths (NULL or empty: anywhere in the worktree),
+	 * commands and fetches granted (the sandbox holds them). Either way
+	 * a path outside the worktree (directly, by "..", through a
+	 * symlink), under .git or under .baton is refused.
+	 */
+	const struct policy *policy;
+	const struct strvec *allowed_paths;
 };
 
 struct agent_result {
@@ -106,6 +124,12 @@ struct agent_result {
 	double cost_usd;      /* reported by the agent, else from pricing */
 	int cost_known;	      /* cost_usd came from the agent or pricing */
 	int steps;	      /* turns / tool-loop steps, when known */
+	/*
+	 * ACP: what the agent asked for and was refused, a JSON array of
+	 * {"tool", "kind", "path", "reason"} (path: the file, command or
+	 * host), or NULL; agent_result_release frees it.
+	 */
+	struct json_t *refused;
 };
 
 #define AGENT_RESULT_INIT                                                      \

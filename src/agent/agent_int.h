@@ -9,6 +9,7 @@
 
 #include "agent/agent.h"
 
+struct buf;
 struct config_provider;
 
 struct agent_adapter {
@@ -42,5 +43,21 @@ extern const struct agent_adapter agent_auggie_adapter;	  /* cli.c */
 extern const struct agent_adapter agent_crush_adapter;	  /* cli.c */
 extern const struct agent_adapter agent_openai_adapter;	  /* http.c */
 extern const struct agent_adapter agent_anthropic_adapter; /* http.c */
+extern const struct agent_adapter agent_acp_adapter;	   /* acp.c */
+
+/*
+ * An ACP transcript read for display (agent_watch, type acp): each
+ * session/update line as readable text (the agent's message, "[tool]
+ * TITLE: status" per tool call, "[plan]" with its entries, "[thought]"),
+ * each request the agent made ("[read] PATH", "[write] PATH", "[run]
+ * COMMAND", "[ask] TITLE"), errors, and baton's own lines (refusals, the
+ * cancel) as they are. Same contract as cli__view_* (cli_int.h).
+ */
+struct acp_view;
+struct acp_view *acp__view_new(void);
+size_t acp__view_feed(struct acp_view *v, const char *p, size_t len,
+		      struct buf *out);
+size_t acp__view_finish(struct acp_view *v, struct buf *out);
+void acp__view_free(struct acp_view *v);
 
 #endif

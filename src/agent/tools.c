@@ -198,9 +198,9 @@ normalize(const char *p, struct buf *out)
  * or through a symlink), a dangling symlink, under .git, or in baton's
  * own .baton/ (has_baton).
  */
-static int
-resolve(const struct tools_ctx *ctx, const char *path, struct buf *res,
-	struct buf *out)
+int
+tools_resolve(const struct tools_ctx *ctx, const char *path, struct buf *res,
+	      struct buf *out)
 {
 	struct buf full = BUF_INIT, norm = BUF_INIT;
 	char *real = NULL, *slash, save;
@@ -393,7 +393,7 @@ tool_read_file(const struct tools_ctx *ctx, json_t *args, struct buf *out)
 		fail(out, "offset must be 1 or more and limit 0 or more");
 		goto out;
 	}
-	if (resolve(ctx, path, &res, out) < 0 ||
+	if (tools_resolve(ctx, path, &res, out) < 0 ||
 	    load(res.ptr, path, &data, out) < 0)
 		goto out;
 	if (is_binary(data.ptr, data.len)) {
@@ -455,7 +455,7 @@ tool_write_file(const struct tools_ctx *ctx, json_t *args, struct buf *out)
 	    arg_str(args, "content", 1, &content, out) < 0)
 		goto out;
 	len = json_string_length(json_object_get(args, "content"));
-	if (resolve(ctx, path, &res, out) < 0)
+	if (tools_resolve(ctx, path, &res, out) < 0)
 		goto out;
 	if (fs_is_dir(res.ptr)) {
 		fail(out, "'%s' is a directory", path);
@@ -501,7 +501,7 @@ tool_edit(const struct tools_ctx *ctx, json_t *args, struct buf *out)
 		fail(out, "old is empty; use write_file to create a file");
 		goto out;
 	}
-	if (resolve(ctx, path, &res, out) < 0 ||
+	if (tools_resolve(ctx, path, &res, out) < 0 ||
 	    load(res.ptr, path, &data, out) < 0)
 		goto out;
 	end = data.ptr + data.len;
@@ -597,7 +597,7 @@ tool_list(const struct tools_ctx *ctx, json_t *args, struct buf *out)
 		goto out;
 	if (!path || !*path)
 		path = ".";
-	if (resolve(ctx, path, &res, out) < 0 ||
+	if (tools_resolve(ctx, path, &res, out) < 0 ||
 	    read_dir(res.ptr, path, 1, &names, out) < 0)
 		goto out;
 	for (i = 0; i < names.nr && i < TOOLS_LIST_MAX; i++)
@@ -722,7 +722,7 @@ tool_search(const struct tools_ctx *ctx, json_t *args, struct buf *out)
 	}
 	if (!path || !*path)
 		path = ".";
-	if (resolve(ctx, path, &res, out) < 0)
+	if (tools_resolve(ctx, path, &res, out) < 0)
 		goto out;
 	if (stat(res.ptr, &st) < 0) {
 		fail(out, "'%s' does not exist", path);

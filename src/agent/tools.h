@@ -49,6 +49,18 @@ int tools_call(const struct tools_ctx *ctx, const char *name, json_t *args,
 	       struct buf *out);
 
 /*
+ * The confinement every tool applies to a path, for other clients of the
+ * worktree (the ACP provider's fs and terminal methods): path as an agent
+ * wrote it (relative to ctx->cwd, or absolute) into res, the real
+ * absolute path it names, or -1 with the reason appended to out: empty,
+ * outside the worktree (directly, by "..", or through a symlink), a
+ * dangling symlink, under .git, or in baton's own .baton/. The parts of
+ * res that do not exist yet hold no symlink; open it with O_NOFOLLOW.
+ */
+int tools_resolve(const struct tools_ctx *ctx, const char *path,
+		  struct buf *res, struct buf *out);
+
+/*
  * The tool definitions in a wire's shape, as a new JSON array (caller
  * decrefs): anthropic nonzero gives Messages API tools ({name,
  * description, input_schema}), zero gives Chat Completions tools

@@ -16,6 +16,7 @@
  * between two events (nor a secret, which the engine redacts per event).
  * The HTTP agents write their transcript (a line per tool step, retries,
  * the error) to the same path while they run, so they read as plain.
+ * An ACP agent's is its JSON-RPC traffic, which acp.c's view reads.
  */
 #include "util/compat.h"
 
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/agent_int.h"
 #include "agent/cli_int.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -38,6 +40,7 @@ struct agent_watch {
 	char *path;
 	off_t offset;	       /* bytes of the file already read */
 	struct cli_view *view; /* the type's JSON parser; NULL: plain */
+	struct acp_view *acp;  /* type acp: its transcript's reader */
 	struct buf partial;    /* plain: the line not yet ended */
 };
 
@@ -50,6 +53,8 @@ agent_watch_new(const char *type, const char *path)
 	w->path = xstrdup(path);
 	w->offset = size > 0 ? (off_t)size : 0;
 	w->view = cli__view_new(type);
+	if (type && !strcmp(type, "acp"))
+		w->acp = acp__view_new();
 	w->partial = (struct buf)BUF_INIT;
 	return w;
 }
@@ -103,7 +108,9 @@ read_new(struct agent_watch *w, struct buf *out)
 		if (n <= 0)
 			break;
 		w->offset += n;
-		if (w->view)
+		if (w->acp)
+			acp__view_feed(w->acp, chunk, (size_t)n, out);
+		else if (w->view)
 			cli__view_feed(w->view, chunk, (size_t)n, out);
 		else
 			plain_feed(w, chunk, (size_t)n, out);
@@ -128,7 +135,9 @@ agent_watch_finish(struct agent_watch *w, struct buf *out)
 	size_t before = out->len;
 
 	read_new(w, out);
-	if (w->view) {
+	if (w->acp) {
+		acp__view_finish(w->acp, out);
+	} else if (w->view) {
 		cli__view_finish(w->view, out);
 	} else {
 		buf_add(out, w->partial.ptr, w->partial.len);
@@ -143,6 +152,7 @@ agent_watch_free(struct agent_watch *w)
 	if (!w)
 		return;
 	cli__view_free(w->view);
+	acp__view_free(w->acp);
 	buf_release(&w->partial);
 	free(w->path);
 	free(w);

@@ -125,6 +125,13 @@ check_clis(int *installed)
 		const struct agent_info *a = infos[i];
 		char *path;
 
+		if (!a->program && !strcmp(a->type, "acp")) {
+			/* the program is whatever the provider names */
+			cli_printf("  %-12s %-9s any agent its provider names "
+				   "(%s)\n",
+				   a->type, "-", a->install_hint);
+			continue;
+		}
 		if (!a->program)
 			continue;
 		path = agent_which(a->program);

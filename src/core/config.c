@@ -50,7 +50,15 @@ static const char *const provider_types[] = {
     "claude-code", "codex",  "gemini",	  "qwen",    "opencode",
     "aider",	   "copilot", "pi",	  "kilo",    "cline",
     "continue",	   "amp",    "auggie",	  "crush",   "openai",
-    "anthropic",   "command", NULL,
+    "anthropic",   "command", "acp",     NULL,
+};
+/*
+ * Keys an ACP provider does not take: the agent is pointed at its model
+ * server, key and settings by its own command, args and env.
+ */
+static const char *const acp_refused_keys[] = {
+    "effort",	  "base_url",  "api_key_env", "max_retries",
+    "max_steps", "max_tokens", "isolated",    NULL,
 };
 static const char *const pricing_keys[] = {"input", "output", NULL};
 static const char *const efforts[] = {"low", "medium", "high", NULL};
@@ -619,7 +627,8 @@ read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
 			     "%s: %s: missing required key 'type' (one of: "
 			     "claude-code, codex, gemini, qwen, opencode, "
 			     "aider, copilot, pi, kilo, cline, continue, amp, "
-			     "auggie, crush, openai, anthropic, command)",
+			     "auggie, crush, openai, anthropic, command, "
+			     "acp)",
 			     where, path.ptr);
 		goto out;
 	}
@@ -639,13 +648,37 @@ read_provider(const struct cnode *pn, struct config_provider *p, struct err *e)
 	http = !strcmp(p->type, "openai") || !strcmp(p->type, "anthropic");
 
 	n = cnode_get(pn, "command");
-	if ((!n || is_null(n)) && !strcmp(p->type, "command")) {
+	if ((!n || is_null(n)) &&
+	    (!strcmp(p->type, "command") || !strcmp(p->type, "acp"))) {
 		cnode_where(n ? n : pn, where, sizeof(where));
 		rc = err_set(e, BATON_EINVAL,
 			     "%s: %s: missing required key 'command' "
-			     "(a command provider needs the program to run)",
-			     where, path.ptr);
+			     "(%s)",
+			     where, path.ptr,
+			     strcmp(p->type, "acp") ?
+				     "a command provider needs the program "
+				     "to run" :
+				     "an ACP provider needs the agent to "
+				     "start, such as [gemini, --acp]");
 		goto out;
+	}
+	if (!strcmp(p->type, "acp")) {
+		size_t i;
+
+		for (i = 0; acp_refused_keys[i]; i++) {
+			const struct cnode *k = cnode_get(pn, acp_refused_keys[i]);
+
+			if (!k)
+				continue;
+			buf_reset(&kpath);
+			buf_addf(&kpath, "%s.%s", path.ptr, acp_refused_keys[i]);
+			rc = node_error(k, kpath.ptr,
+					"an ACP agent takes no such key: point "
+					"it at its model server, key and "
+					"settings with its own args and env",
+					e);
+			goto out;
+		}
 	}
 	if (n && !is_null(n)) {
 		buf_reset(&kpath);
@@ -1938,12 +1971,18 @@ config_requires_approval(const struct config *c, const char *status,
 int
 config_path_allowed(const struct config *c, const char *path)
 {
+	return config_globs_allow(&c->allowed_paths, path);
+}
+
+int
+config_globs_allow(const struct strvec *globs, const char *path)
+{
 	size_t i;
 
-	if (!c->allowed_paths.nr)
+	if (!globs || !globs->nr)
 		return 1;
-	for (i = 0; i < c->allowed_paths.nr; i++) {
-		const char *g = c->allowed_paths.v[i];
+	for (i = 0; i < globs->nr; i++) {
+		const char *g = globs->v[i];
 		size_t n = strlen(g);
 
 		if (n >= 3 && !strcmp(g + n - 3, "/**"))

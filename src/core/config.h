@@ -297,6 +297,8 @@ int config_requires_approval(const struct config *c, const char *status,
  * '/'), or names one of its directories (docs, docs/ or docs/ followed by **).
  */
 int config_path_allowed(const struct config *c, const char *path);
+/* The same test against globs (NULL or empty: every path). */
+int config_globs_allow(const struct strvec *globs, const char *path);
 
 /* The effective config with origins (see cnode_dump). */
 void config_show(const struct config *c, struct buf *out);

@@ -162,6 +162,13 @@ static const struct event_type types[] = {
 	  "\"policy\": \"integrity\", \"breaches\", \"paths\"}` when the "
 	  "agent went "
 	  "outside its worktree ([security.md](security.md))" },
+	{ "permission_refused", EVENT_G_AGENT,
+	  "an ACP agent asked to do what the policy does not allow (or to "
+	  "reach outside its worktree), and baton said no; the agent goes on",
+	  "`{\"stage\", \"call\", \"provider\", \"tool\", \"kind\", "
+	  "\"path\", \"reason\"}`: `kind` is the ACP tool kind (`edit`, "
+	  "`execute`, `read`, `fetch`...), `path` the file, command or host "
+	  "([agents.md](agents.md))" },
 
 	/* ---- people and processes steering the run ---- */
 	{ "pause_requested", EVENT_G_STEER, "`baton pause`", "none" },

@@ -479,6 +479,29 @@ note_exit(struct drive *d, const char *call,
 	return engine__note(d, "agent_exited", o, e);
 }
 
+/* What an ACP agent asked for and was refused: an event each. */
+static int
+note_refused(struct drive *d, const struct stage *s, const char *call,
+	     const struct config_provider *prov,
+	     const struct agent_result *ar, struct err *e)
+{
+	json_t *one, *data;
+	size_t i;
+	int rc = 0;
+
+	json_array_foreach(ar->refused, i, one)
+	{
+		if (rc)
+			break;
+		data = json_deep_copy(one);
+		json_object_set_new(data, "stage", json_string(s->name));
+		json_object_set_new(data, "call", json_string(call));
+		json_object_set_new(data, "provider", json_string(prov->name));
+		rc = engine__note(d, "permission_refused", data, e);
+	}
+	return rc;
+}
+
 /*
  * A quota or an outage: waits until the agent said the limit resets,
  * else backs off (execution.backoff_seconds, doubling, with jitter),
@@ -723,6 +746,8 @@ engine__call(struct drive *d, const struct stage *s,
 		req.tick_ms = TICK_MS;
 		req.on_event = watch_child;
 		req.arg = &w;
+		req.policy = d->call ? d->call->policy : NULL;
+		req.allowed_paths = &d->en->cfg->allowed_paths;
 		agent_result_release(&ar);
 		ar = (struct agent_result)AGENT_RESULT_INIT;
 		if (d->r.worktree) {
@@ -761,7 +786,9 @@ engine__call(struct drive *d, const struct stage *s,
 		each_artifact(d, s->kind, redact_file);
 		keep_call_files(d, s, call);
 		count_usage(d, s, &ar);
-		rc = note_exit(d, call, prov, &ar, e);
+		rc = note_refused(d, s, call, prov, &ar, e);
+		if (!rc)
+			rc = note_exit(d, call, prov, &ar, e);
 		if (!rc && d->r.worktree)
 			rc = guard_end(d, s, &guard, &breach, e);
 		if (rc)

@@ -95,6 +95,8 @@ struct child_status {
 
 enum kill_phase { PHASE_NONE, PHASE_TERM, PHASE_KILL };
 
+struct run;
+
 /* One output stream of the child: its pipe, file, tail and total. */
 struct stream {
 	int fd;		  /* read end of the pipe; -1 once at EOF */
@@ -102,6 +104,7 @@ struct stream {
 	const char *path; /* for messages */
 	struct buf *tail;
 	uint64_t *bytes;
+	struct run *talk; /* stdout of a talk: its run, for on_out; or NULL */
 };
 
 /* One spawn_run in progress. */
@@ -599,6 +602,8 @@ run_escalate(struct run *run, int64_t now)
 	}
 }
 
+static void talk_out(struct run *run, const char *p, size_t n);
+
 static void
 stream_put(struct stream *s, const char *p, size_t n)
 {
@@ -615,6 +620,8 @@ stream_put(struct stream *s, const char *p, size_t n)
 	}
 	buf_add_tail(s->tail, p, n);
 	*s->bytes += n;
+	if (s->talk)
+		talk_out(s->talk, p, n);
 }
 
 /*
@@ -648,6 +655,37 @@ stream_read(struct stream *s, int max_reads)
 	free(chunk);
 }
 
+/*
+ * A talk's stdin: writes what talk->in holds as far as the pipe takes it,
+ * dropping what was written from the buffer; closes stdin once the
+ * buffer is empty and close_in is set. EPIPE (the child closed its end)
+ * closes it and drops the rest.
+ */
+static void
+feed_talk(struct run *run)
+{
+	struct spawn_talk *t = run->o->talk;
+	ssize_t n;
+
+	while (run->in_fd >= 0 && t->in.len) {
+		n = write(run->in_fd, t->in.ptr, t->in.len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n < 0) {
+			close_fd(&run->in_fd);
+			break;
+		}
+		memmove(t->in.ptr, t->in.ptr + n, t->in.len - (size_t)n);
+		buf_setlen(&t->in, t->in.len - (size_t)n);
+	}
+	if (run->in_fd < 0)
+		buf_reset(&t->in);
+	else if (t->close_in)
+		close_fd(&run->in_fd);
+}
+
 /* Writes as much of o->in as the pipe takes; closes stdin when done. */
 static void
 feed_stdin(struct run *run)
@@ -655,6 +693,10 @@ feed_stdin(struct run *run)
 	const struct spawn_opts *o = run->o;
 	ssize_t n;
 
+	if (o->talk) {
+		feed_talk(run);
+		return;
+	}
 	while (run->in_fd >= 0 && run->in_off < o->in_len) {
 		n = write(run->in_fd, o->in + run->in_off,
 			  o->in_len - run->in_off);
@@ -685,6 +727,23 @@ run_event(struct run *run, enum spawn_event ev, int64_t now)
 		run->r->stopped = 1;
 		run_kill(run, now);
 	}
+}
+
+/*
+ * A chunk of a talk's stdout: to on_out, whose nonzero answer stops the
+ * child; what the callback queued for stdin is written at once.
+ */
+static void
+talk_out(struct run *run, const char *p, size_t n)
+{
+	const struct spawn_talk *t = run->o->talk;
+
+	if (t->on_out && t->on_out(run->o->arg, p, n) && !run->reaped &&
+	    run->phase == PHASE_NONE) {
+		run->r->stopped = 1;
+		run_kill(run, time_mono_ms());
+	}
+	feed_stdin(run);
 }
 
 /* The poll() timeout: the nearest of the run's timers, -1 for none. */
@@ -787,10 +846,15 @@ run_loop(struct run *run, struct err *e)
 		}
 		if (run_done(run, now))
 			return 0;
+		/* what a callback queued (a talk); o->in is fed on POLLOUT */
+		if (o->talk && run->in_fd >= 0)
+			feed_stdin(run);
 
 		n = 0;
 		i_chld = pfd_add(pfd, &n, sigchld_pipe[0], POLLIN);
-		i_in = pfd_add(pfd, &n, run->in_fd, POLLOUT);
+		i_in = pfd_add(pfd, &n,
+			       o->talk && !o->talk->in.len ? -1 : run->in_fd,
+			       POLLOUT);
 		i_out = pfd_add(pfd, &n, run->out.fd, POLLIN);
 		i_err = pfd_add(pfd, &n, run->err.fd, POLLIN);
 		i_wake = pfd_add(pfd, &n, run->wake_fd, POLLIN);
@@ -1006,9 +1070,9 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *out, struct err *e)
 	rc = sigchld_pipe_open();
 	if (!rc)
 		rc = make_pipe(status_p);
-	if (!rc && o->in)
+	if (!rc && (o->in || o->talk))
 		rc = make_pipe(in_p);
-	if (!rc && !o->in) {
+	if (!rc && !o->in && !o->talk) {
 		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 		rc = devnull < 0 ? -errno : 0;
 		if (!rc) {
@@ -1031,7 +1095,7 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *out, struct err *e)
 			strerror(-rc));
 		goto out;
 	}
-	fd0 = o->in ? in_p[0] : devnull;
+	fd0 = o->in || o->talk ? in_p[0] : devnull;
 	fd1 = o->inherit_out ? -1 : out_p[1];
 	fd2 = o->inherit_out ? -1 : o->merge_err ? out_p[1] : err_p[1];
 
@@ -1082,9 +1146,9 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *out, struct err *e)
 	run.in_fd = in_p[1];
 	in_p[1] = -1;
 	run.out = (struct stream){out_p[0], out_file, o->out_path, &r->out,
-				  &r->out_bytes};
+				  &r->out_bytes, o->talk ? &run : NULL};
 	run.err = (struct stream){err_p[0], err_file, o->err_path, &r->err,
-				  &r->err_bytes};
+				  &r->err_bytes, NULL};
 	out_p[0] = err_p[0] = out_file = err_file = -1;
 	run.grace_ms =
 	    o->kill_grace_ms > 0 ? o->kill_grace_ms : DEFAULT_GRACE_MS;

@@ -53,6 +53,26 @@ enum spawn_event {
  */
 typedef int spawn_event_cb(void *arg, enum spawn_event ev, pid_t pid);
 
+/*
+ * A conversation with the child over its stdin and stdout (a protocol
+ * such as ACP's JSON-RPC). With spawn_opts.talk set, stdin is a pipe
+ * that stays open (o->in is ignored) and is fed from talk->in: bytes a
+ * callback appends there are written as the pipe takes them and removed
+ * from the front of the buffer; once close_in is set and talk->in is
+ * empty, stdin is closed (EOF for the child). Each chunk read from
+ * stdout goes to on_out (as well as to the tail and out_path), from the
+ * same loop, so a callback may answer at once; its nonzero return stops
+ * the child as on_event's does. A child that closed its stdin loses
+ * what is queued. The caller owns talk and releases talk->in.
+ */
+typedef int spawn_out_cb(void *arg, const char *p, size_t len);
+
+struct spawn_talk {
+	struct buf in;	     /* queued for stdin; callbacks append */
+	int close_in;	     /* close stdin once in is written */
+	spawn_out_cb *on_out; /* each chunk of stdout; may be NULL */
+};
+
 struct spawn_opts {
 	struct strvec argv; /* argv[0] is looked up in PATH */
 	struct strvec env;  /* "K=V" entries added to the inherited environment */
@@ -70,6 +90,7 @@ struct spawn_opts {
 	int tick_ms;	      /* 0: no ticks */
 	spawn_event_cb *on_event;
 	void *arg;
+	struct spawn_talk *talk; /* NULL: stdin is o->in (see above) */
 };
 
 #define SPAWN_OPTS_INIT                                                        \

@@ -1187,13 +1187,13 @@ TEST(provider_problems)
 				 "'type' (one of: claude-code, codex, gemini, "
 				 "qwen, opencode, aider, copilot, pi, kilo, "
 				 "cline, continue, amp, auggie, crush, openai, "
-				 "anthropic, command)");
+				 "anthropic, command, acp)");
 	load_err("providers:\n  a: {type: http, command: [x]}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":2:13: providers.a.type: unknown provider "
 				 "type 'http' (expected: claude-code, codex, "
 				 "gemini, qwen, opencode, aider, copilot, pi, "
 				 "kilo, cline, continue, amp, auggie, crush, "
-				 "openai, anthropic, command)");
+				 "openai, anthropic, command, acp)");
 	load_err("providers:\n  a: {type: openai}\n", &e);
 	ASSERT_CONTAINS(e.msg, REPO ":2:6: providers.a: missing required key "
 				    "'model'");
@@ -1291,7 +1291,7 @@ TEST(provider_types_match_the_adapters)
 		"claude-code", "codex",	  "gemini", "qwen",  "opencode",
 		"aider",       "copilot", "pi",	    "kilo",  "cline",
 		"continue",    "amp",	  "auggie", "crush", "openai",
-		"anthropic",   "command",
+		"anthropic",   "command", "acp",
 	};
 	const struct agent_info *const *infos;
 	size_t i, n;

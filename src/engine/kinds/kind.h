@@ -36,6 +36,7 @@ struct config_provider;
 struct engine;
 struct err;
 struct pipeline;
+struct policy;
 struct stage;
 
 /* How a stage ended, as the engine routes it. */
@@ -100,6 +101,8 @@ struct call_spec {
 				     artifact goes ("BATON_OUTCOME"); NULL */
 	const char *ro_dir;	/* a folder the call's sandbox may read (a
 				   plugin's); NULL: none */
+	const struct policy *policy; /* what an ACP agent's asks are held
+					to (agent.h); NULL: allowed_paths */
 	/* holds the output to its contract (BATON_ECONTRACT: retry) */
 	int (*accept)(struct drive *d, const struct stage *s,
 		      const char *text, enum stage_result *res,

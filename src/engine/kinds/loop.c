@@ -476,6 +476,8 @@ loop_context(struct drive *d, struct buf *ctx)
 	loop_release(&st);
 }
 
+static void policy_of(const struct drive *d, struct policy *pol);
+
 /* One agent call of a loop stage into artifact, held to accept(). */
 static int
 loop_call(struct drive *d, const struct stage *s, const char *steers,
@@ -485,6 +487,7 @@ loop_call(struct drive *d, const struct stage *s, const char *steers,
 	struct config_provider own;
 	struct buf ctx = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
+	struct policy pol;
 	int rc;
 
 	if (!engine__players(d, s, &own, 1, reason)) {
@@ -496,9 +499,13 @@ loop_call(struct drive *d, const struct stage *s, const char *steers,
 	strvec_pushf(&env, "BATON_MAX_ITERATIONS=%d", d->r.max_review_loops);
 	cs->context = ctx.ptr;
 	cs->env = &env;
+	/* an ACP agent's asks are held to the envelope its acts are */
+	policy_of(d, &pol);
+	cs->policy = &pol;
 	rc = engine__call_as(d, s, &own, steers, cs, res, reason, e);
 	cs->context = NULL;
 	cs->env = NULL;
+	cs->policy = NULL;
 	strvec_clear(&env);
 	buf_release(&ctx);
 	return rc;
