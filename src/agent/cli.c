@@ -19,6 +19,13 @@
  * --allowedTools a b) therefore cannot swallow or split it. stdin is
  * /dev/null.
  *
+ * A call that continues an earlier session (req->resume_session) gets
+ * it as its type takes it: glued to an option before providers.NAME.args
+ * ("--resume=ID", opencode "--session=ID"), or for codex as the resume
+ * subcommand's operands after every exec option ("resume -- ID PROMPT").
+ * The id is checked (agent_session_id_ok) here again: it came from an
+ * agent's output.
+ *
  * Output streams are JSON lines; lines that are not JSON objects are
  * skipped, lines longer than CLI_LINE_MAX are dropped, and the file is
  * read in chunks, so a long session costs a bounded amount of memory.

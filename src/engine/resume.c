@@ -14,7 +14,8 @@
  *
  * so a call that never ended (baton was killed under it) still has its
  * session on record. The next call of the same stage (and call part) by
- * the same provider looks the last such call up (last_call) and then:
+ * the same provider looks the last such call up (last_call; a first fix
+ * round looks at the execute stage's calls) and then:
  *
  *   a session, and the type resumes       ──▶ native: the adapter continues
  *   natively (agent_info.resumes)             it (claude --resume ...), a
@@ -39,6 +40,7 @@
 
 #include "agent/agent.h"
 #include "core/config.h"
+#include "core/kinds.h"
 #include "core/pipeline.h"
 #include "core/prompt.h"
 #include "engine/engine.h"
@@ -205,10 +207,24 @@ engine__resume_plan(struct drive *d, const struct stage *s,
 	struct last_call lc = { .stage = s->name, .provider = prov->name,
 				.part = part_of(d) };
 	struct buf note = BUF_INIT;
+	size_t i;
 	int rc;
 
 	engine__resume_release(rp);
 	rc = last_call(d, &lc, e);
+	/*
+	 * The first fix round: the agent that made the change fixes it,
+	 * in the session it made it in (same provider: the fixer role is
+	 * often the implementer's).
+	 */
+	for (i = 0; !rc && !lc.call && s->kind == KIND_FIX && !d->call &&
+		    i < d->p->nr_stages;
+	     i++) {
+		if (d->p->stages[i].kind != KIND_EXECUTE)
+			continue;
+		lc.stage = d->p->stages[i].name;
+		rc = last_call(d, &lc, e);
+	}
 	if (rc || !lc.call)
 		goto out;
 	if (lc.session && !agent_session_id_ok(lc.session)) {
@@ -238,7 +254,7 @@ engine__resume_plan(struct drive *d, const struct stage *s,
 			 "on: it holds what the stage has so far. Carry on from "
 			 "where you stopped; the stage's instructions follow "
 			 "again, with what changed since.\n\n## The stage's instructions\n\n",
-			 s->name, lc.call,
+			 lc.stage, lc.call,
 			 lc.clean ? "ended" :
 				    "was cut off before it finished");
 	} else if (!lc.clean) {

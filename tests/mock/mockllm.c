@@ -1955,8 +1955,9 @@ log_exchange(const struct exchange *x)
 	    "reply", x->reply ? x->reply : "other", "status", x->status);
 	if (!line)
 		return;
-	if (x->have_ask && x->ans.seen)
-		json_object_set(line, "seen", x->ans.seen);
+	json_object_set_new(line, "seen",
+			    x->have_ask && x->ans.seen ? json_copy(x->ans.seen)
+						       : json_array());
 	json_dumpf(line, log_fp, JSON_COMPACT);
 	fputc('\n', log_fp);
 	fflush(log_fp);
