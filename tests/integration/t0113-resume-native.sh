@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='native session resume: kill -9 of baton while the mock holds the implementer'"'"'s answer, then baton resume continues the same conversation (claude --resume, codex exec resume, gemini and qwen --resume) with the edits it had made kept'
+test_description='native session resume: kill -9 of baton while the mock holds the implementer'"'"'s answer, then baton resume continues the same conversation (claude --resume, codex exec resume, gemini and qwen --resume) with the edits it had made kept; a fix round continues the implementer'"'"'s session'
 . "$(dirname "$0")/../lib/test-lib.sh"
 need_agents claude codex gemini qwen
 
@@ -134,5 +134,52 @@ codex codex codex /v1 mock-model responses
 gemini gemini gemini - gemini-2.5-flash gemini
 qwen qwen qwen /v1 mock-model chat
 EOF
+
+# A fix round of the same agent: claude implements, the review (the fake
+# agent) asks for changes once, and claude, the fixer too, fixes in the
+# session it implemented in.
+cat >fix-script.json <<-\EOF
+{"rules": [
+  {"match": "continues your earlier session of stage execute",
+   "actions": [{"write": {"path": "part1.txt", "content": "one\n"}},
+               {"write": {"path": "fix.txt", "content": "fixed\n"}}],
+   "text": "Fixed what the review asked."},
+  {"match": "You are the implementer",
+   "actions": [{"write": {"path": "part1.txt", "content": "one\n"}}],
+   "text": "Wrote part1."}
+]}
+EOF
+mock_start fixmock fix-script.json
+
+test_expect_success 'a fix round continues the implementer'"'"'s session natively' '
+	make_repo fixround &&
+	baton_init_with_agent fixround "providers:
+  fake: {type: command, command: [\"$FAKE_AGENT\"]}
+  claude:
+    type: claude-code
+    command: [\"$AGENTS_BIN/claude\"]
+    model: claude-sonnet-4-5
+    base_url: \"$(mock_url fixmock)\"
+    api_key_env: MOCK_KEY
+    max_retries: 0
+    timeout_seconds: 180
+roles: {default: fake, implementer: claude, fixer: claude}" &&
+	cd fixround &&
+	FAKE_REVIEW=CHANGES_REQUESTED,APPROVED \
+		test_expect_code 0 "$BATON" run "Write part1" >../fixround.out 2>&1 &&
+	id=$(newest_run) &&
+	test "$(run_status "$id")" = merge_ready &&
+	"$BATON" events "$id" --json >../fixround.events &&
+	sid=$(jq -r "select(.type == \"agent_exited\" and .data.stage == \"execute\") | .data.session" ../fixround.events) &&
+	test -n "$sid" &&
+	jq -c "select(.type == \"agent_resumed\") | .data" ../fixround.events >../fixround.resumed &&
+	test_line_count = 1 ../fixround.resumed &&
+	test_jq ".stage == \"fix\" and .path == \"native\" and .session == \"$sid\" and .cut_off == false and (.from_call | test(\"execute-claude\"))" ../fixround.resumed &&
+	jq -c "select(.rule == 0)" ../fixmock.log | head -n 1 >../fixround.req &&
+	test_jq "(.seen | index(1)) != null and .tool_results >= 1" ../fixround.req &&
+	git show "baton/$id:fix.txt" >../fix.txt &&
+	echo fixed >../expect-fix &&
+	test_cmp ../expect-fix ../fix.txt
+'
 
 test_done
