@@ -33,8 +33,10 @@
 #define WATCH_PARTIAL_MAX 4096
 /* Bytes read from the file at a time. */
 #define WATCH_CHUNK 65536
-/* agent_transcript_tail reads this many times its max from the end. */
+/* agent_transcript_tail reads this many times its max from the end,
+ * and at least TAIL_READ_MIN bytes. */
 #define TAIL_READ_FACTOR 16
+#define TAIL_READ_MIN	 (4 << 20)
 
 struct agent_watch {
 	char *path;
@@ -175,19 +177,23 @@ agent_transcript_tail(const char *type, const char *path, size_t max,
 	const char *nl;
 
 	/*
-	 * Only the file's last TAIL_READ_FACTOR * max bytes are read (a
-	 * flood costs no more than that): a JSON line cut at the start is
-	 * not JSON and is skipped, a plain one is cut below anyway.
+	 * Only the file's last TAIL_READ_MIN bytes (or TAIL_READ_FACTOR *
+	 * max when more) are read, so a flood costs no more than that (a
+	 * JSON stream's lines are long: a tool result can fill one). A JSON
+	 * line cut at the start is not JSON and is skipped; a plain one is
+	 * cut below anyway.
 	 */
-	if (size > (long long)(TAIL_READ_FACTOR * max))
-		w = watch_at(type, path, (off_t)(size - TAIL_READ_FACTOR * max));
-	else
-		w = watch_at(type, path, 0);
+	long long window = (long long)TAIL_READ_FACTOR * (long long)max;
+
+	if (window < TAIL_READ_MIN)
+		window = TAIL_READ_MIN;
+	w = watch_at(type, path, size > window ? (off_t)(size - window) : 0);
 	agent_watch_finish(w, &all);
 	agent_watch_free(w);
 	if (all.len > max) {
 		cut = all.len - max;
-		nl = memchr(all.ptr + cut, '\n', all.len - cut);
+		/* from a line start: the first one at or after the cut */
+		nl = memchr(all.ptr + cut - 1, '\n', all.len - cut + 1);
 		cut = nl ? (size_t)(nl - all.ptr) + 1 : cut;
 	}
 	buf_add(out, all.ptr + cut, all.len - cut);

@@ -49,6 +49,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
+#include "util/redact.h"
 #include "util/xalloc.h"
 
 /* A summary keeps at most this much of the cut-off call's transcript. */
@@ -183,6 +184,8 @@ summary_note(struct drive *d, const struct stage *s, const char *type,
 
 	agent_transcript_tail(type ? type : "command", path,
 			      RESUME_SUMMARY_MAX, &tail);
+	/* a call cut off before it ended was never redacted on disk */
+	redact_buf(&tail);
 	buf_addf(out,
 		 "## baton: your earlier call was cut off\n\n"
 		 "Your earlier call of stage %s (%s) was cut off: %s. %s"
