@@ -1,7 +1,7 @@
 #!/bin/bash
-test_description='native session resume: kill -9 of baton while the mock holds the implementer'"'"'s answer, then baton resume continues the same conversation (claude --resume, codex exec resume, gemini and qwen --resume) with the edits it had made kept; a fix round continues the implementer'"'"'s session'
+test_description='native session resume: kill -9 of baton while the mock holds the implementer'"'"'s answer, then baton resume continues the same conversation (claude --resume, codex exec resume, gemini and qwen --resume, opencode run --session) with the edits it had made kept; a fix round continues the implementer'"'"'s session'
 . "$(dirname "$0")/../lib/test-lib.sh"
-need_agents claude codex gemini qwen
+need_agents claude codex gemini qwen opencode
 
 # The implementer writes part1.txt, then the mock holds its next answer
 # (hang) until baton is killed. The resumed call carries the earlier
@@ -54,6 +54,8 @@ export MOCK_KEY=sk-mock-resume
 crash_in_hang() {
 	local repo=$1 id n
 	n=$(grep -c '"reply":"hang"' "$TRASH_DIRECTORY/mock.log" 2>/dev/null || true)
+	# where this run's requests start in the mock's log
+	cat "$TRASH_DIRECTORY/mock.log" 2>/dev/null | wc -l >"$TRASH_DIRECTORY/$repo.logstart"
 	cd "$TRASH_DIRECTORY/$repo" &&
 		bg_start "$TRASH_DIRECTORY/$repo.run" "$BATON" run "Write the two parts" &&
 		wait_for 'test -n "$(newest_run)"' &&
@@ -107,7 +109,8 @@ test_expect_success "$agent: baton resume continues the session natively to merg
 test_expect_success "$agent: the mock saw the earlier conversation in the resumed call" '
 	# the first request after the hang: the original prompt (rule 3)
 	# and the note (rule 0) in its user text, the first tool result in it
-	jq -c "select(.wire == \"$wire\" and .rule == 0)" mock.log | head -n 1 >$agent.resumed-req &&
+	tail -n +$(($(cat $agent.logstart) + 1)) mock.log |
+		jq -c "select(.wire == \"$wire\" and .rule == 0)" | head -n 1 >$agent.resumed-req &&
 	test_line_count = 1 $agent.resumed-req &&
 	test_jq "(.seen | index(0)) != null and (.seen | index(3)) != null and .tool_results >= 1" $agent.resumed-req
 '
@@ -133,6 +136,7 @@ claude claude-code claude - claude-sonnet-4-5 anthropic
 codex codex codex /v1 mock-model responses
 gemini gemini gemini - gemini-2.5-flash gemini
 qwen qwen qwen /v1 mock-model chat
+opencode opencode opencode /v1 mock-model chat
 EOF
 
 # A fix round of the same agent: claude implements, the review (the fake

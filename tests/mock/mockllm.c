@@ -995,7 +995,8 @@ decide(const struct ask *a, unsigned long n, struct answer *ans)
 	if (ans->tool)
 		ans->custom =
 		    json_object_get(a->custom_tools, ans->tool) != NULL;
-	else
+	else if (json_array_size(a->tool_names))
+		/* a side request without tools (a title) is answered */
 		ans->hang = json_is_true(json_object_get(rule, "hang"));
 	snprintf(ans->call_id, sizeof(ans->call_id), "call_%lu_0", n);
 	free(cwd);
