@@ -126,13 +126,13 @@ static const struct event_type types[] = {
 	/* ---- agent calls ---- */
 	{ "agent_started", EVENT_G_AGENT, "an agent process started",
 	  "`{\"provider\", \"call\", \"pid\", \"stage\", \"type\", "
-	  "\"part\"}`; `part` is the file a bug-fix or plugin call writes, "
-	  "else null" },
+	  "\"part\", \"role\"?}`; `part` is the file a bug-fix or plugin "
+	  "call writes, else null" },
 	{ "agent_session", EVENT_G_AGENT,
 	  "a running agent named its session (or thread) id, which a later "
 	  "call of the stage can continue ([Session resume](#session-resume))",
 	  "`{\"stage\", \"provider\", \"type\", \"call\", \"session\", "
-	  "\"part\"}`" },
+	  "\"part\", \"role\"?}`" },
 	{ "agent_resumed", EVENT_G_AGENT,
 	  "a call continues an earlier call of its stage: natively in its "
 	  "session, or afresh with a summary of the cut-off call "
@@ -153,7 +153,7 @@ static const struct event_type types[] = {
 	  "`{\"call\", \"provider\", \"type\", \"outcome\": \"ok\" \\| "
 	  "\"exit\" \\| \"crashed\" \\| \"timeout\" \\| \"stopped\", "
 	  "\"failure\", \"exit_code\", \"duration_ms\", \"output_bytes\", "
-	  "\"tokens_in\", \"tokens_out\", \"steps\", \"stage\", \"part\"?, "
+	  "\"tokens_in\", \"tokens_out\", \"steps\", \"stage\", \"role\"?, \"part\"?, "
 	  "\"model\"?, \"cost_usd\"?, \"session\"?, \"message\"?, "
 	  "\"http_status\"?}`; "
 	  "`failure` classifies a failed call: `none`, `quota`, "

@@ -110,6 +110,7 @@ struct watch {
 	const char *provider;
 	const char *call;	  /* an agent's call; NULL for the checks */
 	const char *part;	  /* d->call's artifact, or NULL */
+	const char *role;	  /* the stage's role, or NULL */
 	const char *type;	  /* the provider's type */
 	int session_noted;	  /* its agent_session event is on record */
 	const char *out_path;	  /* what it writes (calls/<call>.stdout) */
@@ -175,11 +176,11 @@ note_session(struct watch *w, const char *sid, struct err *e)
 	if (!agent_session_id_ok(sid))
 		return 0;
 	return engine__note(w->d, "agent_session",
-			    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?}",
+			    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}",
 				      "stage", w->stage, "provider",
 				      w->provider, "type", w->type, "call",
 				      w->call, "session", sid, "part",
-				      w->part),
+				      w->part, "role", w->role),
 			    e);
 }
 
@@ -203,11 +204,12 @@ watch_child(void *arg, enum spawn_event ev, pid_t pid)
 		if (w->call)
 			w->rc = engine__note(
 				d, "agent_started",
-				json_pack("{s:s, s:s, s:i, s:s, s:s, s:s?}",
+				json_pack("{s:s, s:s, s:i, s:s, s:s, s:s?, "
+					  "s:s?}",
 					  "provider", w->provider, "call",
 					  w->call, "pid", (int)pid, "stage",
 					  w->stage, "type", w->type, "part",
-					  w->part),
+					  w->part, "role", w->role),
 				&e);
 		return 0;
 	case SPAWN_EV_WAKE:
@@ -494,6 +496,8 @@ note_exit(struct drive *d, const struct stage *s, const char *call,
 		(json_int_t)ar->tokens_out, "steps", ar->steps);
 
 	json_object_set_new(o, "stage", json_string(s->name));
+	if (s->role)
+		json_object_set_new(o, "role", json_string(s->role));
 	if (d->call)
 		json_object_set_new(o, "part", json_string(d->call->artifact));
 	if (prov->model)
@@ -705,7 +709,8 @@ engine__call(struct drive *d, const struct stage *s,
 	for (;;) {
 		struct watch w = { .d = d, .stage = s->name,
 				   .provider = prov->name, .type = prov->type,
-				   .part = d->call ? d->call->artifact : NULL };
+				   .part = d->call ? d->call->artifact : NULL,
+				   .role = s->role };
 		struct agent_request req = { 0 };
 		struct err cerr = ERR_INIT;
 
