@@ -1701,6 +1701,8 @@ const struct agent_adapter agent_acp_adapter = {
 		.auth_hint = "log the agent in once, or give it its key in "
 			     "providers.NAME.env",
 		.is_cli = 1,
+		/* session/load, when the agent offers loadSession */
+		.resumes = 1,
 	},
 	.run = acp_run,
 };

@@ -4,6 +4,7 @@
  */
 #include "util/compat.h"
 
+#include <ctype.h>
 #include <jansson.h>
 
 #include "agent/agent.h"
@@ -143,4 +144,21 @@ agent_failure_name(enum agent_failure f)
 	};
 
 	return names[f];
+}
+
+int
+agent_session_id_ok(const char *id)
+{
+	size_t i;
+
+	if (!id || !isalnum((unsigned char)id[0]))
+		return 0;
+	for (i = 0; id[i]; i++) {
+		unsigned char c = (unsigned char)id[i];
+
+		if (i >= AGENT_SESSION_MAX ||
+		    !(c < 0x80 && (isalnum(c) || strchr("._:-", c))))
+			return 0;
+	}
+	return 1;
 }

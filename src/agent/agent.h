@@ -206,7 +206,40 @@ struct agent_info {
 	const char *install_hint; /* how to install it */
 	const char *auth_hint;	  /* what to set when auth fails */
 	int is_cli;
+	/*
+	 * The adapter continues req->resume_session natively (claude
+	 * --resume, codex exec resume, ...): the engine then keeps the
+	 * worktree of a cut-off call and sends no transcript summary.
+	 */
+	int resumes;
 };
+
+/*
+ * Whether id may be handed to an agent as a session to resume. A session
+ * id comes from the agent's own output, which is untrusted: it goes on a
+ * command line, so only 1 to AGENT_SESSION_MAX bytes of [A-Za-z0-9._:-]
+ * starting with a letter or a digit pass (never a flag, a path, a
+ * shell metacharacter or a line break).
+ */
+#define AGENT_SESSION_MAX 127
+int agent_session_id_ok(const char *id);
+
+/*
+ * The session id a watched call has reported so far (a JSON-stream CLI
+ * names it early: claude's init, codex's thread.started), or "" when it
+ * has not or its type has no stream. Borrowed until agent_watch_free.
+ */
+const char *agent_watch_session(const struct agent_watch *w);
+
+/*
+ * The readable account of a finished call's output file (as
+ * agent_watch shows it: text and a line per tool call for the JSON
+ * streams, the bytes for the rest), appended to out; when longer than
+ * max bytes, only its end is kept, from a line start. For the summary a
+ * fresh call gets of a cut-off one. A missing file appends nothing.
+ */
+void agent_transcript_tail(const char *type, const char *path, size_t max,
+			   struct buf *out);
 
 /*
  * The absolute path of program: itself when it holds a '/', else the

@@ -20,6 +20,13 @@
  * --allowedTools a b) therefore cannot swallow or split it. stdin is
  * /dev/null.
  *
+ * A call that continues an earlier session (req->resume_session) gets
+ * it as its type takes it: glued to an option before providers.NAME.args
+ * ("--resume=ID", opencode "--session=ID"), or for codex as the resume
+ * subcommand's operands after every exec option ("resume -- ID PROMPT").
+ * The id is checked (agent_session_id_ok) here again: it came from an
+ * agent's output.
+ *
  * Output streams are JSON lines; lines that are not JSON objects are
  * skipped, lines longer than CLI_LINE_MAX are dropped, and the file is
  * read in chunks, so a long session costs a bounded amount of memory.
@@ -110,6 +117,14 @@ struct cli_preset {
 	const char *const *env;		     /* fixed "K=V" */
 	const char *model_flag;		     /* NULL: setup adds the model */
 	const char *prompt_opt; /* "--prompt=": glued; NULL: "--" PROMPT */
+	/*
+	 * How a call continues req->resume_session: resume_opt glued to
+	 * the id ("--resume=ID") before providers.NAME.args, or resume_sub,
+	 * a subcommand that takes the id and the prompt as its operands
+	 * (codex exec resume -- ID PROMPT). Neither: no native resume.
+	 */
+	const char *resume_opt;
+	const char *resume_sub;
 	unsigned flags;		/* CLI_F_* */
 	/* base_url, key, retries, effort, the private home */
 	int (*setup)(struct cli_build *b, struct err *e);
@@ -1756,6 +1771,7 @@ static const char *const no_env[] = { NULL };
 
 static const struct cli_preset claude_preset = {
 	.adapter = &agent_claude_adapter,
+	.resume_opt = "--resume=",
 	.argv = claude_flags,
 	.env = claude_env,
 	.model_flag = "--model",
@@ -1766,6 +1782,7 @@ static const struct cli_preset claude_preset = {
 
 static const struct cli_preset codex_preset = {
 	.adapter = &agent_codex_adapter,
+	.resume_sub = "resume",
 	.argv = codex_flags,
 	.env = no_env,
 	.model_flag = "-m",
@@ -1775,6 +1792,7 @@ static const struct cli_preset codex_preset = {
 
 static const struct cli_preset gemini_preset = {
 	.adapter = &agent_gemini_adapter,
+	.resume_opt = "--resume=",
 	.argv = gemini_flags,
 	.env = gemini_env,
 	.model_flag = "--model",
@@ -1786,6 +1804,7 @@ static const struct cli_preset gemini_preset = {
 
 static const struct cli_preset qwen_preset = {
 	.adapter = &agent_qwen_adapter,
+	.resume_opt = "--resume=",
 	.argv = qwen_flags,
 	.env = no_env,
 	.model_flag = "--model",
@@ -1797,6 +1816,7 @@ static const struct cli_preset qwen_preset = {
 
 static const struct cli_preset opencode_preset = {
 	.adapter = &agent_opencode_adapter,
+	.resume_opt = "--session=",
 	.argv = opencode_flags,
 	.env = opencode_env,
 	.setup = opencode_setup,
@@ -1949,6 +1969,12 @@ cli__view_finish(struct cli_view *v, struct buf *out)
 	return out->len - before;
 }
 
+const char *
+cli__view_session(const struct cli_view *v)
+{
+	return v->r.session_id;
+}
+
 void
 cli__view_free(struct cli_view *v)
 {
@@ -1968,6 +1994,7 @@ cli__build(const struct agent_request *req, const char *program,
 	const struct config_provider *p = req->provider;
 	const struct cli_preset *cp = preset_for(p->type);
 	struct cli_build b = { req, p, argv, env, NULL, 0 };
+	const char *resume = req->resume_session;
 	size_t i;
 	int rc;
 
@@ -1975,6 +2002,20 @@ cli__build(const struct agent_request *req, const char *program,
 		return err_set(e, BATON_EINVAL,
 			       "provider '%s': '%s' is not a CLI type", p->name,
 			       p->type);
+	/*
+	 * The id came from an agent's output: checked again here, where it
+	 * goes into argv, whatever the caller did (agent_session_id_ok).
+	 */
+	if (resume && !agent_session_id_ok(resume))
+		return err_set(e, BATON_EINVAL,
+			       "provider '%s': refusing to resume a session "
+			       "whose id is not a plain token",
+			       p->name);
+	if (resume && !cp->resume_opt && !cp->resume_sub)
+		return err_set(e, BATON_EINVAL,
+			       "provider '%s': type '%s' cannot resume a "
+			       "session",
+			       p->name, p->type);
 	b.key = p->api_key_env ? getenv(p->api_key_env) : NULL;
 	if (b.key && !*b.key)
 		b.key = NULL;
@@ -1994,8 +2035,13 @@ cli__build(const struct agent_request *req, const char *program,
 		return err_prefix(e, "provider '%s' (%s)", p->name, p->type);
 	if (cp->model_flag && p->model)
 		strvec_pushl(argv, cp->model_flag, p->model, NULL);
+	if (resume && cp->resume_opt)
+		strvec_pushf(argv, "%s%s", cp->resume_opt, resume);
 	strvec_pushv(argv, p->args.v);
-	if (cp->prompt_opt)
+	if (resume && cp->resume_sub)
+		strvec_pushl(argv, cp->resume_sub, "--", resume,
+			     req->prompt ? req->prompt : "", NULL);
+	else if (cp->prompt_opt)
 		strvec_pushf(argv, "%s%s", cp->prompt_opt,
 			     req->prompt ? req->prompt : "");
 	else if (cp->flags & CLI_F_BARE_PROMPT)
@@ -2366,6 +2412,7 @@ const struct agent_adapter agent_claude_adapter = {
 		.auth_hint = "set ANTHROPIC_API_KEY (providers.NAME.api_key_env) "
 			     "or log in with `claude` once",
 		.is_cli = 1,
+		.resumes = 1,
 	},
 	.run = cli_run,
 	.parse = claude_parse,
@@ -2379,6 +2426,7 @@ const struct agent_adapter agent_codex_adapter = {
 		.auth_hint = "run `codex login` or set "
 			     "providers.NAME.api_key_env",
 		.is_cli = 1,
+		.resumes = 1,
 	},
 	.run = cli_run,
 	.parse = codex_parse,
@@ -2392,6 +2440,7 @@ const struct agent_adapter agent_gemini_adapter = {
 		.auth_hint = "set GEMINI_API_KEY (providers.NAME.api_key_env) "
 			     "or log in with `gemini` once",
 		.is_cli = 1,
+		.resumes = 1,
 	},
 	.run = cli_run,
 	.parse = gemini_parse,
@@ -2404,6 +2453,7 @@ const struct agent_adapter agent_qwen_adapter = {
 		.install_hint = "npm install -g @qwen-code/qwen-code",
 		.auth_hint = "set OPENAI_API_KEY (providers.NAME.api_key_env)",
 		.is_cli = 1,
+		.resumes = 1,
 	},
 	.run = cli_run,
 	.parse = qwen_parse,
@@ -2417,6 +2467,7 @@ const struct agent_adapter agent_opencode_adapter = {
 		.auth_hint = "run `opencode auth login` or set "
 			     "providers.NAME.api_key_env",
 		.is_cli = 1,
+		.resumes = 1,
 	},
 	.run = cli_run,
 	.parse = opencode_parse,

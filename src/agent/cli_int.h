@@ -57,5 +57,7 @@ size_t cli__view_feed(struct cli_view *v, const char *p, size_t len,
 		      struct buf *out);
 size_t cli__view_finish(struct cli_view *v, struct buf *out);
 void cli__view_free(struct cli_view *v);
+/* The session id the stream has named so far, or "" (borrowed). */
+const char *cli__view_session(const struct cli_view *v);
 
 #endif

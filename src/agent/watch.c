@@ -35,6 +35,10 @@
 #define WATCH_PARTIAL_MAX 4096
 /* Bytes read from the file at a time. */
 #define WATCH_CHUNK 65536
+/* agent_transcript_tail reads this many times its max from the end,
+ * and at least TAIL_READ_MIN bytes. */
+#define TAIL_READ_FACTOR 16
+#define TAIL_READ_MIN	 (4 << 20)
 
 struct agent_watch {
 	char *path;
@@ -44,19 +48,27 @@ struct agent_watch {
 	struct buf partial;    /* plain: the line not yet ended */
 };
 
-struct agent_watch *
-agent_watch_new(const char *type, const char *path)
+/* A watch of path that has read its first offset bytes already. */
+static struct agent_watch *
+watch_at(const char *type, const char *path, off_t offset)
 {
 	struct agent_watch *w = xcalloc(1, sizeof(*w));
-	long long size = fs_size(path);
 
 	w->path = xstrdup(path);
-	w->offset = size > 0 ? (off_t)size : 0;
+	w->offset = offset;
 	w->view = cli__view_new(type);
 	if (type && !strcmp(type, "acp"))
 		w->acp = acp__view_new();
 	w->partial = (struct buf)BUF_INIT;
 	return w;
+}
+
+struct agent_watch *
+agent_watch_new(const char *type, const char *path)
+{
+	long long size = fs_size(path);
+
+	return watch_at(type, path, size > 0 ? (off_t)size : 0);
 }
 
 /*
@@ -156,4 +168,44 @@ agent_watch_free(struct agent_watch *w)
 	buf_release(&w->partial);
 	free(w->path);
 	free(w);
+}
+
+const char *
+agent_watch_session(const struct agent_watch *w)
+{
+	return w && w->view ? cli__view_session(w->view) : "";
+}
+
+void
+agent_transcript_tail(const char *type, const char *path, size_t max,
+		      struct buf *out)
+{
+	struct agent_watch *w;
+	struct buf all = BUF_INIT;
+	long long size = fs_size(path);
+	size_t cut = 0;
+	const char *nl;
+
+	/*
+	 * Only the file's last TAIL_READ_MIN bytes (or TAIL_READ_FACTOR *
+	 * max when more) are read, so a flood costs no more than that (a
+	 * JSON stream's lines are long: a tool result can fill one). A JSON
+	 * line cut at the start is not JSON and is skipped; a plain one is
+	 * cut below anyway.
+	 */
+	long long window = (long long)TAIL_READ_FACTOR * (long long)max;
+
+	if (window < TAIL_READ_MIN)
+		window = TAIL_READ_MIN;
+	w = watch_at(type, path, size > window ? (off_t)(size - window) : 0);
+	agent_watch_finish(w, &all);
+	agent_watch_free(w);
+	if (all.len > max) {
+		cut = all.len - max;
+		/* from a line start: the first one at or after the cut */
+		nl = memchr(all.ptr + cut - 1, '\n', all.len - cut + 1);
+		cut = nl ? (size_t)(nl - all.ptr) + 1 : cut;
+	}
+	buf_add(out, all.ptr + cut, all.len - cut);
+	buf_release(&all);
 }

@@ -125,7 +125,25 @@ static const struct event_type types[] = {
 
 	/* ---- agent calls ---- */
 	{ "agent_started", EVENT_G_AGENT, "an agent process started",
-	  "`{\"provider\", \"call\", \"pid\"}`" },
+	  "`{\"provider\", \"call\", \"pid\", \"stage\", \"type\", "
+	  "\"part\", \"role\"?}`; `part` is the file a bug-fix or plugin "
+	  "call writes, else null" },
+	{ "agent_session", EVENT_G_AGENT,
+	  "a running agent named its session (or thread) id, which a later "
+	  "call of the stage can continue ([Session resume](#session-resume))",
+	  "`{\"stage\", \"provider\", \"type\", \"call\", \"session\", "
+	  "\"part\", \"role\"?}`" },
+	{ "agent_resumed", EVENT_G_AGENT,
+	  "a call continues an earlier call of its stage: natively in its "
+	  "session, or afresh with a summary of the cut-off call "
+	  "([Session resume](#session-resume))",
+	  "`{\"stage\", \"provider\", \"type\", \"path\": \"native\" \\| "
+	  "\"summary\", \"from_call\", \"cut_off\", \"session\"?, "
+	  "\"how\"?, \"part\"?}`" },
+	{ "session_refused", EVENT_G_AGENT,
+	  "the session id an agent reported is not a plain token: it is "
+	  "never passed to an agent",
+	  "`{\"stage\", \"provider\", \"call\", \"reason\"}`" },
 	{ "agent_output", EVENT_G_AGENT,
 	  "an agent (or a validate stage's checks) printed something, about "
 	  "once a second while it runs",
@@ -135,8 +153,9 @@ static const struct event_type types[] = {
 	  "`{\"call\", \"provider\", \"type\", \"outcome\": \"ok\" \\| "
 	  "\"exit\" \\| \"crashed\" \\| \"timeout\" \\| \"stopped\", "
 	  "\"failure\", \"exit_code\", \"duration_ms\", \"output_bytes\", "
-	  "\"tokens_in\", \"tokens_out\", \"steps\", \"model\"?, "
-	  "\"cost_usd\"?, \"session\"?, \"message\"?, \"http_status\"?}`; "
+	  "\"tokens_in\", \"tokens_out\", \"steps\", \"stage\", \"role\"?, \"part\"?, "
+	  "\"model\"?, \"cost_usd\"?, \"session\"?, \"message\"?, "
+	  "\"http_status\"?}`; "
 	  "`failure` classifies a failed call: `none`, `quota`, "
 	  "`unavailable`, `auth`, `missing`, `timeout`, `crash`, "
 	  "`bad_output`, `limit`" },

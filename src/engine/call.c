@@ -109,6 +109,10 @@ struct watch {
 	const char *stage;
 	const char *provider;
 	const char *call;	  /* an agent's call; NULL for the checks */
+	const char *part;	  /* d->call's artifact, or NULL */
+	const char *role;	  /* the stage's role, or NULL */
+	const char *type;	  /* the provider's type */
+	int session_noted;	  /* its agent_session event is on record */
 	const char *out_path;	  /* what it writes (calls/<call>.stdout) */
 	struct agent_watch *aw;	  /* reads out_path as it grows; or NULL */
 	int rc;
@@ -158,6 +162,29 @@ out:
 }
 
 /*
+ * Puts the session id a running call has named (sid; "" none yet) on
+ * record as an "agent_session" event, once: a call cut off before it
+ * ends can then still be resumed (resume.c). An id that is not a plain
+ * token is not recorded. Returns 0 or the store's error.
+ */
+static int
+note_session(struct watch *w, const char *sid, struct err *e)
+{
+	if (w->session_noted || !w->call || !sid || !*sid)
+		return 0;
+	w->session_noted = 1;
+	if (!agent_session_id_ok(sid))
+		return 0;
+	return engine__note(w->d, "agent_session",
+			    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}",
+				      "stage", w->stage, "provider",
+				      w->provider, "type", w->type, "call",
+				      w->call, "session", sid, "part",
+				      w->part, "role", w->role),
+			    e);
+}
+
+/*
  * Called by spawn while a child runs. STARTED: record its process group
  * so that a later driver can kill it if we die. WAKE: a signal arrived;
  * stop the child if it was SIGINT/SIGTERM or an abort request. TICK:
@@ -177,9 +204,12 @@ watch_child(void *arg, enum spawn_event ev, pid_t pid)
 		if (w->call)
 			w->rc = engine__note(
 				d, "agent_started",
-				json_pack("{s:s, s:s, s:i}", "provider",
-					  w->provider, "call", w->call, "pid",
-					  (int)pid),
+				json_pack("{s:s, s:s, s:i, s:s, s:s, s:s?, "
+					  "s:s?}",
+					  "provider", w->provider, "call",
+					  w->call, "pid", (int)pid, "stage",
+					  w->stage, "type", w->type, "part",
+					  w->part, "role", w->role),
 				&e);
 		return 0;
 	case SPAWN_EV_WAKE:
@@ -193,6 +223,9 @@ watch_child(void *arg, enum spawn_event ev, pid_t pid)
 	case SPAWN_EV_TICK:
 		if (w->aw && !w->rc)
 			w->rc = note_output(w, 0, &e);
+		if (w->aw && !w->rc)
+			w->rc = note_session(w, agent_watch_session(w->aw),
+					     &e);
 		engine__report_tick(d);
 		if (d->en->note)
 			d->en->note(d->en->note_arg, ENGINE_NOTE_TICK, &d->r);
@@ -448,7 +481,7 @@ count_usage(struct drive *d, const struct stage *s,
 }
 
 static int
-note_exit(struct drive *d, const char *call,
+note_exit(struct drive *d, const struct stage *s, const char *call,
 	  const struct config_provider *prov, const struct agent_result *ar,
 	  struct err *e)
 {
@@ -462,6 +495,11 @@ note_exit(struct drive *d, const char *call,
 		(json_int_t)ar->tokens_in, "tokens_out",
 		(json_int_t)ar->tokens_out, "steps", ar->steps);
 
+	json_object_set_new(o, "stage", json_string(s->name));
+	if (s->role)
+		json_object_set_new(o, "role", json_string(s->role));
+	if (d->call)
+		json_object_set_new(o, "part", json_string(d->call->artifact));
 	if (prov->model)
 		json_object_set_new(o, "model", json_string(prov->model));
 	if (ar->cost_known)
@@ -667,12 +705,13 @@ engine__call(struct drive *d, const struct stage *s,
 	struct buf prompt = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
 	struct sandbox sb = SANDBOX_INIT;
+	struct resume_plan rp = { 0 };
 	char *retry = NULL, *call = NULL, *pfile = NULL, *ofile = NULL,
 	     *breach = NULL, *efile = NULL, *home = NULL, *gitdir = NULL,
 	     *out_dir = NULL,
 	     *calls_dir = engine__run_file(d, "calls");
 	char tail[512];
-	int rc = 0, waits = 0, stop = 0;
+	int rc = 0, waits = 0, stop = 0, keep_plan = 0;
 
 	d->missing = 0;
 	if (d->member) {
@@ -692,7 +731,9 @@ engine__call(struct drive *d, const struct stage *s,
 		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
 	for (;;) {
 		struct watch w = { .d = d, .stage = s->name,
-				   .provider = prov->name };
+				   .provider = prov->name, .type = prov->type,
+				   .part = d->call ? d->call->artifact : NULL,
+				   .role = s->role };
 		struct agent_request req = { 0 };
 		struct err cerr = ERR_INIT;
 
@@ -713,9 +754,17 @@ engine__call(struct drive *d, const struct stage *s,
 			       xasprintf("%s/agents/%s", d->run_dir, prov->name) :
 			       xasprintf("%s/%s.http", calls_dir, call);
 		rc = make_out_dir(d, out_dir, e);
+		/* an earlier call of this stage to continue (resume.c) */
+		if (!rc && !keep_plan)
+			rc = engine__resume_plan(d, s, prov, &rp, e);
+		keep_plan = 0;
+		if (!rc)
+			rc = engine__resume_note(d, s, prov, &rp, e);
 		if (rc)
 			goto out;
 		buf_reset(&prompt);
+		if (rp.note)
+			buf_adds(&prompt, rp.note);
 		engine__render_prompt(d, s, steers, retry, out_dir, &prompt);
 		rc = fs_write_atomic(pfile, prompt.ptr, prompt.len, e);
 		if (!rc && info && info->is_cli)
@@ -741,6 +790,9 @@ engine__call(struct drive *d, const struct stage *s,
 		req.out_path = ofile;
 		req.err_path = efile;
 		req.home = home;
+		req.resume_session = rp.path && !strcmp(rp.path, "native") ?
+					     rp.session :
+					     NULL;
 		req.sandbox = &sb;
 		req.wake_fd = d->wake_fd;
 		req.tick_ms = TICK_MS;
@@ -788,7 +840,7 @@ engine__call(struct drive *d, const struct stage *s,
 		count_usage(d, s, &ar);
 		rc = note_refused(d, s, call, prov, &ar, e);
 		if (!rc)
-			rc = note_exit(d, call, prov, &ar, e);
+			rc = note_exit(d, s, call, prov, &ar, e);
 		if (!rc && d->r.worktree)
 			rc = guard_end(d, s, &guard, &breach, e);
 		if (rc)
@@ -803,6 +855,20 @@ engine__call(struct drive *d, const struct stage *s,
 		if (ar.outcome == AGENT_STOPPED) {
 			*res = STAGE_STOPPED;
 			goto out;
+		}
+		/*
+		 * The agent would not continue the session (it does not
+		 * know it, its files are gone): once, a fresh call told
+		 * what the cut-off one did instead.
+		 */
+		if (req.resume_session && !ar.tokens_out &&
+		    (ar.failure == AGENT_FAIL_CRASH ||
+		     ar.failure == AGENT_FAIL_BAD_OUTPUT)) {
+			engine__resume_fallback(d, s, prov, &rp,
+						ar.message.len ? ar.message.ptr :
+								 tail);
+			keep_plan = 1;
+			continue;
 		}
 		switch (ar.failure) {
 		case AGENT_FAIL_NONE:
@@ -892,6 +958,7 @@ engine__call(struct drive *d, const struct stage *s,
 		retry = xstrdup(cerr.msg);
 	}
 out:
+	engine__resume_release(&rp);
 	agent_result_release(&ar);
 	worktree_guard_release(&guard);
 	buf_release(&prompt);

@@ -11,8 +11,9 @@
  *                           (route.c)
  *   a resting status        ("planned") cross the boundary into the next
  *   waiting / paused        sleep until another process wakes us
- *   interrupted             reset the worktree to the last checkpoint and
- *                           re-enter the stage
+ *   interrupted             reset the worktree to the last checkpoint
+ *                           (unless the stage's agent session will be
+ *                           continued: resume.c) and re-enter the stage
  *
  * Crossing a boundary A → X (route.c): a gate on X sends the run to
  * waiting_for_approval; else a pause request sends it to paused (resume
@@ -546,24 +547,34 @@ static int
 resume_interrupted(struct drive *d, struct err *e)
 {
 	const struct stage *s = pipeline_stage_named(d->p, d->r.stage);
-	int rc;
+	char *session = NULL;
+	json_t *data;
+	int rc, keep;
 
 	if (!s)
 		return engine__move_why(d, ST_FAILED,
 					   "interrupted in an unknown stage",
 					   e);
+	/* a session that will be continued remembers its edits: keep them */
+	keep = engine__resume_keeps_worktree(d, s, &session);
 	if (d->r.worktree && d->r.checkpoint) {
 		rc = engine__hooks_remake(d, e);
-		if (!rc)
+		if (!rc && !keep)
 			rc = worktree_reset(d->en->ws, d->r.worktree,
 					    d->r.checkpoint, e);
-		if (rc)
+		if (rc) {
+			free(session);
 			return rc;
+		}
 	}
-	return engine__move(d, s->status,
-			    json_pack("{s:s}", "checkpoint",
-				      d->r.checkpoint ? d->r.checkpoint : ""),
-			    e);
+	data = json_pack("{s:s}", "checkpoint",
+			 d->r.checkpoint ? d->r.checkpoint : "");
+	if (keep) {
+		json_object_set_new(data, "worktree_kept", json_true());
+		json_object_set_new(data, "session", json_string(session));
+	}
+	free(session);
+	return engine__move(d, s->status, data, e);
 }
 
 /*

@@ -54,6 +54,44 @@ int engine__cross(struct drive *d, const struct stage *x,
 		  const struct stage *back, int loop, struct err *e);
 
 /*
+ * resume.c: continuing an earlier call's session (the top of resume.c).
+ * engine__resume_plan reads the last call of stage s (and d->call's
+ * part) by prov from the journal and fills rp: path "native" (continue
+ * rp->session), "summary" (a fresh call told what the cut-off one did)
+ * or NULL (a fresh call), and the note to put before the prompt. A
+ * session id that is not a plain token is dropped with a
+ * "session_refused" event. engine__resume_fallback turns a native plan
+ * whose call the agent refused into a summary one (why: the agent's
+ * message). engine__resume_note records the path taken as an
+ * "agent_resumed" event (none for a fresh call).
+ * engine__resume_keeps_worktree: 1 when stage s's last call will be
+ * continued natively (its provider is configured with the same type,
+ * which resumes, and it named a valid session), with *session set
+ * (caller frees); else 0.
+ */
+struct resume_plan {
+	const char *path;  /* "native", "summary", or NULL: fresh */
+	char *session;	   /* native: the session to continue */
+	char *from_call;   /* the earlier call on record, or NULL */
+	char *note;	   /* text before the prompt, or NULL */
+	const char *type;  /* the earlier call's type, when prov's */
+	int cut_off;	   /* the earlier call did not end cleanly */
+	char how[160];	   /* how it ended */
+};
+int engine__resume_plan(struct drive *d, const struct stage *s,
+			const struct config_provider *prov,
+			struct resume_plan *rp, struct err *e);
+void engine__resume_fallback(struct drive *d, const struct stage *s,
+			     const struct config_provider *prov,
+			     struct resume_plan *rp, const char *why);
+int engine__resume_note(struct drive *d, const struct stage *s,
+			const struct config_provider *prov,
+			const struct resume_plan *rp, struct err *e);
+void engine__resume_release(struct resume_plan *rp);
+int engine__resume_keeps_worktree(struct drive *d, const struct stage *s,
+				  char **session);
+
+/*
  * prompt.c: stage s's prompt for its next call into out: its template
  * (d->call's, else the kind's) with the run's variables, steers and the
  * context; retry (may be NULL) says why the last answer was refused.

@@ -419,7 +419,8 @@ test_expect_success 'the log: one valid JSON object per request, with every fiel
 	test_line_count = 5 l.log &&
 	jq -s . l.log >log.all &&
 	test_jq "[.[].n] == [1, 2, 3, 4, 5]" log.all &&
-	test_jq "all(.[]; (keys | sort) == ([\"n\", \"method\", \"path\", \"wire\", \"model\", \"stream\", \"key\", \"tools\", \"tool_results\", \"rule\", \"reply\", \"status\"] | sort))" log.all &&
+	test_jq "all(.[]; (keys | sort) == ([\"n\", \"method\", \"path\", \"wire\", \"model\", \"stream\", \"key\", \"tools\", \"tool_results\", \"rule\", \"reply\", \"status\", \"seen\"] | sort))" log.all &&
+	test_jq "[.[].seen | length] | .[0] == 0" log.all &&
 	test_jq "[.[].wire] == [\"other\", \"anthropic\", \"chat\", \"responses\", \"gemini\"]" log.all &&
 	test_jq "[.[].key] == [null, \"sk-a\", \"sk-c\", null, \"sk-g\"]" log.all &&
 	test_jq "[.[].stream] == [false, true, false, true, true]" log.all &&

@@ -40,7 +40,9 @@
  *                 │                                    shut down our side,
  *                 │                                    LINGER reading until
  *                 │                                    EOF or 2 s ──> closed
- *                 └── EOF, error or idle timeout ──> closed
+ *                 ├── EOF, error or idle timeout ──> closed
+ *                 └── a "hang" rule's text ──> HOLD: no answer, reading
+ *                     until EOF or 600 s ──> closed
  *
  * Lingering keeps the kernel from answering the client's unread bytes
  * with a reset that could destroy our response before it is read.
@@ -71,6 +73,7 @@
 #define CONN_MAX       1024
 #define IDLE_SECONDS   120 /* a connection silent this long is dropped */
 #define LINGER_SECONDS 2
+#define HOLD_SECONDS   600 /* a "hang" rule holds its connection this long */
 #define DEFAULT_TEXT   "OK"
 #define DEFAULT_MODEL  "mock-model"
 #define DEFAULT_IN     100
@@ -435,6 +438,9 @@ load_script(void)
 		if (json_object_get(r, "text") &&
 		    !json_is_string(json_object_get(r, "text")))
 			script_error("rule %zu: \"text\" is not a string", i);
+		if (json_object_get(r, "hang") &&
+		    !json_is_boolean(json_object_get(r, "hang")))
+			script_error("rule %zu: \"hang\" is not a boolean", i);
 		u = json_object_get(r, "usage");
 		if (u && (!json_is_object(u) ||
 			  (json_object_get(u, "in") &&
@@ -815,6 +821,8 @@ struct answer {
 	int custom;   /* Responses: a custom (free-form input) tool */
 	json_int_t in, out;
 	char call_id[48];
+	int hang;     /* the rule's "hang": the text is never sent */
+	json_t *seen; /* indices of the rules whose match the text has */
 };
 
 static void
@@ -823,6 +831,7 @@ answer_release(struct answer *ans)
 	free(ans->text);
 	free(ans->tool);
 	json_decref(ans->args);
+	json_decref(ans->seen);
 	memset(ans, 0, sizeof(*ans));
 }
 
@@ -955,13 +964,15 @@ decide(const struct ask *a, unsigned long n, struct answer *ans)
 	ans->rule = -1;
 	ans->in = DEFAULT_IN;
 	ans->out = DEFAULT_OUT;
+	ans->seen = json_array();
 	json_array_foreach(rules, i, r)
 	{
 		match = json_string_value(json_object_get(r, "match"));
-		if (!match || !*match || strstr(a->user.ptr, match)) {
+		if (match && *match && strstr(a->user.ptr, match))
+			json_array_append_new(ans->seen, json_integer((int)i));
+		if (!rule && (!match || !*match || strstr(a->user.ptr, match))) {
 			rule = r;
 			ans->rule = (int)i;
-			break;
 		}
 	}
 	cwd = find_cwd(a);
@@ -985,6 +996,9 @@ decide(const struct ask *a, unsigned long n, struct answer *ans)
 	if (ans->tool)
 		ans->custom =
 		    json_object_get(a->custom_tools, ans->tool) != NULL;
+	else if (json_array_size(a->tool_names))
+		/* a side request without tools (a title) is answered */
+		ans->hang = json_is_true(json_object_get(rule, "hang"));
 	snprintf(ans->call_id, sizeof(ans->call_id), "call_%lu_0", n);
 	free(cwd);
 }
@@ -1270,6 +1284,7 @@ struct exchange {
 	int status;
 	char *reply;	  /* log: text | tool:<name> | error:<status> | other */
 	struct sbuf *out; /* where the response goes */
+	int hang;	  /* no response: hold the connection */
 	int sse_seq;	  /* Responses: sequence_number of the next event */
 };
 
@@ -1871,6 +1886,12 @@ serve_model(struct exchange *x)
 		return;
 	}
 	decide(&x->ask, x->n, &x->ans);
+	if (x->ans.hang) {
+		/* held: the connection gets no answer until it closes */
+		x->hang = 1;
+		set_reply(x, "hang");
+		return;
+	}
 	w->render(x);
 	if (x->ans.tool)
 		set_reply(x, "tool:%s", x->ans.tool);
@@ -1936,6 +1957,9 @@ log_exchange(const struct exchange *x)
 	    "reply", x->reply ? x->reply : "other", "status", x->status);
 	if (!line)
 		return;
+	json_object_set_new(line, "seen",
+			    x->have_ask && x->ans.seen ? json_copy(x->ans.seen)
+						       : json_array());
 	json_dumpf(line, log_fp, JSON_COMPACT);
 	fputc('\n', log_fp);
 	fflush(log_fp);
@@ -1944,7 +1968,7 @@ log_exchange(const struct exchange *x)
 
 /* --- connections -------------------------------------------------------- */
 
-enum conn_state { CONN_READING, CONN_WRITING, CONN_LINGER };
+enum conn_state { CONN_READING, CONN_WRITING, CONN_LINGER, CONN_HOLD };
 
 struct conn {
 	int fd; /* -1 once closed */
@@ -2039,7 +2063,9 @@ out:
 		ask_release(&x.ask);
 	answer_release(&x.ans);
 	free(x.reply);
-	c->state = CONN_WRITING;
+	c->state = x.hang ? CONN_HOLD : CONN_WRITING;
+	if (x.hang)
+		c->deadline = time(NULL) + HOLD_SECONDS;
 }
 
 /*
@@ -2144,7 +2170,7 @@ conn_read(struct conn *c, time_t now)
 	ssize_t n;
 	int eof = 0;
 
-	if (c->state == CONN_LINGER) {
+	if (c->state == CONN_LINGER || c->state == CONN_HOLD) {
 		for (;;) {
 			n = read(c->fd, junk, sizeof(junk));
 			if (n > 0 || (n < 0 && errno == EINTR))
@@ -2195,6 +2221,7 @@ conn_events(const struct conn *c)
 	case CONN_WRITING:
 		return POLLOUT;
 	case CONN_LINGER:
+	case CONN_HOLD:
 		return POLLIN;
 	}
 	return 0;

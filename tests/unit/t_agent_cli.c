@@ -1089,6 +1089,95 @@ TEST(build_rejects_other_types)
 	LEAK_CHECK();
 }
 
+/*
+ * A session to resume goes into argv as each CLI takes it, glued to its
+ * option (or, for codex, as an operand after "--"), so an id can never
+ * read as a flag; one that is not a plain token is refused.
+ */
+TEST(build_resume)
+{
+	static const struct {
+		const char *type, *want;
+	} cases[] = {
+		{ "claude-code", "claude | -p | --output-format | stream-json | "
+				 "--verbose | --dangerously-skip-permissions | "
+				 "--resume=0a1b-c2 | --x | -- | -do the thing" },
+		{ "gemini", "gemini | --output-format | stream-json | --yolo | "
+			    "--skip-trust | --resume=0a1b-c2 | --x | "
+			    "--prompt=-do the thing" },
+		{ "qwen", "qwen | --output-format | stream-json | --yolo | "
+			  "--auth-type | openai | --resume=0a1b-c2 | --x | "
+			  "--prompt=-do the thing" },
+		{ "opencode", "opencode | run | --format | json | "
+			      "--session=0a1b-c2 | --x | -- | -do the thing" },
+	};
+	static const char *const hostile[] = {
+		"-rf", "--dangerously-skip-permissions", "a b", "a;touch x",
+		"$(id)", "a\nb", "../../etc/passwd", "", "a`b`", "\xc3\xa9t\xc3\xa9",
+	};
+	struct config_provider p;
+	struct agent_request req;
+	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
+	struct err e = ERR_INIT;
+	char long_id[AGENT_SESSION_MAX + 2];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		provider_init(&p, cases[i].type);
+		strvec_push(&p.args, "--x");
+		request_init(&req, &p);
+		req.resume_session = "0a1b-c2";
+		ASSERT_OK(cli__build(&req, agent_info(cases[i].type)->program,
+				     &argv, &env, &e),
+			  &e);
+		ASSERT_STREQ(joined(&argv), cases[i].want);
+		ASSERT(agent_info(cases[i].type)->resumes);
+		strvec_clear(&argv);
+		strvec_clear(&env);
+		provider_release(&p);
+	}
+	/* codex: the resume subcommand after every exec option */
+	provider_init(&p, "codex");
+	request_init(&req, &p);
+	req.cwd = "/wt";
+	req.resume_session = "01a2-b3";
+	ASSERT_OK(cli__build(&req, "codex", &argv, &env, &e), &e);
+	ASSERT_CONTAINS(joined(&argv), "| -C | /wt | ");
+	ASSERT_CONTAINS(joined(&argv),
+			"| resume | -- | 01a2-b3 | -do the thing");
+	strvec_clear(&argv);
+	strvec_clear(&env);
+	/* hostile ids: refused before anything is built */
+	for (i = 0; i < ARRAY_SIZE(hostile); i++) {
+		req.resume_session = hostile[i];
+		ASSERT(!agent_session_id_ok(hostile[i]));
+		ASSERT_EQ(cli__build(&req, "codex", &argv, &env, &e),
+			  BATON_EINVAL);
+		ASSERT_CONTAINS(e.msg, "not a plain token");
+		ASSERT_EQ(argv.nr, 0);
+	}
+	memset(long_id, 'a', sizeof(long_id) - 1);
+	long_id[sizeof(long_id) - 1] = '\0';
+	ASSERT(!agent_session_id_ok(long_id));
+	long_id[AGENT_SESSION_MAX] = '\0';
+	ASSERT(agent_session_id_ok(long_id));
+	ASSERT(agent_session_id_ok("ses_de3ccd10ffferGx5QFqVoyWhVW"));
+	ASSERT(agent_session_id_ok("7fbe7640-ffa8-4836-8159-8555a6289184"));
+	ASSERT(!agent_session_id_ok(NULL));
+	provider_release(&p);
+	/* a type without native resume refuses one */
+	provider_init(&p, "aider");
+	request_init(&req, &p);
+	req.resume_session = "abc";
+	ASSERT(!agent_info("aider")->resumes);
+	ASSERT_EQ(cli__build(&req, "aider", &argv, &env, &e), BATON_EINVAL);
+	ASSERT_CONTAINS(e.msg, "cannot resume");
+	provider_release(&p);
+	ASSERT(!agent_info("command")->resumes);
+	ASSERT(!agent_info("openai")->resumes);
+	LEAK_CHECK();
+}
+
 TEST(infos)
 {
 	const struct agent_info *i = agent_info("claude-code");

@@ -303,6 +303,57 @@ TEST(watch_capped_out)
 	buf_release(&out);
 }
 
+/*
+ * A cut-off call's transcript for a summary: the readable account from
+ * the file's start (not its end, as a watch starts), its session noted
+ * on the way; only the end is kept when long, from a line start.
+ */
+TEST(transcript_tail_and_session)
+{
+	struct buf all = BUF_INIT, out = BUF_INIT;
+	struct err e = ERR_INIT;
+	struct agent_watch *w;
+	char line[64], fresh[PATH_MAX], missing[PATH_MAX];
+	int i;
+
+	snprintf(fresh, sizeof(fresh), "%s/new.stdout", test_tmpdir());
+	snprintf(missing, sizeof(missing), "%s/missing", test_tmpdir());
+	ASSERT_OK(fs_read(fixture("claude-stream-json.stdout"), &all, 0, &e),
+		  &e);
+	append(out_file(), all.ptr, all.len);
+	agent_transcript_tail("claude-code", out_file(), 4096, &out);
+	ASSERT_STREQ(out.ptr, "I'll write the file.\n"
+			      "[tool] Write: /srv/example/repo/hello.txt\n"
+			      "MOCK_DONE: wrote hello.txt\n");
+	buf_reset(&out);
+	/* 30 bytes keep the last whole line only */
+	agent_transcript_tail("claude-code", out_file(), 30, &out);
+	ASSERT_STREQ(out.ptr, "MOCK_DONE: wrote hello.txt\n");
+	buf_reset(&out);
+	/* a watch names the session once it has read a line with it */
+	w = agent_watch_new("claude-code", fresh);
+	ASSERT_STREQ(agent_watch_session(w), "");
+	append(fresh, all.ptr, all.len);
+	agent_watch_read(w, &out);
+	ASSERT(strlen(agent_watch_session(w)) > 8);
+	agent_watch_free(w);
+	buf_reset(&out);
+	/* plain output: its last lines, however long the file */
+	fs_unlink(out_file(), NULL);
+	for (i = 0; i < 5000; i++) {
+		snprintf(line, sizeof(line), "line %d\n", i);
+		append(out_file(), line, strlen(line));
+	}
+	agent_transcript_tail("command", out_file(), 20, &out);
+	ASSERT_STREQ(out.ptr, "line 4998\nline 4999\n");
+	buf_reset(&out);
+	agent_transcript_tail("command", missing, 20, &out);
+	ASSERT_EQ(out.len, 0);
+	ASSERT_STREQ(agent_watch_session(NULL), "");
+	buf_release(&out);
+	buf_release(&all);
+}
+
 TEST(watch_free_null)
 {
 	agent_watch_free(NULL);
