@@ -82,6 +82,9 @@ struct drive {
 	   not show (ignored files), for the checkpoint's policy */
 	struct strvec unseen;
 	char *ask_to;		/* STAGE_ASK: the status an answer enters */
+	/* what failed on the stage's last call, for the prompt of the call
+	   that tries again (call.c); NULL: nothing */
+	char *fail_delta;
 };
 
 /*
