@@ -117,7 +117,6 @@ struct watch {
 	const char *call;	  /* an agent's call; NULL for the checks */
 	const char *out_path;	  /* what it writes (calls/<call>.stdout) */
 	struct agent_watch *aw;	  /* reads out_path as it grows; or NULL */
-	struct buf *tail;	  /* the end of what it read, redacted; or NULL */
 	int rc;
 };
 
@@ -145,8 +144,6 @@ note_output(struct watch *w, int final, struct err *e)
 		goto out;
 	buf_add(&text, raw.ptr, raw.len);
 	redact_buf(&text);
-	if (w->tail)
-		buf_add_tail(w->tail, text.ptr, text.len);
 	len = utf8_cut(text.ptr, text.len, OUTPUT_EVENT_MAX);
 	data = json_pack("{s:s, s:s, s:s}", "stage", w->stage, "call",
 			 w->call ? w->call : "validation", "provider",
@@ -648,11 +645,50 @@ last_lines(const char *s, size_t len, int n, struct buf *out)
 }
 
 /*
+ * The last max bytes of the file at path (a call's stdout, redacted
+ * already), from the first whole line in them, into out. Never through a
+ * link. Nothing when it cannot be read.
+ */
+static void
+file_tail(const char *path, size_t max, struct buf *out)
+{
+	struct stat st;
+	char *nl;
+	ssize_t n;
+	int fd = fs_open_nofollow(path, O_RDONLY, 0, NULL);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size > max &&
+	    lseek(fd, st.st_size - (off_t)max, SEEK_SET) < 0)
+		goto out;
+	for (;;) {
+		char chunk[4096];
+
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf_add_tail(out, chunk, (size_t)n);
+	}
+	if ((size_t)st.st_size > max && (nl = memchr(out->ptr, '\n', out->len))) {
+		size_t skip = (size_t)(nl + 1 - out->ptr);
+
+		memmove(out->ptr, nl + 1, out->len - skip);
+		buf_setlen(out, out->len - skip);
+	}
+out:
+	close(fd);
+}
+
+/*
  * The failure delta of a failed call (openTiger's context-delta): what
  * the call that tries again reads first. The class and why, the
  * signature (the same failure on every try has the same one), the
- * message, and the last lines of the output and of stderr, both already
- * redacted. Replaces d->fail_delta.
+ * message, and the last lines of the output (its stdout as the agent
+ * wrote it: a JSON-stream CLI's are events) and of stderr, both
+ * redacted already. Replaces d->fail_delta.
  */
 static void
 make_delta(struct drive *d, const struct agent_result *ar,
@@ -728,19 +764,24 @@ retry_failed(struct drive *d, const struct stage *s,
 			e);
 		return rc < 0 ? rc : 1;
 	}
-	*res = v.retryable && limit ? STAGE_FAIL : STAGE_BLOCK;
-	*reason = xasprintf("stage %s: %s (a %s failure, %s)", s->name, what,
+	*res = v.retryable ? STAGE_FAIL : STAGE_BLOCK;
+	*reason = xasprintf("stage %s: %s (a%s %s failure, %s)", s->name, what,
+			    strchr("aeiou", fail_class_name(v.cls)[0]) ? "n" :
+									 "",
 			    fail_class_name(v.cls),
-			    !v.retryable ? "which no retry fixes" :
-			    !limit	 ? "never tried again" :
-					   "out of tries");
+			    !fail_retry_limit(cfg->retry_limits[v.cls],
+					      cfg->retry_cap) ?
+				    "never tried again" :
+				    "which no retry fixes");
 	if (!tries[v.cls] || !limit)
 		return 0;
 	/* "... (a model failure, tried again 3 times)" */
 	free(*reason);
-	*reason = xasprintf("stage %s: %s (a %s failure, tried again %d "
+	*reason = xasprintf("stage %s: %s (a%s %s failure, tried again %d "
 			    "time%s)",
-			    s->name, what, fail_class_name(v.cls),
+			    s->name, what,
+			    strchr("aeiou", fail_class_name(v.cls)[0]) ? "n" : "",
+			    fail_class_name(v.cls),
 			    tries[v.cls], tries[v.cls] == 1 ? "" : "s");
 	return 0;
 }
@@ -833,8 +874,6 @@ engine__call(struct drive *d, const struct stage *s,
 		w.call = call;
 		w.out_path = ofile;
 		w.aw = agent_watch_new(prov->type, ofile);
-		buf_reset(&out_tail);
-		w.tail = &out_tail;
 		req.provider = prov;
 		req.cwd = engine__work_dir(d);
 		req.prompt = prompt.ptr;
@@ -955,6 +994,8 @@ engine__call(struct drive *d, const struct stage *s,
 						 ar.status,
 					 ar.message.len || tail[0] ? ": " : "",
 					 ar.message.len ? ar.message.ptr : tail);
+			buf_reset(&out_tail);
+			file_tail(ofile, DELTA_TAIL_BYTES, &out_tail);
 			rc = retry_failed(d, s, prov, &ar, what.ptr, &out_tail,
 					  tries, res, reason, e);
 			if (rc <= 0)
