@@ -379,25 +379,33 @@ str(const json_t *o, const char *key)
 void
 host_snapshot_text(const json_t *snap, struct buf *out)
 {
-	json_t *one;
+	const json_t *tools_ = json_object_get(snap, "tools");
+	const json_t *missing = json_object_get(snap, "missing");
+	const json_t *agents = json_object_get(snap, "agents");
+	const json_t *one;
+	const char *name;
 	size_t i;
 
 	buf_addf(out, "made at: %s\n", str(snap, "made_at"));
 	buf_addf(out, "os: %s (%s %s, %s)\n", str(snap, "os"),
 		 str(snap, "kernel"), str(snap, "release"), str(snap, "arch"));
-	json_array_foreach(json_object_get(snap, "tools"), i, one)
+	for (i = 0; i < json_array_size(tools_); i++) {
+		one = json_array_get(tools_, i);
 		buf_addf(out, "%s: %s (%s)\n", str(one, "name"),
 			 str(one, "version"), str(one, "path"));
-	if (json_array_size(json_object_get(snap, "missing"))) {
+	}
+	if (json_array_size(missing)) {
 		buf_adds(out, "not found:");
-		json_array_foreach(json_object_get(snap, "missing"), i, one)
-			buf_addf(out, "%s %s", i ? "," : "",
-				 json_string_value(one) ? json_string_value(one) :
-							  "?");
+		for (i = 0; i < json_array_size(missing); i++) {
+			name = json_string_value(json_array_get(missing, i));
+			buf_addf(out, "%s %s", i ? "," : "", name ? name : "?");
+		}
 		buf_addch(out, '\n');
 	}
-	json_array_foreach(json_object_get(snap, "agents"), i, one)
+	for (i = 0; i < json_array_size(agents); i++) {
+		one = json_array_get(agents, i);
 		buf_addf(out, "agent %s (%s, '%s'): %s\n", str(one, "provider"),
 			 str(one, "type"), str(one, "program"),
 			 str(one, "version"));
+	}
 }
