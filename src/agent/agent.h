@@ -44,8 +44,9 @@ enum agent_outcome {
  * Why a call failed, read from the exit status AND the agent's own
  * report (exit codes lie: qwen exits 0 after an API error). The engine
  * acts on the class: quota and unavailable wait and retry the stage,
- * auth and missing block the run with the fix in the message, the rest
- * fail or block it.
+ * auth and missing block the run with the fix in the message, timeout
+ * and crash are tried again as their failure class allows
+ * (agent_failure_class, core/failclass.h), the rest fail or block it.
  */
 enum agent_failure {
 	AGENT_FAIL_NONE,

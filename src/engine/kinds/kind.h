@@ -122,8 +122,9 @@ void engine__take_unseen(struct drive *d, struct strvec *paths);
 
 /*
  * call.c: one call of provider prov for stage s: prompt, agent,
- * contract (retried once), usage and events. The stop paths (abort,
- * signal) give STAGE_STOPPED.
+ * contract (retried once), a failed call tried again as its failure
+ * class allows (the next prompt carrying d->fail_delta), usage and
+ * events. The stop paths (abort, signal) give STAGE_STOPPED.
  */
 int engine__call(struct drive *d, const struct stage *s,
 		 const struct config_provider *prov, const char *steers,
