@@ -38,6 +38,7 @@
 
 struct config_provider;
 struct err;
+struct fail_verdict;
 struct json_t;
 struct policy;
 struct sandbox;
@@ -56,8 +57,9 @@ enum agent_outcome {
  * Why a call failed, read from the exit status AND the agent's own
  * report (exit codes lie: qwen exits 0 after an API error). The engine
  * acts on the class: quota and unavailable wait and retry the stage,
- * auth and missing block the run with the fix in the message, the rest
- * fail or block it.
+ * auth and missing block the run with the fix in the message, timeout
+ * and crash are tried again as their failure class allows
+ * (agent_failure_class, core/failclass.h), the rest fail or block it.
  */
 enum agent_failure {
 	AGENT_FAIL_NONE,
@@ -163,6 +165,29 @@ void agent_classify(struct agent_result *r);
  * relative times.
  */
 int64_t agent_parse_reset(const char *text, int64_t now_ms);
+
+/* The longest a quota or an outage is waited for before trying again. */
+#define AGENT_MAX_WAIT_MS (24LL * 3600 * 1000)
+
+/*
+ * When to try again after a quota or an outage: at the reset the agent
+ * named (reset_at_ms, when still ahead), exactly, without jitter; else
+ * after backoff_seconds doubled n times (at most 64 times), plus
+ * jitter_pct percent of a tenth of it. Never later than
+ * AGENT_MAX_WAIT_MS from now. Epoch ms.
+ */
+int64_t agent_retry_at(int64_t reset_at_ms, int64_t now_ms, int backoff_seconds,
+		       int n, int jitter_pct);
+
+/*
+ * The failure class of a failed call (core/failclass.h), for how often
+ * it is tried again: quota, outage and timeout are flaky; auth and
+ * missing are setup and not retryable; the rest is read from the
+ * message, else the end of stderr (a permission prompt, a model loop,
+ * "no changes were made" ...). Always fills *out.
+ */
+void agent_failure_class(const struct agent_result *r,
+			 struct fail_verdict *out);
 
 /*
  * Turns a CLI's captured stdout (the whole stream) into r: final text,

@@ -24,6 +24,7 @@
 
 #include "agent/agent.h"
 #include "agent/cli_int.h"
+#include "core/failclass.h"
 #include "util/buf.h"
 #include "util/timeutil.h"
 
@@ -250,13 +251,20 @@ agent_classify(struct agent_result *r)
 }
 
 /*
- * Reset times. Three shapes are understood, tried in this order:
+ * Reset times. Four shapes are understood, tried in this order:
  *
  *   "...usage limit reached|1735689600"      epoch seconds after a '|'
  *   "resets at 2026-11-21T15:00:00Z"         RFC 3339 (or epoch seconds)
  *                                            after the word "reset"
+ *   "Try again at 1:50 PM", "resets 2pm"     a clock time after a phrase:
+ *                                            the next such time, today or
+ *                                            else tomorrow
  *   "try again in 2 hours 5 minutes"         a duration after a phrase
  *   "retry after 30", "Retry-After: 30"      (a bare number is seconds)
+ *
+ * A clock time is read in the host's local time zone (TZ), as the CLIs
+ * print it in the user's, unless "UTC" or "GMT" follows it. A time that
+ * has passed today (or is now) means tomorrow.
  */
 
 /* Epoch seconds as exactly ten digits at s, or 0. */
@@ -308,6 +316,109 @@ time_after_reset(const char *text)
 				return v;
 			break;
 		}
+	}
+	return 0;
+}
+
+/* Phrases a clock time follows. */
+static const char *const clock_phrases[] = {
+	"again at", "retry at",	    "retrying at", "resets at", "reset at",
+	"resets",   "available at", "back at",	   NULL,
+};
+
+/*
+ * A clock time at s: "1:50 PM", "1:50pm", "2pm", "2 p.m.", "13:50",
+ * "13:50 UTC". A bare hour needs its am/pm. Sets *h (0-23), *m and *utc;
+ * returns 0, or -1 when s starts with none.
+ */
+static int
+clock_at(const char *s, int *h, int *m, int *utc)
+{
+	int hour = 0, min = 0, colon = 0, half = 0, n = 0;
+
+	while (*s == ' ')
+		s++;
+	while (isdigit((unsigned char)*s) && n < 3) {
+		hour = hour * 10 + (*s++ - '0');
+		n++;
+	}
+	if (!n || n > 2 || isdigit((unsigned char)*s))
+		return -1;
+	if (*s == ':' && isdigit((unsigned char)s[1]) &&
+	    isdigit((unsigned char)s[2]) && !isdigit((unsigned char)s[3])) {
+		min = (s[1] - '0') * 10 + (s[2] - '0');
+		colon = 1;
+		s += 3;
+	}
+	while (*s == ' ')
+		s++;
+	if ((tolower((unsigned char)s[0]) == 'a' ||
+	     tolower((unsigned char)s[0]) == 'p') &&
+	    (tolower((unsigned char)s[1]) == 'm' ||
+	     (s[1] == '.' && tolower((unsigned char)s[2]) == 'm')) ) {
+		half = tolower((unsigned char)s[0]) == 'p' ? 2 : 1;
+		s += s[1] == '.' ? 3 : 2;
+		if (*s == '.')
+			s++;
+		if (isalpha((unsigned char)*s))
+			return -1;
+	}
+	if ((!colon && !half) || min > 59 || hour > (half ? 12 : 23) ||
+	    (half && hour == 0))
+		return -1;
+	if (half)
+		hour = hour % 12 + (half == 2 ? 12 : 0);
+	while (*s == ' ' || *s == '(')
+		s++;
+	*utc = !strncasecmp(s, "utc", 3) || !strncasecmp(s, "gmt", 3);
+	*h = hour;
+	*m = min;
+	return 0;
+}
+
+/* The first time at h:m after now_ms (local, or UTC), in epoch ms. */
+static int64_t
+next_clock(int64_t now_ms, int h, int m, int utc)
+{
+	time_t now = (time_t)(now_ms / 1000), at;
+	struct tm tm;
+
+	if (!(utc ? gmtime_r(&now, &tm) : localtime_r(&now, &tm)))
+		return 0;
+	tm.tm_hour = h;
+	tm.tm_min = m;
+	tm.tm_sec = 0;
+	tm.tm_isdst = -1;
+	at = utc ? timegm(&tm) : mktime(&tm);
+	if (at == (time_t)-1)
+		return 0;
+	if ((int64_t)at * 1000 <= now_ms) {
+		/* passed: the same time tomorrow (mktime rolls the month) */
+		tm.tm_mday++;
+		tm.tm_hour = h;
+		tm.tm_min = m;
+		tm.tm_sec = 0;
+		tm.tm_isdst = -1;
+		at = utc ? timegm(&tm) : mktime(&tm);
+		if (at == (time_t)-1)
+			return 0;
+	}
+	return (int64_t)at * 1000;
+}
+
+static int64_t
+clock_after_phrase(const char *text, int64_t now_ms)
+{
+	const char *p;
+	size_t i, len;
+	int h, m, utc;
+
+	for (i = 0; clock_phrases[i]; i++) {
+		len = strlen(clock_phrases[i]);
+		for (p = strcasestr(text, clock_phrases[i]); p;
+		     p = strcasestr(p + 1, clock_phrases[i]))
+			if (clock_at(p + len, &h, &m, &utc) == 0)
+				return next_clock(now_ms, h, m, utc);
 	}
 	return 0;
 }
@@ -424,8 +535,71 @@ agent_parse_reset(const char *text, int64_t now_ms)
 	v = epoch_after_bar(text);
 	if (!v)
 		v = time_after_reset(text);
+	if (!v)
+		v = clock_after_phrase(text, now_ms);
 	if (v)
 		return v;
 	v = duration_after_phrase(text);
 	return v > 0 ? now_ms + v : 0;
+}
+
+int64_t
+agent_retry_at(int64_t reset_at_ms, int64_t now_ms, int backoff_seconds, int n,
+	       int jitter_pct)
+{
+	int64_t backoff, until;
+
+	if (reset_at_ms > now_ms) {
+		until = reset_at_ms;
+	} else {
+		backoff = (int64_t)backoff_seconds * 1000 << (n < 6 ? n : 6);
+		backoff += backoff / 10 * (jitter_pct % 100) / 100;
+		until = now_ms + backoff;
+	}
+	if (until - now_ms > AGENT_MAX_WAIT_MS)
+		until = now_ms + AGENT_MAX_WAIT_MS;
+	return until;
+}
+
+/*
+ * The class of a failed call (failclass.h). The agent's own class
+ * decides where it is certain: a quota or an outage is flaky, a call that
+ * ran out of its time is a loop;
+ * credentials and a missing program are setup no retry fixes. Anything
+ * else (a crash, unreadable output, a limit) is classified by what the
+ * agent said: its message, else the end of its stderr.
+ */
+void
+agent_failure_class(const struct agent_result *r, struct fail_verdict *out)
+{
+	switch (r->failure) {
+	case AGENT_FAIL_QUOTA:
+	case AGENT_FAIL_UNAVAILABLE:
+		fail_classify(NULL, "transient_or_flaky_failure", out);
+		return;
+	case AGENT_FAIL_TIMEOUT:
+		/*
+		 * Not openTiger's "timed out" (a request that timed out, a
+		 * flaky network): this agent used its whole timeout_seconds,
+		 * which another try of the same prompt is likely to do
+		 * again. One more try, as for a loop.
+		 */
+		fail_classify(NULL, "model_doom_loop", out);
+		return;
+	case AGENT_FAIL_AUTH:
+	case AGENT_FAIL_MISSING:
+		fail_classify(NULL, "setup_or_bootstrap_issue", out);
+		out->retryable = 0;
+		return;
+	case AGENT_FAIL_NONE:
+	case AGENT_FAIL_CRASH:
+	case AGENT_FAIL_BAD_OUTPUT:
+	case AGENT_FAIL_LIMIT:
+		break;
+	}
+	fail_classify(NULL, NULL, out);
+	if (r->message.len)
+		fail_classify(r->message.ptr, NULL, out);
+	if (out->cls == FAIL_CLASS_MODEL && r->err_tail.len)
+		fail_classify(err_end(r), NULL, out);
 }

@@ -98,6 +98,14 @@ char *cli_store_spec(const struct cli *c);
 char *cli_store_label(const char *spec);
 
 /*
+ * The host snapshot (agent/host.h) of this repository's .baton/host.json
+ * for c's config: reused within execution.host_ttl_seconds, else made
+ * anew. *made (may be NULL) says which. Caller json_decrefs *out.
+ */
+int cli_host_snapshot(struct cli *c, struct json_t **out, int *made,
+		      struct err *e);
+
+/*
  * Pulls "--json" and "-f" style flags out of argv. Returns the number of
  * arguments left in argv (compacted), or -1 on an unknown option (named in
  * the error). spec lists accepted flags; a flag ending in '=' takes a

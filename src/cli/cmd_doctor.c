@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/host.h"
 #include "agent/versions.h"
 #include "cli/cli.h"
 #include "forge/forge.h"
@@ -659,6 +660,61 @@ check_forge(struct cli *c)
 	return bad;
 }
 
+int
+cli_host_snapshot(struct cli *c, json_t **out, int *made, struct err *e)
+{
+	struct host_probe hp = { 0 };
+	char *cache = xasprintf("%s/host.json", c->ws.dir);
+	int rc;
+
+	hp.cache = cache;
+	hp.repo = c->ws.repo;
+	hp.providers = c->cfg.providers;
+	hp.nr_providers = c->cfg.nr_providers;
+	hp.ttl_seconds = c->cfg.host_ttl_seconds;
+	hp.now_ms = time_now_ms();
+	rc = host_snapshot(&hp, out, made, e);
+	free(cache);
+	return rc;
+}
+
+/*
+ * The host snapshot the agents are shown (agent/host.h): reused while
+ * fresh, else made now. Returns the problems found (0 or 1).
+ */
+static int
+check_host(struct cli *c)
+{
+	struct buf text = BUF_INIT;
+	struct err e = ERR_INIT;
+	json_t *snap = NULL;
+	const char *p, *nl;
+	int made = 0;
+
+	cli_printf("\nhost (the snapshot agents see: .baton/host.json)\n");
+	if (!fs_is_dir(c->ws.dir)) {
+		cli_printf("  %-12s -       no .baton/ yet: baton init\n",
+			   "snapshot");
+		return 0;
+	}
+	if (cli_host_snapshot(c, &snap, &made, &e)) {
+		cli_printf("  %-12s FAILING %s\n", "snapshot", e.msg);
+		return 1;
+	}
+	cli_printf("  %-12s %s (execution.host_ttl_seconds: %d)\n", "snapshot",
+		   made ? "made now" : "reused", c->cfg.host_ttl_seconds);
+	host_snapshot_text(snap, &text);
+	for (p = text.ptr; *p; p = nl + 1) {
+		nl = strchrnul(p, '\n');
+		cli_printf("  %.*s\n", (int)(nl - p), p);
+		if (!*nl)
+			break;
+	}
+	json_decref(snap);
+	buf_release(&text);
+	return 0;
+}
+
 static int
 doctor_exec(struct cli *c, int argc, char **argv)
 {
@@ -701,6 +757,8 @@ doctor_exec(struct cli *c, int argc, char **argv)
 	check_clis(&installed);
 	if (have_cfg)
 		bad += check_providers(&c->cfg, c->ws.repo, quick);
+	if (have_cfg)
+		bad += check_host(c);
 	if (have_cfg)
 		check_queue(c);
 	if (have_cfg && c->cfg.forge.type)

@@ -13,6 +13,8 @@
  */
 #include "util/compat.h"
 
+#include <jansson.h>
+
 #include "cli/cli.h"
 #include "forge/forge.h"
 #include "sched/sched.h"
@@ -95,6 +97,29 @@ loopback(const char *listen)
 {
 	return !strncmp(listen, "127.", 4) || !strncmp(listen, "localhost:", 10) ||
 	       !strncmp(listen, "[::1]:", 6);
+}
+
+/*
+ * The host snapshot agents are shown (agent/host.h), made at start
+ * unless a fresh one is cached. Not fatal: the prompts go without.
+ */
+static void
+host_snapshot_note(struct cli *c)
+{
+	struct err e = ERR_INIT;
+	json_t *snap = NULL;
+	int made = 0;
+
+	if (cli_host_snapshot(c, &snap, &made, &e)) {
+		term_printf(stderr, "serve: no host snapshot: %s\n", e.msg);
+		return;
+	}
+	term_printf(stderr, "serve: host snapshot %s (made at %s)\n",
+		    made ? "made" : "reused",
+		    json_string_value(json_object_get(snap, "made_at")) ?
+			    json_string_value(json_object_get(snap, "made_at")) :
+			    "?");
+	json_decref(snap);
 }
 
 static void
@@ -206,6 +231,7 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 		forge_hold_token(&c->cfg);
 	}
 	workspace_detect_identity(&c->ws);
+	host_snapshot_note(c);
 	label = cli_store_label(c->store_spec);
 	if (host)
 		term_printf(stderr,

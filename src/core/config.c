@@ -72,6 +72,9 @@ static const char *const execution_keys[] = {
     "sandbox",
     "quota_retries",
     "backoff_seconds",
+    "retry_limits",
+    "retry_cap",
+    "host_ttl_seconds",
     NULL,
 };
 static const char *const sandboxes[] = {"auto", "bwrap", "none", NULL};
@@ -865,6 +868,31 @@ read_budget(struct config *c, struct err *e)
 	return rc;
 }
 
+/* execution.retry_limits: a map of failure class to 0..100. */
+static int
+read_retry_limits(struct config *c, const struct cnode *exec, struct err *e)
+{
+	static const char *names[FAIL_CLASS_N + 1];
+	const struct cnode *sec, *n;
+	char path[64];
+	int i, rc;
+
+	for (i = 0; i < FAIL_CLASS_N; i++)
+		names[i] = fail_class_name(i);
+	rc = get_section(exec, "retry_limits", names, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	for (i = 0; i < FAIL_CLASS_N && rc >= 0; i++) {
+		n = cnode_get(sec, names[i]);
+		if (!n)
+			continue;
+		snprintf(path, sizeof(path), "execution.retry_limits.%s",
+			 names[i]);
+		rc = read_int(n, path, 0, 100, &c->retry_limits[i], e);
+	}
+	return rc;
+}
+
 static int
 read_execution(struct config *c, struct err *e)
 {
@@ -883,6 +911,14 @@ read_execution(struct config *c, struct err *e)
 	if (rc >= 0 && (n = cnode_get(sec, "backoff_seconds")))
 		rc = read_int(n, "execution.backoff_seconds", 1, 86400,
 			      &c->backoff_seconds, e);
+	if (rc >= 0 && (n = cnode_get(sec, "retry_cap")))
+		rc = read_int(n, "execution.retry_cap", -1, 100,
+			      &c->retry_cap, e);
+	if (rc >= 0 && (n = cnode_get(sec, "host_ttl_seconds")))
+		rc = read_int(n, "execution.host_ttl_seconds", 0, 30 * 86400,
+			      &c->host_ttl_seconds, e);
+	if (rc >= 0)
+		rc = read_retry_limits(c, sec, e);
 	return rc;
 }
 
@@ -1744,6 +1780,10 @@ config_init(struct config *c)
 	c->max_review_loops = 2;
 	c->quota_retries = 5;
 	c->backoff_seconds = 60;
+	for (i = 0; i < FAIL_CLASS_N; i++)
+		c->retry_limits[i] = fail_class_default_limit(i);
+	c->retry_cap = -1;
+	c->host_ttl_seconds = 3600;
 	c->validate_timeout_seconds = 600;
 	for (i = 0; i < HOOK__COUNT; i++)
 		strvec_init(&c->hooks.cmds[i]);

@@ -24,6 +24,8 @@
 #ifndef BATON_CORE_CONFIG_H
 #define BATON_CORE_CONFIG_H
 
+#include "core/failclass.h"
+
 #include <stddef.h>
 
 #include "util/strvec.h"
@@ -210,6 +212,13 @@ struct config {
 	char *sandbox;		/* execution.sandbox: "auto" | "bwrap" | "none" */
 	int quota_retries;	/* execution.quota_retries, default 5 */
 	int backoff_seconds;	/* execution.backoff_seconds, default 60 */
+	/* execution.retry_limits.<class>: how often a failed call of each
+	   failure class is tried again (failclass.h has the defaults) */
+	int retry_limits[FAIL_CLASS_N];
+	int retry_cap;		/* execution.retry_cap: over every class;
+				   -1 (default): none */
+	int host_ttl_seconds;	/* execution.host_ttl_seconds: how long a
+				   host snapshot is reused, default 3600 */
 	struct strvec validate_commands; /* shell strings, run with sh -c */
 	int validate_timeout_seconds;	 /* default 600 */
 	struct config_hooks hooks;

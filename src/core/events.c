@@ -164,6 +164,12 @@ static const struct event_type types[] = {
 	  "tries again",
 	  "`{\"stage\", \"provider\", \"failure\", \"message\", \"until\", "
 	  "\"wait_ms\", \"attempt\", \"of\"}`" },
+	{ "agent_retry", EVENT_G_AGENT,
+	  "a call failed and is tried again, as its failure class allows "
+	  "(`execution.retry_limits`); the next prompt says what failed",
+	  "`{\"stage\", \"provider\", \"class\", \"reason\", "
+	  "\"signature\", \"try\", \"of\"}`; see "
+	  "[agents.md](agents.md#failure-classes-and-retries)" },
 	{ "contract_error", EVENT_G_AGENT,
 	  "an agent's output broke its contract",
 	  "`{\"stage\", \"error\", \"retry\"}`; `retry` is true when one more "

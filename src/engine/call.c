@@ -5,9 +5,12 @@
  * as events, its artifacts taken from its output folder, its contract
  * held (its call_spec's, else its kind's accept), retried once with the
  * error in the prompt; a second failure blocks the run with the error on
- * record. Usage, quota waits, and a worktree guard that refuses what an
- * agent did outside its worktree go with it. engine__validate runs the
- * project's checks the same way.
+ * record. A call that fails as a process is tried again as often as its
+ * failure class allows (core/failclass.h, execution.retry_limits), the
+ * next prompt saying what failed: the class, its signature and the last
+ * lines of the output (the failure delta). Usage, quota waits, and a
+ * worktree guard that refuses what an agent did outside its worktree go
+ * with it. engine__validate runs the project's checks the same way.
  */
 #include "util/compat.h"
 
@@ -17,6 +20,7 @@
 
 #include "agent/agent.h"
 #include "core/config.h"
+#include "core/failclass.h"
 #include "core/pipeline.h"
 #include "core/prompt.h"
 #include "engine/engine.h"
@@ -36,8 +40,10 @@
 #include "workspace/workspace.h"
 
 #define TICK_MS 1000
-/* A quota wait never sleeps longer than this before trying again. */
-#define MAX_QUOTA_WAIT_MS (24LL * 3600 * 1000)
+/* What a failure delta keeps of the failed call's output and stderr. */
+#define DELTA_TAIL_BYTES (8 * 1024)
+#define DELTA_OUT_LINES 30
+#define DELTA_ERR_LINES 15
 
 /*
  * Agent output goes out as "agent_output" events while the agent runs,
@@ -552,15 +558,13 @@ wait_for_quota(struct drive *d, const struct stage *s,
 	       const struct agent_result *ar, int n, int *stop, struct err *e)
 {
 	const struct config *cfg = d->en->cfg;
-	int64_t now = time_now_ms(), until, backoff;
+	int64_t now = time_now_ms(), until;
 	char when[40];
 	int rc;
 
-	backoff = (int64_t)cfg->backoff_seconds * 1000 << (n < 6 ? n : 6);
-	backoff += backoff / 10 * (rand() % 100) / 100;
-	until = ar->reset_at_ms > now ? ar->reset_at_ms + 1000 : now + backoff;
-	if (until - now > MAX_QUOTA_WAIT_MS)
-		until = now + MAX_QUOTA_WAIT_MS;
+	/* a second past the reset, so that the provider agrees it passed */
+	until = agent_retry_at(ar->reset_at_ms ? ar->reset_at_ms + 1000 : 0,
+			       now, cfg->backoff_seconds, n, rand());
 	time_fmt_iso(until, when, sizeof(when));
 	rc = engine__note(
 		d, "quota_wait",
@@ -686,6 +690,163 @@ out:
 	return rc;
 }
 
+/* The last n lines of s (len bytes), each as it was, into out. */
+static void
+last_lines(const char *s, size_t len, int n, struct buf *out)
+{
+	size_t start;
+
+	while (len && (s[len - 1] == '\n' || s[len - 1] == '\r' ||
+		       s[len - 1] == ' '))
+		len--;
+	start = len;
+	while (start > 0 && (s[start - 1] != '\n' || --n > 0))
+		start--;
+	buf_add(out, s + start, len - start);
+}
+
+/*
+ * The last max bytes of the file at path (a call's stdout, redacted
+ * already), from the first whole line in them, into out. Never through a
+ * link. Nothing when it cannot be read.
+ */
+static void
+file_tail(const char *path, size_t max, struct buf *out)
+{
+	struct stat st;
+	char *nl;
+	ssize_t n;
+	int fd = fs_open_nofollow(path, O_RDONLY, 0, NULL);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size > max &&
+	    lseek(fd, st.st_size - (off_t)max, SEEK_SET) < 0)
+		goto out;
+	for (;;) {
+		char chunk[4096];
+
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf_add_tail(out, chunk, (size_t)n);
+	}
+	if ((size_t)st.st_size > max && (nl = memchr(out->ptr, '\n', out->len))) {
+		size_t skip = (size_t)(nl + 1 - out->ptr);
+
+		memmove(out->ptr, nl + 1, out->len - skip);
+		buf_setlen(out, out->len - skip);
+	}
+out:
+	close(fd);
+}
+
+/*
+ * The failure delta of a failed call (openTiger's context-delta): what
+ * the call that tries again reads first. The class and why, the
+ * signature (the same failure on every try has the same one), the
+ * message, and the last lines of the output (its stdout as the agent
+ * wrote it: a JSON-stream CLI's are events) and of stderr, both
+ * redacted already. Replaces d->fail_delta.
+ */
+static void
+make_delta(struct drive *d, const struct agent_result *ar,
+	   const struct fail_verdict *v, const char *what, int tries,
+	   int limit, const struct buf *out_tail)
+{
+	struct buf b = BUF_INIT, norm = BUF_INIT;
+	char hash[17];
+
+	fail_signature(what, &norm, hash);
+	buf_addf(&b,
+		 "Your previous attempt at this stage (call %d) failed; this "
+		 "is try %d of %d for its kind of failure.\n\n"
+		 "- failure class: %s (%s)\n"
+		 "- signature: %s (%s)\n"
+		 "- message: %s\n",
+		 d->r.attempt, tries, limit, fail_class_name(v->cls),
+		 v->reason, hash, norm.ptr, what);
+	if (out_tail && out_tail->len) {
+		buf_addf(&b, "\nThe last lines of its output:\n\n```\n");
+		last_lines(out_tail->ptr, out_tail->len, DELTA_OUT_LINES, &b);
+		buf_adds(&b, "\n```\n");
+	}
+	if (ar->err_tail.len) {
+		buf_addf(&b, "\nThe last lines of its stderr:\n\n```\n");
+		last_lines(ar->err_tail.ptr, ar->err_tail.len, DELTA_ERR_LINES,
+			   &b);
+		buf_adds(&b, "\n```\n");
+	}
+	buf_adds(&b, "\nDo not repeat what failed: find out why it failed and "
+		     "work around it.\n");
+	free(d->fail_delta);
+	d->fail_delta = buf_detach(&b, NULL);
+	buf_release(&norm);
+}
+
+/*
+ * A call that failed as a process (crashed, exited non-zero, timed out,
+ * stopped at a permission prompt...): tried again while its failure
+ * class allows (execution.retry_limits, under execution.retry_cap;
+ * tries[] counts per class within this stage), with the failure delta
+ * for the next prompt and an agent_retry event. Returns 1 to try again;
+ * 0 with *res and *reason set when it is over: a class that is never
+ * tried again (permission, noop) or a failure no retry can fix blocks
+ * the run, a class out of tries fails it. Negative: the store's error.
+ */
+static int
+retry_failed(struct drive *d, const struct stage *s,
+	     const struct config_provider *prov, const struct agent_result *ar,
+	     const char *what, const struct buf *out_tail, int *tries,
+	     enum stage_result *res, char **reason, struct err *e)
+{
+	const struct config *cfg = d->en->cfg;
+	struct fail_verdict v;
+	char hash[17];
+	int limit, rc;
+
+	agent_failure_class(ar, &v);
+	limit = v.retryable ? fail_retry_limit(cfg->retry_limits[v.cls],
+					       cfg->retry_cap) :
+			      0;
+	fail_signature(what, NULL, hash);
+	if (tries[v.cls] < limit) {
+		tries[v.cls]++;
+		make_delta(d, ar, &v, what, tries[v.cls], limit, out_tail);
+		rc = engine__note(
+			d, "agent_retry",
+			json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i}",
+				  "stage", s->name, "provider", prov->name,
+				  "class", fail_class_name(v.cls), "reason",
+				  v.reason, "signature", hash, "try",
+				  tries[v.cls], "of", limit),
+			e);
+		return rc < 0 ? rc : 1;
+	}
+	*res = v.retryable ? STAGE_FAIL : STAGE_BLOCK;
+	*reason = xasprintf("stage %s: %s (a%s %s failure, %s)", s->name, what,
+			    strchr("aeiou", fail_class_name(v.cls)[0]) ? "n" :
+									 "",
+			    fail_class_name(v.cls),
+			    !fail_retry_limit(cfg->retry_limits[v.cls],
+					      cfg->retry_cap) ?
+				    "never tried again" :
+				    "which no retry fixes");
+	if (!tries[v.cls] || !limit)
+		return 0;
+	/* "... (a model failure, tried again 3 times)" */
+	free(*reason);
+	*reason = xasprintf("stage %s: %s (a%s %s failure, tried again %d "
+			    "time%s)",
+			    s->name, what,
+			    strchr("aeiou", fail_class_name(v.cls)[0]) ? "n" : "",
+			    fail_class_name(v.cls),
+			    tries[v.cls], tries[v.cls] == 1 ? "" : "s");
+	return 0;
+}
+
 /*
  * One provider on one agent stage: prompt, call, contract. Broken output
  * is retried once with the error in the prompt; a quota or an outage
@@ -711,8 +872,11 @@ engine__call(struct drive *d, const struct stage *s,
 	     *out_dir = NULL,
 	     *calls_dir = engine__run_file(d, "calls");
 	char tail[512];
-	int rc = 0, waits = 0, stop = 0, keep_plan = 0;
+	struct buf out_tail, what = BUF_INIT;
+	int tries[FAIL_CLASS_N] = { 0 };
+	int rc = 0, waits = 0, stop = 0, contract_tries = 0, keep_plan = 0;
 
+	buf_init(&out_tail, DELTA_TAIL_BYTES);
 	d->missing = 0;
 	if (d->member) {
 		/* the parent checked before it forked: no pausing here */
@@ -812,6 +976,8 @@ engine__call(struct drive *d, const struct stage *s,
 		}
 		rc = agent_run(&req, &ar, e);
 		d->r.agent_pid = 0;
+		/* the prompt had it; a new failure makes a new one */
+		FREE_AND_NULL(d->fail_delta);
 		/* nothing the agent started outlives its call (spawn.h) */
 		spawn_kill_orphans();
 		take_artifacts(d, s, out_dir);
@@ -905,25 +1071,31 @@ engine__call(struct drive *d, const struct stage *s,
 			d->missing = ar.failure == AGENT_FAIL_MISSING;
 			goto out;
 		case AGENT_FAIL_TIMEOUT:
-			*res = STAGE_FAIL;
-			*reason = xasprintf("stage %s: agent '%s' timed out "
-					    "after %d s",
-					    s->name, prov->name,
-					    prov->timeout_seconds);
-			goto out;
 		case AGENT_FAIL_CRASH:
-			*res = STAGE_FAIL;
-			*reason = xasprintf(
-				"stage %s: agent '%s' %s %d%s%s", s->name,
-				prov->name,
-				ar.outcome == AGENT_CRASHED ?
-					"was killed by signal" :
-					"exited with",
-				ar.outcome == AGENT_CRASHED ? ar.signal :
-							      ar.status,
-				ar.message.len || tail[0] ? ": " : "",
-				ar.message.len ? ar.message.ptr : tail);
-			goto out;
+			buf_reset(&what);
+			if (ar.failure == AGENT_FAIL_TIMEOUT)
+				buf_addf(&what, "agent '%s' timed out after %d s",
+					 prov->name, prov->timeout_seconds);
+			else
+				buf_addf(&what, "agent '%s' %s %d%s%s",
+					 prov->name,
+					 ar.outcome == AGENT_CRASHED ?
+						 "was killed by signal" :
+						 "exited with",
+					 ar.outcome == AGENT_CRASHED ?
+						 ar.signal :
+						 ar.status,
+					 ar.message.len || tail[0] ? ": " : "",
+					 ar.message.len ? ar.message.ptr : tail);
+			buf_reset(&out_tail);
+			file_tail(ofile, DELTA_TAIL_BYTES, &out_tail);
+			rc = retry_failed(d, s, prov, &ar, what.ptr, &out_tail,
+					  tries, res, reason, e);
+			if (rc <= 0)
+				goto out;
+			rc = 0;
+			d->r.attempt++;
+			continue;
 		case AGENT_FAIL_BAD_OUTPUT:
 			err_set(&cerr, BATON_ECONTRACT,
 				"the agent's output could not be read: %s",
@@ -944,9 +1116,9 @@ engine__call(struct drive *d, const struct stage *s,
 		engine__note(d, "contract_error",
 			     json_pack("{s:s, s:s, s:b}", "stage", s->name,
 				       "error", cerr.msg, "retry",
-				       d->r.attempt == 0),
+				       contract_tries == 0),
 			     NULL);
-		if (d->r.attempt > 0) {
+		if (contract_tries++ > 0) {
 			*res = STAGE_BLOCK;
 			*reason = xasprintf("stage %s: %s (still broken after "
 					    "one retry)",
@@ -959,9 +1131,12 @@ engine__call(struct drive *d, const struct stage *s,
 	}
 out:
 	engine__resume_release(&rp);
+	FREE_AND_NULL(d->fail_delta);
 	agent_result_release(&ar);
 	worktree_guard_release(&guard);
 	buf_release(&prompt);
+	buf_release(&out_tail);
+	buf_release(&what);
 	strvec_clear(&env);
 	free(retry);
 	free(call);

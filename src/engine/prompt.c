@@ -2,8 +2,9 @@
  * Building an agent's prompt: the stage's template (.baton/prompts/ or
  * the built-in, rendered by core/prompt.c) with the run's variables and
  * the context its agent reads, most important first within a fixed
- * budget: guidance from people, what the call or the kind chose, the
- * diff for a kind that judges the change.
+ * budget: guidance from people, what failed on the last try, the host
+ * the agent runs on, what the call or the kind chose, the diff for a
+ * kind that judges the change.
  */
 #include "util/compat.h"
 
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/host.h"
 #include "core/config.h"
 #include "core/pipeline.h"
 #include "core/plugin.h"
@@ -33,10 +35,27 @@
 #include "workspace/workspace.h"
 
 /*
+ * The host snapshot baton serve (or doctor) cached, as text, into out;
+ * nothing when there is none. Only read here: making one runs programs.
+ */
+static void
+host_context(const struct drive *d, struct buf *out)
+{
+	char *cache = xasprintf("%s/host.json", d->en->ws->dir);
+	json_t *snap = host_snapshot_cached(cache);
+
+	if (snap)
+		host_snapshot_text(snap, out);
+	json_decref(snap);
+	free(cache);
+}
+
+/*
  * The context a stage's agent reads, most important first, within the
- * fixed budget: guidance from people, then what its call or its kind
- * chose (what to fix, the plan, the design), then the diff for a kind
- * that judges the change.
+ * fixed budget: guidance from people, then what failed on the stage's
+ * last try (the failure delta), then the host it runs on, then what its
+ * call or its kind chose (what to fix, the plan, the design), then the
+ * diff for a kind that judges the change.
  */
 static void
 build_context(struct drive *d, const struct stage *s, const char *steers,
@@ -44,10 +63,15 @@ build_context(struct drive *d, const struct stage *s, const char *steers,
 {
 	const struct stage_ops *ops = stage_ops_for(d->p, s);
 	size_t budget = BUF_MAX_PROMPT_CONTEXT;
-	struct buf diff = BUF_INIT;
+	struct buf diff = BUF_INIT, host = BUF_INIT;
 
 	prompt_section(ctx, "Guidance from the people running this task",
 		       steers, &budget);
+	prompt_section(ctx, "What failed before", d->fail_delta, &budget);
+	host_context(d, &host);
+	prompt_section(ctx, "The host you run on (baton's snapshot)", host.ptr,
+		       &budget);
+	buf_release(&host);
 	if (d->call && d->call->context && *d->call->context) {
 		size_t len = strlen(d->call->context);
 

@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "core/config.h"
+#include "core/failclass.h"
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "engine/engine.h"
@@ -168,13 +169,18 @@ cooldown_ms(const struct config *cfg, const char *reason, int attempts)
 	return base << (shift < 6 ? shift : 6);
 }
 
-/* A run that ended failed or blocked: retry, give up, or ask for rework. */
+/*
+ * A run that ended failed or blocked: retry, give up, or ask for rework.
+ * A permission prompt or a run that changed nothing is never retried
+ * (core/failclass.h): the task asks for rework at once.
+ */
 static int
 settle_failure(struct sched_ctx *x, struct task *t, const struct run *r,
 	       struct err *e)
 {
 	const struct config_runtime *rt = &x->cfg->runtime;
 	const char *why = r->reason ? r->reason : r->status;
+	struct fail_verdict v;
 	char sig[17], *data;
 	int rc;
 
@@ -186,11 +192,19 @@ settle_failure(struct sched_ctx *x, struct task *t, const struct run *r,
 	free(t->failure_sig);
 	t->failure_sig = xstrdup(sig);
 	free(t->reason);
+	fail_classify(why, NULL, &v);
 	if (t->failure_count >= rt->failure_repeat_limit) {
 		run_set(&t->status, TASK_BLOCKED);
 		run_set(&t->block_reason, BLOCK_NEEDS_REWORK);
 		t->reason = xasprintf("the same failure %d times in a row: %s",
 				      t->failure_count, why);
+	} else if (v.cls == FAIL_CLASS_PERMISSION ||
+		   v.cls == FAIL_CLASS_NOOP) {
+		/* never tried again, by a new run either (core/failclass.h) */
+		run_set(&t->status, TASK_BLOCKED);
+		run_set(&t->block_reason, BLOCK_NEEDS_REWORK);
+		t->reason = xasprintf("a %s failure is never tried again: %s",
+				      fail_class_name(v.cls), why);
 	} else if (t->attempts >= t->max_attempts) {
 		run_set(&t->status, TASK_FAILED);
 		t->ended_at = time_now_ms();

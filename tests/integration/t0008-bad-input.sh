@@ -197,6 +197,8 @@ test_expect_success 'an agent printing garbage and no verdict: blocked after a r
 	"$BATON" events "$id" --json | jq . >/dev/null
 '
 
+# A crash with no known cause is a "model" failure: tried again three
+# times (execution.retry_limits, t0116), then the run fails.
 test_expect_success 'an agent that crashes: failed, exit 3, the reason names the signal' '
 	cd repo &&
 	FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=crash \
@@ -206,9 +208,10 @@ test_expect_success 'an agent that crashes: failed, exit 3, the reason names the
 	run_field "$id" reason >../reason &&
 	test_grep "signal 11" ../reason &&
 	test_grep "execute" ../reason &&
+	test_grep "a model failure, tried again 3 times" ../reason &&
 	test_grep "failed" ../out &&
 	fake_calls "$id" execute >../calls &&
-	test_line_count = 1 ../calls
+	test_line_count = 4 ../calls
 '
 
 test_expect_success 'an agent that exits 3: failed, exit 3, its stderr in the reason' '

@@ -147,7 +147,10 @@ test_expect_success 'the same failure again and again asks for rework instead of
 	"$BATON" task show 1 --json >../r.json &&
 	test_jq ".status == \"blocked\" and .block_reason == \"needs_rework\" and .attempts == 3" ../r.json &&
 	test_jq ".reason | test(\"same failure 3 times\")" ../r.json &&
-	test_line_count = 3 "$FAKE_STATE/repeat-calls"
+	# three runs, each trying its call again 3 times (a model failure)
+	sort -u "$FAKE_STATE/repeat-calls" >../runs &&
+	test_line_count = 3 ../runs &&
+	test_line_count = 12 "$FAKE_STATE/repeat-calls"
 '
 
 test_expect_success 'Ctrl-C drains: the running task finishes, nothing new starts' '

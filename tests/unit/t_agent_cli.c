@@ -657,7 +657,9 @@ static const struct reset_case reset_cases[] = {
 	{ "anthropic-ratelimit-unified-reset: 1735689600", 1735689600000LL },
 	{ "try again in a moment", 0 },
 	{ "rate limit exceeded", 0 },
-	{ "your limit will reset at 3pm", 0 },
+	/* a clock time: the next 3 PM in the host's zone (UTC below),
+	 * NOW_MS being 01:46:40 (t_failclass has openTiger's cases) */
+	{ "your limit will reset at 3pm", 1000047600000LL },
 	{ "", 0 },
 };
 
@@ -666,6 +668,8 @@ TEST(parse_reset_table)
 	size_t i;
 	int64_t got;
 
+	setenv("TZ", "UTC", 1);
+	tzset();
 	for (i = 0; i < ARRAY_SIZE(reset_cases); i++) {
 		got = agent_parse_reset(reset_cases[i].text, NOW_MS);
 		if (got != reset_cases[i].want)

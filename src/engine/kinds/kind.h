@@ -83,6 +83,9 @@ struct drive {
 	   not show (ignored files), for the checkpoint's policy */
 	struct strvec unseen;
 	char *ask_to;		/* STAGE_ASK: the status an answer enters */
+	/* what failed on the stage's last call, for the prompt of the call
+	   that tries again (call.c); NULL: nothing */
+	char *fail_delta;
 };
 
 /*
@@ -122,8 +125,9 @@ void engine__take_unseen(struct drive *d, struct strvec *paths);
 
 /*
  * call.c: one call of provider prov for stage s: prompt, agent,
- * contract (retried once), usage and events. The stop paths (abort,
- * signal) give STAGE_STOPPED.
+ * contract (retried once), a failed call tried again as its failure
+ * class allows (the next prompt carrying d->fail_delta), usage and
+ * events. The stop paths (abort, signal) give STAGE_STOPPED.
  */
 int engine__call(struct drive *d, const struct stage *s,
 		 const struct config_provider *prov, const char *steers,
