@@ -1846,18 +1846,27 @@ function chartWidth(box) {
 	return Math.max(360, Math.floor(box.clientWidth || box.parentNode.clientWidth || 600));
 }
 
-/* Round-number ticks from 0 to max (about n of them). */
-function niceTicks(max, n) {
+/* Round-number ticks from 0 to max (about n of them); whole for counts. */
+function niceTicks(max, n, whole) {
 	if (!(max > 0))
 		return [0];
 	const raw = max / n;
 	const mag = Math.pow(10, Math.floor(Math.log10(raw)));
 	const f = raw / mag;
-	const step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+	let step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+	if (whole)
+		step = Math.max(1, Math.round(step));
 	const out = [];
 	for (let v = 0; v <= max + step / 2 && out.length < 50; v += step)
 		out.push(v);
 	return out;
+}
+
+/* An axis's dollars: enough digits to tell the ticks apart. */
+function fmtUsd(v) {
+	if (v === 0)
+		return '$0';
+	return '$' + (v < 0.01 ? v.toFixed(4) : v < 1 ? v.toFixed(3) : fmtShort(v));
 }
 
 function fmtShort(n) {
@@ -1886,7 +1895,7 @@ function timeAxis(g, x0, x1, y, t0, t1) {
 
 /* A value axis on the left (or the right, right=true) with gridlines. */
 function valueAxis(g, x0, x1, ytop, ybot, max, fmt, right) {
-	const ticks = niceTicks(max, 4);
+	const ticks = niceTicks(max, 4, fmt === fmtShort);
 	const top = ticks[ticks.length - 1] || 1;
 	for (const v of ticks) {
 		const y = ybot - (ybot - ytop) * v / top;
@@ -1917,11 +1926,19 @@ function tsOf(ev) {
 /*
  * The spans of a run from its events: each status between its transition
  * in and the next one (a stage, a fix round, a gate or a pause: a wait
- * for people), and each quota wait from its event for its wait_ms.
+ * for people). A quota wait is the run `interrupted` for it (under serve,
+ * until a worker takes the run again), else (baton run sleeps in the
+ * stage) its quota_wait event for its wait_ms.
  */
 function stageSpans(evs, run) {
 	const spans = [];
 	const trans = evs.filter((e) => e.type === 'transition' && tsOf(e) !== null);
+	const quotas = evs.filter((e) => e.type === 'quota_wait' && tsOf(e) !== null);
+	const used = new Set();
+	const quotaLabel = (ev) => {
+		const p = ev ? dataOf(ev).provider : null;
+		return 'quota' + (p ? ': ' + p : '');
+	};
 	const terminal = run && TERMINAL_RUN.has(run.status);
 	const endOfRun = terminal ? (toDate(run.ended_at || run.updated_at) || new Date()).getTime() : Date.now();
 	let fixN = 0;
@@ -1945,19 +1962,29 @@ function stageSpans(evs, run) {
 		} else if (st === 'fixing') {
 			kind = 'fix';
 			label = 'fix ' + (++fixN);
+		} else if (st === 'interrupted' && d.cause === 'quota_wait') {
+			let q = null;
+			for (const e of quotas)
+				if (tsOf(e) <= t0)
+					q = e;
+			if (q)
+				used.add(q);
+			kind = 'quota';
+			lane = WAIT_QUOTA;
+			label = quotaLabel(q);
 		} else if (st === 'interrupted') {
 			kind = 'other';
 		}
 		spans.push({ kind: kind, lane: lane, label: label, t0: t0, t1: t1 });
 	}
-	for (const ev of evs) {
-		if (ev.type !== 'quota_wait' || tsOf(ev) === null)
+	for (const ev of quotas) {
+		if (used.has(ev))
 			continue;
 		const d = dataOf(ev);
 		const t0 = tsOf(ev);
 		const ms = typeof d.wait_ms === 'number' && d.wait_ms > 0 ? d.wait_ms : 0;
 		spans.push({ kind: 'quota', lane: WAIT_QUOTA, t0: t0, t1: Math.min(t0 + ms, Math.max(t0, endOfRun)),
-			label: 'quota' + (d.provider ? ': ' + d.provider : '') });
+			label: quotaLabel(ev) });
 	}
 	return spans;
 }
@@ -1992,8 +2019,9 @@ function renderStages() {
 	lanes.forEach((l, i) => {
 		const y = i * CHART_H_ROW;
 		svg.appendChild(s('rect', { class: 'lane' + (i % 2 ? ' odd' : ''), x: 0, y: y, width: W, height: CHART_H_ROW }));
-		svg.appendChild(s('text', { class: 'lane-label', x: x0 - 6, y: y + 15, 'text-anchor': 'end',
-			'data-testid': 'stage-lane' }, l.length > 20 ? l.slice(0, 19) + '\u2026' : l, tip(l)));
+		svg.appendChild(s('g', { 'data-testid': 'stage-lane', 'data-lane': l },
+			s('text', { class: 'lane-label', x: x0 - 6, y: y + 15, 'text-anchor': 'end' },
+				l.length > 20 ? l.slice(0, 19) + '\u2026' : l), tip(l)));
 	});
 	let fixes = 0, waits = 0;
 	for (const sp of spans) {
@@ -2064,7 +2092,7 @@ function renderUsage() {
 	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
 		role: 'img', 'aria-label': 'tokens per agent call and the cost so far', 'data-testid': 'usage-svg' });
 	const tokTop = valueAxis(svg, x0, x1, top, bot, maxTok, fmtShort, false);
-	const costTop = total > 0 ? valueAxis(svg, x0, x1, top, bot, total, (v) => '$' + fmtShort(v), true) : 1;
+	const costTop = total > 0 ? valueAxis(svg, x0, x1, top, bot, total, fmtUsd, true) : 1;
 	const X = (t) => x0 + 6 + (x1 - x0 - 12) * (t - t0) / (t1 - t0);
 	const bw = Math.max(3, Math.min(14, (x1 - x0) / (calls.length * 2)));
 	const pts = [];
@@ -2218,7 +2246,7 @@ const cp = { timer: 0, gen: 0, live: 0 };
 
 function showCharts() {
 	showView('charts');
-	$('crumb').textContent = 'charts';
+	$('crumb').textContent = '';
 	document.title = 'baton \u2014 charts';
 	loadCharts();
 	clearInterval(cp.timer);
@@ -2373,7 +2401,7 @@ function renderDays(st) {
 	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
 		role: 'img', 'aria-label': 'agent tokens and cost per day', 'data-testid': 'days-svg' });
 	const ttop = valueAxis(svg, x0, x1, top, bot, Math.max(1, maxTok), fmtShort, false);
-	const ctop = valueAxis(svg, x0, x1, top, bot, Math.max(0.01, maxCost), (v) => '$' + fmtShort(v), true);
+	const ctop = valueAxis(svg, x0, x1, top, bot, Math.max(0.01, maxCost), fmtUsd, true);
 	const slot = (x1 - x0) / days.length;
 	const bw = Math.max(2, slot * 0.6);
 	const pts = [];
@@ -2413,7 +2441,7 @@ function renderRunsUsage(runs) {
 		max = Math.max(max, typeof r.cost_usd === 'number' ? r.cost_usd : 0);
 	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
 		role: 'img', 'aria-label': 'cost per run', 'data-testid': 'runs-svg' });
-	const vtop = valueAxis(svg, x0, x1, top, bot, Math.max(0.01, max), (v) => '$' + fmtShort(v), false);
+	const vtop = valueAxis(svg, x0, x1, top, bot, Math.max(0.01, max), fmtUsd, false);
 	const slot = (x1 - x0) / list.length;
 	const bw = Math.max(2, Math.min(28, slot * 0.7));
 	list.forEach((r, i) => {
