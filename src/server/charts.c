@@ -50,12 +50,12 @@ static const struct {
 	const char *type;
 	enum qmove move;
 } queue_events[] = {
-	{ "task_added", Q_ENTER },    { "lease_expired", Q_ENTER },
-	{ "worker_gone", Q_ENTER },   { "quota_reset", Q_ENTER },
-	{ "task_resumed", Q_ENTER },  { "task_retried", Q_ENTER },
-	{ "task_linked", Q_ENTER },   { "task_claimed", Q_LEAVE },
+	{ "task_added", Q_ENTER },     { "lease_expired", Q_ENTER },
+	{ "worker_gone", Q_ENTER },    { "quota_reset", Q_ENTER },
+	{ "task_resumed", Q_ENTER },   { "task_retried", Q_ENTER },
+	{ "task_linked", Q_ENTER },    { "task_claimed", Q_LEAVE },
 	{ "task_cancelled", Q_LEAVE }, { "task_blocked", Q_LEAVE },
-	{ "task_done", Q_LEAVE },     { "task_settled", Q_SETTLE },
+	{ "task_done", Q_LEAVE },      { "task_settled", Q_SETTLE },
 };
 
 /* One task event, kept for the replay. */
@@ -223,20 +223,18 @@ days_json(const struct days *d)
 
 	for (i = 0; i < d->n; i++) {
 		char day[16];
-		time_t t = (time_t)((d->first + (int64_t)i * DAY_MS) / 1000);
+		int64_t ms = d->first + (int64_t)i * DAY_MS;
+		time_t t = (time_t)(ms / 1000);
 		struct tm tm;
 
 		gmtime_r(&t, &tm);
 		strftime(day, sizeof(day), "%Y-%m-%d", &tm);
 		json_array_append_new(
-			arr, json_pack("{s:s, s:I, s:I, s:I, s:I, s:f}", "day",
-				       day, "t",
-				       (json_int_t)(d->first +
-						    (int64_t)i * DAY_MS),
-				       "calls", (json_int_t)d->calls[i],
-				       "tokens_in", (json_int_t)d->tin[i],
-				       "tokens_out", (json_int_t)d->tout[i],
-				       "cost_usd", d->cost[i]));
+		    arr,
+		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:f}", "day", day, "t",
+			      (json_int_t)ms, "calls", (json_int_t)d->calls[i],
+			      "tokens_in", (json_int_t)d->tin[i], "tokens_out",
+			      (json_int_t)d->tout[i], "cost_usd", d->cost[i]));
 	}
 	return arr;
 }
@@ -248,8 +246,8 @@ buckets_json(const struct bucket *b, size_t n, int64_t from, int64_t step)
 	size_t i, j;
 
 	for (i = 0; i < n; i++) {
-		json_t *o = json_pack("{s:I, s:I, s:I}", "t",
-				      (json_int_t)(from + (int64_t)i * step),
+		int64_t t = from + (int64_t)i * step;
+		json_t *o = json_pack("{s:I, s:I, s:I}", "t", (json_int_t)t,
 				      "queued", (json_int_t)b[i].depth,
 				      "claimed", (json_int_t)b[i].claimed);
 
@@ -275,8 +273,8 @@ query_range(struct req *rq, const char *name, int64_t def, int64_t max,
 	n = strtoll(v, &end, 10);
 	if (!*v || *end || errno || n < 1 || n > max) {
 		http_error(rq, 400, "bad_request",
-			   "%s must be a number from 1 to %lld, not '%s'",
-			   name, (long long)max, v);
+			   "%s must be a number from 1 to %lld, not '%s'", name,
+			   (long long)max, v);
 		return -1;
 	}
 	*out = n;
@@ -300,8 +298,8 @@ api_stats(struct req *rq)
 	    query_range(rq, "days", 14, STATS_MAX_DAYS, &ndays))
 		return;
 	/* a whole number of minutes per bucket, at most 360 buckets */
-	step = 60000 * ((hours * 60 + STATS_MAX_BUCKETS - 1) /
-			STATS_MAX_BUCKETS);
+	step =
+	    60000 * ((hours * 60 + STATS_MAX_BUCKETS - 1) / STATS_MAX_BUCKETS);
 	n = (size_t)(hours * 3600000 / step);
 	/* the last bucket ends at the next whole step after now */
 	from = (now / step + 1) * step - (int64_t)n * step;
@@ -336,10 +334,9 @@ api_stats(struct req *rq)
 	http_json(rq, 200,
 		  json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "now",
 			    (json_int_t)now, "hours", (json_int_t)hours,
-			    "step_seconds", (json_int_t)(step / 1000),
-			    "from", (json_int_t)from, "queued",
-			    (json_int_t)counts[0], "queue",
-			    buckets_json(b, n, from, step), "days",
+			    "step_seconds", (json_int_t)(step / 1000), "from",
+			    (json_int_t)from, "queued", (json_int_t)counts[0],
+			    "queue", buckets_json(b, n, from, step), "days",
 			    days_json(&d)));
 out:
 	free(b);
