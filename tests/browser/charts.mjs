@@ -204,6 +204,10 @@ scenarios.group = async () => {
 	ok(labels.some((l) => l.startsWith('<img src=x')), 'and drawn as text', labels.join(' | '));
 	const lanes = await page.$$eval('[data-testid=stage-lane] text', (ts) => ts.map((t) => t.textContent));
 	ok(lanes.some((l) => l.startsWith('<svg onload')), 'a hostile status is a lane\'s text', lanes.join(' | '));
+	ok(/reported no tokens and no cost/.test(await page.textContent('#chart-usage')),
+		'a run whose agents report no usage says so', await page.textContent('#chart-usage'));
+	ok(/^5 calls \u00b7 0 in \/ 0 out \u00b7 \$0\.0000$/.test(await page.textContent('#usage-sum')),
+		'and counts its calls', await page.textContent('#usage-sum'));
 	await inert('group run page');
 	await shot('charts-group.png');
 };

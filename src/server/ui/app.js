@@ -1818,6 +1818,12 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 const CHART_H_ROW = 22;
 const CHART_LEFT = 130;
 const RUN_EVENTS_KEPT = 20000;	/* events the run charts keep */
+const LANE_CHARS = 18;		/* a lane's label, in the left margin */
+
+/* s cut to n characters, with an ellipsis when it was longer. */
+function clip(str, n) {
+	return str.length > n ? str.slice(0, n - 1) + '\u2026' : str;
+}
 
 /* s('rect', {x: 1}, kids...): an SVG element; strings become text nodes. */
 function s(tag, attrs, ...kids) {
@@ -1880,7 +1886,8 @@ function fmtShort(n) {
 /* A time axis under the plot: a few ticks from t0 to t1 (ms). */
 function timeAxis(g, x0, x1, y, t0, t1) {
 	const span = Math.max(1, t1 - t0);
-	const n = Math.max(2, Math.min(8, Math.floor((x1 - x0) / 110)));
+	/* no more ticks than whole seconds: the labels would repeat */
+	const n = Math.max(1, Math.min(8, Math.floor((x1 - x0) / 110), Math.floor(span / 1000)));
 	g.appendChild(s('line', { class: 'axis', x1: x0, x2: x1, y1: y, y2: y }));
 	for (let i = 0; i <= n; i++) {
 		const t = t0 + span * i / n;
@@ -2021,7 +2028,7 @@ function renderStages() {
 		svg.appendChild(s('rect', { class: 'lane' + (i % 2 ? ' odd' : ''), x: 0, y: y, width: W, height: CHART_H_ROW }));
 		svg.appendChild(s('g', { 'data-testid': 'stage-lane', 'data-lane': l },
 			s('text', { class: 'lane-label', x: x0 - 6, y: y + 15, 'text-anchor': 'end' },
-				l.length > 20 ? l.slice(0, 19) + '\u2026' : l), tip(l)));
+				clip(l, LANE_CHARS)), tip(l)));
 	});
 	let fixes = 0, waits = 0;
 	for (const sp of spans) {
@@ -2089,6 +2096,12 @@ function renderUsage() {
 		tin += c.tin;
 		tout += c.tout;
 	}
+	$('usage-sum').textContent = calls.length + ' call' + (calls.length === 1 ? '' : 's') + ' \u00b7 ' +
+		fmtInt(tin) + ' in / ' + fmtInt(tout) + ' out \u00b7 ' + fmtCost(total);
+	if (!maxTok && !total) {
+		emptyChart(box, 'the agents reported no tokens and no cost');
+		return;
+	}
 	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
 		role: 'img', 'aria-label': 'tokens per agent call and the cost so far', 'data-testid': 'usage-svg' });
 	const tokTop = valueAxis(svg, x0, x1, top, bot, maxTok, fmtShort, false);
@@ -2116,8 +2129,6 @@ function renderUsage() {
 	timeAxis(svg, x0, x1, bot, t0, t1);
 	svg.appendChild(legend(x0, H - 6, [['tok-in', 'tokens in'], ['tok-out', 'tokens out'], ['cost-key', 'cost so far']]));
 	box.replaceChildren(svg);
-	$('usage-sum').textContent = calls.length + ' call' + (calls.length === 1 ? '' : 's') + ' \u00b7 ' +
-		fmtInt(tin) + ' in / ' + fmtInt(tout) + ' out \u00b7 ' + fmtCost(total);
 }
 
 function legend(x, y, items) {
@@ -2202,7 +2213,7 @@ function renderGroups() {
 			const y = i * CHART_H_ROW;
 			svg.appendChild(s('rect', { class: 'lane' + (i % 2 ? ' odd' : ''), x: 0, y: y, width: W, height: CHART_H_ROW }));
 			svg.appendChild(s('text', { class: 'lane-label', x: x0 - 6, y: y + 15, 'text-anchor': 'end' },
-				m.stage.length > 20 ? m.stage.slice(0, 19) + '\u2026' : m.stage));
+				clip(m.stage, LANE_CHARS)));
 			if (m.t0 === null)
 				return;
 			const end = m.t1 !== null ? m.t1 : Date.now();
