@@ -1816,7 +1816,7 @@ $('ask-form').addEventListener('submit', async (ev) => {
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const CHART_H_ROW = 22;
-const CHART_LEFT = 130;
+const CHART_LEFT = 140;
 const RUN_EVENTS_KEPT = 20000;	/* events the run charts keep */
 const LANE_CHARS = 18;		/* a lane's label, in the left margin */
 
