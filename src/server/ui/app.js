@@ -1862,9 +1862,10 @@ function niceTicks(max, n, whole) {
 	let step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
 	if (whole)
 		step = Math.max(1, Math.round(step));
-	const out = [];
-	for (let v = 0; v <= max + step / 2 && out.length < 50; v += step)
-		out.push(v);
+	/* up to the first tick at or above max, so the plot holds it all */
+	const out = [0];
+	for (let i = 1; out[out.length - 1] < max && i <= 50; i++)
+		out.push(i * step);
 	return out;
 }
 
@@ -2362,7 +2363,7 @@ function renderThroughput(st) {
 		role: 'img', 'aria-label': 'tasks started and finished over time', 'data-testid': 'throughput-svg' });
 	const vtop = valueAxis(svg, x0, x1, top, bot, Math.max(1, max), fmtShort, false);
 	const X = (t) => x0 + (x1 - x0) * (t - t0) / (t1 - t0);
-	const bw = Math.max(1, (x1 - x0) * step / (t1 - t0) - 1);
+	const bw = Math.max(2.5, (x1 - x0) * step / (t1 - t0) - 1);
 	const started = [];
 	for (const b of q) {
 		let y = bot;
