@@ -1188,6 +1188,8 @@ const struct route api_routes[] = {
 	  "the plugins, with status and what they provide", 0 },
 	{ "GET", "/api/v1/workers", workers_list, "the workers", 0 },
 	{ "GET", "/api/v1/merges", merges_list, "the merge queue", 0 },
+	{ "GET", "/api/v1/stats", api_stats,
+	  "queue depth, throughput, cost per day (the charts)", 0 },
 	{ "GET", "/api/v1/events", stream_sse,
 	  "the live stream (SSE)", ROUTE_F_QUERY_TOKEN },
 	{ "GET", "/api/v1/ws", ws_plain,

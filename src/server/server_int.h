@@ -261,6 +261,15 @@ int stream_clients(void);
 /* POST /api/v1/forge/webhook (ROUTE_F_SIGNED). */
 void forge_webhook(struct req *rq);
 
+/* ---- charts.c ----------------------------------------------------------- */
+
+/*
+ * GET /api/v1/stats?hours=H&days=D: queue depth and throughput per bucket
+ * over the last H hours, agent tokens and cost per UTC day over the last D
+ * days, all derived from the store's events (docs/api.md, "Stats").
+ */
+void api_stats(struct req *rq);
+
 /* ---- metrics.c ---------------------------------------------------------- */
 
 void metrics_page(struct req *rq);

@@ -1,7 +1,9 @@
 /*
  * The baton dashboard: a board of tasks by status, kept live by the event
- * stream, and a page per run (header, controls, timeline, agent output,
- * artifacts, the run's stored files, diff, reports). It reads the REST
+ * stream, a page per run (header, controls, charts of its stages, usage
+ * and parallel groups, timeline, agent output, artifacts, the run's
+ * stored files, diff, reports), and a page of charts of the queue and
+ * the usage per day (inline SVG drawn here, no library). It reads the REST
  * API of docs/api.md with the bearer token of the repository and follows
  * GET /api/v1/events with an EventSource (which resumes by itself with
  * Last-Event-ID).
@@ -356,6 +358,7 @@ function showView(name) {
 	show($('login-view'), name === 'login');
 	show($('board-view'), name === 'board');
 	show($('run-view'), name === 'run');
+	show($('charts-view'), name === 'charts');
 	document.body.dataset.view = name;
 }
 
@@ -373,6 +376,8 @@ function route() {
 			/* keep it raw */
 		}
 		showRunPage(id);
+	} else if (/^#\/charts\b/.test(location.hash)) {
+		showCharts();
 	} else {
 		showBoard();
 	}
@@ -501,6 +506,7 @@ function handleMessage(m) {
 		}
 	}
 	runPageMessage(m);
+	chartsMessage();
 }
 
 /* --- the board ---------------------------------------------------------- */
@@ -893,6 +899,7 @@ const rp = {
 	key: null, run: null, loading: false, pending: [], seen: new Set(),
 	outLen: 0, outQueue: '', outFrame: 0, timelineN: 0, refreshTimer: 0,
 	slowTimer: 0, ask: null, diffLoaded: false, forgeFact: null,
+	evs: [], chartTimer: 0,
 };
 
 function resetRunPage() {
@@ -903,6 +910,15 @@ function resetRunPage() {
 	rp.outLen = 0;
 	rp.outQueue = '';
 	rp.timelineN = 0;
+	rp.evs = [];
+	clearTimeout(rp.chartTimer);
+	rp.chartTimer = 0;
+	$('chart-stages').textContent = '';
+	$('stages-sum').textContent = '';
+	$('chart-usage').textContent = '';
+	$('usage-sum').textContent = '';
+	$('chart-groups').textContent = '';
+	show($('groups-section'), false);
 	clearTimeout(rp.refreshTimer);
 	clearTimeout(rp.slowTimer);
 	rp.refreshTimer = 0;
@@ -1114,6 +1130,7 @@ async function refreshRun() {
 		const was = rp.run;
 		rp.run = r;
 		renderRunHead(r);
+		runChartsSoon();
 		if (was.status !== r.status && (TERMINAL_RUN.has(r.status) || was.stage !== r.stage))
 			refreshSlowSoon();
 	} catch (e) {
@@ -1193,6 +1210,10 @@ function addRunEvent(ev, live) {
 		appendOutput(outputText(dataOf(ev)));
 		return;
 	}
+	rp.evs.push(ev);
+	if (rp.evs.length > RUN_EVENTS_KEPT)
+		rp.evs.splice(0, rp.evs.length - RUN_EVENTS_KEPT);
+	runChartsSoon();
 	addTimeline(ev, live);
 }
 
@@ -1781,6 +1802,686 @@ $('ask-form').addEventListener('submit', async (ev) => {
 		ok = await act('Steer', runPath('/steer'), { text: text });
 	if (ok)
 		closeAsk();
+});
+
+/* --- charts ------------------------------------------------------------- */
+
+/*
+ * The pictures: a run's stages on a time axis, its agent calls' tokens
+ * and cost, its parallel groups' members side by side; and, on the charts
+ * page, the queue over the last hours and the usage per day. Inline SVG
+ * made with createElementNS; every name in them (stage statuses, gate
+ * names, run titles) enters as a text node, like the rest of the page.
+ */
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const CHART_H_ROW = 22;
+const CHART_LEFT = 140;
+const RUN_EVENTS_KEPT = 20000;	/* events the run charts keep */
+const LANE_CHARS = 18;		/* a lane's label, in the left margin */
+
+/* s cut to n characters, with an ellipsis when it was longer. */
+function clip(str, n) {
+	return str.length > n ? str.slice(0, n - 1) + '\u2026' : str;
+}
+
+/* s('rect', {x: 1}, kids...): an SVG element; strings become text nodes. */
+function s(tag, attrs, ...kids) {
+	const n = document.createElementNS(SVG_NS, tag);
+	if (attrs) {
+		for (const k of Object.keys(attrs)) {
+			const v = attrs[k];
+			if (v === null || v === undefined || v === false)
+				continue;
+			if (k === 'text')
+				n.textContent = String(v);
+			else
+				n.setAttribute(k, String(v));
+		}
+	}
+	add(n, kids);
+	return n;
+}
+
+/* A tooltip: SVG's <title>, as text. */
+function tip(text) {
+	return s('title', { text: text });
+}
+
+function chartWidth(box) {
+	return Math.max(360, Math.floor(box.clientWidth || box.parentNode.clientWidth || 600));
+}
+
+/* Round-number ticks from 0 to max (about n of them); whole for counts. */
+function niceTicks(max, n, whole) {
+	if (!(max > 0))
+		return [0];
+	const raw = max / n;
+	const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+	const f = raw / mag;
+	let step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+	if (whole)
+		step = Math.max(1, Math.round(step));
+	/* up to the first tick at or above max, so the plot holds it all */
+	const out = [0];
+	for (let i = 1; out[out.length - 1] < max && i <= 50; i++)
+		out.push(i * step);
+	return out;
+}
+
+/* An axis's dollars: enough digits to tell the ticks apart. */
+function fmtUsd(v) {
+	if (v === 0)
+		return '$0';
+	return '$' + (v < 0.01 ? v.toFixed(4) : v < 1 ? v.toFixed(3) : fmtShort(v));
+}
+
+function fmtShort(n) {
+	if (n >= 1e6)
+		return (n / 1e6).toFixed(n >= 1e7 ? 0 : 1) + 'M';
+	if (n >= 1e3)
+		return (n / 1e3).toFixed(n >= 1e4 ? 0 : 1) + 'k';
+	return String(Math.round(n * 100) / 100);
+}
+
+/* A time axis under the plot: a few ticks from t0 to t1 (ms). */
+function timeAxis(g, x0, x1, y, t0, t1) {
+	const span = Math.max(1, t1 - t0);
+	/* no more ticks than whole seconds: the labels would repeat */
+	const n = Math.max(1, Math.min(8, Math.floor((x1 - x0) / 110), Math.floor(span / 1000)));
+	g.appendChild(s('line', { class: 'axis', x1: x0, x2: x1, y1: y, y2: y }));
+	for (let i = 0; i <= n; i++) {
+		const t = t0 + span * i / n;
+		const x = x0 + (x1 - x0) * i / n;
+		g.appendChild(s('line', { class: 'tick', x1: x, x2: x, y1: y, y2: y + 4 }));
+		g.appendChild(s('text', {
+			class: 'tick-label', x: x, y: y + 15,
+			'text-anchor': i === 0 ? 'start' : i === n ? 'end' : 'middle',
+		}, span < 3 * 86400000 ? fmtClock(t) : fmtTime(t).slice(5, 16)));
+	}
+}
+
+/* A value axis on the left (or the right, right=true) with gridlines. */
+function valueAxis(g, x0, x1, ytop, ybot, max, fmt, right) {
+	const ticks = niceTicks(max, 4, fmt === fmtShort);
+	const top = ticks[ticks.length - 1] || 1;
+	for (const v of ticks) {
+		const y = ybot - (ybot - ytop) * v / top;
+		if (!right)
+			g.appendChild(s('line', { class: 'grid', x1: x0, x2: x1, y1: y, y2: y }));
+		g.appendChild(s('text', {
+			class: 'tick-label', x: right ? x1 + 4 : x0 - 4, y: y + 4,
+			'text-anchor': right ? 'start' : 'end',
+		}, fmt(v)));
+	}
+	return top;
+}
+
+function emptyChart(box, text) {
+	box.replaceChildren(h('p', { class: 'muted small', 'data-testid': 'chart-empty' }, text));
+}
+
+/* --- a run's stages ---- */
+
+const WAIT_PEOPLE = 'waits for people';
+const WAIT_QUOTA = 'waits for quota';
+
+function tsOf(ev) {
+	const d = toDate(ev.ts);
+	return d ? d.getTime() : null;
+}
+
+/*
+ * The spans of a run from its events: each status between its transition
+ * in and the next one (a stage, a fix round, a gate or a pause: a wait
+ * for people). A quota wait is the run `interrupted` for it (under serve,
+ * until a worker takes the run again), else (baton run sleeps in the
+ * stage) its quota_wait event for its wait_ms.
+ */
+function stageSpans(evs, run) {
+	const spans = [];
+	const trans = evs.filter((e) => e.type === 'transition' && tsOf(e) !== null);
+	const quotas = evs.filter((e) => e.type === 'quota_wait' && tsOf(e) !== null);
+	const used = new Set();
+	const quotaLabel = (ev) => {
+		const p = ev ? dataOf(ev).provider : null;
+		return 'quota' + (p ? ': ' + p : '');
+	};
+	const terminal = run && TERMINAL_RUN.has(run.status);
+	const endOfRun = terminal ? (toDate(run.ended_at || run.updated_at) || new Date()).getTime() : Date.now();
+	let fixN = 0;
+	for (let i = 0; i < trans.length; i++) {
+		const ev = trans[i];
+		const st = String(ev.to || '');
+		if (!st || st === 'created' || TERMINAL_RUN.has(st))
+			continue;
+		const t0 = tsOf(ev);
+		const t1 = i + 1 < trans.length ? tsOf(trans[i + 1]) : Math.max(t0, endOfRun);
+		const d = dataOf(ev);
+		let kind = 'stage', lane = st, label = st;
+		if (st === 'waiting_for_approval') {
+			kind = 'approval';
+			lane = WAIT_PEOPLE;
+			label = 'gate' + (d.gate ? ': ' + d.gate : '');
+		} else if (st === 'paused') {
+			kind = 'pause';
+			lane = WAIT_PEOPLE;
+			label = 'paused';
+		} else if (st === 'fixing') {
+			kind = 'fix';
+			label = 'fix ' + (++fixN);
+		} else if (st === 'interrupted' && d.cause === 'quota_wait') {
+			let q = null;
+			for (const e of quotas)
+				if (tsOf(e) <= t0)
+					q = e;
+			if (q)
+				used.add(q);
+			kind = 'quota';
+			lane = WAIT_QUOTA;
+			label = quotaLabel(q);
+		} else if (st === 'interrupted') {
+			kind = 'other';
+		}
+		spans.push({ kind: kind, lane: lane, label: label, t0: t0, t1: t1 });
+	}
+	for (const ev of quotas) {
+		if (used.has(ev))
+			continue;
+		const d = dataOf(ev);
+		const t0 = tsOf(ev);
+		const ms = typeof d.wait_ms === 'number' && d.wait_ms > 0 ? d.wait_ms : 0;
+		spans.push({ kind: 'quota', lane: WAIT_QUOTA, t0: t0, t1: Math.min(t0 + ms, Math.max(t0, endOfRun)),
+			label: quotaLabel(ev) });
+	}
+	return spans;
+}
+
+function renderStages() {
+	const box = $('chart-stages');
+	const spans = stageSpans(rp.evs, rp.run);
+	if (!spans.length) {
+		emptyChart(box, 'no stages yet');
+		$('stages-sum').textContent = '';
+		return;
+	}
+	const lanes = [];
+	for (const sp of spans)
+		if (sp.lane !== WAIT_PEOPLE && sp.lane !== WAIT_QUOTA && !lanes.includes(sp.lane))
+			lanes.push(sp.lane);
+	for (const w of [WAIT_PEOPLE, WAIT_QUOTA])
+		if (spans.some((sp) => sp.lane === w))
+			lanes.push(w);
+	let t0 = Infinity, t1 = -Infinity;
+	for (const sp of spans) {
+		t0 = Math.min(t0, sp.t0);
+		t1 = Math.max(t1, sp.t1);
+	}
+	if (t1 <= t0)
+		t1 = t0 + 1000;
+	const W = chartWidth(box), x0 = CHART_LEFT, x1 = W - 12;
+	const H = lanes.length * CHART_H_ROW + 30;
+	const X = (t) => x0 + (x1 - x0) * (t - t0) / (t1 - t0);
+	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
+		role: 'img', 'aria-label': 'the run\'s stages over time', 'data-testid': 'stages-svg' });
+	lanes.forEach((l, i) => {
+		const y = i * CHART_H_ROW;
+		svg.appendChild(s('rect', { class: 'lane' + (i % 2 ? ' odd' : ''), x: 0, y: y, width: W, height: CHART_H_ROW }));
+		svg.appendChild(s('g', { 'data-testid': 'stage-lane', 'data-lane': l },
+			s('text', { class: 'lane-label', x: x0 - 6, y: y + 15, 'text-anchor': 'end' },
+				clip(l, LANE_CHARS)), tip(l)));
+	});
+	let fixes = 0, waits = 0;
+	for (const sp of spans) {
+		const i = lanes.indexOf(sp.lane);
+		const xa = X(sp.t0), w = Math.max(2, X(sp.t1) - xa);
+		const g = s('g', { class: 'span k-' + sp.kind, 'data-testid': 'stage-span',
+			'data-kind': sp.kind, 'data-lane': sp.lane, 'data-label': sp.label });
+		g.appendChild(s('rect', { x: xa, y: i * CHART_H_ROW + 3, width: w, height: CHART_H_ROW - 6, rx: 3 }));
+		if (w > 46)
+			g.appendChild(s('text', { class: 'span-label', x: xa + 4, y: i * CHART_H_ROW + 15 },
+				sp.label.length * 6.5 > w - 8 ? sp.label.slice(0, Math.max(1, Math.floor((w - 8) / 6.5) - 1)) + '\u2026' : sp.label));
+		g.appendChild(tip(sp.label + ' \u00b7 ' + fmtDuration(sp.t1 - sp.t0) + ' \u00b7 ' +
+			fmtClock(sp.t0) + '\u2013' + fmtClock(sp.t1)));
+		svg.appendChild(g);
+		if (sp.kind === 'fix')
+			fixes++;
+		if (sp.kind === 'approval' || sp.kind === 'pause' || sp.kind === 'quota')
+			waits += sp.t1 - sp.t0;
+	}
+	timeAxis(svg, x0, x1, lanes.length * CHART_H_ROW + 2, t0, t1);
+	box.replaceChildren(svg);
+	$('stages-sum').textContent = fmtDuration(t1 - t0) +
+		(fixes ? ' \u00b7 ' + fixes + ' fix round' + (fixes === 1 ? '' : 's') : '') +
+		(waits ? ' \u00b7 waited ' + fmtDuration(waits) : '');
+}
+
+/* --- a run's tokens and cost ---- */
+
+/* The run's agent calls, from agent_exited: when, tokens, cost. */
+function usageCalls(evs) {
+	const out = [];
+	for (const ev of evs) {
+		if (ev.type !== 'agent_exited' || tsOf(ev) === null)
+			continue;
+		const d = dataOf(ev);
+		out.push({
+			t: tsOf(ev), call: String(d.call || ''), provider: String(d.provider || ''),
+			tin: typeof d.tokens_in === 'number' ? d.tokens_in : 0,
+			tout: typeof d.tokens_out === 'number' ? d.tokens_out : 0,
+			cost: typeof d.cost_usd === 'number' ? d.cost_usd : 0,
+		});
+	}
+	return out;
+}
+
+function renderUsage() {
+	const box = $('chart-usage');
+	const calls = usageCalls(rp.evs);
+	if (!calls.length) {
+		emptyChart(box, 'no agent calls yet');
+		$('usage-sum').textContent = '';
+		return;
+	}
+	let t0 = calls[0].t, t1 = calls[calls.length - 1].t;
+	const created = rp.run ? toDate(rp.run.started_at || rp.run.created_at) : null;
+	if (created && created.getTime() < t0)
+		t0 = created.getTime();
+	if (t1 - t0 < 1000)
+		t1 = t0 + 1000;
+	const W = chartWidth(box), x0 = 46, x1 = W - 56, top = 8, bot = 150, H = 180;
+	let maxTok = 0, total = 0, tin = 0, tout = 0;
+	for (const c of calls) {
+		maxTok = Math.max(maxTok, c.tin + c.tout);
+		total += c.cost;
+		tin += c.tin;
+		tout += c.tout;
+	}
+	$('usage-sum').textContent = calls.length + ' call' + (calls.length === 1 ? '' : 's') + ' \u00b7 ' +
+		fmtInt(tin) + ' in / ' + fmtInt(tout) + ' out \u00b7 ' + fmtCost(total);
+	if (!maxTok && !total) {
+		emptyChart(box, 'the agents reported no tokens and no cost');
+		return;
+	}
+	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
+		role: 'img', 'aria-label': 'tokens per agent call and the cost so far', 'data-testid': 'usage-svg' });
+	const tokTop = valueAxis(svg, x0, x1, top, bot, maxTok, fmtShort, false);
+	const costTop = total > 0 ? valueAxis(svg, x0, x1, top, bot, total, fmtUsd, true) : 1;
+	const X = (t) => x0 + 6 + (x1 - x0 - 12) * (t - t0) / (t1 - t0);
+	const bw = Math.max(3, Math.min(14, (x1 - x0) / (calls.length * 2)));
+	const pts = [];
+	let cum = 0;
+	pts.push(X(t0) + ',' + bot);
+	for (const c of calls) {
+		const x = X(c.t);
+		const hin = (bot - top) * c.tin / tokTop, hout = (bot - top) * c.tout / tokTop;
+		svg.appendChild(s('g', { class: 'bar', 'data-testid': 'usage-bar', 'data-tokens': c.tin + c.tout,
+			'data-cost': c.cost },
+			s('rect', { class: 'tok-in', x: x - bw / 2, y: bot - hin, width: bw, height: hin }),
+			s('rect', { class: 'tok-out', x: x - bw / 2, y: bot - hin - hout, width: bw, height: hout }),
+			tip(c.call + (c.provider ? ' (' + c.provider + ')' : '') + ' at ' + fmtClock(c.t) + ': ' +
+				fmtInt(c.tin) + ' in, ' + fmtInt(c.tout) + ' out, ' + fmtCost(c.cost))));
+		cum += c.cost;
+		pts.push(x + ',' + (bot - (bot - top) * cum / costTop));
+	}
+	if (total > 0)
+		svg.appendChild(s('polyline', { class: 'cost-line', points: pts.join(' '),
+			'data-testid': 'usage-cost-line' }, tip('cost so far: ' + fmtCost(total))));
+	timeAxis(svg, x0, x1, bot, t0, t1);
+	svg.appendChild(legend(x0, H - 6, [['tok-in', 'tokens in'], ['tok-out', 'tokens out'], ['cost-key', 'cost so far']]));
+	box.replaceChildren(svg);
+}
+
+function legend(x, y, items) {
+	const g = s('g', { class: 'legend' });
+	let at = x;
+	for (const [cls, text] of items) {
+		g.appendChild(s('rect', { class: cls, x: at, y: y - 9, width: 10, height: 10 }));
+		g.appendChild(s('text', { class: 'tick-label', x: at + 14, y: y }, text));
+		at += 24 + text.length * 6.5;
+	}
+	return g;
+}
+
+/* --- a run's parallel groups ---- */
+
+/*
+ * Each parallel group (group_started) and its members: from the member's
+ * stage_started (or review_done's started_ms) to review_done's ended_ms,
+ * or to now while it runs, with the member's verdict.
+ */
+function groupsOf(evs) {
+	const groups = [];
+	let cur = null;
+	for (const ev of evs) {
+		const d = dataOf(ev);
+		if (ev.type === 'group_started') {
+			cur = { group: d.group, members: new Map(), done: false, t: tsOf(ev) };
+			for (const st of Array.isArray(d.stages) ? d.stages : [])
+				cur.members.set(String(st), { stage: String(st), t0: null, t1: null, status: '' });
+			groups.push(cur);
+		} else if (cur && ev.type === 'stage_started' && d.group !== undefined && d.group !== null) {
+			const m = cur.members.get(String(d.stage));
+			if (m && m.t0 === null)
+				m.t0 = tsOf(ev);
+		} else if (cur && ev.type === 'review_done') {
+			const m = cur.members.get(String(d.stage));
+			if (m) {
+				if (typeof d.started_ms === 'number')
+					m.t0 = d.started_ms;
+				m.t1 = typeof d.ended_ms === 'number' ? d.ended_ms : tsOf(ev);
+				m.status = String(d.status || '');
+			}
+		} else if (cur && ev.type === 'group_done') {
+			cur.done = true;
+			const v = d.verdicts && typeof d.verdicts === 'object' ? d.verdicts : {};
+			for (const m of cur.members.values())
+				if (!m.status && typeof v[m.stage] === 'string')
+					m.status = v[m.stage];
+			cur = null;
+		}
+	}
+	return groups;
+}
+
+function renderGroups() {
+	const box = $('chart-groups');
+	const groups = groupsOf(rp.evs);
+	show($('groups-section'), groups.length > 0);
+	if (!groups.length) {
+		box.textContent = '';
+		return;
+	}
+	const frag = document.createDocumentFragment();
+	const W = chartWidth(box);
+	groups.forEach((gr, gi) => {
+		const ms = Array.from(gr.members.values());
+		let t0 = Infinity, t1 = -Infinity;
+		for (const m of ms) {
+			if (m.t0 !== null)
+				t0 = Math.min(t0, m.t0);
+			t1 = Math.max(t1, m.t1 !== null ? m.t1 : Date.now());
+		}
+		if (!isFinite(t0))
+			t0 = gr.t || Date.now();
+		if (t1 <= t0)
+			t1 = t0 + 1000;
+		const x0 = CHART_LEFT, x1 = W - 12, H = ms.length * CHART_H_ROW + 30;
+		const X = (t) => x0 + (x1 - x0) * (t - t0) / (t1 - t0);
+		const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
+			role: 'img', 'aria-label': 'the members of a parallel group', 'data-testid': 'group-svg' });
+		ms.forEach((m, i) => {
+			const y = i * CHART_H_ROW;
+			svg.appendChild(s('rect', { class: 'lane' + (i % 2 ? ' odd' : ''), x: 0, y: y, width: W, height: CHART_H_ROW }));
+			svg.appendChild(s('text', { class: 'lane-label', x: x0 - 6, y: y + 15, 'text-anchor': 'end' },
+				clip(m.stage, LANE_CHARS)));
+			if (m.t0 === null)
+				return;
+			const end = m.t1 !== null ? m.t1 : Date.now();
+			const xa = X(m.t0), w = Math.max(2, X(end) - xa);
+			const st = m.status || (m.t1 === null ? 'running' : '');
+			svg.appendChild(s('g', { class: 'span k-member v-' + st.replace(/[^a-z_]/g, ''),
+				'data-testid': 'group-member', 'data-stage': m.stage, 'data-status': st },
+				s('rect', { x: xa, y: y + 3, width: w, height: CHART_H_ROW - 6, rx: 3 }),
+				w > 60 ? s('text', { class: 'span-label', x: xa + 4, y: y + 15 },
+					st + ' \u00b7 ' + fmtDuration(end - m.t0)) : null,
+				tip(m.stage + ': ' + (st || '?') + ' \u00b7 ' + fmtDuration(end - m.t0))));
+		});
+		timeAxis(svg, x0, x1, ms.length * CHART_H_ROW + 2, t0, t1);
+		frag.appendChild(h('figure', { class: 'group-fig', 'data-testid': 'group-chart' },
+			h('figcaption', { class: 'small muted' }, 'group ' + (gr.group !== undefined ? gr.group : gi + 1) +
+				' \u00b7 ' + ms.length + ' members' + (gr.done ? '' : ' \u00b7 running')), svg));
+	});
+	box.replaceChildren(frag);
+}
+
+/* The run charts, at most every 500 ms (live events come in bursts). */
+function runChartsSoon() {
+	if (!rp.chartTimer)
+		rp.chartTimer = setTimeout(renderRunCharts, 500);
+}
+
+function renderRunCharts() {
+	clearTimeout(rp.chartTimer);
+	rp.chartTimer = 0;
+	if (view !== 'run' || !rp.run)
+		return;
+	rp.evs.sort((a, b) => (a.seq || 0) - (b.seq || 0));
+	renderStages();
+	renderUsage();
+	renderGroups();
+}
+
+/* --- the charts page ---- */
+
+const cp = { timer: 0, gen: 0, live: 0 };
+
+function showCharts() {
+	showView('charts');
+	$('crumb').textContent = '';
+	document.title = 'baton \u2014 charts';
+	loadCharts();
+	clearInterval(cp.timer);
+	cp.timer = setInterval(() => {
+		if (view === 'charts')
+			loadCharts();
+		else
+			clearInterval(cp.timer);
+	}, 60000);
+}
+
+/* A live message while the charts page is open: read again within 5 s. */
+function chartsMessage() {
+	if (view !== 'charts' || cp.live)
+		return;
+	cp.live = setTimeout(() => {
+		cp.live = 0;
+		if (view === 'charts')
+			loadCharts();
+	}, 5000);
+}
+
+async function loadCharts() {
+	const gen = ++cp.gen;
+	const hours = $('charts-hours').value || '6';
+	let st, runs;
+	try {
+		[st, runs] = await Promise.all([
+			api('/stats?hours=' + encodeURIComponent(hours) + '&days=14'),
+			api('/runs?limit=50'),
+		]);
+	} catch (e) {
+		if (gen === cp.gen)
+			formMsg($('charts-msg'), 'Cannot load the charts: ' + errText(e), false);
+		return;
+	}
+	if (gen !== cp.gen || view !== 'charts')
+		return;
+	show($('charts-msg'), false);
+	renderQueue(st);
+	renderThroughput(st);
+	renderDays(st);
+	renderRunsUsage(Array.isArray(runs && runs.runs) ? runs.runs : []);
+}
+
+function renderQueue(st) {
+	const box = $('chart-queue');
+	const q = Array.isArray(st && st.queue) ? st.queue : [];
+	if (!q.length) {
+		emptyChart(box, 'no data');
+		return;
+	}
+	const step = (st.step_seconds || 60) * 1000;
+	const t0 = q[0].t, t1 = q[q.length - 1].t + step;
+	const W = chartWidth(box), x0 = 46, x1 = W - 12, top = 8, bot = 130, H = 150;
+	let max = 0;
+	for (const b of q)
+		max = Math.max(max, b.queued || 0);
+	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
+		role: 'img', 'aria-label': 'tasks queued over time', 'data-testid': 'queue-svg' });
+	const vtop = valueAxis(svg, x0, x1, top, bot, Math.max(1, max), fmtShort, false);
+	const X = (t) => x0 + (x1 - x0) * (t - t0) / (t1 - t0);
+	const Y = (v) => bot - (bot - top) * v / vtop;
+	/* a step line: the depth at the end of each bucket holds for the next */
+	const pts = [X(t0) + ',' + Y(q[0].queued || 0)];
+	for (const b of q) {
+		pts.push(X(b.t) + ',' + Y(b.queued || 0));
+		pts.push(X(b.t + step) + ',' + Y(b.queued || 0));
+	}
+	svg.appendChild(s('polygon', { class: 'queue-area', points: X(t0) + ',' + bot + ' ' + pts.join(' ') + ' ' + X(t1) + ',' + bot }));
+	svg.appendChild(s('polyline', { class: 'queue-line', points: pts.join(' '), 'data-testid': 'queue-line',
+		'data-buckets': q.length }, tip('tasks queued')));
+	timeAxis(svg, x0, x1, bot, t0, t1);
+	box.replaceChildren(svg);
+	$('queue-sum').textContent = fmtInt(st.queued || 0) + ' queued now \u00b7 at most ' + fmtInt(max) +
+		' in the last ' + st.hours + ' h \u00b7 ' + (st.step_seconds / 60) + ' min per step';
+}
+
+const SETTLED = [['done', 'done'], ['failed', 'failed'], ['blocked', 'blocked'], ['cancelled', 'cancelled']];
+
+function renderThroughput(st) {
+	const box = $('chart-throughput');
+	const q = Array.isArray(st && st.queue) ? st.queue : [];
+	if (!q.length) {
+		emptyChart(box, 'no data');
+		return;
+	}
+	const step = (st.step_seconds || 60) * 1000;
+	const t0 = q[0].t, t1 = q[q.length - 1].t + step;
+	const W = chartWidth(box), x0 = 46, x1 = W - 12, top = 8, bot = 130, H = 160;
+	let max = 0, tot = { claimed: 0 };
+	for (const b of q) {
+		let n = 0;
+		for (const [k] of SETTLED) {
+			n += b[k] || 0;
+			tot[k] = (tot[k] || 0) + (b[k] || 0);
+		}
+		tot.claimed += b.claimed || 0;
+		max = Math.max(max, n, b.claimed || 0);
+	}
+	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
+		role: 'img', 'aria-label': 'tasks started and finished over time', 'data-testid': 'throughput-svg' });
+	const vtop = valueAxis(svg, x0, x1, top, bot, Math.max(1, max), fmtShort, false);
+	const X = (t) => x0 + (x1 - x0) * (t - t0) / (t1 - t0);
+	const bw = Math.max(2.5, (x1 - x0) * step / (t1 - t0) - 1);
+	const started = [];
+	for (const b of q) {
+		let y = bot;
+		const n = SETTLED.reduce((a, [k]) => a + (b[k] || 0), 0);
+		if (n) {
+			const g = s('g', { class: 'bar', 'data-testid': 'throughput-bar', 'data-t': b.t, 'data-settled': n },
+				tip(fmtClock(b.t) + ': ' + SETTLED.filter(([k]) => b[k]).map(([k, l]) => b[k] + ' ' + l).join(', ') +
+					(b.claimed ? '; ' + b.claimed + ' started' : '')));
+			for (const [k] of SETTLED) {
+				const hh = (bot - top) * (b[k] || 0) / vtop;
+				if (hh > 0) {
+					y -= hh;
+					g.appendChild(s('rect', { class: 'st-' + k, x: X(b.t), y: y, width: bw, height: hh }));
+				}
+			}
+			svg.appendChild(g);
+		}
+		if (b.claimed)
+			started.push(s('circle', { class: 'started-dot', cx: X(b.t) + bw / 2, cy: bot - (bot - top) * b.claimed / vtop,
+				r: 3, 'data-testid': 'throughput-started' }, tip(fmtClock(b.t) + ': ' + b.claimed + ' started')));
+	}
+	for (const c of started)
+		svg.appendChild(c);
+	timeAxis(svg, x0, x1, bot, t0, t1);
+	svg.appendChild(legend(x0, H - 4, [['st-done', 'done'], ['st-failed', 'failed'], ['st-blocked', 'blocked'],
+		['st-cancelled', 'cancelled'], ['started-key', 'started']]));
+	box.replaceChildren(svg);
+	$('throughput-sum').textContent = tot.claimed + ' started \u00b7 ' +
+		SETTLED.map(([k, l]) => (tot[k] || 0) + ' ' + l).join(' \u00b7 ');
+}
+
+function renderDays(st) {
+	const box = $('chart-days');
+	const days = Array.isArray(st && st.days) ? st.days : [];
+	if (!days.length) {
+		emptyChart(box, 'no data');
+		return;
+	}
+	const W = chartWidth(box), x0 = 46, x1 = W - 56, top = 8, bot = 130, H = 165;
+	let maxCost = 0, maxTok = 0, cost = 0, tok = 0;
+	for (const d of days) {
+		maxCost = Math.max(maxCost, d.cost_usd || 0);
+		maxTok = Math.max(maxTok, (d.tokens_in || 0) + (d.tokens_out || 0));
+		cost += d.cost_usd || 0;
+		tok += (d.tokens_in || 0) + (d.tokens_out || 0);
+	}
+	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
+		role: 'img', 'aria-label': 'agent tokens and cost per day', 'data-testid': 'days-svg' });
+	const ttop = valueAxis(svg, x0, x1, top, bot, Math.max(1, maxTok), fmtShort, false);
+	const ctop = valueAxis(svg, x0, x1, top, bot, Math.max(0.01, maxCost), fmtUsd, true);
+	const slot = (x1 - x0) / days.length;
+	const bw = Math.max(2, slot * 0.6);
+	const pts = [];
+	days.forEach((d, i) => {
+		const t = (d.tokens_in || 0) + (d.tokens_out || 0);
+		const hh = (bot - top) * t / ttop;
+		const x = x0 + slot * i + (slot - bw) / 2;
+		svg.appendChild(s('g', { class: 'bar', 'data-testid': 'day-bar', 'data-day': d.day, 'data-tokens': t,
+			'data-cost': d.cost_usd || 0 },
+			s('rect', { class: 'tok-in', x: x, y: bot - hh, width: bw, height: hh }),
+			tip(d.day + ': ' + fmtInt(d.calls || 0) + ' calls, ' + fmtInt(d.tokens_in || 0) + ' in, ' +
+				fmtInt(d.tokens_out || 0) + ' out, ' + fmtCost(d.cost_usd || 0))));
+		pts.push((x + bw / 2) + ',' + (bot - (bot - top) * (d.cost_usd || 0) / ctop));
+		if (days.length <= 16 || i % Math.ceil(days.length / 12) === 0)
+			svg.appendChild(s('text', { class: 'tick-label', x: x + bw / 2, y: bot + 15, 'text-anchor': 'middle' },
+				String(d.day).slice(5)));
+	});
+	svg.appendChild(s('line', { class: 'axis', x1: x0, x2: x1, y1: bot, y2: bot }));
+	svg.appendChild(s('polyline', { class: 'cost-line', points: pts.join(' '), 'data-testid': 'days-cost-line' },
+		tip('cost per day')));
+	svg.appendChild(legend(x0, H - 4, [['tok-in', 'tokens (UTC day)'], ['cost-key', 'cost']]));
+	box.replaceChildren(svg);
+	$('days-sum').textContent = 'last ' + days.length + ' days \u00b7 ' + fmtInt(tok) + ' tokens \u00b7 ' + fmtCost(cost);
+}
+
+/* The last runs' cost as bars, oldest on the left; a bar opens its run. */
+function renderRunsUsage(runs) {
+	const box = $('chart-runs');
+	if (!runs.length) {
+		emptyChart(box, 'no runs yet');
+		return;
+	}
+	const list = runs.slice().reverse();
+	const W = chartWidth(box), x0 = 46, x1 = W - 12, top = 8, bot = 120, H = 140;
+	let max = 0;
+	for (const r of list)
+		max = Math.max(max, typeof r.cost_usd === 'number' ? r.cost_usd : 0);
+	const svg = s('svg', { class: 'chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H,
+		role: 'img', 'aria-label': 'cost per run', 'data-testid': 'runs-svg' });
+	const vtop = valueAxis(svg, x0, x1, top, bot, Math.max(0.01, max), fmtUsd, false);
+	const slot = (x1 - x0) / list.length;
+	const bw = Math.max(2, Math.min(28, slot * 0.7));
+	list.forEach((r, i) => {
+		const c = typeof r.cost_usd === 'number' ? r.cost_usd : 0;
+		const hh = Math.max(1, (bot - top) * c / vtop);
+		const x = x0 + slot * i + (slot - bw) / 2;
+		const a = s('a', { href: '#/runs/' + encodeURIComponent(String(r.id)), 'data-testid': 'run-bar',
+			'data-run': String(r.id), 'data-cost': c },
+			s('rect', { class: 'run-bar s-' + String(r.status || '').replace(/[^a-z_]/g, ''), x: x, y: bot - hh,
+				width: bw, height: hh }),
+			tip(String(r.id) + ' (' + String(r.status || '') + '): ' + fmtCost(c) +
+				(r.task ? ' \u2014 ' + brief(String(r.task).split('\n')[0], 80) : '')));
+		svg.appendChild(a);
+	});
+	svg.appendChild(s('line', { class: 'axis', x1: x0, x2: x1, y1: bot, y2: bot }));
+	box.replaceChildren(svg);
+}
+
+$('charts-hours').addEventListener('change', () => loadCharts());
+$('charts-refresh').addEventListener('click', () => loadCharts());
+window.addEventListener('resize', () => {
+	clearTimeout(cp.resize);
+	cp.resize = setTimeout(() => {
+		if (view === 'run')
+			renderRunCharts();
+		else if (view === 'charts')
+			loadCharts();
+	}, 200);
 });
 
 /* --- start -------------------------------------------------------------- */
