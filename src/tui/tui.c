@@ -491,7 +491,7 @@ board_row(const struct tui_model *m, const struct tui_view *v, size_t i,
 	used = put_cell(out, sel ? "> " : "  ", w < 2 ? w : 2, 1);
 	if (v->board == TUI_RUNS) {
 		used += put_cell(out, r->id, w - used < 28 ? w - used : 28, 1);
-		used += put_cell(out, " ", w - used, 1);
+		used += put_cell(out, " ", w - used < 1 ? 0 : 1, 1);
 		if (r->gate)
 			buf_adds(out, sel ? "" : "\033[1m");
 		used += put_cell(out, r->status, w - used < 22 ? w - used : 22,
@@ -539,10 +539,9 @@ tui_render(const struct tui_model *m, const struct tui_view *v, int rows,
 			end_line(out, r == rows - 1);
 		return;
 	}
-	buf_addf(&line, "baton tui  %s  runs %zu  tasks %zu%s%s",
-		 m->source ? m->source : "", m->nr_runs, m->nr_tasks,
-		 m->counts && *m->counts ? ": " : "",
-		 m->counts ? m->counts : "");
+	buf_addf(&line, "baton tui  runs %zu  tasks %zu%s%s  %s", m->nr_runs,
+		 m->nr_tasks, m->counts && *m->counts ? ": " : "",
+		 m->counts ? m->counts : "", m->source ? m->source : "");
 	put_line(out, line.ptr, cols, "\033[7m", 0);
 	buf_reset(&line);
 	questions(m, &line);
