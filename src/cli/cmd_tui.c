@@ -82,8 +82,8 @@ struct tui {
 	struct buf frame;
 };
 
-static void
-set_msg(struct tui *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_msg(struct tui *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static void
 set_msg(struct tui *t, const char *fmt, ...)
@@ -203,8 +203,10 @@ said_run(struct tui *t, const char *what, const struct run *r)
 {
 	if (!status_is_terminal(r->status) &&
 	    !engine_driver_pid(&t->c->en, r->id))
-		set_msg(t, "%s: %s, now %s (no process drives it: baton resume "
-			"%s)", r->id, what, r->status, r->id);
+		set_msg(t,
+			"%s: %s, now %s (no process drives it: baton resume "
+			"%s)",
+			r->id, what, r->status, r->id);
 	else
 		set_msg(t, "%s: %s, now %s", r->id, what, r->status);
 }
@@ -234,8 +236,10 @@ do_pause(struct tui *t, const char *id)
 	else if (!strcmp(r.status, "paused"))
 		set_msg(t, "%s: paused (r resumes it)", r.id);
 	else
-		set_msg(t, "%s: pause requested; it takes effect at the next "
-			"stage boundary", r.id);
+		set_msg(t,
+			"%s: pause requested; it takes effect at the next "
+			"stage boundary",
+			r.id);
 	run_release(&r);
 }
 
@@ -249,8 +253,10 @@ do_resume(struct tui *t, const char *id)
 	if (engine_resume(&t->c->en, id, &drive, &r, &e))
 		set_msg(t, "%s", e.msg);
 	else if (drive)
-		set_msg(t, "%s: resumed (%s); no process drives it: baton "
-			"resume %s", r.id, r.status, r.id);
+		set_msg(t,
+			"%s: resumed (%s); no process drives it: baton "
+			"resume %s",
+			r.id, r.status, r.id);
 	else
 		set_msg(t, "%s: resumed (%s)", r.id, r.status);
 	run_release(&r);
@@ -297,8 +303,8 @@ answer(struct tui *t)
 				t->ask_run);
 		break;
 	case ASK_ABORT:
-		if (t->input.len == 1 && (t->input.ptr[0] == 'y' ||
-					  t->input.ptr[0] == 'Y'))
+		if (t->input.len == 1 &&
+		    (t->input.ptr[0] == 'y' || t->input.ptr[0] == 'Y'))
 			do_abort(t, t->ask_run);
 		else
 			set_msg(t, "%s: not aborted", t->ask_run);
@@ -401,14 +407,20 @@ board_key(struct tui *t, const unsigned char *k, size_t len)
 	case 12: /* ^L */
 		load_all(t);
 		return 0;
-	case 'a': case 'x': case 'c': case 'p': case 'r': case 'A': case 's':
+	case 'a':
+	case 'x':
+	case 'c':
+	case 'p':
+	case 'r':
+	case 'A':
+	case 's':
 		break;
 	default:
 		return 0;
 	}
 	if (!run) {
-		set_msg(t, "%s", row ? "this task has no run yet" :
-				       "nothing selected");
+		set_msg(t, "%s",
+			row ? "this task has no run yet" : "nothing selected");
 		return 0;
 	}
 	switch (k[0]) {
@@ -578,8 +590,10 @@ tui_exec(struct cli *c, int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	term_size(&t);
 	if (t.watch < 0)
-		set_msg(&t, "the store cannot say when it changes: the board "
-			    "refreshes every %d s", TUI_IDLE_MS / 1000);
+		set_msg(&t,
+			"the store cannot say when it changes: the board "
+			"refreshes every %d s",
+			TUI_IDLE_MS / 1000);
 	load_all(&t);
 	if (enter_raw(&t) < 0) {
 		restore_terminal(&t);

@@ -153,8 +153,8 @@ tui_load_board(struct tui_model *m, struct store *s, struct err *e)
 	if (!rc)
 		rc = store_task_list(s, &tf, add_task, &b, e);
 	if (!rc)
-		rc = store_task_counts(s, task_statuses, n, NR_TASK_STATUSES,
-				       e);
+		rc =
+		    store_task_counts(s, task_statuses, n, NR_TASK_STATUSES, e);
 	if (rc) {
 		rows_free(b.runs, b.nr_runs);
 		rows_free(b.tasks, b.nr_tasks);
@@ -183,7 +183,7 @@ out:
 static void
 event_text(const char *data, struct buf *out)
 {
-	static const char *const keys[] = { "message", "reason", "text",
+	static const char *const keys[] = { "message", "reason",   "text",
 					    "stage",   "decision", "error" };
 	json_t *o = data ? json_loads(data, 0, NULL) : NULL;
 	size_t i;
@@ -393,8 +393,8 @@ tui_move(const struct tui_model *m, struct tui_view *v, long delta, int rows)
 	if (delta < 0)
 		*sel = (size_t)-delta > *sel ? 0 : *sel - (size_t)-delta;
 	else
-		*sel = *sel + (size_t)delta >= nr ? nr - 1 :
-						    *sel + (size_t)delta;
+		*sel =
+		    *sel + (size_t)delta >= nr ? nr - 1 : *sel + (size_t)delta;
 	if (*sel < *top)
 		*top = *sel;
 	if (*sel >= *top + shown)
@@ -482,7 +482,7 @@ board_row(const struct tui_model *m, const struct tui_view *v, size_t i,
 	  int cols, struct buf *out)
 {
 	const struct tui_row *r =
-		v->board == TUI_RUNS ? &m->runs[i] : &m->tasks[i];
+	    v->board == TUI_RUNS ? &m->runs[i] : &m->tasks[i];
 	int sel = i == v->sel[v->board];
 	size_t w = (size_t)cols, used;
 
@@ -494,16 +494,16 @@ board_row(const struct tui_model *m, const struct tui_view *v, size_t i,
 		used += put_cell(out, " ", w - used < 1 ? 0 : 1, 1);
 		if (r->gate)
 			buf_adds(out, sel ? "" : "\033[1m");
-		used += put_cell(out, r->status, w - used < 22 ? w - used : 22,
-				 1);
+		used +=
+		    put_cell(out, r->status, w - used < 22 ? w - used : 22, 1);
 		if (r->gate && !sel)
 			buf_adds(out, "\033[22m");
 		used += put_cell(out, r->stage ? r->stage : "-",
 				 w - used < 12 ? w - used : 12, 1);
 	} else {
 		used += put_cell(out, r->id, w - used < 7 ? w - used : 7, 1);
-		used += put_cell(out, r->status, w - used < 30 ? w - used : 30,
-				 1);
+		used +=
+		    put_cell(out, r->status, w - used < 30 ? w - used : 30, 1);
 		used += put_cell(out, r->stage ? r->stage : "-",
 				 w - used < 22 ? w - used : 22, 1);
 	}
@@ -558,9 +558,9 @@ tui_render(const struct tui_model *m, const struct tui_view *v, int rows,
 			board_row(m, v, top + i, cols, out);
 		else if (i == 0)
 			put_line(out,
-				 v->board == TUI_RUNS ?
-					 "  no runs yet" :
-					 "  no tasks (baton task add TEXT)",
+				 v->board == TUI_RUNS
+				     ? "  no runs yet"
+				     : "  no tasks (baton task add TEXT)",
 				 cols, NULL, 0);
 		else
 			end_line(out, 0);
@@ -578,15 +578,15 @@ tui_render(const struct tui_model *m, const struct tui_view *v, int rows,
 			if (i == 0)
 				buf_adds(out, "\033[1m");
 			put_cell(out,
-				 i ? pane_line(&m->timeline, detail - 1, i - 1) :
-				     line.ptr,
+				 i ? pane_line(&m->timeline, detail - 1, i - 1)
+				   : line.ptr,
 				 lw, 1);
 			buf_adds(out, "\033[0m|");
 			if (i == 0)
 				buf_adds(out, "\033[1m");
 			put_cell(out,
-				 i ? pane_line(&m->output, detail - 1, i - 1) :
-				     title2.ptr,
+				 i ? pane_line(&m->output, detail - 1, i - 1)
+				   : title2.ptr,
 				 rw, 0);
 			end_line(out, 0);
 		}
@@ -598,16 +598,15 @@ tui_render(const struct tui_model *m, const struct tui_view *v, int rows,
 				put_line(out, line.ptr, cols, "\033[1m", 0);
 			else if (i < th)
 				put_line(out,
-					 pane_line(&m->timeline, th - 1,
-						   i - 1),
+					 pane_line(&m->timeline, th - 1, i - 1),
 					 cols, NULL, 0);
 			else if (i == th)
 				put_line(out, title2.ptr, cols, "\033[1m", 0);
 			else
-				put_line(out,
-					 pane_line(&m->output, oh - 1,
-						   i - th - 1),
-					 cols, NULL, 0);
+				put_line(
+				    out,
+				    pane_line(&m->output, oh - 1, i - th - 1),
+				    cols, NULL, 0);
 		}
 	}
 	buf_reset(&line);

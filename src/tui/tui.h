@@ -38,12 +38,12 @@ enum tui_board { TUI_RUNS, TUI_TASKS };
 struct tui_model {
 	struct tui_row *runs, *tasks;
 	size_t nr_runs, alloc_runs, nr_tasks, alloc_tasks;
-	char *counts;	       /* "queued 3, running 1, ..." of the tasks */
-	char *source;	       /* where the data comes from, for the header */
-	char *detail_run;      /* the run whose timeline and output are shown */
+	char *counts;	  /* "queued 3, running 1, ..." of the tasks */
+	char *source;	  /* where the data comes from, for the header */
+	char *detail_run; /* the run whose timeline and output are shown */
 	struct strvec timeline; /* its events, one line each, oldest first */
 	struct strvec output;	/* the tail of its newest agent call's output */
-	char *output_name;     /* that call's name, or NULL */
+	char *output_name;	/* that call's name, or NULL */
 };
 
 /* What the person is doing on the screen. */
@@ -97,8 +97,8 @@ void tui_move(const struct tui_model *m, struct tui_view *v, long delta,
  * cols columns (a UTF-8 sequence counts as one) and hold no control
  * character but the frame's own escapes.
  */
-void tui_render(const struct tui_model *m, const struct tui_view *v,
-		int rows, int cols, struct buf *out);
+void tui_render(const struct tui_model *m, const struct tui_view *v, int rows,
+		int cols, struct buf *out);
 
 /* The key help shown on the last line. */
 extern const char tui_help[];
