@@ -10,9 +10,30 @@ command -v tmux >/dev/null || {
 
 gate='policies: {require_approval_at_stages: [executing]}'
 
+# The fake agent, but with STREAM_GO set its execute call prints a line,
+# waits (bounded) until the file STREAM_GO exists, then prints another:
+# output that arrives while the TUI watches. (STREAM_GO is under
+# FAKE_STATE, the one folder of the trash the sandbox lets it see.)
+cat >stream-agent <<'AGENT'
+#!/bin/bash
+if [ -n "${STREAM_GO:-}" ] && [ "$BATON_STAGE_KIND" = execute ]; then
+	echo "streamed line one"
+	i=0
+	while [ ! -e "$STREAM_GO" ] && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "streamed line two"
+fi
+exec "$FAKE_AGENT" "$@"
+AGENT
+chmod +x stream-agent
+
 test_expect_success 'setup: a repository with two tasks' '
 	make_repo d &&
-	baton_init_with_agent d "$gate" &&
+	baton_init_with_agent d "$gate
+providers:
+  fake: {type: command, command: [\"$TRASH_DIRECTORY/stream-agent\"]}" &&
 	cd d &&
 	"$BATON" task add "First task" >/dev/null &&
 	"$BATON" task add "Second task" --priority 2 >/dev/null
@@ -75,6 +96,25 @@ test_expect_success 'a resize to 200x60 redraws the whole frame, panes side by s
 	sed -n 60p ../screen | grep -F "a:approve" &&
 	grep -E "^timeline $id .*\|output 0" ../screen &&
 	awk "length > 200 { exit 1 }" ../screen
+'
+
+test_expect_success 'the agent output streams into the output pane as it is written' '
+	cd d &&
+	first=$(cat ../id) &&
+	STREAM_GO="$FAKE_STATE/stream-go" \
+		bg_start "$TRASH_DIRECTORY/run2" "$BATON" run "Streaming run" &&
+	id=$(wait_for_new_run "$first") &&
+	tui_wait "questions: $id before executing" &&
+	tui_screen | grep -E "^> $id +waiting_for_approval" &&
+	tui_keys a &&
+	tui_wait "streamed line one" &&
+	tui_screen | grep -E "\|output [0-9]+-execute-fake-0.stdout" &&
+	tui_wait "|streamed line one" &&
+	! tui_screen | grep -F "streamed line two" &&
+	touch "$FAKE_STATE/stream-go" &&
+	tui_wait "streamed line two" &&
+	rc=$(bg_wait ../run2) &&
+	test "$rc" = 0
 '
 
 test_expect_success 'q quits and gives the terminal back' '
