@@ -178,11 +178,28 @@ load_detail(struct tui *t)
 static void
 load_all(struct tui *t)
 {
+	enum tui_board cur = t->v.board, b;
 	struct err e = ERR_INIT;
+	char *sel[2] = { NULL, NULL };
 
+	/* the selection stays on its run and task (tui_select_id) */
+	for (b = TUI_RUNS; b <= TUI_TASKS; b++) {
+		const struct tui_row *r;
+
+		t->v.board = b;
+		r = tui_selected(&t->m, &t->v);
+		sel[b] = r ? xstrdup(r->id) : NULL;
+	}
+	t->v.board = cur;
 	if (tui_load_board(&t->m, t->c->store, &e))
 		set_msg(t, "%s", e.msg);
-	tui_move(&t->m, &t->v, 0, t->rows);
+	for (b = TUI_RUNS; b <= TUI_TASKS; b++) {
+		tui_select_id(&t->m, &t->v, b, sel[b]);
+		t->v.board = b;
+		tui_move(&t->m, &t->v, 0, t->rows);
+		free(sel[b]);
+	}
+	t->v.board = cur;
 	load_detail(t);
 }
 

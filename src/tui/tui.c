@@ -378,6 +378,21 @@ tui_selected_run(const struct tui_model *m, const struct tui_view *v)
 }
 
 void
+tui_select_id(const struct tui_model *m, struct tui_view *v, enum tui_board b,
+	      const char *id)
+{
+	const struct tui_row *rows = b == TUI_RUNS ? m->runs : m->tasks;
+	size_t i, nr = b == TUI_RUNS ? m->nr_runs : m->nr_tasks;
+
+	for (i = 0; id && i < nr; i++) {
+		if (!strcmp(rows[i].id, id)) {
+			v->sel[b] = i;
+			return;
+		}
+	}
+}
+
+void
 tui_move(const struct tui_model *m, struct tui_view *v, long delta, int rows)
 {
 	size_t nr = v->board == TUI_RUNS ? m->nr_runs : m->nr_tasks;

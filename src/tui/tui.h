@@ -87,6 +87,15 @@ const struct tui_row *tui_selected(const struct tui_model *m,
 const char *tui_selected_run(const struct tui_model *m,
 			     const struct tui_view *v);
 
+/*
+ * Selects the row of board b whose id is id, when there is one (else the
+ * selection stays where it is): after the board is read again, the
+ * selection stays on the run or task it was on, so that a key acts on
+ * what was selected, however many rows came in above it.
+ */
+void tui_select_id(const struct tui_model *m, struct tui_view *v,
+		   enum tui_board b, const char *id);
+
 /* Moves the selection by delta rows, keeping it on the screen. */
 void tui_move(const struct tui_model *m, struct tui_view *v, long delta,
 	      int rows);

@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='baton tui at 80x24 and 200x60: the board shows the tasks and their states, a run moves live while it is open, its gate question appears and the a key approves it, and a resize redraws'
+test_description='baton tui at 80x24 and 200x60: the board shows the tasks and their states, a run moves live while it is open, its gate question appears and the a key approves it, a resize redraws, the selection stays on its run when a new one comes in above it, and the agent output streams'
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$TEST_DIRECTORY/lib/tui.sh"
 
@@ -105,7 +105,10 @@ test_expect_success 'the agent output streams into the output pane as it is writ
 		bg_start "$TRASH_DIRECTORY/run2" "$BATON" run "Streaming run" &&
 	id=$(wait_for_new_run "$first") &&
 	tui_wait "questions: $id before executing" &&
-	tui_screen | grep -E "^> $id +waiting_for_approval" &&
+	tui_screen | grep -E "^> $first +merge_ready" &&
+	tui_screen | grep -E "^  $id +waiting_for_approval" &&
+	tui_keys g &&
+	tui_wait "> $id" &&
 	tui_keys a &&
 	tui_wait "streamed line one" &&
 	tui_screen | grep -E "\|output [0-9]+-execute-fake-0.stdout" &&
