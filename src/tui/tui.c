@@ -549,7 +549,7 @@ tui_render(const struct tui_model *m, const struct tui_view *v, int rows,
 	buf_adds(out, "\033[?25l\033[H");
 	if (rows < TUI_FIXED_LINES + 2 || cols < 20) {
 		put_line(out, "baton tui: the terminal is too small", cols,
-			 NULL, 0);
+			 NULL, rows == 1);
 		for (r = 1; r < rows; r++)
 			end_line(out, r == rows - 1);
 		return;
