@@ -32,6 +32,7 @@
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "store/store.h"
+#include "tui/remote.h"
 #include "tui/tui.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -67,6 +68,7 @@ enum ask { ASK_NONE, ASK_CHANGES, ASK_STEER, ASK_ABORT };
 
 struct tui {
 	struct cli *c;
+	struct tui_remote *remote; /* --url: serve's API, not the store */
 	struct tui_model m;
 	struct tui_view v;
 	int rows, cols;
@@ -161,12 +163,18 @@ load_detail(struct tui *t)
 	struct err e = ERR_INIT;
 	char *dir;
 
-	watch_run(t, id);
+	if (!t->remote)
+		watch_run(t, id);
 	if (!id) {
 		FREE_AND_NULL(t->m.detail_run);
 		FREE_AND_NULL(t->m.output_name);
 		strvec_clear(&t->m.timeline);
 		strvec_clear(&t->m.output);
+		return;
+	}
+	if (t->remote) {
+		if (tui_remote_load_detail(t->remote, &t->m, id, &e))
+			set_msg(t, "%s", e.msg);
 		return;
 	}
 	dir = workspace_run_dir(&t->c->ws, id);
@@ -191,7 +199,8 @@ load_all(struct tui *t)
 		sel[b] = r ? xstrdup(r->id) : NULL;
 	}
 	t->v.board = cur;
-	if (tui_load_board(&t->m, t->c->store, &e))
+	if (t->remote ? tui_remote_load_board(t->remote, &t->m, &e)
+		      : tui_load_board(&t->m, t->c->store, &e))
 		set_msg(t, "%s", e.msg);
 	for (b = TUI_RUNS; b <= TUI_TASKS; b++) {
 		tui_select_id(&t->m, &t->v, b, sel[b]);
@@ -228,6 +237,23 @@ said_run(struct tui *t, const char *what, const struct run *r)
 		set_msg(t, "%s: %s, now %s", r->id, what, r->status);
 }
 
+/* A key's request to a remote serve (tui_remote_act). Returns 1. */
+static int
+remote_act(struct tui *t, const char *verb, const char *id, const char *text)
+{
+	struct err e = ERR_INIT;
+	char *status = NULL;
+
+	if (tui_remote_act(t->remote, verb, id, text, &status, &e))
+		set_msg(t, "%s", e.msg);
+	else if (*status)
+		set_msg(t, "%s: %s, now %s", id, verb, status);
+	else
+		set_msg(t, "%s: %s sent", id, verb);
+	free(status);
+	return 1;
+}
+
 static void
 decide(struct tui *t, const char *id, enum gate_decision d,
        const char *guidance)
@@ -235,6 +261,10 @@ decide(struct tui *t, const char *id, enum gate_decision d,
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
 
+	if (t->remote) {
+		remote_act(t, gate_decision_name(d), id, guidance);
+		return;
+	}
 	if (engine_decide(&t->c->en, id, d, guidance, &r, &e))
 		set_msg(t, "%s", e.msg);
 	else
@@ -248,6 +278,8 @@ do_pause(struct tui *t, const char *id)
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
 
+	if (t->remote && remote_act(t, "pause", id, NULL))
+		return;
 	if (engine_pause(&t->c->en, id, &r, &e))
 		set_msg(t, "%s", e.msg);
 	else if (!strcmp(r.status, "paused"))
@@ -267,6 +299,8 @@ do_resume(struct tui *t, const char *id)
 	struct run r = { 0 };
 	int drive = 0;
 
+	if (t->remote && remote_act(t, "resume", id, NULL))
+		return;
 	if (engine_resume(&t->c->en, id, &drive, &r, &e))
 		set_msg(t, "%s", e.msg);
 	else if (drive)
@@ -287,6 +321,8 @@ do_abort(struct tui *t, const char *id)
 
 	set_msg(t, "%s: aborting...", id);
 	draw(t);
+	if (t->remote && remote_act(t, "abort", id, NULL))
+		return;
 	if (engine_abort(&t->c->en, id, &r, &e))
 		set_msg(t, "%s", e.msg);
 	else
@@ -313,6 +349,8 @@ answer(struct tui *t)
 	case ASK_STEER:
 		if (!t->input.len)
 			set_msg(t, "steer needs text: nothing sent");
+		else if (t->remote)
+			remote_act(t, "steer", t->ask_run, t->input.ptr);
 		else if (engine_steer(&t->c->en, t->ask_run, t->input.ptr, &e))
 			set_msg(t, "%s", e.msg);
 		else
@@ -467,6 +505,24 @@ board_key(struct tui *t, const unsigned char *k, size_t len)
 	return 0;
 }
 
+/*
+ * The length of the first key in k (len bytes): an escape sequence
+ * ("\033[A", "\033[5~"), a lone Escape, or one byte. Keys typed fast,
+ * or sent together by tmux, arrive in one read.
+ */
+static size_t
+key_len(const unsigned char *k, size_t len)
+{
+	size_t i;
+
+	if (k[0] != 27 || len < 2 || (k[1] != '[' && k[1] != 'O'))
+		return 1;
+	for (i = 2; i < len; i++)
+		if (k[i] >= 0x40 && k[i] <= 0x7e)
+			return i + 1;
+	return len;
+}
+
 static void
 restore_terminal(struct tui *t)
 {
@@ -515,6 +571,7 @@ static int
 loop(struct tui *t)
 {
 	unsigned char keys[256];
+	size_t i, k;
 
 	for (;;) {
 		struct pollfd pfd[4] = {
@@ -532,7 +589,9 @@ loop(struct tui *t)
 		if (got_term)
 			return EXIT_OK;
 		if (n <= 0) {
-			if (t->watch >= 0)
+			if (t->remote)
+				tui_remote_drain(t->remote);
+			else if (t->watch >= 0)
 				store_watch_drain(t->c->store);
 			load_all(t);
 			continue;
@@ -546,7 +605,10 @@ loop(struct tui *t)
 			}
 		}
 		if (pfd[2].revents) {
-			store_watch_drain(t->c->store);
+			if (t->remote)
+				tui_remote_drain(t->remote);
+			else
+				store_watch_drain(t->c->store);
 			changed = 1;
 		}
 		if (pfd[3].revents) {
@@ -566,10 +628,13 @@ loop(struct tui *t)
 				return EXIT_OK;
 			if (len < 0)
 				continue;
-			if (t->ask != ASK_NONE)
-				prompt_key(t, keys, (size_t)len);
-			else if (board_key(t, keys, (size_t)len))
-				return EXIT_OK;
+			for (i = 0; i < (size_t)len; i += k) {
+				k = key_len(keys + i, (size_t)len - i);
+				if (t->ask != ASK_NONE)
+					prompt_key(t, keys + i, k);
+				else if (board_key(t, keys + i, k))
+					return EXIT_OK;
+			}
 		}
 	}
 }
@@ -577,24 +642,51 @@ loop(struct tui *t)
 static int
 tui_exec(struct cli *c, int argc, char **argv)
 {
+	const char *url = NULL, *token_file = NULL;
+	struct cli_opt opts[] = {
+		{ "--url=", NULL, &url },
+		{ "--token-file=", NULL, &token_file },
+	};
 	struct tui t = { 0 };
 	struct err e = ERR_INIT;
 	struct sigaction sa = { 0 };
-	int rc;
+	struct buf token = BUF_INIT;
+	int rc, n;
 
-	(void)argv;
-	if (argc != 1)
-		return cli_usage(&cmd_tui);
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		cli_error("tui needs a terminal on its input and output");
-		return EXIT_FAIL;
-	}
+	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	if (n != 0 || !url != !token_file)
+		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_tui);
 	t.c = c;
 	t.ino = -1;
 	tui_model_init(&t.m);
-	t.m.source = cli_store_label(c->store_spec);
 	buf_init(&t.input, TUI_INPUT_MAX + 8);
-	t.watch = store_watch_fd(c->store, &e);
+	if (url) {
+		/* connects and checks the token before taking the screen */
+		if (fs_read(token_file, &token, 4096, &e)) {
+			cli_error("--token-file: %s", e.msg);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		buf_rtrim(&token);
+		t.remote = tui_remote_open(url, token.ptr, &e);
+		if (!t.remote) {
+			cli_error("tui: %s", e.msg);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		cli_error("tui needs a terminal on its input and output");
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (t.remote) {
+		t.m.source = xstrdup(url);
+		t.watch = tui_remote_watch(t.remote, &e);
+	} else {
+		t.m.source = cli_store_label(c->store_spec);
+		t.watch = store_watch_fd(c->store, &e);
+	}
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		cli_error("tui: cannot make a pipe: %s", strerror(errno));
 		rc = EXIT_FAIL;
@@ -607,9 +699,7 @@ tui_exec(struct cli *c, int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	term_size(&t);
 	if (t.watch < 0)
-		set_msg(&t,
-			"the store cannot say when it changes: the board "
-			"refreshes every %d s",
+		set_msg(&t, "%s: the board refreshes every %d s", e.msg,
 			TUI_IDLE_MS / 1000);
 	load_all(&t);
 	if (enter_raw(&t) < 0) {
@@ -628,6 +718,8 @@ out:
 		close(wake_pipe[0]);
 		close(wake_pipe[1]);
 	}
+	tui_remote_free(t.remote);
+	buf_release(&token);
 	free(t.ino_run);
 	free(t.ask_run);
 	free(t.prompt);
@@ -640,9 +732,10 @@ out:
 
 const struct cmd cmd_tui = {
 	.name = "tui",
-	.usage = "tui",
+	.usage = "tui [--url URL --token-file FILE]",
 	.summary = "the board of runs and tasks, live, with keys to approve, "
 		   "pause, steer...",
 	.needs = CLI_NEEDS_STORE,
+	.bare_opt = "--url", /* a remote serve: no store opened here */
 	.exec = tui_exec,
 };

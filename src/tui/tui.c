@@ -89,15 +89,9 @@ tui_model_release(struct tui_model *m)
 	tui_model_init(m);
 }
 
-struct board_load {
-	struct tui_row *runs, *tasks;
-	size_t nr_runs, alloc_runs, nr_tasks, alloc_tasks;
-};
-
-static int
-add_run(const struct run *r, void *arg)
+void
+tui_model_add_run(struct tui_model *b, const struct run *r)
 {
-	struct board_load *b = arg;
 	struct tui_row *row;
 
 	ALLOC_GROW(b->runs, b->nr_runs + 1, b->alloc_runs);
@@ -112,13 +106,11 @@ add_run(const struct run *r, void *arg)
 	row->title = xstrdup(r->task ? r->task : "");
 	if (!strcmp(r->status, ST_WAITING) && r->gate_status)
 		row->gate = xstrdup(r->gate_status);
-	return 0;
 }
 
-static int
-add_task(const struct task *t, void *arg)
+void
+tui_model_add_task(struct tui_model *b, const struct task *t)
 {
-	struct board_load *b = arg;
 	struct tui_row *row;
 
 	ALLOC_GROW(b->tasks, b->nr_tasks + 1, b->alloc_tasks);
@@ -131,6 +123,38 @@ add_task(const struct task *t, void *arg)
 		row->status = xstrdup(t->status);
 	row->stage = t->run_id ? xstrdup(t->run_id) : NULL;
 	row->title = xstrdup(t->title ? t->title : "");
+}
+
+void
+tui_model_take_board(struct tui_model *m, struct tui_model *from)
+{
+	rows_free(m->runs, m->nr_runs);
+	rows_free(m->tasks, m->nr_tasks);
+	m->runs = from->runs;
+	m->nr_runs = from->nr_runs;
+	m->alloc_runs = from->alloc_runs;
+	m->tasks = from->tasks;
+	m->nr_tasks = from->nr_tasks;
+	m->alloc_tasks = from->alloc_tasks;
+	free(m->counts);
+	m->counts = from->counts;
+	from->runs = from->tasks = NULL;
+	from->nr_runs = from->alloc_runs = 0;
+	from->nr_tasks = from->alloc_tasks = 0;
+	from->counts = NULL;
+}
+
+static int
+add_run(const struct run *r, void *arg)
+{
+	tui_model_add_run(arg, r);
+	return 0;
+}
+
+static int
+add_task(const struct task *t, void *arg)
+{
+	tui_model_add_task(arg, t);
 	return 0;
 }
 
@@ -143,39 +167,30 @@ tui_load_board(struct tui_model *m, struct store *s, struct err *e)
 {
 	struct store_run_filter rf = { NULL, 0, 0 };
 	struct store_task_filter tf = { 0 };
-	struct board_load b = { 0 };
+	struct tui_model b;
 	int64_t n[NR_TASK_STATUSES];
 	struct buf counts = BUF_INIT;
 	size_t i;
 	int rc;
 
+	tui_model_init(&b);
 	rc = store_run_list(s, &rf, add_run, &b, e);
 	if (!rc)
 		rc = store_task_list(s, &tf, add_task, &b, e);
 	if (!rc)
 		rc =
 		    store_task_counts(s, task_statuses, n, NR_TASK_STATUSES, e);
-	if (rc) {
-		rows_free(b.runs, b.nr_runs);
-		rows_free(b.tasks, b.nr_tasks);
+	if (rc)
 		goto out;
-	}
 	for (i = 0; i < NR_TASK_STATUSES; i++)
 		if (n[i])
 			buf_addf(&counts, "%s%s %lld", counts.len ? ", " : "",
 				 task_statuses[i], (long long)n[i]);
-	rows_free(m->runs, m->nr_runs);
-	rows_free(m->tasks, m->nr_tasks);
-	m->runs = b.runs;
-	m->nr_runs = b.nr_runs;
-	m->alloc_runs = b.alloc_runs;
-	m->tasks = b.tasks;
-	m->nr_tasks = b.nr_tasks;
-	m->alloc_tasks = b.alloc_tasks;
-	free(m->counts);
-	m->counts = buf_detach(&counts, NULL);
+	b.counts = buf_detach(&counts, NULL);
+	tui_model_take_board(m, &b);
 out:
 	buf_release(&counts);
+	tui_model_release(&b);
 	return rc;
 }
 
@@ -202,10 +217,9 @@ event_text(const char *data, struct buf *out)
 		buf_adds(out, data);
 }
 
-static int
-add_event(const struct event *ev, void *arg)
+void
+tui_timeline_add(struct strvec *tl, const struct event *ev)
 {
-	struct strvec *tl = arg;
 	struct buf line = BUF_INIT;
 	char ts[40];
 
@@ -227,6 +241,12 @@ add_event(const struct event *ev, void *arg)
 	}
 	strvec_push(tl, line.ptr);
 	buf_release(&line);
+}
+
+static int
+add_event(const struct event *ev, void *arg)
+{
+	tui_timeline_add(arg, ev);
 	return 0;
 }
 

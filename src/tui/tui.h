@@ -74,6 +74,21 @@ int tui_load_board(struct tui_model *m, struct store *s, struct err *e);
 int tui_load_detail(struct tui_model *m, struct store *s, const char *run_id,
 		    const char *run_dir, struct err *e);
 
+/*
+ * For a model read from elsewhere (tui/remote.h): appends a run or a task
+ * to m's board as tui_load_board shows it (copies; r and t borrowed);
+ * moves from's board (rows and counts) into m, replacing m's, and leaves
+ * from's empty; appends ev to a timeline as tui_load_detail writes it,
+ * keeping the last 200.
+ */
+struct event;
+struct run;
+struct task;
+void tui_model_add_run(struct tui_model *m, const struct run *r);
+void tui_model_add_task(struct tui_model *m, const struct task *t);
+void tui_model_take_board(struct tui_model *m, struct tui_model *from);
+void tui_timeline_add(struct strvec *tl, const struct event *ev);
+
 /* Lines of the board the frame has room for at rows x cols. */
 size_t tui_board_rows(int rows);
 

@@ -1,9 +1,11 @@
 # tui.sh: drives `baton tui` in a private tmux server, for the tests of
 # the terminal UI (t0119-t0121). Source it after test-lib.sh.
 #
-#   tui_start COLS ROWS   starts `baton tui` in the current directory in a
-#                         detached tmux session of that size (no status
-#                         line, so the pane is the whole window)
+#   tui_start COLS ROWS [ARG...]
+#                         starts `baton tui ARG...` in the current
+#                         directory in a detached tmux session of that
+#                         size (no status line, so the pane is the whole
+#                         window); its stderr goes to ./tui.err
 #   tui_screen            the pane's text now (capture-pane)
 #   tui_wait TEXT [SECS]  waits until TEXT (fixed string) is on the screen
 #   tui_gone TEXT [SECS]  waits until TEXT is no longer on the screen
@@ -21,9 +23,11 @@ tui() {
 }
 
 tui_start() {
-	local cols=$1 rows=$2
+	local cols=$1 rows=$2 args=""
+	shift 2
+	for a in "$@"; do args="$args '$a'"; done
 	tui new-session -d -s tui -x "$cols" -y "$rows" \
-		"cd '$PWD' && exec '$BATON' tui 2>'$PWD/tui.err'" \; \
+		"cd '$PWD' && exec '$BATON' tui$args 2>'$PWD/tui.err'" \; \
 		set -g status off \; set -g window-size manual \; \
 		resize-window -t tui -x "$cols" -y "$rows" || return 1
 	wait_for "tui_screen | grep -qF 'q:quit'" 20

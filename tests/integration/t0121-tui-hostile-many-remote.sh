@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='baton tui shows agent-written text inert (an escape sequence in the agent output or a task title neither sets the window title, clears the screen nor colours it) and stays usable with 1,000 tasks at 200x60'
+test_description='baton tui shows agent-written text inert (an escape sequence in the agent output or a task title neither sets the window title, clears the screen nor colours it) stays usable with 1,000 tasks at 200x60, and works against a remote baton serve with its token (a wrong token is a clear error)'
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$TEST_DIRECTORY/lib/tui.sh"
 
@@ -103,6 +103,52 @@ test_expect_success 'a new task shows without a key pressed' '
 	tui_screen | awk "length > 80 { exit 1 }" &&
 	tui_keys q &&
 	wait_for "! tui has-session -t tui 2>/dev/null"
+'
+
+test_expect_success 'remote: a wrong token is refused before the screen is taken, naming the URL' '
+	make_repo e &&
+	baton_init_with_agent e "policies: {require_approval_at_stages: [executing]}" &&
+	cd e &&
+	serve_http "$TRASH_DIRECTORY/serve-e" --workers 1 &&
+	echo "$HTTP_URL" >../url &&
+	echo not-the-token >../bad.tok &&
+	cd .. &&
+	test_expect_code 1 "$BATON" tui --url "$HTTP_URL" --token-file bad.tok 2>err &&
+	test_grep -F "baton: tui: '"'"'$HTTP_URL'"'"' refused the token (401): check --token-file" err &&
+	test_expect_code 1 "$BATON" tui --url "$HTTP_URL" --token-file missing.tok 2>err2 &&
+	test_grep "^baton: --token-file: .*missing.tok" err2 &&
+	test_expect_code 2 "$BATON" tui --url "$HTTP_URL" 2>err3 &&
+	test_grep "usage: baton tui" err3
+'
+
+test_expect_success 'remote: the board follows serve live and a key approves its gate' '
+	cd e &&
+	url=$(cat ../url) &&
+	cp .baton/token ../good.tok &&
+	mkdir -p ../elsewhere &&
+	cd ../elsewhere &&
+	tui_start 80 24 --url "$url" --token-file ../good.tok &&
+	tui_wait "$url" &&
+	tui_wait "no runs yet" &&
+	cd ../e &&
+	"$BATON" task add "Remote task" >/dev/null &&
+	wait_for "test -n \"\$(newest_run)\"" &&
+	id=$(newest_run) &&
+	tui_wait "questions: $id before executing" &&
+	tui_screen | grep -E "^> $id +waiting_for_approval" &&
+	tui_wait "output (not shown over the API)" &&
+	tui_keys a &&
+	tui_wait "$id: approve, now executing" &&
+	wait_for "test \"\$(run_status $id)\" = merge_ready" 60 &&
+	"$BATON" events "$id" --json |
+		jq -r "select(.type == \"transition\" and .from == \"waiting_for_approval\") | .data.decision" >../actual &&
+	echo approve >../expect &&
+	test_cmp ../expect ../actual &&
+	tui_wait "merge_ready" &&
+	tui_screen | grep -E "^> $id +merge_ready" &&
+	tui_keys q &&
+	wait_for "! tui has-session -t tui 2>/dev/null" &&
+	! test -s ../elsewhere/tui.err
 '
 
 tui_stop
