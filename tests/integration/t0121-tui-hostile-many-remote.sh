@@ -87,6 +87,8 @@ test_expect_success 'with 1,000 more tasks the board follows live and the keys s
 	tui_screen | grep -E "^> t1001 +queued +- +bulk task 1000" &&
 	tui_keys g &&
 	tui_wait "(1 of 1001)" 5 &&
+	tui_keys j j j Down &&
+	tui_wait "(5 of 1001)" 5 &&
 	tui_keys NPage &&
 	tui_wait "of 1001)" 5 &&
 	tui_screen | grep -E "^> t[0-9]+ +queued" &&
