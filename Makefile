@@ -217,7 +217,7 @@ format-check:
 # against the library. Plain -Wall -Wextra, no -Werror: they are tools.
 BENCH_BIN := $(BUILD)/bench/bench_store $(BUILD)/bench/bench_queue \
              $(BUILD)/bench/bench_http $(BUILD)/bench/bench_forge \
-             $(BUILD)/bench/bench_stream
+             $(BUILD)/bench/bench_stream $(BUILD)/bench/bench_tui
 
 $(BENCH_BIN): $(BUILD)/bench/%: bench/%.c bench/bench_util.c \
 		bench/bench_util.h $(LIB)

@@ -11,7 +11,8 @@
 # `baton serve` end to end (bench_serve.sh), serve's HTTP API and live
 # stream (bench_http.sh, with bench_http), 10,000 SSE clients on one
 # serve (bench_stream.sh, with bench_stream) and a forge sync against the
-# GitHub double (bench_forge.sh, with bench_forge); writes everything to
+# GitHub double (bench_forge.sh, with bench_forge) and the redraw of
+# `baton tui` with 1,000 tasks (bench_tui); writes everything to
 # bench/out/<date>.txt and prints it. `make bench` runs it.
 #
 # Environment:
@@ -44,6 +45,7 @@ BENCH_QUEUE=$root/$BENCH_BUILD/bench/bench_queue
 BENCH_HTTP=$root/$BENCH_BUILD/bench/bench_http
 BENCH_FORGE=$root/$BENCH_BUILD/bench/bench_forge
 BENCH_STREAM=$root/$BENCH_BUILD/bench/bench_stream
+BENCH_TUI=$root/$BENCH_BUILD/bench/bench_tui
 
 die() {
 	echo "bench/run.sh: $*" >&2
@@ -173,6 +175,11 @@ echo "bench: task queue (bench_queue -n $TASKS) ..." >&2
 section "task queue: bench_queue -n $TASKS"
 "$BENCH_QUEUE" -n "$TASKS" -d "$tmpbase" >>"$out" 2>&1 ||
 	die "bench_queue failed: see $out"
+
+echo "bench: baton tui redraw with 1000 tasks (bench_tui) ..." >&2
+section "terminal UI redraw: bench_tui -t 1000"
+"$BENCH_TUI" -t 1000 -d "$tmpbase" >>"$out" 2>&1 ||
+	die "bench_tui failed: see $out"
 
 echo "bench: baton serve end to end ..." >&2
 section "baton serve end to end: bench_serve.sh"

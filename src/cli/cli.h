@@ -151,5 +151,6 @@ extern const struct cmd cmd_receipts;
 extern const struct cmd cmd_forge;
 extern const struct cmd cmd_clean;
 extern const struct cmd cmd_plugin;
+extern const struct cmd cmd_tui;
 
 #endif

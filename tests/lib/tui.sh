@@ -1,0 +1,72 @@
+# tui.sh: drives `baton tui` in a private tmux server, for the tests of
+# the terminal UI (t0119-t0121). Source it after test-lib.sh.
+#
+#   tui_start COLS ROWS [ARG...]
+#                         starts `baton tui ARG...` in the current
+#                         directory in a detached tmux session of that
+#                         size (no status line, so the pane is the whole
+#                         window); its stderr goes to ./tui.err
+#   tui_screen            the pane's text now (capture-pane)
+#   tui_wait TEXT [SECS]  waits until TEXT (fixed string) is on the screen
+#   tui_gone TEXT [SECS]  waits until TEXT is no longer on the screen
+#   tui_keys KEY...       tmux send-keys (names such as Enter, Tab, Escape)
+#   tui_type TEXT         sends TEXT literally (send-keys -l)
+#   tui_resize COLS ROWS  resizes the window (the TUI gets SIGWINCH)
+#   tui_stop              ends the tmux server
+#
+# Every wait is bounded (wait_for); none sleeps a fixed time.
+
+TUI_SOCK=baton-tui-$$
+
+tui() {
+	tmux -L "$TUI_SOCK" -f /dev/null "$@"
+}
+
+tui_start() {
+	local cols=$1 rows=$2 args=""
+	shift 2
+	for a in "$@"; do args="$args '$a'"; done
+	tui new-session -d -s tui -x "$cols" -y "$rows" \
+		"cd '$PWD' && exec '$BATON' tui$args 2>'$PWD/tui.err'" \; \
+		set -g status off \; set -g window-size manual \; \
+		resize-window -t tui -x "$cols" -y "$rows" || return 1
+	wait_for "tui_screen | grep -qF 'q:quit'" 20
+}
+
+tui_screen() {
+	tui capture-pane -p -t tui
+}
+
+tui_wait() {
+	_tui_want=$1
+	wait_for 'tui_screen | grep -qF -e "$_tui_want"' "${2:-30}" || {
+		echo "tui_wait: '$1' never appeared; the screen:" >&2
+		tui_screen >&2
+		return 1
+	}
+}
+
+tui_gone() {
+	_tui_want=$1
+	wait_for '! tui_screen | grep -qF -e "$_tui_want"' "${2:-30}" || {
+		echo "tui_gone: '$1' stayed; the screen:" >&2
+		tui_screen >&2
+		return 1
+	}
+}
+
+tui_keys() {
+	tui send-keys -t tui "$@"
+}
+
+tui_type() {
+	tui send-keys -t tui -l "$1"
+}
+
+tui_resize() {
+	tui resize-window -t tui -x "$1" -y "$2"
+}
+
+tui_stop() {
+	tui kill-server 2>/dev/null || true
+}
