@@ -508,6 +508,25 @@ wait_for_settle(struct shared *sh, int idx, long settled)
 }
 
 /*
+ * A claim found nothing: 0 when the queue is drained (the worker is
+ * done); 1 when tasks are still queued, every one's area held, after
+ * waiting for a settle as above.
+ */
+static int
+claimed_nothing(struct store *s, struct shared *sh, int idx, long settled)
+{
+	int rc = any_queued(s, idx);
+
+	if (rc < 0)
+		_exit(1);
+	if (!rc)
+		return 0;
+	sh->empty[idx]++;
+	wait_for_settle(sh, idx, settled);
+	return 1;
+}
+
+/*
  * The worker of --batch K: claims up to K tasks at once
  * (store_task_claim_batch) and settles them at once
  * (store_task_settle_batch), each as settle_next does. A batch's
@@ -537,13 +556,8 @@ batch_worker(struct store *s, const char *holder, int idx, size_t n,
 		t1 = mono_ns();
 		if (rc == BATON_ENOTFOUND) {
 			e = (struct err)ERR_INIT;
-			rc = any_queued(s, idx);
-			if (rc < 0)
-				_exit(1);
-			if (!rc)
+			if (!claimed_nothing(s, sh, idx, settled))
 				break;
-			sh->empty[idx]++;
-			wait_for_settle(sh, idx, settled);
 			continue;
 		}
 		if (rc) {
@@ -634,19 +648,8 @@ worker(const char *path, int idx, size_t n, int ready_fd, int go_fd,
 		t1 = mono_ns();
 		if (rc == BATON_ENOTFOUND) {
 			e = (struct err)ERR_INIT;
-			rc = any_queued(s, idx);
-			if (rc < 0)
-				_exit(1);
-			if (!rc)
+			if (!claimed_nothing(s, sh, idx, settled))
 				break;
-			/*
-			 * Every queued task's area is held: wait, as an idle
-			 * serve worker does, until some task is settled
-			 * (serve wakes its idle workers then), rather than
-			 * spin on the write lock and starve that settle.
-			 */
-			sh->empty[idx]++;
-			wait_for_settle(sh, idx, settled);
 			continue;
 		}
 		if (rc) {
