@@ -39,19 +39,19 @@ test_expect_success 'setup: four repositories, each with its serve' '
 '
 
 test_expect_success '1: task:submit, task:started, task:progress*, task:completed' '
-	{ replay quick completed >out; rc=$?; } ; cat out; test $rc = 0 &&
+	replay quick completed >out && rc=0 || rc=$?; cat out; test $rc = 0 &&
 	test_grep "ok: task:started, task:progress x[1-9]" out
 '
 
 test_expect_success '2: task:submit, task:started, task:stop, task:stopped' '
-	{ replay held stopped "$TRASH_DIRECTORY/held/.baton/never" >out; rc=$?; } ; cat out; test $rc = 0 &&
+	replay held stopped "$TRASH_DIRECTORY/held/.baton/never" >out && rc=0 || rc=$?; cat out; test $rc = 0 &&
 	test_grep "ok: task:stopped" out &&
 	id=$(cd held && "$BATON" task list --json | jq "[.[] | select(.title == \"Sequence two\")][0].id") &&
 	(cd held && "$BATON" task list --json) | jq -e "[.[] | select(.id == $id)][0].status == \"cancelled\"" >/dev/null
 '
 
 test_expect_success '3: task:submit (key K) twice while it runs: already_running, the first task, no second' '
-	{ replay held already-running "key-K-$$" >out; rc=$?; } ; cat out; test $rc = 0 &&
+	replay held already-running "key-K-$$" >out && rc=0 || rc=$?; cat out; test $rc = 0 &&
 	test_grep "ok: repeat: already_running" out &&
 	test_grep "ok: HTTP Idempotency-Key: 409" out &&
 	(cd held && "$BATON" task list --json) |
@@ -59,20 +59,21 @@ test_expect_success '3: task:submit (key K) twice while it runs: already_running
 '
 
 test_expect_success '4: task:submit, approval:requested, approval:response approved=false: blocked' '
-	{ replay gate rejected >out; rc=$?; } ; cat out; test $rc = 0 &&
+	replay gate rejected >out && rc=0 || rc=$?; cat out; test $rc = 0 &&
 	test_grep "ok: approval:decided approved=false: the run is blocked" out &&
-	(cd gate && "$BATON" events --json) | jq -e "select(.type == \"transition\" and .to == \"blocked\")" >/dev/null
+	(cd gate && "$BATON" events --all --json) >ev &&
+	jq -s -e "any(.[]; .type == \"transition\" and .from == \"waiting_for_approval\" and .to == \"blocked\" and .data.decision == \"reject\")" ev >/dev/null
 '
 
 test_expect_success '5: approval:requested with timeout_ms, no answer: approval_timeout, rejected' '
-	{ replay timeout timeout 2000 >out; rc=$?; } ; cat out; test $rc = 0 &&
+	replay timeout timeout 2000 >out && rc=0 || rc=$?; cat out; test $rc = 0 &&
 	test_grep "ok: no answer: approval:timeout" out &&
-	(cd timeout && "$BATON" events --json) |
-		jq -e "select(.type == \"approval_timeout\") | .data.timeout_seconds == 2" >/dev/null
+	(cd timeout && "$BATON" events --all --json) >ev &&
+	jq -s -e "any(.[]; .type == \"approval_timeout\" and .data.timeout_seconds == 2)" ev >/dev/null
 '
 
 test_expect_success 'connection:welcome, health:ping and health:status' '
-	{ replay quick health >out; rc=$?; } ; cat out; test $rc = 0 &&
+	replay quick health >out && rc=0 || rc=$?; cat out; test $rc = 0 &&
 	test_grep "ok: health:status" out
 '
 

@@ -32,8 +32,9 @@ injection modes:
   mismatch KEY            KEY again with another payload:
                           idempotency_mismatch, no task made
   oversize BYTES          a message over the limit: closed with 1009
-  message MODE TEXT FILE  a task held by the fake agent (FILE), then
-                          task:message TEXT with injection_mode MODE
+  message MODE TEXT       a new task, once its agent works,
+                          task:message TEXT with injection_mode MODE;
+                          prints "run RUN task ID" for the caller
 
 Prints one line per step it checked; exit status 0 when every check
 held, 1 with "FAIL: why" and the messages seen when one did not.
@@ -407,14 +408,17 @@ def s_oversize(ws, port, token, size):
     say("a %d-byte message: closed with 1009, no task" % len(big))
 
 
-def s_message(ws, port, token, mode, text, wait_file):
+def s_message(ws, port, token, mode, text):
     ack = submit(ws, "Injection %s" % mode)
     check(ack["ok"], "submit refused: %s" % ack)
     task = ack["result"]["id"]
     m = of_task(ws, task, ("task:started",), "task:started")
     run = m["run"]
+    # the execute stage's agent (the one the fake agent holds) is working
     ws.until(lambda m: m.get("run") == run and m["type"] == "event" and
-             m["event"]["type"] == "agent_started", "agent_started")
+             m["event"]["type"] == "agent_started" and
+             "-execute-" in m["event"]["data"]["call"],
+             "agent_started of execute")
     mid = ws.send("task:message", {"task_id": task, "message": text,
                                    "injection_mode": mode})
     ans = ws.answer(mid)
