@@ -72,19 +72,29 @@ test_expect_success 'followup: the stage working ends as it would; the next stag
 	grep -q FOLLOW-UP-8 "$(sed -n 1p reviews)"
 '
 
+# A run rejected at a gate ends blocked, and the queue tries its task
+# again in a new run: the next run that collected guidance is for.
 test_expect_success 'collect: not for this run, but for the task'"'"'s next one, once' '
-	load_http &&
-	message collect "COLLECT-9" &&
-	api_expect 200 POST /api/v1/tasks/$TASK/cancel >/dev/null &&
-	wait_for "api GET /api/v1/runs/$RUN | jq -e \".status == \\\"aborted\\\"\" >/dev/null" 60 &&
-	api_expect 200 POST /api/v1/tasks/$TASK/retry >/dev/null &&
-	wait_for "test \"\$(api GET /api/v1/tasks/$TASK | jq -r .run)\" != $RUN" 60 &&
-	next=$(api GET /api/v1/tasks/$TASK | jq -r .run) &&
+	make_repo g &&
+	baton_init_with_agent g "runtime: {judge: false}
+policies: {require_approval_at_stages: [executing]}" &&
+	cd g &&
+	serve_http "$TRASH_DIRECTORY/serve-g" --workers 1 &&
+	api_expect 201 POST /api/v1/tasks "{\"title\": \"Collect\"}" >t &&
+	id=$(jq .id t) &&
+	wait_for "api GET /api/v1/approvals | jq -e \".approvals | length == 1\" >/dev/null" 60 &&
+	run=$(api GET /api/v1/approvals | jq -r ".approvals[0].run") &&
+	api_expect 202 POST /api/v1/runs/$run/steer "{\"text\": \"COLLECT-9\", \"mode\": \"collect\"}" >/dev/null &&
+	api_expect 202 POST /api/v1/runs/$run/steer "{\"text\": \"COLLECT-10\", \"mode\": \"collect\"}" >/dev/null &&
+	api_expect 200 POST /api/v1/approvals/$run "{\"decision\": \"reject\"}" >/dev/null &&
+	# (between the two runs the task is queued without one)
+	wait_for "api GET /api/v1/tasks/$id | jq -e \".run != null and .run != \\\"$run\\\"\" >/dev/null" 120 &&
+	next=$(api GET /api/v1/tasks/$id | jq -r .run) &&
 	wait_for "test \$(prompts $next architect | wc -l) -ge 1" 60 &&
-	for p in .baton/runs/$RUN/calls/*.prompt.md; do ! grep -q COLLECT-9 "$p" || exit 1; done &&
-	grep -q COLLECT-9 "$(prompts $next plan | sed -n 1p)" &&
-	! grep -q COLLECT-9 "$(prompts $next architect | sed -n 1p)" &&
-	api_expect 200 POST /api/v1/tasks/$TASK/cancel >/dev/null
+	for p in .baton/runs/$run/calls/*.prompt.md; do ! grep -q COLLECT-9 "$p" || exit 1; done &&
+	plan=$(prompts $next plan | sed -n 1p) &&
+	grep -q COLLECT-9 "$plan" && grep -q COLLECT-10 "$plan" &&
+	! grep -q COLLECT-9 "$(prompts $next architect | sed -n 1p)"
 '
 
 test_expect_success 'the CLI: baton steer --now | --collect, and a mode that is none' '
