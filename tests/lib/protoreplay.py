@@ -419,6 +419,9 @@ def s_message(ws, port, token, mode, text):
              m["event"]["type"] == "agent_started" and
              "-execute-" in m["event"]["data"]["call"],
              "agent_started of execute")
+    # and has begun its wait (the fake agent counts its calls as it
+    # starts: one stopped before it counted would not count)
+    time.sleep(2)
     mid = ws.send("task:message", {"task_id": task, "message": text,
                                    "injection_mode": mode})
     ans = ws.answer(mid)
