@@ -1,6 +1,9 @@
 /*
- * baton steer RUN TEXT: guidance for the run's next stage; the agent reads
- * it at the top of its prompt.
+ * baton steer [--now | --collect] RUN TEXT...: guidance for a run. By
+ * default the next stage's agent reads it at the top of its prompt (a
+ * follow-up); --now stops the agent working and makes its call again
+ * with it; --collect holds it for the task's next run
+ * (engine_steer_mode; docs/cli.md "steer").
  */
 #include "util/compat.h"
 
@@ -11,20 +14,37 @@
 static int
 steer_exec(struct cli *c, int argc, char **argv)
 {
+	int now = 0, collect = 0, n, i, rc = EXIT_OK;
+	struct cli_opt opts[] = {
+		{ "--now", &now, NULL },
+		{ "--collect", &collect, NULL },
+	};
+	enum steer_mode mode = STEER_FOLLOWUP;
 	struct buf text = BUF_INIT;
 	struct err e = ERR_INIT;
-	int i, rc = EXIT_OK;
+	static const char *const said[] = {
+		[STEER_FOLLOWUP] = "guidance recorded for the next stage",
+		[STEER_NOW] = "guidance recorded; the agent working now takes "
+			      "it at once",
+		[STEER_COLLECT] = "guidance collected for the task's next run",
+	};
 
-	if (argc < 3)
+	n = cli_parse(argc - 1, argv + 1, opts, ARRAY_SIZE(opts));
+	if (n < 0)
+		return EXIT_USAGE;
+	if (n < 2 || now + collect > 1)
 		return cli_usage(&cmd_steer);
-	for (i = 2; i < argc; i++)
+	if (now)
+		mode = STEER_NOW;
+	else if (collect)
+		mode = STEER_COLLECT;
+	for (i = 2; i <= n; i++)
 		buf_addf(&text, "%s%s", i > 2 ? " " : "", argv[i]);
-	if (engine_steer(&c->en, argv[1], text.ptr, &e)) {
+	if (engine_steer_mode(&c->en, argv[1], text.ptr, mode, &e)) {
 		cli_error("%s", e.msg);
 		rc = EXIT_FAIL;
 	} else {
-		cli_printf("%s: guidance recorded for the next stage\n",
-			   argv[1]);
+		cli_printf("%s: %s\n", argv[1], said[mode]);
 	}
 	buf_release(&text);
 	return rc;
@@ -32,8 +52,9 @@ steer_exec(struct cli *c, int argc, char **argv)
 
 const struct cmd cmd_steer = {
 	.name = "steer",
-	.usage = "steer RUN TEXT...",
-	.summary = "give the run's next stage guidance",
+	.usage = "steer [--now | --collect] RUN TEXT...",
+	.summary = "give a run guidance: for its next stage, now, or its "
+		   "task's next run",
 	.needs = CLI_NEEDS_STORE,
 	.exec = steer_exec,
 };

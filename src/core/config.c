@@ -162,6 +162,7 @@ static const char *const workflow_keys[] = {
 };
 static const char *const policy_keys[] = {
     "require_approval_at_stages",
+    "approval_timeout_seconds",
     "allowed_paths",
     NULL,
 };
@@ -1579,6 +1580,10 @@ read_policies(struct config *c, struct err *e)
 	if (n)
 		rc = read_strings(n, "policies.require_approval_at_stages", 0,
 				  &c->approval_stages, e);
+	n = cnode_get(sec, "approval_timeout_seconds");
+	if (rc >= 0 && n)
+		rc = read_int(n, "policies.approval_timeout_seconds", 0,
+			      86400 * 30, &c->approval_timeout_seconds, e);
 	n = cnode_get(sec, "allowed_paths");
 	if (rc >= 0 && n)
 		rc = read_strings(n, "policies.allowed_paths", 0,

@@ -206,6 +206,9 @@ struct config {
 	char *pipeline;		/* workflow.pipeline, default "feature" */
 	int max_review_loops;	/* workflow.max_review_loops, default 2 */
 	struct strvec approval_stages; /* policies.require_approval_at_stages */
+	int approval_timeout_seconds;  /* policies.approval_timeout_seconds:
+					  a gate undecided this long is
+					  rejected; 0: it waits for good */
 	struct strvec allowed_paths;   /* policies.allowed_paths (globs);
 					  empty: anywhere in the worktree */
 	struct config_budget budget;

@@ -117,6 +117,10 @@ static const struct event_type types[] = {
 	{ "escalation_timeout", EVENT_G_RUN,
 	  "no one answered an escalation in time, so its default applies",
 	  "`{\"stage\"?, \"default\", \"timeout_seconds\"?, \"applied\"}`" },
+	{ "approval_timeout", EVENT_G_RUN,
+	  "no one decided a gate within `policies.approval_timeout_seconds`, "
+	  "so it is rejected",
+	  "`{\"gate\", \"timeout_seconds\"}`" },
 	{ "report", EVENT_G_RUN,
 	  "a run report, on the cadence of config `reports`",
 	  "`{\"n\", \"kind\", \"elapsed_ms\", \"status\", \"stage\", "
@@ -207,7 +211,12 @@ static const struct event_type types[] = {
 	{ "steer", EVENT_G_STEER,
 	  "`baton steer`, or a gate decision with guidance "
 	  "(`request-changes`, `revise`, `approve --guidance`)",
-	  "`{\"text\"}`" },
+	  "`{\"text\", \"mode\"?}`: `mode` `steer` (now) or `collect` (for "
+	  "the task's next run); none is a follow-up for the next stage" },
+	{ "steer_applied", EVENT_G_STEER,
+	  "the agent was stopped to take guidance to steer now "
+	  "(`baton steer --now`), and its call is made again with it",
+	  "`{\"stage\", \"upto\"}`: the seq of the last guidance taken" },
 	{ "config_drift", EVENT_G_STEER,
 	  "the config changed under a resumed run",
 	  "`{\"choice\": \"snapshot\" \\| \"fresh\", \"changes\", \"run\"?}`: "

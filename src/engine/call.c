@@ -225,7 +225,10 @@ watch_child(void *arg, enum spawn_event ev, pid_t pid)
 		    fresh.abort_requested)
 			d->stop = 1;
 		run_release(&fresh);
-		return d->stop;
+		/* guidance to steer now: this call stops, and is made again */
+		if (!d->stop && w->call && !d->member && engine__steer_now(d))
+			d->steered = 1;
+		return d->stop || d->steered;
 	case SPAWN_EV_TICK:
 		if (w->aw && !w->rc)
 			w->rc = note_output(w, 0, &e);
@@ -238,6 +241,36 @@ watch_child(void *arg, enum spawn_event ev, pid_t pid)
 		return 0;
 	}
 	return 0;
+}
+
+/*
+ * The agent was stopped to be steered now (engine_steer_mode, NOW):
+ * more gets the stage's guidance so far and what came since, the run
+ * records that it was taken (steer_applied, which also moves steer_seq
+ * past it), and the call is made again.
+ */
+static int
+steer_again(struct drive *d, const struct stage *s, const char *steers,
+	    struct buf *more, struct err *e)
+{
+	struct buf fresh = BUF_INIT;
+	int64_t upto = d->r.steer_seq;
+	int rc;
+
+	d->steered = 0;
+	if (!more->len && steers)
+		buf_addf(more, "%s", steers);
+	rc = engine__pending_steers(d, &fresh, &upto, e);
+	if (!rc) {
+		buf_addf(more, "%s", fresh.ptr ? fresh.ptr : "");
+		d->r.steer_seq = upto;
+		rc = engine__note(d, "steer_applied",
+				  json_pack("{s:s, s:I}", "stage", s->name,
+					    "upto", (json_int_t)upto),
+				  e);
+	}
+	buf_release(&fresh);
+	return rc;
 }
 
 /* The environment an agent sees (DESIGN.md section 5, docs/agents.md). */
@@ -863,7 +896,7 @@ engine__call(struct drive *d, const struct stage *s,
 	const struct agent_info *info = agent_info(prov->type);
 	struct agent_result ar = AGENT_RESULT_INIT;
 	struct worktree_guard guard = WORKTREE_GUARD_INIT;
-	struct buf prompt = BUF_INIT;
+	struct buf prompt = BUF_INIT, more = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
 	struct sandbox sb = SANDBOX_INIT;
 	struct resume_plan rp = { 0 };
@@ -878,6 +911,7 @@ engine__call(struct drive *d, const struct stage *s,
 
 	buf_init(&out_tail, DELTA_TAIL_BYTES);
 	d->missing = 0;
+	d->steered = 0;
 	if (d->member) {
 		/* the parent checked before it forked: no pausing here */
 		*reason = engine__stage_budget(d->p, s, &d->r);
@@ -929,7 +963,8 @@ engine__call(struct drive *d, const struct stage *s,
 		buf_reset(&prompt);
 		if (rp.note)
 			buf_adds(&prompt, rp.note);
-		engine__render_prompt(d, s, steers, retry, out_dir, &prompt);
+		engine__render_prompt(d, s, more.len ? more.ptr : steers, retry,
+				      out_dir, &prompt);
 		rc = fs_write_atomic(pfile, prompt.ptr, prompt.len, e);
 		if (!rc && info && info->is_cli)
 			rc = fs_mkdir_p(home, 0700, e);
@@ -1018,6 +1053,12 @@ engine__call(struct drive *d, const struct stage *s,
 			goto out;
 		}
 		last_line(&ar.err_tail, tail, sizeof(tail));
+		if (ar.outcome == AGENT_STOPPED && d->steered && !d->stop) {
+			rc = steer_again(d, s, steers, &more, e);
+			if (rc)
+				goto out;
+			continue;
+		}
 		if (ar.outcome == AGENT_STOPPED) {
 			*res = STAGE_STOPPED;
 			goto out;
@@ -1137,6 +1178,8 @@ out:
 	buf_release(&prompt);
 	buf_release(&out_tail);
 	buf_release(&what);
+	buf_release(&more);
+	d->steered = 0;
 	strvec_clear(&env);
 	free(retry);
 	free(call);

@@ -682,9 +682,39 @@ out:
 	return rc;
 }
 
+static const char *const steer_modes[] = {
+	[STEER_FOLLOWUP] = "followup",
+	[STEER_NOW] = "steer",
+	[STEER_COLLECT] = "collect",
+};
+
+int
+steer_mode_parse(const char *word)
+{
+	size_t i;
+
+	for (i = 0; word && i < ARRAY_SIZE(steer_modes); i++)
+		if (!strcmp(word, steer_modes[i]))
+			return (int)i;
+	return -1;
+}
+
+const char *
+steer_mode_name(enum steer_mode m)
+{
+	return steer_modes[m];
+}
+
 int
 engine_steer(struct engine *en, const char *ref, const char *text,
 	     struct err *e)
+{
+	return engine_steer_mode(en, ref, text, STEER_FOLLOWUP, e);
+}
+
+int
+engine_steer_mode(struct engine *en, const char *ref, const char *text,
+		  enum steer_mode mode, struct err *e)
 {
 	char *json;
 	struct run r = { 0 };
@@ -700,10 +730,23 @@ engine_steer(struct engine *en, const char *ref, const char *text,
 		rc = terminal_error(&r, "steer", e);
 		goto out;
 	}
+	if (mode == STEER_COLLECT && !r.task_id) {
+		rc = err_set(e, BATON_EINVAL,
+			     "run '%s' has no task, so no next run to collect "
+			     "guidance for: steer it now or as a follow-up",
+			     r.id);
+		goto out;
+	}
 	data = json_pack("{s:o}", "text", json_lossy_str(text));
+	if (mode != STEER_FOLLOWUP)
+		json_object_set_new(data, "mode",
+				    json_string(steer_mode_name(mode)));
 	json = json_dumps(data, JSON_COMPACT);
-	rc = engine__add_event(en, r.id, 0, "steer", json, e);
+	rc = engine__add_event(en, r.id, r.task_id, "steer", json, e);
 	free(json);
+	/* the driver looks for it now (its host only: a signal) */
+	if (!rc && mode == STEER_NOW)
+		engine__wake(en, r.id);
 out:
 	json_decref(data);
 	run_release(&r);

@@ -443,6 +443,52 @@ engine_ask_deadline(const struct run *r)
 	return ask_deadline(r);
 }
 
+int64_t
+engine_gate_deadline(const struct config *c, const struct run *r)
+{
+	json_t *p;
+	int asking;
+	int64_t since = r->phase_started_at ? r->phase_started_at :
+					      r->updated_at;
+
+	if (!c || c->approval_timeout_seconds <= 0 ||
+	    strcmp(r->status, ST_WAITING))
+		return 0;
+	p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	asking = json_object_get(p, "ask") != NULL;
+	json_decref(p);
+	return asking ? 0 : since + c->approval_timeout_seconds * 1000LL;
+}
+
+/*
+ * Nobody decided the gate in time (policies.approval_timeout_seconds):
+ * it is rejected, on record first as an "approval_timeout" event.
+ */
+static int
+gate_timed_out(struct drive *d, struct err *e)
+{
+	struct run out = { 0 };
+	char *data, *why;
+	int secs = d->en->cfg->approval_timeout_seconds;
+	int rc;
+
+	data = json_take_text(json_pack(
+		"{s:s, s:i}", "gate", d->r.gate_status ? d->r.gate_status : "",
+		"timeout_seconds", secs));
+	why = xasprintf("No decision came within policies."
+			"approval_timeout_seconds (%d s): the gate is "
+			"rejected.",
+			secs);
+	rc = engine__add_event(d->en, d->r.id, d->r.task_id,
+			       "approval_timeout", data, e);
+	if (!rc)
+		rc = engine_decide(d->en, d->r.id, GATE_REJECT, why, &out, e);
+	run_release(&out);
+	free(why);
+	free(data);
+	return rc ? rc : engine__reload(d, e);
+}
+
 /*
  * Nobody answered in time: the question's default is the answer, on
  * record first as an "escalation_timeout" event that names it.
@@ -664,10 +710,15 @@ step(struct drive *d, struct err *e)
 	}
 	if (!strcmp(d->r.status, ST_WAITING) ||
 	    !strcmp(d->r.status, ST_PAUSED)) {
-		int64_t before = d->r.version, deadline = ask_deadline(&d->r);
+		int64_t before = d->r.version, deadline = ask_deadline(&d->r),
+			gate = engine_gate_deadline(d->en->cfg, &d->r);
 
 		if (deadline && time_now_ms() >= deadline)
 			return apply_default(d, e);
+		if (gate && time_now_ms() >= gate)
+			return gate_timed_out(d, e);
+		if (gate)
+			deadline = gate;
 		if (d->en->detach) {
 			d->leave = 1; /* the worker blocks the task */
 			return 0;

@@ -150,6 +150,25 @@ int engine_steer(struct engine *en, const char *ref, const char *text,
 		 struct err *e);
 
 /*
+ * How guidance reaches a running task (docs/lifecycle.md, "Steering"),
+ * the injection modes of the OpenViber protocol:
+ * - FOLLOWUP: the next stage's agent reads it (engine_steer);
+ * - NOW: the agent working now is stopped and its stage's call made
+ *   again with the guidance (on the driver's host at once; a driver
+ *   elsewhere takes it at its next stage, as a follow-up);
+ * - COLLECT: held for the task's next run (a retry, a rework): every
+ *   message collected on a run reaches the first agent of the run that
+ *   follows it, merged into one guidance block. A run without a task has
+ *   no next run, and refuses it.
+ */
+enum steer_mode { STEER_FOLLOWUP, STEER_NOW, STEER_COLLECT };
+/* The mode named word (steer, followup, collect), or -1. */
+int steer_mode_parse(const char *word);
+const char *steer_mode_name(enum steer_mode m);
+int engine_steer_mode(struct engine *en, const char *ref, const char *text,
+		      enum steer_mode mode, struct err *e);
+
+/*
  * Config drift. A run keeps the config it was made under (its snapshot,
  * runs.config_snapshot, and its hash): a driver runs it under that
  * snapshot while en's config differs, until the run adopts the new one.
@@ -295,6 +314,12 @@ int engine_gate_deferred(const struct run *r);
  * assist escalation), in ms since the epoch; 0 when it waits for ever.
  */
 int64_t engine_ask_deadline(const struct run *r);
+/*
+ * When run r's gate is rejected for want of a decision
+ * (policies.approval_timeout_seconds of c), in ms since the epoch; 0
+ * when r waits at no gate (a question is not one) or c sets no timeout.
+ */
+int64_t engine_gate_deadline(const struct config *c, const struct run *r);
 
 /*
  * takeover.c: takes over run r, whose worktree is in another clone (its

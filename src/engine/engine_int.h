@@ -160,6 +160,9 @@ int engine__signalled(void);
  * seq of the last one. */
 int engine__pending_steers(struct drive *d, struct buf *out, int64_t *upto,
 			   struct err *e);
+/* 1 when guidance to steer now (STEER_NOW) is pending: the agent working
+ * is to be stopped and its call made again with it. */
+int engine__steer_now(struct drive *d);
 
 /*
  * Before r moves to the terminal status to (data: the transition's, or

@@ -20,6 +20,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
@@ -184,6 +185,15 @@ struct steer_ctx {
 	int64_t upto;
 };
 
+/* Whether a steer event's data says mode (NULL: a follow-up). */
+static int
+steer_is(json_t *o, const char *mode)
+{
+	const char *m = json_get_str(o, "mode");
+
+	return mode ? m && !strcmp(m, mode) : !m || strcmp(m, "collect");
+}
+
 static int
 collect_steer(const struct event *ev, void *arg)
 {
@@ -191,8 +201,52 @@ collect_steer(const struct event *ev, void *arg)
 	json_t *o = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
 	const char *text = json_get_str(o, "text");
 
-	if (text) {
+	/* collected guidance is for the task's next run, not this one */
+	if (text && steer_is(o, NULL)) {
 		buf_addf(c->out, "- %s\n", text);
+		c->upto = ev->seq;
+	}
+	json_decref(o);
+	return 0;
+}
+
+/*
+ * The guidance collected for this run (engine_steer_mode, COLLECT). A
+ * task's runs follow one another, so its events are read in order up to
+ * this run's first: each run that began on the way took what was
+ * collected before it, and what the run before this one collected is
+ * this run's.
+ */
+struct held_ctx {
+	const char *run_id;
+	struct strvec seen; /* the runs begun so far */
+	struct buf text;    /* collected since the last run began */
+	int64_t upto;	    /* the seq of its last message */
+	int found;	    /* this run's first event was reached */
+};
+
+static int
+held_steer(const struct event *ev, void *arg)
+{
+	struct held_ctx *c = arg;
+	json_t *o;
+	const char *text;
+
+	if (!ev->run_id)
+		return 0;
+	if (!strvec_has(&c->seen, ev->run_id)) {
+		if (!strcmp(ev->run_id, c->run_id))
+			return c->found = 1; /* stops the walk */
+		strvec_push(&c->seen, ev->run_id);
+		buf_reset(&c->text);
+		c->upto = 0;
+	}
+	if (strcmp(ev->type, "steer"))
+		return 0;
+	o = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
+	text = json_get_str(o, "text");
+	if (text && steer_is(o, "collect")) {
+		buf_addf(&c->text, "- %s\n", text);
 		c->upto = ev->seq;
 	}
 	json_decref(o);
@@ -206,8 +260,48 @@ engine__pending_steers(struct drive *d, struct buf *out, int64_t *upto,
 	struct steer_ctx c = { out, d->r.steer_seq };
 	int rc;
 
+	if (d->r.task_id) {
+		struct held_ctx h = { .run_id = d->r.id,
+				      .seen = STRVEC_INIT,
+				      .text = BUF_INIT };
+
+		rc = store_task_events(d->en->store, d->r.task_id, 0,
+				       held_steer, &h, e);
+		/* once handed to a stage, steer_seq is past them */
+		if (!rc && h.found && h.text.len && h.upto > d->r.steer_seq) {
+			buf_addf(out, "%s", h.text.ptr);
+			c.upto = h.upto;
+		}
+		buf_release(&h.text);
+		strvec_clear(&h.seen);
+		if (rc)
+			return rc;
+	}
 	rc = store_event_list(d->en->store, d->r.id, d->r.steer_seq, "steer",
 			      collect_steer, &c, e);
 	*upto = c.upto;
 	return rc;
+}
+
+static int
+steer_now_seen(const struct event *ev, void *arg)
+{
+	int64_t *seq = arg;
+	json_t *o = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
+
+	if (json_get_str(o, "text") && steer_is(o, "steer"))
+		*seq = ev->seq;
+	json_decref(o);
+	return *seq != 0;
+}
+
+int
+engine__steer_now(struct drive *d)
+{
+	struct err e = ERR_INIT;
+	int64_t seq = 0;
+
+	return !store_event_list(d->en->store, d->r.id, d->r.steer_seq,
+				 "steer", steer_now_seen, &seq, &e) &&
+	       seq;
 }

@@ -138,10 +138,16 @@ engine__cross(struct drive *d, const struct stage *x, const struct stage *back,
 	if (loop)
 		d->r.review_loops++;
 	if (gated(d, x)) {
+		int secs = d->en->cfg->approval_timeout_seconds;
+		json_t *data = json_pack("{s:s}", "gate", x->name);
+
 		run_set(&d->r.gate_status, x->status);
 		run_set(&d->r.gate_back, back ? back->status : NULL);
-		return engine__move(d, ST_WAITING,
-				    json_pack("{s:s}", "gate", x->name), e);
+		/* undecided this long, the gate is rejected (engine.c) */
+		if (secs > 0)
+			json_object_set_new(data, "timeout_ms",
+					    json_integer(secs * 1000LL));
+		return engine__move(d, ST_WAITING, data, e);
 	}
 	if (d->r.pause_requested) {
 		run_set(&d->r.paused_at_status, x->status);

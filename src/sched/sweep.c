@@ -172,6 +172,8 @@ run_moved_on(struct sweep *sw, const struct task *t)
 	if (!strcmp(t->block_reason, BLOCK_AWAITING_APPROVAL)) {
 		moved = strcmp(r.status, ST_WAITING) != 0;
 		deadline = engine_ask_deadline(&r);
+		if (!deadline)
+			deadline = engine_gate_deadline(sw->x->cfg, &r);
 		if (!moved && deadline && deadline <= sw->now)
 			moved = 1;
 		else if (!moved && deadline)

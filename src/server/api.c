@@ -7,6 +7,7 @@
 #include "util/compat.h"
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "core/config.h"
 #include "core/gate.h"
@@ -21,6 +22,7 @@
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/log.h"
 #include "util/spawn.h"
 #include "util/strvec.h"
 #include "util/timeutil.h"
@@ -32,6 +34,9 @@
 #define LIST_MAX     1000
 #define EVENTS_DEFAULT 500
 #define EVENTS_MAX     5000
+
+#undef LOG_MODULE
+#define LOG_MODULE "api"
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -345,6 +350,134 @@ bad:
 	return -1;
 }
 
+/* The longest idempotency key taken. */
+#define IDEM_KEY_MAX 255
+
+/*
+ * The idempotency key of a submission (docs/api.md, "Idempotency"): the
+ * Idempotency-Key header or the body's "idempotency_key", into *key
+ * (NULL: none). Sends 400 and returns -1 when it is malformed or the two
+ * disagree.
+ */
+static int
+idem_key(struct req *rq, json_t *body, const char **key)
+{
+	const char *h = http_header(rq, "Idempotency-Key");
+	json_t *v = json_object_get(body, "idempotency_key");
+	const char *k;
+
+	*key = NULL;
+	if (v && !json_is_null(v) && !json_is_string(v)) {
+		http_error(rq, 400, "bad_request",
+			   "'idempotency_key' must be a string");
+		return -1;
+	}
+	k = v && json_is_string(v) ? json_string_value(v) : h;
+	if (h && k != h && strcmp(h, k)) {
+		http_error(rq, 400, "bad_request",
+			   "the Idempotency-Key header and the body's "
+			   "\"idempotency_key\" differ");
+		return -1;
+	}
+	if (!k)
+		return 0;
+	if (!*k || strlen(k) > IDEM_KEY_MAX)
+		goto bad;
+	for (const char *c = k; *c; c++)
+		if (*c < 0x21 || *c > 0x7e)
+			goto bad;
+	*key = k;
+	return 0;
+bad:
+	http_error(rq, 400, "bad_request",
+		   "an idempotency key is 1 to %d printable ASCII characters "
+		   "without spaces",
+		   IDEM_KEY_MAX);
+	return -1;
+}
+
+/*
+ * The SHA-256 (hex) of a submission: its JSON with sorted keys, the
+ * idempotency key left out, so a retry hashes the same however its
+ * client ordered the keys.
+ */
+static int
+idem_sha(json_t *body, char out[65])
+{
+	json_t *c = json_copy(body);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0, i;
+	char *text;
+	int ok;
+
+	json_object_del(c, "idempotency_key");
+	text = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(c);
+	ok = text && EVP_Digest(text, strlen(text), md, &n, EVP_sha256(),
+				NULL);
+	free(text);
+	if (!ok || n != 32)
+		return -1;
+	for (i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+/*
+ * Claims key for the submission body. 1: ours, make the task; 0: the
+ * answer was sent (the key names a task already, or was used for
+ * another payload, or the store failed).
+ */
+static int
+idem_claim(struct req *rq, const char *key, json_t *body, char sha[65])
+{
+	struct err e = ERR_INIT;
+	struct task t = { 0 };
+	char was[65];
+	int64_t id = 0;
+	int rc;
+
+	if (idem_sha(body, sha)) {
+		http_error(rq, 500, "internal",
+			   "cannot hash the submission for its idempotency "
+			   "key");
+		return 0;
+	}
+	rc = store_idem_claim(rq->store, key, sha, &id, was, &e);
+	if (rc < 0) {
+		http_fail(rq, &e);
+		return 0;
+	}
+	if (rc)
+		return 1;
+	if (strcmp(was, sha)) {
+		http_error_with(rq, 422, "idempotency_mismatch",
+				"the idempotency key was used before for "
+				"another submission; a new task needs a new "
+				"key",
+				json_pack("{s:s, s:o}", "idempotency_key", key,
+					  "task_id",
+					  id ? json_integer(id) : json_null()));
+		return 0;
+	}
+	if (id && store_task_get(rq->store, id, &t, &e) == 0) {
+		http_error_with(rq, 409, "already_running",
+				"this idempotency key was submitted before: "
+				"the task is the first submission's",
+				json_pack("{s:s, s:o}", "idempotency_key", key,
+					  "task",
+					  sched_task_json(rq->store, &t, 0)));
+		task_release(&t);
+		return 0;
+	}
+	http_error_with(rq, 409, "already_running",
+			"this idempotency key is being submitted (or its "
+			"submission was cut short before its task was made)",
+			json_pack("{s:s, s:n}", "idempotency_key", key,
+				  "task"));
+	return 0;
+}
+
 static void
 tasks_create(struct req *rq)
 {
@@ -352,10 +485,13 @@ tasks_create(struct req *rq)
 	struct task t = { 0 };
 	struct err e = ERR_INIT;
 	json_t *body = NULL;
+	const char *key = NULL;
+	char sha[65];
 
 	if (http_body_json(rq, (void **)&body))
 		return;
-	if (opt_string(rq, body, "title", &t.title) ||
+	if (idem_key(rq, body, &key) ||
+	    opt_string(rq, body, "title", &t.title) ||
 	    opt_string(rq, body, "body", &t.body) ||
 	    opt_string(rq, body, "area", &t.area) ||
 	    opt_string(rq, body, "pipeline", &t.pipeline) ||
@@ -383,12 +519,24 @@ tasks_create(struct req *rq)
 		pipeline_free(p);
 		engine_release(&en);
 	}
+	if (key && !idem_claim(rq, key, body, sha))
+		goto out;
 	if (sched_task_add(&x, &t, &e)) {
+		struct err ue = ERR_INIT;
+
 		if (e.rc == BATON_ENOTFOUND)
 			e.rc = BATON_EINVAL; /* a dependency named in the body */
+		/* nothing was made: the key may be used again */
+		if (key && store_idem_bind(rq->store, key, 0, &ue))
+			log_warn("idempotency key '%s' stays claimed: %s", key,
+				 ue.msg);
 		http_fail(rq, &e);
 		goto out;
 	}
+	if (key && store_idem_bind(rq->store, key, t.id, &e))
+		log_warn("task t%lld is made but its idempotency key '%s' "
+			 "is not bound to it: %s",
+			 (long long)t.id, key, e.msg);
 	http_json(rq, 201, sched_task_json(rq->store, &t, 0));
 out:
 	json_decref(body);
@@ -885,27 +1033,39 @@ run_steer(struct req *rq)
 	struct engine en;
 	struct err e = ERR_INIT;
 	json_t *body = NULL;
-	char *text = NULL;
-	int rc;
+	char *text = NULL, *mode = NULL;
+	int rc, m = STEER_FOLLOWUP;
 
 	if (http_body_json(rq, (void **)&body))
 		return;
-	if (opt_string(rq, body, "text", &text))
+	if (opt_string(rq, body, "text", &text) ||
+	    opt_string(rq, body, "mode", &mode))
 		goto out;
 	if (!text || !*text) {
 		http_error(rq, 400, "bad_request",
 			   "steer needs a \"text\" (a non-empty string)");
 		goto out;
 	}
+	if (mode && (m = steer_mode_parse(mode)) < 0) {
+		http_error(rq, 400, "bad_request",
+			   "\"mode\": '%s' is not an injection mode: steer "
+			   "(now), followup (the next stage) or collect (the "
+			   "task's next run)",
+			   mode);
+		goto out;
+	}
 	engine_of(rq, &en);
-	rc = engine_steer(&en, rq->params[0], text, &e);
+	rc = engine_steer_mode(&en, rq->params[0], text, m, &e);
 	engine_release(&en);
 	if (rc)
 		http_fail(rq, &e);
 	else
-		http_json(rq, 202, json_pack("{s:b}", "ok", 1));
+		http_json(rq, 202,
+			  json_pack("{s:b, s:s}", "ok", 1, "mode",
+				    steer_mode_name(m)));
 out:
 	free(text);
+	free(mode);
 	json_decref(body);
 }
 

@@ -120,9 +120,21 @@ transition_type(const struct event *ev, json_t *data, json_t *msg)
 	if (!strcmp(from, ST_WAITING) && json_get_str(data, "decision")) {
 		json_object_set(msg, "decision",
 				json_object_get(data, "decision"));
+		json_object_set_new(msg, "approval_id",
+				    json_string(ev->run_id ? ev->run_id : ""));
+		json_object_set_new(
+			msg, "approved",
+			json_boolean(!strcmp(json_get_str(data, "decision"),
+					     "approve")));
 		return "approval:decided";
 	}
 	if (!strcmp(to, ST_WAITING)) {
+		/* a gate is answered by its run's id (approval:response) */
+		json_object_set_new(msg, "approval_id",
+				    json_string(ev->run_id ? ev->run_id : ""));
+		if (json_object_get(data, "timeout_ms"))
+			json_object_set(msg, "timeout_ms",
+					json_object_get(data, "timeout_ms"));
 		json_object_set_new(msg, "gate",
 				    json_string(json_get_str(data, "gate") ?
 							json_get_str(data, "gate") :
@@ -163,6 +175,8 @@ hub_msg_from_event(const struct event *ev, struct hub_msg *out)
 						 json_null());
 	json_object_set_new(msg, "run",
 			    ev->run_id ? json_string(ev->run_id) : json_null());
+	/* OpenViber's name of the task, beside baton's */
+	json_object_set(msg, "task_id", json_object_get(msg, "task"));
 	if (!strcmp(ev->type, "transition")) {
 		out->type = transition_type(ev, data, msg);
 	} else if (!strcmp(ev->type, "agent_output")) {
@@ -171,6 +185,13 @@ hub_msg_from_event(const struct event *ev, struct hub_msg *out)
 		json_object_set(msg, "text", json_object_get(data, "text"));
 	} else if (!strcmp(ev->type, "task_cancelled")) {
 		out->type = "task:stopped";
+	} else if (!strcmp(ev->type, "approval_timeout")) {
+		/* the gate's rejection follows (approval:decided) */
+		out->type = "approval:timeout";
+		json_object_set_new(msg, "approval_id",
+				    json_string(ev->run_id ? ev->run_id : ""));
+		json_object_set_new(msg, "code",
+				    json_string("approval_timeout"));
 	} else {
 		out->type = "event";
 	}

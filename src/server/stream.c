@@ -44,6 +44,7 @@
 #include "util/json.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/version.h"
 #include "util/xalloc.h"
 
 #undef LOG_MODULE
@@ -677,6 +678,28 @@ ws_update(struct ws_client *w)
 }
 
 /* Takes a client the upgrade handed over into the loop. */
+/*
+ * The first message on a socket (OpenViber's connection:welcome): who
+ * answers, the protocol and what it can do. The token was checked at
+ * the upgrade, so there is no challenge to answer.
+ */
+static void
+ws_welcome(struct ws_client *w)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:[sssss], s:I}", "type",
+			      "connection:welcome", "server", "baton",
+			      "daemon_version", BATON_VERSION,
+			      "protocol_version", 1, "capabilities",
+			      "streaming", "approval", "steer", "idempotency",
+			      "health", "last_seq",
+			      (json_int_t)hub_last_seq(w->srv->hub));
+	char *text = json_dumps(j, JSON_COMPACT);
+
+	ws_send(w, text, strlen(text));
+	free(text);
+	json_decref(j);
+}
+
 static void
 ws_adopt(struct ws_client *w)
 {
@@ -703,6 +726,7 @@ ws_adopt(struct ws_client *w)
 		wslay_event_queue_close(w->ctx, WSLAY_CODE_NORMAL_CLOSURE, NULL,
 					0);
 	} else {
+		ws_welcome(w);
 		ws_push(w);
 	}
 	/* bytes that came with the request are frames already */
@@ -925,54 +949,288 @@ stream_stop(void)
 	sse_resume_all();
 }
 
-/* The REST route a command stands for. */
-static int
-command_route(json_t *m, const char *type, char *path, size_t len,
-	      json_t **body)
+/*
+ * The messages a client sends (docs/api.md, "WebSocket"), in the
+ * envelope of the OpenViber protocol: {"type", "id", "timestamp",
+ * "payload"}. The fields of a command may sit in payload or beside
+ * type; baton's own names and OpenViber's are both taken.
+ */
+
+/* A message's field: beside type, else in its payload. */
+static json_t *
+field(json_t *m, const char *key)
 {
-	const char *run = json_string_value(json_object_get(m, "run"));
-	json_t *task = json_object_get(m, "task");
+	json_t *v = json_object_get(m, key);
+
+	return v ? v : json_object_get(json_object_get(m, "payload"), key);
+}
+
+static const char *
+field_str(json_t *m, const char *key)
+{
+	return json_string_value(field(m, key));
+}
+
+/* Sets why (the protocol_error's message) when the envelope is bad. */
+static int
+envelope_bad(json_t *m, char *why, size_t len)
+{
+	json_t *id = json_object_get(m, "id"),
+	       *ts = json_object_get(m, "timestamp"),
+	       *pl = json_object_get(m, "payload");
+
+	if (!json_is_object(m))
+		snprintf(why, len, "a message is a JSON object: {\"type\", "
+				   "\"id\", \"timestamp\", \"payload\"}");
+	else if (!json_is_string(json_object_get(m, "type")) ||
+		 !*json_string_value(json_object_get(m, "type")))
+		snprintf(why, len, "the message has no \"type\" (a string "
+				   "such as \"task:submit\")");
+	else if (id && !json_is_string(id) && !json_is_integer(id))
+		snprintf(why, len, "\"id\" must be a string or a number");
+	else if (ts && (!json_is_string(ts) ||
+			time_parse_iso(json_string_value(ts)) <= 0))
+		snprintf(why, len, "\"timestamp\" must be an ISO 8601 time");
+	else if (pl && !json_is_object(pl))
+		snprintf(why, len, "\"payload\" must be an object");
+	else
+		return 0;
+	return 1;
+}
+
+/* A task id (7, "7", "t7") of the message's task or task_id, or 0. */
+static int64_t
+task_of(json_t *m)
+{
+	json_t *t = field(m, "task_id");
+
+	if (!t)
+		t = field(m, "task");
+	if (json_is_integer(t))
+		return json_integer_value(t) > 0 ? json_integer_value(t) : 0;
+	return json_is_string(t) ? sched_task_ref(json_string_value(t)) : 0;
+}
+
+/*
+ * The body of a task:submit: the "task" object, else the payload, else
+ * the message itself without its envelope. OpenViber's "goal" is the
+ * title when there is none; the idempotency key may sit anywhere.
+ */
+static json_t *
+submit_body(json_t *m)
+{
+	json_t *t = json_object_get(m, "task"), *b, *key;
+
+	if (json_is_object(t))
+		b = json_copy(t);
+	else if (json_is_object(json_object_get(m, "payload")))
+		b = json_copy(json_object_get(m, "payload"));
+	else {
+		b = json_copy(m);
+		json_object_del(b, "type");
+		json_object_del(b, "id");
+		json_object_del(b, "timestamp");
+	}
+	if (!json_object_get(b, "title") && json_is_string(field(m, "goal")))
+		json_object_set(b, "title", field(m, "goal"));
+	json_object_del(b, "goal");
+	key = field(m, "idempotency_key");
+	if (key && !json_object_get(b, "idempotency_key"))
+		json_object_set(b, "idempotency_key", key);
+	return b;
+}
+
+/* The run a message names: run, else approval_id, else its task's run. */
+static int
+run_of(struct ws_client *w, json_t *m, const char *key, char *out,
+       size_t len)
+{
+	const char *run = field_str(m, key);
+	int64_t task;
+	char path[64];
+	struct buf ans = BUF_INIT;
+	json_t *t;
+
+	if (run && *run && !strchr(run, '/'))
+		return snprintf(out, len, "%s", run) < (int)len ? 0 : -1;
+	task = task_of(m);
+	if (!task)
+		return -1;
+	snprintf(path, sizeof(path), "/api/v1/tasks/%lld", (long long)task);
+	if (http_call(w->srv, "GET", path, NULL, 0, &ans) != 200) {
+		buf_release(&ans);
+		return -1;
+	}
+	t = json_loadb(ans.ptr, ans.len, 0, NULL);
+	buf_release(&ans);
+	run = json_string_value(json_object_get(t, "run"));
+	if (run)
+		snprintf(out, len, "%s", run);
+	json_decref(t);
+	return run ? 0 : -1;
+}
+
+/*
+ * The REST route a command stands for, its path and body; -1 when the
+ * type is not a command or a field it needs is missing.
+ */
+static int
+command_route(struct ws_client *w, json_t *m, const char *type, char *path,
+	      size_t len, json_t **body)
+{
 	static const char *const run_verbs[] = { "pause", "resume", "abort",
 						 "steer" };
+	char run[256];
+	int64_t task = task_of(m);
 	size_t i;
 
 	*body = NULL;
 	if (!strcmp(type, "task:submit")) {
 		snprintf(path, len, "/api/v1/tasks");
-		*body = json_incref(json_is_object(task) ? task : m);
+		*body = submit_body(m);
 		return 0;
 	}
 	if (!strcmp(type, "task:stop")) {
-		if (json_is_integer(task))
+		if (task)
 			snprintf(path, len, "/api/v1/tasks/%lld/cancel",
-				 (long long)json_integer_value(task));
-		else if (json_is_string(task))
-			snprintf(path, len, "/api/v1/tasks/%s/cancel",
-				 json_string_value(task));
-		else if (run)
+				 (long long)task);
+		else if (!run_of(w, m, "run", run, sizeof(run)))
 			snprintf(path, len, "/api/v1/runs/%s/abort", run);
 		else
 			return -1;
 		return 0;
 	}
-	if (!run || !*run || strchr(run, '/'))
-		return -1;
-	if (!strcmp(type, "approval:decide")) {
+	if (!strcmp(type, "task:message")) {
+		const char *text = field_str(m, "message");
+
+		if (run_of(w, m, "run", run, sizeof(run)))
+			return -1;
+		snprintf(path, len, "/api/v1/runs/%s/steer", run);
+		*body = json_pack("{s:s?, s:s}", "text",
+				  text ? text : field_str(m, "text"), "mode",
+				  field_str(m, "injection_mode") ?
+					  field_str(m, "injection_mode") :
+					  "followup");
+		return 0;
+	}
+	if (!strcmp(type, "approval:response")) {
+		json_t *ok = field(m, "approved");
+		const char *why = field_str(m, "reason");
+
+		if (!json_is_boolean(ok) ||
+		    run_of(w, m, "approval_id", run, sizeof(run)))
+			return -1;
 		snprintf(path, len, "/api/v1/approvals/%s", run);
-		*body = json_incref(m);
+		*body = json_pack("{s:s, s:s?}", "decision",
+				  json_is_true(ok) ? "approve" : "reject",
+				  "guidance", why);
+		return 0;
+	}
+	if (!strcmp(type, "approval:decide")) {
+		if (run_of(w, m, "run", run, sizeof(run)))
+			return -1;
+		snprintf(path, len, "/api/v1/approvals/%s", run);
+		*body = json_copy(json_is_object(json_object_get(m, "payload")) ?
+					  json_object_get(m, "payload") :
+					  m);
 		return 0;
 	}
 	for (i = 0; i < ARRAY_SIZE(run_verbs); i++) {
 		if (strncmp(type, "run:", 4) || strcmp(type + 4, run_verbs[i]))
 			continue;
+		if (run_of(w, m, "run", run, sizeof(run)))
+			return -1;
 		snprintf(path, len, "/api/v1/runs/%s/%s", run, run_verbs[i]);
-		*body = json_incref(m);
+		*body = json_copy(json_is_object(json_object_get(m, "payload")) ?
+					  json_object_get(m, "payload") :
+					  m);
 		return 0;
 	}
 	return -1;
 }
 
-/* Runs one command and answers with an ack. */
+/* The message's "id" on its answer, and the answer sent and freed. */
+static void
+ws_answer(struct ws_client *w, json_t *m, json_t *ans)
+{
+	char *text;
+
+	if (json_object_get(m, "id"))
+		json_object_set(ans, "id", json_object_get(m, "id"));
+	text = json_dumps(ans, JSON_COMPACT);
+	ws_send(w, text, strlen(text));
+	free(text);
+	json_decref(ans);
+}
+
+/*
+ * health:ping: the server's time and, from the client's (an ISO 8601
+ * time or epoch milliseconds), how far apart the two clocks and the
+ * wire put them.
+ */
+static json_t *
+health_pong(json_t *m)
+{
+	json_t *ct = field(m, "client_time");
+	int64_t now = time_now_ms(), then = -1;
+	char ts[40];
+
+	if (json_is_integer(ct))
+		then = json_integer_value(ct);
+	else if (json_is_string(ct) &&
+		 time_parse_iso(json_string_value(ct)) > 0)
+		then = time_parse_iso(json_string_value(ct));
+	time_fmt_iso(now, ts, sizeof(ts));
+	return json_pack("{s:s, s:s, s:o}", "type", "health:pong",
+			 "server_time", ts, "latency_ms",
+			 then >= 0 ? json_integer(now - then) : json_null());
+}
+
+/*
+ * health:status (OpenViber's status:viber): what GET /api/v1/health
+ * says, the tasks by status, and whether work is going on.
+ */
+static json_t *
+health_status(struct ws_client *w)
+{
+	struct buf ans = BUF_INIT;
+	json_t *h, *t, *counts, *cur = json_null(), *it;
+	int64_t running;
+	size_t i;
+
+	http_call(w->srv, "GET", "/api/v1/health", NULL, 0, &ans);
+	h = json_loadb(ans.ptr ? ans.ptr : "", ans.len, 0, NULL);
+	buf_reset(&ans);
+	http_call(w->srv, "GET", "/api/v1/tasks", NULL, 0, &ans);
+	t = json_loadb(ans.ptr ? ans.ptr : "", ans.len, 0, NULL);
+	buf_release(&ans);
+	counts = json_object_get(t, "counts");
+	running = json_integer_value(json_object_get(counts, "running"));
+	json_array_foreach(json_object_get(t, "tasks"), i, it)
+		if (json_is_string(json_object_get(it, "status")) &&
+		    !strcmp(json_string_value(json_object_get(it, "status")),
+			    "running")) {
+			cur = json_incref(json_object_get(it, "id"));
+			break;
+		}
+	it = json_pack("{s:s, s:s, s:o, s:O?, s:O?}", "type", "health:status",
+		       "status",
+		       !h ? "error" : running ? "running" : "idle",
+		       "current_task_id", cur, "counts", counts, "health", h);
+	json_decref(h);
+	json_decref(t);
+	return it;
+}
+
+/* An answer {"type": "ack", "ok": false, "error": {code, message}}. */
+static json_t *
+refused(const char *code, const char *msg)
+{
+	return json_pack("{s:s, s:b, s:{s:s, s:s}}", "type", "ack", "ok", 0,
+			 "error", "code", code, "message", msg);
+}
+
+/* Runs one command and answers with an ack (or the answer it asks). */
 static void
 ws_command(struct ws_client *w, const char *data, size_t len)
 {
@@ -980,52 +1238,64 @@ ws_command(struct ws_client *w, const char *data, size_t len)
 	/* a key given twice is refused, as in a request's body */
 	json_t *m = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je),
 	       *body = NULL, *ack, *res;
-	const char *type = json_string_value(json_object_get(m, "type"));
+	const char *type;
 	struct buf out = BUF_INIT;
-	char path[512], *text, *btext = NULL;
+	char path[512], why[200], *btext = NULL;
 	int status;
 
-	ack = json_pack("{s:s, s:O?}", "type", "ack", "id",
-			json_object_get(m, "id"));
 	if (!m && json_error_code(&je) == json_error_duplicate_key) {
-		json_object_set_new(ack, "ok", json_false());
-		json_object_set_new(
-			ack, "error",
-			json_pack("{s:s, s:s++}", "code", "bad_request",
-				  "message", "the command gives the key ",
-				  http_duplicate_key(&je), " more than once"));
+		char *msg = xasprintf("the command gives the key %s more "
+				      "than once",
+				      http_duplicate_key(&je));
+
+		ack = refused("bad_request", msg);
+		free(msg);
 		goto send;
 	}
-	if (!m || !type || command_route(m, type, path, sizeof(path), &body)) {
-		json_object_set_new(ack, "ok", json_false());
-		json_object_set_new(
-			ack, "error",
-			json_pack("{s:s, s:s}", "code", "bad_request", "message",
-				  "expected a JSON command: task:submit, "
-				  "task:stop, approval:decide, run:pause, "
-				  "run:resume, run:abort or run:steer (with "
-				  "run or task)"));
+	if (!m || envelope_bad(m, why, sizeof(why))) {
+		ack = refused("protocol_error",
+			      m ? why :
+				  "the message is not JSON: a message is a "
+				  "JSON object {\"type\", \"id\", "
+				  "\"timestamp\", \"payload\"}");
+		goto send;
+	}
+	type = json_string_value(json_object_get(m, "type"));
+	if (!strcmp(type, "health:ping")) {
+		ws_answer(w, m, health_pong(m));
+		goto out;
+	}
+	if (!strcmp(type, "health:status") || !strcmp(type, "status:viber")) {
+		ws_answer(w, m, health_status(w));
+		goto out;
+	}
+	if (command_route(w, m, type, path, sizeof(path), &body)) {
+		ack = refused("bad_request",
+			      "expected a command with what it needs: "
+			      "task:submit, task:stop (task or run), "
+			      "task:message (task or run, message), "
+			      "approval:response (approval_id, approved), "
+			      "approval:decide, run:pause, run:resume, "
+			      "run:abort or run:steer (run), health:ping, "
+			      "health:status");
 		goto send;
 	}
 	btext = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	status = http_call(w->srv, "POST", path, btext,
 			   btext ? strlen(btext) : 0, &out);
 	res = json_loadb(out.ptr ? out.ptr : "", out.len, 0, NULL);
-	json_object_set_new(ack, "ok", json_boolean(status < 300));
-	json_object_set_new(ack, "status", json_integer(status));
+	ack = json_pack("{s:s, s:b, s:i}", "type", "ack", "ok", status < 300,
+			"status", status);
 	if (status >= 300 && res && json_object_get(res, "error"))
 		json_object_set(ack, "error", json_object_get(res, "error"));
 	else if (res)
 		json_object_set(ack, "result", res);
 	json_decref(res);
 send:
-	text = json_dumps(ack, JSON_COMPACT);
-	ws_send(w, text, strlen(text));
-	free(text);
+	ws_answer(w, m, ack);
+out:
 	free(btext);
-	json_decref(ack);
 	json_decref(body);
 	json_decref(m);
 	buf_release(&out);
 }
-

@@ -367,6 +367,10 @@ int pg__merge_claim(struct store *s, const char *holder, int64_t claim_ms,
 /* postgres_forge.c: the forge's tables (sql/pg/005-forge.sql) */
 int pg__forge_delivery_seen(struct store *s, const char *delivery_id,
 			    const char *event, struct err *e);
+int pg__idem_claim(struct store *s, const char *key, const char *sha,
+		   int64_t *task_id, char sha_out[65], struct err *e);
+int pg__idem_bind(struct store *s, const char *key, int64_t task_id,
+		  struct err *e);
 int pg__forge_intake(struct store *s, struct task *t, struct forge_link *l,
 		     struct event *ev, struct err *e);
 int pg__forge_link_get(struct store *s, int64_t task_id,

@@ -203,6 +203,10 @@ int sqlite__plan_add(struct store *s, const char *source, const char *content,
 /* sqlite_forge.c: the forge's tables (sql/005-forge.sql) */
 int sqlite__forge_delivery_seen(struct store *s, const char *delivery_id,
 				const char *event, struct err *e);
+int sqlite__idem_claim(struct store *s, const char *key, const char *sha,
+		       int64_t *task_id, char sha_out[65], struct err *e);
+int sqlite__idem_bind(struct store *s, const char *key, int64_t task_id,
+		      struct err *e);
 int sqlite__forge_intake(struct store *s, struct task *t,
 			 struct forge_link *l, struct event *ev,
 			 struct err *e);

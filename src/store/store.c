@@ -14,6 +14,7 @@
  * store_task_add, store_task_update, store_task_claim,
  * store_worker_stop, store_merge_add, store_merge_update,
  * store_merge_claim, store_plan_add, store_forge_delivery_seen,
+ * store_idem_claim, store_idem_bind,
  * store_forge_intake and store_forge_link_put. The two heartbeats,
  * store_task_renew and store_worker_beat, are not counted: they run on
  * timers (a worker's lease thread), so counting them would make "the
@@ -843,6 +844,36 @@ store_forge_delivery_seen(struct store *s, const char *delivery_id,
 			       "cannot %s: no delivery id", what);
 	s->fault = fault_next();
 	return s->ops->forge_delivery_seen(s, delivery_id, event, e);
+}
+
+int
+store_idem_claim(struct store *s, const char *key, const char *sha,
+		 int64_t *task_id, char sha_out[65], struct err *e)
+{
+	const char *what = "claim an idempotency key";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!key || !*key || !sha || !task_id || !sha_out)
+		return err_set(e, BATON_EINVAL, "cannot %s: no key", what);
+	*task_id = 0;
+	sha_out[0] = 0;
+	s->fault = fault_next();
+	return s->ops->idem_claim(s, key, sha, task_id, sha_out, e);
+}
+
+int
+store_idem_bind(struct store *s, const char *key, int64_t task_id,
+		struct err *e)
+{
+	const char *what = "bind an idempotency key";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!key || !*key)
+		return err_set(e, BATON_EINVAL, "cannot %s: no key", what);
+	s->fault = fault_next();
+	return s->ops->idem_bind(s, key, task_id, e);
 }
 
 int

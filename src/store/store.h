@@ -457,6 +457,22 @@ int store_forge_delivery_seen(struct store *s, const char *delivery_id,
 			      const char *event, struct err *e);
 
 /*
+ * Idempotency keys of task submissions (issue 23, table
+ * idempotency_keys; docs/api.md "Idempotency"). store_idem_claim claims
+ * key for a submission whose payload hashes to sha (64 hex digits):
+ * 1 when this call claimed it (the caller makes the task, then binds
+ * the key to it), 0 when the key was claimed before, by this or any
+ * other process on the store, with *task_id its task (0 while its
+ * claimer has not made it yet) and sha_out the payload hash it was
+ * claimed with; or an error.
+ */
+int store_idem_claim(struct store *s, const char *key, const char *sha,
+		     int64_t *task_id, char sha_out[65], struct err *e);
+/* Binds a claimed key to its task; task_id 0 gives the key up. */
+int store_idem_bind(struct store *s, const char *key, int64_t task_id,
+		    struct err *e);
+
+/*
  * A task's place on the forge (table forge_links): the issue it came
  * from and the pull request that carries it. Numbers are 0 when absent.
  * version guards updates as a task's does.

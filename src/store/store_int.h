@@ -180,6 +180,10 @@ struct store_ops {
 	int (*task_next_due)(struct store *s, int64_t *out, struct err *e);
 	int (*forge_delivery_seen)(struct store *s, const char *delivery_id,
 				   const char *event, struct err *e);
+	int (*idem_claim)(struct store *s, const char *key, const char *sha,
+			  int64_t *task_id, char sha_out[65], struct err *e);
+	int (*idem_bind)(struct store *s, const char *key, int64_t task_id,
+			 struct err *e);
 	int (*forge_intake)(struct store *s, struct task *t,
 			    struct forge_link *l, struct event *ev,
 			    struct err *e);

@@ -62,6 +62,7 @@ struct drive {
 	char *run_dir;
 	int wake_fd;	/* read end of the self-pipe signals write to */
 	int stop;	/* an abort or a signal asked the stage to stop */
+	int steered;	/* the agent was stopped to be steered now */
 	int leave;	/* hand the run back (paused at a budget): the next
 			   driver starts with the config as it is then */
 	int64_t report_ms; /* when the last report was due or made, for
