@@ -164,9 +164,11 @@ def run_turn(rid, sid, cwd, prompt):
                     while True:
                         read_msg()
                 if cancelled[0]:
+                    # logged first: baton kills the group once the
+                    # answer is in, which may be before a later write
+                    log(event="answered_cancelled")
                     send({"jsonrpc": "2.0", "id": rid,
                           "result": {"stopReason": "cancelled"}})
-                    log(event="answered_cancelled")
                     return
     update(sid, {"sessionUpdate": "agent_message_chunk",
                  "content": {"type": "text", "text": text}})
