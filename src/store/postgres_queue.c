@@ -246,6 +246,21 @@ push_dep(struct task *t, int64_t dep)
 	t->deps[t->nr_deps++] = dep;
 }
 
+/* The dependencies a claim read back as text: "3,5", or "" for none. */
+static void
+push_deps(struct task *t, const char *dep)
+{
+	while (*dep) {
+		char *end;
+		int64_t d = strtoll(dep, &end, 10);
+
+		if (end == dep)
+			break;
+		push_dep(t, d);
+		dep = *end == ',' ? end + 1 : end;
+	}
+}
+
 /*
  * Fills the deps of rows[0..n), which are in increasing id order, or in
  * decreasing order when desc: the deps are read in the same order, so
@@ -920,7 +935,6 @@ claim_read(struct pg_store *ps, const PGresult *res, int64_t *overlap,
 {
 	int nf = PQnfields(res);
 	struct task t = { 0 };
-	const char *dep;
 
 	if (PQntuples(res) == 0)
 		return err_set(e, BATON_ENOTFOUND, "nothing to claim");
@@ -934,16 +948,7 @@ claim_read(struct pg_store *ps, const PGresult *res, int64_t *overlap,
 	read_task(res, 0, &t);
 	snprintf(ps->xid, sizeof(ps->xid), "%s", PQgetvalue(res, 0, nf - 3));
 	ps->notify_events = 1;
-	/* its dependencies: "3,5" or NULL */
-	for (dep = PQgetvalue(res, 0, nf - 4); *dep;) {
-		char *end;
-		int64_t d = strtoll(dep, &end, 10);
-
-		if (end == dep)
-			break;
-		push_dep(&t, d);
-		dep = *end == ',' ? end + 1 : end;
-	}
+	push_deps(&t, PQgetvalue(res, 0, nf - 4));
 	/*
 	 * No NOTIFY of work: a lease makes none. The supervisors learn
 	 * when it falls due from their sweeps (store_task_next_due).
@@ -1161,22 +1166,12 @@ pg__task_settle_claim(struct store *s, struct task *t, const char *froms,
 	" FROM (SELECT (c.claim_task).*, c.claim_deps, c.claim_xid,"           \
 	" c.claim_seq FROM baton_task_claim_batch("
 
-/* Row i of a claim batch into *out, its dependencies ("3,5") included. */
+/* Row i of a claim batch into *out, its dependencies included. */
 static void
 claim_batch_row(const PGresult *res, int i, struct task *out)
 {
-	const char *dep = PQgetvalue(res, i, PQnfields(res) - 3);
-
 	read_task(res, i, out);
-	while (*dep) {
-		char *end;
-		int64_t d = strtoll(dep, &end, 10);
-
-		if (end == dep)
-			break;
-		push_dep(out, d);
-		dep = *end == ',' ? end + 1 : end;
-	}
+	push_deps(out, PQgetvalue(res, i, PQnfields(res) - 3));
 }
 
 /*
