@@ -4,12 +4,20 @@
 #   BATON_BIN  the baton binary under test (absolute path)
 #   UNIT_DIR   where the unit test binaries are
 #   T=pattern  run only unit binaries / scripts whose name contains pattern
+#   BATON_TEST_JOBS  how many tests run at once (default: the number of
+#              processors); every test has its own trash directory,
+#              ports, databases and tmux server, so they share no state
 #
 # Then the PostgreSQL pass: a throwaway cluster (tools/pg.sh) on which
 # the store conformance suites (t_store, t_queue) and the runtime scripts
 # of PG_SCRIPTS run again, unchanged, each on databases of its own, and
 # the scripts that need PostgreSQL (t0027) run at all. Without a server
 # the pass is skipped, saying so, unless BATON_TEST_REQUIRE_PG=1 (CI).
+# The cluster is started first, so its tests share the pool with the rest.
+#
+# Each test's output is kept and printed whole, in order, once all have
+# ended; while they run, one line per test says how it went and how long
+# it took. The ten slowest are listed at the end.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 passed=0
@@ -31,24 +39,44 @@ tally() { # name, output file
 	[ "$f" -eq 0 ] || failures="$failures $1"
 }
 
-out=$(mktemp)
+# One test, as a pool job: --one KIND NAME. Its output goes to
+# $RUN_RES/NAME.out, its duration in seconds to $RUN_RES/NAME.secs.
+if [ "${1:-}" = --one ]; then
+	kind=$2 name=$3 res=$RUN_RES
+	o="$res/$name.out"
+	t0=$(date +%s)
+	case $kind in
+	unit) "$UNIT_DIR/$name" >"$o" 2>&1 ;;
+	script) bash "$here/integration/$name" >"$o" 2>&1 ;;
+	pgunit)
+		u=${name#pg:}
+		dsn=$("$here/../tools/pg.sh" createdb "$PGDIR" "u_$u")
+		BATON_TEST_PG_DSN=$dsn "$UNIT_DIR/$u" >"$o" 2>&1 ;;
+	pgscript)
+		BATON_TEST_PG_ADMIN=$PGADMIN BATON_TEST_PG_DIR=$PGDIR \
+			bash "$here/integration/${name#pg:}.sh" >"$o" 2>&1 ;;
+	esac
+	secs=$(($(date +%s) - t0))
+	echo "$secs" >"$res/$name.secs"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$o" | tail -n 1)
+	printf '%s %-32s %s (%ss)\n' '--' "$name" "${line:-no summary}" "$secs"
+	exit 0
+fi
+
+res=$(mktemp -d "${TMPDIR:-/tmp}/baton-run.XXXXXX")
+jobs=$res/jobs
+: >"$jobs"
 for t in "$UNIT_DIR"/t_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
 	case "$name" in *"${T:-}"*) ;; *) continue ;; esac
-	echo "== $name"
-	"$t" >"$out" 2>&1
-	cat "$out"
-	tally "$name" "$out"
+	echo "unit $name" >>"$jobs"
 done
 for t in "$here"/integration/t[0-9]*.sh; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t")
 	case "$name" in *"${T:-}"*) ;; *) continue ;; esac
-	echo "== $name"
-	bash "$t" >"$out" 2>&1
-	cat "$out"
-	tally "$name" "$out"
+	echo "script $name" >>"$jobs"
 done
 
 PG_UNITS="t_store t_queue"
@@ -57,15 +85,29 @@ t0023-judge t0027-postgres t0042-judge-recovery t0060-forge-store
 t0070-forge-webhook t0097-takeover t0100-pg-run-files t0101-pg-clock
 t0114-resume-summary t0126-protocol-hostile"
 
-pg_pass() {
-	wanted=""
-	for n in $PG_UNITS $PG_SCRIPTS; do
-		case "$n" in *"${T:-}"*) wanted=1 ;; esac
-	done
-	[ -n "$wanted" ] || return 0
+# The PostgreSQL cluster, when a test of the pass is wanted. Its jobs go
+# first: they are the longest.
+pgdir=""
+wanted=""
+for n in $PG_UNITS $PG_SCRIPTS; do
+	case "$n" in *"${T:-}"*) wanted=1 ;; esac
+done
+if [ -n "$wanted" ]; then
 	pgdir=$(mktemp -d "${TMPDIR:-/tmp}/baton-pg.XXXXXX")
-	if ! admin=$("$here/../tools/pg.sh" start "$pgdir" 2>"$out"); then
-		cat "$out"
+	if admin=$("$here/../tools/pg.sh" start "$pgdir" 2>"$res/pg.err"); then
+		export PGDIR="$pgdir" PGADMIN="$admin"
+		pg=$res/pgjobs
+		: >"$pg"
+		for s in $PG_SCRIPTS; do
+			case "$s" in *"${T:-}"*) echo "pgscript pg:$s" >>"$pg" ;; esac
+		done
+		for u in $PG_UNITS; do
+			case "$u" in *"${T:-}"*) echo "pgunit pg:$u" >>"$pg" ;; esac
+		done
+		cat "$jobs" >>"$pg"
+		mv "$pg" "$jobs"
+	else
+		cat "$res/pg.err"
 		if [ "${BATON_TEST_REQUIRE_PG:-0}" = 1 ]; then
 			failed=$((failed + 1))
 			failures="$failures postgres(no-server)"
@@ -73,30 +115,34 @@ pg_pass() {
 			echo "postgres: no server could be started: pass skipped"
 		fi
 		rm -rf "$pgdir"
-		return
+		pgdir=""
 	fi
-	for u in $PG_UNITS; do
-		case "$u" in *"${T:-}"*) ;; *) continue ;; esac
-		echo "== postgres: $u"
-		dsn=$("$here/../tools/pg.sh" createdb "$pgdir" "u_$u")
-		BATON_TEST_PG_DSN=$dsn "$UNIT_DIR/$u" >"$out" 2>&1
-		cat "$out"
-		tally "pg:$u" "$out"
-	done
-	for s in $PG_SCRIPTS; do
-		case "$s" in *"${T:-}"*) ;; *) continue ;; esac
-		echo "== postgres: $s"
-		BATON_TEST_PG_ADMIN=$admin BATON_TEST_PG_DIR=$pgdir \
-			bash "$here/integration/$s.sh" >"$out" 2>&1
-		cat "$out"
-		tally "pg:$s" "$out"
-	done
+fi
+
+export UNIT_DIR RUN_RES="$res"
+njobs=${BATON_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+echo "running $(wc -l <"$jobs") tests, $njobs at a time"
+xargs -P "$njobs" -L 1 sh "$here/run.sh" --one <"$jobs"
+
+if [ -n "$pgdir" ]; then
 	"$here/../tools/pg.sh" stop "$pgdir" || :
 	rm -rf "$pgdir"
-}
-pg_pass
+fi
 
-rm -f "$out"
+while read -r kind name; do
+	echo "== $name"
+	cat "$res/$name.out"
+	tally "$name" "$res/$name.out"
+done <"$jobs"
+
+echo "slowest:"
+for f in "$res"/*.secs; do
+	[ -f "$f" ] || continue
+	n=$(basename "$f" .secs)
+	echo "$(cat "$f") $n"
+done | sort -rn | head -n 10 | sed 's/^/  /'
+
+rm -rf "$res"
 [ -z "$failures" ] || echo "failing:$failures"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -100,7 +100,10 @@ _forge_openapi_for_prism() {
 	local fixer=$TEST_DIRECTORY/mock/openapi_for_prism.py
 	if ! [ -s "$out" ] || [ "$out" -ot "$fixer" ] || [ "$out" -ot "$FORGE_OPENAPI" ]; then
 		[ -w "$FORGE_TOOLS" ] || out=$TRASH_DIRECTORY/api.github.com.prism.json
-		python3 "$fixer" "$FORGE_OPENAPI" "$out" >&2 || return 1
+		# Written aside and renamed: tests running at once may make it
+		# together, and none must read a half-written description.
+		python3 "$fixer" "$FORGE_OPENAPI" "$out.$$" >&2 || return 1
+		mv -f "$out.$$" "$out" || return 1
 	fi
 	printf '%s\n' "$out"
 }
