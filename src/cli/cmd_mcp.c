@@ -1338,7 +1338,8 @@ mcp_exec(struct cli *c, int argc, char **argv)
 		} else if (!line.len) {
 			continue;
 		} else if (!(msg = json_loadb(line.ptr, line.len,
-					      JSON_REJECT_DUPLICATES, &je))) {
+					      JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+					      &je))) {
 			sent = send_error(NULL, RPC_PARSE,
 					  "parse error at column %d: %s",
 					  je.column, je.text);
