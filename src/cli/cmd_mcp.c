@@ -410,23 +410,25 @@ static void
 tool_add_task(struct mcp *m, const json_t *args, struct outcome *o)
 {
 	struct sched_ctx x = ctx_of(m);
-	const json_t *after = json_object_get(args, "after"), *v;
+	const json_t *after = json_object_get(args, "after");
 	const char *pipeline = arg_str(args, "pipeline");
 	struct err e = ERR_INIT;
 	struct task t = { 0 };
-	size_t i;
+	size_t i, n;
 
 	if (!text_ok(args, "title", o) || !text_ok(args, "body", o))
 		return;
-	if (json_array_size(after))
-		t.deps = xcalloc(json_array_size(after), sizeof(*t.deps));
-	json_array_foreach(after, i, v) {
-		int64_t id = sched_task_ref(json_string_value(v));
+	n = json_array_size(after);
+	if (n)
+		t.deps = xcalloc(n, sizeof(*t.deps));
+	for (i = 0; t.deps && i < n; i++) {
+		const char *ref = json_string_value(json_array_get(after, i));
+		int64_t id = sched_task_ref(ref);
 
 		if (!id) {
 			fail(o, RPC_INVALID_PARAMS,
-			     "\"after\": '%s' is not a task id (t7 or 7)",
-			     json_string_value(v));
+			     "\"after\": '%.60s' is not a task id (t7 or 7)",
+			     ref);
 			goto out;
 		}
 		t.deps[t.nr_deps++] = id;
@@ -1338,7 +1340,8 @@ mcp_exec(struct cli *c, int argc, char **argv)
 		} else if (!line.len) {
 			continue;
 		} else if (!(msg = json_loadb(line.ptr, line.len,
-					      JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+					      JSON_REJECT_DUPLICATES |
+						      JSON_DECODE_ANY,
 					      &je))) {
 			sent = send_error(NULL, RPC_PARSE,
 					  "parse error at column %d: %s",
