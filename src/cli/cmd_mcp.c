@@ -41,8 +41,7 @@
 
 /* The longest message line read; a longer one is refused (-32700). */
 #define MCP_LINE_MAX (1024 * 1024)
-/* Runs and tasks a list answers with at most, and by default. */
-#define MCP_LIST_MAX 500
+/* Runs and tasks a list answers with by default (at most 500: LIST_PROPS). */
 #define MCP_LIST_DEFAULT 50
 /* Runs resources/list names (their report and diff), newest first. */
 #define MCP_RESOURCE_RUNS 20
@@ -62,12 +61,16 @@ enum {
 static const char *const versions[] = { "2025-06-18", "2025-03-26",
 					"2024-11-05" };
 
+/*
+ * The session. Requests before initialize are answered too: the state
+ * is all in the store, and a client that skips the handshake gets what
+ * it asks for.
+ */
 struct mcp {
 	struct cli *c;
-	int initialized;
 };
 
-/* ---- answers ------------------------------------------------------------ */
+/* ---- answers ------------------------------------------------------------- */
 
 /* Writes one message, a line; -1 when stdout is gone. */
 static int
@@ -384,7 +387,7 @@ text_ok(const json_t *args, const char *key, struct outcome *o)
 	return 0;
 }
 
-/* ---- tools ------------------------------------------------------------- */
+/* ---- tools --------------------------------------------------------------- */
 
 static struct sched_ctx
 ctx_of(struct mcp *m)
@@ -1204,10 +1207,10 @@ bad:
 			  uri);
 }
 
-/* ---- the session ----------------------------------------------------------- */
+/* ---- the session --------------------------------------------------------- */
 
 static int
-initialize(struct mcp *m, json_t *id, const json_t *params)
+initialize(json_t *id, const json_t *params)
 {
 	const char *asked = json_get_str(params, "protocolVersion");
 	const char *v = versions[0];
@@ -1219,7 +1222,6 @@ initialize(struct mcp *m, json_t *id, const json_t *params)
 	for (i = 0; i < ARRAY_SIZE(versions); i++)
 		if (!strcmp(asked, versions[i]))
 			v = versions[i];
-	m->initialized = 1;
 	return send_result(
 		id,
 		json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}}, s:{s:s, s:s, s:s}, "
@@ -1275,7 +1277,7 @@ handle(struct mcp *m, json_t *msg)
 		return send_error(id, RPC_INVALID_PARAMS,
 				  "\"params\" must be an object");
 	if (!strcmp(method, "initialize"))
-		return initialize(m, id, params);
+		return initialize(id, params);
 	if (!strcmp(method, "ping"))
 		return send_result(id, json_object());
 	if (!strcmp(method, "tools/list"))
@@ -1318,7 +1320,7 @@ read_line(struct buf *line, int *too_long)
 static int
 mcp_exec(struct cli *c, int argc, char **argv)
 {
-	struct mcp m = { c, 0 };
+	struct mcp m = { c };
 	struct buf line = BUF_INIT;
 	int too_long, rc = EXIT_OK;
 	size_t i;
