@@ -20,7 +20,14 @@ cat >script.json <<'JSON'
                "args": {"server": "baton", "uri": "baton://runs/r1/report"}}},
      {"call": {"name": "mcp__baton__show_run", "args": {"run": "../../etc"}}},
      {"call": {"name": "mcp__baton__show_run", "args": {"run": "r99"}}}],
-   "text": "MCP_DONE"}
+   "text": "MCP_DONE"},
+  {"match": "How did task t1 go",
+   "actions": [
+     {"call": {"name": "mcp__baton__show_task", "args": {"task": "t1"}}},
+     {"call": {"name": "mcp__baton__show_run", "args": {"run": "r2"}}},
+     {"call": {"name": "ReadMcpResourceTool",
+               "args": {"server": "baton", "uri": "baton://runs/r2/diff"}}}],
+   "text": "MCP_TASK_DONE"}
 ]}
 JSON
 mock_start mock script.json --require-key "$MOCK_KEY"
@@ -42,7 +49,7 @@ claude_mcp() {
 
 test_expect_success 'setup: a repository with one finished run (r1)' '
 	make_repo repo &&
-	baton_init_with_agent repo &&
+	baton_init_with_agent repo "runtime: {judge: false, sweep_seconds: 1}" &&
 	(cd repo && "$BATON" run "Seed the history" >../seed.out) &&
 	(cd repo && newest_run) >run-id &&
 	id=$(cat run-id) &&
@@ -68,9 +75,10 @@ test_expect_success 'the task is in the store, as asked' '
 	test_jq "length == 1 and .[0].title == \"Add CSV export (asked over MCP)\" and .[0].priority == 4 and .[0].status == \"queued\" and .[0].verify == [\"make test\"] and .[0].body == \"Export the table as CSV.\"" ../tasks.json
 '
 
-# The tool results Claude Code handed its model, in call order.
+# results [FILE]: the tool results Claude Code handed its model, in call
+# order (FILE: claude.out).
 results() {
-	jq -c "select(.type == \"user\") | .message.content[] | select(.type == \"tool_result\")" claude.out
+	jq -c "select(.type == \"user\") | .message.content[] | select(.type == \"tool_result\")" "${1:-claude.out}"
 }
 
 test_expect_success 'the run came back: in list_runs, its record from show_run, its report from the resource' '
@@ -90,6 +98,28 @@ test_expect_success 'a hostile run id and a missing run come back as errors, and
 	sed -n 6p results.jsonl | jq -e ".is_error == true and (.content | tostring | test(\"r99\"))" &&
 	(cd repo && "$BATON" status --json) >runs.json &&
 	test_jq "length == 1" runs.json
+'
+
+test_expect_success 'serve drains the task claude added: its run, r2, is done' '
+	cd repo &&
+	"$BATON" serve --listen off --exit-when-idle 2>../serve.err &&
+	"$BATON" task show 1 --json >../task1.json &&
+	test_jq ".status == \"done\" and (.runs | length) == 1" ../task1.json &&
+	jq -r ".runs[0]" ../task1.json >../run2-id &&
+	case "$(cat ../run2-id)" in r2-*) ;; *) false ;; esac
+'
+
+test_expect_success 'a second claude turn reads the task and its run, with the diff, back' '
+	claude_mcp "How did task t1 go" >claude2.out 2>claude2.err &&
+	jq -c "select(.type == \"result\")" claude2.out >result2.json &&
+	test_jq ".result == \"MCP_TASK_DONE\" and .is_error == false" result2.json &&
+	id=$(cat run2-id) &&
+	case "$id" in r2-*) ;; *) false ;; esac &&
+	results claude2.out >results2.jsonl &&
+	test_line_count = 3 results2.jsonl &&
+	sed -n 1p results2.jsonl | jq -e ".is_error != true and (.content | tostring | test(\"asked over MCP\")) and (.content | tostring | test(\"$id\"))" &&
+	sed -n 2p results2.jsonl | jq -e ".is_error != true and (.content | tostring | test(\"$id\")) and (.content | tostring | test(\"\\\"task_id\\\":1\"))" &&
+	sed -n 3p results2.jsonl | jq -e ".is_error != true and (.content | tostring | test(\"diff --git\"))"
 '
 
 test_done
