@@ -23,11 +23,11 @@
  */
 #include "util/compat.h"
 
-#include <ctype.h>
 #include <jansson.h>
 
 #include "cli/cli.h"
 #include "core/gate.h"
+#include "core/mcpcheck.h"
 #include "core/pipeline.h"
 #include "core/run.h"
 #include "sched/sched.h"
@@ -46,7 +46,6 @@
 /* Runs resources/list names (their report and diff), newest first. */
 #define MCP_RESOURCE_RUNS 20
 /* The longest run or task reference taken. */
-#define MCP_REF_MAX 128
 
 enum {
 	RPC_PARSE = -32700,
@@ -184,166 +183,6 @@ answer_tool(json_t *id, struct outcome *o)
 
 /* ---- argument checks ----------------------------------------------------- */
 
-/*
- * Checks v against the subset of JSON Schema the tools' inputSchemas
- * use: type (object, string, integer, boolean, array), properties,
- * required, additionalProperties false, items, enum, minimum, maximum,
- * minLength, maxLength. A mismatch is said into msg, naming where.
- */
-static int
-check_schema(const json_t *v, const json_t *schema, const char *where,
-	     struct buf *msg)
-{
-	const char *type = json_get_str(schema, "type"), *key;
-	const json_t *x, *sub;
-
-	if (type && !strcmp(type, "object")) {
-		const json_t *props = json_object_get(schema, "properties");
-		size_t i;
-
-		if (!json_is_object(v))
-			goto type;
-		x = json_object_get(schema, "required");
-		for (i = 0; i < json_array_size(x); i++) {
-			key = json_string_value(json_array_get(x, i));
-			if (key && !json_object_get(v, key)) {
-				buf_addf(msg, "%s needs \"%s\"", where, key);
-				return -1;
-			}
-		}
-		json_object_foreach((json_t *)v, key, sub) {
-			const json_t *ps = json_object_get(props, key);
-			char *at;
-			int rc;
-
-			if (!ps) {
-				buf_addf(msg, "%s has no argument \"%s\"",
-					 where, key);
-				return -1;
-			}
-			at = xasprintf("\"%s\"", key);
-			rc = check_schema(sub, ps, at, msg);
-			free(at);
-			if (rc)
-				return rc;
-		}
-		return 0;
-	}
-	if (type && !strcmp(type, "array")) {
-		size_t i;
-
-		if (!json_is_array(v))
-			goto type;
-		x = json_object_get(schema, "maxItems");
-		if (x && json_array_size(v) > (size_t)json_integer_value(x)) {
-			buf_addf(msg, "%s has more than %lld items", where,
-				 (long long)json_integer_value(x));
-			return -1;
-		}
-		for (i = 0; i < json_array_size(v); i++)
-			if (check_schema(json_array_get(v, i),
-					 json_object_get(schema, "items"),
-					 where, msg))
-				return -1;
-		return 0;
-	}
-	if (type && !strcmp(type, "string")) {
-		size_t len;
-
-		if (!json_is_string(v))
-			goto type;
-		len = json_string_length(v);
-		x = json_object_get(schema, "minLength");
-		if (x && len < (size_t)json_integer_value(x)) {
-			buf_addf(msg, "%s must not be empty", where);
-			return -1;
-		}
-		x = json_object_get(schema, "maxLength");
-		if (x && len > (size_t)json_integer_value(x)) {
-			buf_addf(msg, "%s is longer than %lld bytes", where,
-				 (long long)json_integer_value(x));
-			return -1;
-		}
-		x = json_object_get(schema, "enum");
-		if (x) {
-			size_t i;
-
-			for (i = 0; i < json_array_size(x); i++)
-				if (json_equal(json_array_get(x, i),
-					       (json_t *)v))
-					return 0;
-			buf_addf(msg, "%s: '%s' is not one of ", where,
-				 json_string_value(v));
-			for (i = 0; i < json_array_size(x); i++)
-				buf_addf(msg, "%s%s", i ? ", " : "",
-					 json_string_value(
-						 json_array_get(x, i)));
-			return -1;
-		}
-		return 0;
-	}
-	if (type && !strcmp(type, "integer")) {
-		if (!json_is_integer(v))
-			goto type;
-		x = json_object_get(schema, "minimum");
-		sub = json_object_get(schema, "maximum");
-		if ((x && json_integer_value(v) < json_integer_value(x)) ||
-		    (sub && json_integer_value(v) > json_integer_value(sub))) {
-			buf_addf(msg, "%s must be from %lld to %lld", where,
-				 (long long)json_integer_value(x),
-				 (long long)json_integer_value(sub));
-			return -1;
-		}
-		return 0;
-	}
-	if (type && !strcmp(type, "boolean") && !json_is_boolean(v))
-		goto type;
-	return 0;
-type:
-	buf_addf(msg, "%s must be %s %s, not %s", where,
-		 type[0] == 'a' || type[0] == 'i' || type[0] == 'o' ? "an" :
-								       "a",
-		 type, json_kind(v));
-	return -1;
-}
-
-/*
- * A run reference: a run id ("r3-add-csv-export"), "r3" or "3". Letters,
- * digits, '.', '_' and '-', not starting with '.'. Anything else (a
- * path, a control character) is refused before it reaches the store.
- */
-static int
-ref_ok(const char *ref)
-{
-	size_t i, n = strlen(ref);
-
-	if (!n || n > MCP_REF_MAX || ref[0] == '.' || ref[0] == '-')
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)ref[i]) && ref[i] != '.' &&
-		    ref[i] != '_' && ref[i] != '-')
-			return 0;
-	return 1;
-}
-
-/*
- * The first control character in s that text for an agent or a person
- * may not hold (C0 but tab and newline, DEL); -1 when none.
- */
-static long
-control_at(const char *s)
-{
-	size_t i;
-
-	for (i = 0; s[i]; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f)
-			return (long)i;
-	}
-	return -1;
-}
-
 /* args' string key, or NULL. */
 static const char *
 arg_str(const json_t *args, const char *key)
@@ -357,7 +196,7 @@ run_arg(const json_t *args, struct outcome *o)
 {
 	const char *ref = arg_str(args, "run");
 
-	if (!ref_ok(ref)) {
+	if (!mcp_ref_ok(ref)) {
 		struct buf shown = BUF_INIT;
 
 		json_describe(json_object_get(args, "run"), 60, &shown);
@@ -378,7 +217,7 @@ text_ok(const json_t *args, const char *key, struct outcome *o)
 	const char *s = arg_str(args, key);
 	long at;
 
-	if (!s || (at = control_at(s)) < 0)
+	if (!s || (at = mcp_control_at(s)) < 0)
 		return 1;
 	fail(o, RPC_INVALID_PARAMS,
 	     "\"%s\": control character 0x%02x at byte %ld is not allowed "
@@ -511,7 +350,7 @@ static void
 tool_show_task(struct mcp *m, const json_t *args, struct outcome *o)
 {
 	const char *ref = arg_str(args, "task");
-	int64_t id = ref_ok(ref) ? sched_task_ref(ref) : 0;
+	int64_t id = mcp_ref_ok(ref) ? sched_task_ref(ref) : 0;
 	struct err e = ERR_INIT;
 	struct task t = { 0 };
 
@@ -1051,7 +890,7 @@ tools_call(struct mcp *m, json_t *id, const json_t *params)
 				  name);
 	if (!args || json_is_null(args))
 		args = empty = json_object();
-	if (check_schema(args, schema_of(i), "arguments", &o.msg))
+	if (mcp_schema_check(args, schema_of(i), "arguments", &o.msg))
 		o.proto = RPC_INVALID_PARAMS;
 	else
 		tools[i].fn(m, args, &o);
@@ -1163,7 +1002,7 @@ resources_read(struct mcp *m, json_t *id, const json_t *params)
 		goto bad;
 	memcpy(ref, rest, len);
 	ref[len] = '\0';
-	if (!ref_ok(ref))
+	if (!mcp_ref_ok(ref))
 		goto bad;
 	if (store_run_get(m->c->store, ref, &r, &e)) {
 		rc = e.rc == BATON_ENOTFOUND ?
