@@ -447,8 +447,10 @@ tui_remote_call(struct tui_remote *r, const char *method, const char *path,
 	json_t *j = NULL;
 	int rc = request(r, method, path, body, &j, e);
 
-	if (!rc)
+	if (!rc && out)
 		*out = j;
+	else
+		json_decref(j);
 	return rc;
 }
 

@@ -51,7 +51,8 @@ int tui_remote_act(struct tui_remote *r, const char *verb, const char *run,
 /*
  * Any request of the API (`baton chat` over a remote serve): method,
  * path ("/api/v1/..."), body (JSON text, or NULL). 0 with *out the
- * answer (a jansson json_t * the caller decrefs; NULL when not JSON), or
+ * answer (a jansson json_t * the caller decrefs; NULL when not JSON;
+ * out NULL: the answer is dropped), or
  * a negative error with serve's message in e.
  */
 int tui_remote_call(struct tui_remote *r, const char *method,
