@@ -2508,8 +2508,6 @@ setInterval(() => {
 	}
 }, 60000);
 
-})();
-
 /* --- the chat panel (docs/chat.md) -------------------------------------- */
 
 /*
@@ -2665,3 +2663,5 @@ $('chat-new').addEventListener('click', () => {
 	else
 		location.hash = '#/chat';
 });
+
+})();
