@@ -61,7 +61,8 @@ conv_from_json(const json_t *j, struct chat_conv *out)
 	out->phase = dup_str(j, "phase");
 	out->mode = dup_str(j, "mode");
 	out->msgs = xcalloc(json_array_size(msgs) + 1, sizeof(*out->msgs));
-	json_array_foreach(msgs, i, m) {
+	json_array_foreach(msgs, i, m)
+	{
 		struct chat_msg *cm = &out->msgs[out->nr_msgs++];
 
 		cm->id = json_integer_value(json_object_get(m, "id"));
@@ -395,7 +396,8 @@ chat_exec(struct cli *c, int argc, char **argv)
 				  "roles.planner or roles.default");
 			goto out;
 		}
-		cc.x = (struct sched_ctx){ .store = c->store, .ws = &c->ws,
+		cc.x = (struct sched_ctx){ .store = c->store,
+					   .ws = &c->ws,
 					   .cfg = &c->cfg };
 	}
 	if (open_conversation(&cc, id, &e)) {

@@ -45,8 +45,8 @@ const struct chat_mode chat_modes[] = {
 const size_t chat_nr_modes = ARRAY_SIZE(chat_modes);
 
 static const char greeting[] =
-	"Hello. Tell me what you would like done in this repository, and "
-	"I will ask what I need to know, then propose a plan of tasks.";
+    "Hello. Tell me what you would like done in this repository, and "
+    "I will ask what I need to know, then propose a plan of tasks.";
 
 const struct chat_mode *
 chat_mode_find(const char *name)
@@ -150,8 +150,8 @@ chat_say(struct sched_ctx *x, int64_t id, const char *text, struct err *e)
 			     "a new conversation",
 			     (long long)id, c.phase);
 	if (!rc)
-		rc = store_chat_add(x->store, id, "user", "text", text, NULL,
-				    e);
+		rc =
+		    store_chat_add(x->store, id, "user", "text", text, NULL, e);
 	chat_conv_release(&c);
 	return rc;
 }
@@ -178,9 +178,9 @@ render_history(const struct chat_conv *c, struct buf *out)
 		buf_addf(out, "(%zu earlier messages left out)\n\n", i);
 	for (; i < c->nr_msgs; i++) {
 		const struct chat_msg *m = &c->msgs[i];
-		const char *who = !strcmp(m->role, "user") ? "Person" :
-				  !strcmp(m->role, "assistant") ? "You" :
-								  "baton";
+		const char *who = !strcmp(m->role, "user")	  ? "Person"
+				  : !strcmp(m->role, "assistant") ? "You"
+								  : "baton";
 
 		buf_addf(out, "### %s\n\n%s\n\n", who, m->content);
 	}
@@ -209,8 +209,7 @@ mode_text(const struct sched_ctx *x, const struct plan *p, struct buf *out)
 {
 	size_t i;
 
-	buf_addf(out,
-		 "The plan is ready: %zu task%s. Choose how to run %s:\n",
+	buf_addf(out, "The plan is ready: %zu task%s. Choose how to run %s:\n",
 		 p->nr, p->nr == 1 ? "" : "s", p->nr == 1 ? "it" : "them");
 	for (i = 0; i < chat_nr_modes; i++) {
 		const struct chat_mode *m = &chat_modes[i];
@@ -226,8 +225,7 @@ mode_text(const struct sched_ctx *x, const struct plan *p, struct buf *out)
  * mode_selection message) or plain text; moves the phase.
  */
 static int
-record_answer(struct sched_ctx *x, int64_t id, const char *text,
-	      struct err *e)
+record_answer(struct sched_ctx *x, int64_t id, const char *text, struct err *e)
 {
 	struct chat_conv set = { 0 };
 	struct plan p = PLAN_INIT;
@@ -327,8 +325,8 @@ chat_reply(struct sched_ctx *x, int64_t id, chat_chunk_fn *chunk, void *arg,
 	call.common = x->ws->common;
 	call.out_dir = out_dir;
 	rc = sched_call_role(x->cfg, &call, &ar, &why);
-	if (!rc && (ar.failure != AGENT_FAIL_NONE ||
-		    ar.outcome == AGENT_STOPPED))
+	if (!rc &&
+	    (ar.failure != AGENT_FAIL_NONE || ar.outcome == AGENT_STOPPED))
 		rc = err_set(&why, BATON_ECHILD,
 			     "the planner failed (%s%s%s); its output is in "
 			     "%s/%s.stdout",
@@ -385,8 +383,7 @@ tasks_json(const int64_t *ids, size_t n)
 
 int
 chat_start(struct sched_ctx *x, int64_t id, const char *mode,
-	   chat_preflight_fn *preflight, void *arg, size_t *nr,
-	   struct err *e)
+	   chat_preflight_fn *preflight, void *arg, size_t *nr, struct err *e)
 {
 	const struct chat_mode *m = chat_mode_find(mode);
 	struct chat_conv c = { 0 }, set = { 0 };
@@ -413,8 +410,8 @@ chat_start(struct sched_ctx *x, int64_t id, const char *mode,
 			     "conversation %lld is in %s, not plan_proposal: "
 			     "%s",
 			     (long long)id, c.phase,
-			     is_closed(c.phase) ? "it was started already" :
-						  "there is no plan to start");
+			     is_closed(c.phase) ? "it was started already"
+						: "there is no plan to start");
 		goto out;
 	}
 	rc = plan_parse(c.plan, "the conversation's plan", &p, e);
@@ -438,9 +435,8 @@ chat_start(struct sched_ctx *x, int64_t id, const char *mode,
 	ids = xcalloc(p.nr, sizeof(*ids));
 	if (!rc)
 		rc = plan_enqueue_as(x, &p, plan_id,
-				     !strcmp(m->name, "direct") ?
-					     "chat-direct" :
-					     "chat",
+				     !strcmp(m->name, "direct") ? "chat-direct"
+								: "chat",
 				     ids, e);
 	if (rc) {
 		store_chat_add(x->store, id, "system", "error", e->msg, NULL,
@@ -449,11 +445,10 @@ chat_start(struct sched_ctx *x, int64_t id, const char *mode,
 	}
 	plan_render(&p, ids, &table);
 	buf_reset(&note);
-	buf_addf(&note, "Queued %zu task%s (plan %lld, mode %s):\n\n%s",
-		 p.nr, p.nr == 1 ? "" : "s", (long long)plan_id, m->label,
-		 table.ptr);
-	rc = store_chat_add(x->store, id, "system", "progress", note.ptr,
-			    NULL, e);
+	buf_addf(&note, "Queued %zu task%s (plan %lld, mode %s):\n\n%s", p.nr,
+		 p.nr == 1 ? "" : "s", (long long)plan_id, m->label, table.ptr);
+	rc = store_chat_add(x->store, id, "system", "progress", note.ptr, NULL,
+			    e);
 	tasks = tasks_json(ids, p.nr);
 	memset(&set, 0, sizeof(set));
 	set.phase = (char *)CHAT_MONITORING;
@@ -503,7 +498,8 @@ chat_progress(struct sched_ctx *x, int64_t id, int *said, struct err *e)
 			     (long long)id);
 		goto out;
 	}
-	json_object_foreach(tasks, key, v) {
+	json_object_foreach(tasks, key, v)
+	{
 		struct task t = { 0 };
 		const char *was = json_string_value(v);
 
@@ -517,8 +513,7 @@ chat_progress(struct sched_ctx *x, int64_t id, int *said, struct err *e)
 		finished += is_finished(t.status);
 		if (!was || strcmp(was, t.status)) {
 			buf_addf(&note, "Task t%s \"%s\" is %s%s%s%s.\n", key,
-				 t.title, t.status,
-				 t.block_reason ? " (" : "",
+				 t.title, t.status, t.block_reason ? " (" : "",
 				 t.block_reason ? t.block_reason : "",
 				 t.block_reason ? ")" : "");
 			json_object_set_new(tasks, key, json_string(t.status));

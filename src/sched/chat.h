@@ -29,10 +29,10 @@ struct sched_ctx;
 /* A person's message is at most this many bytes. */
 #define CHAT_MAX_MESSAGE (16 * 1024)
 
-#define CHAT_GREETING "greeting"
-#define CHAT_GATHERING "requirement_gathering"
-#define CHAT_PROPOSAL "plan_proposal"
-#define CHAT_EXECUTION "execution"
+#define CHAT_GREETING	"greeting"
+#define CHAT_GATHERING	"requirement_gathering"
+#define CHAT_PROPOSAL	"plan_proposal"
+#define CHAT_EXECUTION	"execution"
 #define CHAT_MONITORING "monitoring"
 
 /* The modes of start-execution, their labels and what they mean. */
@@ -64,8 +64,7 @@ int chat_new(struct sched_ctx *x, int64_t *id, struct err *e);
  * conversation, BATON_EBADSTATE when its tasks are queued already (a
  * conversation in execution or monitoring takes no more requirements).
  */
-int chat_say(struct sched_ctx *x, int64_t id, const char *text,
-	     struct err *e);
+int chat_say(struct sched_ctx *x, int64_t id, const char *text, struct err *e);
 
 /* Called with each piece of the planner's reply as it is known. */
 typedef void chat_chunk_fn(void *arg, const char *text, size_t len);
@@ -78,8 +77,8 @@ typedef void chat_chunk_fn(void *arg, const char *text, size_t len);
  * answer goes to chunk (may be NULL) before it is recorded. A failed
  * call is recorded as an error message and returned.
  */
-int chat_reply(struct sched_ctx *x, int64_t id, chat_chunk_fn *chunk,
-	       void *arg, struct err *e);
+int chat_reply(struct sched_ctx *x, int64_t id, chat_chunk_fn *chunk, void *arg,
+	       struct err *e);
 
 /*
  * Starts the proposed plan in mode (chat_modes): only from
@@ -107,7 +106,6 @@ int chat_start(struct sched_ctx *x, int64_t id, const char *mode,
  * since the last report, and one when all of them are finished. *said
  * (may be NULL) gets how many messages were added.
  */
-int chat_progress(struct sched_ctx *x, int64_t id, int *said,
-		  struct err *e);
+int chat_progress(struct sched_ctx *x, int64_t id, int *said, struct err *e);
 
 #endif

@@ -231,8 +231,8 @@ chat_serve_start(struct server *srv, struct err *e)
 static struct sched_ctx
 ctx_of(struct req *rq)
 {
-	struct sched_ctx x = { rq->store, rq->srv->ws, rq->srv->cfg, "http",
-			       rq->srv->store_spec, 0 };
+	struct sched_ctx x = { rq->store, rq->srv->ws,	       rq->srv->cfg,
+			       "http",	  rq->srv->store_spec, 0 };
 
 	return x;
 }
@@ -262,8 +262,9 @@ chat_api_create(struct req *rq)
 		http_fail(rq, &e);
 		return;
 	}
-	http_json(rq, 201, json_pack("{s:I, s:s}", "id", (json_int_t)id,
-				     "phase", CHAT_GREETING));
+	http_json(rq, 201,
+		  json_pack("{s:I, s:s}", "id", (json_int_t)id, "phase",
+			    CHAT_GREETING));
 }
 
 /* The choices of a mode_selection message. */
@@ -277,11 +278,11 @@ mode_options(const struct server *srv)
 		const struct chat_mode *m = &chat_modes[i];
 
 		json_array_append_new(
-			a, json_pack("{s:s, s:s, s:s, s:b}", "mode", m->name,
-				     "label", m->label, "about", m->about,
-				     "available",
-				     strcmp(m->name, "github") ||
-					     srv->cfg->forge.type != NULL));
+		    a,
+		    json_pack("{s:s, s:s, s:s, s:b}", "mode", m->name, "label",
+			      m->label, "about", m->about, "available",
+			      strcmp(m->name, "github") ||
+				  srv->cfg->forge.type != NULL));
 	}
 	return a;
 }
@@ -308,8 +309,7 @@ chat_api_show(struct req *rq)
 		json_t *mo = json_pack("{s:I, s:s, s:s, s:s, s:I}", "id",
 				       (json_int_t)m->id, "role", m->role,
 				       "kind", m->kind, "content", m->content,
-				       "created_at",
-				       (json_int_t)m->created_at);
+				       "created_at", (json_int_t)m->created_at);
 
 		if (!strcmp(m->kind, "mode_selection"))
 			json_object_set_new(mo, "options",
@@ -396,8 +396,9 @@ chat_api_message(struct req *rq)
 	cs.queue[cs.nr_queue++] = id;
 	pthread_cond_broadcast(&cs.cond);
 	pthread_mutex_unlock(&cs.mu);
-	http_json(rq, 202, json_pack("{s:I, s:s}", "id", (json_int_t)id,
-				     "stream", "stream"));
+	http_json(
+	    rq, 202,
+	    json_pack("{s:I, s:s}", "id", (json_int_t)id, "stream", "stream"));
 out:
 	json_decref(body);
 }
@@ -513,12 +514,11 @@ chat_api_start(struct req *rq)
 		http_fail(rq, &e);
 		goto out;
 	}
-	http_json(rq, 200, json_pack("{s:I, s:s, s:s, s:I, s:o}", "id",
-				     (json_int_t)id, "phase", c.phase, "mode",
-				     c.mode, "queued", (json_int_t)nr,
-				     "tasks",
-				     json_loads(c.tasks ? c.tasks : "{}", 0,
-						NULL)));
+	http_json(rq, 200,
+		  json_pack("{s:I, s:s, s:s, s:I, s:o}", "id", (json_int_t)id,
+			    "phase", c.phase, "mode", c.mode, "queued",
+			    (json_int_t)nr, "tasks",
+			    json_loads(c.tasks ? c.tasks : "{}", 0, NULL)));
 	chat_conv_release(&c);
 	/* the monitor reports from now on */
 	pthread_mutex_lock(&cs.mu);

@@ -44,8 +44,8 @@ create_try(struct pg_store *ps, const char *phase, int64_t *id_out,
 		       " updated_at) VALUES ($1, $2, $2) RETURNING id",
 		       p.n, p.v, what, e);
 	if (!res || PQntuples(res) != 1) {
-		rc = res ? err_set(e, BATON_ESTORE, "cannot %s: no id", what) :
-			   BATON_ESTORE;
+		rc = res ? err_set(e, BATON_ESTORE, "cannot %s: no id", what)
+			 : BATON_ESTORE;
 		goto out;
 	}
 	id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
@@ -72,8 +72,7 @@ pg__chat_create(struct store *s, const char *phase, int64_t *id_out,
 }
 
 static int
-get_try(struct pg_store *ps, int64_t id, struct chat_conv *out,
-	struct err *e)
+get_try(struct pg_store *ps, int64_t id, struct chat_conv *out, struct err *e)
 {
 	const char *what = "read a conversation";
 	struct chat_conv c = { 0 };
@@ -130,8 +129,7 @@ out:
 }
 
 int
-pg__chat_get(struct store *s, int64_t id, struct chat_conv *out,
-	     struct err *e)
+pg__chat_get(struct store *s, int64_t id, struct chat_conv *out, struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
 	int rc, tries = 0;
@@ -180,8 +178,8 @@ add_try(struct pg_store *ps, int64_t id, const char *role, const char *kind,
 		       " VALUES ($1, $3, $4, $5, $2) RETURNING id",
 		       p.n, p.v, what, e);
 	if (!res || PQntuples(res) != 1) {
-		rc = res ? err_set(e, BATON_ESTORE, "cannot %s: no id", what) :
-			   BATON_ESTORE;
+		rc = res ? err_set(e, BATON_ESTORE, "cannot %s: no id", what)
+			 : BATON_ESTORE;
 		goto out;
 	}
 	mid = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
@@ -195,9 +193,8 @@ out:
 }
 
 int
-pg__chat_add(struct store *s, int64_t id, const char *role,
-	     const char *kind, const char *content, int64_t *msg_id,
-	     struct err *e)
+pg__chat_add(struct store *s, int64_t id, const char *role, const char *kind,
+	     const char *content, int64_t *msg_id, struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
 	int rc, tries = 0;

@@ -222,8 +222,8 @@ out:
 
 /* The phase of conversation id into *out (caller frees); ENOTFOUND. */
 static int
-read_phase(struct sqlite_store *ss, int64_t id, char **out,
-	   const char *what, struct err *e)
+read_phase(struct sqlite_store *ss, int64_t id, char **out, const char *what,
+	   struct err *e)
 {
 	sqlite3_stmt *st = NULL;
 	int rc, src;
@@ -303,8 +303,8 @@ out:
 }
 
 int
-sqlite__chat_list(struct store *s, const char *phase, int64_t **ids,
-		  size_t *nr, struct err *e)
+sqlite__chat_list(struct store *s, const char *phase, int64_t **ids, size_t *nr,
+		  struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);
 	const char *what = "list conversations";

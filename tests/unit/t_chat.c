@@ -21,8 +21,9 @@
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
 
-#define PLAN_JSON                                                             \
-	"{\"tasks\": [{\"key\": \"a\", \"title\": \"A\", \"area\": \"src/a\"},"  \
+#define PLAN_JSON                                                              \
+	"{\"tasks\": [{\"key\": \"a\", \"title\": \"A\", \"area\": "           \
+	"\"src/a\"},"                                                          \
 	" {\"key\": \"b\", \"title\": \"B\", \"depends_on\": [\"a\"]}]}"
 
 static void
@@ -105,12 +106,12 @@ setup(struct fixture *f)
 			 "roles: {default: p}\n",
 			 script);
 	config_builder_init(&b);
-	ASSERT_OK(config_add_yaml(&b, "test.yaml", yaml, strlen(yaml), &e),
-		  &e);
+	ASSERT_OK(config_add_yaml(&b, "test.yaml", yaml, strlen(yaml), &e), &e);
 	ASSERT_OK(config_finish(&b, &f->cfg, &e), &e);
 	db = xasprintf("%s/baton.db", f->ws.dir);
 	ASSERT_OK(store_open(db, &f->store, &e), &e);
-	f->x = (struct sched_ctx){ .store = f->store, .ws = &f->ws,
+	f->x = (struct sched_ctx){ .store = f->store,
+				   .ws = &f->ws,
 				   .cfg = &f->cfg };
 	free(db);
 	free(script);
@@ -158,8 +159,8 @@ TEST(chat_turns_move_the_phases)
 	ASSERT_OK(chat_reply(&f.x, id, collect, &got, &e), &e);
 	ASSERT_STREQ(got.ptr, "CSV or JSON?\n");
 	/* the prompt sched_call_role kept: turn 2 (greeting, message) */
-	path = xasprintf("%s/chat/%lld/turn-2.prompt.md", f.ws.dir,
-			 (long long)id);
+	path =
+	    xasprintf("%s/chat/%lld/turn-2.prompt.md", f.ws.dir, (long long)id);
 	ASSERT_OK(fs_read(path, &prompt, 0, &e), &e);
 	ASSERT_CONTAINS(prompt.ptr, "### Person\n\nexport the board");
 	ASSERT_CONTAINS(prompt.ptr, "---PLAN_READY---");
