@@ -85,6 +85,20 @@ reply_find(int64_t conv)
 	return NULL;
 }
 
+/* Takes r out of the list (under cs.mu); its readers keep it alive. */
+static void
+reply_unlink(struct reply *r)
+{
+	struct reply **pp = &cs.replies;
+
+	while (*pp && *pp != r)
+		pp = &(*pp)->next;
+	if (*pp) {
+		*pp = r->next;
+		reply_unref(r);
+	}
+}
+
 /* Appends one event to conv's reply and wakes its streams. */
 static void
 reply_event(int64_t conv, const char *event, json_t *data, int last)
@@ -340,6 +354,7 @@ chat_api_message(struct req *rq)
 	struct reply *r;
 	json_t *body = NULL;
 	const char *text;
+	char *stream;
 	int64_t id = conv_id(rq);
 
 	if (!id || http_body_json(rq, (void **)&body))
@@ -369,22 +384,13 @@ chat_api_message(struct req *rq)
 			   (long long)id);
 		goto out;
 	}
-	pthread_mutex_unlock(&cs.mu);
-	if (chat_say(&x, id, text, &e)) {
-		http_fail(rq, &e);
-		goto out;
-	}
-	pthread_mutex_lock(&cs.mu);
-	/* a new reply replaces the finished one */
-	r = reply_find(id);
-	if (r) {
-		struct reply **pp = &cs.replies;
-
-		while (*pp != r)
-			pp = &(*pp)->next;
-		*pp = r->next;
-		reply_unref(r);
-	}
+	/*
+	 * The new reply is taken now, under the lock, so that of two
+	 * messages at once one is answered and the other is 409; it
+	 * replaces the finished one.
+	 */
+	if (r)
+		reply_unlink(r);
 	r = xcalloc(1, sizeof(*r));
 	r->conv = id;
 	r->gen = ++cs.gen;
@@ -392,13 +398,29 @@ chat_api_message(struct req *rq)
 	r->refs = 1;
 	r->next = cs.replies;
 	cs.replies = r;
+	pthread_mutex_unlock(&cs.mu);
+	if (chat_say(&x, id, text, &e)) {
+		pthread_mutex_lock(&cs.mu);
+		/* refused: no reply; a stream that found it ends empty */
+		r->finished = 1;
+		r->finished_ms = time_mono_ms();
+		reply_unlink(r);
+		pthread_mutex_unlock(&cs.mu);
+		stream_poke();
+		http_fail(rq, &e);
+		goto out;
+	}
+	pthread_mutex_lock(&cs.mu);
 	ALLOC_GROW(cs.queue, cs.nr_queue + 1, cs.alloc_queue);
 	cs.queue[cs.nr_queue++] = id;
 	pthread_cond_broadcast(&cs.cond);
 	pthread_mutex_unlock(&cs.mu);
-	http_json(
-	    rq, 202,
-	    json_pack("{s:I, s:s}", "id", (json_int_t)id, "stream", "stream"));
+	stream = xasprintf("/api/v1/chat/conversations/%lld/stream",
+			   (long long)id);
+	http_json(rq, 202,
+		  json_pack("{s:I, s:s}", "id", (json_int_t)id, "stream",
+			    stream));
+	free(stream);
 out:
 	json_decref(body);
 }
