@@ -193,6 +193,24 @@ test_expect_success 'a message while the planner answers is 409; the stream foll
 	grep -q "Slow answer" live.out && grep -q "^event: done" live.out
 '
 
+test_expect_success 'serve killed while the planner answers: the message survives, the planner is gone, the next message is answered' '
+	load_http &&
+	api_expect 201 POST /api/v1/chat/conversations "" >new.json &&
+	id=$(jq .id new.json) &&
+	rm -f "$P/go" && echo slow >"$P/mode" &&
+	n=$(cat "$P/calls") &&
+	api_expect 202 POST /api/v1/chat/conversations/$id/messages "{\"content\": \"before the crash\"}" &&
+	wait_for "test \"\$(cat \"$P/calls\")\" = $((n + 1))" 20 &&
+	kill -9 "$(cat ../serve.pid)" && bg_wait ../serve >/dev/null &&
+	wait_for "! pgrep -f \"$TRASH_DIRECTORY/planner.sh\" >/dev/null" 20 &&
+	serve_http "$TRASH_DIRECTORY/serve" --workers 1 &&
+	api_expect 200 GET /api/v1/chat/conversations/$id >c.json &&
+	test_jq ".messages[-1].content == \"before the crash\" and .replying == false" c.json &&
+	echo ask >"$P/mode" &&
+	api_expect 202 POST /api/v1/chat/conversations/$id/messages "{\"content\": \"again\"}" &&
+	stream $id && grep -q "CSV or JSON" stream.out
+'
+
 test_expect_success 'start-execution twice: one set of tasks, then monitoring reports them' '
 	load_http &&
 	for m in direct local; do
