@@ -415,11 +415,11 @@ chat_api_message(struct req *rq)
 	cs.queue[cs.nr_queue++] = id;
 	pthread_cond_broadcast(&cs.cond);
 	pthread_mutex_unlock(&cs.mu);
-	stream = xasprintf("/api/v1/chat/conversations/%lld/stream",
-			   (long long)id);
-	http_json(rq, 202,
-		  json_pack("{s:I, s:s}", "id", (json_int_t)id, "stream",
-			    stream));
+	stream =
+	    xasprintf("/api/v1/chat/conversations/%lld/stream", (long long)id);
+	http_json(
+	    rq, 202,
+	    json_pack("{s:I, s:s}", "id", (json_int_t)id, "stream", stream));
 	free(stream);
 out:
 	json_decref(body);
