@@ -153,5 +153,6 @@ extern const struct cmd cmd_clean;
 extern const struct cmd cmd_plugin;
 extern const struct cmd cmd_tui;
 extern const struct cmd cmd_mcp;
+extern const struct cmd cmd_chat;
 
 #endif

@@ -869,6 +869,13 @@ int
 plan_enqueue(struct sched_ctx *x, const struct plan *p, int64_t plan_id,
 	     int64_t *ids_out, struct err *e)
 {
+	return plan_enqueue_as(x, p, plan_id, "plan", ids_out, e);
+}
+
+int
+plan_enqueue_as(struct sched_ctx *x, const struct plan *p, int64_t plan_id,
+		const char *origin, int64_t *ids_out, struct err *e)
+{
 	struct buf done = BUF_INIT;
 	size_t i, k, j;
 	int rc = 0;
@@ -887,7 +894,7 @@ plan_enqueue(struct sched_ctx *x, const struct plan *p, int64_t plan_id,
 		t.area = xstrdup_or_null(pt->area);
 		t.allowed_paths = xstrdup_or_null(pt->allowed_paths);
 		t.verify = xstrdup_or_null(pt->verify);
-		t.origin = xstrdup("plan");
+		t.origin = xstrdup(origin);
 		t.plan_id = plan_id;
 		t.max_attempts = x->cfg ? x->cfg->runtime.max_attempts : 3;
 		t.deps = xcalloc(pt->depends_on.nr + 1, sizeof(*t.deps));

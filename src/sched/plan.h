@@ -104,5 +104,9 @@ void plan_render(const struct plan *p, const int64_t *ids, struct buf *out);
  */
 int plan_enqueue(struct sched_ctx *x, const struct plan *p, int64_t plan_id,
 		 int64_t *ids_out, struct err *e);
+/* plan_enqueue with the tasks' origin ("chat", "chat-direct"). */
+int plan_enqueue_as(struct sched_ctx *x, const struct plan *p,
+		    int64_t plan_id, const char *origin, int64_t *ids_out,
+		    struct err *e);
 
 #endif

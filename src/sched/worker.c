@@ -328,7 +328,9 @@ sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 {
 	const char *status, *block;
 	char *data;
-	int rc, judge = x->cfg->runtime.judge && !strcmp(t->kind, "code");
+	/* a chat started in Direct mode runs without the judge */
+	int rc, judge = x->cfg->runtime.judge && !strcmp(t->kind, "code") &&
+			(!t->origin || strcmp(t->origin, "chat-direct"));
 
 	sched__drop_lease(t);
 	if (status_is_terminal(r->status))

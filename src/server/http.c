@@ -1225,6 +1225,9 @@ start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
 	rc = stream_start(srv, e);
 	if (rc)
 		goto fail;
+	rc = chat_serve_start(srv, e);
+	if (rc)
+		goto fail;
 	d = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,

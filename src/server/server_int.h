@@ -246,6 +246,23 @@ void hub_metrics(struct hub *h, struct buf *out);
 
 /* SSE and WebSocket endpoints (stream.c). */
 void stream_sse(struct req *rq);
+/*
+ * A stream's source other than the hub: appends what is new to out and
+ * returns 0 (more may come: the stream parks until stream_poke), 1
+ * (finished: the stream ends once out is sent) or -1 (end now). Called
+ * on libmicrohttpd's threads; must not block.
+ */
+typedef int stream_fill_fn(void *arg, struct buf *out);
+/*
+ * An SSE answer (counted and capped like the live stream, parked while
+ * it has nothing to send, pinged) whose bytes come from fill; release
+ * (may be NULL) frees arg when the stream ends, or at once when it
+ * cannot open.
+ */
+void stream_sse_with(struct req *rq, stream_fill_fn *fill, void *arg,
+		     void (*release)(void *arg));
+/* Wakes every parked SSE stream to look for news again. */
+void stream_poke(void);
 /* GET /api/v1/ws with Upgrade: websocket (guards passed): 101 and the
  * socket joins the WebSocket loop, or an error answered. */
 void stream_ws(struct req *rq);
@@ -255,6 +272,25 @@ int stream_start(struct server *srv, struct err *e);
 void stream_stop(void);
 /* Live streams open now (SSE and WebSocket), for /metrics. */
 int stream_clients(void);
+
+/* ---- chat.c: chat intake (docs/chat.md) --------------------------------- */
+
+/*
+ * Starts the chat worker thread (the planner's turns, the monitor). It
+ * lives as long as the HTTP process: a planner call cannot be cut short
+ * cleanly, and the process's end takes the thread with it.
+ */
+int chat_serve_start(struct server *srv, struct err *e);
+/* POST /api/v1/chat/conversations */
+void chat_api_create(struct req *rq);
+/* GET /api/v1/chat/conversations/{id} */
+void chat_api_show(struct req *rq);
+/* POST /api/v1/chat/conversations/{id}/messages */
+void chat_api_message(struct req *rq);
+/* GET /api/v1/chat/conversations/{id}/stream (SSE) */
+void chat_api_stream(struct req *rq);
+/* POST /api/v1/chat/conversations/{id}/start-execution */
+void chat_api_start(struct req *rq);
 
 /* ---- forgehook.c: GitHub's webhooks in -------------------------------- */
 

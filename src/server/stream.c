@@ -184,6 +184,11 @@ struct sse {
 	int fd;		 /* its socket, to see a client leave while parked */
 	int waiting;	 /* on the waiting list (suspended) */
 	int gone;	 /* the client hung up while it was parked */
+	/* stream_sse_with: where its bytes come from, instead of the hub */
+	stream_fill_fn *fill;
+	void *arg;
+	void (*release)(void *arg);
+	int ended; /* fill said it is finished: end once out is sent */
 	struct sse *prev, *next;
 };
 
@@ -287,6 +292,26 @@ sse_fill(struct sse *s)
 	return 0;
 }
 
+/* sse_fill for a stream of stream_sse_with. */
+static int
+custom_fill(struct sse *s)
+{
+	int64_t now = time_mono_ms();
+	int rc;
+
+	buf_reset(&s->out);
+	s->off = 0;
+	rc = s->fill(s->arg, &s->out);
+	if (rc < 0)
+		return -1;
+	s->ended = rc > 0;
+	if (!s->out.len && !s->ended && now - s->last_ms >= KEEPALIVE_MS)
+		buf_adds(&s->out, ": ping\n\n");
+	if (s->out.len)
+		s->last_ms = now;
+	return 0;
+}
+
 /*
  * libmicrohttpd asks for the next bytes of the stream. With none, the
  * connection is suspended on the waiting list, unless news came since
@@ -304,7 +329,9 @@ sse_read(void *cls, uint64_t pos, char *dst, size_t max)
 	while (s->off == s->out.len) {
 		unsigned long long seen = atomic_load(&news);
 
-		if (sse_fill(s))
+		if (s->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (s->fill ? custom_fill(s) : sse_fill(s))
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (s->out.len)
 			break;
@@ -347,8 +374,63 @@ sse_free(void *cls)
 		pthread_mutex_unlock(&wait_mu);
 	}
 	atomic_fetch_sub(&clients, 1);
+	if (s->release)
+		s->release(s->arg);
 	buf_release(&s->out);
 	free(s);
+}
+
+void
+stream_poke(void)
+{
+	sse_resume_all();
+}
+
+void
+stream_sse_with(struct req *rq, stream_fill_fn *fill, void *arg,
+		void (*release)(void *arg))
+{
+	struct MHD_Response *r;
+	struct sse *s;
+
+	if (!stream_admit(rq)) {
+		if (release)
+			release(arg);
+		return;
+	}
+	s = xcalloc(1, sizeof(*s));
+	s->srv = rq->srv;
+	s->conn = rq->conn;
+	s->fill = fill;
+	s->arg = arg;
+	s->release = release;
+	s->out = (struct buf)BUF_INIT;
+	buf_adds(&s->out, "retry: 2000\n\n");
+	s->last_ms = time_mono_ms();
+	s->fd = -1;
+	{
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+			rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (ci)
+			s->fd = ci->connect_fd;
+	}
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read,
+					      s, sse_free);
+	if (!r) {
+		sse_free(s);
+		http_error(rq, 500, "internal", "cannot open the stream");
+		return;
+	}
+	MHD_add_response_header(r, "Content-Type", "text/event-stream");
+	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	http_common_headers(r);
+	http_streaming(rq);
+	MHD_set_connection_option(rq->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+				  (unsigned)SSE_STALL_S);
+	rq->status = 200;
+	MHD_queue_response(rq->conn, 200, r);
+	MHD_destroy_response(r);
 }
 
 void

@@ -367,6 +367,18 @@ int pg__merge_claim(struct store *s, const char *holder, int64_t claim_ms,
 /* postgres_forge.c: the forge's tables (sql/pg/005-forge.sql) */
 int pg__forge_delivery_seen(struct store *s, const char *delivery_id,
 			    const char *event, struct err *e);
+/* postgres_chat.c: store_chat_* */
+int pg__chat_create(struct store *s, const char *phase, int64_t *id_out,
+			struct err *e);
+int pg__chat_get(struct store *s, int64_t id, struct chat_conv *out,
+		     struct err *e);
+int pg__chat_add(struct store *s, int64_t id, const char *role,
+		     const char *kind, const char *content, int64_t *msg_id,
+		     struct err *e);
+int pg__chat_update(struct store *s, int64_t id, const char *from,
+			const struct chat_conv *set, struct err *e);
+int pg__chat_list(struct store *s, const char *phase, int64_t **ids,
+		      size_t *nr, struct err *e);
 int pg__idem_claim(struct store *s, const char *key, const char *sha,
 		   int64_t *task_id, char sha_out[65], struct err *e);
 int pg__idem_bind(struct store *s, const char *key, int64_t task_id,

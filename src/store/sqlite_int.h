@@ -203,6 +203,18 @@ int sqlite__plan_add(struct store *s, const char *source, const char *content,
 /* sqlite_forge.c: the forge's tables (sql/005-forge.sql) */
 int sqlite__forge_delivery_seen(struct store *s, const char *delivery_id,
 				const char *event, struct err *e);
+/* sqlite_chat.c: store_chat_* */
+int sqlite__chat_create(struct store *s, const char *phase, int64_t *id_out,
+			struct err *e);
+int sqlite__chat_get(struct store *s, int64_t id, struct chat_conv *out,
+		     struct err *e);
+int sqlite__chat_add(struct store *s, int64_t id, const char *role,
+		     const char *kind, const char *content, int64_t *msg_id,
+		     struct err *e);
+int sqlite__chat_update(struct store *s, int64_t id, const char *from,
+			const struct chat_conv *set, struct err *e);
+int sqlite__chat_list(struct store *s, const char *phase, int64_t **ids,
+		      size_t *nr, struct err *e);
 int sqlite__idem_claim(struct store *s, const char *key, const char *sha,
 		       int64_t *task_id, char sha_out[65], struct err *e);
 int sqlite__idem_bind(struct store *s, const char *key, int64_t task_id,

@@ -14,7 +14,8 @@
  * store_task_add, store_task_update, store_task_claim,
  * store_worker_stop, store_merge_add, store_merge_update,
  * store_merge_claim, store_plan_add, store_forge_delivery_seen,
- * store_idem_claim, store_idem_bind,
+ * store_idem_claim, store_idem_bind, store_chat_create, store_chat_add,
+ * store_chat_update,
  * store_forge_intake and store_forge_link_put. The two heartbeats,
  * store_task_renew and store_worker_beat, are not counted: they run on
  * timers (a worker's lease thread), so counting them would make "the
@@ -874,6 +875,102 @@ store_idem_bind(struct store *s, const char *key, int64_t task_id,
 		return err_set(e, BATON_EINVAL, "cannot %s: no key", what);
 	s->fault = fault_next();
 	return s->ops->idem_bind(s, key, task_id, e);
+}
+
+void
+chat_conv_release(struct chat_conv *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->nr_msgs; i++) {
+		free(c->msgs[i].role);
+		free(c->msgs[i].kind);
+		free(c->msgs[i].content);
+	}
+	free(c->msgs);
+	free(c->phase);
+	free(c->mode);
+	free(c->plan);
+	free(c->tasks);
+	memset(c, 0, sizeof(*c));
+}
+
+int
+store_chat_create(struct store *s, const char *phase, int64_t *id_out,
+		  struct err *e)
+{
+	const char *what = "create a conversation";
+
+	if (!s || !id_out)
+		return null_arg(e, what, "the store or the id");
+	if (!phase || !*phase)
+		return err_set(e, BATON_EINVAL, "cannot %s: no phase", what);
+	*id_out = 0;
+	s->fault = fault_next();
+	return s->ops->chat_create(s, phase, id_out, e);
+}
+
+int
+store_chat_get(struct store *s, int64_t id, struct chat_conv *out,
+	       struct err *e)
+{
+	const char *what = "read a conversation";
+
+	if (!s || !out)
+		return null_arg(e, what, "the store or the conversation");
+	if (id <= 0)
+		return err_set(e, BATON_ENOTFOUND, "no conversation %lld",
+			       (long long)id);
+	return s->ops->chat_get(s, id, out, e);
+}
+
+int
+store_chat_add(struct store *s, int64_t id, const char *role,
+	       const char *kind, const char *content, int64_t *msg_id,
+	       struct err *e)
+{
+	const char *what = "add a chat message";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!role || !*role || !kind || !*kind || !content)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: no role, kind or content", what);
+	if (id <= 0)
+		return err_set(e, BATON_ENOTFOUND, "no conversation %lld",
+			       (long long)id);
+	s->fault = fault_next();
+	return s->ops->chat_add(s, id, role, kind, content, msg_id, e);
+}
+
+int
+store_chat_update(struct store *s, int64_t id, const char *from,
+		  const struct chat_conv *set, struct err *e)
+{
+	const char *what = "update a conversation";
+
+	if (!s || !set)
+		return null_arg(e, what, "the store or the change");
+	if (id <= 0)
+		return err_set(e, BATON_ENOTFOUND, "no conversation %lld",
+			       (long long)id);
+	s->fault = fault_next();
+	return s->ops->chat_update(s, id, from, set, e);
+}
+
+int
+store_chat_list(struct store *s, const char *phase, int64_t **ids,
+		size_t *nr, struct err *e)
+{
+	const char *what = "list conversations";
+
+	if (!s || !phase || !ids || !nr)
+		return null_arg(e, what, "the store, phase or list");
+	*ids = NULL;
+	*nr = 0;
+	return s->ops->chat_list(s, phase, ids, nr, e);
 }
 
 int

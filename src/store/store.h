@@ -473,6 +473,65 @@ int store_idem_bind(struct store *s, const char *key, int64_t task_id,
 		    struct err *e);
 
 /*
+ * Chat intake (issue 23, tables chat_conversations and chat_messages;
+ * docs/chat.md). A conversation's phase is one of greeting,
+ * requirement_gathering, plan_proposal, execution, monitoring; see
+ * sched/chat.h for what moves it.
+ */
+struct chat_msg {
+	int64_t id;
+	char *role;    /* user, assistant, system */
+	char *kind;    /* text, mode_selection, progress, error */
+	char *content;
+	int64_t created_at;
+};
+
+struct chat_conv {
+	int64_t id;
+	char *phase;
+	char *mode;  /* direct, local, github; NULL until execution */
+	char *plan;  /* the proposed plan as plan.json text, or NULL */
+	char *tasks; /* {"<task id>": "<status last reported>"}, or NULL */
+	int64_t created_at, updated_at;
+	struct chat_msg *msgs; /* store_chat_get: oldest first */
+	size_t nr_msgs;
+};
+
+/* Frees what c holds (c itself is the caller's); NULL is fine. */
+void chat_conv_release(struct chat_conv *c);
+
+/* A new conversation in phase; its id in *id_out. */
+int store_chat_create(struct store *s, const char *phase, int64_t *id_out,
+		      struct err *e);
+/*
+ * Conversation id with its messages into *out (caller releases);
+ * BATON_ENOTFOUND when there is none.
+ */
+int store_chat_get(struct store *s, int64_t id, struct chat_conv *out,
+		   struct err *e);
+/*
+ * Appends a message to conversation id (BATON_ENOTFOUND when there is
+ * none); its id in *msg_id (may be NULL).
+ */
+int store_chat_add(struct store *s, int64_t id, const char *role,
+		   const char *kind, const char *content, int64_t *msg_id,
+		   struct err *e);
+/*
+ * Sets the members of set that are not NULL (phase, mode, plan, tasks)
+ * on conversation id, only while its phase is from (NULL: any):
+ * BATON_ECONFLICT when it is another, so of two starts one wins;
+ * BATON_ENOTFOUND when there is no such conversation.
+ */
+int store_chat_update(struct store *s, int64_t id, const char *from,
+		      const struct chat_conv *set, struct err *e);
+/*
+ * The ids of the conversations in phase, oldest first, into *ids (caller
+ * frees) and *nr.
+ */
+int store_chat_list(struct store *s, const char *phase, int64_t **ids,
+		    size_t *nr, struct err *e);
+
+/*
  * A task's place on the forge (table forge_links): the issue it came
  * from and the pull request that carries it. Numbers are 0 when absent.
  * version guards updates as a task's does.

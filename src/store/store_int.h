@@ -184,6 +184,17 @@ struct store_ops {
 			  int64_t *task_id, char sha_out[65], struct err *e);
 	int (*idem_bind)(struct store *s, const char *key, int64_t task_id,
 			 struct err *e);
+	int (*chat_create)(struct store *s, const char *phase,
+			   int64_t *id_out, struct err *e);
+	int (*chat_get)(struct store *s, int64_t id, struct chat_conv *out,
+			struct err *e);
+	int (*chat_add)(struct store *s, int64_t id, const char *role,
+			const char *kind, const char *content,
+			int64_t *msg_id, struct err *e);
+	int (*chat_update)(struct store *s, int64_t id, const char *from,
+			   const struct chat_conv *set, struct err *e);
+	int (*chat_list)(struct store *s, const char *phase, int64_t **ids,
+			 size_t *nr, struct err *e);
 	int (*forge_intake)(struct store *s, struct task *t,
 			    struct forge_link *l, struct event *ev,
 			    struct err *e);

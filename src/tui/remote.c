@@ -439,3 +439,108 @@ tui_remote_act(struct tui_remote *r, const char *verb, const char *run,
 	free(path);
 	return rc;
 }
+
+int
+tui_remote_call(struct tui_remote *r, const char *method, const char *path,
+		const char *body, void **out, struct err *e)
+{
+	json_t *j = NULL;
+	int rc = request(r, method, path, body, &j, e);
+
+	if (!rc && out)
+		*out = j;
+	else
+		json_decref(j);
+	return rc;
+}
+
+/* An SSE answer being read: the bytes of the event not yet complete. */
+struct follower {
+	struct buf pending;
+	tui_remote_event_fn *fn;
+	void *arg;
+};
+
+/* Hands each complete event ("event: X\ndata: Y\n\n") in f->pending on. */
+static void
+follow_events(struct follower *f)
+{
+	char *end;
+
+	while ((end = strstr(f->pending.ptr, "\n\n"))) {
+		char *line = f->pending.ptr, *event = NULL, *data = NULL;
+		size_t used = (size_t)(end - f->pending.ptr) + 2;
+
+		*end = 0;
+		while (line && *line) {
+			char *nl = strchr(line, '\n');
+
+			if (nl)
+				*nl = 0;
+			if (!strncmp(line, "event: ", 7))
+				event = line + 7;
+			else if (!strncmp(line, "data: ", 6))
+				data = line + 6;
+			line = nl ? nl + 1 : NULL;
+		}
+		if (event && data)
+			f->fn(f->arg, event, data);
+		memmove(f->pending.ptr, f->pending.ptr + used,
+			f->pending.len - used);
+		buf_setlen(&f->pending, f->pending.len - used);
+	}
+}
+
+static size_t
+on_events(char *p, size_t size, size_t n, void *arg)
+{
+	struct follower *f = arg;
+
+	if (buf_add(&f->pending, p, size * n))
+		return 0;
+	follow_events(f);
+	return size * n;
+}
+
+int
+tui_remote_follow(struct tui_remote *r, const char *path,
+		  tui_remote_event_fn *fn, void *arg, struct err *e)
+{
+	struct follower f = { .fn = fn, .arg = arg };
+	struct curl_slist *h = curl_slist_append(NULL, r->auth);
+	char *url = xasprintf("%s%s", r->url, path);
+	char cerr[CURL_ERROR_SIZE] = "";
+	long status = 0;
+	CURLcode cc;
+	CURL *c = curl_easy_init();
+	int rc = 0;
+
+	buf_init(&f.pending, HTTP_MAX_RESPONSE);
+	if (!c) {
+		rc = err_set(e, -ENOMEM, "cannot start a request to '%s'",
+			     r->url);
+		goto out;
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_events);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
+	cc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (cc != CURLE_OK)
+		rc = err_set(e, -EHOSTUNREACH, "cannot follow '%s': %s", url,
+			     *cerr ? cerr : curl_easy_strerror(cc));
+	else if (status >= 400)
+		rc = err_set(e, BATON_EINVAL, "GET %s: HTTP %ld", path,
+			     status);
+out:
+	if (c)
+		curl_easy_cleanup(c);
+	curl_slist_free_all(h);
+	buf_release(&f.pending);
+	free(url);
+	return rc;
+}

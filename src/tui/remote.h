@@ -48,4 +48,25 @@ int tui_remote_load_detail(struct tui_remote *r, struct tui_model *m,
 int tui_remote_act(struct tui_remote *r, const char *verb, const char *run,
 		   const char *text, char **status_out, struct err *e);
 
+/*
+ * Any request of the API (`baton chat` over a remote serve): method,
+ * path ("/api/v1/..."), body (JSON text, or NULL). 0 with *out the
+ * answer (a jansson json_t * the caller decrefs; NULL when not JSON;
+ * out NULL: the answer is dropped), or
+ * a negative error with serve's message in e.
+ */
+int tui_remote_call(struct tui_remote *r, const char *method,
+		    const char *path, const char *body, void **out,
+		    struct err *e);
+
+/*
+ * Reads the SSE answer of GET path until serve ends it, with no time
+ * bound (a planner may take minutes), calling fn(arg, event, data) for
+ * each event as it arrives. 0, or an error with why in e.
+ */
+typedef void tui_remote_event_fn(void *arg, const char *event,
+				 const char *data);
+int tui_remote_follow(struct tui_remote *r, const char *path,
+		      tui_remote_event_fn *fn, void *arg, struct err *e);
+
 #endif

@@ -2033,6 +2033,67 @@ case_run_files(struct store *s, const char *spec)
 	run_release(&r);
 }
 
+/*
+ * Chat intake's tables: a conversation and its messages round-trip in
+ * order, an update sets only what it names and only from its phase
+ * (the second start of a plan is a conflict), unknown ids are
+ * not found, and the list is by phase.
+ */
+static void
+case_chat_conversations(struct store *s, const char *spec)
+{
+	struct chat_conv c = { 0 }, set = { 0 };
+	struct err e = ERR_INIT;
+	int64_t a = 0, b = 0, mid = 0, *ids = NULL;
+	size_t nr = 0;
+
+	(void)spec;
+	ASSERT_EQ(store_chat_create(s, "greeting", &a, &e), 0);
+	ASSERT_EQ(store_chat_create(s, "greeting", &b, &e), 0);
+	ASSERT(a > 0 && b > a);
+	ASSERT_EQ(store_chat_add(s, a, "assistant", "text", "hello", &mid, &e),
+		  0);
+	ASSERT(mid > 0);
+	ASSERT_EQ(store_chat_add(s, a, "user", "text", "\u00e9 \"x\"\n", NULL,
+				 &e),
+		  0);
+	ASSERT_EQ(store_chat_add(s, 999, "user", "text", "x", NULL, &e),
+		  BATON_ENOTFOUND);
+	ASSERT_EQ(store_chat_get(s, a, &c, &e), 0);
+	ASSERT_STREQ(c.phase, "greeting");
+	ASSERT(c.mode == NULL && c.plan == NULL && c.tasks == NULL);
+	ASSERT_EQ(c.nr_msgs, 2);
+	ASSERT_EQ(c.msgs[0].id, mid);
+	ASSERT_STREQ(c.msgs[0].role, "assistant");
+	ASSERT_STREQ(c.msgs[1].content, "\u00e9 \"x\"\n");
+	chat_conv_release(&c);
+	set.phase = (char *)"plan_proposal";
+	set.plan = (char *)"{\"tasks\": []}";
+	ASSERT_EQ(store_chat_update(s, a, NULL, &set, &e), 0);
+	memset(&set, 0, sizeof(set));
+	set.phase = (char *)"execution";
+	set.mode = (char *)"direct";
+	ASSERT_EQ(store_chat_update(s, a, "plan_proposal", &set, &e), 0);
+	set.mode = (char *)"local";
+	ASSERT_EQ(store_chat_update(s, a, "plan_proposal", &set, &e),
+		  BATON_ECONFLICT);
+	ASSERT_EQ(store_chat_update(s, 999, NULL, &set, &e), BATON_ENOTFOUND);
+	ASSERT_EQ(store_chat_get(s, a, &c, &e), 0);
+	ASSERT_STREQ(c.phase, "execution");
+	ASSERT_STREQ(c.mode, "direct");
+	ASSERT_STREQ(c.plan, "{\"tasks\": []}");
+	chat_conv_release(&c);
+	ASSERT_EQ(store_chat_get(s, 999, &c, &e), BATON_ENOTFOUND);
+	ASSERT_STREQ(e.msg, "no conversation 999");
+	ASSERT_EQ(store_chat_list(s, "greeting", &ids, &nr, &e), 0);
+	ASSERT_EQ(nr, 1);
+	ASSERT_EQ(ids[0], b);
+	free(ids);
+	ASSERT_EQ(store_chat_list(s, "monitoring", &ids, &nr, &e), 0);
+	ASSERT_EQ(nr, 0);
+	free(ids);
+}
+
 #define STORE_CASES(X)                                                         \
 	X(create_allocates_seq)                                                \
 	X(create_seq_floor)                                                    \
@@ -2060,7 +2121,8 @@ case_run_files(struct store *s, const char *spec)
 	X(forge_stats)                                                         \
 	X(forge_intake_race)                                                   \
 	X(event_type_registered)                                               \
-	X(run_files)
+	X(run_files)                                                           \
+	X(chat_conversations)
 
 #define CASE_ENTRY(name) { #name, case_##name },
 static const struct store_case cases[] = { STORE_CASES(CASE_ENTRY) };

@@ -359,6 +359,7 @@ function showView(name) {
 	show($('board-view'), name === 'board');
 	show($('run-view'), name === 'run');
 	show($('charts-view'), name === 'charts');
+	show($('chat-view'), name === 'chat');
 	document.body.dataset.view = name;
 }
 
@@ -378,6 +379,9 @@ function route() {
 		showRunPage(id);
 	} else if (/^#\/charts\b/.test(location.hash)) {
 		showCharts();
+	} else if (/^#\/chat\b/.test(location.hash)) {
+		const c = /^#\/chat\/(\d+)/.exec(location.hash);
+		showChat(c ? Number(c[1]) : 0);
 	} else {
 		showBoard();
 	}
@@ -2503,5 +2507,161 @@ setInterval(() => {
 			age.textContent = fmtAge(c.task.updated_at || c.task.created_at);
 	}
 }, 60000);
+
+/* --- the chat panel (docs/chat.md) -------------------------------------- */
+
+/*
+ * One conversation at a time: its messages drawn as text by role, the
+ * planner's reply streamed from .../stream (an EventSource closed at its
+ * terminal event, so it does not reconnect), the mode buttons under a
+ * mode_selection message.
+ */
+const chat = { id: 0, es: null, gen: 0 };
+
+function chatError(msg) {
+	$('chat-msg').textContent = msg || '';
+	show($('chat-msg'), !!msg);
+}
+
+function chatStopStream() {
+	if (chat.es) {
+		chat.es.close();
+		chat.es = null;
+	}
+	$('chat-live').textContent = '';
+	show($('chat-live'), false);
+}
+
+async function showChat(id) {
+	showView('chat');
+	$('crumb').textContent = '';
+	document.title = 'baton \u2014 chat';
+	chatError('');
+	if (!id) {
+		try {
+			const c = await api('/chat/conversations', { method: 'POST', json: {} });
+			location.hash = '#/chat/' + c.id;
+		} catch (e) {
+			chatError('Cannot start a conversation: ' + errText(e));
+		}
+		return;
+	}
+	if (chat.id !== id)
+		chatStopStream();
+	chat.id = id;
+	await chatLoad();
+}
+
+function chatModes(m, phase) {
+	const row = h('div', { class: 'chat-modes', 'data-testid': 'chat-modes' });
+	for (const o of m.options || []) {
+		row.append(h('button', {
+			type: 'button', 'data-testid': 'chat-mode-' + o.mode, title: o.about,
+			disabled: !o.available || phase !== 'plan_proposal',
+			onclick: () => chatStart(o.mode),
+		}, o.label));
+	}
+	return row;
+}
+
+async function chatLoad() {
+	const gen = ++chat.gen;
+	let c;
+	try {
+		c = await api('/chat/conversations/' + chat.id);
+	} catch (e) {
+		chatError(errText(e));
+		$('chat-log').replaceChildren();
+		return;
+	}
+	if (gen !== chat.gen || view !== 'chat')
+		return;
+	$('chat-id').textContent = String(c.id);
+	$('chat-phase').textContent = c.phase;
+	const log = $('chat-log');
+	log.replaceChildren();
+	for (const m of c.messages) {
+		const who = m.role === 'user' ? 'you' : m.role === 'assistant' ? 'planner' : 'baton';
+		const item = h('div', { class: 'chat-item ' + m.role + ' ' + m.kind,
+			'data-testid': 'chat-message', dataset: { role: m.role, kind: m.kind } },
+		h('div', { class: 'small muted' }, who),
+		h('pre', { class: 'chat-msg' }, m.content));
+		if (m.kind === 'mode_selection')
+			item.append(chatModes(m, c.phase));
+		log.append(item);
+	}
+	const closed = c.phase === 'execution' || c.phase === 'monitoring';
+	$('chat-input').disabled = closed || c.replying;
+	$('chat-send').disabled = closed || c.replying;
+	if (c.replying && !chat.es)
+		chatFollow();
+	if (c.phase === 'monitoring')
+		setTimeout(() => { if (view === 'chat' && gen === chat.gen) chatLoad(); }, 3000);
+}
+
+function chatFollow() {
+	chatStopStream();
+	const q = new URLSearchParams({ access_token: token });
+	const es = new EventSource(API + '/chat/conversations/' + chat.id + '/stream?' + q.toString());
+	chat.es = es;
+	show($('chat-live'), true);
+	es.addEventListener('chunk', (ev) => {
+		try {
+			$('chat-live').textContent += JSON.parse(ev.data).text;
+		} catch (e) {
+			/* a broken event: skip it */
+		}
+	});
+	const end = (ev) => {
+		if (ev && ev.type === 'error' && ev.data) {
+			try {
+				chatError(JSON.parse(ev.data).message);
+			} catch (e) {
+				/* not ours */
+			}
+		}
+		if (chat.es === es)
+			chatStopStream();
+		chatLoad();
+	};
+	es.addEventListener('done', end);
+	es.addEventListener('error', end);
+}
+
+async function chatStart(mode) {
+	chatError('');
+	try {
+		await api('/chat/conversations/' + chat.id + '/start-execution', { json: { mode: mode } });
+	} catch (e) {
+		chatError(errText(e));
+	}
+	chatLoad();
+}
+
+$('chat-form').addEventListener('submit', async (ev) => {
+	ev.preventDefault();
+	const text = $('chat-input').value;
+	if (!text.trim() || !chat.id)
+		return;
+	chatError('');
+	try {
+		await api('/chat/conversations/' + chat.id + '/messages', { json: { content: text } });
+	} catch (e) {
+		chatError(errText(e));
+		return;
+	}
+	$('chat-input').value = '';
+	await chatLoad();
+	chatFollow();
+});
+
+$('chat-new').addEventListener('click', () => {
+	chatStopStream();
+	chat.id = 0;
+	if (location.hash === '#/chat')
+		showChat(0);
+	else
+		location.hash = '#/chat';
+});
 
 })();
