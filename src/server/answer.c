@@ -191,8 +191,9 @@ answer_token_open(const char *key, const char *token, int64_t now,
 	int plen;
 
 	memset(out, 0, sizeof(*out));
-	if (!len || len > ANSWER_TOKEN_MAX ||
-	    strspn(token, b64) + 1 != len || !(dot = strchr(token, '.')))
+	if (!len || len > ANSWER_TOKEN_MAX || !(dot = strchr(token, '.')) ||
+	    strchr(dot + 1, '.') || strspn(token, b64) != (size_t)(dot - token) ||
+	    strspn(dot + 1, b64) != strlen(dot + 1))
 		return ANSWER_MALFORMED;
 	if (strlen(dot + 1) != 43 || /* 32 bytes */
 	    b64url_decode(dot + 1, 43, got) != MAC_LEN)
