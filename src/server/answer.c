@@ -498,6 +498,16 @@ claim_use(struct req *rq, const struct answer_claim *c, char *key,
 	return -1;
 }
 
+/* Nothing was decided: the question's links may be tried again. */
+static void
+give_back(struct req *rq, const char *key)
+{
+	struct err e = ERR_INIT;
+
+	if (store_idem_bind(rq->store, key, 0, &e))
+		log_warn("cannot give back an answer link's use: %s", e.msg);
+}
+
 void
 answer_post(struct req *rq)
 {
@@ -524,8 +534,13 @@ answer_post(struct req *rq)
 		       "decided.");
 		goto done;
 	}
-	if (question_open(rq, &c, &r) || claim_use(rq, &c, key, sizeof(key)))
+	/* the use first: a used link says so whatever the run did since */
+	if (claim_use(rq, &c, key, sizeof(key)))
 		goto done;
+	if (question_open(rq, &c, &r)) {
+		give_back(rq, key);
+		goto done;
+	}
 	if (gate_decision_parse(c.decision, &d, &e))
 		BUG("a signed decision '%s' does not parse", c.decision);
 	buf_addf(&by, "link:%s", c.target);
@@ -533,12 +548,7 @@ answer_post(struct req *rq)
 	rc = engine_decide_by(&en, r.id, d, NULL, by.ptr, &out, &e);
 	engine_release(&en);
 	if (rc) {
-		struct err ge = ERR_INIT;
-
-		/* not decided: the link may be tried again */
-		if (store_idem_bind(rq->store, key, 0, &ge))
-			log_warn("cannot give back answer link use %s: %s",
-				 r.id, ge.msg);
+		give_back(rq, key);
 		refuse(rq, rc == BATON_EBADSTATE ? 409 : 500,
 		       "Not decided", "%s", e.msg);
 		goto done;
