@@ -53,7 +53,7 @@
 /* ---- base64url, without padding ------------------------------------------ */
 
 static const char b64[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 static void
 b64url_encode(const unsigned char *in, size_t n, struct buf *out)
@@ -119,11 +119,11 @@ b64url_decode(const char *in, size_t n, unsigned char *out)
 	return v ? -1 : o; /* leftover bits must be zero */
 }
 
-/* ---- tokens --------------------------------------------------------------- */
+/* ---- tokens ---------------------------------------------------------------
+ */
 
 static void
-mac(const char *key, const char *payload, size_t len,
-    unsigned char md[MAC_LEN])
+mac(const char *key, const char *payload, size_t len, unsigned char md[MAC_LEN])
 {
 	unsigned int mlen = 0;
 
@@ -192,7 +192,8 @@ answer_token_open(const char *key, const char *token, int64_t now,
 
 	memset(out, 0, sizeof(*out));
 	if (!len || len > ANSWER_TOKEN_MAX || !(dot = strchr(token, '.')) ||
-	    strchr(dot + 1, '.') || strspn(token, b64) != (size_t)(dot - token) ||
+	    strchr(dot + 1, '.') ||
+	    strspn(token, b64) != (size_t)(dot - token) ||
 	    strspn(dot + 1, b64) != strlen(dot + 1))
 		return ANSWER_MALFORMED;
 	if (strlen(dot + 1) != 43 || /* 32 bytes */
@@ -224,7 +225,8 @@ answer_token_open(const char *key, const char *token, int64_t now,
 	return ANSWER_OK;
 }
 
-/* ---- pages ---------------------------------------------------------------- */
+/* ---- pages ----------------------------------------------------------------
+ */
 
 static void
 html_escape(struct buf *out, const char *s)
@@ -292,7 +294,8 @@ refuse(struct req *rq, int status, const char *title, const char *fmt, ...)
 	buf_release(&body);
 }
 
-/* ---- the question --------------------------------------------------------- */
+/* ---- the question ---------------------------------------------------------
+ */
 
 struct last_wait {
 	int64_t seq; /* the newest transition into waiting_for_approval */
@@ -397,8 +400,8 @@ question_text(const struct run *r)
 {
 	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
 	const char *q = json_get_str(json_object_get(p, "ask"), "question");
-	char *s = q ? xstrdup(q) :
-		      xasprintf("Approval needed before stage '%s'.",
+	char *s = q ? xstrdup(q)
+		    : xasprintf("Approval needed before stage '%s'.",
 				r->gate_status ? r->gate_status : "?");
 
 	json_decref(p);
@@ -425,7 +428,8 @@ question_html(struct buf *b, const struct run *r, const char *decision)
 	free(q);
 }
 
-/* ---- the routes ----------------------------------------------------------- */
+/* ---- the routes -----------------------------------------------------------
+ */
 
 void
 answer_page(struct req *rq)
@@ -440,12 +444,14 @@ answer_page(struct req *rq)
 	buf_adds(&b, "<form method=\"post\"><input type=\"hidden\" "
 		     "name=\"token\" value=\"");
 	html_escape(&b, rq->params[0]);
-	buf_addf(&b, "\"><button type=\"submit\">%s</button></form>\n"
-		     "<p><small>Nothing is decided until you press the "
-		     "button; the link then works no more.</small></p>",
+	buf_addf(&b,
+		 "\"><button type=\"submit\">%s</button></form>\n"
+		 "<p><small>Nothing is decided until you press the "
+		 "button; the link then works no more.</small></p>",
 		 !strcmp(c.decision, "approve") ? "Approve" : "Reject");
-	page(rq, 200, !strcmp(c.decision, "approve") ? "Approve this run?" :
-						       "Reject this run?",
+	page(rq, 200,
+	     !strcmp(c.decision, "approve") ? "Approve this run?"
+					    : "Reject this run?",
 	     b.ptr);
 out:
 	buf_release(&b);
@@ -470,8 +476,7 @@ sha256_hex(const char *s, char out[65])
  * -1 (the question was answered through a link before).
  */
 static int
-claim_use(struct req *rq, const struct answer_claim *c, char *key,
-	  size_t klen)
+claim_use(struct req *rq, const struct answer_claim *c, char *key, size_t klen)
 {
 	struct err e = ERR_INIT;
 	char sha[65], was[65];
@@ -549,8 +554,8 @@ answer_post(struct req *rq)
 	engine_release(&en);
 	if (rc) {
 		give_back(rq, key);
-		refuse(rq, rc == BATON_EBADSTATE ? 409 : 500,
-		       "Not decided", "%s", e.msg);
+		refuse(rq, rc == BATON_EBADSTATE ? 409 : 500, "Not decided",
+		       "%s", e.msg);
 		goto done;
 	}
 	if (out.task_id && store_idem_bind(rq->store, key, out.task_id, &e))
@@ -563,8 +568,7 @@ answer_post(struct req *rq)
 	buf_adds(&b, "</b> is now ");
 	html_escape(&b, out.status);
 	buf_adds(&b, ".</p>");
-	page(rq, 200,
-	     d == GATE_APPROVE ? "Approved" : "Rejected", b.ptr);
+	page(rq, 200, d == GATE_APPROVE ? "Approved" : "Rejected", b.ptr);
 done:
 	buf_release(&by);
 	buf_release(&b);

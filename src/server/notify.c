@@ -53,7 +53,6 @@
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
 
-
 /* Without a poke the thread still looks at the log this often. */
 #define NOTIFY_SAFETY_MS (5 * 60 * 1000)
 /* The doubling backoff stops growing here. */
@@ -86,8 +85,8 @@ static const struct kind_entry {
 /* One webhook, copied out of the config so the config may go away. */
 struct hook {
 	char *url;
-	char *shown;	/* url for logs: no credentials, no query */
-	char *name;	/* notify.targets[].name: "link:NAME" decides */
+	char *shown; /* url for logs: no credentials, no query */
+	char *name;  /* notify.targets[].name: "link:NAME" decides */
 	enum notify_format format;
 	unsigned kinds; /* bit (1 << kind) per subscribed kind */
 	char *secret;	/* the HMAC key; NULL: unsigned */
@@ -109,9 +108,9 @@ struct notifier {
 	int64_t saved;	/* what the cursor file says */
 	struct hook *hooks;
 	size_t nr_hooks;
-	char *answer_key;  /* signs answer links; NULL: no links */
-	char *public_url;  /* server.public_url, or NULL */
-	int link_ttl;	   /* seconds an answer link lives */
+	char *answer_key; /* signs answer links; NULL: no links */
+	char *public_url; /* server.public_url, or NULL */
+	int link_ttl;	  /* seconds an answer link lives */
 };
 
 /* One event's notification while it is delivered. */
@@ -126,13 +125,13 @@ struct note {
 
 /* The links of a note to h (NULL members when there is no link). */
 struct links {
-	char *run;	       /* the run in the dashboard */
+	char *run;		/* the run in the dashboard */
 	char *approve, *reject; /* answer links, approvals only */
 };
 
 /* Where one webhook is with one note. */
 struct attempt {
-	char *body;	  /* what this webhook gets (its format, its links) */
+	char *body; /* what this webhook gets (its format, its links) */
 	struct links links;
 	int tries;	 /* failed tries so far */
 	int done;	 /* delivered, given up, or not subscribed */
@@ -255,10 +254,9 @@ static char *
 answer_link(struct notifier *n, const struct hook *h, const struct note *no,
 	    const char *decision)
 {
-	char *tok = answer_token_mint(n->answer_key, no->ev->run_id,
-				      no->ev->seq, decision,
-				      time_now_ms() / 1000 + n->link_ttl,
-				      h->name);
+	char *tok = answer_token_mint(
+	    n->answer_key, no->ev->run_id, no->ev->seq, decision,
+	    time_now_ms() / 1000 + n->link_ttl, h->name);
 	char *url = xasprintf("%s/api/v1/answers/%s", n->public_url, tok);
 
 	free(tok);
@@ -359,10 +357,10 @@ body_generic(struct notifier *n, const struct hook *h, const struct note *no,
 		json_object_set_new(o, "question", json_lossy_str(no->text));
 	json_object_set_new(o, "target", json_lossy_str(h->name));
 	if (l->run)
-		json_object_set_new(
-		    o, "links",
-		    json_pack("{s:s, s:s?, s:s?}", "run", l->run, "approve",
-			      l->approve, "reject", l->reject));
+		json_object_set_new(o, "links",
+				    json_pack("{s:s, s:s?, s:s?}", "run",
+					      l->run, "approve", l->approve,
+					      "reject", l->reject));
 	if (line)
 		whole = json_loads(line, 0, NULL);
 	json_object_set_new(o, "event", whole ? whole : json_null());
@@ -434,10 +432,9 @@ body_slack(const struct note *no, const struct links *l)
 			      json_pack("{s:s, s:{s:s, s:s, s:b}}", "type",
 					"header", "text", "type", "plain_text",
 					"text", head, "emoji", 1));
-	json_array_append_new(blocks,
-			      json_pack("{s:s, s:{s:s, s:s}}", "type",
-					"section", "text", "type", "mrkdwn",
-					"text", sec));
+	json_array_append_new(blocks, json_pack("{s:s, s:{s:s, s:s}}", "type",
+						"section", "text", "type",
+						"mrkdwn", "text", sec));
 	if (l->approve)
 		json_array_append_new(buttons,
 				      slack_button("Approve", l->approve,
@@ -478,11 +475,11 @@ body_discord(const struct note *no, const struct links *l)
 	char *etitle = NULL, *desc, *task;
 	struct buf d = BUF_INIT, et = BUF_INIT;
 	json_t *embed, *fields = json_array(), *o;
-	int color = no->k->kind == KIND_APPROVAL ? 0xF1C40F :
-		    !strcmp(no->ev->to, ST_MERGE_READY) ||
-			    !strcmp(no->ev->to, ST_COMPLETED) ?
-						   0x2ECC71 :
-						   0xE74C3C;
+	int color = no->k->kind == KIND_APPROVAL ? 0xF1C40F
+		    : !strcmp(no->ev->to, ST_MERGE_READY) ||
+			    !strcmp(no->ev->to, ST_COMPLETED)
+			? 0x2ECC71
+			: 0xE74C3C;
 
 	buf_addf(&et, "Run %s", no->ev->run_id ? no->ev->run_id : "?");
 	etitle = cut(et.ptr, 256);
@@ -499,17 +496,16 @@ body_discord(const struct note *no, const struct links *l)
 	}
 	desc = cut(d.len ? d.ptr : no->ev->to, 4096);
 	task = cut(no->task ? no->task : "-", 1024);
-	json_array_append_new(fields, json_pack("{s:s, s:s, s:b}", "name",
-						"Status", "value", no->ev->to,
-						"inline", 1));
-	json_array_append_new(fields, json_pack("{s:s, s:o, s:b}", "name",
-						"Task", "value",
-						json_lossy_str(task), "inline",
-						0));
-	embed = json_pack("{s:o, s:o, s:i, s:o}", "title",
-			  json_lossy_str(etitle), "description",
-			  json_lossy_str(desc), "color", color, "fields",
-			  fields);
+	json_array_append_new(fields,
+			      json_pack("{s:s, s:s, s:b}", "name", "Status",
+					"value", no->ev->to, "inline", 1));
+	json_array_append_new(
+	    fields, json_pack("{s:s, s:o, s:b}", "name", "Task", "value",
+			      json_lossy_str(task), "inline", 0));
+	embed =
+	    json_pack("{s:o, s:o, s:i, s:o}", "title", json_lossy_str(etitle),
+		      "description", json_lossy_str(desc), "color", color,
+		      "fields", fields);
 	if (l->run)
 		json_object_set_new(embed, "url", json_string(l->run));
 	o = json_pack("{s:o, s:[o], s:{s:[]}}", "content",
@@ -628,10 +624,10 @@ static void
 header_safe(struct buf *b, const char *s)
 {
 	for (; s && *s; s++)
-		buf_addch(b, (unsigned char)*s >= 0x20 &&
-				     (unsigned char)*s < 0x7f ?
-			       *s :
-			       '?');
+		buf_addch(b,
+			  (unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f
+			      ? *s
+			      : '?');
 }
 
 /*
@@ -654,8 +650,7 @@ ntfy_headers(struct curl_slist *hdr, const struct note *no,
 	hdr = header(hdr, "Content-Type: text/plain; charset=utf-8");
 	header_safe(&v, title);
 	hdr = header(hdr, "Title: %s", v.ptr);
-	hdr = header(hdr, "Priority: %d",
-		     no->k->kind == KIND_TERMINAL ? 3 : 4);
+	hdr = header(hdr, "Priority: %d", no->k->kind == KIND_TERMINAL ? 3 : 4);
 	hdr = header(hdr, "Tags: %s", tags[no->k->kind]);
 	if (l->run) {
 		buf_reset(&v);

@@ -65,9 +65,8 @@ TEST(answer_token_changed_is_forged)
 {
 	struct answer_claim c;
 	char *approve = mint("approve", NOW + 60);
-	char *reject_unsigned = answer_token_mint(OTHER, "r3-gated-task", 42,
-						  "reject", NOW + 60,
-						  "ops-slack");
+	char *reject_unsigned = answer_token_mint(
+	    OTHER, "r3-gated-task", 42, "reject", NOW + 60, "ops-slack");
 	char *later = answer_token_mint(OTHER, "r3-gated-task", 42, "approve",
 					NOW + 999999, "ops-slack");
 	char *t;

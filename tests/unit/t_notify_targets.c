@@ -44,19 +44,20 @@ TEST(notify_targets_formats_and_names)
 	struct config c;
 	struct err e = ERR_INIT;
 
-	ASSERT_OK(load("server: {public_url: \"https://baton.example.com/ci/\"}\n"
-		       "notify:\n"
-		       "  link_ttl_seconds: 600\n"
-		       "  webhooks:\n"
-		       "    - url: http://a/\n"
-		       "  targets:\n"
-		       "    - {url: \"https://hooks.slack.com/x\", format: slack,"
-		       " name: ops}\n"
-		       "    - {url: \"https://discord.com/api/webhooks/1/t\","
-		       " format: discord}\n"
-		       "    - {url: \"https://ntfy.sh/baton\", format: ntfy}\n",
-		       &c, &e),
-		  &e);
+	ASSERT_OK(
+	    load("server: {public_url: \"https://baton.example.com/ci/\"}\n"
+		 "notify:\n"
+		 "  link_ttl_seconds: 600\n"
+		 "  webhooks:\n"
+		 "    - url: http://a/\n"
+		 "  targets:\n"
+		 "    - {url: \"https://hooks.slack.com/x\", format: slack,"
+		 " name: ops}\n"
+		 "    - {url: \"https://discord.com/api/webhooks/1/t\","
+		 " format: discord}\n"
+		 "    - {url: \"https://ntfy.sh/baton\", format: ntfy}\n",
+		 &c, &e),
+	    &e);
 	ASSERT_STREQ(c.server.public_url, "https://baton.example.com/ci");
 	ASSERT_EQ(c.link_ttl_seconds, 600);
 	ASSERT_EQ(c.nr_webhooks, 4);
@@ -99,7 +100,7 @@ TEST(notify_targets_bad_values)
 			       "from 1 to 2592000, got '0'");
 	load_err("server: {public_url: \"ftp://x\"}\n", &e);
 	ASSERT_CONTAINS(e.msg, REPO ":1:22: server.public_url: expected an "
-				   "http:// or https:// URL");
+				    "http:// or https:// URL");
 	load_err("server: {public_url: \"https://x/?a=1\"}\n", &e);
 	ASSERT_CONTAINS(e.msg, "server.public_url: a URL without query");
 	load_err("server: {public_url: \"https://u:p@x/\"}\n", &e);
