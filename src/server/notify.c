@@ -432,9 +432,10 @@ body_slack(const struct note *no, const struct links *l)
 			      json_pack("{s:s, s:{s:s, s:s, s:b}}", "type",
 					"header", "text", "type", "plain_text",
 					"text", head, "emoji", 1));
-	json_array_append_new(blocks, json_pack("{s:s, s:{s:s, s:s}}", "type",
-						"section", "text", "type",
-						"mrkdwn", "text", sec));
+	/* the task and question may hold bytes that are not UTF-8 */
+	json_array_append_new(
+	    blocks, json_pack("{s:s, s:{s:s, s:o}}", "type", "section", "text",
+			      "type", "mrkdwn", "text", json_lossy_str(sec)));
 	if (l->approve)
 		json_array_append_new(buttons,
 				      slack_button("Approve", l->approve,
