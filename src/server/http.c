@@ -759,9 +759,8 @@ dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
 	/* a signed route proves its requests itself: its Host is free; a
 	 * link's page posts to itself under the public name, with Origin
 	 * "null" (no-referrer), so its Origin is free too */
-	if (r && (r->flags & ROUTE_F_LINK))
-		;
-	else if (signed_route ? guard_origin(&rq) : http_guard(&rq))
+	if (!(r && (r->flags & ROUTE_F_LINK)) &&
+	    (signed_route ? guard_origin(&rq) : http_guard(&rq)))
 		goto out;
 	if (!is_api(rq.path)) {
 		if (!assets_serve(&rq))
