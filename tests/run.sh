@@ -97,6 +97,7 @@ t0114-resume-summary
 t0126-protocol-hostile
 t0145-mcp
 t0128-chat-api
+t0141-answer-links
 "
 
 # The PostgreSQL cluster, when a test of the pass is wanted. Its jobs go

@@ -100,6 +100,7 @@ static const char *const server_keys[] = {
     "threads",
     "max_body_kb",
     "max_streams",
+    "public_url",
     NULL,
 };
 static const char *const reports_keys[] = {
@@ -108,7 +109,13 @@ static const char *const reports_keys[] = {
     "interval_seconds",
     NULL,
 };
-static const char *const notify_keys[] = { "webhooks", NULL };
+static const char *const notify_keys[] = {
+    "webhooks", "targets", "link_ttl_seconds", NULL,
+};
+/* notify.targets[].format, in enum notify_format's order */
+static const char *const notify_formats[] = {
+    "generic", "slack", "discord", "ntfy", NULL,
+};
 static const char *const loop_keys[] = {
     "profile", "grants", "immutable", "stop_file", "max_iterations", NULL,
 };
@@ -143,7 +150,7 @@ static const char *const forge_reaction_keys[] = {
 };
 static const char *const forge_reactions[] = { "fix", "ask", "ignore", NULL };
 static const char *const webhook_keys[] = {
-    "url",     "events",	  "secret_env",
+    "url",     "events",	  "secret_env", "format", "name",
     "retries", "backoff_seconds", "timeout_seconds",
     NULL,
 };
@@ -1009,6 +1016,40 @@ read_listen(const struct cnode *n, char **out, struct err *e)
 	return 0;
 }
 
+/*
+ * server.public_url: http(s)://HOST[:PORT][/PREFIX], without query,
+ * fragment or credentials, its trailing '/' dropped: answer links are
+ * PUBLIC_URL/api/v1/answers/TOKEN.
+ */
+static int
+read_public_url(const struct cnode *n, char **out, struct err *e)
+{
+	const char *host;
+	size_t len;
+	int rc = read_string(n, "server.public_url", out, e);
+
+	if (rc < 0)
+		return rc;
+	host = !strncmp(*out, "https://", 8) ? *out + 8 :
+	       !strncmp(*out, "http://", 7) ? *out + 7 : NULL;
+	if (!host || !*host || *host == '/')
+		return node_error(n, "server.public_url",
+				  "expected an http:// or https:// URL, such "
+				  "as https://baton.example.com",
+				  e);
+	if (strpbrk(*out, "?#@ \"\\<>") ||
+	    strspn(*out, "!$&'()*+,-./0123456789:;=ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "[]_abcdefghijklmnopqrstuvwxyz~%") != strlen(*out))
+		return node_error(n, "server.public_url",
+				  "a URL without query, fragment, credentials "
+				  "or characters that need quoting",
+				  e);
+	len = strlen(*out);
+	while (len > 0 && (*out)[len - 1] == '/')
+		(*out)[--len] = '\0';
+	return 0;
+}
+
 static int
 read_server(struct config *c, struct err *e)
 {
@@ -1029,6 +1070,8 @@ read_server(struct config *c, struct err *e)
 	if (rc >= 0 && (n = cnode_get(sec, "max_streams")))
 		rc = read_int(n, "server.max_streams", 1, 1000000,
 			      &sv->max_streams, e);
+	if (rc >= 0 && (n = cnode_get(sec, "public_url")))
+		rc = read_public_url(n, &sv->public_url, e);
 	return rc;
 }
 
@@ -1284,6 +1327,41 @@ read_webhook(const struct cnode *n, const char *path,
 				"expected an http:// or https:// URL", e);
 	if (rc >= 0 && (k = cnode_get(n, "events")))
 		rc = read_webhook_events(k, path, w, e);
+	if (rc >= 0 && (k = cnode_get(n, "format"))) {
+		char *f = NULL;
+
+		buf_reset(&sub);
+		buf_addf(&sub, "%s.format", path);
+		rc = read_string(k, sub.ptr, &f, e);
+		for (i = 0; rc >= 0 && notify_formats[i]; i++)
+			if (!strcmp(f, notify_formats[i]))
+				break;
+		if (rc >= 0 && !notify_formats[i]) {
+			struct buf msg = BUF_INIT;
+
+			buf_addf(&msg, "'%s' is not one of: ", f);
+			join_list(notify_formats, &msg);
+			rc = node_error(k, sub.ptr, msg.ptr, e);
+			buf_release(&msg);
+		}
+		if (rc >= 0)
+			w->format = (enum notify_format)i;
+		free(f);
+	}
+	if (rc >= 0 && (k = cnode_get(n, "name"))) {
+		buf_reset(&sub);
+		buf_addf(&sub, "%s.name", path);
+		rc = read_string(k, sub.ptr, &w->name, e);
+		if (rc >= 0 && (!*w->name || strlen(w->name) > 64 ||
+				strspn(w->name, "abcdefghijklmnopqrstuvwxyz"
+						"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+						"0123456789-_.") !=
+					strlen(w->name)))
+			rc = node_error(k, sub.ptr,
+					"1 to 64 letters, digits, '-', '_' "
+					"or '.'",
+					e);
+	}
 	if (rc >= 0 && (k = cnode_get(n, "secret_env"))) {
 		buf_reset(&sub);
 		buf_addf(&sub, "%s.secret_env", path);
@@ -1305,32 +1383,58 @@ out:
 	return rc;
 }
 
+/* The entries of notify.LIST (webhooks or targets) appended to c. */
 static int
-read_notify(struct config *c, struct err *e)
+read_notify_list(struct config *c, const struct cnode *sec, const char *list,
+		 struct err *e)
 {
-	const struct cnode *sec, *n;
+	const struct cnode *n = cnode_get(sec, list);
 	char path[48];
 	size_t i;
 	int rc;
 
-	rc = get_section(c->root, "notify", notify_keys, &sec, e);
-	if (rc < 0 || !sec || !(n = cnode_get(sec, "webhooks")) || is_null(n))
-		return rc;
-	rc = cnode_expect(n, CNODE_SEQ, "notify.webhooks", e);
+	if (!n || is_null(n))
+		return 0;
+	snprintf(path, sizeof(path), "notify.%s", list);
+	rc = cnode_expect(n, CNODE_SEQ, path, e);
 	if (rc < 0)
 		return rc;
-	c->webhooks = xcalloc(n->nr ? n->nr : 1, sizeof(*c->webhooks));
+	c->webhooks = xrealloc(c->webhooks, (c->nr_webhooks + n->nr + 1) *
+						    sizeof(*c->webhooks));
 	for (i = 0; i < n->nr && rc >= 0; i++) {
-		struct config_webhook *w = &c->webhooks[i];
+		struct config_webhook *w = &c->webhooks[c->nr_webhooks];
 
+		memset(w, 0, sizeof(*w));
 		strvec_init(&w->events);
 		w->retries = 5;
 		w->backoff_seconds = 1;
 		w->timeout_seconds = 10;
 		c->nr_webhooks++;
-		snprintf(path, sizeof(path), "notify.webhooks[%zu]", i);
+		snprintf(path, sizeof(path), "notify.%s[%zu]", list, i);
 		rc = read_webhook(n->kids[i], path, w, e);
+		if (rc >= 0 && !w->name)
+			w->name = xasprintf("%s-%zu", notify_formats[w->format],
+					    c->nr_webhooks);
 	}
+	return rc;
+}
+
+static int
+read_notify(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	int rc;
+
+	c->link_ttl_seconds = 86400;
+	rc = get_section(c->root, "notify", notify_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	rc = read_notify_list(c, sec, "webhooks", e);
+	if (rc >= 0)
+		rc = read_notify_list(c, sec, "targets", e);
+	if (rc >= 0 && (n = cnode_get(sec, "link_ttl_seconds")))
+		rc = read_int(n, "notify.link_ttl_seconds", 1, 86400 * 30,
+			      &c->link_ttl_seconds, e);
 	return rc;
 }
 
@@ -1934,8 +2038,10 @@ config_release(struct config *c)
 	free(c->merge.base_branch);
 	free(c->repo_url);
 	free(c->server.listen);
+	free(c->server.public_url);
 	for (i = 0; i < c->nr_webhooks; i++) {
 		free(c->webhooks[i].url);
+		free(c->webhooks[i].name);
 		strvec_clear(&c->webhooks[i].events);
 		free(c->webhooks[i].secret_env);
 	}

@@ -97,6 +97,8 @@ struct config_server {
 	int threads;	  /* the HTTP server's event loops (threads): 64 */
 	int max_body_kb;  /* a bigger request body is refused (413): 1024 */
 	int max_streams;  /* live streams open at once (503 past): 10000 */
+	char *public_url; /* where people reach serve (answer links); NULL:
+			     notifications carry no links. No trailing '/' */
 };
 
 /*
@@ -111,9 +113,23 @@ struct config_reports {
 	int interval_seconds;
 };
 
-/* notify.webhooks[]: where lifecycle notifications are POSTed. */
+/* The body a notification target gets (notify.targets[].format). */
+enum notify_format {
+	NOTIFY_GENERIC, /* baton's own signed JSON (docs/api.md "Webhooks") */
+	NOTIFY_SLACK,	/* a Slack incoming webhook: text and blocks */
+	NOTIFY_DISCORD, /* a Discord webhook: content and embeds */
+	NOTIFY_NTFY,	/* an ntfy topic: text, Title, Priority, Actions */
+};
+
+/*
+ * notify.webhooks[] and notify.targets[] (one list, webhooks first):
+ * where lifecycle notifications are POSTed.
+ */
 struct config_webhook {
 	char *url;		/* http:// or https:// */
+	char *name;		/* who answers through its links ("link:NAME");
+				   default: the format and the list index */
+	enum notify_format format; /* generic */
 	struct strvec events;	/* approval_requested, run_terminal,
 				   budget_crossed; empty: all */
 	char *secret_env;	/* variable holding the HMAC key; NULL: unsigned */
@@ -235,8 +251,10 @@ struct config {
 	struct config_loop loop;
 	struct config_assist assist;
 	struct config_forge forge;
-	struct config_webhook *webhooks; /* notify.webhooks */
+	struct config_webhook *webhooks; /* notify.webhooks, notify.targets */
 	size_t nr_webhooks;
+	int link_ttl_seconds; /* notify.link_ttl_seconds: answer links live
+				 this long (86400) */
 	const struct cnode *pipelines; /* pipelines: map, or NULL */
 	struct strvec plugins_enabled; /* plugins.enabled: ids to load */
 	struct cnode *root;	/* the merged tree (owned) */

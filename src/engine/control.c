@@ -825,6 +825,14 @@ int
 engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 	      const char *guidance, struct run *out, struct err *e)
 {
+	return engine_decide_by(en, ref, d, guidance, NULL, out, e);
+}
+
+int
+engine_decide_by(struct engine *en, const char *ref, enum gate_decision d,
+		 const char *guidance, const char *by, struct run *out,
+		 struct err *e)
+{
 	const struct stage *plan;
 	struct pipeline *p = NULL;
 	struct run r = { 0 };
@@ -844,6 +852,8 @@ engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 			 "gate", r.gate_status ? r.gate_status : "");
 	if (guidance && *guidance)
 		json_object_set_new(data, "guidance", json_lossy_str(guidance));
+	if (by)
+		json_object_set_new(data, "by", json_lossy_str(by));
 	switch (d) {
 	case GATE_APPROVE:
 		to = xstrdup(r.gate_status ? r.gate_status : "");

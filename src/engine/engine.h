@@ -301,6 +301,14 @@ int engine_settle_drift(struct engine *en, const char *ref,
  */
 int engine_decide(struct engine *en, const char *ref, enum gate_decision d,
 		  const char *guidance, struct run *out, struct err *e);
+/*
+ * engine_decide with who decided on record: by (NULL: not said) goes
+ * into the decision's transition event as "by", such as "link:ops" for
+ * an answer link of notify target ops.
+ */
+int engine_decide_by(struct engine *en, const char *ref,
+		     enum gate_decision d, const char *guidance,
+		     const char *by, struct run *out, struct err *e);
 
 /*
  * 1 when r is paused at a gate or question that a person deferred:

@@ -191,6 +191,19 @@ http_page(struct req *rq, const char *type, const char *text, size_t len)
 }
 
 void
+http_html(struct req *rq, int status, const char *text, size_t len)
+{
+	if (rq->capture) {
+		http_text(rq, status, "text/html; charset=utf-8", text, len);
+		return;
+	}
+	send_answer(rq, status, "text/html; charset=utf-8", text, len,
+		    "default-src 'none'; style-src 'unsafe-inline'; "
+		    "base-uri 'none'; form-action 'self'; "
+		    "frame-ancestors 'none'");
+}
+
+void
 http_json(struct req *rq, int status, void *body)
 {
 	json_t *j = body;
@@ -742,9 +755,12 @@ dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
 	rq.body_ready = !p->too_large;
 	segs = xmalloc(len + 1);
 	r = is_api(rq.path) ? find_route(&rq, segs, &known) : NULL;
-	signed_route = r && (r->flags & ROUTE_F_SIGNED);
-	/* a signed route proves its requests itself: its Host is free */
-	if (signed_route ? guard_origin(&rq) : http_guard(&rq))
+	signed_route = r && (r->flags & (ROUTE_F_SIGNED | ROUTE_F_LINK));
+	/* a signed route proves its requests itself: its Host is free; a
+	 * link's page posts to itself under the public name, with Origin
+	 * "null" (no-referrer), so its Origin is free too */
+	if (!(r && (r->flags & ROUTE_F_LINK)) &&
+	    (signed_route ? guard_origin(&rq) : http_guard(&rq)))
 		goto out;
 	if (!is_api(rq.path)) {
 		if (!assets_serve(&rq))
@@ -1069,10 +1085,15 @@ make_token(const char *path, char **out, struct err *e)
 	return 0;
 }
 
-int
-server_token(const struct workspace *ws, char **out, struct err *e)
+/*
+ * The secret in .baton/NAME (what: "API token", "answer key" for the
+ * messages), created as make_token makes it when missing.
+ */
+static int
+secret_file(const struct workspace *ws, const char *name, const char *what,
+	    char **out, struct err *e)
 {
-	char *path = xasprintf("%s/token", ws->dir);
+	char *path = xasprintf("%s/%s", ws->dir, name);
 	struct buf b = BUF_INIT;
 	struct err re = ERR_INIT;
 	int rc, tries;
@@ -1088,15 +1109,15 @@ server_token(const struct workspace *ws, char **out, struct err *e)
 				*out = buf_detach(&b, NULL);
 			else
 				rc = err_set(e, BATON_EINVAL,
-					     "%s holds no token (at least 16 "
+					     "%s holds no %s (at least 16 "
 					     "characters); remove it and a new "
 					     "one is made",
-					     path);
+					     path, what);
 			goto out;
 		}
 		if (rc != -ENOENT) {
-			rc = err_set(e, rc, "cannot read the API token: %s",
-				     re.msg);
+			rc = err_set(e, rc, "cannot read the %s: %s",
+				     what, re.msg);
 			goto out;
 		}
 		re = (struct err)ERR_INIT;
@@ -1105,11 +1126,24 @@ server_token(const struct workspace *ws, char **out, struct err *e)
 			break;
 	}
 	if (rc)
-		err_set(e, rc, "cannot create the API token: %s", re.msg);
+		err_set(e, rc, "cannot create the %s: %s", what,
+			re.msg);
 out:
 	buf_release(&b);
 	free(path);
 	return rc;
+}
+
+int
+server_token(const struct workspace *ws, char **out, struct err *e)
+{
+	return secret_file(ws, "token", "API token", out, e);
+}
+
+int
+server_answer_key(const struct workspace *ws, char **out, struct err *e)
+{
+	return secret_file(ws, "answer.key", "answer key", out, e);
 }
 
 /*
@@ -1287,6 +1321,12 @@ server_main(const struct server_opts *o, int ready_fd)
 	srv.token = o->token;
 	srv.max_body = (size_t)o->cfg->server.max_body_kb * 1024;
 	srv.started_ms = time_now_ms();
+	/* answer links are checked only where they are made */
+	if (o->cfg->server.public_url &&
+	    server_answer_key(o->ws, &srv.answer_key, &e)) {
+		dprintf(ready_fd, "ERR %s\n", e.msg);
+		_exit(1);
+	}
 	if (start(&srv, o->listen, &d, url, sizeof(url), &e) == 0) {
 		url_file = xasprintf("%s/http.url", o->ws->dir);
 		fs_write_atomic(url_file, url, strlen(url), NULL);

@@ -53,7 +53,6 @@
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
 
-
 /* Without a poke the thread still looks at the log this often. */
 #define NOTIFY_SAFETY_MS (5 * 60 * 1000)
 /* The doubling backoff stops growing here. */
@@ -86,7 +85,9 @@ static const struct kind_entry {
 /* One webhook, copied out of the config so the config may go away. */
 struct hook {
 	char *url;
-	char *shown;	/* url for logs: no credentials, no query */
+	char *shown; /* url for logs: no credentials, no query */
+	char *name;  /* notify.targets[].name: "link:NAME" decides */
+	enum notify_format format;
 	unsigned kinds; /* bit (1 << kind) per subscribed kind */
 	char *secret;	/* the HMAC key; NULL: unsigned */
 	size_t secret_len;
@@ -107,17 +108,31 @@ struct notifier {
 	int64_t saved;	/* what the cursor file says */
 	struct hook *hooks;
 	size_t nr_hooks;
+	char *answer_key; /* signs answer links; NULL: no links */
+	char *public_url; /* server.public_url, or NULL */
+	int link_ttl;	  /* seconds an answer link lives */
 };
 
 /* One event's notification while it is delivered. */
 struct note {
 	const struct kind_entry *k;
 	const struct event *ev;
-	char *body;
+	const json_t *data; /* the event's data, or NULL */
+	char *text;	    /* what happened, for people: the question of an
+			       approval, else the reason (may be NULL) */
+	char *task;	    /* the run's task line, or NULL */
+};
+
+/* The links of a note to h (NULL members when there is no link). */
+struct links {
+	char *run;		/* the run in the dashboard */
+	char *approve, *reject; /* answer links, approvals only */
 };
 
 /* Where one webhook is with one note. */
 struct attempt {
+	char *body; /* what this webhook gets (its format, its links) */
+	struct links links;
 	int tries;	 /* failed tries so far */
 	int done;	 /* delivered, given up, or not subscribed */
 	int64_t next_ms; /* time_mono_ms() of the next try */
@@ -207,15 +222,127 @@ note_reason(struct notifier *n, const struct note *no, const json_t *data)
 }
 
 /*
- * The JSON body of a notification (caller frees): the summary a receiver
- * routes on, and the event itself as `baton events --json` prints it.
+ * What the note tells people (note->text, note->task): for an approval,
+ * the question the run asks (progress.ask.question) or else the reason;
+ * for the other kinds the reason. A failing store read only loses them.
+ */
+static void
+note_text(struct notifier *n, struct note *no)
+{
+	struct run r = { 0 };
+	json_t *reason = note_reason(n, no, no->data), *p = NULL;
+	const char *q = NULL;
+
+	if (no->ev->run_id &&
+	    !store_run_get(n->store, no->ev->run_id, &r, NULL)) {
+		if (r.task)
+			no->task = xstrdup(r.task);
+		if (no->k->kind == KIND_APPROVAL && r.progress)
+			p = json_loads(r.progress, 0, NULL);
+		q = json_get_str(json_object_get(p, "ask"), "question");
+	}
+	if (q)
+		no->text = xstrdup(q);
+	else if (json_is_string(reason))
+		no->text = xstrdup(json_string_value(reason));
+	json_decref(p);
+	json_decref(reason);
+	run_release(&r);
+}
+
+static char *
+answer_link(struct notifier *n, const struct hook *h, const struct note *no,
+	    const char *decision)
+{
+	char *tok = answer_token_mint(
+	    n->answer_key, no->ev->run_id, no->ev->seq, decision,
+	    time_now_ms() / 1000 + n->link_ttl, h->name);
+	char *url = xasprintf("%s/api/v1/answers/%s", n->public_url, tok);
+
+	free(tok);
+	return url;
+}
+
+static void
+links_make(struct notifier *n, const struct hook *h, const struct note *no,
+	   struct links *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (!n->public_url || !no->ev->run_id)
+		return;
+	l->run = xasprintf("%s/#/runs/%s", n->public_url, no->ev->run_id);
+	if (no->k->kind != KIND_APPROVAL || !n->answer_key)
+		return;
+	l->approve = answer_link(n, h, no, "approve");
+	l->reject = answer_link(n, h, no, "reject");
+}
+
+static void
+links_release(struct links *l)
+{
+	free(l->run);
+	free(l->approve);
+	free(l->reject);
+}
+
+/* The one line a person reads first. */
+static char *
+note_title(const struct note *no)
+{
+	const char *run = no->ev->run_id ? no->ev->run_id : "?";
+
+	switch (no->k->kind) {
+	case KIND_APPROVAL:
+		return xasprintf("baton: run %s asks for a decision", run);
+	case KIND_TERMINAL:
+		return xasprintf("baton: run %s ended %s", run, no->ev->to);
+	case KIND_BUDGET:
+		return xasprintf("baton: run %s paused on its budget", run);
+	}
+	BUG("unknown notification kind");
+}
+
+/* s cut to at most max bytes, not inside a UTF-8 sequence, "…" marking
+ * a cut (caller frees). */
+static char *
+cut(const char *s, size_t max)
+{
+	size_t len = strlen(s);
+	struct buf b = BUF_INIT;
+
+	if (len <= max)
+		return xstrdup(s);
+	len = max > 3 ? max - 3 : 0;
+	while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+		len--;
+	buf_add(&b, s, len);
+	buf_adds(&b, "\xe2\x80\xa6");
+	return buf_detach(&b, NULL);
+}
+
+static char *
+dump(json_t *o, const struct note *no)
+{
+	char *text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+	json_decref(o);
+	if (!text)
+		BUG("cannot serialise the notification of event %lld",
+		    (long long)no->ev->seq);
+	return text;
+}
+
+/*
+ * baton's own body: the summary a receiver routes on, the event itself
+ * as `baton events --json` prints it, and the question and links.
  */
 static char *
-note_body(struct notifier *n, const struct note *no, const json_t *data)
+body_generic(struct notifier *n, const struct hook *h, const struct note *no,
+	     const struct links *l)
 {
 	const struct event *ev = no->ev;
 	json_t *o = json_object(), *whole = NULL;
-	char ts[40], *line = engine_event_line(ev), *text;
+	char ts[40], *line = engine_event_line(ev);
 
 	time_fmt_iso(ev->ts, ts, sizeof(ts));
 	json_object_set_new(o, "kind", json_string(no->k->name));
@@ -225,17 +352,209 @@ note_body(struct notifier *n, const struct note *no, const json_t *data)
 	json_object_set_new(
 	    o, "task", ev->task_id ? json_integer(ev->task_id) : json_null());
 	json_object_set_new(o, "status", json_lossy_str(ev->to));
-	json_object_set_new(o, "reason", note_reason(n, no, data));
+	json_object_set_new(o, "reason", note_reason(n, no, no->data));
+	if (no->k->kind == KIND_APPROVAL)
+		json_object_set_new(o, "question", json_lossy_str(no->text));
+	json_object_set_new(o, "target", json_lossy_str(h->name));
+	if (l->run)
+		json_object_set_new(o, "links",
+				    json_pack("{s:s, s:s?, s:s?}", "run",
+					      l->run, "approve", l->approve,
+					      "reject", l->reject));
 	if (line)
 		whole = json_loads(line, 0, NULL);
 	json_object_set_new(o, "event", whole ? whole : json_null());
-	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(o);
 	free(line);
-	if (!text)
-		BUG("cannot serialise the notification of event %lld",
-		    (long long)ev->seq);
-	return text;
+	return dump(o, no);
+}
+
+/* Text for Slack's mrkdwn: &, < and > escaped, as Slack asks. */
+static void
+slack_escape(struct buf *b, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '&')
+			buf_adds(b, "&amp;");
+		else if (*s == '<')
+			buf_adds(b, "&lt;");
+		else if (*s == '>')
+			buf_adds(b, "&gt;");
+		else
+			buf_addch(b, *s);
+	}
+}
+
+static json_t *
+slack_button(const char *label, const char *url, const char *id,
+	     const char *style)
+{
+	json_t *b = json_pack("{s:s, s:{s:s, s:s}, s:s, s:s}", "type", "button",
+			      "text", "type", "plain_text", "text", label,
+			      "url", url, "action_id", id);
+
+	if (style)
+		json_object_set_new(b, "style", json_string(style));
+	return b;
+}
+
+/*
+ * A Slack incoming webhook's message: "text" (the notification's and
+ * the fallback) and "blocks": a header, a mrkdwn section (3000
+ * characters at most), and link buttons that open the answer links'
+ * confirmation pages and the run.
+ */
+static char *
+body_slack(const struct note *no, const struct links *l)
+{
+	char *title = note_title(no), *head = cut(title, 150), *sec;
+	struct buf md = BUF_INIT, fallback = BUF_INIT;
+	json_t *blocks = json_array(), *buttons = json_array(), *o;
+
+	buf_adds(&fallback, title);
+	if (no->text) {
+		buf_adds(&fallback, ": ");
+		buf_adds(&fallback, no->text);
+	}
+	buf_adds(&md, "*Run* `");
+	slack_escape(&md, no->ev->run_id);
+	buf_adds(&md, "`");
+	if (no->task) {
+		buf_adds(&md, " \xe2\x80\x94 ");
+		slack_escape(&md, no->task);
+	}
+	buf_addf(&md, "\n*Status:* %s", no->ev->to);
+	if (no->text) {
+		buf_adds(&md, "\n>");
+		slack_escape(&md, no->text);
+	}
+	sec = cut(md.ptr, 3000);
+	json_array_append_new(blocks,
+			      json_pack("{s:s, s:{s:s, s:s, s:b}}", "type",
+					"header", "text", "type", "plain_text",
+					"text", head, "emoji", 1));
+	/* the task and question may hold bytes that are not UTF-8 */
+	json_array_append_new(
+	    blocks, json_pack("{s:s, s:{s:s, s:o}}", "type", "section", "text",
+			      "type", "mrkdwn", "text", json_lossy_str(sec)));
+	if (l->approve)
+		json_array_append_new(buttons,
+				      slack_button("Approve", l->approve,
+						   "baton-approve", "primary"));
+	if (l->reject)
+		json_array_append_new(buttons,
+				      slack_button("Reject", l->reject,
+						   "baton-reject", "danger"));
+	if (l->run)
+		json_array_append_new(buttons, slack_button("Open run", l->run,
+							    "baton-run", NULL));
+	if (json_array_size(buttons))
+		json_array_append_new(blocks,
+				      json_pack("{s:s, s:o}", "type", "actions",
+						"elements", buttons));
+	else
+		json_decref(buttons);
+	o = json_pack("{s:o, s:o}", "text", json_lossy_str(fallback.ptr),
+		      "blocks", blocks);
+	free(title);
+	free(head);
+	free(sec);
+	buf_release(&md);
+	buf_release(&fallback);
+	return dump(o, no);
+}
+
+/*
+ * A Discord webhook's message: "content" (2000 characters at most),
+ * one embed (title 256, description 4096, field values 1024) whose
+ * description ends with the answer links as Markdown links, and
+ * allowed_mentions that mention nobody whatever the text says.
+ */
+static char *
+body_discord(const struct note *no, const struct links *l)
+{
+	char *title = note_title(no), *content = cut(title, 2000);
+	char *etitle = NULL, *desc, *task;
+	struct buf d = BUF_INIT, et = BUF_INIT;
+	json_t *embed, *fields = json_array(), *o;
+	int color = no->k->kind == KIND_APPROVAL ? 0xF1C40F
+		    : !strcmp(no->ev->to, ST_MERGE_READY) ||
+			    !strcmp(no->ev->to, ST_COMPLETED)
+			? 0x2ECC71
+			: 0xE74C3C;
+
+	buf_addf(&et, "Run %s", no->ev->run_id ? no->ev->run_id : "?");
+	etitle = cut(et.ptr, 256);
+	if (no->text)
+		buf_adds(&d, no->text);
+	if (l->approve || l->reject) {
+		char *q = cut(d.ptr ? d.ptr : "", 3000);
+
+		buf_reset(&d);
+		buf_adds(&d, q);
+		free(q);
+		buf_addf(&d, "\n\n[Approve](%s) \xc2\xb7 [Reject](%s)",
+			 l->approve, l->reject);
+	}
+	desc = cut(d.len ? d.ptr : no->ev->to, 4096);
+	task = cut(no->task ? no->task : "-", 1024);
+	json_array_append_new(fields,
+			      json_pack("{s:s, s:s, s:b}", "name", "Status",
+					"value", no->ev->to, "inline", 1));
+	json_array_append_new(
+	    fields, json_pack("{s:s, s:o, s:b}", "name", "Task", "value",
+			      json_lossy_str(task), "inline", 0));
+	embed =
+	    json_pack("{s:o, s:o, s:i, s:o}", "title", json_lossy_str(etitle),
+		      "description", json_lossy_str(desc), "color", color,
+		      "fields", fields);
+	if (l->run)
+		json_object_set_new(embed, "url", json_string(l->run));
+	o = json_pack("{s:o, s:[o], s:{s:[]}}", "content",
+		      json_lossy_str(content), "embeds", embed,
+		      "allowed_mentions", "parse");
+	free(title);
+	free(content);
+	free(etitle);
+	free(desc);
+	free(task);
+	buf_release(&d);
+	buf_release(&et);
+	return dump(o, no);
+}
+
+/* ntfy's message: plain text; the rest goes in headers (ntfy_headers). */
+static char *
+body_ntfy(const struct note *no)
+{
+	struct buf b = BUF_INIT;
+
+	if (no->text) {
+		buf_adds(&b, no->text);
+		buf_addch(&b, '\n');
+	}
+	buf_addf(&b, "Run %s", no->ev->run_id ? no->ev->run_id : "?");
+	if (no->task)
+		buf_addf(&b, ": %s", no->task);
+	buf_addf(&b, " (%s)", no->ev->to);
+	return buf_detach(&b, NULL);
+}
+
+/* The body of no for h with its links l (caller frees). */
+static char *
+hook_body(struct notifier *n, const struct hook *h, const struct note *no,
+	  const struct links *l)
+{
+	switch (h->format) {
+	case NOTIFY_GENERIC:
+		return body_generic(n, h, no, l);
+	case NOTIFY_SLACK:
+		return body_slack(no, l);
+	case NOTIFY_DISCORD:
+		return body_discord(no, l);
+	case NOTIFY_NTFY:
+		return body_ntfy(no);
+	}
+	BUG("unknown notify format");
 }
 
 /* "sha256=" and the lowercase hex HMAC-SHA256 of body under h's secret. */
@@ -301,6 +620,58 @@ header(struct curl_slist *list, const char *fmt, ...)
 	return l;
 }
 
+/* A header value: bytes outside printable ASCII become '?'. */
+static void
+header_safe(struct buf *b, const char *s)
+{
+	for (; s && *s; s++)
+		buf_addch(b,
+			  (unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f
+			      ? *s
+			      : '?');
+}
+
+/*
+ * ntfy's headers: Title, Priority (4, high, for a question or a budget
+ * pause), Tags (emoji short codes), Click (the run), and Actions: "view"
+ * buttons that open the answer links' confirmation pages.
+ */
+static struct curl_slist *
+ntfy_headers(struct curl_slist *hdr, const struct note *no,
+	     const struct links *l)
+{
+	static const char *const tags[] = {
+		[KIND_APPROVAL] = "question,baton",
+		[KIND_TERMINAL] = "checkered_flag,baton",
+		[KIND_BUDGET] = "money_with_wings,baton",
+	};
+	struct buf v = BUF_INIT;
+	char *title = note_title(no);
+
+	hdr = header(hdr, "Content-Type: text/plain; charset=utf-8");
+	header_safe(&v, title);
+	hdr = header(hdr, "Title: %s", v.ptr);
+	hdr = header(hdr, "Priority: %d", no->k->kind == KIND_TERMINAL ? 3 : 4);
+	hdr = header(hdr, "Tags: %s", tags[no->k->kind]);
+	if (l->run) {
+		buf_reset(&v);
+		header_safe(&v, l->run);
+		hdr = header(hdr, "Click: %s", v.ptr);
+	}
+	if (l->approve && l->reject) {
+		buf_reset(&v);
+		buf_adds(&v, "view, Approve, ");
+		header_safe(&v, l->approve);
+		buf_adds(&v, ", clear=true; view, Reject, ");
+		header_safe(&v, l->reject);
+		buf_adds(&v, ", clear=true");
+		hdr = header(hdr, "Actions: %s", v.ptr);
+	}
+	free(title);
+	buf_release(&v);
+	return hdr;
+}
+
 /*
  * The handle of h, made on first use and kept, so that deliveries to one
  * receiver share its connection. Returns -1 with why filled when libcurl
@@ -352,8 +723,10 @@ hook_curl(struct notifier *n, struct hook *h, struct buf *why)
  * with why filled (curl's error, or the status).
  */
 static int
-post(struct notifier *n, struct hook *h, const struct note *no, struct buf *why)
+post(struct notifier *n, struct hook *h, const struct note *no,
+     const struct attempt *at, struct buf *why)
 {
+	const char *body = at->body;
 	struct curl_slist *hdr = NULL;
 	struct buf sig = BUF_INIT;
 	long status = 0;
@@ -362,19 +735,22 @@ post(struct notifier *n, struct hook *h, const struct note *no, struct buf *why)
 
 	if (hook_curl(n, h, why) < 0)
 		goto out;
-	hdr = header(hdr, "Content-Type: application/json");
+	if (h->format == NOTIFY_NTFY)
+		hdr = ntfy_headers(hdr, no, &at->links);
+	else
+		hdr = header(hdr, "Content-Type: application/json");
 	hdr = header(hdr, "Expect:"); /* no 100-continue round trip */
 	hdr = header(hdr, "X-Baton-Event: %s", no->k->name);
 	hdr = header(hdr, "X-Baton-Delivery: %lld", (long long)no->ev->seq);
 	if (h->secret) {
-		sign(h, no->body, &sig);
+		sign(h, body, &sig);
 		hdr = header(hdr, "X-Baton-Signature: %s", sig.ptr);
 	}
 	h->curl_err[0] = '\0';
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, no->body);
+	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-			 (curl_off_t)strlen(no->body));
+			 (curl_off_t)strlen(body));
 	cres = curl_easy_perform(h->curl);
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
@@ -441,7 +817,7 @@ try_once(struct notifier *n, struct hook *h, const struct note *no,
 	 struct attempt *at)
 {
 	buf_reset(&at->last);
-	if (!post(n, h, no, &at->last)) {
+	if (!post(n, h, no, at, &at->last)) {
 		log_debug("%s: %s: delivered %s of event %lld", __func__,
 			  h->shown, no->k->name, (long long)no->ev->seq);
 		at->done = 1;
@@ -483,6 +859,10 @@ deliver(struct notifier *n, const struct note *no)
 		buf_init(&at[i].last, 0);
 		at[i].done = !(n->hooks[i].kinds & (1u << no->k->kind));
 		left += !at[i].done;
+		if (at[i].done)
+			continue;
+		links_make(n, &n->hooks[i], no, &at[i].links);
+		at[i].body = hook_body(n, &n->hooks[i], no, &at[i].links);
 	}
 	while (left && !stop) {
 		wake = INT64_MAX;
@@ -499,8 +879,11 @@ deliver(struct notifier *n, const struct note *no)
 		if (left && !stop)
 			stop = sleep_until(n, wake);
 	}
-	for (i = 0; i < n->nr_hooks; i++)
+	for (i = 0; i < n->nr_hooks; i++) {
 		buf_release(&at[i].last);
+		links_release(&at[i].links);
+		free(at[i].body);
+	}
 	free(at);
 	return stop;
 }
@@ -535,7 +918,7 @@ on_event(const struct event *ev, void *arg)
 {
 	struct pass *p = arg;
 	struct notifier *n = p->n;
-	struct note no = { NULL, ev, NULL };
+	struct note no = { NULL, ev, NULL, NULL, NULL };
 	json_t *data = NULL;
 
 	if (atomic_load(&n->stopping)) {
@@ -545,8 +928,9 @@ on_event(const struct event *ev, void *arg)
 	if (ev->data)
 		data = json_loads(ev->data, 0, NULL);
 	no.k = event_kind(ev, data);
+	no.data = data;
 	if (no.k) {
-		no.body = note_body(n, &no, data);
+		note_text(n, &no);
 		p->stopped = deliver(n, &no);
 	}
 	if (!p->stopped) {
@@ -554,7 +938,8 @@ on_event(const struct event *ev, void *arg)
 		if (no.k)
 			save_cursor(n);
 	}
-	free(no.body);
+	free(no.text);
+	free(no.task);
 	json_decref(data);
 	return p->stopped || ++p->seen >= NOTIFY_BATCH;
 }
@@ -641,6 +1026,8 @@ hook_init(struct hook *h, const struct config_webhook *w)
 
 	h->url = xstrdup(w->url);
 	h->shown = url_shown(w->url);
+	h->name = xstrdup(w->name ? w->name : "webhook");
+	h->format = w->format;
 	for (i = 0; i < ARRAY_SIZE(kinds); i++) {
 		for (j = 0; j < w->events.nr; j++)
 			if (!strcmp(w->events.v[j], kinds[i].name))
@@ -671,6 +1058,7 @@ hook_release(struct hook *h)
 	free(h->secret);
 	free(h->url);
 	free(h->shown);
+	free(h->name);
 }
 
 /*
@@ -724,6 +1112,10 @@ notifier_free(struct notifier *n)
 	free(n->hooks);
 	store_close(n->store);
 	free(n->cursor_path);
+	if (n->answer_key)
+		explicit_bzero(n->answer_key, strlen(n->answer_key));
+	free(n->answer_key);
+	free(n->public_url);
 	pthread_cond_destroy(&n->cv);
 	pthread_mutex_destroy(&n->mu);
 	free(n);
@@ -774,7 +1166,14 @@ notify_start(const struct config *cfg, const struct workspace *ws,
 	n->hooks = xcalloc(cfg->nr_webhooks, sizeof(*n->hooks));
 	for (i = 0; i < cfg->nr_webhooks; i++)
 		hook_init(&n->hooks[n->nr_hooks++], &cfg->webhooks[i]);
-	rc = store_open(store_spec, &n->store, e);
+	n->link_ttl = cfg->link_ttl_seconds;
+	rc = 0;
+	if (cfg->server.public_url) {
+		n->public_url = xstrdup(cfg->server.public_url);
+		rc = server_answer_key(ws, &n->answer_key, e);
+	}
+	if (rc >= 0)
+		rc = store_open(store_spec, &n->store, e);
 	if (rc < 0)
 		goto out;
 	rc = find_cursor(n, e);

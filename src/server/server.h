@@ -82,4 +82,12 @@ void forge_hold_token(const struct config *cfg);
  */
 int server_token(const struct workspace *ws, char **out, struct err *e);
 
+/*
+ * The key that signs answer links (docs/api.md, "Answer links"):
+ * .baton/answer.key, made and read as server_token makes and reads the
+ * token. It stays in .baton/, which the sandbox hides from the agent;
+ * the notifier signs links with it and the HTTP process checks them.
+ */
+int server_answer_key(const struct workspace *ws, char **out, struct err *e);
+
 #endif

@@ -28,6 +28,7 @@ struct server {
 	const struct config *cfg;
 	const char *store_spec;
 	const char *token;
+	char *answer_key; /* signs answer links; NULL: no server.public_url */
 	size_t max_body;
 	struct hub *hub;
 	int64_t started_ms;
@@ -92,6 +93,12 @@ typedef void route_fn(struct req *rq);
  * under a public name; the Origin check stays.
  */
 #define ROUTE_F_SIGNED 0x2
+/*
+ * The route's path is its own proof, a signed answer link (answer.c):
+ * no bearer token, and any Host and Origin, as the link is opened under
+ * server.public_url from a chat message.
+ */
+#define ROUTE_F_LINK 0x4
 
 struct route {
 	const char *method;  /* "GET", "POST" */
@@ -126,6 +133,8 @@ void http_fail(struct req *rq, const struct err *e);
 /* Sends one of the dashboard's files, with its security policy. */
 void http_page(struct req *rq, const char *type, const char *text,
 	       size_t len);
+/* Sends an HTML page (answer links) with a policy that runs no script. */
+void http_html(struct req *rq, int status, const char *text, size_t len);
 /* Sends text with a content type. */
 void http_text(struct req *rq, int status, const char *type, const char *text,
 	       size_t len);
@@ -296,6 +305,48 @@ void chat_api_start(struct req *rq);
 
 /* POST /api/v1/forge/webhook (ROUTE_F_SIGNED). */
 void forge_webhook(struct req *rq);
+
+/* ---- answer.c: answer links ------------------------------------------- */
+
+/* The longest answer token taken; a longer path segment is refused. */
+#define ANSWER_TOKEN_MAX 512
+
+/* What a valid answer token says. */
+struct answer_claim {
+	char run[128];	   /* the run that asked */
+	int64_t seq;	   /* the event that opened the question */
+	char decision[16]; /* approve | reject */
+	int64_t expires;   /* seconds since the epoch */
+	char target[80];   /* the notify target it went to */
+};
+
+enum answer_verdict {
+	ANSWER_OK,
+	ANSWER_MALFORMED, /* not a token at all: too long, bad characters */
+	ANSWER_FORGED,	  /* its signature does not hold */
+	ANSWER_EXPIRED,
+};
+
+/*
+ * A token for deciding question seq of run as decision ("approve",
+ * "reject"), until expires (seconds since the epoch), sent to target:
+ * base64url(payload) "." base64url(HMAC-SHA256(key, payload)). Caller
+ * frees.
+ */
+char *answer_token_mint(const char *key, const char *run, int64_t seq,
+			const char *decision, int64_t expires,
+			const char *target);
+/*
+ * Opens token under key at time now (seconds): ANSWER_OK with *out
+ * filled, or why not; the signature is checked before anything the
+ * payload says, so a changed expiry or decision is FORGED.
+ */
+enum answer_verdict answer_token_open(const char *key, const char *token,
+				      int64_t now, struct answer_claim *out);
+
+/* GET and POST /api/v1/answers/{token} (ROUTE_F_LINK). */
+void answer_page(struct req *rq);
+void answer_post(struct req *rq);
 
 /* ---- charts.c ----------------------------------------------------------- */
 

@@ -769,7 +769,8 @@ TEST(server_and_reports)
 			       "1 to 1000000, got '0'");
 	load_err("server: {port: 7070}\n", &e);
 	ASSERT_CONTAINS(e.msg, "unknown key 'server.port' (expected one of: "
-			       "listen, threads, max_body_kb, max_streams)");
+			       "listen, threads, max_body_kb, max_streams, "
+			       "public_url)");
 	load_err("reports: {interval_seconds: 0}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":1:29: reports.interval_seconds: expected "
 				 "an integer from 1 to 86400, got '0'");
@@ -912,8 +913,8 @@ TEST(webhooks)
 		 &e);
 	ASSERT_STREQ(e.msg, REPO ":4:7: unknown key "
 				 "'notify.webhooks[0].secret' (expected one "
-				 "of: url, events, secret_env, retries, "
-				 "backoff_seconds, timeout_seconds)");
+				 "of: url, events, secret_env, format, name, "
+				 "retries, backoff_seconds, timeout_seconds)");
 	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
 		 "      secret_env: $SECRET\n",
 		 &e);
@@ -928,7 +929,7 @@ TEST(webhooks)
 	ASSERT_CONTAINS(e.msg, "notify.webhooks[0]: expected a mapping");
 	load_err("notify:\n  hooks: []\n", &e);
 	ASSERT_CONTAINS(e.msg, "unknown key 'notify.hooks' (expected one of: "
-			       "webhooks)");
+			       "webhooks, targets, link_ttl_seconds)");
 	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
 		 "      retries: 101\n",
 		 &e);
