@@ -1204,6 +1204,10 @@ engine__validate(struct drive *d, const struct stage *s,
 	struct workspace_hooks hooks = { d->wake_fd, TICK_MS, watch_child, &w,
 					 &sb };
 	struct validate_result vr = { 0 };
+	struct strvec changed = STRVEC_INIT;
+	struct validate_when when = { cfg->validate_when,
+				      cfg->validate_when_nr, &changed,
+				      d->r.base_commit };
 	char *gitdir = NULL;
 	char *json = engine__run_file(d, "validation.json");
 	char *log = engine__run_file(d, "validation.log");
@@ -1217,9 +1221,19 @@ engine__validate(struct drive *d, const struct stage *s,
 	if (sandbox_mode(cfg->sandbox, NULL))
 		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
 	sandbox_for(d, gitdir, NULL, NULL, 1, &sb);
+	/* Conditional checks look at the change from the fork point to the
+	   last checkpoint, names only, by baton's own git (the agent's
+	   config and hooks are not read). A failure to list them runs every
+	   command rather than skip one. */
+	if (cfg->validate_when_nr && d->r.base_commit && d->r.checkpoint &&
+	    strcmp(d->r.base_commit, d->r.checkpoint) &&
+	    worktree_changed_paths(d->en->ws, d->r.worktree,
+				   d->r.base_commit, d->r.checkpoint, &changed,
+				   NULL) < 0)
+		when.nr = 0;
 	rc = validate_run(d->r.worktree, &cfg->validate_commands,
-			  cfg->validate_timeout_seconds, json, log, &hooks, &vr,
-			  e);
+			  cfg->validate_timeout_seconds, json, log, &hooks,
+			  &when, &vr, e);
 	d->r.agent_pid = 0;
 	/* the checks run code the agent wrote: the same rule as its calls */
 	spawn_kill_orphans();
@@ -1245,6 +1259,7 @@ out:
 	agent_watch_free(w.aw);
 	validate_result_release(&vr);
 	sandbox_release(&sb);
+	strvec_clear(&changed);
 	free(gitdir);
 	buf_release(&text);
 	free(json);
