@@ -72,6 +72,12 @@ feature_context(struct drive *d, const struct stage *s, struct buf *ctx,
 		file_section(d, ctx, "Findings of a plugin stage to address",
 			     "plugin-findings.md", budget);
 	}
+	if (s->kind == KIND_PLAN && s->side) {
+		/* a plan rewritten for its review (plan-only's replan) */
+		file_section(d, ctx, "Review of the plan to address",
+			     "review.md", budget);
+		file_section(d, ctx, "The plan to rewrite", "plan.md", budget);
+	}
 	if (s->kind != KIND_PLAN)
 		file_section(d, ctx, "Plan", "plan.md", budget);
 	if (s->kind == KIND_EXECUTE || s->kind == KIND_FIX)
@@ -185,6 +191,8 @@ feature_accept(struct drive *d, const struct stage *s, const char *text,
 	case KIND_REVIEW:
 	case KIND_VERIFY:
 		rc = read_verdict(d, s, text, &v, e);
+		if (!rc && s->findings)
+			rc = verdict_check_security(v.doc, e);
 		if (rc)
 			break;
 		if (engine__read_file(d, files[1], &md) < 0 ||
