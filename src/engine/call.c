@@ -324,6 +324,52 @@ last_line(const struct buf *b, char *out, size_t n)
 }
 
 /*
+ * A read-only pipeline (read_only: true): whatever the call changed in
+ * the worktree (the guard's lstat snapshot, ignored files included, in
+ * d->unseen) or on the run's branch (its tip, read by baton's own git,
+ * against the last checkpoint or the fork point) is a policy violation
+ * that blocks the run. The guard has already blocked what went outside
+ * (links out, .git config and hooks, other refs). *breach gets the
+ * reason, or stays NULL.
+ */
+static int
+read_only_breach(struct drive *d, const struct stage *s, char **breach,
+		 struct err *e)
+{
+	const char *was = d->r.checkpoint ? d->r.checkpoint : d->r.base_commit;
+	char *ref = xasprintf("refs/heads/%s", d->r.branch ? d->r.branch : "");
+	char *tip = NULL;
+	struct buf all = BUF_INIT;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < d->unseen.nr && i < 20; i++)
+		buf_addf(&all, "%s%s", i ? ", " : "", d->unseen.v[i]);
+	if (d->unseen.nr > 20)
+		buf_addf(&all, " and %zu more", d->unseen.nr - 20);
+	if (d->r.branch && was &&
+	    workspace_resolve(d->en->ws, ref, &tip, NULL) == 0 && tip &&
+	    strcmp(tip, was))
+		buf_addf(&all, "%sthe branch %s (moved to %.12s)",
+			 all.len ? "; " : "", d->r.branch, tip);
+	if (all.len) {
+		*breach = xasprintf("stage %s changed the worktree of a "
+				    "read-only run (pipeline %s): %s",
+				    s->name, d->p->name, all.ptr);
+		rc = engine__note(d, "policy_violation",
+				  json_pack("{s:s, s:s, s:s}", "stage",
+					    s->name, "policy", "read_only",
+					    "paths", all.ptr),
+				  e);
+	}
+	strvec_clear(&d->unseen);
+	buf_release(&all);
+	free(tip);
+	free(ref);
+	return rc;
+}
+
+/*
  * The sandbox a stage's children run in (execution.sandbox, sandbox.h):
  * the user's home and the repository (with .baton/) hidden; the git
  * objects read-only; an agent also reads its run folder; read-write
@@ -336,10 +382,15 @@ sandbox_for(const struct drive *d, const char *gitdir, const char *out_dir,
 {
 	sandbox_init(sb, sandbox_mode(d->en->cfg->sandbox, NULL), no_net);
 	sandbox_hide_user(sb, d->en->ws->repo);
-	sandbox_git(sb, d->en->ws->common, gitdir);
+	/* a read-only pipeline's worktree and admin folder stay as
+	   they are: mounted read-only (the common git dir already is) */
+	sandbox_git(sb, d->en->ws->common, d->p->read_only ? NULL : gitdir);
 	if (!no_net)
 		sandbox_ro(sb, d->run_dir);
-	sandbox_rw(sb, d->r.worktree);
+	if (d->p->read_only)
+		sandbox_ro(sb, d->r.worktree);
+	else
+		sandbox_rw(sb, d->r.worktree);
 	sandbox_rw(sb, out_dir);
 	sandbox_rw(sb, home);
 }
@@ -1044,6 +1095,10 @@ engine__call(struct drive *d, const struct stage *s,
 			rc = note_exit(d, s, call, prov, &ar, e);
 		if (!rc && d->r.worktree)
 			rc = guard_end(d, s, &guard, &breach, e);
+		if (rc)
+			goto out;
+		if (!breach && d->p->read_only)
+			rc = read_only_breach(d, s, &breach, e);
 		if (rc)
 			goto out;
 		if (breach) {
