@@ -192,7 +192,7 @@ engine__after_success(struct drive *d, const struct stage *s, struct err *e)
 	if (ops->pending && (x = ops->pending(d, s)))
 		return engine__route(d, x, STAGE_LOOP, NULL, e);
 	if (next < 0)
-		return engine__move(d, d->p->terminal, NULL, e);
+		return engine__finish(d, e);
 	return engine__cross(d, &d->p->stages[next], s, 0, e);
 }
 
@@ -246,7 +246,7 @@ engine__route(struct drive *d, const struct stage *s, enum stage_result res,
 	d->outcome = NULL;
 	switch (res) {
 	case STAGE_FINISH:
-		return engine__move(d, d->p->terminal, NULL, e);
+		return engine__finish(d, e);
 	case STAGE_PASS:
 		if (s->done)
 			return engine__move(d, s->done, NULL, e);

@@ -163,6 +163,17 @@ int worktree_changed_paths(const struct workspace *ws, const char *path,
 			   struct strvec *out, struct err *e);
 
 /*
+ * Every path each commit in from..to changed, commit by commit from the
+ * oldest (git rev-list, then diff-tree -r -m --no-renames on each: a
+ * merge's paths against each parent), appended to paths with the commit
+ * beside each in commits. Unlike worktree_changed_paths, a path that a
+ * later commit puts back as it was is still listed.
+ */
+int worktree_history_paths(const struct workspace *ws, const char *from,
+			   const char *to, struct strvec *paths,
+			   struct strvec *commits, struct err *e);
+
+/*
  * The worktree's admin directory (<common>/worktrees/<id>), named from
  * its path, never read from its .git file; caller frees.
  * BATON_ENOTFOUND when git has no such entry.

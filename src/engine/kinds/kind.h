@@ -83,6 +83,10 @@ struct drive {
 	/* paths of the worktree the stage's calls changed that a diff does
 	   not show (ignored files), for the checkpoint's policy */
 	struct strvec unseen;
+	/* the last engine__checkpoint found a change (a commit or an
+	   unseen path): an editing stage that made none and said nothing
+	   produced nothing */
+	int ckpt_changed;
 	char *ask_to;		/* STAGE_ASK: the status an answer enters */
 	/* what failed on the stage's last call, for the prompt of the call
 	   that tries again (call.c); NULL: nothing */
