@@ -92,8 +92,9 @@ roles: {default: fake}" &&
 	v=sec/.baton/runs/$id/review.json &&
 	test "$(jq -r ".findings[0].category" $v)" = CWE-78 &&
 	test "$(jq -r ".findings[0].line" $v)" = 5 &&
-	(cd sec && run_status "$id") >sec.status &&
-	cat sec.status &&
+	# an audit with findings ends completed: the findings are its product
+	test "$(cd sec && run_status "$id")" = completed &&
+	test "$(cd sec && run_field "$id" outcome)" = changes_requested &&
 	# the checklist prompt, and nothing edited
 	test_grep "security reviewer auditing code" fake-state/sec.prompt &&
 	test_grep "CWE-89" fake-state/sec.prompt &&
