@@ -41,7 +41,7 @@ static const enum stage_kind feature_kinds[] = {
 static const enum stage_kind bugfix_kinds[] = {
 	KIND_RCA,      KIND_CONSOLIDATE, KIND_PLAN_REVIEW,
 	KIND_IMPLEMENT, KIND_CODE_REVIEW, KIND_VALIDATE,
-	KIND_FIX,      KIND_REVISE,	 KIND_VERIFY,
+	KIND_FIX,      KIND_REVISE,	 KIND_VERIFY,	KIND_ARBITER,
 	KIND__COUNT,
 };
 
@@ -129,7 +129,7 @@ static const char *const why_names[] = {
 
 static const char *const builtin_names[] = {
 	"feature", "bugfix", "loop", "assist", "research",
-	"express", "plan-only", "security-review", NULL,
+	"express", "plan-only", "panel-review", "security-review", NULL,
 };
 
 static const char *const reserved[] = {

@@ -407,7 +407,8 @@ const struct type_ops *type_ops_for(const struct pipeline *p);
 /* Each family's ops (kinds/<family>.c). */
 extern const struct stage_ops feature_agent_ops, feature_validate_ops;
 extern const struct stage_ops bugfix_ops, bugfix_review_ops,
-	bugfix_consolidate_ops, bugfix_back_ops, bugfix_implement_ops;
+	bugfix_consolidate_ops, bugfix_back_ops, bugfix_implement_ops,
+	bugfix_arbiter_ops;
 extern const struct type_ops bugfix_type;
 extern const struct stage_ops loop_ops;
 extern const struct type_ops loop_type;
