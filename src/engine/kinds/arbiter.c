@@ -2,10 +2,10 @@
  * The arbiter (a bug-fix family kind the engine does itself): one verdict
  * for a panel, the parallel group of reviews just before it. It reads
  * every version each member left (a member asked for changes, was fixed
- * and re-reviewed: v1, v2, ...), merges their findings into one list (a
- * finding two reviewers raised is one entry naming both; the highest
- * severity wins), marks each open (in its reviewer's last verdict) or
- * resolved, and decides: approved when every member's last verdict is,
+ * and re-reviewed: v1, v2, ...), merges their findings into one list by
+ * place (file and line: what two reviewers raised there is one entry
+ * naming both, with each description; the highest severity wins), marks
+ * each open (in a reviewer's last verdict) or resolved, and decides: approved when every member's last verdict is,
  * rejected when any is, needs_changes otherwise. It writes
  * panel-verdict.json and .md; anything but approved blocks the run with
  * the open findings named.
@@ -61,19 +61,28 @@ merge_findings(json_t *merged, const json_t *doc, const char *stage,
 		const char *file = json_get_str(f, "file");
 		const char *sev = json_get_str(f, "severity");
 		json_t *line = json_object_get(f, "line"), *m, *by;
-		char *key = xasprintf("%s:%lld:%s", file ? file : "",
-				      (long long)json_integer_value(line),
-				      desc ? desc : "");
+		char *key = xasprintf("%s:%lld", file ? file : "",
+				      (long long)json_integer_value(line));
+		json_t *descs;
+		size_t k;
 
 		m = json_object_get(merged, key);
 		if (!m) {
-			m = json_pack("{s:s?, s:s?, s:O?, s:s?, s:[], s:b}",
+			m = json_pack("{s:s?, s:s?, s:O?, s:s?, s:[], s:[], "
+				      "s:b}",
 				      "severity", sev, "file", file, "line",
 				      json_is_integer(line) ? line : NULL,
-				      "description", desc, "raised_by",
-				      "open", 0);
+				      "description", desc, "descriptions",
+				      "raised_by", "open", 0);
 			json_object_set_new(merged, key, m);
 		}
+		descs = json_object_get(m, "descriptions");
+		for (k = 0; desc && k < json_array_size(descs); k++)
+			if (!strcmp(json_string_value(json_array_get(descs, k)),
+				    desc))
+				break;
+		if (desc && k == json_array_size(descs))
+			json_array_append_new(descs, json_string(desc));
 		if (severity_rank(sev) <
 		    severity_rank(json_get_str(m, "severity")))
 			json_object_set_new(m, "severity", json_string(sev));
