@@ -46,7 +46,7 @@ list(struct cli *c, int json)
 				    p->description ? json_string(p->description) :
 						     json_null());
 		if (!json)
-			cli_printf("%-12s %-10s %s\n", name,
+			cli_printf("%-16s %-10s %s\n", name,
 				   p->builtin ? "built-in" :
 				   p->plugin  ? "plugin" :
 						"config",

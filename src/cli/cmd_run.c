@@ -171,7 +171,10 @@ static int
 run_exec(struct cli *c, int argc, char **argv)
 {
 	const char *pipeline = NULL;
-	struct cli_opt opts[] = { { "--pipeline=", NULL, &pipeline } };
+	int read_only = 0;
+	struct cli_opt opts[] = { { "--pipeline=", NULL, &pipeline },
+				  { "--read-only", &read_only, NULL } };
+	struct run_spec spec = { 0 };
 	struct buf task = BUF_INIT;
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
@@ -184,7 +187,10 @@ run_exec(struct cli *c, int argc, char **argv)
 		return cli_usage(&cmd_run);
 	for (i = 1; i <= n; i++)
 		buf_addf(&task, "%s%s", i > 1 ? " " : "", argv[i]);
-	rc = engine_create(&c->en, task.ptr, pipeline, &r, &e);
+	spec.task = task.ptr;
+	spec.pipeline = pipeline;
+	spec.read_only = read_only;
+	rc = engine_create_spec(&c->en, &spec, &r, &e);
 	buf_release(&task);
 	if (rc) {
 		cli_error("%s", e.msg);
@@ -198,7 +204,8 @@ run_exec(struct cli *c, int argc, char **argv)
 
 const struct cmd cmd_run = {
 	.name = "run",
-	.usage = "run [--pipeline NAME] [--role ROLE=PROVIDER]... TASK...",
+	.usage = "run [--pipeline NAME] [--read-only] [--role ROLE=PROVIDER]... "
+		 "TASK...",
 	.summary = "carry a task through a pipeline in the foreground",
 	.needs = CLI_NEEDS_STORE,
 	.takes_roles = 1,

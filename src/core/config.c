@@ -21,6 +21,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
+#include "util/pathglob.h"
 #include "util/xalloc.h"
 
 #define DEFAULT_PROVIDER_TIMEOUT 1800
@@ -176,6 +177,11 @@ static const char *const policy_keys[] = {
 static const char *const validate_keys[] = {
     "commands",
     "timeout_seconds",
+    NULL,
+};
+static const char *const validate_command_keys[] = {
+    "run",
+    "when_changed",
     NULL,
 };
 
@@ -1695,6 +1701,99 @@ read_policies(struct config *c, struct err *e)
 	return rc;
 }
 
+/*
+ * One conditional check: {run: CMD, when_changed: [GLOB, ...]}. The
+ * globs are checked here (util/pathglob.h) so that a bad one is named
+ * with its place before anything runs.
+ */
+static int
+read_validate_command(struct config *c, const struct cnode *n,
+		      const char *path, struct strvec *when, struct err *e)
+{
+	const struct cnode *run, *w;
+	struct buf kpath = BUF_INIT;
+	char *cmd = NULL;
+	const char *why;
+	size_t i;
+	int rc;
+
+	rc = cnode_check_keys(n, path, validate_command_keys, e);
+	if (rc < 0)
+		return rc;
+	buf_addf(&kpath, "%s.run", path);
+	run = cnode_get(n, "run");
+	if (!run) {
+		rc = node_error(n, path, "a command in map form needs 'run' "
+					 "(the shell command)", e);
+		goto out;
+	}
+	rc = read_string(run, kpath.ptr, &cmd, e);
+	if (rc < 0)
+		goto out;
+	w = cnode_get(n, "when_changed");
+	buf_reset(&kpath);
+	buf_addf(&kpath, "%s.when_changed", path);
+	if (w) {
+		rc = read_strings(w, kpath.ptr, 1, when, e);
+		if (rc < 0)
+			goto out;
+	}
+	for (i = 0; w && i < when->nr; i++) {
+		const struct cnode *g = w->type == CNODE_SEQ ? w->kids[i] : w;
+
+		why = pathglob_check(when->v[i]);
+		if (!why)
+			continue;
+		buf_reset(&kpath);
+		buf_addf(&kpath, "%s.when_changed[%zu]", path, i);
+		rc = node_error(g, kpath.ptr, why, e);
+		goto out;
+	}
+	strvec_push(&c->validate_commands, cmd);
+out:
+	free(cmd);
+	buf_release(&kpath);
+	return rc;
+}
+
+/* validate.commands: strings, or {run, when_changed} maps among them. */
+static int
+read_validate_commands(struct config *c, const struct cnode *n,
+		       struct err *e)
+{
+	struct buf path = BUF_INIT;
+	size_t i, j, nr;
+	int rc = 0;
+
+	if (n->type != CNODE_SEQ)
+		return read_strings(n, "validate.commands", 0,
+				    &c->validate_commands, e);
+	nr = n->nr;
+	for (i = 0; i < nr; i++)
+		if (n->kids[i]->type == CNODE_MAP)
+			break;
+	if (i == nr)
+		return read_strings(n, "validate.commands", 0,
+				    &c->validate_commands, e);
+	c->validate_when = xcalloc(nr, sizeof(*c->validate_when));
+	c->validate_when_nr = nr;
+	for (j = 0; j < nr; j++)
+		strvec_init(&c->validate_when[j]);
+	for (i = 0; rc >= 0 && i < nr; i++) {
+		const struct cnode *k = n->kids[i];
+
+		buf_reset(&path);
+		buf_addf(&path, "validate.commands[%zu]", i);
+		if (k->type == CNODE_MAP)
+			rc = read_validate_command(c, k, path.ptr,
+						   &c->validate_when[i], e);
+		else if ((rc = cnode_expect(k, CNODE_SCALAR, path.ptr, e)) >= 0)
+			strvec_push(&c->validate_commands, k->value);
+	}
+	buf_release(&path);
+	return rc;
+}
+
 static int
 read_validate(struct config *c, struct err *e)
 {
@@ -1706,8 +1805,7 @@ read_validate(struct config *c, struct err *e)
 		return rc;
 	n = cnode_get(sec, "commands");
 	if (n) {
-		rc = read_strings(n, "validate.commands", 0,
-				  &c->validate_commands, e);
+		rc = read_validate_commands(c, n, e);
 		if (rc < 0)
 			return rc;
 	}
@@ -2048,6 +2146,9 @@ config_release(struct config *c)
 	free(c->webhooks);
 	strvec_clear(&c->approval_stages);
 	strvec_clear(&c->validate_commands);
+	for (i = 0; i < c->validate_when_nr; i++)
+		strvec_clear(&c->validate_when[i]);
+	free(c->validate_when);
 	for (i = 0; i < HOOK__COUNT; i++)
 		strvec_clear(&c->hooks.cmds[i]);
 	strvec_clear(&c->allowed_paths);

@@ -239,6 +239,12 @@ struct config {
 	int host_ttl_seconds;	/* execution.host_ttl_seconds: how long a
 				   host snapshot is reused, default 3600 */
 	struct strvec validate_commands; /* shell strings, run with sh -c */
+	/* validate.commands[i].when_changed, for i < validate_when_nr (an
+	   empty list: the command always runs); NULL when no command has
+	   one. A copy of the config whose commands gain more at the end
+	   (a task's own checks) keeps these right: the rest always run. */
+	struct strvec *validate_when;
+	size_t validate_when_nr;
 	int validate_timeout_seconds;	 /* default 600 */
 	struct config_hooks hooks;
 	char *store;		/* store spec; NULL: .baton/baton.db */

@@ -99,7 +99,13 @@ static const struct event_type types[] = {
 	  "starts afresh",
 	  "`{\"from\", \"holder\", \"reason\", \"checkpoint\"}`" },
 	{ "validation", EVENT_G_RUN, "a validate stage finished",
-	  "`{\"stage\", \"passed\", \"commands\"}` (the number of commands)" },
+	  "`{\"stage\", \"passed\", \"commands\"}` (the number of commands; "
+	  "validation.json lists the ones `when_changed` skipped, "
+	  "[config.md](config.md#conditional-checks))" },
+	{ "panel_verdict", EVENT_G_RUN,
+	  "an arbiter merged its panel's reviews into one verdict "
+	  "([pipelines.md](pipelines.md#vibestrates-flows))",
+	  "`{\"stage\", \"decision\", \"reviewers\", \"findings\", \"open\"}`" },
 	{ "reviews", EVENT_G_RUN, "the reviews of a review stage are in",
 	  "`{\"stage\", \"decision\", \"by\"}`: the worst decision and each "
 	  "reviewer's" },
@@ -187,7 +193,11 @@ static const struct event_type types[] = {
 	  "a stage broke a policy: the run blocks",
 	  "`{\"stage\", \"policy\": \"allowed_paths\", \"paths\"}` for edits "
 	  "outside `policies.allowed_paths`, `\"policy\": "
-	  "\"baton_config\"` for edits of `.baton/`; `{\"stage\", "
+	  "\"baton_config\"` for edits of `.baton/`, `\"policy\": "
+	  "\"read_only\"` for any change in a read-only run, `{\"stage\": "
+	  "\"history\", \"policy\": \"history\", \"paths\", \"since\"}` for "
+	  "a blocked path in any commit since the fork point "
+	  "([above](#the-history-is-held-to-the-block-policies)); `{\"stage\", "
 	  "\"policy\": \"integrity\", \"breaches\", \"paths\"}` when the "
 	  "agent went "
 	  "outside its worktree ([security.md](security.md))" },

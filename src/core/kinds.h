@@ -52,6 +52,8 @@ enum stage_kind {
 	KIND_CHALLENGE,	   /* (challenge) counter-evidence */
 	KIND_COMPOSE,	   /* (compose) the report */
 	KIND_JUDGE,	   /* (judge) pass, or rework of the weak claims */
+	KIND_ARBITER,	   /* (arbiter) one verdict from a parallel group
+			      of reviews: their findings merged */
 	/* a kind a plugin implements with a command (core/plugin.h); the
 	   stage's pkind says which. Written by its own name, never as
 	   "plugin" */

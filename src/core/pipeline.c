@@ -24,6 +24,7 @@
 
 #include "core/cnode.h"
 #include "core/pipeline.h"
+#include "core/prompt.h"
 #include "core/plugin.h"
 #include "util/buf.h"
 #include "util/embed.h"
@@ -40,7 +41,7 @@ static const enum stage_kind feature_kinds[] = {
 static const enum stage_kind bugfix_kinds[] = {
 	KIND_RCA,      KIND_CONSOLIDATE, KIND_PLAN_REVIEW,
 	KIND_IMPLEMENT, KIND_CODE_REVIEW, KIND_VALIDATE,
-	KIND_FIX,      KIND_REVISE,	 KIND_VERIFY,
+	KIND_FIX,      KIND_REVISE,	 KIND_VERIFY,	KIND_ARBITER,
 	KIND__COUNT,
 };
 
@@ -127,7 +128,8 @@ static const char *const why_names[] = {
 };
 
 static const char *const builtin_names[] = {
-	"feature", "bugfix", "loop", "assist", "research", NULL,
+	"feature", "bugfix", "loop", "assist", "research",
+	"express", "plan-only", "panel-review", "security-review", NULL,
 };
 
 static const char *const reserved[] = {
@@ -255,6 +257,8 @@ pipeline_free(struct pipeline *p)
 		free(s->role);
 		free(s->where);
 		free(s->model);
+		free(s->prompt);
+		free(s->findings);
 		strvec_clear(&s->providers);
 		for (j = 0; j < s->nr_phased; j++) {
 			free(s->phased[j].provider);
@@ -791,6 +795,26 @@ read_options(const struct parse *c, size_t i)
 					 "on_reject: expected stop or rework");
 		s->on_reject_stop = !strcmp(n->value, "stop");
 	}
+	n = cnode_get(def, "prompt");
+	if (n) {
+		if (n->type != CNODE_SCALAR || !prompt_builtin(n->value) ||
+		    strchr(n->value, '/'))
+			return stage_err(c, i, n,
+					 "prompt: expected the name of a "
+					 "built-in prompt (src/core/prompts/, "
+					 "e.g. security-review)");
+		s->prompt = xstrdup(n->value);
+	}
+	n = cnode_get(def, "findings");
+	if (n) {
+		if (s->kind != KIND_REVIEW)
+			return stage_err(c, i, n,
+					 "findings is only for review stages");
+		if (n->type != CNODE_SCALAR || strcmp(n->value, "security"))
+			return stage_err(c, i, n,
+					 "findings: expected security");
+		s->findings = xstrdup(n->value);
+	}
 	return read_phased(c, i);
 }
 
@@ -801,7 +825,8 @@ static const char *const stage_keys[] = {
 	"on_changes",	   "provider",	     "model",
 	"parallel",	   "gate",	     "timeout_seconds",
 	"on_reject",	   "phased_reviews", "review_interval",
-	"max_phased_iterations", "budget",	     NULL,
+	"max_phased_iterations", "budget",	     "prompt",
+	"findings", NULL,
 };
 
 /*
@@ -1602,7 +1627,7 @@ assign_groups(const struct parse *c)
 
 static const char *const pipeline_keys[] = {
 	"name",	  "description", "type",      "terminal", "max_iterations",
-	"stages", "states",	 "workspace", NULL,
+	"stages", "states",	 "workspace", "read_only", NULL,
 };
 
 /* The pipeline's own keys: description, type, terminal, max_iterations. */
@@ -1682,6 +1707,21 @@ parse_header(struct pipeline *p, const struct cnode *def, const char *path,
 				       "workspace leaves no branch: its "
 				       "terminal must be completed",
 				       where, path);
+		}
+	}
+	n = cnode_get(def, "read_only");
+	if (n) {
+		snprintf(full, sizeof(full), "%s.read_only", path);
+		rc = cnode_bool(n, full, &p->read_only, e);
+		if (rc)
+			return rc;
+		if (p->read_only && strcmp(p->terminal, ST_COMPLETED)) {
+			cnode_where(n, where, sizeof(where));
+			return err_set(e, BATON_EINVAL,
+				       "%s: %s: a read-only pipeline changes "
+				       "nothing to merge: its terminal must "
+				       "be completed",
+				       where, full);
 		}
 	}
 	return 0;

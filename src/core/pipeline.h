@@ -126,6 +126,12 @@ struct stage {
 	/* KIND_PLUGIN: the kind, borrowed from the plugin registry, which
 	   outlives every pipeline; NULL for the others */
 	const struct plugin_kind *pkind;
+	char *prompt;	 /* prompt: the template used instead of the
+			    kind's (a built-in name, which .baton/prompts/
+			    may override); NULL: the kind's */
+	char *findings;	 /* findings: a contract on a review's findings
+			    ("security": severity, file, line, category,
+			    evidence each); NULL: none */
 };
 
 /* Why an edge exists; shown by `baton pipeline show`. */
@@ -182,6 +188,9 @@ struct pipeline {
 	char *terminal;	 /* merge_ready or completed */
 	int no_git;	 /* workspace: none (research): no worktree; agents
 			    work in the run folder */
+	int read_only;	 /* read_only: true: no stage may change the
+			    worktree (the sandbox mounts it read-only; any
+			    change is a policy violation that blocks) */
 	/* states: the seed's names for baton's statuses ("created:
 	   pending"), shown beside the status; state_of[i] is the name
 	   of statuses[i] or NULL */

@@ -36,6 +36,9 @@ struct err;
 #define RUN_OUTCOME_BUDGET	   "budget_exhausted"
 /* a loop stopped before an act: the stop file, a changed intent lock */
 #define RUN_OUTCOME_STOPPED	   "stop_condition"
+/* a read-only audit whose review asked for changes: completed, with its
+ * findings on record */
+#define RUN_OUTCOME_FINDINGS	   "changes_requested"
 /* and "blocked", "failed", "aborted": the status itself */
 
 /*

@@ -9,6 +9,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
+#include "util/strvec.h"
 #include "util/xalloc.h"
 
 static const char *const decisions[][4] = {
@@ -161,4 +162,87 @@ verdict_release(struct verdict *v)
 	free(v->summary);
 	json_decref(v->doc);
 	memset(v, 0, sizeof(*v));
+}
+
+static const char *const severities[] = {
+	"critical", "high", "medium", "low", "info", NULL,
+};
+
+/* A string field of finding i, present and not empty, or an error. */
+static int
+finding_text(const json_t *f, size_t i, const char *key, const char **out,
+	     struct err *e)
+{
+	const json_t *v = json_object_get(f, key);
+
+	*out = json_string_value(v);
+	if (!v)
+		return err_set(e, BATON_ECONTRACT,
+			       "findings[%zu]: '%s' is missing (a security "
+			       "finding needs severity, file, line, category "
+			       "and evidence)",
+			       i, key);
+	if (!*out || !**out)
+		return err_set(e, BATON_ECONTRACT,
+			       "findings[%zu].%s: expected a non-empty string",
+			       i, key);
+	return 0;
+}
+
+int
+verdict_check_security(const json_t *doc, struct err *e)
+{
+	const json_t *list = json_object_get(doc, "findings"), *f, *line;
+	const char *sev, *file, *cat, *ev;
+	size_t i;
+	int rc;
+
+	if (!doc)
+		return err_set(e, BATON_ECONTRACT,
+			       "a security review needs review.json with its "
+			       "findings, not only a DECISION line");
+	if (!json_is_array(list))
+		return err_set(e, BATON_ECONTRACT,
+			       "review.json: 'findings' must be a list (empty "
+			       "when nothing was found)");
+	json_array_foreach(list, i, f) {
+		if (!json_is_object(f))
+			return err_set(e, BATON_ECONTRACT,
+				       "findings[%zu]: expected an object", i);
+		rc = finding_text(f, i, "severity", &sev, e);
+		if (!rc && !str_in_list(severities, sev))
+			rc = err_set(e, BATON_ECONTRACT,
+				     "findings[%zu].severity: '%s' is not one "
+				     "of critical, high, medium, low, info",
+				     i, sev);
+		if (!rc)
+			rc = finding_text(f, i, "file", &file, e);
+		if (!rc && (file[0] == '/' || !strcmp(file, "..") ||
+			    !strncmp(file, "../", 3) || strstr(file, "/../")))
+			rc = err_set(e, BATON_ECONTRACT,
+				     "findings[%zu].file: '%s' is not a path "
+				     "inside the repository",
+				     i, file);
+		line = json_object_get(f, "line");
+		if (!rc && !line)
+			rc = err_set(e, BATON_ECONTRACT,
+				     "findings[%zu]: 'line' is missing", i);
+		if (!rc && (!json_is_integer(line) ||
+			    json_integer_value(line) < 1)) {
+			char *shown = json_dumps(line, JSON_ENCODE_ANY);
+
+			rc = err_set(e, BATON_ECONTRACT,
+				     "findings[%zu].line: expected an integer "
+				     "from 1, got %.40s",
+				     i, shown ? shown : "?");
+			free(shown);
+		}
+		if (!rc)
+			rc = finding_text(f, i, "category", &cat, e);
+		if (!rc)
+			rc = finding_text(f, i, "evidence", &ev, e);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }

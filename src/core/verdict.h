@@ -53,4 +53,16 @@ void verdict_markdown(const struct verdict *v, const char *title,
 		      struct buf *md);
 void verdict_release(struct verdict *v);
 
+/*
+ * The security findings contract (a review stage's `findings: security`):
+ * doc (a review.json; NULL: a line verdict, which has no findings) has a
+ * "findings" list, each an object with severity (critical, high, medium,
+ * low or info), file (a relative path inside the repository), line (an
+ * integer from 1), category (e.g. "CWE-89") and evidence (what in the
+ * code shows it), all present and not empty. 0, or BATON_ECONTRACT naming
+ * the finding and the field ("findings[2].line: expected an integer from
+ * 1, got \"x\"").
+ */
+int verdict_check_security(const json_t *doc, struct err *e);
+
 #endif

@@ -324,6 +324,52 @@ last_line(const struct buf *b, char *out, size_t n)
 }
 
 /*
+ * A read-only pipeline (read_only: true): whatever the call changed in
+ * the worktree (the guard's lstat snapshot, ignored files included, in
+ * d->unseen) or on the run's branch (its tip, read by baton's own git,
+ * against the last checkpoint or the fork point) is a policy violation
+ * that blocks the run. The guard has already blocked what went outside
+ * (links out, .git config and hooks, other refs). *breach gets the
+ * reason, or stays NULL.
+ */
+static int
+read_only_breach(struct drive *d, const struct stage *s, char **breach,
+		 struct err *e)
+{
+	const char *was = d->r.checkpoint ? d->r.checkpoint : d->r.base_commit;
+	char *ref = xasprintf("refs/heads/%s", d->r.branch ? d->r.branch : "");
+	char *tip = NULL;
+	struct buf all = BUF_INIT;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < d->unseen.nr && i < 20; i++)
+		buf_addf(&all, "%s%s", i ? ", " : "", d->unseen.v[i]);
+	if (d->unseen.nr > 20)
+		buf_addf(&all, " and %zu more", d->unseen.nr - 20);
+	if (d->r.branch && was &&
+	    workspace_resolve(d->en->ws, ref, &tip, NULL) == 0 && tip &&
+	    strcmp(tip, was))
+		buf_addf(&all, "%sthe branch %s (moved to %.12s)",
+			 all.len ? "; " : "", d->r.branch, tip);
+	if (all.len) {
+		*breach = xasprintf("stage %s changed the worktree of a "
+				    "read-only run (pipeline %s): %s",
+				    s->name, d->p->name, all.ptr);
+		rc = engine__note(d, "policy_violation",
+				  json_pack("{s:s, s:s, s:s}", "stage",
+					    s->name, "policy", "read_only",
+					    "paths", all.ptr),
+				  e);
+	}
+	strvec_clear(&d->unseen);
+	buf_release(&all);
+	free(tip);
+	free(ref);
+	return rc;
+}
+
+/*
  * The sandbox a stage's children run in (execution.sandbox, sandbox.h):
  * the user's home and the repository (with .baton/) hidden; the git
  * objects read-only; an agent also reads its run folder; read-write
@@ -336,10 +382,15 @@ sandbox_for(const struct drive *d, const char *gitdir, const char *out_dir,
 {
 	sandbox_init(sb, sandbox_mode(d->en->cfg->sandbox, NULL), no_net);
 	sandbox_hide_user(sb, d->en->ws->repo);
-	sandbox_git(sb, d->en->ws->common, gitdir);
+	/* a read-only pipeline's worktree and admin folder stay as
+	   they are: mounted read-only (the common git dir already is) */
+	sandbox_git(sb, d->en->ws->common, d->p->read_only ? NULL : gitdir);
 	if (!no_net)
 		sandbox_ro(sb, d->run_dir);
-	sandbox_rw(sb, d->r.worktree);
+	if (d->p->read_only)
+		sandbox_ro(sb, d->r.worktree);
+	else
+		sandbox_rw(sb, d->r.worktree);
 	sandbox_rw(sb, out_dir);
 	sandbox_rw(sb, home);
 }
@@ -1046,6 +1097,10 @@ engine__call(struct drive *d, const struct stage *s,
 			rc = guard_end(d, s, &guard, &breach, e);
 		if (rc)
 			goto out;
+		if (!breach && d->p->read_only)
+			rc = read_only_breach(d, s, &breach, e);
+		if (rc)
+			goto out;
 		if (breach) {
 			*res = STAGE_BLOCK;
 			*reason = breach;
@@ -1204,6 +1259,10 @@ engine__validate(struct drive *d, const struct stage *s,
 	struct workspace_hooks hooks = { d->wake_fd, TICK_MS, watch_child, &w,
 					 &sb };
 	struct validate_result vr = { 0 };
+	struct strvec changed = STRVEC_INIT;
+	struct validate_when when = { cfg->validate_when,
+				      cfg->validate_when_nr, &changed,
+				      d->r.base_commit };
 	char *gitdir = NULL;
 	char *json = engine__run_file(d, "validation.json");
 	char *log = engine__run_file(d, "validation.log");
@@ -1217,9 +1276,19 @@ engine__validate(struct drive *d, const struct stage *s,
 	if (sandbox_mode(cfg->sandbox, NULL))
 		worktree_git_dir(d->en->ws, d->r.worktree, &gitdir, NULL);
 	sandbox_for(d, gitdir, NULL, NULL, 1, &sb);
+	/* Conditional checks look at the change from the fork point to the
+	   last checkpoint, names only, by baton's own git (the agent's
+	   config and hooks are not read). A failure to list them runs every
+	   command rather than skip one. */
+	if (cfg->validate_when_nr && d->r.base_commit && d->r.checkpoint &&
+	    strcmp(d->r.base_commit, d->r.checkpoint) &&
+	    worktree_changed_paths(d->en->ws, d->r.worktree,
+				   d->r.base_commit, d->r.checkpoint, &changed,
+				   NULL) < 0)
+		when.nr = 0;
 	rc = validate_run(d->r.worktree, &cfg->validate_commands,
-			  cfg->validate_timeout_seconds, json, log, &hooks, &vr,
-			  e);
+			  cfg->validate_timeout_seconds, json, log, &hooks,
+			  &when, &vr, e);
 	d->r.agent_pid = 0;
 	/* the checks run code the agent wrote: the same rule as its calls */
 	spawn_kill_orphans();
@@ -1245,6 +1314,7 @@ out:
 	agent_watch_free(w.aw);
 	validate_result_release(&vr);
 	sandbox_release(&sb);
+	strvec_clear(&changed);
 	free(gitdir);
 	buf_release(&text);
 	free(json);

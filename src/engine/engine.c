@@ -291,7 +291,7 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 	int rc;
 
 	if (!pipeline)
-		pipeline = en->cfg->pipeline;
+		pipeline = spec->read_only ? "plan-only" : en->cfg->pipeline;
 	if (!task || !*task)
 		return err_set(e, BATON_EINVAL, "the task is empty");
 	rc = run_task_text_fits(strlen(task), e);
@@ -300,6 +300,14 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 	rc = engine_pipeline(en, pipeline, &p, e);
 	if (rc)
 		return rc;
+	if (spec->read_only && !p->read_only) {
+		rc = err_set(e, BATON_EINVAL,
+			     "a read-only run needs a read-only pipeline, and "
+			     "'%s' may edit the worktree (it has no read_only: "
+			     "true); built in: plan-only, security-review",
+			     p->name);
+		goto out;
+	}
 	for (i = 0; i < p->nr_stages; i++) {
 		const struct stage *s = &p->stages[i];
 

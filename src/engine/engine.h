@@ -83,6 +83,9 @@ struct run_spec {
 	const char *pipeline; /* NULL: workflow.pipeline */
 	const char *base_ref; /* NULL: HEAD */
 	int64_t task_id;      /* the task it attempts; 0: none */
+	int read_only;	      /* a read-only run: pipeline NULL means
+				 plan-only, and a pipeline without
+				 read_only: true is refused */
 };
 
 /* engine_create with a base and a task: the same checks, the same event. */

@@ -54,6 +54,15 @@ int engine__cross(struct drive *d, const struct stage *x,
 		  const struct stage *back, int loop, struct err *e);
 
 /*
+ * stage.c: the move to the pipeline's terminal. Before merge_ready, every
+ * commit from the fork point (base_commit) to the branch's tip is held to
+ * the block policies (policies.allowed_paths, baton's own .baton/): a
+ * commit that changed a blocked path blocks the run even when a later
+ * commit put the path back and every review approved.
+ */
+int engine__finish(struct drive *d, struct err *e);
+
+/*
  * resume.c: continuing an earlier call's session (the top of resume.c).
  * engine__resume_plan reads the last call of stage s (and d->call's
  * part) by prov from the journal and fills rp: path "native" (continue

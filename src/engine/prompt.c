@@ -89,13 +89,15 @@ build_context(struct drive *d, const struct stage *s, const char *steers,
 	buf_release(&diff);
 }
 
-/* The stage's template: .baton/prompts/<kind>.md, else the pipeline's
- * plugin's, else the built-in. */
+/* The stage's template (its prompt: key, else its kind's name):
+ * .baton/prompts/<name>.md, else the pipeline's plugin's, else the
+ * built-in. */
 static char *
 load_template(const struct drive *d, const struct stage *s)
 {
 	const char *kind = d->call && d->call->template ?
 				   d->call->template :
+			   s->prompt ? s->prompt :
 				   stage_kind_name(s->kind);
 	char *tmpl = plugin_template(d->en->ws->dir, d->p, kind);
 

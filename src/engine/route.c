@@ -192,7 +192,7 @@ engine__after_success(struct drive *d, const struct stage *s, struct err *e)
 	if (ops->pending && (x = ops->pending(d, s)))
 		return engine__route(d, x, STAGE_LOOP, NULL, e);
 	if (next < 0)
-		return engine__move(d, d->p->terminal, NULL, e);
+		return engine__finish(d, e);
 	return engine__cross(d, &d->p->stages[next], s, 0, e);
 }
 
@@ -246,7 +246,7 @@ engine__route(struct drive *d, const struct stage *s, enum stage_result res,
 	d->outcome = NULL;
 	switch (res) {
 	case STAGE_FINISH:
-		return engine__move(d, d->p->terminal, NULL, e);
+		return engine__finish(d, e);
 	case STAGE_PASS:
 		if (s->done)
 			return engine__move(d, s->done, NULL, e);
@@ -262,6 +262,12 @@ engine__route(struct drive *d, const struct stage *s, enum stage_result res,
 	case STAGE_LOOP:
 		target = kind_is(s->kind, KF_ON_FAIL) ? s->on_fail :
 							s->on_changes;
+		if (target < 0 && d->p->read_only && s->kind == KIND_REVIEW) {
+			/* an audit: the findings are its product, on record
+			   in review.json; the run goes on, its outcome says */
+			run_set(&d->r.outcome, RUN_OUTCOME_FINDINGS);
+			return engine__after_success(d, s, e);
+		}
 		if (target < 0) {
 			why = xasprintf("%s and the pipeline has no fix stage",
 					looped ? looped :

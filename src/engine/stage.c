@@ -115,6 +115,7 @@ engine__checkpoint(struct drive *d, const struct stage *s,
 					    commit, &paths, e);
 	/* and what the calls changed that git did not commit */
 	engine__take_unseen(d, &paths);
+	d->ckpt_changed = changed || paths.nr;
 	for (i = 0; !rc && i < paths.nr; i++) {
 		if (is_batons(paths.v[i]))
 			buf_addf(&own, "%s%s", nown++ ? ", " : "", paths.v[i]);
@@ -169,6 +170,90 @@ out:
 	free(commit);
 	free(prev);
 	free(msg);
+	return rc;
+}
+
+/*
+ * Why a landing of the run's history would bring in a blocked change:
+ * each commit from the fork point to tip that changed a path outside
+ * policies.allowed_paths or under .baton/, as "path (commit abc1234)",
+ * into out; the number of them is returned. The final diff is not
+ * enough: a commit that changes a blocked path and a later one that puts
+ * it back leave no trace in it, but both are in the history a merge
+ * brings in, and the first is what an agent could use to smuggle
+ * content (a hook, a config) past a reviewer who sees only the diff.
+ */
+static size_t
+history_breaches(struct drive *d, const char *tip, struct buf *out,
+		 struct err *e)
+{
+	struct strvec paths = STRVEC_INIT, commits = STRVEC_INIT;
+	size_t i, n = 0;
+
+	if (worktree_history_paths(d->en->ws, d->r.base_commit, tip, &paths,
+				   &commits, e) < 0) {
+		/* unreadable history: refuse rather than pass it */
+		buf_addf(out, "the history could not be read: %s", e->msg);
+		n = 1;
+		goto out;
+	}
+	for (i = 0; i < paths.nr; i++) {
+		if (!is_batons(paths.v[i]) &&
+		    config_path_allowed(d->en->cfg, paths.v[i]))
+			continue;
+		if (n < 20)
+			buf_addf(out, "%s%s (commit %.12s)", n ? ", " : "",
+				 paths.v[i], commits.v[i]);
+		n++;
+	}
+	if (n > 20)
+		buf_addf(out, " and %zu more", n - 20);
+out:
+	strvec_clear(&paths);
+	strvec_clear(&commits);
+	return n;
+}
+
+int
+engine__finish(struct drive *d, struct err *e)
+{
+	struct buf why = BUF_INIT;
+	struct err ignored = ERR_INIT;
+	char *ref = NULL, *tip = NULL, *reason;
+	size_t n;
+	int rc;
+
+	if (strcmp(d->p->terminal, ST_MERGE_READY) || d->p->no_git ||
+	    !d->r.base_commit || !d->r.branch)
+		return engine__move(d, d->p->terminal, NULL, e);
+	ref = xasprintf("refs/heads/%s", d->r.branch);
+	if (workspace_resolve(d->en->ws, ref, &tip, &ignored) || !tip)
+		tip = xstrdup(d->r.checkpoint ? d->r.checkpoint :
+						d->r.base_commit);
+	n = history_breaches(d, tip, &why, &ignored);
+	if (!n) {
+		rc = engine__move(d, d->p->terminal, NULL, e);
+		goto out;
+	}
+	rc = engine__note(d, "policy_violation",
+			  json_pack("{s:s, s:s, s:s, s:s}", "stage", "history",
+				    "policy", "history", "paths", why.ptr,
+				    "since", d->r.base_commit),
+			  e);
+	if (rc)
+		goto out;
+	reason = xasprintf("the run's history since its fork point %.12s "
+			   "has %zu change%s to blocked paths (outside "
+			   "policies.allowed_paths or of .baton/), which a "
+			   "merge would bring in even where a later commit "
+			   "undid them: %s",
+			   d->r.base_commit, n, n == 1 ? "" : "s", why.ptr);
+	rc = engine__move_why(d, ST_BLOCKED, reason, e);
+	free(reason);
+out:
+	buf_release(&why);
+	free(ref);
+	free(tip);
 	return rc;
 }
 

@@ -484,7 +484,7 @@ tasks_create(struct req *rq)
 	struct sched_ctx x = ctx_of(rq);
 	struct task t = { 0 };
 	struct err e = ERR_INIT;
-	json_t *body = NULL;
+	json_t *body = NULL, *ro;
 	const char *key = NULL;
 	char sha[65];
 
@@ -506,6 +506,16 @@ tasks_create(struct req *rq)
 			   "a task needs a \"title\" (a non-empty string)");
 		goto out;
 	}
+	ro = json_object_get(body, "read_only");
+	if (ro && !json_is_boolean(ro)) {
+		http_error(rq, 400, "bad_request",
+			   "'read_only' must be true or false");
+		goto out;
+	}
+	/* a read-only task is one whose pipeline is read-only: plan-only
+	   unless it names another (the run's pipeline says it for good) */
+	if (json_is_true(ro) && !t.pipeline)
+		t.pipeline = xstrdup("plan-only");
 	if (t.pipeline) {
 		struct engine en;
 		struct pipeline *p = NULL;
@@ -514,6 +524,15 @@ tasks_create(struct req *rq)
 		if (engine_pipeline(&en, t.pipeline, &p, &e)) {
 			engine_release(&en);
 			http_error(rq, 400, "bad_request", "%s", e.msg);
+			goto out;
+		}
+		if (json_is_true(ro) && !p->read_only) {
+			http_error(rq, 400, "bad_request",
+				   "a read-only task needs a read-only "
+				   "pipeline, and '%s' may edit the worktree",
+				   p->name);
+			pipeline_free(p);
+			engine_release(&en);
 			goto out;
 		}
 		pipeline_free(p);

@@ -464,7 +464,7 @@ run_checks(const struct workspace *ws, const char *path,
 			       xasprintf("%s/baton-validation.json", gitdir);
 	log_landing(rq->log_path, rq->branch, base, res->commit);
 	rc = validate_run(path, rq->checks ? rq->checks : &none, rq->timeout_s,
-			  json, rq->log_path, &hooks, &vr, e);
+			  json, rq->log_path, &hooks, NULL, &vr, e);
 	if (rc < 0)
 		goto out;
 	if (vr.stopped) {

@@ -163,6 +163,17 @@ int worktree_changed_paths(const struct workspace *ws, const char *path,
 			   struct strvec *out, struct err *e);
 
 /*
+ * Every path each commit in from..to changed, commit by commit from the
+ * oldest (git rev-list, then diff-tree -r -m --no-renames on each: a
+ * merge's paths against each parent), appended to paths with the commit
+ * beside each in commits. Unlike worktree_changed_paths, a path that a
+ * later commit puts back as it was is still listed.
+ */
+int worktree_history_paths(const struct workspace *ws, const char *from,
+			   const char *to, struct strvec *paths,
+			   struct strvec *commits, struct err *e);
+
+/*
  * The worktree's admin directory (<common>/worktrees/<id>), named from
  * its path, never read from its .git file; caller frees.
  * BATON_ENOTFOUND when git has no such entry.
@@ -284,18 +295,36 @@ struct validate_result {
 };
 
 /*
+ * Conditional checks: globs[i] (i < nr; an empty list: always) are the
+ * when_changed patterns of command i, changed the paths the change
+ * touches (from the fork point), since names that point for the record.
+ */
+struct validate_when {
+	const struct strvec *globs;
+	size_t nr;
+	const struct strvec *changed;
+	const char *since;
+};
+
+/*
  * Runs each command with sh -c in the worktree, one after another (a
  * failing command does not stop the rest), each with timeout_s seconds,
  * and writes json_path atomically:
- *   {"passed": bool, "commands": [{"command", "exit_code", "duration_ms",
- *    "timed_out", "output_tail"}]}
- * Full output of every command goes to log_path. Returns 0 when the
- * commands ran (read r->passed), negative when they could not be run.
+ *   {"passed": bool, "skipped": N, "commands": [{"command", "exit_code",
+ *    "duration_ms", "timed_out", "output_tail"[, "when_changed",
+ *    "matched"]} or {"command", "skipped": true, "when_changed",
+ *    "reason"}]}
+ * A command with when_changed globs (when may be NULL) runs only when a
+ * changed path matches one (util/pathglob.h); otherwise it is listed as
+ * skipped with the reason. Full output of every command goes to
+ * log_path. Returns 0 when the commands ran (read r->passed), negative
+ * when they could not be run.
  */
 int validate_run(const char *worktree, const struct strvec *commands,
 		 int timeout_s, const char *json_path, const char *log_path,
 		 const struct workspace_hooks *hooks,
-		 struct validate_result *r, struct err *e);
+		 const struct validate_when *when, struct validate_result *r,
+		 struct err *e);
 void validate_result_release(struct validate_result *r);
 
 /* ---- merge.c: landing a branch on the base branch -------------------- */

@@ -1101,6 +1101,42 @@ worktree_changed_paths(const struct workspace *ws, const char *path,
 }
 
 int
+worktree_history_paths(const struct workspace *ws, const char *from,
+		       const char *to, struct strvec *paths,
+		       struct strvec *commits, struct err *e)
+{
+	struct buf list = BUF_INIT, names = BUF_INIT;
+	char *range = xasprintf("%s..%s", from, to), *save = NULL, *c;
+	size_t i;
+	int rc;
+
+	rc = git(ws, NULL, &list, e, "rev-list", "--reverse", range, NULL);
+	for (c = strtok_r(list.ptr, "\n", &save); !rc && c;
+	     c = strtok_r(NULL, "\n", &save)) {
+		buf_reset(&names);
+		/* -m: a merge's paths against each parent; --root: none
+		 * here (from is an ancestor), but never a silent empty */
+		rc = git(ws, NULL, &names, e, "diff-tree", "--no-ext-diff",
+			 "--no-renames", "--no-commit-id", "-r", "-m",
+			 "--root", "--name-only", "-z", c, NULL);
+		for (i = 0; !rc && i < names.len;) {
+			size_t n = strnlen(names.ptr + i, names.len - i);
+
+			if (n) {
+				strvec_pushf(paths, "%.*s", (int)n,
+					     names.ptr + i);
+				strvec_push(commits, c);
+			}
+			i += n + 1;
+		}
+	}
+	buf_release(&list);
+	buf_release(&names);
+	free(range);
+	return rc;
+}
+
+int
 worktree_git_dir(const struct workspace *ws, const char *path, char **out,
 		 struct err *e)
 {

@@ -153,7 +153,7 @@ test_expect_success 'pipeline show prints the table for people too' '
 test_expect_success 'pipeline list names the built-in and the configured pipelines' '
 	(cd repo && "$BATON" pipeline list --json) >list.json &&
 	jq -r ".[].name" list.json | sort >actual &&
-	printf "%s\n" assist bugfix feature loop quick research >expect &&
+	printf "%s\n" assist bugfix express feature loop panel-review plan-only quick research security-review >expect &&
 	test_cmp expect actual &&
 	(cd repo && "$BATON" pipeline list) >list.txt &&
 	test_grep "^feature" list.txt &&

@@ -140,8 +140,8 @@ test_expect_success 'pipeline list shows feature, bugfix and the repository'"'"'
 	test_grep "^bugfix  *built-in" ../list.txt &&
 	test_grep "^mine  *config  *one analyst, two reviewers at once" ../list.txt &&
 	"$BATON" pipeline list --json >../list.json &&
-	test_jq "[.[] | .name] | sort == [\"assist\", \"bugfix\", \"feature\", \"loop\", \"mine\", \"research\"]" ../list.json &&
-	test_jq "[.[] | select(.builtin) | .name] | sort == [\"assist\", \"bugfix\", \"feature\", \"loop\", \"research\"]" ../list.json
+	test_jq "[.[] | .name] | sort == [\"assist\", \"bugfix\", \"express\", \"feature\", \"loop\", \"mine\", \"panel-review\", \"plan-only\", \"research\", \"security-review\"]" ../list.json &&
+	test_jq "[.[] | select(.builtin) | .name] | sort == [\"assist\", \"bugfix\", \"express\", \"feature\", \"loop\", \"panel-review\", \"plan-only\", \"research\", \"security-review\"]" ../list.json
 '
 
 test_expect_success 'pipeline show bugfix: the stages with their roles' '

@@ -647,9 +647,13 @@ TEST(wrong_types)
 	load_err("workflow: {pipeline: [a]}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":1:22: workflow.pipeline: expected a "
 				 "string, got a sequence");
+	/* a map is a conditional check: {run, when_changed} */
 	load_err("validate:\n  commands:\n    - make\n    - {a: b}\n", &e);
+	ASSERT_STREQ(e.msg, REPO ":4:8: unknown key 'validate.commands[1].a' "
+				 "(expected one of: run, when_changed)");
+	load_err("validate:\n  commands:\n    - make\n    - [a]\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":4:7: validate.commands[1]: expected a "
-				 "string, got a mapping");
+				 "string, got a sequence");
 	load_err("pipelines: [a]\n", &e);
 	ASSERT_CONTAINS(e.msg, "pipelines: expected a mapping");
 	load_err("workflow:\n  max_review_loops: |\n    line one\n"

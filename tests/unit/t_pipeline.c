@@ -345,7 +345,7 @@ TEST(rule_a_types_allowed_per_pipeline_type)
 	ASSERT_CONTAINS(e.msg, "not allowed in a bugfix pipeline (allowed: "
 			       "rca, consolidate, plan-review, "
 			       "implementation, code-review, validate, fix, "
-			       "revise, verify)");
+			       "revise, verify, arbiter)");
 
 	refused("type: hotfix\nstages: [execute]\n", &e);
 	ASSERT_CONTAINS(e.msg, "pipelines.t.type: expected feature, bugfix, loop, assist or research");
@@ -355,7 +355,7 @@ TEST(rule_a_types_allowed_per_pipeline_type)
 			       "plan, architect");
 	ASSERT_CONTAINS(e.msg, "code-review, revise, loop-plan, act, observe, "
 			       "evaluate, intake, report, claims, collect, "
-			       "challenge, compose, judge)");
+			       "challenge, compose, judge, arbiter)");
 
 	refused("stages: [{kind: execute, type: execute}]\n", &e);
 	ASSERT_CONTAINS(e.msg, "pipelines.t.stages[0]");

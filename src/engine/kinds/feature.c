@@ -21,6 +21,7 @@
  */
 #include "util/compat.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 
@@ -71,6 +72,12 @@ feature_context(struct drive *d, const struct stage *s, struct buf *ctx,
 				     "review.md", budget);
 		file_section(d, ctx, "Findings of a plugin stage to address",
 			     "plugin-findings.md", budget);
+	}
+	if (s->kind == KIND_PLAN && s->side) {
+		/* a plan rewritten for its review (plan-only's replan) */
+		file_section(d, ctx, "Review of the plan to address",
+			     "review.md", budget);
+		file_section(d, ctx, "The plan to rewrite", "plan.md", budget);
 	}
 	if (s->kind != KIND_PLAN)
 		file_section(d, ctx, "Plan", "plan.md", budget);
@@ -130,6 +137,43 @@ out:
 }
 
 /*
+ * An editing turn (execute, fix) must leave something: a final text, an
+ * edit in the worktree, or an artifact of its own (a fixer's notes, an
+ * escalation). A turn that exits 0 with none of them did nothing, and
+ * passing it would send an untouched tree on to review as if built:
+ * BATON_ECONTRACT, which is retried once and then blocks the run.
+ */
+static int
+produced_something(struct drive *d, const struct stage *s, const char *text,
+		   struct err *e)
+{
+	const char *p;
+	struct buf notes = BUF_INIT;
+	int has_notes;
+
+	for (p = text ? text : ""; *p && isspace((unsigned char)*p); p++)
+		;
+	if (*p || d->ckpt_changed)
+		return 0;
+	has_notes = s->kind == KIND_FIX &&
+		    engine__read_file(d, "finding-responses.md", &notes) == 0 &&
+		    notes.len && !strstr(notes.ptr, "(the fixer left no notes)");
+	buf_release(&notes);
+	if (has_notes)
+		return 0;
+	if (s->kind == KIND_EXECUTE &&
+	    engine__read_file(d, "escalation.json", &notes) == 0 && notes.len) {
+		buf_release(&notes);
+		return 0;
+	}
+	buf_release(&notes);
+	return err_set(e, BATON_ECONTRACT,
+		       "stage %s: the agent produced nothing: no output, no "
+		       "edit in the worktree and no artifact",
+		       s->name);
+}
+
+/*
  * Holds an agent's successful output to its kind's contract and records
  * the artifacts. Returns 0 with *res set, BATON_ECONTRACT (e says why)
  * for output to retry, or another error.
@@ -170,6 +214,8 @@ feature_accept(struct drive *d, const struct stage *s, const char *text,
 			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
 		if (!rc && s->kind == KIND_FIX)
 			rc = engine__checkpoint(d, s, res, reason, e);
+		if (!rc && s->kind == KIND_FIX && *res == STAGE_PASS)
+			rc = produced_something(d, s, text, e);
 		break;
 	case KIND_EXECUTE:
 		buf_addf(&body, "# Execution of %s (%s)\n\n%s\n", d->r.id,
@@ -179,12 +225,16 @@ feature_accept(struct drive *d, const struct stage *s, const char *text,
 			rc = engine__keep_output(d, main_file, NULL, body.ptr, e);
 		if (!rc)
 			rc = engine__checkpoint(d, s, res, reason, e);
+		if (!rc && *res == STAGE_PASS)
+			rc = produced_something(d, s, text, e);
 		if (!rc && *res == STAGE_PASS && type->after_edit)
 			rc = type->after_edit(d, s, res, e);
 		break;
 	case KIND_REVIEW:
 	case KIND_VERIFY:
 		rc = read_verdict(d, s, text, &v, e);
+		if (!rc && s->findings)
+			rc = verdict_check_security(v.doc, e);
 		if (rc)
 			break;
 		if (engine__read_file(d, files[1], &md) < 0 ||

@@ -83,6 +83,10 @@ struct drive {
 	/* paths of the worktree the stage's calls changed that a diff does
 	   not show (ignored files), for the checkpoint's policy */
 	struct strvec unseen;
+	/* the last engine__checkpoint found a change (a commit or an
+	   unseen path): an editing stage that made none and said nothing
+	   produced nothing */
+	int ckpt_changed;
 	char *ask_to;		/* STAGE_ASK: the status an answer enters */
 	/* what failed on the stage's last call, for the prompt of the call
 	   that tries again (call.c); NULL: nothing */
@@ -403,7 +407,8 @@ const struct type_ops *type_ops_for(const struct pipeline *p);
 /* Each family's ops (kinds/<family>.c). */
 extern const struct stage_ops feature_agent_ops, feature_validate_ops;
 extern const struct stage_ops bugfix_ops, bugfix_review_ops,
-	bugfix_consolidate_ops, bugfix_back_ops, bugfix_implement_ops;
+	bugfix_consolidate_ops, bugfix_back_ops, bugfix_implement_ops,
+	bugfix_arbiter_ops;
 extern const struct type_ops bugfix_type;
 extern const struct stage_ops loop_ops;
 extern const struct type_ops loop_type;

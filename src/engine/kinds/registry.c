@@ -34,6 +34,7 @@ static const struct stage_ops *const by_kind[KIND__COUNT] = {
 	[KIND_CHALLENGE] = &research_ops,
 	[KIND_COMPOSE] = &research_ops,
 	[KIND_JUDGE] = &research_judge_ops,
+	[KIND_ARBITER] = &bugfix_arbiter_ops,
 	[KIND_PLUGIN] = &plugin_ops,
 };
 
