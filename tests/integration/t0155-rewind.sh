@@ -171,4 +171,23 @@ test_expect_success 'adversarial: the reset follows no planted link and runs no 
 	test_line_count = 1 ../feature
 '
 
+test_expect_success 'the API rewinds with {"from": STAGE}; an unknown stage is a 400' '
+	cd repo &&
+	id=$(cat ../id) &&
+	serve_http "$TRASH_DIRECTORY/serve" --workers 1 &&
+	api POST "/api/v1/runs/$id/resume" "{\"from\": \"deploy\"}" >../api-bad &&
+	test "$(cat api.status)" = 400 &&
+	test_grep "has no stage" ../api-bad &&
+	test_grep "review (reviewing)" ../api-bad &&
+	api POST "/api/v1/runs/$id/resume" "{\"from\": \"verifying\"}" >../api-rw &&
+	test "$(cat api.status)" = 201 &&
+	jq -e --arg o "$id" ".rewound_from == \$o and .rewound_to == \"verify\" and .status == \"verifying\" and .driven == false" ../api-rw &&
+	new=$(jq -r .id ../api-rw) &&
+	kill -TERM "$(cat ../serve.pid)" &&
+	bg_wait ../serve >/dev/null &&
+	"$BATON" resume "$new" >../api-drive.out 2>&1 &&
+	test "$(run_status "$new")" = merge_ready &&
+	test "$(calls_of "$new")" = verify
+'
+
 test_done
