@@ -549,29 +549,6 @@ engine__sleep(struct drive *d, int64_t until_ms)
 	return 0;
 }
 
-char *
-engine__budget_crossed(const struct config *cfg, const struct run *r)
-{
-	const struct config_budget *b = &cfg->budget;
-
-	if (b->max_cost_usd > 0 && r->cost_usd >= b->max_cost_usd)
-		return xasprintf("budget.max_cost_usd ($%.4f) reached: $%.4f "
-				 "spent",
-				 b->max_cost_usd, r->cost_usd);
-	if (b->max_tokens > 0 && r->tokens_in + r->tokens_out >= b->max_tokens)
-		return xasprintf("budget.max_tokens (%lld) reached: %lld "
-				 "tokens used",
-				 b->max_tokens,
-				 (long long)r->tokens_in + r->tokens_out);
-	if (b->max_wall_minutes > 0 &&
-	    r->active_ms >= (int64_t)b->max_wall_minutes * 60000)
-		return xasprintf("budget.max_wall_minutes (%d) reached: %lld "
-				 "minutes in stages",
-				 b->max_wall_minutes,
-				 (long long)(r->active_ms / 60000));
-	return NULL;
-}
-
 /*
  * A run found in a stage at phase running has no driver (we hold the
  * lock now): its agent may even live on. Kill what is left of it and mark
@@ -912,7 +889,10 @@ int
 engine_drive(struct engine *en, const char *ref, struct run *out,
 	     struct err *e)
 {
-	struct drive d = { .en = en, .wake_fd = -1, .unseen = STRVEC_INIT };
+	struct drive d = { .en = en,
+			   .wake_fd = -1,
+			   .unseen = STRVEC_INIT,
+			   .downgraded = STRVEC_INIT };
 	const struct config *cfg = en->cfg;
 	struct config *own = NULL;
 	struct task_policy tp = { .paths = STRVEC_INIT, .checks = STRVEC_INIT };
@@ -1000,6 +980,7 @@ out:
 	free(d.ask_to);
 	run_release(&d.r);
 	strvec_clear(&d.unseen);
+	strvec_clear(&d.downgraded);
 	pipeline_free(d.p);
 	free(d.run_dir);
 	return rc;

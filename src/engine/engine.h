@@ -63,6 +63,13 @@ struct engine {
 	 */
 	int detach;
 	int64_t resume_after_ms;
+	/*
+	 * `baton run --unattended`, runtime.unattended for serve: nobody
+	 * waits on the run. A gate or a question without a default ends it
+	 * blocked with the question on record, and a budget's pause is a
+	 * stop (budget.c, engine.c).
+	 */
+	int unattended;
 };
 
 void engine_init(struct engine *en, struct store *s,
