@@ -71,48 +71,75 @@ turns(struct engine *en, const char *run_id, int64_t since)
 	return tc.n;
 }
 
+/* Line l's sentence when run r has reached it, else NULL. */
+static char *
+line_crossed(struct engine *en, const struct config *cfg,
+	     const struct run *r, enum budget_line l)
+{
+	const struct config_budget *b = &cfg->budget;
+	long long n;
+
+	switch (l) {
+	case BUDGET_COST:
+		if (b->max_cost_usd > 0 && r->cost_usd >= b->max_cost_usd)
+			return xasprintf("budget.max_cost_usd ($%.4f) reached: "
+					 "$%.4f spent",
+					 b->max_cost_usd, r->cost_usd);
+		break;
+	case BUDGET_TOKENS:
+		if (b->max_tokens > 0 &&
+		    r->tokens_in + r->tokens_out >= b->max_tokens)
+			return xasprintf("budget.max_tokens (%lld) reached: "
+					 "%lld tokens used",
+					 b->max_tokens,
+					 (long long)r->tokens_in + r->tokens_out);
+		break;
+	case BUDGET_WALL:
+		if (b->max_wall_minutes > 0 &&
+		    r->active_ms >= (int64_t)b->max_wall_minutes * 60000)
+			return xasprintf("budget.max_wall_minutes (%d) reached: "
+					 "%lld minutes in stages",
+					 b->max_wall_minutes,
+					 (long long)(r->active_ms / 60000));
+		break;
+	case BUDGET_TURNS_RUN:
+		if (en && b->max_turns_per_run > 0 &&
+		    (n = turns(en, r->id, 0)) >= b->max_turns_per_run)
+			return xasprintf("budget.max_turns_per_run (%lld) "
+					 "reached: %lld agent call%s in this "
+					 "run",
+					 b->max_turns_per_run, n,
+					 n == 1 ? "" : "s");
+		break;
+	case BUDGET_TURNS_DAY:
+		if (en && b->max_turns_per_day > 0 &&
+		    (n = turns(en, NULL, time_now_ms() / DAY_MS * DAY_MS)) >=
+			    b->max_turns_per_day)
+			return xasprintf("budget.max_turns_per_day (%lld) "
+					 "reached: %lld agent call%s today "
+					 "(UTC), all runs",
+					 b->max_turns_per_day, n,
+					 n == 1 ? "" : "s");
+		break;
+	case BUDGET_LINE_N:
+		break;
+	}
+	return NULL;
+}
+
 char *
 engine__budget_crossed(struct engine *en, const struct config *cfg,
 		       const struct run *r, enum budget_line *line)
 {
-	const struct config_budget *b = &cfg->budget;
-	enum budget_line dummy;
-	long long n;
+	char *why = NULL;
+	int l;
 
-	if (!line)
-		line = &dummy;
-	*line = BUDGET_COST;
-	if (b->max_cost_usd > 0 && r->cost_usd >= b->max_cost_usd)
-		return xasprintf("budget.max_cost_usd ($%.4f) reached: $%.4f "
-				 "spent",
-				 b->max_cost_usd, r->cost_usd);
-	*line = BUDGET_TOKENS;
-	if (b->max_tokens > 0 && r->tokens_in + r->tokens_out >= b->max_tokens)
-		return xasprintf("budget.max_tokens (%lld) reached: %lld "
-				 "tokens used",
-				 b->max_tokens,
-				 (long long)r->tokens_in + r->tokens_out);
-	*line = BUDGET_WALL;
-	if (b->max_wall_minutes > 0 &&
-	    r->active_ms >= (int64_t)b->max_wall_minutes * 60000)
-		return xasprintf("budget.max_wall_minutes (%d) reached: %lld "
-				 "minutes in stages",
-				 b->max_wall_minutes,
-				 (long long)(r->active_ms / 60000));
-	*line = BUDGET_TURNS_RUN;
-	if (en && b->max_turns_per_run > 0 &&
-	    (n = turns(en, r->id, 0)) >= b->max_turns_per_run)
-		return xasprintf("budget.max_turns_per_run (%lld) reached: "
-				 "%lld agent call%s in this run",
-				 b->max_turns_per_run, n, n == 1 ? "" : "s");
-	*line = BUDGET_TURNS_DAY;
-	if (en && b->max_turns_per_day > 0 &&
-	    (n = turns(en, NULL, time_now_ms() / DAY_MS * DAY_MS)) >=
-		    b->max_turns_per_day)
-		return xasprintf("budget.max_turns_per_day (%lld) reached: "
-				 "%lld agent call%s today (UTC), all runs",
-				 b->max_turns_per_day, n, n == 1 ? "" : "s");
-	return NULL;
+	for (l = 0; !why && l < BUDGET_LINE_N; l++) {
+		why = line_crossed(en, cfg, r, (enum budget_line)l);
+		if (why && line)
+			*line = (enum budget_line)l;
+	}
+	return why;
 }
 
 static int
@@ -260,24 +287,20 @@ stop(struct drive *d, enum budget_line line, const char *why,
 	return rc;
 }
 
-int
-engine__budget_check(struct drive *d, const struct stage *s,
-		     const struct config_provider *prov,
-		     enum stage_result *res, char **reason, int *rc,
-		     struct err *e)
+/* Line line, reached (why), takes its action; as engine__budget_check. */
+static int
+act_on(struct drive *d, const struct stage *s,
+       const struct config_provider *prov, enum budget_line line,
+       const char *why, enum stage_result *res, char **reason, int *rc,
+       struct err *e)
 {
 	const struct config *cfg = d->en->cfg;
-	enum budget_line line;
-	char *why = engine__budget_crossed(d->en, cfg, &d->r, &line);
 	const char *role = s->role ? s->role : "default", *to;
-	enum budget_action act;
+	enum budget_action act = cfg->budget.actions[line];
+	const struct config_provider *adjusted;
+	struct config_provider tmp;
 	int stopped = 1;
 
-	*rc = 0;
-	if (!why)
-		return 0;
-	load_state(d);
-	act = cfg->budget.actions[line];
 	switch (act) {
 	case BUDGET_PAUSE:
 		if (d->en->unattended) {
@@ -325,7 +348,9 @@ engine__budget_check(struct drive *d, const struct stage *s,
 			stopped = 0; /* lowered once for this line */
 			break;
 		}
-		if (steps_down(d) >= 2 || !takes_effort(prov->type)) {
+		adjusted = engine__budget_provider(d, s, prov, &tmp);
+		if (!takes_effort(adjusted->type) ||
+		    effort_index(adjusted->effort) == 0) {
 			char *more = xasprintf(
 			    "%s; provider %s has no lower effort to go to",
 			    why, prov->name);
@@ -338,34 +363,62 @@ engine__budget_check(struct drive *d, const struct stage *s,
 			break;
 		}
 		d->reduced |= 1u << line;
-		*rc = note_action(
-		    d, line, "reduce_effort", why,
-		    json_pack("{s:s, s:s}", "provider", prov->name, "effort",
-			      effort_steps[2 - steps_down(d)]),
-		    e);
+		adjusted = engine__budget_provider(d, s, prov, &tmp);
+		*rc = note_action(d, line, "reduce_effort", why,
+				  json_pack("{s:s, s:s}", "provider",
+					    adjusted->name, "effort",
+					    adjusted->effort ? adjusted->effort :
+							       "high"),
+				  e);
 		stopped = 0;
 		break;
 	}
-	free(why);
 	return *rc ? 1 : stopped;
+}
+
+int
+engine__budget_check(struct drive *d, const struct stage *s,
+		     const struct config_provider *prov,
+		     enum stage_result *res, char **reason, int *rc,
+		     struct err *e)
+{
+	int l, done = 0;
+
+	*rc = 0;
+	load_state(d);
+	/* every line reached acts, in order, until one stops the stage */
+	for (l = 0; !done && l < BUDGET_LINE_N; l++) {
+		char *why = line_crossed(d->en, d->en->cfg, &d->r,
+					 (enum budget_line)l);
+
+		if (why)
+			done = act_on(d, s, prov, (enum budget_line)l, why,
+				      res, reason, rc, e);
+		free(why);
+	}
+	return done;
 }
 
 int
 engine__budget_boundary(struct drive *d, const struct stage *x, int *rc,
 			struct err *e)
 {
-	enum budget_line line;
-	char *why = engine__budget_crossed(d->en, d->en->cfg, &d->r, &line);
+	char *why = NULL;
+	int l;
 
 	*rc = 0;
-	/* the other actions (and an unattended pause, a stop) are taken
-	 * before x's first agent call, where the stage can block */
-	if (!why || d->en->cfg->budget.actions[line] != BUDGET_PAUSE ||
-	    d->en->unattended) {
-		free(why);
+	/* the other actions (and an unattended pause) are taken before x's
+	 * first agent call, where the stage can block */
+	if (d->en->unattended)
 		return 0;
-	}
-	*rc = note_action(d, line, "pause", why, NULL, e);
+	for (l = 0; !why && l < BUDGET_LINE_N; l++)
+		if (d->en->cfg->budget.actions[l] == BUDGET_PAUSE)
+			why = line_crossed(d->en, d->en->cfg, &d->r,
+					   (enum budget_line)l);
+	if (!why)
+		return 0;
+	*rc = note_action(d, (enum budget_line)(l - 1), "pause", why, NULL,
+			  e);
 	if (!*rc)
 		*rc = pause_at(d, x, why, e);
 	free(why);
