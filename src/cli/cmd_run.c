@@ -171,7 +171,9 @@ static int
 run_exec(struct cli *c, int argc, char **argv)
 {
 	const char *pipeline = NULL;
-	struct cli_opt opts[] = { { "--pipeline=", NULL, &pipeline } };
+	int unattended = 0;
+	struct cli_opt opts[] = { { "--pipeline=", NULL, &pipeline },
+				  { "--unattended", &unattended, NULL } };
 	struct buf task = BUF_INIT;
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
@@ -190,7 +192,10 @@ run_exec(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	term_printf(stderr, "%s  created (pipeline %s)\n", r.id, r.pipeline);
+	term_printf(stderr, "%s  created (pipeline %s)%s\n", r.id, r.pipeline,
+		    unattended ? ", unattended" : "");
+	/* nobody waits on it: gates and questions block, pauses stop */
+	c->en.unattended = unattended;
 	rc = cli_drive(c, r.id);
 	run_release(&r);
 	return rc;
@@ -198,7 +203,8 @@ run_exec(struct cli *c, int argc, char **argv)
 
 const struct cmd cmd_run = {
 	.name = "run",
-	.usage = "run [--pipeline NAME] [--role ROLE=PROVIDER]... TASK...",
+	.usage = "run [--pipeline NAME] [--unattended] [--role ROLE=PROVIDER]... "
+		 "TASK...",
 	.summary = "carry a task through a pipeline in the foreground",
 	.needs = CLI_NEEDS_STORE,
 	.takes_roles = 1,

@@ -95,7 +95,7 @@ static const char *const runtime_keys[] = {
     "workers",	       "lease_seconds",	       "sweep_seconds",
     "max_attempts",    "failure_repeat_limit", "cooldown_seconds",
     "judge",	       "max_rework_depth",     "auto_merge",
-    "file_cap_kib",    NULL,
+    "file_cap_kib",    "unattended",	       NULL,
 };
 static const char *const merge_keys[] = {
     "base_branch",
@@ -1077,6 +1077,8 @@ read_runtime(struct config *c, struct err *e)
 			      &rt->max_rework_depth, e);
 	if (rc >= 0 && (n = cnode_get(sec, "auto_merge")))
 		rc = cnode_bool(n, "runtime.auto_merge", &rt->auto_merge, e);
+	if (rc >= 0 && (n = cnode_get(sec, "unattended")))
+		rc = cnode_bool(n, "runtime.unattended", &rt->unattended, e);
 	return rc;
 }
 

@@ -113,6 +113,7 @@ struct config_runtime {
 	int max_rework_depth;	  /* rework of rework of ...: 2 */
 	int auto_merge;		  /* serve lands approved branches: off */
 	int file_cap_kib;	  /* a run file's bytes kept in the store: 256 */
+	int unattended;		  /* serve's runs wait for nobody: off */
 };
 
 /* merge: how approved branches land on the base branch. */

@@ -522,6 +522,57 @@ apply_default(struct drive *d, struct err *e)
 	return rc ? rc : engine__reload(d, e);
 }
 
+/*
+ * An unattended run (en->unattended) waits for nobody: a question with a
+ * default takes it now; a gate, or a question without a default, ends
+ * the run blocked with the question on record (an "unattended_stop"
+ * event, the question kept in the run's progress). A run paused by a
+ * person's request stays paused: a person asked for it.
+ */
+static int
+unattended_wait(struct drive *d, struct err *e)
+{
+	json_t *p = d->r.progress ? json_loads(d->r.progress, 0, NULL) : NULL;
+	json_t *ask = json_object_get(p, "ask");
+	const char *question = json_get_str(ask, "question");
+	const char *stage = json_get_str(ask, "stage");
+	char *data, *why;
+	int rc;
+
+	if (ask && json_get_str(ask, "default")) {
+		json_decref(p);
+		return apply_default(d, e);
+	}
+	if (ask) {
+		why = xasprintf("unattended: stage %s asks a person and has no "
+				"default answer: %s",
+				stage ? stage : "?",
+				question ? question : "(no text)");
+		data = json_take_text(json_pack("{s:s, s:s?, s:s?}", "cause",
+						"question", "stage", stage,
+						"question", question));
+	} else {
+		const struct stage *g =
+		    d->r.gate_status ? pipeline_stage_at(d->p, d->r.gate_status)
+				     : NULL;
+
+		why = xasprintf("unattended: the gate before stage %s needs a "
+				"person's approval",
+				g ? g->name : d->r.gate_status ? d->r.gate_status :
+								 "?");
+		data = json_take_text(json_pack("{s:s, s:s?}", "cause", "gate",
+						"stage", g ? g->name : NULL));
+	}
+	rc = engine__add_event(d->en, d->r.id, d->r.task_id, "unattended_stop",
+			       data, e);
+	if (!rc)
+		rc = engine__move_why(d, ST_BLOCKED, why, e);
+	free(data);
+	free(why);
+	json_decref(p);
+	return rc;
+}
+
 int
 engine__sleep(struct drive *d, int64_t until_ms)
 {
@@ -690,6 +741,8 @@ step(struct drive *d, struct err *e)
 		int64_t before = d->r.version, deadline = ask_deadline(&d->r),
 			gate = engine_gate_deadline(d->en->cfg, &d->r);
 
+		if (d->en->unattended && !strcmp(d->r.status, ST_WAITING))
+			return unattended_wait(d, e);
 		if (deadline && time_now_ms() >= deadline)
 			return apply_default(d, e);
 		if (gate && time_now_ms() >= gate)
