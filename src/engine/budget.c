@@ -65,16 +65,16 @@ turns(struct engine *en, const char *run_id, int64_t since)
 {
 	struct turn_count tc = { since, 0 };
 
-	if (store_event_list(en->store, run_id, 0, "agent_started",
-			     count_turn, &tc, NULL))
+	if (store_event_list(en->store, run_id, 0, "agent_started", count_turn,
+			     &tc, NULL))
 		return 0; /* an unreadable journal spends no budget */
 	return tc.n;
 }
 
 /* Line l's sentence when run r has reached it, else NULL. */
 static char *
-line_crossed(struct engine *en, const struct config *cfg,
-	     const struct run *r, enum budget_line l)
+line_crossed(struct engine *en, const struct config *cfg, const struct run *r,
+	     enum budget_line l)
 {
 	const struct config_budget *b = &cfg->budget;
 	long long n;
@@ -92,15 +92,17 @@ line_crossed(struct engine *en, const struct config *cfg,
 			return xasprintf("budget.max_tokens (%lld) reached: "
 					 "%lld tokens used",
 					 b->max_tokens,
-					 (long long)r->tokens_in + r->tokens_out);
+					 (long long)r->tokens_in +
+					     r->tokens_out);
 		break;
 	case BUDGET_WALL:
 		if (b->max_wall_minutes > 0 &&
 		    r->active_ms >= (int64_t)b->max_wall_minutes * 60000)
-			return xasprintf("budget.max_wall_minutes (%d) reached: "
-					 "%lld minutes in stages",
-					 b->max_wall_minutes,
-					 (long long)(r->active_ms / 60000));
+			return xasprintf(
+			    "budget.max_wall_minutes (%d) reached: "
+			    "%lld minutes in stages",
+			    b->max_wall_minutes,
+			    (long long)(r->active_ms / 60000));
 		break;
 	case BUDGET_TURNS_RUN:
 		if (en && b->max_turns_per_run > 0 &&
@@ -114,7 +116,7 @@ line_crossed(struct engine *en, const struct config *cfg,
 	case BUDGET_TURNS_DAY:
 		if (en && b->max_turns_per_day > 0 &&
 		    (n = turns(en, NULL, time_now_ms() / DAY_MS * DAY_MS)) >=
-			    b->max_turns_per_day)
+			b->max_turns_per_day)
 			return xasprintf("budget.max_turns_per_day (%lld) "
 					 "reached: %lld agent call%s today "
 					 "(UTC), all runs",
@@ -169,8 +171,8 @@ load_state(struct drive *d)
 	if (d->budget_loaded)
 		return;
 	d->budget_loaded = 1;
-	store_event_list(d->en->store, d->r.id, 0, "budget_action",
-			 load_action, d, NULL);
+	store_event_list(d->en->store, d->r.id, 0, "budget_action", load_action,
+			 d, NULL);
 }
 
 /* How many effort steps down the run is. */
@@ -263,8 +265,7 @@ note_action(struct drive *d, enum budget_line line, const char *action,
 
 /* Pauses the run at stage s (it goes on with s once resumed). */
 static int
-pause_at(struct drive *d, const struct stage *s, const char *why,
-	 struct err *e)
+pause_at(struct drive *d, const struct stage *s, const char *why, struct err *e)
 {
 	run_set(&d->r.paused_at_status, s->status);
 	run_set(&d->r.reason, why);
@@ -277,8 +278,8 @@ pause_at(struct drive *d, const struct stage *s, const char *why,
 
 /* stop: the stage blocks the run with why (and how it came to stop). */
 static int
-stop(struct drive *d, enum budget_line line, const char *why,
-     json_t *more, enum stage_result *res, char **reason, struct err *e)
+stop(struct drive *d, enum budget_line line, const char *why, json_t *more,
+     enum stage_result *res, char **reason, struct err *e)
 {
 	int rc = note_action(d, line, "stop", why, more, e);
 
@@ -325,14 +326,14 @@ act_on(struct drive *d, const struct stage *s,
 		}
 		to = config_downgrade_for(cfg, role);
 		if (!to) {
-			char *more = xasprintf(
-			    "%s; no budget.downgrade for the %s role", why,
-			    role);
+			char *more =
+			    xasprintf("%s; no budget.downgrade for the %s role",
+				      why, role);
 
-			*rc = stop(d, line, more,
-				   json_pack("{s:s}", "instead_of",
-					     "downgrade"),
-				   res, reason, e);
+			*rc =
+			    stop(d, line, more,
+				 json_pack("{s:s}", "instead_of", "downgrade"),
+				 res, reason, e);
 			free(more);
 			break;
 		}
@@ -352,24 +353,24 @@ act_on(struct drive *d, const struct stage *s,
 		if (!takes_effort(adjusted->type) ||
 		    effort_index(adjusted->effort) == 0) {
 			char *more = xasprintf(
-			    "%s; provider %s has no lower effort to go to",
-			    why, prov->name);
+			    "%s; provider %s has no lower effort to go to", why,
+			    prov->name);
 
-			*rc = stop(d, line, more,
-				   json_pack("{s:s}", "instead_of",
-					     "reduce_effort"),
-				   res, reason, e);
+			*rc = stop(
+			    d, line, more,
+			    json_pack("{s:s}", "instead_of", "reduce_effort"),
+			    res, reason, e);
 			free(more);
 			break;
 		}
 		d->reduced |= 1u << line;
 		adjusted = engine__budget_provider(d, s, prov, &tmp);
-		*rc = note_action(d, line, "reduce_effort", why,
-				  json_pack("{s:s, s:s}", "provider",
-					    adjusted->name, "effort",
-					    adjusted->effort ? adjusted->effort :
-							       "high"),
-				  e);
+		*rc = note_action(
+		    d, line, "reduce_effort", why,
+		    json_pack("{s:s, s:s}", "provider", adjusted->name,
+			      "effort",
+			      adjusted->effort ? adjusted->effort : "high"),
+		    e);
 		stopped = 0;
 		break;
 	}
@@ -378,9 +379,8 @@ act_on(struct drive *d, const struct stage *s,
 
 int
 engine__budget_check(struct drive *d, const struct stage *s,
-		     const struct config_provider *prov,
-		     enum stage_result *res, char **reason, int *rc,
-		     struct err *e)
+		     const struct config_provider *prov, enum stage_result *res,
+		     char **reason, int *rc, struct err *e)
 {
 	int l, done = 0;
 
@@ -388,12 +388,12 @@ engine__budget_check(struct drive *d, const struct stage *s,
 	load_state(d);
 	/* every line reached acts, in order, until one stops the stage */
 	for (l = 0; !done && l < BUDGET_LINE_N; l++) {
-		char *why = line_crossed(d->en, d->en->cfg, &d->r,
-					 (enum budget_line)l);
+		char *why =
+		    line_crossed(d->en, d->en->cfg, &d->r, (enum budget_line)l);
 
 		if (why)
-			done = act_on(d, s, prov, (enum budget_line)l, why,
-				      res, reason, rc, e);
+			done = act_on(d, s, prov, (enum budget_line)l, why, res,
+				      reason, rc, e);
 		free(why);
 	}
 	return done;
@@ -417,8 +417,7 @@ engine__budget_boundary(struct drive *d, const struct stage *x, int *rc,
 					   (enum budget_line)l);
 	if (!why)
 		return 0;
-	*rc = note_action(d, (enum budget_line)(l - 1), "pause", why, NULL,
-			  e);
+	*rc = note_action(d, (enum budget_line)(l - 1), "pause", why, NULL, e);
 	if (!*rc)
 		*rc = pause_at(d, x, why, e);
 	free(why);

@@ -895,7 +895,7 @@ engine__call(struct drive *d, const struct stage *s,
 	     const struct config_provider *prov, const char *steers,
 	     enum stage_result *res, char **reason, struct err *e)
 {
-	const struct agent_info *info = agent_info(prov->type);
+	const struct agent_info *info; /* prov's, once the budget had its say */
 	struct agent_result ar = AGENT_RESULT_INIT;
 	struct worktree_guard guard = WORKTREE_GUARD_INIT;
 	struct buf prompt = BUF_INIT, more = BUF_INIT;

@@ -86,8 +86,7 @@ stage_list(const struct pipeline *p, struct buf *out)
 }
 
 const struct stage *
-engine_rewind_stage(const struct pipeline *p, const char *from,
-		    struct err *e)
+engine_rewind_stage(const struct pipeline *p, const char *from, struct err *e)
 {
 	const struct stage *s = pipeline_stage_named(p, from);
 	struct buf list = BUF_INIT;
@@ -148,12 +147,12 @@ sort_artifacts(const struct pipeline *p, const struct stage *s,
 				free(src);
 				continue;
 			}
-			if (dir_to && fs_read_nofollow(src, &data,
-						       BUF_MAX_ARTIFACT,
-						       NULL) == 0) {
+			if (dir_to &&
+			    fs_read_nofollow(src, &data, BUF_MAX_ARTIFACT,
+					     NULL) == 0) {
 				dst = xasprintf("%s/%s", dir_to, name);
-				rc = fs_write_atomic(dst, data.ptr, data.len,
-						     e);
+				rc =
+				    fs_write_atomic(dst, data.ptr, data.len, e);
 				free(dst);
 			}
 			if (!rc && fs_exists(src))
@@ -187,14 +186,14 @@ move_to(struct engine *en, const struct pipeline *p, struct run *r,
 	int rc = 0;
 
 	if (strcmp(r->status, ST_PAUSED) && strcmp(r->status, ST_INTERRUPTED)) {
-		const char *via = pipeline_stage_at(p, r->status) ?
-					  ST_INTERRUPTED :
-					  ST_PAUSED;
+		const char *via = pipeline_stage_at(p, r->status)
+				      ? ST_INTERRUPTED
+				      : ST_PAUSED;
 
 		if (!strcmp(via, ST_PAUSED))
 			run_set(&r->paused_at_status, s->status);
-		rc = engine_transition(en, p, r, via,
-				       "{\"cause\":\"rewind\"}", e);
+		rc = engine_transition(en, p, r, via, "{\"cause\":\"rewind\"}",
+				       e);
 	}
 	if (!rc)
 		rc = engine_transition(en, p, r, s->status, data, e);
@@ -203,8 +202,8 @@ move_to(struct engine *en, const struct pipeline *p, struct run *r,
 
 /* The rewind's event data: where to and from what checkpoint. */
 static char *
-rewind_data(const struct stage *s, const char *from_status,
-	    const char *ckpt, const struct strvec *kept, const char *run)
+rewind_data(const struct stage *s, const char *from_status, const char *ckpt,
+	    const struct strvec *kept, const char *run)
 {
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o}", "stage", s->name,
 			      "status", s->status, "from_status", from_status,
@@ -270,9 +269,9 @@ out:
 
 /* A terminal run old: a new run of its task, at s, from ckpt. */
 static int
-rewind_anew(struct engine *en, const struct pipeline *p,
-	    const struct run *old, const struct stage *s, const char *ckpt,
-	    struct rewind_outcome *o, struct err *e)
+rewind_anew(struct engine *en, const struct pipeline *p, const struct run *old,
+	    const struct stage *s, const char *ckpt, struct rewind_outcome *o,
+	    struct err *e)
 {
 	struct run_spec spec = { 0 };
 	struct strvec kept = STRVEC_INIT;
@@ -303,19 +302,21 @@ rewind_anew(struct engine *en, const struct pipeline *p,
 			run_set(&r->branch, branch);
 			run_set(&r->base_commit, base);
 			run_set(&r->checkpoint, *ckpt ? ckpt : base);
-			rc = engine__record(
-			    en, r, "worktree",
-			    json_pack("{s:s, s:s, s:s, s:i}", "path", path,
-				      "branch", branch, "base", base, "port",
-				      port),
-			    e);
+			rc = engine__record(en, r, "worktree",
+					    json_pack("{s:s, s:s, s:s, s:i}",
+						      "path", path, "branch",
+						      branch, "base", base,
+						      "port", port),
+					    e);
 		}
 	}
 	if (!rc)
 		rc = sort_artifacts(p, s, dir_old, dir_new, &kept, e);
 	if (rc) {
-		err_prefix(e, "cannot rewind '%s' into %s (abort it with: "
-			   "baton abort %s)", old->id, r->id, r->id);
+		err_prefix(e,
+			   "cannot rewind '%s' into %s (abort it with: "
+			   "baton abort %s)",
+			   old->id, r->id, r->id);
 		goto out;
 	}
 	data = rewind_data(s, old->status, ckpt, &kept, r->id);
