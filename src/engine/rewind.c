@@ -62,10 +62,15 @@ scan_entry(const struct event *ev, void *arg)
 		es->found = xstrdup(es->cur ? es->cur : "");
 		return 0;
 	}
-	if (strcmp(ev->type, "checkpoint") || !ev->data)
+	/* a run made by a rewind starts at the checkpoint it was made at */
+	if ((strcmp(ev->type, "checkpoint") &&
+	     strcmp(ev->type, "rewound_from")) ||
+	    !ev->data)
 		return 0;
 	j = json_loads(ev->data, 0, NULL);
-	commit = j ? json_get_str(j, "commit") : NULL;
+	commit =
+	    j ? json_get_str(j, ev->type[0] == 'c' ? "commit" : "checkpoint")
+	      : NULL;
 	if (commit && *commit) {
 		free(es->cur);
 		es->cur = xstrdup(commit);

@@ -95,6 +95,23 @@ for case in "plan:plan architect execute review verify" \
 	'
 done
 
+test_expect_success 'a run made by a rewind rewinds again from the checkpoint it was made at' '
+	cd repo &&
+	id=$(cat ../id) &&
+	"$BATON" resume "$id" --from validate >/dev/null 2>&1 &&
+	second=$(newest_run) &&
+	test "$(run_status "$second")" = merge_ready &&
+	"$BATON" resume "$second" --from validating >/dev/null 2>&1 &&
+	third=$(newest_run) &&
+	test "$third" != "$second" &&
+	test "$(run_status "$third")" = merge_ready &&
+	test "$(calls_of "$third" | paste -sd" ")" = "review verify" &&
+	# both start from the first run'"'"'s execute checkpoint
+	git -C "$(run_field "$third" worktree)" show HEAD:feature.txt >../feature3 &&
+	test_line_count = 1 ../feature3 &&
+	test_grep "$id" ../feature3
+'
+
 test_expect_success 'a run live in a stage is refused: pause it first' '
 	cd repo &&
 	start_slow_run live "Live run" &&
