@@ -374,7 +374,8 @@ scenarios.paging = async () => {
 };
 
 // A running run's controls: steer (with a text), pause, then resume (the
-// pause not yet taken), and abort (a second click confirms).
+// pause not yet taken), and abort (a second click confirms); the aborted
+// run offers a rewind, which names the stages when given an unknown one.
 scenarios.controls = async () => {
 	const run = env.BATON_DASH_RUN;
 	await openBoard();
@@ -409,7 +410,14 @@ scenarios.controls = async () => {
 	await page.click('#btn-abort');
 	await step('abort ends the run', () => page.waitForFunction(() =>
 		document.getElementById('run-status').textContent === 'aborted', null, { timeout: 60000 }));
-	ok(await shown() === '', 'an aborted run offers no controls', await shown());
+	ok(await shown() === 'btn-rewind', 'an aborted run offers only a rewind', await shown());
+	await page.click('#btn-rewind');
+	await page.fill('#ask-text', 'deploy');
+	await page.click('#ask-submit');
+	await step('a stage the pipeline lacks is refused, naming its stages', () => page.waitForFunction(() =>
+		/has no stage 'deploy': its stages are plan \(planning\)/.test(document.getElementById('run-msg').textContent)));
+	ok(await page.locator('#ask-form').isVisible(), 'the ask form stays open to try again');
+	await page.click('#ask-cancel');
 };
 
 // A paused run whose config changed since it started: Resume is refused
