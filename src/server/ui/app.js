@@ -1100,11 +1100,12 @@ function updateActions(r) {
 	show($('btn-pause'), !term && !wait && !paused && !r.pause_requested);
 	show($('btn-resume'), paused || (!term && !!r.pause_requested));
 	show($('btn-steer'), !term);
-	/* a rewind: a run at rest in place, a terminal one into a new run */
-	show($('btn-rewind'), term || wait || paused);
+	/* a rewind: a paused run in place, a terminal one into a new run */
+	show($('btn-rewind'), term || paused);
 	show($('btn-abort'), !term);
 	if (term) {
-		closeAsk();
+		if (rp.ask !== 'rewind')
+			closeAsk();
 		closeDrift();
 	}
 	$('run-actions').dataset.status = s;
