@@ -98,6 +98,8 @@ t0126-protocol-hostile
 t0145-mcp
 t0128-chat-api
 t0141-answer-links
+t0155-rewind
+t0156-turn-budgets
 "
 
 # The PostgreSQL cluster, when a test of the pass is wanted. Its jobs go

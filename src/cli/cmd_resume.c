@@ -13,7 +13,11 @@
  *               pipeline and base under the config as it is now
  *   --current   go on under the config as it is now
  *
- * With no flag and no terminal to ask on, it stops with exit 2. A change
+ * With no flag and no terminal to ask on, it stops with exit 2.
+ *
+ * --from STAGE rewinds instead (engine_rewind, rewind.c): the run
+ * re-enters STAGE (a name or a status) with its worktree at that stage's
+ * checkpoint; a terminal run is rewound into a new run of its task. A change
  * of nothing but budget keys is taken without asking: raising a budget
  * is how a run paused by one goes on. The decision is the engine's
  * (engine_settle_drift, which the API's resume shares); this file asks
@@ -179,14 +183,51 @@ out:
 	return rc;
 }
 
+/* resume --from STAGE: rewinds run ref and drives it when nobody does. */
+static int
+rewind_exec(struct cli *c, const char *ref, const char *from)
+{
+	struct rewind_outcome o;
+	struct err e = ERR_INIT;
+	int rc;
+
+	rc = engine_rewind(&c->en, ref, from, &o, &e);
+	if (rc) {
+		cli_error("%s", e.msg);
+		return rc == BATON_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+	}
+	if (o.anew)
+		term_printf(stderr,
+			    "%s  rewound into a new run %s at %s (worktree at "
+			    "%.12s)\n",
+			    ref, o.run.id, o.stage, o.checkpoint);
+	else
+		term_printf(stderr,
+			    "%s  rewound to %s (worktree at %.12s)\n",
+			    o.run.id, o.stage, o.checkpoint);
+	if (!o.drive) {
+		cli_printf("%s: rewound to %s; its driver (pid %lld) carries "
+			   "on\n",
+			   o.run.id, o.stage,
+			   (long long)engine_driver_pid(&c->en, o.run.id));
+		rc = EXIT_OK;
+	} else {
+		rc = cli_drive(c, o.run.id);
+	}
+	rewind_outcome_release(&o);
+	return rc;
+}
+
 static int
 resume_exec(struct cli *c, int argc, char **argv)
 {
 	int snapshot = 0, current = 0, fresh = 0, drive = 0, tries = 0, n, rc;
+	const char *from = NULL;
 	struct cli_opt opts[] = {
 		{ "--snapshot", &snapshot, NULL },
 		{ "--current", &current, NULL },
 		{ "--fresh", &fresh, NULL },
+		{ "--from=", NULL, &from },
 	};
 	enum drift_choice choice = DRIFT_ASK;
 	struct err e = ERR_INIT;
@@ -197,6 +238,10 @@ resume_exec(struct cli *c, int argc, char **argv)
 		return EXIT_USAGE;
 	if (n != 1 || snapshot + current + fresh > 1)
 		return cli_usage(&cmd_resume);
+	if (from && snapshot + current + fresh)
+		return cli_usage(&cmd_resume);
+	if (from)
+		return rewind_exec(c, argv[1], from);
 	if (snapshot)
 		choice = DRIFT_SNAPSHOT;
 	else if (current)
@@ -236,7 +281,7 @@ out:
 
 const struct cmd cmd_resume = {
 	.name = "resume",
-	.usage = "resume [--snapshot | --current | --fresh] "
+	.usage = "resume [--snapshot | --current | --fresh | --from STAGE] "
 		 "[--role ROLE=PROVIDER]... RUN",
 	.summary = "resume a paused run, or continue one whose driver died",
 	.needs = CLI_NEEDS_STORE,

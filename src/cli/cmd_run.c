@@ -171,9 +171,10 @@ static int
 run_exec(struct cli *c, int argc, char **argv)
 {
 	const char *pipeline = NULL;
-	int read_only = 0;
+	int read_only = 0, unattended = 0;
 	struct cli_opt opts[] = { { "--pipeline=", NULL, &pipeline },
-				  { "--read-only", &read_only, NULL } };
+				  { "--read-only", &read_only, NULL },
+				  { "--unattended", &unattended, NULL } };
 	struct run_spec spec = { 0 };
 	struct buf task = BUF_INIT;
 	struct err e = ERR_INIT;
@@ -196,7 +197,10 @@ run_exec(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	term_printf(stderr, "%s  created (pipeline %s)\n", r.id, r.pipeline);
+	term_printf(stderr, "%s  created (pipeline %s)%s\n", r.id, r.pipeline,
+		    unattended ? ", unattended" : "");
+	/* nobody waits on it: gates and questions block, pauses stop */
+	c->en.unattended = unattended;
 	rc = cli_drive(c, r.id);
 	run_release(&r);
 	return rc;
@@ -204,7 +208,8 @@ run_exec(struct cli *c, int argc, char **argv)
 
 const struct cmd cmd_run = {
 	.name = "run",
-	.usage = "run [--pipeline NAME] [--read-only] [--role ROLE=PROVIDER]... "
+	.usage = "run [--pipeline NAME] [--read-only] [--unattended] "
+		 "[--role ROLE=PROVIDER]... "
 		 "TASK...",
 	.summary = "carry a task through a pipeline in the foreground",
 	.needs = CLI_NEEDS_STORE,

@@ -64,10 +64,18 @@ static const char *const acp_refused_keys[] = {
 static const char *const pricing_keys[] = {"input", "output", NULL};
 static const char *const efforts[] = {"low", "medium", "high", NULL};
 static const char *const budget_keys[] = {
-    "max_cost_usd",
-    "max_tokens",
-    "max_wall_minutes",
+    "max_cost_usd",	 "max_tokens", "max_wall_minutes", "max_turns_per_run",
+    "max_turns_per_day", "on_limit",	"actions",	    "downgrade",
     NULL,
+};
+/* enum budget_line's names, in order: the keys of budget.actions */
+static const char *const budget_lines[] = {
+    "max_cost_usd",	 "max_tokens",	      "max_wall_minutes",
+    "max_turns_per_run", "max_turns_per_day", NULL,
+};
+/* enum budget_action's names, in order */
+static const char *const budget_actions[] = {
+    "pause", "stop", "downgrade", "reduce_effort", NULL,
 };
 static const char *const execution_keys[] = {
     "sandbox",
@@ -88,7 +96,7 @@ static const char *const runtime_keys[] = {
     "workers",	       "lease_seconds",	       "sweep_seconds",
     "max_attempts",    "failure_repeat_limit", "cooldown_seconds",
     "judge",	       "max_rework_depth",     "auto_merge",
-    "file_cap_kib",    NULL,
+    "file_cap_kib",    "unattended",	       NULL,
 };
 static const char *const merge_keys[] = {
     "base_branch",
@@ -859,6 +867,103 @@ out:
 	return rc;
 }
 
+const char *
+budget_line_name(enum budget_line l)
+{
+	return l < BUDGET_LINE_N ? budget_lines[l] : "?";
+}
+
+const char *
+budget_action_name(enum budget_action a)
+{
+	return (size_t)a < ARRAY_SIZE(budget_actions) - 1 ?
+		       budget_actions[a] :
+		       "?";
+}
+
+const char *
+config_downgrade_for(const struct config *c, const char *role)
+{
+	const char *any = NULL;
+	size_t i, n = role ? strlen(role) : 0;
+
+	for (i = 0; i < c->budget.downgrade.nr; i++) {
+		const char *v = c->budget.downgrade.v[i];
+
+		if (role && !strncmp(v, role, n) && v[n] == '=')
+			return v + n + 1;
+		if (!strncmp(v, "default=", 8))
+			any = v + 8;
+	}
+	return any;
+}
+
+/* An action's name at n (path names it) into *out. */
+static int
+read_action(const struct cnode *n, const char *path, enum budget_action *out,
+	    struct err *e)
+{
+	char *name = NULL;
+	size_t i;
+	int rc = read_choice(n, path, budget_actions, &name, e);
+
+	for (i = 0; rc >= 0 && budget_actions[i]; i++)
+		if (!strcmp(name, budget_actions[i]))
+			*out = (enum budget_action)i;
+	free(name);
+	return rc;
+}
+
+/*
+ * budget.on_limit (every line's action), budget.actions (a line's own)
+ * and budget.downgrade (ROLE: PROVIDER_OR_MODEL). A downgrade action
+ * without a downgrade for any role falls back to stop at run time, as
+ * documented; a role the config does not know is an error here.
+ */
+static int
+read_budget_actions(struct config *c, const struct cnode *sec, struct err *e)
+{
+	enum budget_action all = BUDGET_PAUSE;
+	const struct cnode *map, *n;
+	struct buf path = BUF_INIT;
+	size_t i;
+	int rc = 0;
+
+	if ((n = cnode_get(sec, "on_limit")))
+		rc = read_action(n, "budget.on_limit", &all, e);
+	for (i = 0; i < BUDGET_LINE_N; i++)
+		c->budget.actions[i] = all;
+	if (rc >= 0)
+		rc = get_section(sec, "actions", budget_lines, &map, e);
+	for (i = 0; rc >= 0 && map && i < map->nr; i++) {
+		size_t l;
+
+		n = map->kids[i];
+		buf_reset(&path);
+		buf_addf(&path, "budget.actions.%s", n->key);
+		for (l = 0; l < BUDGET_LINE_N; l++)
+			if (!strcmp(n->key, budget_lines[l]))
+				rc = read_action(n, path.ptr,
+						 &c->budget.actions[l], e);
+	}
+	if (rc >= 0)
+		rc = get_section(sec, "downgrade", role_names, &map, e);
+	for (i = 0; rc >= 0 && map && i < map->nr; i++) {
+		char *to = NULL;
+
+		n = map->kids[i];
+		buf_reset(&path);
+		buf_addf(&path, "budget.downgrade.%s", n->key);
+		rc = read_string(n, path.ptr, &to, e);
+		if (rc >= 0)
+			strvec_pushf(&c->budget.downgrade, "%s=%s", n->key,
+				     to);
+		free(to);
+	}
+	buf_release(&path);
+	return rc;
+}
+
 static int
 read_budget(struct config *c, struct err *e)
 {
@@ -879,6 +984,18 @@ read_budget(struct config *c, struct err *e)
 	if (rc >= 0 && (n = cnode_get(sec, "max_wall_minutes")))
 		rc = read_int(n, "budget.max_wall_minutes", 0, 525600,
 			      &c->budget.max_wall_minutes, e);
+	if (rc >= 0 && (n = cnode_get(sec, "max_turns_per_run"))) {
+		rc = cnode_int(n, "budget.max_turns_per_run", 0, 1000000, &l,
+			       e);
+		c->budget.max_turns_per_run = l;
+	}
+	if (rc >= 0 && (n = cnode_get(sec, "max_turns_per_day"))) {
+		rc = cnode_int(n, "budget.max_turns_per_day", 0, 100000000, &l,
+			       e);
+		c->budget.max_turns_per_day = l;
+	}
+	if (rc >= 0)
+		rc = read_budget_actions(c, sec, e);
 	return rc;
 }
 
@@ -973,6 +1090,8 @@ read_runtime(struct config *c, struct err *e)
 			      &rt->max_rework_depth, e);
 	if (rc >= 0 && (n = cnode_get(sec, "auto_merge")))
 		rc = cnode_bool(n, "runtime.auto_merge", &rt->auto_merge, e);
+	if (rc >= 0 && (n = cnode_get(sec, "unattended")))
+		rc = cnode_bool(n, "runtime.unattended", &rt->unattended, e);
 	return rc;
 }
 
@@ -1982,6 +2101,7 @@ config_init(struct config *c)
 	strvec_init(&c->approval_stages);
 	strvec_init(&c->validate_commands);
 	strvec_init(&c->allowed_paths);
+	strvec_init(&c->budget.downgrade);
 	strvec_init(&c->loop.immutable);
 	strvec_init(&c->plugins_enabled);
 	c->max_review_loops = 2;
@@ -2152,6 +2272,7 @@ config_release(struct config *c)
 	for (i = 0; i < HOOK__COUNT; i++)
 		strvec_clear(&c->hooks.cmds[i]);
 	strvec_clear(&c->allowed_paths);
+	strvec_clear(&c->budget.downgrade);
 	free(c->sandbox);
 	free(c->store);
 	free(c->loop.profile);

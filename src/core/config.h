@@ -32,6 +32,7 @@
 
 struct buf;
 struct cnode;
+struct config;
 struct err;
 struct policy_grant;
 
@@ -63,12 +64,42 @@ struct config_role {
 				    all approve */
 };
 
-/* budget: crossing one pauses the run with the reason on record. */
+/*
+ * budget: each line, once reached, takes its action (budget.actions, else
+ * budget.on_limit, else pause) with the reason on record.
+ */
+enum budget_line {
+	BUDGET_COST,		/* max_cost_usd */
+	BUDGET_TOKENS,		/* max_tokens */
+	BUDGET_WALL,		/* max_wall_minutes */
+	BUDGET_TURNS_RUN,	/* max_turns_per_run */
+	BUDGET_TURNS_DAY,	/* max_turns_per_day */
+	BUDGET_LINE_N
+};
+
+enum budget_action {
+	BUDGET_PAUSE,	      /* paused until resumed (raise the budget) */
+	BUDGET_STOP,	      /* blocked with the reason */
+	BUDGET_DOWNGRADE,     /* the role to budget.downgrade's choice */
+	BUDGET_REDUCE_EFFORT, /* the providers' effort one step lower */
+};
+
 struct config_budget {
 	double max_cost_usd;	/* 0: no limit */
 	long long max_tokens;	/* input + output, per run; 0: no limit */
 	int max_wall_minutes;	/* time spent in stages, per run; 0: none */
+	long long max_turns_per_run; /* agent calls of the run; 0: none */
+	long long max_turns_per_day; /* agent calls of all runs since 00:00
+					UTC, from the store; 0: none */
+	enum budget_action actions[BUDGET_LINE_N]; /* per line */
+	struct strvec downgrade; /* "ROLE=PROVIDER_OR_MODEL" */
 };
+
+/* "max_cost_usd", ... and "stop", ... (config.c). */
+const char *budget_line_name(enum budget_line l);
+const char *budget_action_name(enum budget_action a);
+/* budget.downgrade's choice for role (or "default"); NULL: none. */
+const char *config_downgrade_for(const struct config *c, const char *role);
 
 /* runtime: how `baton serve` drains the task queue (docs/config.md). */
 struct config_runtime {
@@ -82,6 +113,7 @@ struct config_runtime {
 	int max_rework_depth;	  /* rework of rework of ...: 2 */
 	int auto_merge;		  /* serve lands approved branches: off */
 	int file_cap_kib;	  /* a run file's bytes kept in the store: 256 */
+	int unattended;		  /* serve's runs wait for nobody: off */
 };
 
 /* merge: how approved branches land on the base branch. */

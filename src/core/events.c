@@ -227,6 +227,25 @@ static const struct event_type types[] = {
 	  "the agent was stopped to take guidance to steer now "
 	  "(`baton steer --now`), and its call is made again with it",
 	  "`{\"stage\", \"upto\"}`: the seq of the last guidance taken" },
+	{ "rewound", EVENT_G_STEER,
+	  "`baton resume --from STAGE`: the run re-entered an earlier stage "
+	  "with its worktree at that stage's checkpoint (a terminal run: a "
+	  "new run, `run`, took it up)",
+	  "`{\"stage\", \"status\", \"from_status\", \"checkpoint\", "
+	  "\"kept\", \"run\"?}`" },
+	{ "rewound_from", EVENT_G_STEER,
+	  "a new run made by rewinding a terminal one (`run`)",
+	  "`{\"stage\", \"status\", \"from_status\", \"checkpoint\", "
+	  "\"kept\", \"run\"}`" },
+	{ "budget_action", EVENT_G_STEER,
+	  "a budget line was reached and its action taken (stop, pause, "
+	  "downgrade, reduce_effort)",
+	  "`{\"line\", \"action\", \"reason\", \"role\"?, \"to\"?, "
+	  "\"effort\"?}`" },
+	{ "unattended_stop", EVENT_G_STEER,
+	  "an unattended run met a gate, a question without a default or a "
+	  "pause-on-limit, and stopped blocked instead of waiting",
+	  "`{\"cause\", \"stage\"?, \"question\"?}`" },
 	{ "config_drift", EVENT_G_STEER,
 	  "the config changed under a resumed run",
 	  "`{\"choice\": \"snapshot\" \\| \"fresh\", \"changes\", \"run\"?}`: "

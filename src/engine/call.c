@@ -592,6 +592,8 @@ note_exit(struct drive *d, const struct stage *s, const char *call,
 		json_object_set_new(o, "part", json_string(d->call->artifact));
 	if (prov->model)
 		json_object_set_new(o, "model", json_string(prov->model));
+	if (prov->effort)
+		json_object_set_new(o, "effort", json_string(prov->effort));
 	if (ar->cost_known)
 		json_object_set_new(o, "cost_usd", json_real(ar->cost_usd));
 	if (ar->session_id[0])
@@ -944,13 +946,14 @@ engine__call(struct drive *d, const struct stage *s,
 	     const struct config_provider *prov, const char *steers,
 	     enum stage_result *res, char **reason, struct err *e)
 {
-	const struct agent_info *info = agent_info(prov->type);
+	const struct agent_info *info; /* prov's, once the budget had its say */
 	struct agent_result ar = AGENT_RESULT_INIT;
 	struct worktree_guard guard = WORKTREE_GUARD_INIT;
 	struct buf prompt = BUF_INIT, more = BUF_INIT;
 	struct strvec env = STRVEC_INIT;
 	struct sandbox sb = SANDBOX_INIT;
 	struct resume_plan rp = { 0 };
+	struct config_provider budgeted;
 	char *retry = NULL, *call = NULL, *pfile = NULL, *ofile = NULL,
 	     *breach = NULL, *efile = NULL, *home = NULL, *gitdir = NULL,
 	     *out_dir = NULL,
@@ -970,9 +973,13 @@ engine__call(struct drive *d, const struct stage *s,
 			*res = STAGE_BLOCK;
 			goto out;
 		}
-	} else if (engine__stage_pause(d, s, s, res, &rc, e)) {
+	} else if (engine__stage_pause(d, s, s, res, &rc, e) ||
+		   engine__budget_check(d, s, prov, res, reason, &rc, e)) {
 		goto out;
 	}
+	/* the role's downgrade and the effort the budget left (budget.c) */
+	prov = engine__budget_provider(d, s, prov, &budgeted);
+	info = agent_info(prov->type);
 	rc = fs_mkdir_p(calls_dir, 0755, e);
 	if (rc)
 		goto out;

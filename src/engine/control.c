@@ -524,13 +524,17 @@ out:
  * every budget holds; caller frees.
  */
 static char *
-budget_spent(const struct config *cfg, const struct pipeline *p,
-	     const struct run *r)
+budget_spent(struct engine *en, const struct config *cfg,
+	     const struct pipeline *p, const struct run *r)
 {
 	const struct stage *at = NULL;
-	char *over = engine__budget_crossed(cfg, r);
+	enum budget_line line;
+	char *over = engine__budget_crossed(en, cfg, r, &line);
 	size_t i;
 
+	/* a line whose action is not pause acts at the next agent call */
+	if (over && cfg->budget.actions[line] != BUDGET_PAUSE)
+		FREE_AND_NULL(over);
 	if (r->paused_at_status)
 		at = pipeline_stage_at(p, r->paused_at_status);
 	for (i = 0; !over && at && i < p->nr_stages; i++) {
@@ -587,7 +591,7 @@ engine_resume(struct engine *en, const char *ref, int *drive_out,
 	if (rc)
 		goto out;
 	if (!strcmp(r.status, ST_PAUSED))
-		over = budget_spent(cfg, p, &r);
+		over = budget_spent(en, cfg, p, &r);
 	if (over) {
 		rc = err_set(e, BATON_EBADSTATE,
 			     "run '%s' stays paused: %s; raise the budget in "

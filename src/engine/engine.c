@@ -530,6 +530,57 @@ apply_default(struct drive *d, struct err *e)
 	return rc ? rc : engine__reload(d, e);
 }
 
+/*
+ * An unattended run (en->unattended) waits for nobody: a question with a
+ * default takes it now; a gate, or a question without a default, ends
+ * the run blocked with the question on record (an "unattended_stop"
+ * event, the question kept in the run's progress). A run paused by a
+ * person's request stays paused: a person asked for it.
+ */
+static int
+unattended_wait(struct drive *d, struct err *e)
+{
+	json_t *p = d->r.progress ? json_loads(d->r.progress, 0, NULL) : NULL;
+	json_t *ask = json_object_get(p, "ask");
+	const char *question = json_get_str(ask, "question");
+	const char *stage = json_get_str(ask, "stage");
+	char *data, *why;
+	int rc;
+
+	if (ask && json_get_str(ask, "default")) {
+		json_decref(p);
+		return apply_default(d, e);
+	}
+	if (ask) {
+		why = xasprintf("unattended: stage %s asks a person and has no "
+				"default answer: %s",
+				stage ? stage : "?",
+				question ? question : "(no text)");
+		data = json_take_text(json_pack("{s:s, s:s?, s:s?}", "cause",
+						"question", "stage", stage,
+						"question", question));
+	} else {
+		const struct stage *g =
+		    d->r.gate_status ? pipeline_stage_at(d->p, d->r.gate_status)
+				     : NULL;
+
+		why = xasprintf("unattended: the gate before stage %s needs a "
+				"person's approval",
+				g ? g->name : d->r.gate_status ? d->r.gate_status :
+								 "?");
+		data = json_take_text(json_pack("{s:s, s:s?}", "cause", "gate",
+						"stage", g ? g->name : NULL));
+	}
+	rc = engine__add_event(d->en, d->r.id, d->r.task_id, "unattended_stop",
+			       data, e);
+	if (!rc)
+		rc = engine__move_why(d, ST_BLOCKED, why, e);
+	free(data);
+	free(why);
+	json_decref(p);
+	return rc;
+}
+
 int
 engine__sleep(struct drive *d, int64_t until_ms)
 {
@@ -555,29 +606,6 @@ engine__sleep(struct drive *d, int64_t until_ms)
 		run_release(&fresh);
 	}
 	return 0;
-}
-
-char *
-engine__budget_crossed(const struct config *cfg, const struct run *r)
-{
-	const struct config_budget *b = &cfg->budget;
-
-	if (b->max_cost_usd > 0 && r->cost_usd >= b->max_cost_usd)
-		return xasprintf("budget.max_cost_usd ($%.4f) reached: $%.4f "
-				 "spent",
-				 b->max_cost_usd, r->cost_usd);
-	if (b->max_tokens > 0 && r->tokens_in + r->tokens_out >= b->max_tokens)
-		return xasprintf("budget.max_tokens (%lld) reached: %lld "
-				 "tokens used",
-				 b->max_tokens,
-				 (long long)r->tokens_in + r->tokens_out);
-	if (b->max_wall_minutes > 0 &&
-	    r->active_ms >= (int64_t)b->max_wall_minutes * 60000)
-		return xasprintf("budget.max_wall_minutes (%d) reached: %lld "
-				 "minutes in stages",
-				 b->max_wall_minutes,
-				 (long long)(r->active_ms / 60000));
-	return NULL;
 }
 
 /*
@@ -721,6 +749,8 @@ step(struct drive *d, struct err *e)
 		int64_t before = d->r.version, deadline = ask_deadline(&d->r),
 			gate = engine_gate_deadline(d->en->cfg, &d->r);
 
+		if (d->en->unattended && !strcmp(d->r.status, ST_WAITING))
+			return unattended_wait(d, e);
 		if (deadline && time_now_ms() >= deadline)
 			return apply_default(d, e);
 		if (gate && time_now_ms() >= gate)
@@ -920,7 +950,10 @@ int
 engine_drive(struct engine *en, const char *ref, struct run *out,
 	     struct err *e)
 {
-	struct drive d = { .en = en, .wake_fd = -1, .unseen = STRVEC_INIT };
+	struct drive d = { .en = en,
+			   .wake_fd = -1,
+			   .unseen = STRVEC_INIT,
+			   .downgraded = STRVEC_INIT };
 	const struct config *cfg = en->cfg;
 	struct config *own = NULL;
 	struct task_policy tp = { .paths = STRVEC_INIT, .checks = STRVEC_INIT };
@@ -1008,6 +1041,7 @@ out:
 	free(d.ask_to);
 	run_release(&d.r);
 	strvec_clear(&d.unseen);
+	strvec_clear(&d.downgraded);
 	pipeline_free(d.p);
 	free(d.run_dir);
 	return rc;

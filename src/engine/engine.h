@@ -63,6 +63,13 @@ struct engine {
 	 */
 	int detach;
 	int64_t resume_after_ms;
+	/*
+	 * `baton run --unattended`, runtime.unattended for serve: nobody
+	 * waits on the run. A gate or a question without a default ends it
+	 * blocked with the question on record, and a budget's pause is a
+	 * stop (budget.c, engine.c).
+	 */
+	int unattended;
 };
 
 void engine_init(struct engine *en, struct store *s,
@@ -346,6 +353,30 @@ int64_t engine_gate_deadline(const struct config *c, const struct run *r);
  */
 int engine_take_over(struct engine *en, struct run *r, const char *holder,
 		     char **why_out, struct err *e);
+
+/*
+ * Rewind (rewind.c): re-enters run ref at stage from (a stage's name or
+ * status) with its worktree at the checkpoint it had when it first
+ * entered that stage and the earlier stages' artifacts kept. A terminal
+ * run gets a new run of its task instead (anew set; the old one is left
+ * as it was). o->run is the run that goes on, o->drive set when no live
+ * process drives it. BATON_EINVAL for a stage the pipeline lacks (the
+ * message names the stages it has), BATON_EBUSY for a run live in a stage.
+ */
+struct rewind_outcome {
+	struct run run;	  /* the run rewound, or the new one */
+	char *stage;	  /* the stage it re-enters */
+	char *checkpoint; /* the commit its worktree is at */
+	int anew;	  /* a new run of a terminal one */
+	int drive;	  /* no live process drives run */
+};
+
+int engine_rewind(struct engine *en, const char *ref, const char *from,
+		  struct rewind_outcome *o, struct err *e);
+void rewind_outcome_release(struct rewind_outcome *o);
+/* The stage of p that from names (name or status), or NULL with e set. */
+const struct stage *engine_rewind_stage(const struct pipeline *p,
+					const char *from, struct err *e);
 
 /* Pid of the live process driving run_id, or 0 when there is none. */
 int64_t engine_driver_pid(const struct engine *en, const char *run_id);

@@ -36,24 +36,6 @@ budget_pause(struct drive *d, const struct stage *s, const char *why,
 			    e);
 }
 
-/*
- * Pauses the run before stage s when a budget line is crossed: the
- * reason is on record and `baton resume` (after raising the budget)
- * goes on with s. Returns 1 when it paused.
- */
-static int
-pause_for_budget(struct drive *d, const struct stage *s, int *rc,
-		 struct err *e)
-{
-	char *why = engine__budget_crossed(d->en->cfg, &d->r);
-
-	if (!why)
-		return 0;
-	*rc = budget_pause(d, s, why, e);
-	free(why);
-	return 1;
-}
-
 int
 engine__stage_pause(struct drive *d, const struct stage *s,
 		    const struct stage *at, enum stage_result *res, int *rc,
@@ -161,7 +143,9 @@ engine__cross(struct drive *d, const struct stage *x, const struct stage *back,
 			d->r.pause_requested = 0;
 		return rc;
 	}
-	if (pause_for_budget(d, x, &rc, e))
+	/* a budget line whose action is pause: the reason on record, and
+	 * `baton resume` (after raising the budget) goes on with x */
+	if (engine__budget_boundary(d, x, &rc, e))
 		return rc;
 	return engine__move(d, x->status, NULL, e);
 }

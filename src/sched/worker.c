@@ -582,6 +582,7 @@ work_task(struct sched_ctx *x, struct task *t, struct err *e)
 	store_fence(x->store, t->id, t->lease_token);
 	engine_init(&en, x->store, x->ws, x->cfg);
 	en.detach = 1;
+	en.unattended = x->cfg->runtime.unattended;
 	rc = pick_run(x, &en, t, e);
 	fprintf(stderr, "t%lld  claimed by %s (attempt %d) -> %s\n",
 		(long long)t->id, x->holder, t->attempts,

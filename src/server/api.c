@@ -981,6 +981,40 @@ drift_undecided(struct req *rq, const struct drift_outcome *o)
  * task's is queued for a worker (sched_task_rerun), a bare one waits for
  * `baton resume` in a terminal, as a bare run resumed here does.
  */
+/*
+ * {"from": STAGE}: a rewind (engine_rewind), answered with the run that
+ * goes on (201 and "rewound_from" for a new run of a terminal one).
+ */
+static void
+run_rewind(struct req *rq, const char *from)
+{
+	struct rewind_outcome o;
+	struct engine en;
+	struct err e = ERR_INIT;
+	json_t *ans;
+	int rc;
+
+	engine_of(rq, &en);
+	rc = engine_rewind(&en, rq->params[0], from, &o, &e);
+	engine_release(&en);
+	if (rc) {
+		http_fail(rq, &e);
+		return;
+	}
+	ans = engine_run_json(&o.run);
+	json_object_set_new(ans, "rewound_to", json_string(o.stage));
+	json_object_set_new(ans, "checkpoint", json_string(o.checkpoint));
+	if (o.anew)
+		json_object_set_new(ans, "rewound_from",
+				    json_string(rq->params[0]));
+	/* a bare run nobody drives waits for `baton resume` in a terminal */
+	json_object_set_new(ans, "driven",
+			    json_boolean(!o.drive || o.run.task_id));
+	sched_wake(rq->srv->ws);
+	http_json(rq, o.anew ? 201 : 200, ans);
+	rewind_outcome_release(&o);
+}
+
 static void
 run_resume(struct req *rq)
 {
@@ -992,14 +1026,25 @@ run_resume(struct req *rq)
 	struct err e = ERR_INIT;
 	struct run r = { 0 };
 	json_t *body = NULL, *ans;
-	char *config = NULL;
+	char *config = NULL, *from = NULL;
 	int drive = 0, rc;
 	size_t i;
 
 	strvec_init(&o.changes);
 	if (http_body_json_opt(rq, (void **)&body) ||
-	    opt_string(rq, body, "config", &config))
+	    opt_string(rq, body, "config", &config) ||
+	    opt_string(rq, body, "from", &from))
 		goto out;
+	if (from && config) {
+		http_error(rq, 400, "bad_request",
+			   "\"from\" (a rewind) and \"config\" do not go "
+			   "together");
+		goto out;
+	}
+	if (from) {
+		run_rewind(rq, from);
+		goto out;
+	}
 	for (i = 0; config && i < ARRAY_SIZE(drift_choices); i++)
 		if (!strcmp(config, drift_choices[i].name))
 			choice = drift_choices[i].choice;
@@ -1043,6 +1088,7 @@ out:
 	drift_outcome_release(&o);
 	run_release(&r);
 	free(config);
+	free(from);
 	json_decref(body);
 }
 

@@ -212,7 +212,7 @@ scenarios.diff = async () => {
 	ok(/pipeline/.test(facts) && /quick/.test(facts), 'the header names the pipeline', facts);
 	ok(/tokens in \/ out/.test(facts) && /cost/.test(facts), 'the header shows usage', facts);
 	const visible = await page.$$eval('#run-actions button', (bs) => bs.filter((b) => !b.hidden).map((b) => b.id));
-	ok(visible.length === 0, 'a finished run offers no controls', visible.join(','));
+	ok(visible.join(',') === 'btn-rewind', 'a finished run offers only a rewind', visible.join(','));
 	await step('the diff shows the added line in green', () =>
 		page.locator('#diff span.add', { hasText: 'dashboard line from' }).first().waitFor());
 	const stat = await page.textContent('#diff-stat');
@@ -312,7 +312,7 @@ scenarios.approve = async () => {
 	await step('the timeline shows the decision', () => page.waitForFunction(() =>
 		/approv/i.test(document.getElementById('timeline').textContent)));
 	const after = await page.$$eval('#run-actions button', (bs) => bs.filter((b) => !b.hidden).map((b) => b.id));
-	ok(after.length === 0, 'the gate controls are gone', after.join(','));
+	ok(after.join(',') === 'btn-rewind', 'the gate controls are gone; a rewind is offered', after.join(','));
 	// Deciding again is refused, and the page shows the server's message.
 	const res = await page.evaluate(async (tok) => {
 		const m = /#\/runs\/(.*)$/.exec(location.hash);
@@ -374,7 +374,8 @@ scenarios.paging = async () => {
 };
 
 // A running run's controls: steer (with a text), pause, then resume (the
-// pause not yet taken), and abort (a second click confirms).
+// pause not yet taken), and abort (a second click confirms); the aborted
+// run offers a rewind, which names the stages when given an unknown one.
 scenarios.controls = async () => {
 	const run = env.BATON_DASH_RUN;
 	await openBoard();
@@ -409,7 +410,14 @@ scenarios.controls = async () => {
 	await page.click('#btn-abort');
 	await step('abort ends the run', () => page.waitForFunction(() =>
 		document.getElementById('run-status').textContent === 'aborted', null, { timeout: 60000 }));
-	ok(await shown() === '', 'an aborted run offers no controls', await shown());
+	ok(await shown() === 'btn-rewind', 'an aborted run offers only a rewind', await shown());
+	await page.click('#btn-rewind');
+	await page.fill('#ask-text', 'deploy');
+	await page.click('#ask-submit');
+	await step('a stage the pipeline lacks is refused, naming its stages', () => page.waitForFunction(() =>
+		/has no stage 'deploy': its stages are [a-z]+ \([a-z_]+\)/.test(document.getElementById('run-msg').textContent)));
+	ok(await page.locator('#ask-form').isVisible(), 'the ask form stays open to try again');
+	await page.click('#ask-cancel');
 };
 
 // A paused run whose config changed since it started: Resume is refused

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/config.h"
 #include "core/run.h"
 #include "util/strvec.h"
 
@@ -91,6 +92,11 @@ struct drive {
 	/* what failed on the stage's last call, for the prompt of the call
 	   that tries again (call.c); NULL: nothing */
 	char *fail_delta;
+	/* budget.c: what the budget's actions did to the run so far, read
+	   from its "budget_action" events once (budget_loaded) */
+	struct strvec downgraded; /* "ROLE=PROVIDER_OR_MODEL" */
+	unsigned reduced;	  /* lines whose action lowered the effort */
+	int budget_loaded;
 };
 
 /*
@@ -315,11 +321,30 @@ int engine__note(struct drive *d, const char *type, json_t *data,
 		 struct err *e);
 
 /*
- * engine.c: the budget line (config budget) run r has crossed, as a
- * sentence, or NULL (caller frees). Cost and tokens count what the
- * agents reported; time counts the stages.
+ * budget.c: the budget line (config budget) run r has crossed, as a
+ * sentence, or NULL (caller frees); *line (may be NULL) says which. Cost
+ * and tokens count what the agents reported; time counts the stages;
+ * turns count agent calls in en's store (en NULL: turns are not counted).
  */
-char *engine__budget_crossed(const struct config *cfg, const struct run *r);
+char *engine__budget_crossed(struct engine *en, const struct config *cfg,
+			     const struct run *r, enum budget_line *line);
+/*
+ * Before an agent call of stage s by prov: a line reached takes its
+ * action. Returns 1 when the stage must not call (*res: STAGE_BLOCK with
+ * *reason, or STAGE_STOPPED when paused; *rc an error), 0 to go on.
+ */
+int engine__budget_check(struct drive *d, const struct stage *s,
+			 const struct config_provider *prov,
+			 enum stage_result *res, char **reason, int *rc,
+			 struct err *e);
+/* At the boundary into x: a line whose action is pause pauses there (1). */
+int engine__budget_boundary(struct drive *d, const struct stage *x, int *rc,
+			    struct err *e);
+/* prov as the run's downgrades and effort make it (tmp holds a copy). */
+const struct config_provider *
+engine__budget_provider(struct drive *d, const struct stage *s,
+			const struct config_provider *prov,
+			struct config_provider *tmp);
 
 
 /* Path of a file in the run folder (caller frees). */

@@ -402,7 +402,7 @@ stop_condition(struct drive *d, const char **outcome)
 		return xasprintf("iteration %d is past max_iterations (%d)",
 				 iteration(d), d->r.max_review_loops);
 	}
-	why = engine__budget_crossed(cfg, &d->r);
+	why = engine__budget_crossed(d->en, cfg, &d->r, NULL);
 	if (why) {
 		*outcome = RUN_OUTCOME_BUDGET;
 		return why;

@@ -946,7 +946,7 @@ function resetRunPage() {
 	show($('run-msg'), false);
 	closeAsk();
 	closeDrift();
-	for (const b of ['approve', 'changes', 'reject', 'pause', 'resume', 'steer', 'abort'])
+	for (const b of ['approve', 'changes', 'reject', 'pause', 'resume', 'steer', 'rewind', 'abort'])
 		show($('btn-' + b), false);
 }
 
@@ -1104,9 +1104,12 @@ function updateActions(r) {
 	show($('btn-pause'), !term && !wait && !paused && !r.pause_requested);
 	show($('btn-resume'), paused || (!term && !!r.pause_requested));
 	show($('btn-steer'), !term);
+	/* a rewind: a paused run in place, a terminal one into a new run */
+	show($('btn-rewind'), term || paused);
 	show($('btn-abort'), !term);
 	if (term) {
-		closeAsk();
+		if (rp.ask !== 'rewind')
+			closeAsk();
 		closeDrift();
 	}
 	$('run-actions').dataset.status = s;
@@ -1686,6 +1689,12 @@ async function act(label, path, body) {
 		closeDrift();
 		if (ans && ans.fresh_of) {
 			freshMsg(label, ans);
+		} else if (ans && ans.rewound_from) {
+			runMsg(label + ': a new run at ' + String(ans.rewound_to || '') + ': ', true);
+			$('run-msg').append(h('a', { href: '#/runs/' + encodeURIComponent(String(ans.id || '')),
+				'data-testid': 'rewind-link' }, String(ans.id || '')),
+				ans.driven === false ? '; no worker drives it: start it with `baton resume ' + String(ans.id || '') + '`.' :
+					'; a worker drives it.');
 		} else {
 			let text = label + ': done.';
 			if (ans && ans.driven === false)
@@ -1784,6 +1793,8 @@ $('btn-steer').addEventListener('click', () =>
 	openAsk('steer', 'Guidance the next stage\u2019s agent reads', 'e.g. keep the public API unchanged'));
 $('btn-pause').addEventListener('click', () => act('Pause', runPath('/pause')));
 $('btn-resume').addEventListener('click', () => act('Resume', runPath('/resume')));
+$('btn-rewind').addEventListener('click', () =>
+	openAsk('rewind', 'Stage to go back to (its name or status)', 'e.g. execute'));
 $('btn-drift-snapshot').addEventListener('click', () =>
 	act('Resume with the original config', runPath('/resume'), { config: 'snapshot' }));
 $('btn-drift-current').addEventListener('click', () =>
@@ -1796,12 +1807,15 @@ $('ask-form').addEventListener('submit', async (ev) => {
 	ev.preventDefault();
 	const text = $('ask-text').value.trim();
 	if (!text) {
-		runMsg(rp.ask === 'changes' ? 'Request changes needs guidance.' : 'Steering needs a text.', false);
+		runMsg(rp.ask === 'changes' ? 'Request changes needs guidance.' :
+			rp.ask === 'rewind' ? 'Rewind needs a stage.' : 'Steering needs a text.', false);
 		return;
 	}
 	let ok;
 	if (rp.ask === 'changes')
 		ok = await act('Request changes', approvalPath(), { decision: 'request-changes', guidance: text });
+	else if (rp.ask === 'rewind')
+		ok = await act('Rewind', runPath('/resume'), { from: text });
 	else
 		ok = await act('Steer', runPath('/steer'), { text: text });
 	if (ok)
