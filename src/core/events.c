@@ -291,6 +291,11 @@ static const struct event_type types[] = {
 	  "`{\"stage\", \"file\", \"count\", \"high\"}`" },
 	{ "report_written", EVENT_G_RESEARCH, "the report was composed",
 	  "`{\"stage\", \"file\", \"bytes\"}`" },
+	{ "quality_gate", EVENT_G_RESEARCH,
+	  "the deterministic quality gate weighed the claims before the judge",
+	  "`{\"stage\", \"profile\", \"round\", \"pass\", \"reasons\", "
+	  "\"insufficient\", \"challenge\", \"verifiable_ratio\", "
+	  "\"report_confidence\"}`" },
 	{ "judgement", EVENT_G_RESEARCH, "the judge judged the report",
 	  "`{\"stage\", \"file\", \"round\", \"verdict\": \"pass\" \\| "
 	  "\"rework\", \"weak\", \"reasons\"?}`" },
