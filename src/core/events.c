@@ -162,7 +162,13 @@ static const struct event_type types[] = {
 	  "\"http_status\"?}`; "
 	  "`failure` classifies a failed call: `none`, `quota`, "
 	  "`unavailable`, `auth`, `missing`, `timeout`, `crash`, "
-	  "`bad_output`, `limit`" },
+	  "`bad_output`, `limit`, `context`" },
+	{ "context_compacted", EVENT_G_AGENT,
+	  "the model's context window was too small: the prompt's largest "
+	  "sections were cut (`prompt_sections`), or baton's HTTP agent "
+	  "dropped older tool results (`tool_results`), to try once more",
+	  "`{\"stage\", \"provider\", \"how\", \"before\", \"after\", "
+	  "\"target\"?}` (sizes in bytes)" },
 	{ "quota_wait", EVENT_G_AGENT,
 	  "the agent hit a quota or an outage, and the stage waits before it "
 	  "tries again",
