@@ -26,6 +26,7 @@
 #include "store/store.h"
 
 struct err;
+struct json_t;
 struct event;
 struct merge_item;
 struct run;
@@ -184,6 +185,10 @@ struct store_ops {
 			  int64_t *task_id, char sha_out[65], struct err *e);
 	int (*idem_bind)(struct store *s, const char *key, int64_t task_id,
 			 struct err *e);
+	int (*memory_put)(struct store *s, const char *id, const char *run_id,
+			  const char *kind, const char *body, struct err *e);
+	int (*memory_forget)(struct store *s, const char *id, struct err *e);
+	int (*memory_list)(struct store *s, struct json_t **out, struct err *e);
 	int (*forge_intake)(struct store *s, struct task *t,
 			    struct forge_link *l, struct event *ev,
 			    struct err *e);
