@@ -82,7 +82,7 @@ col(sqlite3_stmt *st, int i)
 }
 
 int
-sqlite__memory_list(struct store *s, json_t **out, struct err *e)
+sqlite__memory_list(struct store *s, struct json_t **out, struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);
 	sqlite3_stmt *st = NULL;

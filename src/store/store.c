@@ -905,7 +905,7 @@ store_memory_forget(struct store *s, const char *id, struct err *e)
 }
 
 int
-store_memory_list(struct store *s, json_t **out, struct err *e)
+store_memory_list(struct store *s, struct json_t **out, struct err *e)
 {
 	const char *what = "list the memory";
 
