@@ -169,6 +169,9 @@ static const struct event_type types[] = {
 	  "dropped older tool results (`tool_results`), to try once more",
 	  "`{\"stage\", \"provider\", \"how\", \"before\", \"after\", "
 	  "\"target\"?}` (sizes in bytes)" },
+	{ "memory_written", EVENT_G_RUN,
+	  "the run's outcome was written to the repository's memory",
+	  "`{\"id\", \"bytes\"}`" },
 	{ "quota_wait", EVENT_G_AGENT,
 	  "the agent hit a quota or an outage, and the stage waits before it "
 	  "tries again",
