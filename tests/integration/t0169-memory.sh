@@ -76,6 +76,9 @@ test_expect_success 'an agent that writes .baton/memory in its worktree changes 
 	"$BATON" memory list --json | jq -r ".[].id" | sort >../before &&
 	FAKE_EDIT_FILE=.baton/memory/planted.md "$BATON" run "Plant a greeting memory" >../plant.out 2>&1 || : &&
 	id=$(newest_run) &&
+	# the agent did write it, in its worktree
+	"$BATON" diff "$id" >../plant.diff &&
+	test_grep "^+++ b/.baton/memory/planted.md" ../plant.diff &&
 	"$BATON" memory list --json | jq -r ".[].id" | sort >../after &&
 	# only the run'"'"'s own outcome entry is new
 	comm -13 ../before ../after >../new &&
