@@ -114,4 +114,29 @@ test_expect_success 'a prompt whose instructions alone overflow: blocked, naming
 	test_grep "maximum context length" ../huge.out
 '
 
+test_expect_success 'a CLI agent (the fake, Claude Code'"'"'s error text): its prompt is cut, once' '
+	make_repo cli &&
+	baton_init_with_agent cli &&
+	mkdir -p cli/.baton/prompts &&
+	{
+		echo "You are the planner. Task: {{task}}"
+		echo
+		echo "## Background"
+		echo
+		awk "BEGIN { for (i = 0; i < 800; i++) printf \"background line %03d, long enough to matter.....\n\", i }"
+		echo
+		echo "## What to leave"
+		echo
+		echo "Write {{out_dir}}/{{artifact}}."
+	} >cli/.baton/prompts/plan.md &&
+	cd cli &&
+	FAKE_CONTEXT_LIMIT=25000 "$BATON" run "Plan a thing" >../cli.out 2>&1 &&
+	id=$(newest_run) &&
+	test "$(run_status "$id")" = merge_ready &&
+	events_of "$id" >../ev.json &&
+	test_jq "[.[] | select(.type == \"context_compacted\") | .data] | length == 1 and .[0].how == \"prompt_sections\"" ../ev.json &&
+	test_jq "[.[] | select(.type == \"agent_exited\" and .data.stage == \"plan\") | .data.failure] == [\"context\", \"none\"]" ../ev.json &&
+	test $(wc -c <"$FAKE_STATE/$id.plan.2.prompt") -le 25000
+'
+
 test_done
