@@ -72,8 +72,9 @@ list_entries(struct cli *c, json_t *list)
 		struct buf line = BUF_INIT;
 		char when[32];
 
-		time_fmt_iso(json_integer_value(json_object_get(m, "updated_at")),
-				when, sizeof(when));
+		time_fmt_iso(
+		    json_integer_value(json_object_get(m, "updated_at")), when,
+		    sizeof(when));
 		buf_add_cut(&line, body, strcspn(body, "\n"), 70);
 		cli_printf("%-40s %-8s %s  %s\n", json_get_str(m, "id"),
 			   json_get_str(m, "kind"), when, line.ptr);

@@ -16,11 +16,11 @@
 #define WORD_MAX 40
 
 static const char *const common[] = {
-	"that", "this", "with", "from", "have", "were", "when", "what",
-	"into", "then", "than", "them", "they", "will", "your", "should",
-	"would", "could", "about", "there", "their", "which", "some",
-	"make", "made", "each", "only", "also", "more", "most", "does",
-	"done", "run", "runs", "task", NULL,
+	"that",	 "this",  "with",  "from",  "have",  "were",  "when", "what",
+	"into",	 "then",  "than",  "them",  "they",  "will",  "your", "should",
+	"would", "could", "about", "there", "their", "which", "some", "make",
+	"made",	 "each",  "only",  "also",  "more",  "most",  "does", "done",
+	"run",	 "runs",  "task",  NULL,
 };
 
 int
@@ -144,8 +144,8 @@ by_score(const void *a, const void *b)
 }
 
 size_t
-memory_prompt(const json_t *list, const char *task, const char *tag,
-	      size_t max, struct buf *out)
+memory_prompt(const json_t *list, const char *task, const char *tag, size_t max,
+	      struct buf *out)
 {
 	static const char head[] =
 	    "## Memory from earlier runs of this repository\n\n"
@@ -173,8 +173,8 @@ memory_prompt(const json_t *list, const char *task, const char *tag,
 
 		buf_reset(&one);
 		buf_addf(&one, "[memory %s BEGIN %s]\n", id, tag);
-		room = max > used + one.len + 64 ? max - used - one.len - 64
-						 : 0;
+		room =
+		    max > used + one.len + 64 ? max - used - one.len - 64 : 0;
 		if (room < 64)
 			break;
 		if (len > room) {

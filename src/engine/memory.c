@@ -40,9 +40,9 @@ entry_path(const struct workspace *ws, const char *id)
 }
 
 int
-engine_memory_save(const struct workspace *ws, struct store *st,
-		   const char *id, const char *run_id, const char *kind,
-		   const char *body, struct err *e)
+engine_memory_save(const struct workspace *ws, struct store *st, const char *id,
+		   const char *run_id, const char *kind, const char *body,
+		   struct err *e)
 {
 	char *dir, *path;
 	int rc;
@@ -100,8 +100,8 @@ changed_files(struct drive *d, struct buf *out)
 	    worktree_diff(d->en->ws, d->r.worktree, d->r.base_commit, 0, &diff,
 			  NULL))
 		goto out;
-	for (p = diff.ptr; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1
-							  : NULL) {
+	for (p = diff.ptr; p && *p;
+	     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
 		const char *end = strchr(p, '\n');
 
 		if (strncmp(p, "+++ b/", 6))
@@ -111,7 +111,8 @@ changed_files(struct drive *d, struct buf *out)
 			break;
 		}
 		buf_adds(out, "- ");
-		buf_add(out, p + 6, end ? (size_t)(end - p - 6) : strlen(p + 6));
+		buf_add(out, p + 6,
+			end ? (size_t)(end - p - 6) : strlen(p + 6));
 		buf_addch(out, '\n');
 	}
 out:
@@ -134,8 +135,8 @@ engine__memory_record(struct drive *d, const char *to, const char *data)
 	buf_addf(&body, "Run %s (pipeline %s) ended %s.\n", d->r.id,
 		 d->r.pipeline ? d->r.pipeline : "?", to);
 	buf_adds(&body, "Task: ");
-	buf_add_cut(&body, d->r.task ? d->r.task : "", d->r.task ? strlen(d->r.task) : 0,
-		    600);
+	buf_add_cut(&body, d->r.task ? d->r.task : "",
+		    d->r.task ? strlen(d->r.task) : 0, 600);
 	buf_addch(&body, '\n');
 	if (reason) {
 		buf_adds(&body, "Why: ");
@@ -190,8 +191,8 @@ engine__memory_context(struct drive *d, struct buf *ctx, size_t *budget)
 	memory_prompt(list, d->r.task, tag, max, ctx);
 	if (ctx->len > before) {
 		buf_addch(ctx, '\n');
-		*budget -= ctx->len - before < *budget ? ctx->len - before
-						       : *budget;
+		*budget -=
+		    ctx->len - before < *budget ? ctx->len - before : *budget;
 	}
 	json_decref(list);
 }

@@ -57,9 +57,10 @@ pg__memory_forget(struct store *s, const char *id, struct err *e)
 		PGresult *res;
 
 		param_text(&p, id);
-		res = pg__exec(ps, "DELETE FROM memory WHERE id = $1", p.n,
-			       p.v, what, e);
-		rc = res ? strtol(PQcmdTuples(res), NULL, 10) > 0 : BATON_ESTORE;
+		res = pg__exec(ps, "DELETE FROM memory WHERE id = $1", p.n, p.v,
+			       what, e);
+		rc =
+		    res ? strtol(PQcmdTuples(res), NULL, 10) > 0 : BATON_ESTORE;
 		PQclear(res);
 	} while (pg__again(ps, rc < 0 ? rc : 0, &tries, e));
 	return rc;
@@ -87,18 +88,18 @@ pg__memory_list(struct store *s, json_t **out, struct err *e)
 		for (i = 0; i < PQntuples(res); i++)
 			json_array_append_new(
 			    list,
-			    json_pack(
-				"{s:s, s:s?, s:s, s:s, s:I, s:I}", "id",
-				PQgetvalue(res, i, 0), "run",
-				PQgetisnull(res, i, 1) ? NULL
-						       : PQgetvalue(res, i, 1),
-				"kind", PQgetvalue(res, i, 2), "body",
-				PQgetvalue(res, i, 3), "created_at",
-				(json_int_t)strtoll(PQgetvalue(res, i, 4),
-						    NULL, 10),
-				"updated_at",
-				(json_int_t)strtoll(PQgetvalue(res, i, 5),
-						    NULL, 10)));
+			    json_pack("{s:s, s:s?, s:s, s:s, s:I, s:I}", "id",
+				      PQgetvalue(res, i, 0), "run",
+				      PQgetisnull(res, i, 1)
+					  ? NULL
+					  : PQgetvalue(res, i, 1),
+				      "kind", PQgetvalue(res, i, 2), "body",
+				      PQgetvalue(res, i, 3), "created_at",
+				      (json_int_t)strtoll(PQgetvalue(res, i, 4),
+							  NULL, 10),
+				      "updated_at",
+				      (json_int_t)strtoll(PQgetvalue(res, i, 5),
+							  NULL, 10)));
 		PQclear(res);
 		*out = list;
 	} while (pg__again(ps, rc, &tries, e));

@@ -23,20 +23,21 @@ sqlite__memory_put(struct store *s, const char *id, const char *run_id,
 	int64_t now = time_now_ms();
 	int rc, src;
 
-	rc = sqlite__prepare(ss, &st,
-			     "INSERT INTO memory (id, run_id, kind, body,"
-			     " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
-			     " ON CONFLICT (id) DO UPDATE SET"
-			     " body = excluded.body, kind = excluded.kind,"
-			     " updated_at = excluded.updated_at",
-			     0, what, e);
+	rc =
+	    sqlite__prepare(ss, &st,
+			    "INSERT INTO memory (id, run_id, kind, body,"
+			    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
+			    " ON CONFLICT (id) DO UPDATE SET"
+			    " body = excluded.body, kind = excluded.kind,"
+			    " updated_at = excluded.updated_at",
+			    0, what, e);
 	if (rc < 0)
 		return rc;
 	src = sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	if (src == SQLITE_OK)
-		src = run_id ? sqlite3_bind_text(st, 2, run_id, -1,
-						 SQLITE_STATIC)
-			     : sqlite3_bind_null(st, 2);
+		src = run_id
+			  ? sqlite3_bind_text(st, 2, run_id, -1, SQLITE_STATIC)
+			  : sqlite3_bind_null(st, 2);
 	if (src == SQLITE_OK)
 		src = sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
 	if (src == SQLITE_OK)
@@ -101,14 +102,13 @@ sqlite__memory_list(struct store *s, struct json_t **out, struct err *e)
 	}
 	while ((src = sqlite3_step(st)) == SQLITE_ROW)
 		json_array_append_new(
-		    list,
-		    json_pack("{s:s, s:s?, s:s, s:s, s:I, s:I}", "id",
-			      col(st, 0), "run", col(st, 1), "kind",
-			      col(st, 2), "body", col(st, 3) ? col(st, 3) : "",
-			      "created_at",
-			      (json_int_t)sqlite3_column_int64(st, 4),
-			      "updated_at",
-			      (json_int_t)sqlite3_column_int64(st, 5)));
+		    list, json_pack("{s:s, s:s?, s:s, s:s, s:I, s:I}", "id",
+				    col(st, 0), "run", col(st, 1), "kind",
+				    col(st, 2), "body",
+				    col(st, 3) ? col(st, 3) : "", "created_at",
+				    (json_int_t)sqlite3_column_int64(st, 4),
+				    "updated_at",
+				    (json_int_t)sqlite3_column_int64(st, 5)));
 	rc = src == SQLITE_DONE ? 0 : sqlite__fail(ss, e, what);
 	sqlite3_finalize(st);
 	if (rc)

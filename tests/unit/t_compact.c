@@ -36,9 +36,10 @@ TEST(compact_each_providers_context_error)
 			   "9000 tokens.",
 			   400),
 		  AGENT_FAIL_CONTEXT);
-	ASSERT_EQ(class_of("{\"error\": {\"code\": \"context_length_exceeded\"}}",
-			   400),
-		  AGENT_FAIL_CONTEXT);
+	ASSERT_EQ(
+	    class_of("{\"error\": {\"code\": \"context_length_exceeded\"}}",
+		     400),
+	    AGENT_FAIL_CONTEXT);
 	ASSERT_EQ(class_of("API Error: 400 {\"type\":\"error\",\"error\":"
 			   "{\"type\":\"invalid_request_error\",\"message\":"
 			   "\"prompt is too long: 210000 tokens > 200000 "
@@ -55,9 +56,9 @@ TEST(compact_each_providers_context_error)
 	ASSERT_EQ(class_of("Context length exceeded: 40000 > 32768", 400),
 		  AGENT_FAIL_CONTEXT);
 	/* a 429 that talks about tokens is still a quota; a bare 400 a crash */
-	ASSERT_EQ(class_of("HTTP 429: Rate limit reached for tokens per min",
-			   429),
-		  AGENT_FAIL_QUOTA);
+	ASSERT_EQ(
+	    class_of("HTTP 429: Rate limit reached for tokens per min", 429),
+	    AGENT_FAIL_QUOTA);
 	ASSERT_EQ(class_of("HTTP 400: invalid_request_error: messages: "
 			   "field required",
 			   400),

@@ -29,7 +29,8 @@ cases(void)
 		 "research-quality-gate-cases.json",
 		 slash ? (int)(slash - f) : 1, slash ? f : ".");
 	if (!realpath(rel, path))
-		test_fail(__FILE__, __LINE__, "no openTiger cases at '%s'", rel);
+		test_fail(__FILE__, __LINE__, "no openTiger cases at '%s'",
+			  rel);
 	j = json_load_file(path, 0, &je);
 	if (!j)
 		test_fail(__FILE__, __LINE__, "%s:%d: %s", path, je.line,
@@ -110,19 +111,19 @@ TEST(rqgate_every_case_of_opentiger)
 	size_t i;
 
 	q.profile = "thresholds";
-	q.min_evidence = (int)json_integer_value(
-	    json_object_get(t, "minEvidencePerClaim"));
+	q.min_evidence =
+	    (int)json_integer_value(json_object_get(t, "minEvidencePerClaim"));
 	q.min_domains = (int)json_integer_value(
 	    json_object_get(t, "minDistinctDomainsPerClaim"));
 	q.require_counter =
 	    json_is_true(json_object_get(t, "requireCounterEvidence"));
-	q.min_report_confidence = (int)json_integer_value(
-	    json_object_get(t, "minReportConfidence"));
+	q.min_report_confidence =
+	    (int)json_integer_value(json_object_get(t, "minReportConfidence"));
 	q.min_verifiable_ratio =
 	    json_number_value(json_object_get(t, "minVerifiableRatio"));
 	ASSERT(json_array_size(json_object_get(all, "cases")) >= 2);
 	json_array_foreach(json_object_get(all, "cases"), i, c)
-		check_case(c, &q);
+	    check_case(c, &q);
 	json_decref(all);
 }
 
@@ -146,9 +147,8 @@ TEST(rqgate_profiles_are_opentigers)
 		ASSERT_EQ(q.min_domains,
 			  (int)json_integer_value(json_object_get(
 			      p, "minDistinctDomainsPerClaim")));
-		ASSERT_EQ(q.require_counter,
-			  json_is_true(
-			      json_object_get(p, "requireCounterEvidence")));
+		ASSERT_EQ(q.require_counter, json_is_true(json_object_get(
+						 p, "requireCounterEvidence")));
 		ASSERT_EQ(q.min_report_confidence,
 			  (int)json_integer_value(
 			      json_object_get(t, "minReportConfidence")));
@@ -196,13 +196,12 @@ TEST(rqgate_source_domains)
 {
 	char h[64];
 
-	ASSERT_EQ(research_source_domain("https://Example.ORG/a/b", h,
-					 sizeof(h)),
-		  0);
+	ASSERT_EQ(
+	    research_source_domain("https://Example.ORG/a/b", h, sizeof(h)), 0);
 	ASSERT_STREQ(h, "example.org");
-	ASSERT_EQ(research_source_domain("http://u:p@host.io:8080/x?y", h,
-					 sizeof(h)),
-		  0);
+	ASSERT_EQ(
+	    research_source_domain("http://u:p@host.io:8080/x?y", h, sizeof(h)),
+	    0);
 	ASSERT_STREQ(h, "host.io");
 	ASSERT_EQ(research_source_domain("docs/c1.md:12", h, sizeof(h)), -1);
 	ASSERT_EQ(research_source_domain("ftp://x.org/", h, sizeof(h)), -1);
@@ -250,16 +249,16 @@ TEST(rqgate_input_from_records)
 	ASSERT(json_is_true(json_object_get(
 	    json_array_get(json_object_get(in, "claimCitationCoverage"), 1),
 	    "hasCitation")));
-	ASSERT(json_number_value(json_object_get(in, "latestReportConfidence")) >
-		   69.9 &&
-	       json_number_value(json_object_get(in, "latestReportConfidence")) <
-		   70.1);
+	ASSERT(json_number_value(
+		   json_object_get(in, "latestReportConfidence")) > 69.9 &&
+	       json_number_value(
+		   json_object_get(in, "latestReportConfidence")) < 70.1);
 	research_quality_profile("low", &q);
 	g = research_quality_gate(in, &q);
 	ASSERT(!json_is_true(json_object_get(g, "pass")));
 	/* c12 has no domain, c1 is not cited */
-	ASSERT(ids_are(json_object_get(g, "insufficient"),
-		       "[\"c12\", \"c1\"]"));
+	ASSERT(
+	    ids_are(json_object_get(g, "insufficient"), "[\"c12\", \"c1\"]"));
 	json_decref(g);
 	json_decref(in);
 
