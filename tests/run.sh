@@ -100,6 +100,7 @@ t0128-chat-api
 t0141-answer-links
 t0155-rewind
 t0156-turn-budgets
+t0169-memory
 "
 
 # The PostgreSQL cluster, when a test of the pass is wanted. Its jobs go

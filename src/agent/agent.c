@@ -141,6 +141,7 @@ agent_failure_name(enum agent_failure f)
 		[AGENT_FAIL_CRASH] = "crash",
 		[AGENT_FAIL_BAD_OUTPUT] = "bad_output",
 		[AGENT_FAIL_LIMIT] = "limit",
+		[AGENT_FAIL_CONTEXT] = "context",
 	};
 
 	return names[f];

@@ -73,7 +73,18 @@ enum agent_failure {
 	AGENT_FAIL_CRASH,	/* died or exited nonzero, no known cause */
 	AGENT_FAIL_BAD_OUTPUT,	/* ran, but said nothing baton can read */
 	AGENT_FAIL_LIMIT,	/* hit max steps / max tokens / max turns */
+	AGENT_FAIL_CONTEXT,	/* the prompt or conversation is larger than
+				   the model's context window: compact and
+				   try once more */
 };
+
+/*
+ * 1 if text is a provider's "context window exceeded" error: OpenAI's
+ * context_length_exceeded ("maximum context length"), Anthropic's
+ * "prompt is too long", Gemini's "input token count ... exceeds the
+ * maximum number of tokens", and the like of other providers and CLIs.
+ */
+int agent_context_overflow(const char *text);
 
 struct agent_request {
 	const struct config_provider *provider;
@@ -126,6 +137,9 @@ struct agent_result {
 	double cost_usd;      /* reported by the agent, else from pricing */
 	int cost_known;	      /* cost_usd came from the agent or pricing */
 	int steps;	      /* turns / tool-loop steps, when known */
+	/* baton's HTTP agent dropped older tool results to fit the context
+	   window: the conversation's bytes before and after; 0: it did not */
+	int64_t compacted_before, compacted_after;
 	/*
 	 * ACP: what the agent asked for and was refused, a JSON array of
 	 * {"tool", "kind", "path", "reason"} (path: the file, command or

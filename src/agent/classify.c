@@ -8,7 +8,8 @@
  *   stopped ──────────────────────────────▶ none (the engine asked)
  *   timeout ──────────────────────────────▶ TIMEOUT
  *   ok, nothing reported ─────────────────▶ none
- *   otherwise: status 429 / "rate limit"... ▶ QUOTA (+ reset time)
+ *   otherwise: "prompt is too long"...    ▶ CONTEXT (compact, retry once)
+ *              status 429 / "rate limit"... ▶ QUOTA (+ reset time)
  *              401, 403 / "invalid api key" ▶ AUTH
  *              5xx / "overloaded" ...       ▶ UNAVAILABLE
  *              anything else                ▶ CRASH
@@ -62,6 +63,20 @@ static const char *const unavailable_words[] = {
 	"unable to connect",   "connection refused",
 	"econnrefused",	       "connection error",
 	"fetch failed",	       NULL,
+};
+
+/* A context window too small for the prompt, as each provider says it. */
+static const char *const context_words[] = {
+	"context_length_exceeded",	  /* OpenAI's code */
+	"maximum context length",	  /* OpenAI's message */
+	"prompt is too long",		  /* Anthropic */
+	"exceeds the maximum number of tokens", /* Gemini */
+	"context window",		  /* "exceeds the context window" */
+	"context length exceeded",	  /* Mistral, vLLM, LiteLLM */
+	"model_context_window_exceeded",  /* Codex */
+	"reduce the length of the messages",
+	"too many tokens in the prompt",
+	NULL,
 };
 
 /* Prefixes after which an error text gives its HTTP status. */
@@ -159,6 +174,12 @@ err_end(const struct agent_result *r)
 					  : b->ptr;
 }
 
+int
+agent_context_overflow(const char *text)
+{
+	return has_word(text, context_words);
+}
+
 static enum agent_failure
 classify(const struct agent_result *r)
 {
@@ -180,6 +201,10 @@ classify(const struct agent_result *r)
 	case AGENT_CRASHED:
 		break;
 	}
+	/* before the status: a context error is a 400, or a 413 */
+	if (agent_context_overflow(r->message.ptr) ||
+	    (r->outcome != AGENT_OK && agent_context_overflow(err_end(r))))
+		return AGENT_FAIL_CONTEXT;
 	status = r->http_status;
 	if (!status)
 		status = agent__status_in_text(r->message.ptr);
@@ -595,6 +620,7 @@ agent_failure_class(const struct agent_result *r, struct fail_verdict *out)
 	case AGENT_FAIL_CRASH:
 	case AGENT_FAIL_BAD_OUTPUT:
 	case AGENT_FAIL_LIMIT:
+	case AGENT_FAIL_CONTEXT:
 		break;
 	}
 	fail_classify(NULL, NULL, out);

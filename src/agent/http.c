@@ -51,6 +51,8 @@
 #define HTTP_ANTHROPIC_MAX_TOKENS 8192
 /* Bytes of an error body quoted in a message when it has no message. */
 #define HTTP_ERROR_QUOTE 300
+/* A tool result this short is kept when the context window is full. */
+#define HTTP_DROPPED_MIN 200
 
 /* What differs between the two APIs, besides the JSON shapes. */
 struct wire {
@@ -696,6 +698,11 @@ post(struct call *c, const char *sys_prompt, json_t **out, struct err *e)
 				       name, msg.ptr);
 				goto out;
 			}
+			if (agent_context_overflow(msg.ptr)) {
+				finish(c, AGENT_EXIT, AGENT_FAIL_CONTEXT,
+				       "%s: %s", name, msg.ptr);
+				goto out;
+			}
 			if (!retryable(status)) {
 				finish(c, AGENT_EXIT, AGENT_FAIL_CRASH,
 				       "%s: %s", name, msg.ptr);
@@ -966,6 +973,78 @@ run_tools(struct call *c, struct turn *t)
 	buf_release(&out);
 }
 
+/* The conversation's size as sent (compact JSON), in bytes. */
+static int64_t
+messages_size(const json_t *messages)
+{
+	char *s = json_dumps(messages, JSON_COMPACT);
+	int64_t n = s ? (int64_t)strlen(s) : 0;
+
+	free(s);
+	return n;
+}
+
+/* Replaces the text holder[key] of a tool result with a short note. */
+static int
+drop_result(json_t *holder, const char *key)
+{
+	const char *old = json_string_value(json_object_get(holder, key));
+	size_t len = old ? strlen(old) : 0;
+
+	if (!old || len <= HTTP_DROPPED_MIN)
+		return 0;
+	json_object_set_new(holder, key,
+			    json_sprintf("[an earlier tool result of %zu "
+					 "bytes, dropped to fit the model's "
+					 "context window; run the tool again "
+					 "if you need it]",
+					 len));
+	return 1;
+}
+
+/*
+ * The model's context window is full: every tool result but those of
+ * the latest turn becomes a short note, as OpenViber compacts a
+ * conversation. Returns how many were dropped (0: nothing to drop).
+ */
+static int
+compact_messages(struct call *c)
+{
+	size_t i, j, last = json_array_size(c->messages);
+	int n = 0;
+
+	/* the latest turn's results: from the last assistant message on */
+	while (last > 0) {
+		const char *role = json_get_str(
+		    json_array_get(c->messages, last - 1), "role");
+
+		if (role && !strcmp(role, "assistant"))
+			break;
+		last--;
+	}
+	if (last)
+		last--;
+	for (i = 0; i < last; i++) {
+		json_t *m = json_array_get(c->messages, i), *parts;
+		const char *role = json_get_str(m, "role");
+
+		if (role && !strcmp(role, "tool")) {
+			n += drop_result(m, "content");
+			continue;
+		}
+		parts = json_object_get(m, "content");
+		for (j = 0; json_is_array(parts) && j < json_array_size(parts);
+		     j++) {
+			json_t *part = json_array_get(parts, j);
+			const char *type = json_get_str(part, "type");
+
+			if (type && !strcmp(type, "tool_result"))
+				n += drop_result(part, "content");
+		}
+	}
+	return n;
+}
+
 /* Reads the key; 0, or 1 when the call ended for want of it. */
 static int
 get_key(struct call *c, const char **key)
@@ -1150,6 +1229,28 @@ http_run(const struct wire *w, const struct agent_request *req,
 		rc = post(&c, sys_prompt, &resp, e);
 		if (rc < 0)
 			goto fail;
+		if (rc > 0 && r->failure == AGENT_FAIL_CONTEXT &&
+		    !r->compacted_before) {
+			/* once: older tool results go, and the request again */
+			int64_t before = messages_size(c.messages);
+			int n = compact_messages(&c);
+
+			if (n) {
+				r->compacted_before = before;
+				r->compacted_after = messages_size(c.messages);
+				note(&c, "the context window is full: %d "
+				     "earlier tool result%s dropped (%lld to "
+				     "%lld bytes); asking again",
+				     n, n == 1 ? "" : "s", (long long)before,
+				     (long long)r->compacted_after);
+				r->outcome = AGENT_OK;
+				r->failure = AGENT_FAIL_NONE;
+				r->status = 0;
+				r->http_status = 0;
+				buf_reset(&r->message);
+				continue;
+			}
+		}
 		if (rc > 0) {
 			rc = 0;
 			break;

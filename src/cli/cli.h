@@ -154,5 +154,6 @@ extern const struct cmd cmd_plugin;
 extern const struct cmd cmd_tui;
 extern const struct cmd cmd_mcp;
 extern const struct cmd cmd_chat;
+extern const struct cmd cmd_memory;
 
 #endif

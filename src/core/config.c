@@ -38,7 +38,7 @@ static const char *const top_keys[] = {
     "pipelines", "store",     "budget",	  "execution", "runtime",
     "merge",	 "server",    "reports",  "notify",	 "repo",
     "loop",	 "assist",    "forge",	  "hooks",	 "plugins",
-    NULL,
+    "research",	 NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -139,6 +139,11 @@ static const char *const assist_keys[] = {
 };
 static const char *const assist_modes[] = {
     "always-ask", "agent-decides", "always-execute", NULL,
+};
+static const char *const research_keys[] = { "quality_profile", NULL };
+/* research_quality_profiles (core/research.c) and "off" */
+static const char *const research_profiles[] = {
+    "off", "low", "mid", "high", "ultra", NULL,
 };
 static const char *const repo_keys[] = { "url", NULL };
 static const char *const forge_keys[] = {
@@ -1365,6 +1370,23 @@ read_loop(struct config *c, struct err *e)
 	return rc;
 }
 
+/* research: the research pipeline's quality gate profile. */
+static int
+read_research(struct config *c, struct err *e)
+{
+	const struct cnode *sec, *n;
+	int rc;
+
+	rc = get_section(c->root, "research", research_keys, &sec, e);
+	if (rc < 0 || !sec)
+		return rc;
+	if ((n = cnode_get(sec, "quality_profile")))
+		rc = read_choice(n, "research.quality_profile",
+				 research_profiles, &c->research.quality_profile,
+				 e);
+	return rc;
+}
+
 /* assist: the assist pipeline's execution mode and escalations. */
 static int
 read_assist(struct config *c, struct err *e)
@@ -2199,6 +2221,8 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	if (rc < 0)
 		goto out;
 	rc = read_assist(&c, e);
+	if (rc >= 0)
+		rc = read_research(&c, e);
 	if (rc < 0)
 		goto out;
 	rc = read_forge(&c, e);
@@ -2218,6 +2242,8 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 		c.loop.profile = xstrdup("strict");
 	if (!c.assist.mode)
 		c.assist.mode = xstrdup("agent-decides");
+	if (!c.research.quality_profile)
+		c.research.quality_profile = xstrdup("low");
 	config_hash(&c);
 out:
 	if (rc < 0) {
@@ -2283,6 +2309,7 @@ config_release(struct config *c)
 	strvec_clear(&c->plugins_enabled);
 	free(c->loop.stop_file);
 	free(c->assist.mode);
+	free(c->research.quality_profile);
 	free(c->forge.type);
 	free(c->forge.repo);
 	free(c->forge.token_env);

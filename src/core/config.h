@@ -214,6 +214,11 @@ struct config_loop {
 	int max_iterations;	/* 0: the pipeline's */
 };
 
+/* research: the research pipeline's quality gate (openTiger). */
+struct config_research {
+	char *quality_profile;	/* low (default) | mid | high | ultra | off */
+};
+
 /* assist: the assist pipeline (OpenViber). */
 struct config_assist {
 	char *mode;		/* always-ask | agent-decides (default) |
@@ -288,6 +293,7 @@ struct config {
 	struct config_reports reports;
 	struct config_loop loop;
 	struct config_assist assist;
+	struct config_research research;
 	struct config_forge forge;
 	struct config_webhook *webhooks; /* notify.webhooks, notify.targets */
 	size_t nr_webhooks;

@@ -168,7 +168,16 @@ static const struct event_type types[] = {
 	  "\"http_status\"?}`; "
 	  "`failure` classifies a failed call: `none`, `quota`, "
 	  "`unavailable`, `auth`, `missing`, `timeout`, `crash`, "
-	  "`bad_output`, `limit`" },
+	  "`bad_output`, `limit`, `context`" },
+	{ "context_compacted", EVENT_G_AGENT,
+	  "the model's context window was too small: the prompt's largest "
+	  "sections were cut (`prompt_sections`), or baton's HTTP agent "
+	  "dropped older tool results (`tool_results`), to try once more",
+	  "`{\"stage\", \"provider\", \"how\", \"before\", \"after\", "
+	  "\"target\"?}` (sizes in bytes)" },
+	{ "memory_written", EVENT_G_RUN,
+	  "the run's outcome was written to the repository's memory",
+	  "`{\"id\", \"bytes\"}`" },
 	{ "quota_wait", EVENT_G_AGENT,
 	  "the agent hit a quota or an outage, and the stage waits before it "
 	  "tries again",
@@ -320,6 +329,11 @@ static const struct event_type types[] = {
 	  "`{\"stage\", \"file\", \"count\", \"high\"}`" },
 	{ "report_written", EVENT_G_RESEARCH, "the report was composed",
 	  "`{\"stage\", \"file\", \"bytes\"}`" },
+	{ "quality_gate", EVENT_G_RESEARCH,
+	  "the deterministic quality gate weighed the claims before the judge",
+	  "`{\"stage\", \"profile\", \"round\", \"pass\", \"reasons\", "
+	  "\"insufficient\", \"challenge\", \"verifiable_ratio\", "
+	  "\"report_confidence\"}`" },
 	{ "judgement", EVENT_G_RESEARCH, "the judge judged the report",
 	  "`{\"stage\", \"file\", \"round\", \"verdict\": \"pass\" \\| "
 	  "\"rework\", \"weak\", \"reasons\"?}`" },

@@ -91,3 +91,74 @@ prompt_section(struct buf *out, const char *title, const char *text,
 	buf_adds(out, "\n\n");
 	*budget -= len;
 }
+
+/* One "## " section of a prompt: its heading line, then its body. */
+struct psec {
+	const char *head; /* the "## " line's start */
+	const char *body; /* after the heading line */
+	size_t body_len, keep;
+};
+
+size_t
+prompt_compact(const char *prompt, size_t target, struct buf *out)
+{
+	struct psec *v = NULL;
+	size_t nr = 0, alloc = 0, i, total = strlen(prompt), cut = 0;
+	const char *p, *pre_end = NULL;
+
+	/* the sections: each line that starts "## " begins one */
+	for (p = prompt; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+		const char *nl;
+
+		if (strncmp(p, "## ", 3))
+			continue;
+		if (!pre_end)
+			pre_end = p;
+		if (nr)
+			v[nr - 1].body_len = (size_t)(p - v[nr - 1].body);
+		ALLOC_GROW(v, nr + 1, alloc);
+		nl = strchr(p, '\n');
+		v[nr].head = p;
+		v[nr].body = nl ? nl + 1 : p + strlen(p);
+		v[nr].body_len = 0;
+		nr++;
+	}
+	if (nr)
+		v[nr - 1].body_len = strlen(v[nr - 1].body);
+	for (i = 0; i < nr; i++)
+		v[i].keep = v[i].body_len;
+	/* the largest body loses what is over, down to PROMPT_KEEP_MIN */
+	while (total > target) {
+		size_t big = nr, over = total - target, can;
+
+		for (i = 0; i < nr; i++)
+			if (v[i].keep > PROMPT_KEEP_MIN &&
+			    (big == nr || v[i].keep > v[big].keep))
+				big = i;
+		if (big == nr)
+			break;
+		/* the note costs about 100 bytes */
+		can = v[big].keep - PROMPT_KEEP_MIN;
+		if (over + 100 < can)
+			can = over + 100;
+		/* no more than half of it at once, so that the others
+		   share the cut when they are close in size */
+		if (can < v[big].keep / 2 && over + 100 > v[big].keep / 2)
+			can = v[big].keep / 2;
+		v[big].keep -= can;
+		total -= can;
+		cut += can;
+	}
+	buf_add(out, prompt, pre_end ? (size_t)(pre_end - prompt) : strlen(prompt));
+	for (i = 0; i < nr; i++) {
+		buf_add(out, v[i].head, (size_t)(v[i].body - v[i].head));
+		buf_add(out, v[i].body, v[i].keep);
+		if (v[i].keep < v[i].body_len)
+			buf_addf(out,
+				 "\n[... %zu more bytes of this section cut to "
+				 "fit the model's context window ...]\n\n",
+				 v[i].body_len - v[i].keep);
+	}
+	free(v);
+	return cut;
+}

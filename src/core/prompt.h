@@ -45,4 +45,15 @@ void prompt_render(const char *tmpl, const struct prompt_var *vars, size_t n,
 void prompt_section(struct buf *out, const char *title, const char *text,
 		    size_t *budget);
 
+/*
+ * A prompt too large for the model's context window, made to fit in
+ * target bytes: the "## " sections' bodies, largest first, are cut to
+ * their beginning with a note of what was cut, down to PROMPT_KEEP_MIN
+ * bytes each; what comes before the first section (the instructions) is
+ * kept whole. Appends the result to out; returns the bytes cut (0: none
+ * could be).
+ */
+#define PROMPT_KEEP_MIN 512
+size_t prompt_compact(const char *prompt, size_t target, struct buf *out);
+
 #endif

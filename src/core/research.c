@@ -369,6 +369,7 @@ research_claim_collected(json_t *claim, const json_t *evidence,
 	int rounds = (int)json_integer_value(json_object_get(claim, "rounds"));
 
 	json_object_set_new(claim, "status", json_string("collected"));
+	json_object_del(claim, "gate_reasons");
 	json_object_set(claim, "verdict", json_object_get(evidence, "verdict"));
 	json_object_set(claim, "confidence",
 			json_object_get(evidence, "confidence"));
@@ -497,4 +498,266 @@ research_summary(const json_t *state, size_t line_max, struct buf *out)
 		buf_addch(out, '\n');
 	}
 	buf_release(&line);
+}
+
+/* ---- the quality gate (openTiger's evaluateResearchQualityGate) -------- */
+
+const char *const research_quality_profiles[] = { "low", "mid", "high",
+						  "ultra", NULL };
+
+int
+research_quality_profile(const char *name, struct research_quality *q)
+{
+	/* TigerResearch's profile.ts; report confidence and the verifiable
+	 * ratio are its global thresholds, the same for every profile */
+	static const struct research_quality table[] = {
+		{ "low", 1, 1, 0, 70, 0.9 },
+		{ "mid", 2, 2, 1, 70, 0.9 },
+		{ "high", 3, 2, 1, 70, 0.9 },
+		{ "ultra", 4, 3, 1, 70, 0.9 },
+	};
+	size_t i;
+
+	for (i = 0; name && i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcmp(table[i].profile, name)) {
+			*q = table[i];
+			return 0;
+		}
+	return -1;
+}
+
+/* Adds id to the list a once. */
+static void
+add_id(json_t *a, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < json_array_size(a); i++)
+		if (!strcmp(json_string_value(json_array_get(a, i)), id))
+			return;
+	json_array_append_new(a, json_string(id));
+}
+
+static json_int_t
+int_of(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_number(v) ? (json_int_t)json_number_value(v) : 0;
+}
+
+json_t *
+research_quality_gate(const json_t *input, const struct research_quality *q)
+{
+	json_t *reasons = json_array(), *weak = json_array();
+	json_t *challenge = json_array(), *prog, *cov, *it;
+	double conf = json_number_value(
+	    json_object_get(input, "latestReportConfidence"));
+	size_t i, verifiable = 0, uncited = 0;
+	double ratio;
+
+	prog = json_object_get(input, "claimProgress");
+	cov = json_object_get(input, "claimCitationCoverage");
+	if (!json_array_size(json_object_get(input, "claims")))
+		json_array_append_new(reasons,
+				      json_string("No claims were generated."));
+	if (conf < q->min_report_confidence)
+		json_array_append_new(
+		    reasons, json_sprintf("Report confidence is below "
+					  "threshold (%g < %d).",
+					  conf, q->min_report_confidence));
+	for (i = 0; i < json_array_size(prog); i++) {
+		const char *id;
+		json_int_t ev, dom, counter;
+		int ok = 1;
+
+		it = json_array_get(prog, i);
+		id = json_get_str(it, "claimId");
+		id = id ? id : "?";
+		ev = int_of(it, "evidenceCount");
+		dom = int_of(it, "distinctDomainCount");
+		counter = int_of(it, "counterEvidenceCount");
+		if (ev < q->min_evidence) {
+			json_array_append_new(
+			    reasons,
+			    json_sprintf("Claim %s lacks evidence (%lld/%d).",
+					 id, (long long)ev, q->min_evidence));
+			add_id(weak, id);
+			ok = 0;
+		}
+		if (dom < q->min_domains) {
+			json_array_append_new(
+			    reasons, json_sprintf("Claim %s lacks source "
+						  "diversity (%lld/%d).",
+						  id, (long long)dom,
+						  q->min_domains));
+			add_id(weak, id);
+			ok = 0;
+		}
+		if (q->require_counter && counter <= 0) {
+			json_array_append_new(
+			    reasons, json_sprintf("Claim %s has no "
+						  "counter-evidence.",
+						  id));
+			add_id(challenge, id);
+			ok = 0;
+		}
+		verifiable += ok;
+	}
+	for (i = 0; i < json_array_size(cov); i++) {
+		it = json_array_get(cov, i);
+		if (json_is_true(json_object_get(it, "hasCitation")))
+			continue;
+		uncited++;
+		if (json_get_str(it, "claimId"))
+			add_id(weak, json_get_str(it, "claimId"));
+	}
+	if (uncited)
+		json_array_append_new(
+		    reasons, json_sprintf("Citation coverage is incomplete "
+					  "for %zu claim(s).",
+					  uncited));
+	ratio = json_array_size(prog)
+		    ? (double)verifiable / (double)json_array_size(prog)
+		    : 0;
+	if (ratio < q->min_verifiable_ratio)
+		json_array_append_new(
+		    reasons, json_sprintf("Verifiable claim ratio is below "
+					  "threshold (%.2f < %.2f).",
+					  ratio, q->min_verifiable_ratio));
+	return json_pack("{s:b, s:o, s:o, s:o, s:f, s:f}", "pass",
+			 !json_array_size(reasons), "reasons", reasons,
+			 "insufficient", weak, "challenge", challenge,
+			 "verifiable_ratio", ratio, "report_confidence", conf);
+}
+
+int
+research_source_domain(const char *source, char *out, size_t size)
+{
+	const char *p, *end, *at;
+	size_t n, i;
+
+	if (!source)
+		return -1;
+	if (!strncasecmp(source, "https://", 8))
+		p = source + 8;
+	else if (!strncasecmp(source, "http://", 7))
+		p = source + 7;
+	else
+		return -1;
+	end = p + strcspn(p, "/?#");
+	at = memchr(p, '@', (size_t)(end - p));
+	if (at)
+		p = at + 1;
+	n = strcspn(p, ":/?#");
+	if (p + n > end)
+		n = (size_t)(end - p);
+	if (!n || n >= size)
+		return -1;
+	for (i = 0; i < n; i++) {
+		char c = p[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '-' || c == '[' || c == ']'))
+			return -1;
+		out[i] = c;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+static int
+id_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+/* 1 if text holds word as a whole word (not inside [a-z0-9-]). */
+static int
+has_word(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+	const char *p = text;
+
+	if (!n)
+		return 0;
+	while ((p = strstr(p, word))) {
+		char b = p > text ? p[-1] : ' ', a = p[n];
+
+		if (!id_char(b) && !id_char(a))
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
+json_t *
+research_quality_input(const json_t *state, const json_t *challenges,
+		       const char *report)
+{
+	json_t *claims = json_object_get(state, "claims"), *c;
+	json_t *out_claims = json_array(), *prog = json_array();
+	json_t *cov = json_array(), *chl;
+	double sum = 0;
+	size_t i, j, k;
+
+	chl = json_object_get(challenges, "challenges");
+	for (i = 0; i < json_array_size(claims); i++) {
+		json_t *ev, *domains = json_object();
+		const char *id;
+		double conf;
+		int counter = 0, cited = 0;
+
+		c = json_array_get(claims, i);
+		id = json_get_str(c, "id");
+		if (!id) {
+			json_decref(domains);
+			continue;
+		}
+		ev = json_object_get(c, "evidence");
+		conf = json_number_value(json_object_get(c, "confidence"));
+		sum += conf;
+		for (j = 0; j < json_array_size(ev); j++) {
+			json_t *it = json_array_get(ev, j);
+			const char *src = json_get_str(it, "source");
+			char host[256];
+
+			if (!research_source_domain(src, host, sizeof(host)))
+				json_object_set_new(domains, host, json_true());
+			if (json_is_false(json_object_get(it, "supports")))
+				counter++;
+			if (report && src && *src && strstr(report, src))
+				cited = 1;
+		}
+		for (k = 0; k < json_array_size(chl); k++) {
+			const char *cid =
+			    json_get_str(json_array_get(chl, k), "claim");
+
+			if (cid && !strcmp(cid, id))
+				counter++;
+		}
+		if (report && has_word(report, id))
+			cited = 1;
+		json_array_append_new(
+		    out_claims, json_pack("{s:s, s:f}", "id", id,
+					  "confidence", conf * 100));
+		json_array_append_new(
+		    prog, json_pack("{s:s, s:f, s:I, s:I, s:i}", "claimId", id,
+				    "confidence", conf * 100, "evidenceCount",
+				    (json_int_t)json_array_size(ev),
+				    "distinctDomainCount",
+				    (json_int_t)json_object_size(domains),
+				    "counterEvidenceCount", counter));
+		json_array_append_new(cov, json_pack("{s:s, s:b}", "claimId",
+						     id, "hasCitation", cited));
+		json_decref(domains);
+	}
+	return json_pack("{s:o, s:o, s:f, s:o}", "claims", out_claims,
+			 "claimProgress", prog, "latestReportConfidence",
+			 json_array_size(claims)
+			     ? sum * 100 / (double)json_array_size(claims)
+			     : 0,
+			 "claimCitationCoverage", cov);
 }

@@ -126,4 +126,50 @@ char *research_weak_list(const json_t *state);
  */
 void research_summary(const json_t *state, size_t line_max, struct buf *out);
 
+/*
+ * openTiger's deterministic quality gate (TigerResearch's
+ * evaluateResearchQualityGate), run before the judge: thresholds set by a
+ * profile.
+ */
+struct research_quality {
+	const char *profile;		/* low | mid | high | ultra */
+	int min_evidence;		/* evidence items per claim */
+	int min_domains;		/* distinct source domains per claim */
+	int require_counter;		/* counter-evidence for every claim */
+	int min_report_confidence;	/* 0..100 */
+	double min_verifiable_ratio;	/* 0..1 */
+};
+
+/* The profiles' names, NULL-terminated, for the config's choice. */
+extern const char *const research_quality_profiles[];
+
+/* Fills q from profile name; -1 for an unknown name. */
+int research_quality_profile(const char *name, struct research_quality *q);
+
+/*
+ * The gate over input in openTiger's shape: {"claims": [{id, confidence}],
+ * "claimProgress": [{claimId, evidenceCount, distinctDomainCount,
+ * counterEvidenceCount}], "latestReportConfidence": 0..100,
+ * "claimCitationCoverage": [{claimId, hasCitation}]}. Returns a new
+ * {"pass": bool, "reasons": [S], "insufficient": [ids], "challenge":
+ * [ids], "verifiable_ratio": R, "report_confidence": N}.
+ */
+json_t *research_quality_gate(const json_t *input,
+			      const struct research_quality *q);
+
+/*
+ * The gate's input from baton's records: state (progress.research), the
+ * challenge document (may be NULL) and the report's text (may be NULL).
+ * Evidence counts the claim's items; a domain is the host of an http(s)
+ * source (other sources have none, as in openTiger); counter-evidence is
+ * an item with "supports": false or a challenge naming the claim; a
+ * claim is cited when the report names its id as a word or quotes one
+ * of its sources; the report's confidence is the claims' mean (x100).
+ */
+json_t *research_quality_input(const json_t *state, const json_t *challenges,
+			       const char *report);
+
+/* The host of an http(s) URL, lower-cased, into out; 0, or -1 for none. */
+int research_source_domain(const char *source, char *out, size_t size);
+
 #endif

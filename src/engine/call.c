@@ -934,6 +934,35 @@ retry_failed(struct drive *d, const struct stage *s,
 }
 
 /*
+ * The provider said its context window is too small for the prompt: the
+ * prompt's largest sections are cut until it is at most target bytes
+ * (core/prompt.h), recorded as the event context_compacted.
+ */
+static int
+compact_prompt(struct drive *d, const struct stage *s,
+	       const struct config_provider *prov, size_t target,
+	       struct buf *prompt, struct err *e)
+{
+	struct buf small = BUF_INIT;
+	size_t before = prompt->len;
+	int rc;
+
+	prompt_compact(prompt->ptr, target, &small);
+	buf_reset(prompt);
+	buf_add(prompt, small.ptr, small.len);
+	buf_release(&small);
+	rc = engine__note(d, "context_compacted",
+			  json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "stage",
+				    s->name, "provider", prov->name, "how",
+				    "prompt_sections", "before",
+				    (json_int_t)before, "after",
+				    (json_int_t)prompt->len, "target",
+				    (json_int_t)target),
+			  e);
+	return rc;
+}
+
+/*
  * One provider on one agent stage: prompt, call, contract. Broken output
  * is retried once with the error in the prompt; a quota or an outage
  * waits and tries again (execution.quota_retries times); missing
@@ -962,6 +991,9 @@ engine__call(struct drive *d, const struct stage *s,
 	struct buf out_tail, what = BUF_INIT;
 	int tries[FAIL_CLASS_N] = { 0 };
 	int rc = 0, waits = 0, stop = 0, contract_tries = 0, keep_plan = 0;
+	/* a context overflow: the prompt is cut to this size, once */
+	size_t compact_to = 0;
+	int compacted = 0;
 
 	buf_init(&out_tail, DELTA_TAIL_BYTES);
 	d->missing = 0;
@@ -1023,7 +1055,10 @@ engine__call(struct drive *d, const struct stage *s,
 			buf_adds(&prompt, rp.note);
 		engine__render_prompt(d, s, more.len ? more.ptr : steers, retry,
 				      out_dir, &prompt);
-		rc = fs_write_atomic(pfile, prompt.ptr, prompt.len, e);
+		if (compact_to && prompt.len > compact_to)
+			rc = compact_prompt(d, s, prov, compact_to, &prompt, e);
+		if (!rc)
+			rc = fs_write_atomic(pfile, prompt.ptr, prompt.len, e);
 		if (!rc && info && info->is_cli)
 			rc = fs_mkdir_p(home, 0700, e);
 		if (rc)
@@ -1115,6 +1150,16 @@ engine__call(struct drive *d, const struct stage *s,
 			goto out;
 		}
 		last_line(&ar.err_tail, tail, sizeof(tail));
+		if (ar.compacted_before)
+			engine__note(d, "context_compacted",
+				     json_pack("{s:s, s:s, s:s, s:I, s:I}",
+					       "stage", s->name, "provider",
+					       prov->name, "how",
+					       "tool_results", "before",
+					       (json_int_t)ar.compacted_before,
+					       "after",
+					       (json_int_t)ar.compacted_after),
+				     NULL);
 		if (ar.outcome == AGENT_STOPPED && d->steered && !d->stop) {
 			rc = steer_again(d, s, steers, &more, e);
 			if (rc)
@@ -1165,6 +1210,23 @@ engine__call(struct drive *d, const struct stage *s,
 				*res = STAGE_STOPPED;
 				goto out;
 			}
+			continue;
+		case AGENT_FAIL_CONTEXT:
+			/* the seed's error table: compact, then retry once */
+			if (compacted) {
+				*res = STAGE_BLOCK;
+				*reason = xasprintf(
+					"stage %s: the prompt is still too "
+					"large for provider '%s''s context "
+					"window after it was compacted to %zu "
+					"bytes: %s",
+					s->name, prov->name, prompt.len,
+					ar.message.len ? ar.message.ptr : tail);
+				goto out;
+			}
+			compacted = 1;
+			compact_to = prompt.len / 2;
+			d->r.attempt++;
 			continue;
 		case AGENT_FAIL_AUTH:
 		case AGENT_FAIL_MISSING:

@@ -163,6 +163,7 @@ engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
 	if (status_is_terminal(to) &&
 	    !pipeline_check(d->p, d->r.status, to, NULL)) {
 		engine__report_final(d->en, d->p, &d->r, to, text);
+		engine__memory_record(d, to, text);
 		engine__terminal_hooks(d, to);
 	}
 	/* what a stage without a checkpoint wrote (a plan, a review) goes

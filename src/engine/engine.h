@@ -72,6 +72,17 @@ struct engine {
 	int unattended;
 };
 
+/*
+ * The repository's memory (engine/memory.c): writes entry id to the
+ * store and its file .baton/memory/<id>.md; forgets it from both (1 when
+ * it was there, 0 when not).
+ */
+int engine_memory_save(const struct workspace *ws, struct store *st,
+		       const char *id, const char *run_id, const char *kind,
+		       const char *body, struct err *e);
+int engine_memory_forget(const struct workspace *ws, struct store *st,
+			 const char *id, struct err *e);
+
 void engine_init(struct engine *en, struct store *s,
 		 const struct workspace *ws, const struct config *cfg);
 void engine_release(struct engine *en);

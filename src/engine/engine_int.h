@@ -197,6 +197,15 @@ void engine__report_moved(struct engine *en, const struct pipeline *p,
 void engine__report_tick(struct drive *d);
 
 /*
+ * The repository's memory (memory.c): the entry of a run that moves to
+ * the terminal status to (data: the move's JSON, its reason), written
+ * before the move; and the section of a prompt that gives the entries
+ * bearing on the run's task, spending from *budget.
+ */
+void engine__memory_record(struct drive *d, const char *to, const char *data);
+void engine__memory_context(struct drive *d, struct buf *ctx, size_t *budget);
+
+/*
  * snapshot.c: the config a run keeps to. engine__config_snapshot gives
  * en's merged config as JSON text (redacted; caller frees) for a new
  * run. engine__run_config builds the config of r's snapshot into *own

@@ -68,6 +68,7 @@ build_context(struct drive *d, const struct stage *s, const char *steers,
 	prompt_section(ctx, "Guidance from the people running this task",
 		       steers, &budget);
 	prompt_section(ctx, "What failed before", d->fail_delta, &budget);
+	engine__memory_context(d, ctx, &budget);
 	host_context(d, &host);
 	prompt_section(ctx, "The host you run on (baton's snapshot)", host.ptr,
 		       &budget);

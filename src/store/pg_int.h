@@ -52,6 +52,7 @@
 #include "store/store_int.h"
 
 struct err;
+struct json_t;
 struct event;
 
 /* Rows read per page of a list before its callbacks run. */
@@ -381,6 +382,10 @@ int pg__chat_list(struct store *s, const char *phase, int64_t **ids,
 		      size_t *nr, struct err *e);
 int pg__idem_claim(struct store *s, const char *key, const char *sha,
 		   int64_t *task_id, char sha_out[65], struct err *e);
+int pg__memory_put(struct store *s, const char *id, const char *run_id,
+		   const char *kind, const char *body, struct err *e);
+int pg__memory_forget(struct store *s, const char *id, struct err *e);
+int pg__memory_list(struct store *s, struct json_t **out, struct err *e);
 int pg__idem_bind(struct store *s, const char *key, int64_t task_id,
 		  struct err *e);
 int pg__forge_intake(struct store *s, struct task *t, struct forge_link *l,

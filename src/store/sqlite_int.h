@@ -22,6 +22,7 @@
 #include "store/store_int.h"
 
 struct err;
+struct json_t;
 struct event;
 struct merge_item;
 struct task;
@@ -217,6 +218,10 @@ int sqlite__chat_list(struct store *s, const char *phase, int64_t **ids,
 		      size_t *nr, struct err *e);
 int sqlite__idem_claim(struct store *s, const char *key, const char *sha,
 		       int64_t *task_id, char sha_out[65], struct err *e);
+int sqlite__memory_put(struct store *s, const char *id, const char *run_id,
+		       const char *kind, const char *body, struct err *e);
+int sqlite__memory_forget(struct store *s, const char *id, struct err *e);
+int sqlite__memory_list(struct store *s, struct json_t **out, struct err *e);
 int sqlite__idem_bind(struct store *s, const char *key, int64_t task_id,
 		      struct err *e);
 int sqlite__forge_intake(struct store *s, struct task *t,

@@ -15,7 +15,8 @@
  * store_worker_stop, store_merge_add, store_merge_update,
  * store_merge_claim, store_plan_add, store_forge_delivery_seen,
  * store_idem_claim, store_idem_bind, store_chat_create, store_chat_add,
- * store_chat_update,
+ * store_chat_update, store_memory_put, store_memory_forget,
+ * store_memory_list,
  * store_forge_intake and store_forge_link_put. The two heartbeats,
  * store_task_renew and store_worker_beat, are not counted: they run on
  * timers (a worker's lease thread), so counting them would make "the
@@ -971,6 +972,45 @@ store_chat_list(struct store *s, const char *phase, int64_t **ids,
 	*ids = NULL;
 	*nr = 0;
 	return s->ops->chat_list(s, phase, ids, nr, e);
+}
+
+int
+store_memory_put(struct store *s, const char *id, const char *run_id,
+		 const char *kind, const char *body, struct err *e)
+{
+	const char *what = "write a memory entry";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!id || !*id || !kind || !body)
+		return err_set(e, BATON_EINVAL, "cannot %s: no id", what);
+	s->fault = fault_next();
+	return s->ops->memory_put(s, id, run_id, kind, body, e);
+}
+
+int
+store_memory_forget(struct store *s, const char *id, struct err *e)
+{
+	const char *what = "forget a memory entry";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!id || !*id)
+		return err_set(e, BATON_EINVAL, "cannot %s: no id", what);
+	s->fault = fault_next();
+	return s->ops->memory_forget(s, id, e);
+}
+
+int
+store_memory_list(struct store *s, struct json_t **out, struct err *e)
+{
+	const char *what = "list the memory";
+
+	*out = NULL;
+	if (!s)
+		return null_arg(e, what, "the store");
+	s->fault = fault_next();
+	return s->ops->memory_list(s, out, e);
 }
 
 int

@@ -23,6 +23,7 @@
 #include "core/queue.h"
 
 struct err;
+struct json_t;
 struct event;
 struct merge_item;
 struct run;
@@ -530,6 +531,19 @@ int store_chat_update(struct store *s, int64_t id, const char *from,
  */
 int store_chat_list(struct store *s, const char *phase, int64_t **ids,
 		    size_t *nr, struct err *e);
+
+/*
+ * The repository's memory (table memory; docs/operations.md "Memory"):
+ * entries {"id", "run", "kind": "outcome" | "note", "body",
+ * "created_at", "updated_at"} (ms). store_memory_put inserts or replaces
+ * entry id (created_at is kept on a replace); store_memory_forget
+ * deletes it: 1 when it was there, 0 when not; store_memory_list gives
+ * every entry, oldest first, as a new JSON array.
+ */
+int store_memory_put(struct store *s, const char *id, const char *run_id,
+		     const char *kind, const char *body, struct err *e);
+int store_memory_forget(struct store *s, const char *id, struct err *e);
+int store_memory_list(struct store *s, struct json_t **out, struct err *e);
 
 /*
  * A task's place on the forge (table forge_links): the issue it came

@@ -26,6 +26,7 @@
 #include "store/store.h"
 
 struct err;
+struct json_t;
 struct event;
 struct merge_item;
 struct run;
@@ -195,6 +196,10 @@ struct store_ops {
 			   const struct chat_conv *set, struct err *e);
 	int (*chat_list)(struct store *s, const char *phase, int64_t **ids,
 			 size_t *nr, struct err *e);
+	int (*memory_put)(struct store *s, const char *id, const char *run_id,
+			  const char *kind, const char *body, struct err *e);
+	int (*memory_forget)(struct store *s, const char *id, struct err *e);
+	int (*memory_list)(struct store *s, struct json_t **out, struct err *e);
 	int (*forge_intake)(struct store *s, struct task *t,
 			    struct forge_link *l, struct event *ev,
 			    struct err *e);

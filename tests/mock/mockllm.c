@@ -328,6 +328,8 @@ static struct {
 	const char *script_file;
 	const char *log_file;
 	const char *require_key;
+	long context_limit; /* a model request body larger than this gets
+			       its wire's context-length error; 0: none */
 	long fail_left; /* model requests still to fail */
 	int fail_status;
 	long fail_reset; /* Retry-After seconds for 429; -1: none */
@@ -344,7 +346,8 @@ usage(void)
 	fputs(
 	    "usage: mockllm [--port N] [--port-file F] [--script F] [--log F]\n"
 	    "               [--fail N:STATUS[:RESET_SECONDS]] "
-	    "[--require-key KEY]\n",
+	    "[--require-key KEY]\n"
+	    "               [--context-limit BYTES]\n",
 	    stderr);
 	exit(2);
 }
@@ -1787,6 +1790,43 @@ respond_error(struct exchange *x, int status, const char *msg,
 	set_reply(x, "error:%d", status);
 }
 
+/*
+ * The body of len bytes is over --context-limit: each provider's own
+ * "context window exceeded" answer (a 400), as baton must recognise them.
+ */
+static void
+respond_context(struct exchange *x, size_t len)
+{
+	long tokens = (long)len / 4, max = opt.context_limit / 4;
+	char msg[256];
+	json_t *j;
+
+	switch (x->wire) {
+	case WIRE_ANTHROPIC:
+		snprintf(msg, sizeof(msg), "prompt is too long: %ld tokens > "
+			 "%ld maximum", tokens, max);
+		j = error_anthropic(400, msg);
+		break;
+	case WIRE_GEMINI:
+		snprintf(msg, sizeof(msg), "The input token count (%ld) "
+			 "exceeds the maximum number of tokens allowed (%ld).",
+			 tokens, max);
+		j = error_gemini(400, msg);
+		break;
+	default:
+		snprintf(msg, sizeof(msg), "This model's maximum context "
+			 "length is %ld tokens. However, your messages "
+			 "resulted in %ld tokens. Please reduce the length of "
+			 "the messages.", max, tokens);
+		j = json_pack("{s:{s:s,s:s,s:s,s:n}}", "error", "message", msg,
+			      "type", "invalid_request_error", "code",
+			      "context_length_exceeded", "param");
+		break;
+	}
+	respond_json(x, 400, j, NULL);
+	set_reply(x, "error:context");
+}
+
 /* --- routes ------------------------------------------------------------- */
 
 static void
@@ -1865,6 +1905,11 @@ serve_model(struct exchange *x)
 	if (opt.require_key &&
 	    (!x->req->key || strcmp(x->req->key, opt.require_key))) {
 		respond_error(x, 401, w->auth_message, NULL);
+		return;
+	}
+	if (opt.context_limit > 0 &&
+	    x->req->body.len > (size_t)opt.context_limit) {
+		respond_context(x, x->req->body.len);
 		return;
 	}
 	if (opt.fail_left > 0) {
@@ -2355,6 +2400,7 @@ main(int argc, char **argv)
 		{ "log", required_argument, NULL, 'l' },
 		{ "fail", required_argument, NULL, 'F' },
 		{ "require-key", required_argument, NULL, 'k' },
+		{ "context-limit", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2389,6 +2435,11 @@ main(int argc, char **argv)
 			break;
 		case 'k':
 			opt.require_key = optarg;
+			break;
+		case 'C':
+			if (parse_long(optarg, &end, 1, REQ_MAX, &v) || *end)
+				usage();
+			opt.context_limit = v;
 			break;
 		default:
 			usage();

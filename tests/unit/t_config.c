@@ -569,7 +569,7 @@ TEST(unknown_key)
 				 "validate, pipelines, store, budget, "
 				 "execution, runtime, merge, server, "
 				 "reports, notify, repo, loop, assist, "
-				 "forge, hooks, plugins)");
+				 "forge, hooks, plugins, research)");
 	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
 	ASSERT_STREQ(e.msg,
 		     REPO ":2:34: unknown key 'providers.a.cmd' "

@@ -31,6 +31,7 @@
 #include "util/buf.h"
 #include "util/embed.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/xalloc.h"
 
 /* A test races bare child processes against each other: banned.h keeps
@@ -2092,6 +2093,44 @@ case_chat_conversations(struct store *s, const char *spec)
 	ASSERT_EQ(store_chat_list(s, "monitoring", &ids, &nr, &e), 0);
 	ASSERT_EQ(nr, 0);
 	free(ids);
+/* The memory: put inserts then replaces (created_at kept), list is
+ * oldest first, forget says whether the entry was there. */
+static void
+case_memory_entries(struct store *s, const char *spec)
+{
+	struct err e = ERR_INIT;
+	json_t *list = NULL, *m;
+	json_int_t created;
+
+	(void)spec;
+	ASSERT_OK(store_memory_put(s, "run-r1", "r1", "outcome", "first\n",
+				   &e),
+		  &e);
+	ASSERT_OK(store_memory_put(s, "note-2", NULL, "note", "a note", &e),
+		  &e);
+	ASSERT_OK(store_memory_list(s, &list, &e), &e);
+	ASSERT_EQ(json_array_size(list), 2);
+	m = json_array_get(list, 0);
+	ASSERT_STREQ(json_string_value(json_object_get(m, "id")), "run-r1");
+	ASSERT_STREQ(json_string_value(json_object_get(m, "run")), "r1");
+	ASSERT_STREQ(json_string_value(json_object_get(m, "body")), "first\n");
+	ASSERT(json_is_null(json_object_get(json_array_get(list, 1), "run")) ||
+	       !json_object_get(json_array_get(list, 1), "run"));
+	created = json_integer_value(json_object_get(m, "created_at"));
+	json_decref(list);
+	ASSERT_OK(store_memory_put(s, "run-r1", "r1", "outcome", "edited", &e),
+		  &e);
+	ASSERT_OK(store_memory_list(s, &list, &e), &e);
+	m = json_array_get(list, 0);
+	ASSERT_STREQ(json_string_value(json_object_get(m, "body")), "edited");
+	ASSERT_EQ(json_integer_value(json_object_get(m, "created_at")),
+		  created);
+	json_decref(list);
+	ASSERT_EQ(store_memory_forget(s, "run-r1", &e), 1);
+	ASSERT_EQ(store_memory_forget(s, "run-r1", &e), 0);
+	ASSERT_OK(store_memory_list(s, &list, &e), &e);
+	ASSERT_EQ(json_array_size(list), 1);
+	json_decref(list);
 }
 
 #define STORE_CASES(X)                                                         \
@@ -2123,6 +2162,7 @@ case_chat_conversations(struct store *s, const char *spec)
 	X(event_type_registered)                                               \
 	X(run_files)                                                           \
 	X(chat_conversations)
+	X(memory_entries)
 
 #define CASE_ENTRY(name) { #name, case_##name },
 static const struct store_case cases[] = { STORE_CASES(CASE_ENTRY) };

@@ -155,7 +155,22 @@ collect_context(struct drive *d, const json_t *st, const json_t *claim)
 	title = xasprintf("The claim to research (%s)", id);
 	prompt_section(&ctx, title, json_get_str(claim, "text"), &budget);
 	free(title);
-	if (status && !strcmp(status, "weak")) {
+	if (status && !strcmp(status, "weak") &&
+	    json_get_str(claim, "gate_reasons")) {
+		prompt_section(&ctx, "Why the quality gate sent it back",
+			       json_get_str(claim, "gate_reasons"), &budget);
+		challenges_of(d, id, &against);
+		prompt_section(&ctx, "Counter-evidence raised against it",
+			       against.ptr, &budget);
+		if (file) {
+			title = xasprintf("What was collected before (%s): "
+					  "find better sources, from more "
+					  "domains, and evidence against it",
+					  file);
+			engine__add_file(d, &ctx, title, file, &budget);
+			free(title);
+		}
+	} else if (status && !strcmp(status, "weak")) {
 		prompt_section(&ctx, "Why the judge found it weak",
 			       json_get_str(j, "reasons"), &budget);
 		challenges_of(d, id, &against);
@@ -690,6 +705,120 @@ out:
 	return rc;
 }
 
+/*
+ * The reasons of gate result g that concern claim id, as one line each:
+ * what its researcher reads on the rework round.
+ */
+static char *
+gate_reasons_of(const json_t *g, const char *id)
+{
+	json_t *list = json_object_get(g, "reasons");
+	struct buf out = BUF_INIT, word = BUF_INIT;
+	size_t i;
+
+	buf_addf(&word, "Claim %s ", id);
+	for (i = 0; i < json_array_size(list); i++) {
+		const char *r = json_string_value(json_array_get(list, i));
+
+		/* a claim's own reasons, and the report-wide ones */
+		if (r && (!strncmp(r, word.ptr, word.len) ||
+			  strncmp(r, "Claim ", 6)))
+			buf_addf(&out, "- %s\n", r);
+	}
+	buf_release(&word);
+	return buf_detach(&out, NULL);
+}
+
+/*
+ * openTiger's deterministic quality gate before the judge
+ * (core/research.h): with research.quality_profile not "off", the
+ * claims' evidence, source domains, counter-evidence, the report's
+ * citations and confidence are held to the profile. A failing gate
+ * marks the claims it names weak, with its reasons, and sends the run
+ * back to collect without asking the judge (*res STAGE_LOOP); else 0
+ * with *res untouched. The gate's result is the event quality_gate.
+ */
+static int
+quality_gate(struct drive *d, const struct stage *s, json_t *p,
+	     enum stage_result *res, char **reason, struct err *e)
+{
+	const char *profile = d->en->cfg->research.quality_profile;
+	json_t *st = state_of(p), *chl, *in, *g, *ids, *c;
+	struct research_quality q;
+	struct buf report = BUF_INIT;
+	char *path, *weak;
+	size_t i;
+	int rc, round;
+
+	if (!profile || research_quality_profile(profile, &q))
+		return 0;
+	round = (int)json_integer_value(json_object_get(st, "round"));
+	chl = engine__load_json(d, "challenge.json", NULL);
+	path = engine__run_file(d, "report.md");
+	if (fs_read_nofollow(path, &report, BUF_MAX_ARTIFACT, NULL) < 0)
+		buf_reset(&report);
+	free(path);
+	in = research_quality_input(st, chl, report.len ? report.ptr : NULL);
+	g = research_quality_gate(in, &q);
+	json_decref(in);
+	json_decref(chl);
+	buf_release(&report);
+	ids = json_copy(json_object_get(g, "insufficient"));
+	json_array_extend(ids, json_object_get(g, "challenge"));
+	if (!json_is_true(json_object_get(g, "pass")) && !json_array_size(ids))
+		/* report-wide reasons only: every claim goes back */
+		for (i = 0; i < json_array_size(json_object_get(st, "claims"));
+		     i++)
+			json_array_append_new(
+			    ids, json_string(json_get_str(
+				     json_array_get(
+					 json_object_get(st, "claims"), i),
+				     "id")));
+	rc = engine__note(d, "quality_gate",
+			  json_pack("{s:s, s:s, s:i, s:O, s:O, s:O, s:O, "
+				    "s:O, s:O}",
+				    "stage", s->name, "profile", q.profile,
+				    "round", round ? round : 1, "pass",
+				    json_object_get(g, "pass"), "reasons",
+				    json_object_get(g, "reasons"),
+				    "insufficient",
+				    json_object_get(g, "insufficient"),
+				    "challenge",
+				    json_object_get(g, "challenge"),
+				    "verifiable_ratio",
+				    json_object_get(g, "verifiable_ratio"),
+				    "report_confidence",
+				    json_object_get(g, "report_confidence")),
+			  e);
+	if (rc || json_is_true(json_object_get(g, "pass")))
+		goto out;
+	for (i = 0; i < json_array_size(ids); i++) {
+		const char *id = json_string_value(json_array_get(ids, i));
+		char *why;
+
+		c = research_claim(st, id);
+		if (!c)
+			continue;
+		why = gate_reasons_of(g, id);
+		json_object_set_new(c, "status", json_string("weak"));
+		json_object_set_new(c, "gate_reasons", json_string(why));
+		free(why);
+	}
+	json_object_set_new(st, "rework", json_true());
+	engine__prog_save(d, p);
+	weak = json_dumps(ids, JSON_COMPACT);
+	*res = STAGE_LOOP;
+	*reason = xasprintf("the quality gate (%s) sends back %s: %s",
+			    q.profile, weak,
+			    json_string_value(json_array_get(
+				json_object_get(g, "reasons"), 0)));
+	free(weak);
+out:
+	json_decref(ids);
+	json_decref(g);
+	return rc;
+}
+
 static int
 judge_stage(struct drive *d, const struct stage *s, const char *steers,
 	    enum stage_result *res, char **reason, struct err *e)
@@ -704,6 +833,12 @@ judge_stage(struct drive *d, const struct stage *s, const char *steers,
 
 	if (round < 1)
 		round = 1;
+	*res = STAGE_PASS;
+	rc = quality_gate(d, s, p, res, reason, e);
+	if (rc || *res == STAGE_LOOP) {
+		json_decref(p);
+		return rc;
+	}
 	file = xasprintf("judgement-v%d.json", round);
 	engine__add_file(d, &ctx, "The report (report.md)", "report.md", &budget);
 	base_context(st, &ctx, &budget);
