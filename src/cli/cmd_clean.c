@@ -14,6 +14,9 @@
  *     (with it the folder);
  *   - a worktree or run folder whose path is not baton's or is a link.
  *
+ * --force removes the worktrees with changes and the branches with
+ * unshared commits too, never anything else kept above.
+ *
  * It lists first; it removes only with --yes, or after a yes on a
  * terminal (stdin not a terminal without --yes: a dry run). Each run is
  * removed under its lock, taken as a driver would (a resume meanwhile
@@ -39,6 +42,9 @@
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
+
+/* --force: uncommitted changes and unshared commits go too */
+static int c_force;
 
 /* What clean means to do with one run, and why. */
 struct judged {
@@ -109,7 +115,7 @@ static int
 judge(struct cli *c, const struct run *r, int locked, struct judged *j)
 {
 	struct err e = ERR_INIT;
-	char *wt = NULL, *dir = NULL;
+	char *wt = NULL, *dir = NULL, *base = NULL, *base_ref = NULL;
 	int has_wt, has_dir, dirty = 0, rc = 1, fd = -1;
 	long ahead = 0;
 	int64_t pid;
@@ -123,7 +129,12 @@ judge(struct cli *c, const struct run *r, int locked, struct judged *j)
 	dir = workspace_run_dir(&c->ws, r->id);
 	has_wt = is_real_dir(wt);
 	has_dir = is_real_dir(dir);
-	if (r->branch && branch_unshared(&c->ws, r->branch, r->base_ref,
+	/* merged: into the branch landings go to (merge.base_branch) */
+	if (!worktree_base_branch(&c->ws, c->cfg.merge.base_branch, &base,
+				  &e))
+		base_ref = xasprintf("refs/heads/%s", base);
+	e = (struct err)ERR_INIT;
+	if (r->branch && branch_unshared(&c->ws, r->branch, base_ref,
 					 &j->tip, &ahead, &e)) {
 		j->keep = xasprintf("branch: %s", e.msg);
 		goto out;
@@ -165,7 +176,7 @@ judge(struct cli *c, const struct run *r, int locked, struct judged *j)
 			j->keep = xstrdup(e.msg);
 			goto out;
 		}
-		if (dirty) {
+		if (dirty && !c_force) {
 			j->keep = xstrdup("its worktree has uncommitted changes");
 			goto out;
 		}
@@ -174,11 +185,11 @@ judge(struct cli *c, const struct run *r, int locked, struct judged *j)
 		goto out;
 	}
 	j->worktree = has_wt;
-	if (j->tip && ahead > 0) {
+	if (j->tip && ahead > 0 && !c_force) {
 		j->branch_why = xasprintf("%ld commit%s on no remote and not "
 					  "merged into %s", ahead,
 					  ahead == 1 ? "" : "s",
-					  r->base_ref ? r->base_ref : "a base");
+					  base ? base : "a base");
 	} else {
 		j->branch = j->tip != NULL;
 		j->folder = has_dir;
@@ -186,6 +197,8 @@ judge(struct cli *c, const struct run *r, int locked, struct judged *j)
 out:
 	free(wt);
 	free(dir);
+	free(base);
+	free(base_ref);
 	return rc;
 }
 
@@ -194,20 +207,21 @@ static void
 say(const struct run *r, const struct judged *j, int done)
 {
 	struct buf b = BUF_INIT;
-	const char *verb = done ? "removed" : "remove";
 
 	if (j->keep) {
 		cli_printf("%s: keep: %s\n", r->id, j->keep);
 		return;
 	}
+	if (j->worktree || j->branch || j->folder)
+		buf_adds(&b, done ? "removed" : "remove");
 	if (j->worktree)
-		buf_addf(&b, "%s worktree", verb);
+		buf_adds(&b, " worktree");
 	if (j->branch)
-		buf_addf(&b, "%s%s branch %s", b.len ? ", " : "",
-			 b.len ? "" : verb, r->branch);
+		buf_addf(&b, "%s branch %s", j->worktree ? "," : "",
+			 r->branch);
 	if (j->folder)
-		buf_addf(&b, "%s%s run folder", b.len ? ", " : "",
-			 b.len ? "" : verb);
+		buf_addf(&b, "%s run folder",
+			 j->worktree || j->branch ? "," : "");
 	if (j->branch_why)
 		buf_addf(&b, "%skeep branch %s: %s", b.len ? "; " : "",
 			 r->branch, j->branch_why);
@@ -373,6 +387,7 @@ clean_exec(struct cli *c, int argc, char **argv)
 		{ "--dry-run", &dry, NULL },
 		{ "--yes", &yes, NULL },
 		{ "--vacuum", &vacuum, NULL },
+		{ "--force", &c_force, NULL },
 	};
 	int i, n, rc = EXIT_OK, listed = 0, doing = 0;
 	int64_t age;
@@ -472,7 +487,7 @@ out:
 const struct cmd cmd_clean = {
 	.name = "clean",
 	.usage = "clean [RUN...] [--older-than AGE] [--status LIST] "
-		 "[--dry-run] [--yes] [--vacuum]",
+		 "[--dry-run] [--yes] [--force] [--vacuum]",
 	.summary = "remove ended runs' worktrees, branches and folders when "
 		   "safe",
 	.needs = CLI_NEEDS_STORE,

@@ -58,6 +58,10 @@ static const struct event_type types[] = {
 	  "`baton clean` removed the worktree of an ended run and released "
 	  "its port",
 	  "`{\"path\"?, \"port\", \"branch\"?}`" },
+	{ "run_cleaned", EVENT_G_RUN,
+	  "`baton clean` removed what an ended run left: its worktree, "
+	  "branch or run folder (the record stays)",
+	  "`{\"worktree\", \"branch\"?, \"folder\"}`" },
 	{ "hook", EVENT_G_RUN,
 	  "a lifecycle hook command ran ([config.md](config.md#hooks))",
 	  "`{\"point\", \"index\", \"command\", \"stage\"?, \"exit\", "
