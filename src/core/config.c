@@ -18,6 +18,7 @@
 #include "core/config.h"
 #include "core/plugin.h"
 #include "core/policy.h"
+#include "core/schedule.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
@@ -37,7 +38,7 @@ static const char *const top_keys[] = {
     "pipelines", "store",     "budget",	  "execution", "runtime",
     "merge",	 "server",    "reports",  "notify",	 "repo",
     "loop",	 "assist",    "forge",	  "hooks",	 "plugins",
-    NULL,
+    "schedules", NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -1885,6 +1886,10 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	rc = read_plugins(&c, e);
 	if (rc < 0)
 		goto out;
+	rc = schedules_read(cnode_get(c.root, "schedules"), &c.schedules,
+			    &c.nr_schedules, e);
+	if (rc < 0)
+		goto out;
 	rc = read_rest(&c, e);
 	if (rc < 0)
 		goto out;
@@ -1940,6 +1945,9 @@ config_release(struct config *c)
 		free(c->webhooks[i].secret_env);
 	}
 	free(c->webhooks);
+	schedules_free(c->schedules, c->nr_schedules);
+	c->schedules = NULL;
+	c->nr_schedules = 0;
 	strvec_clear(&c->approval_stages);
 	strvec_clear(&c->validate_commands);
 	for (i = 0; i < HOOK__COUNT; i++)

@@ -34,6 +34,7 @@ struct buf;
 struct cnode;
 struct err;
 struct policy_grant;
+struct schedule;
 
 struct config_provider {
 	char *name;
@@ -237,6 +238,8 @@ struct config {
 	struct config_forge forge;
 	struct config_webhook *webhooks; /* notify.webhooks */
 	size_t nr_webhooks;
+	struct schedule *schedules; /* schedules (core/schedule.h) */
+	size_t nr_schedules;
 	const struct cnode *pipelines; /* pipelines: map, or NULL */
 	struct strvec plugins_enabled; /* plugins.enabled: ids to load */
 	struct cnode *root;	/* the merged tree (owned) */
