@@ -153,6 +153,7 @@ static const char *const webhook_events[] = {
     "approval_requested",
     "run_terminal",
     "budget_crossed",
+    "schedule",
     NULL,
 };
 static const char *const plugins_keys[] = { "enabled", NULL };

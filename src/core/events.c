@@ -300,6 +300,15 @@ static const struct event_type types[] = {
 	  "\"rework\", \"weak\", \"reasons\"?}`" },
 
 	/* ---- a task in the queue ---- */
+	{ "schedule_fired", EVENT_G_TASK,
+	  "`baton serve` made a schedule's task for its slot (once per slot "
+	  "across serves and hosts)",
+	  "`{\"schedule\", \"slot\", \"task\", \"title\", \"missed\"}`: "
+	  "`missed` for a slot caught up after serve was down" },
+	{ "schedule_failed", EVENT_G_TASK,
+	  "a schedule's task could not be made for its slot (an unknown "
+	  "pipeline, a title too long); the slot is not tried again",
+	  "`{\"schedule\", \"slot\", \"error\"}`" },
 	{ "task_added", EVENT_G_TASK,
 	  "a task was added: `baton task add`, the API, a judge's rework, a "
 	  "merge conflict's task, an issue taken in by the forge",
