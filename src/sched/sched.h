@@ -255,6 +255,8 @@ struct schedule;
 struct sched_slots {
 	int64_t started;  /* when serve began: slots before it were missed */
 	int64_t *handled; /* per schedule of the config: the last slot seen */
+	int64_t *since;	  /* per schedule: when it was first seen (0: not
+			     read yet) */
 	size_t n;
 };
 

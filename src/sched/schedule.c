@@ -14,7 +14,9 @@
  * than SCHED_SLOT_GRACE_MS before it started) is skipped, or, with
  * `missed: catch_up`, made once — only the latest one, the slot the
  * first turn finds; its claim keeps a slot another serve already made
- * from being made again.
+ * from being made again. A slot from before any serve first saw the
+ * schedule (key "schedule NAME since", its time in the payload column)
+ * is not caught up: a new schedule starts with its next slot.
  *
  * Reports (the seed's cadence for overnight work): a "schedule_fired"
  * event when the task is made (the start), a "schedule_failed" one when
@@ -47,12 +49,14 @@ sched_slots_init(struct sched_slots *st, const struct config *cfg,
 	st->started = now;
 	st->n = cfg->nr_schedules;
 	st->handled = xcalloc(st->n ? st->n : 1, sizeof(*st->handled));
+	st->since = xcalloc(st->n ? st->n : 1, sizeof(*st->since));
 }
 
 void
 sched_slots_release(struct sched_slots *st)
 {
 	FREE_AND_NULL(st->handled);
+	FREE_AND_NULL(st->since);
 	st->n = 0;
 }
 
@@ -125,13 +129,13 @@ sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
 	rc = store_idem_claim(x->store, key, sha, &other, was, e);
 	if (rc <= 0) {
 		if (rc == 0)
-			log_info("schedule %s: slot %s was made elsewhere "
-				 "(task %lld)", s->name, when, (long long)other);
+			fprintf(stderr, "schedule %s: slot %s was made "
+				"elsewhere\n", s->name, when);
 		goto out;
 	}
 	if (make_task(x, s, slot, &t, &why)) {
 		/* the slot stays claimed: it is not made twice, by anyone */
-		log_error("schedule %s: slot %s: %s", s->name, when, why.msg);
+		log_error("%s: slot %s: %s", s->name, when, why.msg);
 		note(x, "schedule_failed", 0,
 		     json_pack("{s:s, s:s, s:s}", "schedule", s->name, "slot",
 			       when, "error", why.msg));
@@ -145,14 +149,42 @@ sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
 	     json_pack("{s:s, s:s, s:I, s:s, s:b}", "schedule", s->name, "slot",
 		       when, "task", (json_int_t)t.id, "title", t.title,
 		       "missed", missed));
-	log_info("schedule %s: slot %s made task t%lld", s->name, when,
-		 (long long)t.id);
+	fprintf(stderr, "schedule %s: slot %s made task t%lld\n", s->name,
+		when, (long long)t.id);
 	*task_out = t.id;
 	rc = 1;
 out:
 	task_release(&t);
 	free(key);
 	return rc;
+}
+
+/*
+ * When a serve first saw schedule s, in *since (ms): the row of the key
+ * "schedule NAME since" holds it (in its payload column, as 64 digits),
+ * written by the first serve that looked.
+ */
+static int
+first_seen(struct sched_ctx *x, const struct schedule *s, int64_t now,
+	   int64_t *since, struct err *e)
+{
+	char mine[65], was[65];
+	char *key;
+	int64_t unused = 0;
+	int rc;
+
+	if (*since)
+		return 0;
+	key = xasprintf("schedule %s since", s->name);
+	snprintf(mine, sizeof(mine), "%064lld", (long long)now);
+	rc = store_idem_claim(x->store, key, mine, &unused, was, e);
+	free(key);
+	if (rc < 0)
+		return rc;
+	*since = rc == 1 ? now : strtoll(was, NULL, 10);
+	if (*since <= 0)
+		*since = now;
+	return 0;
 }
 
 int
@@ -169,6 +201,12 @@ sched_schedules(struct sched_ctx *x, struct sched_slots *st, int64_t now,
 		char when[40];
 		int missed;
 
+		/* first: a schedule is seen from the first turn on */
+		if (s->catch_up && !st->since[i]) {
+			rc = first_seen(x, s, now, &st->since[i], e);
+			if (rc < 0)
+				return rc;
+		}
 		n = cron_next(&s->cron, now);
 		if (n && (!next || n < next))
 			next = n;
@@ -176,12 +214,21 @@ sched_schedules(struct sched_ctx *x, struct sched_slots *st, int64_t now,
 		if (!slot || slot <= st->handled[i])
 			continue;
 		missed = slot < st->started - SCHED_SLOT_GRACE_MS;
+		/* a slot from before the schedule was first seen is no
+		 * missed slot: a new schedule does not start by catching up */
+		if (missed && s->catch_up && slot < st->since[i]) {
+			time_fmt_iso(slot, when, sizeof(when));
+			fprintf(stderr, "schedule %s: slot %s came before the "
+				"schedule was first seen: not caught up\n",
+				s->name, when);
+			st->handled[i] = slot;
+			continue;
+		}
 		if (missed && !s->catch_up) {
 			time_fmt_iso(slot, when, sizeof(when));
-			if (!st->handled[i])
-				log_info("schedule %s: slot %s was missed "
-					 "while serve was down: skipped "
-					 "(missed: skip)", s->name, when);
+			fprintf(stderr, "schedule %s: slot %s was missed "
+				"while serve was down: skipped (missed: "
+				"skip)\n", s->name, when);
 			st->handled[i] = slot;
 			continue;
 		}
