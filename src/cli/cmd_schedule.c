@@ -60,8 +60,10 @@ list(struct cli *c, int json)
 				   json_get_str(o, "pipeline") :
 				   c->cfg.pipeline,
 			   json_get_str(o, "title"));
-		json_array_foreach(json_object_get(o, "next"), j, v)
-			cli_printf("  next: %s\n", json_string_value(v));
+		v = json_object_get(o, "next");
+		for (j = 0; j < json_array_size(v); j++)
+			cli_printf("  next: %s\n",
+				   json_string_value(json_array_get(v, j)));
 	}
 	json_decref(all);
 	return EXIT_OK;
