@@ -120,6 +120,7 @@ sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
 	struct err why = ERR_INIT;
 	char sha[65], was[65], when[40];
 	char *key = sched_slot_key(s, slot);
+	const char *type;
 	int64_t other = 0;
 	int rc;
 
@@ -136,7 +137,8 @@ sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
 	if (make_task(x, s, slot, &t, &why)) {
 		/* the slot stays claimed: it is not made twice, by anyone */
 		log_error("%s: slot %s: %s", s->name, when, why.msg);
-		note(x, "schedule_failed", 0,
+		type = "schedule_failed";
+		note(x, type, 0,
 		     json_pack("{s:s, s:s, s:s}", "schedule", s->name, "slot",
 			       when, "error", why.msg));
 		rc = 0;
@@ -145,7 +147,8 @@ sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
 	rc = store_idem_bind(x->store, key, t.id, e);
 	if (rc)
 		goto out;
-	note(x, "schedule_fired", t.id,
+	type = "schedule_fired";
+	note(x, type, t.id,
 	     json_pack("{s:s, s:s, s:I, s:s, s:b}", "schedule", s->name, "slot",
 		       when, "task", (json_int_t)t.id, "title", t.title,
 		       "missed", missed));
