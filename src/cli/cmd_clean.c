@@ -98,6 +98,15 @@ is_real_dir(const char *path)
 	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Anything at path, a dangling link included. */
+static int
+exists_here(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
 static int
 id_ok(const char *id)
 {
@@ -162,7 +171,7 @@ judge(struct cli *c, const struct run *r, int locked, struct judged *j)
 		j->keep = xasprintf("its worktree '%s' is not a directory", wt);
 		goto out;
 	}
-	if (r->worktree && strcmp(r->worktree, wt) && is_real_dir(r->worktree)) {
+	if (r->worktree && strcmp(r->worktree, wt) && exists_here(r->worktree)) {
 		j->keep = xasprintf("its worktree '%s' is not where baton puts "
 				    "worktrees", r->worktree);
 		goto out;

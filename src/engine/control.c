@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/cnode.h"
@@ -76,11 +77,13 @@ engine_lock_idle(const struct engine *en, const char *run_id, int *fd_out,
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char *path = engine__lock_path(en, run_id), *dir;
+	struct stat st;
 	int fd, rc = 0;
 
 	*fd_out = -1;
 	dir = xasprintf("%s/runs/%s", en->ws->dir, run_id);
-	if (!fs_is_dir(dir)) {
+	/* the folder itself, never where a link put there points */
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		rc = err_set(e, BATON_ENOTFOUND, "run '%s' has no folder",
 			     run_id);
 		goto out;
