@@ -342,9 +342,9 @@ read_one(const struct cnode *n, const char *path, struct schedule *s,
 				&s->pipeline, e);
 	if (rc >= 0 && (k = cnode_get(n, "missed"))) {
 		rc = get_string(k, SUB("missed"), &missed, e);
-		if (rc >= 0 && !strcmp(missed, "catch_up"))
+		if (rc >= 0 && missed && !strcmp(missed, "catch_up"))
 			s->catch_up = 1;
-		else if (rc >= 0 && strcmp(missed, "skip"))
+		else if (rc >= 0 && (!missed || strcmp(missed, "skip")))
 			rc = node_error(k, SUB("missed"), "expected skip or "
 					"catch_up", e);
 	}
