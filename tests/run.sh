@@ -101,6 +101,8 @@ t0141-answer-links
 t0155-rewind
 t0156-turn-budgets
 t0169-memory
+t0135-clean
+t0136-schedules
 "
 
 # The PostgreSQL cluster, when a test of the pass is wanted. Its jobs go

@@ -150,6 +150,7 @@ extern const struct cmd cmd_merge;
 extern const struct cmd cmd_receipts;
 extern const struct cmd cmd_forge;
 extern const struct cmd cmd_clean;
+extern const struct cmd cmd_schedule;
 extern const struct cmd cmd_plugin;
 extern const struct cmd cmd_tui;
 extern const struct cmd cmd_mcp;

@@ -18,6 +18,7 @@
 #include "core/config.h"
 #include "core/plugin.h"
 #include "core/policy.h"
+#include "core/schedule.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
@@ -38,7 +39,7 @@ static const char *const top_keys[] = {
     "pipelines", "store",     "budget",	  "execution", "runtime",
     "merge",	 "server",    "reports",  "notify",	 "repo",
     "loop",	 "assist",    "forge",	  "hooks",	 "plugins",
-    "research",	 NULL,
+    "research",	 "schedules", NULL,
 };
 static const char *const provider_keys[] = {
     "type",	"command",     "args",		  "env",	 "model",
@@ -173,6 +174,7 @@ static const char *const webhook_events[] = {
     "approval_requested",
     "run_terminal",
     "budget_crossed",
+    "schedule",
     NULL,
 };
 static const char *const plugins_keys[] = { "enabled", NULL };
@@ -2231,6 +2233,10 @@ config_finish(struct config_builder *b, struct config *out, struct err *e)
 	rc = read_plugins(&c, e);
 	if (rc < 0)
 		goto out;
+	rc = schedules_read(cnode_get(c.root, "schedules"), &c.schedules,
+			    &c.nr_schedules, e);
+	if (rc < 0)
+		goto out;
 	rc = read_rest(&c, e);
 	if (rc < 0)
 		goto out;
@@ -2290,6 +2296,9 @@ config_release(struct config *c)
 		free(c->webhooks[i].secret_env);
 	}
 	free(c->webhooks);
+	schedules_free(c->schedules, c->nr_schedules);
+	c->schedules = NULL;
+	c->nr_schedules = 0;
 	strvec_clear(&c->approval_stages);
 	strvec_clear(&c->validate_commands);
 	for (i = 0; i < c->validate_when_nr; i++)

@@ -35,6 +35,7 @@ struct cnode;
 struct config;
 struct err;
 struct policy_grant;
+struct schedule;
 
 struct config_provider {
 	char *name;
@@ -299,6 +300,8 @@ struct config {
 	size_t nr_webhooks;
 	int link_ttl_seconds; /* notify.link_ttl_seconds: answer links live
 				 this long (86400) */
+	struct schedule *schedules; /* schedules (core/schedule.h) */
+	size_t nr_schedules;
 	const struct cnode *pipelines; /* pipelines: map, or NULL */
 	struct strvec plugins_enabled; /* plugins.enabled: ids to load */
 	struct cnode *root;	/* the merged tree (owned) */

@@ -58,6 +58,10 @@ static const struct event_type types[] = {
 	  "`baton clean` removed the worktree of an ended run and released "
 	  "its port",
 	  "`{\"path\"?, \"port\", \"branch\"?}`" },
+	{ "run_cleaned", EVENT_G_RUN,
+	  "`baton clean` removed what an ended run left: its worktree, "
+	  "branch or run folder (the record stays)",
+	  "`{\"worktree\", \"branch\"?, \"folder\"}`" },
 	{ "hook", EVENT_G_RUN,
 	  "a lifecycle hook command ran ([config.md](config.md#hooks))",
 	  "`{\"point\", \"index\", \"command\", \"stage\"?, \"exit\", "
@@ -339,6 +343,15 @@ static const struct event_type types[] = {
 	  "\"rework\", \"weak\", \"reasons\"?}`" },
 
 	/* ---- a task in the queue ---- */
+	{ "schedule_fired", EVENT_G_TASK,
+	  "`baton serve` made a schedule's task for its slot (once per slot "
+	  "across serves and hosts)",
+	  "`{\"schedule\", \"slot\", \"task\", \"title\", \"missed\"}`: "
+	  "`missed` for a slot caught up after serve was down" },
+	{ "schedule_failed", EVENT_G_TASK,
+	  "a schedule's task could not be made for its slot (an unknown "
+	  "pipeline, a title too long); the slot is not tried again",
+	  "`{\"schedule\", \"slot\", \"error\"}`" },
 	{ "task_added", EVENT_G_TASK,
 	  "a task was added: `baton task add`, the API, a judge's rework, a "
 	  "merge conflict's task, an issue taken in by the forge",

@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/cnode.h"
@@ -27,6 +28,7 @@
 #include "engine/engine_int.h"
 #include "store/store.h"
 #include "util/err.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/spawn.h"
 #include "util/strvec.h"
@@ -67,6 +69,44 @@ engine_driver_pid(const struct engine *en, const char *run_id)
 		pid = q.l_pid;
 	close(fd);
 	return pid;
+}
+
+int
+engine_lock_idle(const struct engine *en, const char *run_id, int *fd_out,
+		 struct err *e)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char *path = engine__lock_path(en, run_id), *dir;
+	struct stat st;
+	int fd, rc = 0;
+
+	*fd_out = -1;
+	dir = xasprintf("%s/runs/%s", en->ws->dir, run_id);
+	/* the folder itself, never where a link put there points */
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		rc = err_set(e, BATON_ENOTFOUND, "run '%s' has no folder",
+			     run_id);
+		goto out;
+	}
+	fd = fs_open_nofollow(path, O_RDWR | O_CREAT, 0644, e);
+	if (fd < 0) {
+		rc = fd;
+		goto out;
+	}
+	if (fcntl(fd, F_SETLK, &fl) < 0) {
+		struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+		fcntl(fd, F_GETLK, &q);
+		rc = err_set(e, BATON_EBUSY, "driven by pid %ld",
+			     (long)q.l_pid);
+		close(fd);
+		goto out;
+	}
+	*fd_out = fd;
+out:
+	free(dir);
+	free(path);
+	return rc;
 }
 
 void

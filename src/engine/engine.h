@@ -391,6 +391,15 @@ const struct stage *engine_rewind_stage(const struct pipeline *p,
 
 /* Pid of the live process driving run_id, or 0 when there is none. */
 int64_t engine_driver_pid(const struct engine *en, const char *run_id);
+
+/*
+ * baton clean: takes run_id's lock as its driver would (a resume waits
+ * or fails with BATON_EBUSY while it is held); *fd_out holds it until
+ * closed. BATON_EBUSY naming the pid when a process drives the run;
+ * BATON_ENOTFOUND when the run has no folder.
+ */
+int engine_lock_idle(const struct engine *en, const char *run_id,
+		     int *fd_out, struct err *e);
 /* Wakes the live driver of run_id (it re-reads its requests), if any. */
 void engine_wake(const struct engine *en, const char *run_id);
 

@@ -244,6 +244,49 @@ int sched_work_once(struct sched_ctx *x, struct err *e);
 int sched_sweep(struct sched_ctx *x, int64_t since_ms, int64_t *next_ms,
 		struct err *e);
 
+/* ---- schedule.c -------------------------------------------------------- */
+
+struct schedule;
+
+/* A slot that came this long before serve started is still on time. */
+#define SCHED_SLOT_GRACE_MS (60 * 1000)
+
+/* What one serve has decided about each schedule's slots. */
+struct sched_slots {
+	int64_t started;  /* when serve began: slots before it were missed */
+	int64_t *handled; /* per schedule of the config: the last slot seen */
+	int64_t *since;	  /* per schedule: when it was first seen (0: not
+			     read yet) */
+	size_t n;
+};
+
+void sched_slots_init(struct sched_slots *st, const struct config *cfg,
+		      int64_t now);
+void sched_slots_release(struct sched_slots *st);
+
+/* The store key of s's slot ("schedule NAME ISO-TIME"); caller frees. */
+char *sched_slot_key(const struct schedule *s, int64_t slot_ms);
+
+/*
+ * Makes s's task for slot once across every process on the store (the
+ * slot's key, see schedule.c): 1 when this call made it (*task_out its
+ * id, a "schedule_fired" event), 0 when the slot was made before or
+ * elsewhere, or its task could not be made (a "schedule_failed" event;
+ * the slot is not tried again), negative when the store failed.
+ */
+int sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
+			int64_t slot, int missed, int64_t *task_out,
+			struct err *e);
+
+/*
+ * One turn of serve's supervisor: each schedule's latest slot at now
+ * that st has not seen is made (or skipped, when it was missed and the
+ * schedule says skip). Returns how many tasks it made, or a negative
+ * store error; *next_ms gets the earliest next slot (0: none).
+ */
+int sched_schedules(struct sched_ctx *x, struct sched_slots *st, int64_t now,
+		    int64_t *next_ms, struct err *e);
+
 /* ---- serve.c ----------------------------------------------------------- */
 
 /*

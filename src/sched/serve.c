@@ -81,6 +81,8 @@ struct sup {
 	int draining, stopping;
 	int recheck;	/* a worker went idle: is everything done? */
 	int64_t next_sweep, last_sweep;
+	struct sched_slots slots; /* schedules: the slots decided */
+	int64_t next_slot;	  /* when a schedule's next slot comes */
 	/* per companion of o->companions: its pid (0 when not running) and
 	 * when it died unasked (0: alive or never) */
 	pid_t companion[SERVE_MAX_COMPANIONS];
@@ -511,6 +513,23 @@ on_status(struct sup *sp)
 	}
 }
 
+/* The schedules' turn (schedule.c); returns when the next slot comes. */
+static int64_t
+schedules(struct sup *sp, int64_t now)
+{
+	struct err e = ERR_INIT;
+	int64_t next = 0;
+	int made = sched_schedules(sp->x, &sp->slots, now, &next, &e);
+
+	if (made < 0) {
+		log_error("schedules: %s", e.msg);
+		return now + 5000;
+	}
+	if (made > 0)
+		wake_idle(sp);
+	return next ? next : now + 3600 * 1000;
+}
+
 /* One sweep; returns the time of the next one. */
 static int64_t
 sweep(struct sup *sp, int64_t *next_due)
@@ -570,6 +589,8 @@ loop(struct sup *sp)
 
 		if (!sp->draining && now >= sp->next_sweep)
 			sp->next_sweep = sweep(sp, &due);
+		if (!sp->draining && sp->slots.n && now >= sp->next_slot)
+			sp->next_slot = schedules(sp, now);
 		respawn(sp);
 		on_signals(sp);
 		on_status(sp);
@@ -600,6 +621,11 @@ loop(struct sup *sp)
 			}
 		}
 		wait = sp->draining ? 1000 : sp->next_sweep - time_now_ms();
+		if (wait < 0)
+			wait = 0;
+		if (!sp->draining && sp->slots.n &&
+		    sp->next_slot - time_now_ms() < wait)
+			wait = sp->next_slot - time_now_ms();
 		if (wait < 0)
 			wait = 0;
 		if (wait > RESPAWN_MS)
@@ -637,6 +663,7 @@ sched_serve(struct sched_ctx *x, const struct serve_opts *o, struct err *e)
 		}
 	}
 	set_handlers(on_signal);
+	sched_slots_init(&sp.slots, x->cfg, time_now_ms());
 	sp.nr = o->workers;
 	sp.kids = xcalloc((size_t)sp.nr, sizeof(*sp.kids));
 	for (i = 0; i < sp.nr; i++)
@@ -670,6 +697,7 @@ out:
 	while (spawn_reap(-1, NULL, 0) > 0)
 		;
 	set_handlers(SIG_DFL);
+	sched_slots_release(&sp.slots);
 	if (sp.fifo)
 		unlink(sp.fifo);
 	free(sp.fifo);

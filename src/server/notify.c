@@ -62,15 +62,17 @@
 /* The cursor file holds one number. */
 #define NOTIFY_CURSOR_MAX 64
 
-enum kind { KIND_APPROVAL, KIND_TERMINAL, KIND_BUDGET };
+enum kind { KIND_APPROVAL, KIND_TERMINAL, KIND_BUDGET, KIND_SCHEDULE };
 
 static int is_approval(const struct event *ev, const json_t *data);
 static int is_terminal(const struct event *ev, const json_t *data);
 static int is_budget(const struct event *ev, const json_t *data);
+static int is_schedule(const struct event *ev, const json_t *data);
 
 /*
  * The notification kinds, named as notify.webhooks[].events names them
- * (config.c keeps the same list). Only transitions are notified.
+ * (config.c keeps the same list). Only transitions are notified, and
+ * a schedule's reports (sched/schedule.c): its task made, or not.
  */
 static const struct kind_entry {
 	enum kind kind;
@@ -80,6 +82,7 @@ static const struct kind_entry {
 	{ KIND_APPROVAL, "approval_requested", is_approval },
 	{ KIND_TERMINAL, "run_terminal", is_terminal },
 	{ KIND_BUDGET, "budget_crossed", is_budget },
+	{ KIND_SCHEDULE, "schedule", is_schedule },
 };
 
 /* One webhook, copied out of the config so the config may go away. */
@@ -180,12 +183,22 @@ is_budget(const struct event *ev, const json_t *data)
 	return !strcmp(ev->to, ST_PAUSED) && cause && !strcmp(cause, "budget");
 }
 
+static int
+is_schedule(const struct event *ev, const json_t *data)
+{
+	(void)data;
+	return !strcmp(ev->type, "schedule_fired") ||
+	       !strcmp(ev->type, "schedule_failed");
+}
+
 /* The kind ev is a notification of, or NULL when it is none. */
 static const struct kind_entry *
 event_kind(const struct event *ev, const json_t *data)
 {
 	size_t i;
 
+	if (is_schedule(ev, data))
+		return &kinds[KIND_SCHEDULE];
 	if (strcmp(ev->type, "transition") || !ev->to)
 		return NULL;
 	for (i = 0; i < ARRAY_SIZE(kinds); i++)
@@ -211,6 +224,8 @@ note_reason(struct notifier *n, const struct note *no, const json_t *data)
 
 	if ((s = json_get_str(data, "reason")))
 		return json_string(s);
+	if (no->k->kind == KIND_SCHEDULE && (s = json_get_str(data, "error")))
+		return json_lossy_str(s);
 	if (no->k->kind == KIND_TERMINAL && no->ev->run_id &&
 	    !store_run_get(n->store, no->ev->run_id, &r, NULL) && r.reason)
 		v = json_lossy_str(r.reason);

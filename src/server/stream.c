@@ -46,6 +46,7 @@
 #include "util/timeutil.h"
 #include "util/version.h"
 #include "util/xalloc.h"
+#include "workspace/workspace.h"
 
 #undef LOG_MODULE
 #define LOG_MODULE "stream"
@@ -189,6 +190,7 @@ struct sse {
 	void *arg;
 	void (*release)(void *arg);
 	int ended; /* fill said it is finished: end once out is sent */
+	int watch;	 /* a run's stream: its watch lock (baton clean) */
 	struct sse *prev, *next;
 };
 
@@ -376,6 +378,7 @@ sse_free(void *cls)
 	atomic_fetch_sub(&clients, 1);
 	if (s->release)
 		s->release(s->arg);
+	workspace_watch_end(s->watch);
 	buf_release(&s->out);
 	free(s);
 }
@@ -404,6 +407,7 @@ stream_sse_with(struct req *rq, stream_fill_fn *fill, void *arg,
 	s->fill = fill;
 	s->arg = arg;
 	s->release = release;
+	s->watch = -1; /* no run's stream: nobody to keep clean away from */
 	s->out = (struct buf)BUF_INIT;
 	buf_adds(&s->out, "retry: 2000\n\n");
 	s->last_ms = time_mono_ms();
@@ -456,8 +460,11 @@ stream_sse(struct req *rq)
 	s->srv = rq->srv;
 	s->conn = rq->conn;
 	s->c = c;
-	if (c.f.run_id)
+	s->watch = -1;
+	if (c.f.run_id) {
 		s->c.f.run_id = s->c.run_id; /* into its own copy */
+		s->watch = workspace_watch_begin(rq->srv->ws, s->c.run_id);
+	}
 	s->out = (struct buf)BUF_INIT;
 	buf_adds(&s->out, "retry: 2000\n\n");
 	s->last_ms = time_mono_ms();
@@ -502,6 +509,7 @@ struct ws_client {
 	int64_t linger_ms; /* our close is sent: reading till EOF since */
 	int sock_failed;   /* the socket failed or the client closed it */
 	uint32_t events; /* what epoll waits for now */
+	int watch;	 /* a run's stream: its watch lock (baton clean) */
 	struct ws_client *prev, *next;
 };
 
@@ -641,6 +649,7 @@ ws_close(struct ws_client *w)
 	wslay_event_context_free(w->ctx);
 	MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
 	atomic_fetch_sub(&clients, 1);
+	workspace_watch_end(w->watch);
 	buf_release(&w->in);
 	free(w->refusal);
 	free(w);
@@ -792,6 +801,7 @@ ws_adopt(struct ws_client *w)
 	if (wslay_event_context_server_init(&w->ctx, &ws_callbacks, w)) {
 		MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
 		atomic_fetch_sub(&clients, 1);
+		workspace_watch_end(w->watch);
 		buf_release(&w->in);
 		free(w->refusal);
 		free(w);
@@ -969,6 +979,7 @@ stream_ws(struct req *rq)
 	w = xcalloc(1, sizeof(*w));
 	w->srv = rq->srv;
 	w->fd = -1;
+	w->watch = -1;
 	w->in = (struct buf)BUF_INIT;
 	if (read_cursor(rq->srv, rq->store, rq->query, NULL, &w->c, why,
 			sizeof(why))) {
@@ -980,10 +991,12 @@ stream_ws(struct req *rq)
 		json_decref(j);
 	} else if (w->c.f.run_id) {
 		w->c.f.run_id = w->c.run_id;
+		w->watch = workspace_watch_begin(rq->srv->ws, w->c.run_id);
 	}
 	r = MHD_create_response_for_upgrade(ws_upgraded, w);
 	if (!r) {
 		atomic_fetch_sub(&clients, 1);
+		workspace_watch_end(w->watch);
 		free(w->refusal);
 		free(w);
 		http_error(rq, 500, "internal", "cannot upgrade");

@@ -1924,6 +1924,35 @@ pg_plan_add(struct store *s, const char *source, const char *content,
 	return 0;
 }
 
+/*
+ * VACUUM of baton's tables (those of the schema it migrated, the first
+ * of the search path), one statement outside any transaction, as VACUUM
+ * wants.
+ */
+static int
+pg_vacuum(struct store *s, struct err *e)
+{
+	struct pg_store *ps = pg__store(s);
+	struct buf sql = BUF_INIT;
+	PGresult *res;
+	int i, rc = 0;
+
+	res = pg__exec(ps, "SELECT quote_ident(tablename) FROM pg_tables "
+			   "WHERE schemaname = current_schema() "
+			   "ORDER BY tablename",
+		       0, NULL, "list baton's tables", e);
+	if (!res)
+		return BATON_ESTORE;
+	buf_adds(&sql, "VACUUM");
+	for (i = 0; i < PQntuples(res); i++)
+		buf_addf(&sql, "%s %s", i ? "," : "", PQgetvalue(res, i, 0));
+	if (PQntuples(res))
+		rc = pg__run(ps, sql.ptr, 0, NULL, "vacuum the store", e);
+	PQclear(res);
+	buf_release(&sql);
+	return rc;
+}
+
 const struct store_ops store_postgres_ops = {
 	.version = STORE_OPS_VERSION,
 	.name = "postgres",
@@ -1987,6 +2016,7 @@ const struct store_ops store_postgres_ops = {
 	.file_get = pg_file_get,
 	.file_list = pg_file_list,
 	.clock_offset = pg_clock_offset,
+	.vacuum = pg_vacuum,
 };
 
 int

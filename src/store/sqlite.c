@@ -1493,6 +1493,12 @@ out:
 	return rc;
 }
 
+static int
+sqlite_vacuum(struct store *s, struct err *e)
+{
+	return sqlite__exec(sqlite__store(s), "VACUUM", "vacuum the store", e);
+}
+
 const struct store_ops store_sqlite_ops = {
 	.version = STORE_OPS_VERSION,
 	.name = "sqlite",
@@ -1554,4 +1560,5 @@ const struct store_ops store_sqlite_ops = {
 	.file_put = sqlite_file_put,
 	.file_get = sqlite_file_get,
 	.file_list = sqlite_file_list,
+	.vacuum = sqlite_vacuum,
 };

@@ -216,6 +216,12 @@ store_backend(const struct store *s)
 }
 
 int
+store_vacuum(struct store *s, struct err *e)
+{
+	return s->ops->vacuum(s, e);
+}
+
+int
 store_schema_version(struct store *s, struct err *e)
 {
 	return s->ops->schema_version(s, e);

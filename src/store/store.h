@@ -50,6 +50,11 @@ const char *store_spec(const struct store *s);
 const char *store_backend(const struct store *s);
 /* Schema version after migrations (the highest applied NNN). */
 int store_schema_version(struct store *s, struct err *e);
+/*
+ * Compacts the store (SQLite VACUUM; PostgreSQL VACUUM of baton's
+ * tables). Must not be called inside a transaction.
+ */
+int store_vacuum(struct store *s, struct err *e);
 
 /*
  * Inserts a new run. The store allocates r->seq (one past the highest it

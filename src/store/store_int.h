@@ -261,6 +261,8 @@ struct store_ops {
 	 * a backend whose clock is the host's.
 	 */
 	int (*clock_offset)(struct store *s, int64_t *out, struct err *e);
+	/* baton clean --vacuum: compacts the store (store_vacuum) */
+	int (*vacuum)(struct store *s, struct err *e);
 };
 
 /* The part of every backend handle that store.c reads and writes. */

@@ -209,6 +209,44 @@ int worktree_remove(const struct workspace *ws, const char *path,
 		    struct err *e);
 
 /*
+ * baton clean: *dirty_out = 1 when the worktree at path holds what its
+ * branch's tip does not (changed, new or deleted files, untracked ones
+ * included), read through baton's git with a throwaway index (no hook,
+ * no fsmonitor, never the worktree's .git).
+ */
+int worktree_dirty(const struct workspace *ws, const char *path,
+		   int *dirty_out, struct err *e);
+
+/*
+ * baton clean: run branch (baton/..., refused otherwise with
+ * BATON_EINVAL) has *count_out commits that no remote-tracking ref and
+ * not base (a ref or commit; NULL or unknown: none) holds. *tip_out
+ * gets its tip (caller frees), NULL when there is no such branch.
+ */
+int branch_unshared(const struct workspace *ws, const char *branch,
+		    const char *base, char **tip_out, long *count_out,
+		    struct err *e);
+
+/* Deletes run branch if it still points at tip (update-ref -d). */
+int branch_delete(const struct workspace *ws, const char *branch,
+		  const char *tip, struct err *e);
+
+/*
+ * Someone looks at a run (serve's streams of that run): a shared flock
+ * on .baton/runs/<id>/watch, held until workspace_watch_end(fd). -1 when
+ * it cannot be had (no run folder, or clean is removing the run).
+ */
+int workspace_watch_begin(const struct workspace *ws, const char *run_id);
+void workspace_watch_end(int fd);
+/*
+ * 1 when someone watches run_id; else 0, with *fd_out holding the
+ * exclusive lock (or -1 without a run folder) that keeps new watchers
+ * out until it is closed.
+ */
+int workspace_watched(const struct workspace *ws, const char *run_id,
+		      int *fd_out);
+
+/*
  * Appends the diff of the worktree against base (committed and
  * uncommitted changes, binary-safe) to out; stat: "--stat" form.
  */

@@ -1155,3 +1155,172 @@ worktree_git_dir(const struct workspace *ws, const char *path, char **out,
 	wt_release(&w);
 	return rc;
 }
+
+/* ---- baton clean: what is safe to remove ---------------------------------- */
+
+int
+worktree_dirty(const struct workspace *ws, const char *path, int *dirty_out,
+	       struct err *e)
+{
+	struct buf tip = BUF_INIT, tree = BUF_INIT, old_tree = BUF_INIT;
+	char *spec = NULL, *index = NULL;
+	struct wt w;
+	int rc;
+
+	rc = wt_init(ws, path, &w, e);
+	if (rc)
+		return rc;
+	/* its own index, so that the run's stays as its driver left it;
+	 * git reads the files through baton's git (no hook, no fsmonitor,
+	 * the common dir named by baton, never the worktree's .git) */
+	index = xasprintf("%s.clean", w.index);
+	fs_unlink(index, NULL);
+	rc = git(ws, NULL, &tip, e, "rev-parse", "--verify", w.ref, NULL);
+	if (!rc) {
+		spec = xasprintf("%s^{tree}", tip.ptr);
+		rc = git(ws, NULL, &old_tree, e, "rev-parse", spec, NULL);
+	}
+	if (!rc)
+		rc = wgit(ws, &w, index, 0, NULL, e, "read-tree", tip.ptr,
+			  NULL);
+	if (!rc)
+		rc = wgit(ws, &w, index, 0, NULL, e, "add", "--all", NULL);
+	if (!rc)
+		rc = wgit(ws, &w, index, 0, &tree, e, "write-tree", NULL);
+	if (!rc)
+		*dirty_out = strcmp(tree.ptr, old_tree.ptr) != 0;
+	else
+		err_prefix(e, "cannot read worktree '%s'", path);
+	fs_unlink(index, NULL);
+	free(index);
+	free(spec);
+	buf_release(&tip);
+	buf_release(&tree);
+	buf_release(&old_tree);
+	wt_release(&w);
+	return rc;
+}
+
+/* A run branch's name: "baton/" then what a ref may hold, no option. */
+static int
+run_branch_ok(const struct workspace *ws, const char *branch)
+{
+	struct err ignored = ERR_INIT;
+	char *ref;
+	int rc;
+
+	if (!branch || strncmp(branch, "baton/", 6) || !branch[6] ||
+	    strchr(branch, '\n'))
+		return 0;
+	ref = xasprintf("refs/heads/%s", branch);
+	rc = git(ws, NULL, NULL, &ignored, "check-ref-format", ref, NULL);
+	free(ref);
+	return rc == 0;
+}
+
+int
+branch_unshared(const struct workspace *ws, const char *branch,
+		const char *base, char **tip_out, long *count_out,
+		struct err *e)
+{
+	struct buf tip = BUF_INIT, n = BUF_INIT;
+	char *ref = NULL, *not_base = NULL;
+	int rc;
+
+	*tip_out = NULL;
+	*count_out = 0;
+	if (!run_branch_ok(ws, branch))
+		return err_set(e, BATON_EINVAL,
+			       "'%s' is not a run branch of baton", branch);
+	ref = xasprintf("refs/heads/%s", branch);
+	if (git(ws, NULL, &tip, NULL, "rev-parse", "-q", "--verify", ref,
+		NULL)) {
+		rc = 0; /* no such branch: nothing to keep or remove */
+		goto out;
+	}
+	/* commits of the branch on no remote-tracking ref and not in the
+	 * base (every argument is a full ref or a hash: no option) */
+	if (base) {
+		struct buf b = BUF_INIT;
+
+		if (!git(ws, NULL, &b, NULL, "rev-parse", "-q", "--verify",
+			 base, NULL))
+			not_base = buf_detach(&b, NULL);
+		buf_release(&b);
+	}
+	rc = git(ws, NULL, &n, e, "rev-list", "--count", tip.ptr, "--not",
+		 "--remotes", not_base, NULL); /* not_base NULL ends the list */
+	if (rc)
+		goto out;
+	*count_out = strtol(n.ptr, NULL, 10);
+	*tip_out = buf_detach(&tip, NULL);
+out:
+	free(ref);
+	free(not_base);
+	buf_release(&tip);
+	buf_release(&n);
+	return rc;
+}
+
+int
+branch_delete(const struct workspace *ws, const char *branch,
+	      const char *tip, struct err *e)
+{
+	char *ref;
+	int rc;
+
+	if (!run_branch_ok(ws, branch))
+		return err_set(e, BATON_EINVAL,
+			       "'%s' is not a run branch of baton", branch);
+	ref = xasprintf("refs/heads/%s", branch);
+	/* compare-and-swap: only when it still points at what was judged */
+	rc = git(ws, NULL, NULL, e, "update-ref", "-m", "baton: clean", "-d",
+		 ref, tip, NULL);
+	free(ref);
+	return rc;
+}
+
+int
+workspace_watch_begin(const struct workspace *ws, const char *run_id)
+{
+	char *path = xasprintf("%s/runs/%s/watch", ws->dir, run_id);
+	int fd;
+
+	fd = fs_open_nofollow(path, O_RDWR | O_CREAT, 0644, NULL);
+	free(path);
+	if (fd < 0)
+		return -1;
+	/* shared: any number of watchers; clean's exclusive try fails */
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void
+workspace_watch_end(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* the flock goes with it */
+}
+
+int
+workspace_watched(const struct workspace *ws, const char *run_id,
+		  int *fd_out)
+{
+	char *path = xasprintf("%s/runs/%s/watch", ws->dir, run_id);
+	int fd;
+
+	*fd_out = -1;
+	fd = fs_open_nofollow(path, O_RDWR | O_CREAT, 0644, NULL);
+	free(path);
+	if (fd < 0)
+		return 0; /* no run folder: nobody can watch through it */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return 1;
+	}
+	*fd_out = fd;
+	return 0;
+}

@@ -82,16 +82,18 @@ test_expect_success 'a run whose port file names another run port gets a port of
 test_expect_success 'baton clean runs worktree_teardown in each worktree, removes it and releases its port' '
 	cd repo &&
 	ids=$(cut -d" " -f1 "$FAKE_STATE/setup.log") &&
-	"$BATON" clean $ids >../clean.out &&
-	test_line_count = 4 ../clean.out &&
-	test_grep "removed .*(the branch is kept)" ../clean.out &&
+	"$BATON" clean --yes $ids >../clean.out &&
+	merged=$(sed -n 2p "$FAKE_STATE/setup.log" | cut -d" " -f1) &&
+	test "$(grep -c "^r[0-9]*-[^:]*: removed worktree; keep branch baton/r[0-9]*-[^:]*: 1 commit on no remote and not merged into main (merge_ready)" ../clean.out)" = 3 &&
+	test_grep "^$merged: removed worktree, branch baton/$merged, run folder (merge_ready)" ../clean.out &&
 	test_line_count = 4 "$FAKE_STATE/teardown.log" &&
 	for id in $ids; do
 		grep -q "^$id [0-9]* 1\$" "$FAKE_STATE/teardown.log" &&
 		test_path_is_missing ".baton/worktrees/$id" &&
 		test_path_is_missing ".git/worktrees/$id" &&
 		test_path_is_missing ".baton/runs/$id/port" &&
-		git rev-parse --verify -q "baton/$id" >/dev/null &&
+		{ test "$id" = "$merged" ||
+		  git rev-parse --verify -q "baton/$id" >/dev/null; } &&
 		"$BATON" events "$id" --json </dev/null >../ev &&
 		test "$(jq -s "map(select(.type == \"worktree_removed\"))[0].data.port > 0" ../ev)" = true ||
 			exit 1
@@ -100,8 +102,9 @@ test_expect_success 'baton clean runs worktree_teardown in each worktree, remove
 	test_line_count = 0 ../left &&
 	git worktree list >../list &&
 	test_grep ! "\.baton/worktrees/r" ../list &&
-	"$BATON" clean $ids >../again.out &&
-	test_grep "no worktree left" ../again.out
+	"$BATON" clean --yes $ids >../again.out &&
+	test "$(grep -c ": keep branch baton/r[0-9]*-[^:]*: 1 commit on no remote" ../again.out)" = 3 &&
+	test_grep "^$merged: nothing left to remove" ../again.out
 '
 
 test_expect_success 'baton clean refuses a run that has not ended' '
@@ -113,8 +116,8 @@ test_expect_success 'baton clean refuses a run that has not ended' '
 	id=$(newest_run) &&
 	rm -f "$FAKE_STATE/release" &&
 	wait_for_status "$id" executing &&
-	test_expect_code 1 "$BATON" clean "$id" 2>../refused &&
-	test_grep "only the worktree of a run that has ended can be removed" ../refused &&
+	"$BATON" clean --yes "$id" >../refused &&
+	test_grep "^$id: keep: it has not ended (executing)" ../refused &&
 	test_path_is_dir ".baton/worktrees/$id" &&
 	: >"$FAKE_STATE/release" &&
 	test "$(bg_wait "$TRASH_DIRECTORY/live")" = 0

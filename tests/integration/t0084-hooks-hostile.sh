@@ -96,13 +96,17 @@ test_expect_success 'baton clean removes a hostile worktree without following th
 	id=$(newest_run) &&
 	wt=$(run_field "$id" worktree) &&
 	test -L "$wt/escape" &&
-	"$BATON" clean "$id" >../clean.out &&
+	"$BATON" clean --yes "$id" >../kept.out &&
+	test_grep "^$id: keep: its worktree has uncommitted changes" ../kept.out &&
+	test -L "$wt/escape" &&
+	"$BATON" clean --yes --force "$id" >../clean.out &&
 	test_path_is_missing "$wt" &&
 	test_path_is_file "$FAKE_STATE/precious/file" &&
 	test_path_is_file README &&
 	test_path_is_file .baton/config.yaml &&
 	git status --porcelain >/dev/null &&
-	git rev-parse --verify -q "baton/$id" >/dev/null
+	test_must_fail git rev-parse --verify -q "baton/$id" >/dev/null &&
+	test_path_is_missing ".baton/runs/$id"
 '
 
 # Without the config in its change the agent gets past its checkpoint,

@@ -569,7 +569,7 @@ TEST(unknown_key)
 				 "validate, pipelines, store, budget, "
 				 "execution, runtime, merge, server, "
 				 "reports, notify, repo, loop, assist, "
-				 "forge, hooks, plugins, research)");
+				 "forge, hooks, plugins, research, schedules)");
 	load_err("providers:\n  a: {type: command, command: x, cmd: y}\n", &e);
 	ASSERT_STREQ(e.msg,
 		     REPO ":2:34: unknown key 'providers.a.cmd' "
@@ -904,14 +904,14 @@ TEST(webhooks)
 	ASSERT_STREQ(e.msg, REPO ":4:30: notify.webhooks[0].events[1]: "
 				 "'run_started' is not one of: "
 				 "approval_requested, run_terminal, "
-				 "budget_crossed");
+				 "budget_crossed, schedule");
 	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
 		 "      events: everything\n",
 		 &e);
 	ASSERT_STREQ(e.msg, REPO ":4:15: notify.webhooks[0].events: "
 				 "'everything' is not one of: "
 				 "approval_requested, run_terminal, "
-				 "budget_crossed");
+				 "budget_crossed, schedule");
 	load_err("notify:\n  webhooks:\n    - url: http://a/\n"
 		 "      secret: hunter2\n",
 		 &e);

@@ -2161,7 +2161,7 @@ case_memory_entries(struct store *s, const char *spec)
 	X(forge_intake_race)                                                   \
 	X(event_type_registered)                                               \
 	X(run_files)                                                           \
-	X(chat_conversations)
+	X(chat_conversations)                                                  \
 	X(memory_entries)
 
 #define CASE_ENTRY(name) { #name, case_##name },
