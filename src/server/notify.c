@@ -300,6 +300,14 @@ links_release(struct links *l)
 	free(l->reject);
 }
 
+static const char *
+schedule_name(const struct note *no)
+{
+	const char *name = json_get_str(no->data, "schedule");
+
+	return name ? name : "?";
+}
+
 /* The one line a person reads first. */
 static char *
 note_title(const struct note *no)
@@ -313,6 +321,11 @@ note_title(const struct note *no)
 		return xasprintf("baton: run %s ended %s", run, no->ev->to);
 	case KIND_BUDGET:
 		return xasprintf("baton: run %s paused on its budget", run);
+	case KIND_SCHEDULE:
+		return xasprintf("baton: schedule %s %s", schedule_name(no),
+				 strcmp(no->ev->type, "schedule_failed") ?
+					 "made its task" :
+					 "could not make its task");
 	}
 	BUG("unknown notification kind");
 }

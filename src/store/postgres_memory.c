@@ -77,7 +77,7 @@ pg__memory_list(struct store *s, json_t **out, struct err *e)
 		PGresult *res = pg__exec(ps,
 					 "SELECT id, run_id, kind, body,"
 					 " created_at, updated_at FROM memory"
-					 " ORDER BY created_at, id",
+					 " ORDER BY created_at, seq",
 					 0, NULL, what, e);
 		json_t *list;
 

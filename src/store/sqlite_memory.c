@@ -94,7 +94,7 @@ sqlite__memory_list(struct store *s, struct json_t **out, struct err *e)
 	rc = sqlite__prepare(ss, &st,
 			     "SELECT id, run_id, kind, body, created_at,"
 			     " updated_at FROM memory"
-			     " ORDER BY created_at, id",
+			     " ORDER BY created_at, seq",
 			     0, what, e);
 	if (rc < 0) {
 		json_decref(list);

@@ -2093,6 +2093,8 @@ case_chat_conversations(struct store *s, const char *spec)
 	ASSERT_EQ(store_chat_list(s, "monitoring", &ids, &nr, &e), 0);
 	ASSERT_EQ(nr, 0);
 	free(ids);
+}
+
 /* The memory: put inserts then replaces (created_at kept), list is
  * oldest first, forget says whether the entry was there. */
 static void

@@ -4,7 +4,8 @@
 -- the entry's text, kept as written (it is untrusted text: prompts
 -- delimit it). The files under .baton/memory/ mirror these rows.
 CREATE TABLE memory (
-	id          TEXT    PRIMARY KEY,
+	seq         INTEGER PRIMARY KEY AUTOINCREMENT, -- insertion order
+	id          TEXT    NOT NULL UNIQUE,
 	run_id      TEXT,
 	kind        TEXT    NOT NULL,
 	body        TEXT    NOT NULL,
