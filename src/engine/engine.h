@@ -63,6 +63,12 @@ struct engine {
 	 */
 	int detach;
 	int64_t resume_after_ms;
+	/*
+	 * Who asked (serve's API: the token's name); NULL: the local user.
+	 * Every event this engine writes carries it as "actor" in its data,
+	 * so a decision stays on record with who made it.
+	 */
+	const char *actor;
 };
 
 void engine_init(struct engine *en, struct store *s,

@@ -367,6 +367,15 @@ int pg__merge_claim(struct store *s, const char *holder, int64_t claim_ms,
 /* postgres_forge.c: the forge's tables (sql/pg/005-forge.sql) */
 int pg__forge_delivery_seen(struct store *s, const char *delivery_id,
 			    const char *event, struct err *e);
+int pg__token_add(struct store *s, const char *name, const char *role,
+		  const char *sha, struct err *e);
+int pg__token_find(struct store *s, const char *sha, struct api_token *out,
+		   struct err *e);
+int pg__token_list(struct store *s, store_token_cb *cb, void *arg,
+		   struct err *e);
+int pg__token_revoke(struct store *s, const char *name, struct err *e);
+int pg__token_used(struct store *s, const char *name, int64_t now,
+		   struct err *e);
 int pg__idem_claim(struct store *s, const char *key, const char *sha,
 		   int64_t *task_id, char sha_out[65], struct err *e);
 int pg__idem_bind(struct store *s, const char *key, int64_t task_id,

@@ -203,6 +203,15 @@ int sqlite__plan_add(struct store *s, const char *source, const char *content,
 /* sqlite_forge.c: the forge's tables (sql/005-forge.sql) */
 int sqlite__forge_delivery_seen(struct store *s, const char *delivery_id,
 				const char *event, struct err *e);
+int sqlite__token_add(struct store *s, const char *name, const char *role,
+		  const char *sha, struct err *e);
+int sqlite__token_find(struct store *s, const char *sha, struct api_token *out,
+		   struct err *e);
+int sqlite__token_list(struct store *s, store_token_cb *cb, void *arg,
+		   struct err *e);
+int sqlite__token_revoke(struct store *s, const char *name, struct err *e);
+int sqlite__token_used(struct store *s, const char *name, int64_t now,
+		   struct err *e);
 int sqlite__idem_claim(struct store *s, const char *key, const char *sha,
 		       int64_t *task_id, char sha_out[65], struct err *e);
 int sqlite__idem_bind(struct store *s, const char *key, int64_t task_id,

@@ -184,6 +184,15 @@ struct store_ops {
 			  int64_t *task_id, char sha_out[65], struct err *e);
 	int (*idem_bind)(struct store *s, const char *key, int64_t task_id,
 			 struct err *e);
+	int (*token_add)(struct store *s, const char *name, const char *role,
+			 const char *sha, struct err *e);
+	int (*token_find)(struct store *s, const char *sha,
+			  struct api_token *out, struct err *e);
+	int (*token_list)(struct store *s, store_token_cb *cb, void *arg,
+			  struct err *e);
+	int (*token_revoke)(struct store *s, const char *name, struct err *e);
+	int (*token_used)(struct store *s, const char *name, int64_t now,
+			  struct err *e);
 	int (*forge_intake)(struct store *s, struct task *t,
 			    struct forge_link *l, struct event *ev,
 			    struct err *e);
