@@ -100,6 +100,13 @@ static const char *const server_keys[] = {
     "threads",
     "max_body_kb",
     "max_streams",
+    "tls",
+    "insecure",
+    NULL,
+};
+static const char *const server_tls_keys[] = {
+    "cert",
+    "key",
     NULL,
 };
 static const char *const reports_keys[] = {
@@ -1013,7 +1020,7 @@ static int
 read_server(struct config *c, struct err *e)
 {
 	struct config_server *sv = &c->server;
-	const struct cnode *sec, *n;
+	const struct cnode *sec, *n, *tls;
 	int rc;
 
 	rc = get_section(c->root, "server", server_keys, &sec, e);
@@ -1029,6 +1036,19 @@ read_server(struct config *c, struct err *e)
 	if (rc >= 0 && (n = cnode_get(sec, "max_streams")))
 		rc = read_int(n, "server.max_streams", 1, 1000000,
 			      &sv->max_streams, e);
+	if (rc >= 0 && (n = cnode_get(sec, "insecure")))
+		rc = cnode_bool(n, "server.insecure", &sv->insecure, e);
+	if (rc >= 0)
+		rc = get_section(sec, "tls", server_tls_keys, &tls, e);
+	if (rc < 0 || !tls)
+		return rc;
+	if ((n = cnode_get(tls, "cert")))
+		rc = read_string(n, "server.tls.cert", &sv->tls_cert, e);
+	if (rc >= 0 && (n = cnode_get(tls, "key")))
+		rc = read_string(n, "server.tls.key", &sv->tls_key, e);
+	if (rc >= 0 && !sv->tls_cert != !sv->tls_key)
+		rc = node_error(tls, "server.tls",
+				"needs both cert and key (PEM files)", e);
 	return rc;
 }
 
@@ -1934,6 +1954,8 @@ config_release(struct config *c)
 	free(c->merge.base_branch);
 	free(c->repo_url);
 	free(c->server.listen);
+	free(c->server.tls_cert);
+	free(c->server.tls_key);
 	for (i = 0; i < c->nr_webhooks; i++) {
 		free(c->webhooks[i].url);
 		strvec_clear(&c->webhooks[i].events);

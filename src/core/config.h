@@ -97,6 +97,14 @@ struct config_server {
 	int threads;	  /* the HTTP server's event loops (threads): 64 */
 	int max_body_kb;  /* a bigger request body is refused (413): 1024 */
 	int max_streams;  /* live streams open at once (503 past): 10000 */
+	/*
+	 * tls: the PEM certificate (chain) and private key serve speaks
+	 * HTTPS with; NULL: plain HTTP. A relative path is taken from the
+	 * repository's top. Without them a listen beyond loopback is
+	 * refused unless insecure is set (docs/security.md).
+	 */
+	char *tls_cert, *tls_key;
+	int insecure;
 };
 
 /*

@@ -405,34 +405,6 @@ http_body_json(struct req *rq, void **out)
 	return 0;
 }
 
-/*
- * Compares in time that depends only on the expected token's length, so
- * a wrong guess tells nothing about how much of it was right.
- */
-static int
-token_equal(const char *given, const char *want)
-{
-	size_t lg = strlen(given), lw = strlen(want), i;
-	unsigned char diff = lg != lw;
-
-	for (i = 0; i < lw; i++)
-		diff |= (unsigned char)(want[i] ^ (i < lg ? given[i] : 0));
-	return diff == 0;
-}
-
-int
-http_authorized(const struct req *rq, int query_token)
-{
-	const char *h = http_header(rq, "Authorization");
-	char q[TOKEN_BYTES * 2 + 8];
-
-	if (h && !strncasecmp(h, "Bearer ", 7))
-		return token_equal(h + 7, rq->srv->token);
-	if (query_token && http_query(rq, "access_token", q, sizeof(q)))
-		return token_equal(q, rq->srv->token);
-	return 0;
-}
-
 /* ---- who may ask --------------------------------------------------------- */
 
 /*
@@ -676,15 +648,18 @@ http_thread_store(struct server *srv)
 }
 
 int
-http_call(struct server *srv, const char *method, const char *path,
-	  const char *body, size_t len, struct buf *out)
+http_call(struct server *srv, const char *actor, enum api_role role,
+	  const char *method, const char *path, const char *body, size_t len,
+	  struct buf *out)
 {
 	struct req rq = { .srv = srv, .method = method, .path = path,
-			  .body = BUF_INIT, .body_ready = 1, .capture = out };
+			  .body = BUF_INIT, .body_ready = 1, .capture = out,
+			  .role = role };
 	const struct route *r;
 	char *segs = xstrdup(path);
 	int known;
 
+	snprintf(rq.actor, sizeof(rq.actor), "%s", actor ? actor : "");
 	buf_add(&rq.body, body ? body : "", len);
 	r = find_route(&rq, segs, &known);
 	rq.store = http_thread_store(srv);
@@ -693,7 +668,7 @@ http_call(struct server *srv, const char *method, const char *path,
 			   path);
 	else if (!rq.store)
 		http_error(&rq, 500, "internal", "cannot open the store");
-	else
+	else if (!http_permit(&rq, r))
 		r->fn(&rq);
 	buf_release(&rq.body);
 	free(segs);
@@ -717,6 +692,48 @@ wants_websocket(const struct req *rq)
 }
 
 /*
+ * Sends the 401 for what http_authenticate found (auth) and returns -1;
+ * 0 when it found a token.
+ */
+static int
+unauthorized(struct req *rq, int auth, int query_token)
+{
+	char q[8];
+
+	switch (auth) {
+	case AUTH_OK:
+		return 0;
+	case AUTH_REVOKED:
+		http_error(rq, 401, "unauthorized",
+			   "token '%s' was revoked: ask an admin for a new "
+			   "one (baton token add)",
+			   rq->actor);
+		break;
+	case AUTH_UNKNOWN:
+		http_error(rq, 401, "unauthorized",
+			   "the bearer token is not one of this server's: "
+			   "use .baton/token or one from baton token add");
+		break;
+	case AUTH_FAILED:
+		http_error(rq, 500, "internal",
+			   "cannot check the bearer token: the token store "
+			   "cannot be read");
+		break;
+	default:
+		if (!query_token && http_query(rq, "access_token", q, sizeof(q)))
+			http_error(rq, 401, "unauthorized",
+				   "?access_token= opens the live stream only "
+				   "(/api/v1/events, /api/v1/ws): send "
+				   "Authorization: Bearer $(cat .baton/token)");
+		else
+			http_error(rq, 401, "unauthorized",
+				   "a bearer token is required: Authorization: "
+				   "Bearer $(cat .baton/token)");
+	}
+	return -1;
+}
+
+/*
  * Answers one request whose head and body (p) are in: the guards, the
  * route, its handler. Returns the status sent (0: none).
  */
@@ -726,7 +743,7 @@ dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
 {
 	struct req rq = { .srv = srv, .conn = conn, .body = BUF_INIT };
 	const struct route *r;
-	char *path, *segs, q[256];
+	char *path, *segs;
 	size_t len;
 	int known = 0, query_token, signed_route;
 
@@ -753,19 +770,16 @@ dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
 		goto out;
 	}
 	query_token = r && (r->flags & ROUTE_F_QUERY_TOKEN);
-	if (!signed_route && !http_authorized(&rq, query_token)) {
-		if (!query_token &&
-		    http_query(&rq, "access_token", q, sizeof(q)))
-			http_error(&rq, 401, "unauthorized",
-				   "?access_token= opens the live stream only "
-				   "(/api/v1/events, /api/v1/ws): send "
-				   "Authorization: Bearer $(cat .baton/token)");
-		else
-			http_error(&rq, 401, "unauthorized",
-				   "a bearer token is required: Authorization: "
-				   "Bearer $(cat .baton/token)");
+	rq.store = http_thread_store(rq.srv);
+	if (!rq.store) {
+		http_error(&rq, 500, "internal", "cannot open the store");
 		goto out;
 	}
+	/* a public route proves its requests itself (a signed webhook) */
+	if (!(r && r->role == ROLE_PUBLIC) &&
+	    unauthorized(&rq, http_authenticate(&rq, query_token),
+			 query_token))
+		goto out;
 	if (!r) {
 		if (known)
 			http_error(&rq, 405, "method_not_allowed",
@@ -776,11 +790,8 @@ dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
 				   rq.method, rq.path);
 		goto out;
 	}
-	rq.store = http_thread_store(rq.srv);
-	if (!rq.store) {
-		http_error(&rq, 500, "internal", "cannot open the store");
+	if (http_permit(&rq, r))
 		goto out;
-	}
 	if (!strcmp(rq.path, "/api/v1/ws") && wants_websocket(&rq))
 		stream_ws(&rq);
 	else

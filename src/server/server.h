@@ -75,6 +75,35 @@ int forge_spawn(const struct server_opts *o, pid_t *pid, struct err *e);
 void forge_hold_token(const struct config *cfg);
 
 /*
+ * Roles of the API's users (docs/security.md, "Users and roles"), in
+ * order: each can do what the ones before it can. A route says which it
+ * needs (server_int.h, struct route): public routes prove their
+ * requests themselves (a signed webhook or link), viewers read,
+ * operators decide and steer, admins configure. ROLE_UNSET is a route
+ * that forgot to say: it needs admin.
+ */
+enum api_role {
+	ROLE_UNSET = 0,
+	ROLE_PUBLIC,
+	ROLE_VIEWER,
+	ROLE_OPERATOR,
+	ROLE_ADMIN,
+};
+
+/* The name the repository's own token (.baton/token) acts under. */
+#define API_OWNER "owner"
+
+const char *api_role_name(enum api_role r);
+/* viewer, operator or admin as its role; -1 for any other word. */
+int api_role_parse(const char *word);
+/* Whether name may name a token (1-64 of [A-Za-z0-9._-], not "owner"). */
+int api_token_name_check(const char *name, struct err *e);
+/* A new secret (64 hex digits) and its SHA-256 (64 hex digits). */
+int api_token_new(char secret[65], char sha[65], struct err *e);
+/* The SHA-256 of secret as 64 hex digits. */
+int api_token_sha(const char *secret, char sha[65], struct err *e);
+
+/*
  * The bearer token of the repository: .baton/token, created (32 random
  * bytes as hex, mode 0600, O_EXCL) when missing; by baton init and by
  * serve. A symbolic link in its place (or as .baton) is refused with
