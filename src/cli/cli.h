@@ -152,5 +152,6 @@ extern const struct cmd cmd_forge;
 extern const struct cmd cmd_clean;
 extern const struct cmd cmd_plugin;
 extern const struct cmd cmd_tui;
+extern const struct cmd cmd_token;
 
 #endif

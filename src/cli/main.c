@@ -29,7 +29,7 @@ static const struct cmd *const commands[] = {
 	&cmd_diff,  &cmd_pipeline, &cmd_plugin, &cmd_config, &cmd_doctor,
 	&cmd_version, &cmd_merge, &cmd_receipts, &cmd_forge, &cmd_clean,
 	&cmd_task,  &cmd_serve, &cmd_worker, &cmd_plan, &cmd_migrate,
-	&cmd_tui,
+	&cmd_tui,   &cmd_token,
 	&cmd_help,
 };
 

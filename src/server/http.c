@@ -515,15 +515,17 @@ static int
 guard_origin(struct req *rq)
 {
 	const char *origin = http_header(rq, "Origin");
+	const char *scheme = rq->srv->tls ? "https://" : "http://";
+	size_t n = strlen(scheme);
 
 	if (origin &&
-	    (strncmp(origin, "http://", 7) || strchr(origin + 7, '/') ||
-	     !authority_is_ours(rq->srv, origin + 7, 1))) {
+	    (strncmp(origin, scheme, n) || strchr(origin + n, '/') ||
+	     !authority_is_ours(rq->srv, origin + n, 1))) {
 		http_error(rq, 403, "forbidden_origin",
 			   "the Origin header '%s' is not this server's own "
-			   "(http://%s:%d): a page from elsewhere may not call "
+			   "(%s%s:%d): a page from elsewhere may not call "
 			   "baton",
-			   origin, own_name(rq->srv), rq->srv->port);
+			   origin, scheme, own_name(rq->srv), rq->srv->port);
 		return -1;
 	}
 	return 0;
@@ -1207,8 +1209,9 @@ bound_port(int fd)
 
 /* Starts the hub, the streams and libmicrohttpd; fills url. */
 static int
-start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
-      char *url, size_t url_len, struct err *e)
+start(struct server *srv, const char *listen_addr, const char *tls,
+      const char *tls_key, struct MHD_Daemon **dp, char *url, size_t url_len,
+      struct err *e)
 {
 	unsigned limit = raise_nofile(srv->cfg->server.threads);
 	struct MHD_Daemon *d;
@@ -1236,9 +1239,18 @@ start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
 	rc = stream_start(srv, e);
 	if (rc)
 		goto fail;
+	if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		rc = err_set(e, BATON_EINVAL,
+			     "server.tls is set, but this libmicrohttpd was "
+			     "built without TLS (GnuTLS)");
+		goto fail;
+	}
+	srv->tls = tls != NULL;
+	/* without TLS the two options end the list early: both unused */
 	d = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
+			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
+			(tls ? MHD_USE_TLS : 0),
 		0, NULL, NULL, on_request, srv,
 		MHD_OPTION_LISTEN_SOCKET, fd,
 		MHD_OPTION_THREAD_POOL_SIZE,
@@ -1250,6 +1262,8 @@ start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
 		MHD_OPTION_EXTERNAL_LOGGER, log_message, srv,
+		tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, tls,
+		MHD_OPTION_HTTPS_MEM_KEY, tls ? tls_key : NULL,
 		MHD_OPTION_END);
 	if (!d) {
 		rc = err_set(e, BATON_EINVAL,
@@ -1259,7 +1273,8 @@ start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
 	fd = -1; /* the daemon's now */
 	if (!strcmp(host, "0.0.0.0") || !*host)
 		snprintf(host, sizeof(host), "127.0.0.1");
-	snprintf(url, url_len, "http://%s:%d/", host, srv->port);
+	snprintf(url, url_len, "%s://%s:%d/", tls ? "https" : "http", host,
+		 srv->port);
 	*dp = d;
 	return 0;
 fail:
@@ -1295,7 +1310,8 @@ server_main(const struct server_opts *o, int ready_fd)
 	srv.token = o->token;
 	srv.max_body = (size_t)o->cfg->server.max_body_kb * 1024;
 	srv.started_ms = time_now_ms();
-	if (start(&srv, o->listen, &d, url, sizeof(url), &e) == 0) {
+	if (start(&srv, o->listen, o->tls_cert, o->tls_key, &d, url,
+		  sizeof(url), &e) == 0) {
 		url_file = xasprintf("%s/http.url", o->ws->dir);
 		fs_write_atomic(url_file, url, strlen(url), NULL);
 		dprintf(ready_fd, "OK %s\n", url);

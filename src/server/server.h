@@ -32,7 +32,9 @@ struct server_opts {
 	const struct config *cfg;
 	const char *store_spec;
 	const char *listen;	/* "HOST:PORT"; port 0: any free port */
-	const char *token;	/* the bearer token every request must carry */
+	const char *token;	/* the repository's own token (the admin "owner") */
+	/* PEM text of server.tls (server_tls_load); NULL: plain HTTP */
+	const char *tls_cert, *tls_key;
 };
 
 /*
@@ -73,6 +75,15 @@ int forge_spawn(const struct server_opts *o, pid_t *pid, struct err *e);
  * once serve has done what needs the token itself, before its workers.
  */
 void forge_hold_token(const struct config *cfg);
+
+/*
+ * Reads cfg's server.tls certificate and key (a relative path from the
+ * repository's top) into *cert_pem and *key_pem (the caller frees
+ * them), after checking they are PEM and belong together; warns on
+ * stderr when the key is readable by every user. Errors name the file.
+ */
+int server_tls_load(const struct workspace *ws, const struct config *cfg,
+		    char **cert_pem, char **key_pem, struct err *e);
 
 /*
  * Roles of the API's users (docs/security.md, "Users and roles"), in

@@ -41,6 +41,7 @@ struct server {
 	int port;
 	/* connections the descriptor limit leaves room for (http.c) */
 	unsigned max_conns;
+	int tls; /* it speaks HTTPS (server.tls) */
 };
 
 /* ---- http.c: requests and responses ------------------------------------ */

@@ -147,6 +147,7 @@ sqlite__token_revoke(struct store *s, const char *name, struct err *e)
 	changed = src == SQLITE_DONE ? sqlite3_changes(ss->db) : 0;
 	rc = src == SQLITE_DONE ? 0 : sqlite__fail(ss, e, what);
 	sqlite3_finalize(st);
+	st = NULL;
 	if (rc || changed)
 		return rc ? rc : 1;
 	/* nothing changed: revoked before, or no such token */
