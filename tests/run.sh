@@ -51,7 +51,7 @@ for t in "$here"/integration/t[0-9]*.sh; do
 	tally "$name" "$out"
 done
 
-PG_UNITS="t_store t_queue"
+PG_UNITS="t_store t_queue t_token"
 PG_SCRIPTS="t0018-queue t0019-serve-crash t0020-leases t0021-merge-queue
 t0023-judge t0027-postgres t0042-judge-recovery t0060-forge-store
 t0070-forge-webhook t0097-takeover t0100-pg-run-files t0101-pg-clock

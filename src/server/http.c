@@ -713,8 +713,10 @@ unauthorized(struct req *rq, int auth, int query_token)
 		break;
 	case AUTH_UNKNOWN:
 		http_error(rq, 401, "unauthorized",
-			   "the bearer token is not one of this server's: "
-			   "use .baton/token or one from baton token add");
+			   "a bearer token is required: Authorization: "
+			   "Bearer $(cat .baton/token), or a token from "
+			   "baton token add (the one given is not this "
+			   "server's)");
 		break;
 	case AUTH_FAILED:
 		http_error(rq, 500, "internal",
