@@ -700,7 +700,7 @@ wants_websocket(const struct req *rq)
 static int
 unauthorized(struct req *rq, int auth, int query_token)
 {
-	char q[8];
+	char q[320];
 
 	switch (auth) {
 	case AUTH_OK:
