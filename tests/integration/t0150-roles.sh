@@ -2,6 +2,13 @@
 test_description='users and roles: named tokens, the role of every route, who decided, revocation'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
+CHROMIUM=${BATON_TEST_CHROMIUM:-/usr/bin/chromium}
+PLAYWRIGHT=${BATON_TEST_PLAYWRIGHT:-$BATON_SRC_ROOT/.agents/node_modules/playwright-core}
+why_no_browser=
+[ -x "$CHROMIUM" ] || why_no_browser="no Chromium at $CHROMIUM"
+command -v node >/dev/null 2>&1 || why_no_browser="node is not installed"
+[ -f "$PLAYWRIGHT/index.mjs" ] || why_no_browser="playwright-core is not installed in $PLAYWRIGHT"
+
 nojudge='runtime: {judge: false}'
 gate="$nojudge
 policies: {require_approval_at_stages: [executing]}"
@@ -136,7 +143,25 @@ test_expect_success 'a viewer cannot decide; an operator approves, and the recor
 	test "$(as "$OPERATOR" POST "/api/v1/approvals/$run" "{\"decision\": \"approve\"}")" = 200 &&
 	"$BATON" events "$run" --json >ev &&
 	jq -s -e "map(select(.type == \"steer\"))[0].data.actor == \"otto\"" ev &&
-	jq -s -e "map(select(.type == \"transition\" and .data.decision == \"approve\"))[0].data.actor == \"otto\"" ev
+	jq -s -e "map(select(.type == \"transition\" and .data.decision == \"approve\"))[0].data.actor == \"otto\"" ev &&
+	echo "$run" >../run
+'
+
+test_expect_success 'the dashboard shows who decided (headless Chromium)' '
+	load &&
+	if [ -n "$why_no_browser" ]; then
+		test "${BATON_TEST_REQUIRE_BROWSER:-0}" != 1 || { echo "$why_no_browser" >&2; exit 1; }
+		echo "skipped in the browser: $why_no_browser"
+	else
+		env BATON_DASH_URL="$HTTP_URL/" BATON_DASH_TOKEN="$VIEWER" \
+			BATON_DASH_RUN="$(cat ../run)" BATON_DASH_WHO=otto \
+			BATON_PLAYWRIGHT="$PLAYWRIGHT" BATON_CHROMIUM="$CHROMIUM" \
+			BATON_DASH_OUT="$TRASH_DIRECTORY" \
+			node "$TEST_DIRECTORY/browser/dashboard.mjs" who >who.out 2>&1 ||
+			{ cat who.out >&2; exit 1; }
+		cat who.out &&
+		! grep -q "^not ok" who.out
+	fi
 '
 
 test_expect_success 'over the WebSocket a viewer still cannot decide' '
