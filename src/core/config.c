@@ -1038,9 +1038,13 @@ read_server(struct config *c, struct err *e)
 			      &sv->max_streams, e);
 	if (rc >= 0 && (n = cnode_get(sec, "insecure")))
 		rc = cnode_bool(n, "server.insecure", &sv->insecure, e);
+	tls = rc >= 0 ? cnode_get(sec, "tls") : NULL;
+	if (!tls || is_null(tls))
+		return rc;
+	rc = cnode_expect(tls, CNODE_MAP, "server.tls", e);
 	if (rc >= 0)
-		rc = get_section(sec, "tls", server_tls_keys, &tls, e);
-	if (rc < 0 || !tls)
+		rc = cnode_check_keys(tls, "server.tls", server_tls_keys, e);
+	if (rc < 0)
 		return rc;
 	if ((n = cnode_get(tls, "cert")))
 		rc = read_string(n, "server.tls.cert", &sv->tls_cert, e);
