@@ -26,8 +26,9 @@ token_add(struct cli *c, const char *name, const char *role)
 		return EXIT_USAGE;
 	}
 	if (!role || api_role_parse(role) < 0) {
-		cli_error("token add needs --role viewer, operator or admin%s%s",
-			  role ? ", not " : "", role ? role : "");
+		cli_error(
+		    "token add needs --role viewer, operator or admin%s%s",
+		    role ? ", not " : "", role ? role : "");
 		return EXIT_USAGE;
 	}
 	if (api_token_new(secret, sha, &e) ||
@@ -50,11 +51,11 @@ print_token(const struct api_token *t, void *arg)
 	json_t *arr = arg;
 
 	if (arr) {
-		json_t *o = json_pack(
-			"{s:s, s:s, s:I, s:I, s:I}", "name", t->name, "role",
-			t->role, "created_at", (json_int_t)t->created_at,
-			"last_used_at", (json_int_t)t->last_used_at,
-			"revoked_at", (json_int_t)t->revoked_at);
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I}", "name",
+				      t->name, "role", t->role, "created_at",
+				      (json_int_t)t->created_at, "last_used_at",
+				      (json_int_t)t->last_used_at, "revoked_at",
+				      (json_int_t)t->revoked_at);
 
 		json_array_append_new(arr, o);
 		return 0;

@@ -40,10 +40,8 @@
 
 static const char *const role_names[] = {
 	[ROLE_UNSET] = "admin", /* a route that forgot its role: fail closed */
-	[ROLE_PUBLIC] = "public",
-	[ROLE_VIEWER] = "viewer",
-	[ROLE_OPERATOR] = "operator",
-	[ROLE_ADMIN] = "admin",
+	[ROLE_PUBLIC] = "public",     [ROLE_VIEWER] = "viewer",
+	[ROLE_OPERATOR] = "operator", [ROLE_ADMIN] = "admin",
 };
 
 const char *
@@ -180,8 +178,8 @@ http_authenticate(struct req *rq, int query)
 		api_token_release(&t);
 		return AUTH_REVOKED;
 	}
-	rq->role = api_role_parse(t.role) > 0 ? api_role_parse(t.role) :
-						  ROLE_VIEWER;
+	rq->role =
+	    api_role_parse(t.role) > 0 ? api_role_parse(t.role) : ROLE_VIEWER;
 	now = time_now_ms();
 	if (now - t.last_used_at >= LAST_USE_MS &&
 	    store_token_used(rq->store, t.name, now, &e))
@@ -198,17 +196,15 @@ http_permit(struct req *rq, const struct route *r)
 
 	if (need == ROLE_PUBLIC || rq->role >= need)
 		return 0;
-	snprintf(msg, sizeof(msg),
-		 "%s %s needs the %s role; token '%s' is %s %s", r->method,
-		 r->pattern, api_role_name(need), rq->actor,
-		 rq->role == ROLE_ADMIN || rq->role == ROLE_OPERATOR ? "an" :
-								       "a",
-		 api_role_name(rq->role));
+	snprintf(
+	    msg, sizeof(msg), "%s %s needs the %s role; token '%s' is %s %s",
+	    r->method, r->pattern, api_role_name(need), rq->actor,
+	    rq->role == ROLE_ADMIN || rq->role == ROLE_OPERATOR ? "an" : "a",
+	    api_role_name(rq->role));
 	http_error_with(rq, 403, "forbidden", msg,
 			json_pack("{s:s, s:s, s:s}", "role_needed",
 				  api_role_name(need), "role",
-				  api_role_name(rq->role), "token",
-				  rq->actor));
+				  api_role_name(rq->role), "token", rq->actor));
 	return -1;
 }
 
@@ -217,14 +213,12 @@ http_permit(struct req *rq, const struct route *r)
 json_t *
 api_token_json(const struct api_token *t)
 {
-	return json_pack("{s:s, s:s, s:o, s:o, s:b, s:o}", "name", t->name,
-			 "role", t->role, "created_at",
-			 json_time(t->created_at), "last_used_at",
-			 t->last_used_at ? json_time(t->last_used_at) :
-					   json_null(),
-			 "revoked", t->revoked_at != 0, "revoked_at",
-			 t->revoked_at ? json_time(t->revoked_at) :
-					 json_null());
+	return json_pack(
+	    "{s:s, s:s, s:o, s:o, s:b, s:o}", "name", t->name, "role", t->role,
+	    "created_at", json_time(t->created_at), "last_used_at",
+	    t->last_used_at ? json_time(t->last_used_at) : json_null(),
+	    "revoked", t->revoked_at != 0, "revoked_at",
+	    t->revoked_at ? json_time(t->revoked_at) : json_null());
 }
 
 static int
@@ -294,6 +288,6 @@ token_revoke(struct req *rq)
 	}
 	log_info("token '%s' revoked by '%s'", rq->params[0], rq->actor);
 	http_json(rq, 200,
-		  json_pack("{s:s, s:b, s:b}", "name", rq->params[0],
-			    "revoked", 1, "already", rc == 0));
+		  json_pack("{s:s, s:b, s:b}", "name", rq->params[0], "revoked",
+			    1, "already", rc == 0));
 }

@@ -56,8 +56,8 @@ static int
 read_pem(const struct workspace *ws, const char *key, const char *given,
 	 struct buf *out, char **where, struct err *e)
 {
-	char *path = given[0] == '/' ? xstrdup(given) :
-				       xasprintf("%s/%s", ws->repo, given);
+	char *path = given[0] == '/' ? xstrdup(given)
+				     : xasprintf("%s/%s", ws->repo, given);
 	char real[PATH_MAX];
 	struct err re = ERR_INIT;
 	struct stat st;
@@ -67,8 +67,8 @@ read_pem(const struct workspace *ws, const char *key, const char *given,
 	/* where the path leads (or its own name when it leads nowhere) */
 	inside = under(realpath(path, real) ? real : path, ws->repo) ||
 		 under(path, ws->repo);
-	rc = inside ? fs_read_nofollow(path, out, PEM_MAX, &re) :
-		      fs_read(path, out, PEM_MAX, &re);
+	rc = inside ? fs_read_nofollow(path, out, PEM_MAX, &re)
+		    : fs_read(path, out, PEM_MAX, &re);
 	if (rc == -ENOENT)
 		return err_set(e, rc, "%s: '%s' does not exist", key, path);
 	if (rc)
@@ -116,8 +116,8 @@ server_tls_load(const struct workspace *ws, const struct config *cfg,
 		goto out;
 	}
 	bio = BIO_new_mem_buf(kb.ptr, (int)kb.len);
-	k = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) :
-		  NULL;
+	k = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL)
+		: NULL;
 	BIO_free(bio);
 	if (!k) {
 		rc = err_set(e, BATON_EINVAL,

@@ -135,7 +135,8 @@ pg__token_revoke(struct store *s, const char *name, struct err *e)
 
 		param_text(&p, name);
 		param_int(&p, time_now_ms());
-		/* the row's revoked_at before the update: 0 means revoked now */
+		/* the row's revoked_at before the update: 0 means revoked now
+		 */
 		res = pg__exec(ps,
 			       "WITH old AS (SELECT revoked_at FROM api_tokens"
 			       " WHERE name = $1 FOR UPDATE),"

@@ -53,7 +53,7 @@ sqlite__token_add(struct store *s, const char *name, const char *role,
 	if (src == SQLITE_DONE)
 		rc = 0;
 	else if (sqlite3_extended_errcode(ss->db) ==
-			 SQLITE_CONSTRAINT_PRIMARYKEY ||
+		     SQLITE_CONSTRAINT_PRIMARYKEY ||
 		 sqlite3_extended_errcode(ss->db) == SQLITE_CONSTRAINT_UNIQUE)
 		rc = err_set(e, BATON_EEXIST,
 			     "cannot %s: a token of that name exists (names "
@@ -151,9 +151,8 @@ sqlite__token_revoke(struct store *s, const char *name, struct err *e)
 	if (rc || changed)
 		return rc ? rc : 1;
 	/* nothing changed: revoked before, or no such token */
-	rc = sqlite__prepare(ss, &st,
-			     "SELECT 1 FROM api_tokens WHERE name = ?", 0,
-			     what, e);
+	rc = sqlite__prepare(ss, &st, "SELECT 1 FROM api_tokens WHERE name = ?",
+			     0, what, e);
 	if (rc < 0)
 		return rc;
 	src = sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);

@@ -164,9 +164,10 @@ TEST(token_names)
 	ASSERT(api_token_name_check("a/b", &e) < 0);
 	ASSERT(api_token_name_check("owner", &e) < 0);
 	ASSERT_CONTAINS(e.msg, ".baton/token");
-	ASSERT(api_token_name_check("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-				    "aaaaaaaaaaaaaaaaaaaaaaaaa",
-				    &e) < 0);
+	ASSERT(
+	    api_token_name_check("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				 "aaaaaaaaaaaaaaaaaaaaaaaaa",
+				 &e) < 0);
 	ASSERT_EQ(api_role_parse("viewer"), ROLE_VIEWER);
 	ASSERT_EQ(api_role_parse("operator"), ROLE_OPERATOR);
 	ASSERT_EQ(api_role_parse("admin"), ROLE_ADMIN);
