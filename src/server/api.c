@@ -522,7 +522,7 @@ tasks_create(struct req *rq)
 	}
 	if (key && !idem_claim(rq, key, body, sha))
 		goto out;
-	if (sched_task_add(&x, &t, &e)) {
+	if (sched_task_add_by(&x, &t, rq->actor[0] ? rq->actor : NULL, &e)) {
 		struct err ue = ERR_INIT;
 
 		if (e.rc == BATON_ENOTFOUND)

@@ -133,6 +133,8 @@ test_expect_success 'a viewer cannot decide; an operator approves, and the recor
 	load &&
 	test "$(as "$VIEWER" POST /api/v1/tasks "{\"title\": \"Gated\"}")" = 403 &&
 	test "$(as "$OPERATOR" POST /api/v1/tasks "{\"title\": \"Gated\"}")" = 201 &&
+	"$BATON" events --task 1 --json >tev &&
+	jq -s -e "map(select(.type == \"task_added\"))[0].data.actor == \"otto\"" tev &&
 	wait_for "curl -s -H \"Authorization: Bearer $VIEWER\" $HTTP_URL/api/v1/approvals | jq -e \".approvals | length == 1\" >/dev/null" 60 &&
 	as "$VIEWER" GET /api/v1/approvals >/dev/null &&
 	run=$(jq -r ".approvals[0].run" body) &&
