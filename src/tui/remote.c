@@ -110,7 +110,8 @@ request(struct tui_remote *r, const char *method, const char *path,
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	j = json_loadb(b.ptr, b.len, 0, NULL);
-	if (status == 401 || status == 403) {
+	/* a 403 is a role too low (its message says which): below */
+	if (status == 401) {
 		rc = err_set(e, -EACCES,
 			     "'%s' refused the token (%ld): check --token-file "
 			     "(serve's token is in its .baton/token)",
