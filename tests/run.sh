@@ -55,7 +55,7 @@ PG_UNITS="t_store t_queue t_token"
 PG_SCRIPTS="t0018-queue t0019-serve-crash t0020-leases t0021-merge-queue
 t0023-judge t0027-postgres t0042-judge-recovery t0060-forge-store
 t0070-forge-webhook t0097-takeover t0100-pg-run-files t0101-pg-clock
-t0114-resume-summary t0126-protocol-hostile"
+t0114-resume-summary t0126-protocol-hostile t0150-roles"
 
 pg_pass() {
 	wanted=""

@@ -67,9 +67,11 @@ test_expect_success 'the store keeps hashes only: no secret is in .baton' '
 		s=$(cat ../$f) &&
 		! grep -rqF "$s" .baton || { echo "secret $f found in .baton" >&2; exit 1; }
 	done &&
-	sqlite3 .baton/baton.db "SELECT secret_sha256 FROM api_tokens" >hashes &&
-	test_line_count = 4 hashes &&
-	grep -qF "$(printf %s "$(cat ../viewer)" | sha256sum | cut -c1-64)" hashes
+	if [ -z "${BATON_TEST_PG_ADMIN:-}" ]; then
+		sqlite3 .baton/baton.db "SELECT secret_sha256 FROM api_tokens" >hashes &&
+		test_line_count = 4 hashes &&
+		grep -qF "$(printf %s "$(cat ../viewer)" | sha256sum | cut -c1-64)" hashes
+	fi
 '
 
 test_expect_success 'serve starts; the old repository token is still admin' '
