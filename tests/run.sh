@@ -79,7 +79,7 @@ for t in "$here"/integration/t[0-9]*.sh; do
 	echo "script $name" >>"$jobs"
 done
 
-PG_UNITS="t_store t_queue"
+PG_UNITS="t_store t_queue t_token"
 PG_SCRIPTS="
 t0018-queue
 t0019-serve-crash
@@ -103,6 +103,7 @@ t0156-turn-budgets
 t0169-memory
 t0135-clean
 t0136-schedules
+t0150-roles
 "
 
 # The PostgreSQL cluster, when a test of the pass is wanted. Its jobs go

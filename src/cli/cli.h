@@ -156,5 +156,6 @@ extern const struct cmd cmd_tui;
 extern const struct cmd cmd_mcp;
 extern const struct cmd cmd_chat;
 extern const struct cmd cmd_memory;
+extern const struct cmd cmd_token;
 
 #endif

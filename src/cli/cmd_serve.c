@@ -145,8 +145,10 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 		{ "--exit-when-idle", &idle, NULL },
 		{ "--listen=", NULL, &listen },
 	};
-	struct http http = { { &c->ws, &c->cfg, c->store_spec, NULL, NULL },
+	struct http http = { { &c->ws, &c->cfg, c->store_spec, NULL, NULL,
+			       NULL, NULL },
 			     0 };
+	char *tls_cert = NULL, *tls_key = NULL;
 	struct serve_companion companion = { "HTTP server", start_http,
 					     &http };
 	struct serve_companion notifier = { "webhook notifier", start_notify,
@@ -194,14 +196,31 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 		}
 		http.o.listen = listen;
 		http.o.token = token;
+		if (c->cfg.server.tls_cert &&
+		    server_tls_load(&c->ws, &c->cfg, &tls_cert, &tls_key,
+				    &e)) {
+			cli_error("%s", e.msg);
+			goto out;
+		}
+		http.o.tls_cert = tls_cert;
+		http.o.tls_key = tls_key;
+		if (!loopback(listen) && !tls_cert && !c->cfg.server.insecure) {
+			cli_error("serve: %s is reachable beyond this machine, "
+				  "and without TLS its tokens would cross the "
+				  "network in the clear: set server.tls "
+				  "{cert, key} (or server.insecure: true to "
+				  "allow it; docs/security.md)",
+				  listen);
+			goto out;
+		}
 		o.companions[o.nr_companions++] = &companion;
 		if (!loopback(listen))
 			term_printf(
 			    stderr,
-			    "serve: listening on %s, beyond this machine: "
-			    "whoever reaches it with the token can drive "
-			    "baton\n",
-			    listen);
+			    "serve: listening on %s, beyond this machine%s: "
+			    "whoever reaches it with a token can drive "
+			    "baton as that token's role\n",
+			    listen, tls_cert ? " (TLS)" : ", WITHOUT TLS");
 	}
 	/* webhooks do not wait for HTTP: --listen off sends them too; a
 	 * worker host leaves them to the serve that judges and lands */
@@ -259,6 +278,8 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 	rc = EXIT_OK;
 out:
 	free(token);
+	free(tls_cert);
+	free(tls_key);
 	return rc;
 }
 

@@ -30,6 +30,7 @@ static const struct cmd *const commands[] = {
 	&cmd_version, &cmd_merge, &cmd_receipts, &cmd_forge, &cmd_clean,
 	&cmd_task,  &cmd_serve, &cmd_worker, &cmd_plan, &cmd_migrate,
 	&cmd_tui,    &cmd_mcp,    &cmd_chat,   &cmd_memory, &cmd_schedule,
+	&cmd_token,
 	&cmd_help,
 };
 

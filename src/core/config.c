@@ -111,6 +111,13 @@ static const char *const server_keys[] = {
     "max_body_kb",
     "max_streams",
     "public_url",
+    "tls",
+    "insecure",
+    NULL,
+};
+static const char *const server_tls_keys[] = {
+    "cert",
+    "key",
     NULL,
 };
 static const char *const reports_keys[] = {
@@ -1186,7 +1193,7 @@ static int
 read_server(struct config *c, struct err *e)
 {
 	struct config_server *sv = &c->server;
-	const struct cnode *sec, *n;
+	const struct cnode *sec, *n, *tls;
 	int rc;
 
 	rc = get_section(c->root, "server", server_keys, &sec, e);
@@ -1204,6 +1211,23 @@ read_server(struct config *c, struct err *e)
 			      &sv->max_streams, e);
 	if (rc >= 0 && (n = cnode_get(sec, "public_url")))
 		rc = read_public_url(n, &sv->public_url, e);
+	if (rc >= 0 && (n = cnode_get(sec, "insecure")))
+		rc = cnode_bool(n, "server.insecure", &sv->insecure, e);
+	tls = rc >= 0 ? cnode_get(sec, "tls") : NULL;
+	if (!tls || is_null(tls))
+		return rc;
+	rc = cnode_expect(tls, CNODE_MAP, "server.tls", e);
+	if (rc >= 0)
+		rc = cnode_check_keys(tls, "server.tls", server_tls_keys, e);
+	if (rc < 0)
+		return rc;
+	if ((n = cnode_get(tls, "cert")))
+		rc = read_string(n, "server.tls.cert", &sv->tls_cert, e);
+	if (rc >= 0 && (n = cnode_get(tls, "key")))
+		rc = read_string(n, "server.tls.key", &sv->tls_key, e);
+	if (rc >= 0 && !sv->tls_cert != !sv->tls_key)
+		rc = node_error(tls, "server.tls",
+				"needs both cert and key (PEM files)", e);
 	return rc;
 }
 
@@ -2289,6 +2313,8 @@ config_release(struct config *c)
 	free(c->repo_url);
 	free(c->server.listen);
 	free(c->server.public_url);
+	free(c->server.tls_cert);
+	free(c->server.tls_key);
 	for (i = 0; i < c->nr_webhooks; i++) {
 		free(c->webhooks[i].url);
 		free(c->webhooks[i].name);

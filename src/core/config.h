@@ -132,6 +132,14 @@ struct config_server {
 	int max_streams;  /* live streams open at once (503 past): 10000 */
 	char *public_url; /* where people reach serve (answer links); NULL:
 			     notifications carry no links. No trailing '/' */
+	/*
+	 * tls: the PEM certificate (chain) and private key serve speaks
+	 * HTTPS with; NULL: plain HTTP. A relative path is taken from the
+	 * repository's top. Without them a listen beyond loopback is
+	 * refused unless insecure is set (docs/security.md).
+	 */
+	char *tls_cert, *tls_key;
+	int insecure;
 };
 
 /*

@@ -523,7 +523,9 @@ request(struct engine *en, const struct run *r, const char *flag, int value,
 	int rc;
 
 	ev.type = (char *)type;
+	ev.data = engine__stamp(en, NULL);
 	rc = store_run_request(en->store, r->id, flag, value, &ev, e);
+	free(ev.data);
 	if (!rc) {
 		engine_mirror_events(en, r->id, NULL);
 		engine__wake(en, r->id);

@@ -102,10 +102,11 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	ev.type = (char *)"transition";
 	ev.from = r->status;
 	ev.to = (char *)to;
-	ev.data = (char *)data;
+	ev.data = engine__stamp(en, data);
 	/* the door: the store writes a new status only with the move */
 	mv = (struct run_move){ p, r->status, to };
 	rc = store_run_move(en->store, &next, &mv, &ev, e);
+	free(ev.data);
 	if (rc) {
 		run_release(&next);
 		return rc;
@@ -128,6 +129,25 @@ engine_gate_deferred(const struct run *r)
 {
 	return !strcmp(r->status, ST_PAUSED) && r->paused_at_status &&
 	       !strcmp(r->paused_at_status, ST_WAITING);
+}
+
+char *
+engine__stamp(const struct engine *en, const char *data)
+{
+	json_t *j;
+	char *out;
+
+	if (!en->actor)
+		return data ? xstrdup(data) : NULL;
+	j = data ? json_loads(data, 0, NULL) : json_object();
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return xstrdup(data);
+	}
+	json_object_set_new(j, "actor", json_string(en->actor));
+	out = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return out;
 }
 
 /* An event's data as text, with secrets redacted; NULL for none. */
@@ -186,10 +206,13 @@ engine__record(struct engine *en, struct run *r, const char *type,
 	       json_t *data, struct err *e)
 {
 	struct event ev = { 0 };
+	char *text;
 	int rc;
 
 	ev.type = (char *)type;
-	ev.data = engine__event_text(data);
+	text = engine__event_text(data);
+	ev.data = engine__stamp(en, text);
+	free(text);
 	rc = store_run_update(en->store, r, &ev, e);
 	free(ev.data);
 	json_decref(data);
@@ -225,8 +248,9 @@ engine__add_event(struct engine *en, const char *run_id, int64_t task_id,
 	ev.run_id = (char *)run_id;
 	ev.task_id = task_id;
 	ev.type = (char *)type;
-	ev.data = (char *)data;
+	ev.data = engine__stamp(en, data);
 	rc = store_event_add(en->store, &ev, e);
+	free(ev.data);
 	if (!rc)
 		engine_mirror_events(en, run_id, NULL);
 	return rc;

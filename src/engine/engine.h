@@ -70,6 +70,12 @@ struct engine {
 	 * stop (budget.c, engine.c).
 	 */
 	int unattended;
+	/*
+	 * Who asked (serve's API: the token's name); NULL: the local user.
+	 * Every event this engine writes carries it as "actor" in its data,
+	 * so a decision stays on record with who made it.
+	 */
+	const char *actor;
 };
 
 /*

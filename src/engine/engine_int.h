@@ -115,6 +115,12 @@ enum engine_note;
 void engine__tell(struct engine *en, enum engine_note what,
 		  const struct run *r);
 
+/*
+ * data (an event's JSON text, NULL: none) with en->actor added as
+ * "actor" when the engine acts for someone: a new string, or NULL when
+ * there is nothing to write. Data that is not an object is kept as is.
+ */
+char *engine__stamp(const struct engine *en, const char *data);
 /* door.c: a transition's data as the text an event keeps (redacted;
  * caller frees), NULL for none. */
 char *engine__event_text(const json_t *data);

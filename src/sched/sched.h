@@ -60,6 +60,10 @@ void sched_wake(const struct workspace *ws);
  * run) or its area leaves the repository; t->area is normalised.
  */
 int sched_task_add(struct sched_ctx *x, struct task *t, struct err *e);
+/* sched_task_add for someone (serve's API: a token's name, recorded as
+ * "actor" in the task_added event); actor NULL is sched_task_add. */
+int sched_task_add_by(struct sched_ctx *x, struct task *t, const char *actor,
+		      struct err *e);
 
 /*
  * Writes t (a versioned update) with an event of type (data: a JSON

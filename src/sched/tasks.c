@@ -27,6 +27,13 @@
 int
 sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 {
+	return sched_task_add_by(x, t, NULL, e);
+}
+
+int
+sched_task_add_by(struct sched_ctx *x, struct task *t, const char *actor,
+		  struct err *e)
+{
 	struct event ev = { 0 };
 	json_t *data, *deps;
 	char *text, *area = NULL;
@@ -55,6 +62,8 @@ sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 	data = json_pack("{s:s, s:s?, s:i, s:o, s:s?}", "title", t->title,
 			 "area", t->area, "priority", t->priority, "depends_on",
 			 deps, "origin", t->origin);
+	if (actor)
+		json_object_set_new(data, "actor", json_string(actor));
 	ev.type = (char *)"task_added";
 	ev.data = json_dumps(data, JSON_COMPACT);
 	json_decref(data);

@@ -79,6 +79,7 @@ static void
 engine_of(struct req *rq, struct engine *en)
 {
 	engine_init(en, rq->store, rq->srv->ws, rq->srv->cfg);
+	en->actor = rq->actor[0] ? rq->actor : NULL;
 }
 
 /* The task named by params[0]; sends 404 and returns -1 when none. */
@@ -167,12 +168,12 @@ api_index(struct req *rq)
 	size_t i;
 
 	for (i = 0; i < api_nr_routes; i++)
-		json_array_append_new(arr,
-				      json_pack("{s:s, s:s, s:s}", "method",
-						api_routes[i].method, "path",
-						api_routes[i].pattern,
-						"summary",
-						api_routes[i].summary));
+		json_array_append_new(
+			arr, json_pack("{s:s, s:s, s:s, s:s}", "method",
+				       api_routes[i].method, "path",
+				       api_routes[i].pattern, "summary",
+				       api_routes[i].summary, "role",
+				       api_role_name(api_routes[i].role)));
 	http_json(rq, 200, json_pack("{s:o}", "routes", arr));
 }
 
@@ -540,7 +541,7 @@ tasks_create(struct req *rq)
 	}
 	if (key && !idem_claim(rq, key, body, sha))
 		goto out;
-	if (sched_task_add(&x, &t, &e)) {
+	if (sched_task_add_by(&x, &t, rq->actor[0] ? rq->actor : NULL, &e)) {
 		struct err ue = ERR_INIT;
 
 		if (e.rc == BATON_ENOTFOUND)
@@ -1376,67 +1377,93 @@ ws_plain(struct req *rq)
 }
 
 const struct route api_routes[] = {
-	{ "GET", "/api/v1", api_index, "the route table", 0 },
-	{ "GET", "/api/v1/health", api_health, "liveness, version, store", 0 },
-	{ "GET", "/api/v1/tasks", tasks_list, "tasks, newest first", 0 },
-	{ "POST", "/api/v1/tasks", tasks_create, "add a task", 0 },
-	{ "GET", "/api/v1/tasks/{id}", task_show, "one task", 0 },
-	{ "POST", "/api/v1/tasks/{id}/cancel", task_cancel,
-	  "cancel a task", 0 },
-	{ "POST", "/api/v1/tasks/{id}/retry", task_retry, "queue it again", 0 },
-	{ "GET", "/api/v1/tasks/{id}/events", task_events,
-	  "a task's events", 0 },
-	{ "GET", "/api/v1/runs", runs_list, "runs, newest first", 0 },
-	{ "GET", "/api/v1/runs/{id}", run_show, "one run", 0 },
-	{ "GET", "/api/v1/runs/{id}/events", run_events, "a run's events", 0 },
+	{ "GET", "/api/v1", api_index, "the route table", 0, ROLE_VIEWER },
+	{ "GET", "/api/v1/health", api_health, "liveness, version, store",
+	  0, ROLE_VIEWER },
+	{ "GET", "/api/v1/tasks", tasks_list, "tasks, newest first",
+	  0, ROLE_VIEWER },
+	{ "POST", "/api/v1/tasks", tasks_create, "add a task",
+	  0, ROLE_OPERATOR },
+	{ "GET", "/api/v1/tasks/{id}", task_show, "one task", 0, ROLE_VIEWER },
+	{ "POST", "/api/v1/tasks/{id}/cancel", task_cancel, "cancel a task",
+	  0, ROLE_OPERATOR },
+	{ "POST", "/api/v1/tasks/{id}/retry", task_retry, "queue it again",
+	  0, ROLE_OPERATOR },
+	{ "GET", "/api/v1/tasks/{id}/events", task_events, "a task's events",
+	  0, ROLE_VIEWER },
+	{ "GET", "/api/v1/runs", runs_list, "runs, newest first",
+	  0, ROLE_VIEWER },
+	{ "GET", "/api/v1/runs/{id}", run_show, "one run", 0, ROLE_VIEWER },
+	{ "GET", "/api/v1/runs/{id}/events", run_events, "a run's events",
+	  0, ROLE_VIEWER },
 	{ "GET", "/api/v1/runs/{id}/artifacts", run_artifacts,
-	  "a run's artifacts", 0 },
+	  "a run's artifacts", 0, ROLE_VIEWER },
 	{ "GET", "/api/v1/runs/{id}/artifacts/{name}", run_artifact,
-	  "one artifact's text", 0 },
+	  "one artifact's text", 0, ROLE_VIEWER },
 	{ "GET", "/api/v1/runs/{id}/files", run_files,
-	  "the run folder's files the store keeps", 0 },
+	  "the run folder's files the store keeps", 0, ROLE_VIEWER },
 	{ "GET", "/api/v1/runs/{id}/file", run_file,
-	  "one run file (?name=), maybe truncated", 0 },
-	{ "GET", "/api/v1/runs/{id}/diff", run_diff, "a run's changes", 0 },
+	  "one run file (?name=), maybe truncated", 0, ROLE_VIEWER },
+	{ "GET", "/api/v1/runs/{id}/diff", run_diff, "a run's changes",
+	  0, ROLE_VIEWER },
 	{ "GET", "/api/v1/runs/{id}/reports", run_reports,
-	  "a run's periodic reports", 0 },
-	{ "POST", "/api/v1/runs/{id}/pause", run_pause, "pause a run", 0 },
-	{ "POST", "/api/v1/runs/{id}/resume", run_resume, "resume a run", 0 },
-	{ "POST", "/api/v1/runs/{id}/abort", run_abort, "abort a run", 0 },
-	{ "POST", "/api/v1/runs/{id}/steer", run_steer, "steer a run", 0 },
-	{ "GET", "/api/v1/approvals", approvals_list, "runs at a gate", 0 },
-	{ "POST", "/api/v1/approvals/{id}", approval_decide,
-	  "decide a gate", 0 },
-	{ "GET", "/api/v1/pipelines", pipelines_list, "the pipelines", 0 },
-	{ "GET", "/api/v1/pipelines/{name}", pipeline_show, "one pipeline", 0 },
+	  "a run's periodic reports", 0, ROLE_VIEWER },
+	{ "POST", "/api/v1/runs/{id}/pause", run_pause, "pause a run",
+	  0, ROLE_OPERATOR },
+	{ "POST", "/api/v1/runs/{id}/resume", run_resume, "resume a run",
+	  0, ROLE_OPERATOR },
+	{ "POST", "/api/v1/runs/{id}/abort", run_abort, "abort a run",
+	  0, ROLE_OPERATOR },
+	{ "POST", "/api/v1/runs/{id}/steer", run_steer, "steer a run",
+	  0, ROLE_OPERATOR },
+	{ "GET", "/api/v1/approvals", approvals_list, "runs at a gate",
+	  0, ROLE_VIEWER },
+	{ "POST", "/api/v1/approvals/{id}", approval_decide, "decide a gate",
+	  0, ROLE_OPERATOR },
+	{ "GET", "/api/v1/pipelines", pipelines_list, "the pipelines",
+	  0, ROLE_VIEWER },
+	{ "GET", "/api/v1/pipelines/{name}", pipeline_show, "one pipeline",
+	  0, ROLE_VIEWER },
 	{ "GET", "/api/v1/plugins", plugins_list,
-	  "the plugins, with status and what they provide", 0 },
-	{ "GET", "/api/v1/workers", workers_list, "the workers", 0 },
-	{ "GET", "/api/v1/merges", merges_list, "the merge queue", 0 },
+	  "the plugins, with status and what they provide", 0, ROLE_VIEWER },
+	{ "GET", "/api/v1/workers", workers_list, "the workers",
+	  0, ROLE_VIEWER },
+	{ "GET", "/api/v1/merges", merges_list, "the merge queue",
+	  0, ROLE_VIEWER },
 	{ "GET", "/api/v1/stats", api_stats,
-	  "queue depth, throughput, cost per day (the charts)", 0 },
-	{ "GET", "/api/v1/events", stream_sse,
-	  "the live stream (SSE)", ROUTE_F_QUERY_TOKEN },
-	{ "GET", "/api/v1/ws", ws_plain,
-	  "the live stream (WebSocket)", ROUTE_F_QUERY_TOKEN },
+	  "queue depth, throughput, cost per day (the charts)",
+	  0, ROLE_VIEWER },
+	{ "GET", "/api/v1/events", stream_sse, "the live stream (SSE)",
+	  ROUTE_F_QUERY_TOKEN, ROLE_VIEWER },
+	{ "GET", "/api/v1/ws", ws_plain, "the live stream (WebSocket)",
+	  ROUTE_F_QUERY_TOKEN, ROLE_VIEWER },
+	/* a turn calls the planner's agent: it spends, as a task would */
 	{ "POST", "/api/v1/chat/conversations", chat_api_create,
-	  "start a conversation with the planner", 0 },
+	  "start a conversation with the planner", 0, ROLE_OPERATOR },
 	{ "GET", "/api/v1/chat/conversations/{id}", chat_api_show,
-	  "a conversation: phase and messages", 0 },
+	  "a conversation: phase and messages", 0, ROLE_VIEWER },
 	{ "POST", "/api/v1/chat/conversations/{id}/messages", chat_api_message,
-	  "say something; the reply streams", 0 },
+	  "say something; the reply streams", 0, ROLE_OPERATOR },
 	{ "GET", "/api/v1/chat/conversations/{id}/stream", chat_api_stream,
-	  "the reply being written (SSE)", ROUTE_F_QUERY_TOKEN },
+	  "the reply being written (SSE)", ROUTE_F_QUERY_TOKEN, ROLE_VIEWER },
 	{ "POST", "/api/v1/chat/conversations/{id}/start-execution",
-	  chat_api_start, "queue the proposed plan's tasks in a mode", 0 },
+	  chat_api_start, "queue the proposed plan's tasks in a mode", 0,
+	  ROLE_OPERATOR },
 	{ "GET", "/api/v1/answers/{token}", answer_page,
 	  "an answer link's confirmation page (signed, no token)",
-	  ROUTE_F_LINK },
+	  ROUTE_F_LINK, ROLE_PUBLIC },
 	{ "POST", "/api/v1/answers/{token}", answer_post,
-	  "decide through an answer link, once", ROUTE_F_LINK },
+	  "decide through an answer link, once", ROUTE_F_LINK, ROLE_PUBLIC },
 	{ "POST", "/api/v1/forge/webhook", forge_webhook,
-	  "GitHub's webhooks (signed, no token)", ROUTE_F_SIGNED },
-	{ "GET", "/metrics", metrics_page, "Prometheus metrics", 0 },
+	  "GitHub's webhooks (signed, no token)", ROUTE_F_SIGNED, ROLE_PUBLIC },
+	{ "GET", "/api/v1/tokens", tokens_list,
+	  "the named API tokens (no secrets)", 0, ROLE_ADMIN },
+	{ "POST", "/api/v1/tokens", tokens_create,
+	  "add a named token (its secret shown once)", 0, ROLE_ADMIN },
+	{ "POST", "/api/v1/tokens/{name}/revoke", token_revoke,
+	  "revoke a named token", 0, ROLE_ADMIN },
+	{ "GET", "/metrics", metrics_page, "Prometheus metrics",
+	  0, ROLE_VIEWER },
 };
 
 const size_t api_nr_routes = ARRAY_SIZE(api_routes);

@@ -418,34 +418,6 @@ http_body_json(struct req *rq, void **out)
 	return 0;
 }
 
-/*
- * Compares in time that depends only on the expected token's length, so
- * a wrong guess tells nothing about how much of it was right.
- */
-static int
-token_equal(const char *given, const char *want)
-{
-	size_t lg = strlen(given), lw = strlen(want), i;
-	unsigned char diff = lg != lw;
-
-	for (i = 0; i < lw; i++)
-		diff |= (unsigned char)(want[i] ^ (i < lg ? given[i] : 0));
-	return diff == 0;
-}
-
-int
-http_authorized(const struct req *rq, int query_token)
-{
-	const char *h = http_header(rq, "Authorization");
-	char q[TOKEN_BYTES * 2 + 8];
-
-	if (h && !strncasecmp(h, "Bearer ", 7))
-		return token_equal(h + 7, rq->srv->token);
-	if (query_token && http_query(rq, "access_token", q, sizeof(q)))
-		return token_equal(q, rq->srv->token);
-	return 0;
-}
-
 /* ---- who may ask --------------------------------------------------------- */
 
 /*
@@ -556,15 +528,17 @@ static int
 guard_origin(struct req *rq)
 {
 	const char *origin = http_header(rq, "Origin");
+	const char *scheme = rq->srv->tls ? "https://" : "http://";
+	size_t n = strlen(scheme);
 
 	if (origin &&
-	    (strncmp(origin, "http://", 7) || strchr(origin + 7, '/') ||
-	     !authority_is_ours(rq->srv, origin + 7, 1))) {
+	    (strncmp(origin, scheme, n) || strchr(origin + n, '/') ||
+	     !authority_is_ours(rq->srv, origin + n, 1))) {
 		http_error(rq, 403, "forbidden_origin",
 			   "the Origin header '%s' is not this server's own "
-			   "(http://%s:%d): a page from elsewhere may not call "
+			   "(%s%s:%d): a page from elsewhere may not call "
 			   "baton",
-			   origin, own_name(rq->srv), rq->srv->port);
+			   origin, scheme, own_name(rq->srv), rq->srv->port);
 		return -1;
 	}
 	return 0;
@@ -689,15 +663,18 @@ http_thread_store(struct server *srv)
 }
 
 int
-http_call(struct server *srv, const char *method, const char *path,
-	  const char *body, size_t len, struct buf *out)
+http_call(struct server *srv, const char *actor, enum api_role role,
+	  const char *method, const char *path, const char *body, size_t len,
+	  struct buf *out)
 {
 	struct req rq = { .srv = srv, .method = method, .path = path,
-			  .body = BUF_INIT, .body_ready = 1, .capture = out };
+			  .body = BUF_INIT, .body_ready = 1, .capture = out,
+			  .role = role };
 	const struct route *r;
 	char *segs = xstrdup(path);
 	int known;
 
+	snprintf(rq.actor, sizeof(rq.actor), "%s", actor ? actor : "");
 	buf_add(&rq.body, body ? body : "", len);
 	r = find_route(&rq, segs, &known);
 	rq.store = http_thread_store(srv);
@@ -706,7 +683,7 @@ http_call(struct server *srv, const char *method, const char *path,
 			   path);
 	else if (!rq.store)
 		http_error(&rq, 500, "internal", "cannot open the store");
-	else
+	else if (!http_permit(&rq, r))
 		r->fn(&rq);
 	buf_release(&rq.body);
 	free(segs);
@@ -730,6 +707,50 @@ wants_websocket(const struct req *rq)
 }
 
 /*
+ * Sends the 401 for what http_authenticate found (auth) and returns -1;
+ * 0 when it found a token.
+ */
+static int
+unauthorized(struct req *rq, int auth, int query_token)
+{
+	char q[320];
+
+	switch (auth) {
+	case AUTH_OK:
+		return 0;
+	case AUTH_REVOKED:
+		http_error(rq, 401, "unauthorized",
+			   "token '%s' was revoked: ask an admin for a new "
+			   "one (baton token add)",
+			   rq->actor);
+		break;
+	case AUTH_UNKNOWN:
+		http_error(rq, 401, "unauthorized",
+			   "a bearer token is required: Authorization: "
+			   "Bearer $(cat .baton/token), or a token from "
+			   "baton token add (the one given is not this "
+			   "server's)");
+		break;
+	case AUTH_FAILED:
+		http_error(rq, 500, "internal",
+			   "cannot check the bearer token: the token store "
+			   "cannot be read");
+		break;
+	default:
+		if (!query_token && http_query(rq, "access_token", q, sizeof(q)))
+			http_error(rq, 401, "unauthorized",
+				   "?access_token= opens the live stream only "
+				   "(/api/v1/events, /api/v1/ws): send "
+				   "Authorization: Bearer $(cat .baton/token)");
+		else
+			http_error(rq, 401, "unauthorized",
+				   "a bearer token is required: Authorization: "
+				   "Bearer $(cat .baton/token)");
+	}
+	return -1;
+}
+
+/*
  * Answers one request whose head and body (p) are in: the guards, the
  * route, its handler. Returns the status sent (0: none).
  */
@@ -739,7 +760,7 @@ dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
 {
 	struct req rq = { .srv = srv, .conn = conn, .body = BUF_INIT };
 	const struct route *r;
-	char *path, *segs, q[256];
+	char *path, *segs;
 	size_t len;
 	int known = 0, query_token, signed_route;
 
@@ -769,19 +790,16 @@ dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
 		goto out;
 	}
 	query_token = r && (r->flags & ROUTE_F_QUERY_TOKEN);
-	if (!signed_route && !http_authorized(&rq, query_token)) {
-		if (!query_token &&
-		    http_query(&rq, "access_token", q, sizeof(q)))
-			http_error(&rq, 401, "unauthorized",
-				   "?access_token= opens the live stream only "
-				   "(/api/v1/events, /api/v1/ws): send "
-				   "Authorization: Bearer $(cat .baton/token)");
-		else
-			http_error(&rq, 401, "unauthorized",
-				   "a bearer token is required: Authorization: "
-				   "Bearer $(cat .baton/token)");
+	rq.store = http_thread_store(rq.srv);
+	if (!rq.store) {
+		http_error(&rq, 500, "internal", "cannot open the store");
 		goto out;
 	}
+	/* a public route proves its requests itself (a signed webhook) */
+	if (!(r && r->role == ROLE_PUBLIC) &&
+	    unauthorized(&rq, http_authenticate(&rq, query_token),
+			 query_token))
+		goto out;
 	if (!r) {
 		if (known)
 			http_error(&rq, 405, "method_not_allowed",
@@ -792,11 +810,8 @@ dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
 				   rq.method, rq.path);
 		goto out;
 	}
-	rq.store = http_thread_store(rq.srv);
-	if (!rq.store) {
-		http_error(&rq, 500, "internal", "cannot open the store");
+	if (http_permit(&rq, r))
 		goto out;
-	}
 	if (!strcmp(rq.path, "/api/v1/ws") && wants_websocket(&rq))
 		stream_ws(&rq);
 	else
@@ -1230,8 +1245,9 @@ bound_port(int fd)
 
 /* Starts the hub, the streams and libmicrohttpd; fills url. */
 static int
-start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
-      char *url, size_t url_len, struct err *e)
+start(struct server *srv, const char *listen_addr, const char *tls,
+      const char *tls_key, struct MHD_Daemon **dp, char *url, size_t url_len,
+      struct err *e)
 {
 	unsigned limit = raise_nofile(srv->cfg->server.threads);
 	struct MHD_Daemon *d;
@@ -1262,9 +1278,18 @@ start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
 	rc = chat_serve_start(srv, e);
 	if (rc)
 		goto fail;
+	if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		rc = err_set(e, BATON_EINVAL,
+			     "server.tls is set, but this libmicrohttpd was "
+			     "built without TLS (GnuTLS)");
+		goto fail;
+	}
+	srv->tls = tls != NULL;
+	/* without TLS the two options end the list early: both unused */
 	d = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
+			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
+			(tls ? MHD_USE_TLS : 0),
 		0, NULL, NULL, on_request, srv,
 		MHD_OPTION_LISTEN_SOCKET, fd,
 		MHD_OPTION_THREAD_POOL_SIZE,
@@ -1276,6 +1301,8 @@ start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
 		MHD_OPTION_EXTERNAL_LOGGER, log_message, srv,
+		tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, tls,
+		MHD_OPTION_HTTPS_MEM_KEY, tls ? tls_key : NULL,
 		MHD_OPTION_END);
 	if (!d) {
 		rc = err_set(e, BATON_EINVAL,
@@ -1285,7 +1312,8 @@ start(struct server *srv, const char *listen_addr, struct MHD_Daemon **dp,
 	fd = -1; /* the daemon's now */
 	if (!strcmp(host, "0.0.0.0") || !*host)
 		snprintf(host, sizeof(host), "127.0.0.1");
-	snprintf(url, url_len, "http://%s:%d/", host, srv->port);
+	snprintf(url, url_len, "%s://%s:%d/", tls ? "https" : "http", host,
+		 srv->port);
 	*dp = d;
 	return 0;
 fail:
@@ -1327,7 +1355,8 @@ server_main(const struct server_opts *o, int ready_fd)
 		dprintf(ready_fd, "ERR %s\n", e.msg);
 		_exit(1);
 	}
-	if (start(&srv, o->listen, &d, url, sizeof(url), &e) == 0) {
+	if (start(&srv, o->listen, o->tls_cert, o->tls_key, &d, url,
+		  sizeof(url), &e) == 0) {
 		url_file = xasprintf("%s/http.url", o->ws->dir);
 		fs_write_atomic(url_file, url, strlen(url), NULL);
 		dprintf(ready_fd, "OK %s\n", url);

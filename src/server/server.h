@@ -32,7 +32,9 @@ struct server_opts {
 	const struct config *cfg;
 	const char *store_spec;
 	const char *listen;	/* "HOST:PORT"; port 0: any free port */
-	const char *token;	/* the bearer token every request must carry */
+	const char *token;	/* the repository's own token (the admin "owner") */
+	/* PEM text of server.tls (server_tls_load); NULL: plain HTTP */
+	const char *tls_cert, *tls_key;
 };
 
 /*
@@ -73,6 +75,44 @@ int forge_spawn(const struct server_opts *o, pid_t *pid, struct err *e);
  * once serve has done what needs the token itself, before its workers.
  */
 void forge_hold_token(const struct config *cfg);
+
+/*
+ * Reads cfg's server.tls certificate and key (a relative path from the
+ * repository's top) into *cert_pem and *key_pem (the caller frees
+ * them), after checking they are PEM and belong together; warns on
+ * stderr when the key is readable by every user. Errors name the file.
+ */
+int server_tls_load(const struct workspace *ws, const struct config *cfg,
+		    char **cert_pem, char **key_pem, struct err *e);
+
+/*
+ * Roles of the API's users (docs/security.md, "Users and roles"), in
+ * order: each can do what the ones before it can. A route says which it
+ * needs (server_int.h, struct route): public routes prove their
+ * requests themselves (a signed webhook or link), viewers read,
+ * operators decide and steer, admins configure. ROLE_UNSET is a route
+ * that forgot to say: it needs admin.
+ */
+enum api_role {
+	ROLE_UNSET = 0,
+	ROLE_PUBLIC,
+	ROLE_VIEWER,
+	ROLE_OPERATOR,
+	ROLE_ADMIN,
+};
+
+/* The name the repository's own token (.baton/token) acts under. */
+#define API_OWNER "owner"
+
+const char *api_role_name(enum api_role r);
+/* viewer, operator or admin as its role; -1 for any other word. */
+int api_role_parse(const char *word);
+/* Whether name may name a token (1-64 of [A-Za-z0-9._-], not "owner"). */
+int api_token_name_check(const char *name, struct err *e);
+/* A new secret (64 hex digits) and its SHA-256 (64 hex digits). */
+int api_token_new(char secret[65], char sha[65], struct err *e);
+/* The SHA-256 of secret as 64 hex digits. */
+int api_token_sha(const char *secret, char sha[65], struct err *e);
 
 /*
  * The bearer token of the repository: .baton/token, created (32 random

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "server/server.h"
 #include "util/buf.h"
 
 struct config;
@@ -41,6 +42,7 @@ struct server {
 	int port;
 	/* connections the descriptor limit leaves room for (http.c) */
 	unsigned max_conns;
+	int tls; /* it speaks HTTPS (server.tls) */
 };
 
 /* ---- http.c: requests and responses ------------------------------------ */
@@ -75,6 +77,9 @@ struct req {
 	int body_ready;	/* body holds it (0: it was over the limit) */
 	struct buf *capture;	/* http_call: the answer goes here */
 	int status;		/* what was sent, for the log and metrics */
+	/* who asks (http_authenticate): the token's name and role */
+	char actor[72];
+	enum api_role role;
 };
 
 /* A route handler; it sends exactly one response (or keeps the stream). */
@@ -106,6 +111,14 @@ struct route {
 	route_fn *fn;
 	const char *summary; /* one line, as docs/api.md has it */
 	unsigned flags;	     /* ROUTE_F_* */
+	/*
+	 * The role a request needs (server.h, enum api_role): ROLE_VIEWER
+	 * to read, ROLE_OPERATOR to decide and steer, ROLE_ADMIN to
+	 * configure, ROLE_PUBLIC for a route that proves its requests
+	 * itself (a signed webhook or link: no bearer token). Left out it
+	 * is ROLE_UNSET, which needs admin, and t_roles fails.
+	 */
+	enum api_role role;
 };
 
 /* The REST routes (api.c), for the router and GET /api/v1. */
@@ -188,20 +201,48 @@ void http_streaming(struct req *rq);
  * and returns -1 when it is not; 0 when it is.
  */
 int http_guard(struct req *rq);
+/* What http_authenticate found. */
+enum {
+	AUTH_OK = 0,
+	AUTH_NONE,    /* no token */
+	AUTH_UNKNOWN, /* a token nobody issued */
+	AUTH_REVOKED, /* a revoked named token (rq->actor names it) */
+	AUTH_FAILED,  /* the token store could not be read */
+};
 /*
- * Whether the request bears the token: Authorization: Bearer TOKEN, or
- * with query_token (the live stream's routes) ?access_token=TOKEN too.
+ * Who the request's token is: Authorization: Bearer TOKEN, or with
+ * query_token (the live stream's routes) ?access_token=TOKEN too. On
+ * AUTH_OK rq->actor and rq->role are set: the repository's token is the
+ * admin "owner", a named token (rq->store's api_tokens) its own name
+ * and role, its last use recorded (at most once a minute).
  */
-int http_authorized(const struct req *rq, int query_token);
+int http_authenticate(struct req *rq, int query_token);
+/*
+ * Whether rq's role is enough for route r: 0 when it is, else 403 sent
+ * (with the role needed) and -1.
+ */
+int http_permit(struct req *rq, const struct route *r);
 /*
  * Runs a route in-process, as if requested (the WebSocket's commands
- * use the REST routes this way): returns the status, the answer's body
- * in out.
+ * use the REST routes this way) for actor with role (the WebSocket's
+ * token: the route's role is checked as for a request): returns the
+ * status, the answer's body in out.
  */
-int http_call(struct server *srv, const char *method, const char *path,
-	      const char *body, size_t len, struct buf *out);
+int http_call(struct server *srv, const char *actor, enum api_role role,
+	      const char *method, const char *path, const char *body,
+	      size_t len, struct buf *out);
 /* This thread's store connection (opened on first use); NULL on failure. */
 struct store *http_thread_store(struct server *srv);
+
+/* ---- auth.c: the token routes ---------------------------------------- */
+
+struct api_token;
+/* One token as the API shows it (a json_t *; never the secret). */
+struct json_t *api_token_json(const struct api_token *t);
+/* GET /api/v1/tokens, POST /api/v1/tokens, POST /api/v1/tokens/{name}/revoke */
+void tokens_list(struct req *rq);
+void tokens_create(struct req *rq);
+void token_revoke(struct req *rq);
 
 /* ---- hub.c: the live event feed ---------------------------------------- */
 

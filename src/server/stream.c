@@ -498,6 +498,9 @@ stream_sse(struct req *rq)
 
 struct ws_client {
 	struct server *srv;
+	/* whose token opened it: its commands run as that token */
+	char actor[72];
+	enum api_role role;
 	int fd;
 	struct MHD_UpgradeResponseHandle *urh;
 	wslay_event_context_ptr ctx;
@@ -978,6 +981,8 @@ stream_ws(struct req *rq)
 		return;
 	w = xcalloc(1, sizeof(*w));
 	w->srv = rq->srv;
+	memcpy(w->actor, rq->actor, sizeof(w->actor));
+	w->role = rq->role;
 	w->fd = -1;
 	w->watch = -1;
 	w->in = (struct buf)BUF_INIT;
@@ -1152,7 +1157,7 @@ run_of(struct ws_client *w, json_t *m, const char *key, char *out,
 	if (!task)
 		return -1;
 	snprintf(path, sizeof(path), "/api/v1/tasks/%lld", (long long)task);
-	if (http_call(w->srv, "GET", path, NULL, 0, &ans) != 200) {
+	if (http_call(w->srv, w->actor, w->role, "GET", path, NULL, 0, &ans) != 200) {
 		buf_release(&ans);
 		return -1;
 	}
@@ -1293,10 +1298,10 @@ health_status(struct ws_client *w)
 	int64_t running;
 	size_t i;
 
-	http_call(w->srv, "GET", "/api/v1/health", NULL, 0, &ans);
+	http_call(w->srv, w->actor, w->role, "GET", "/api/v1/health", NULL, 0, &ans);
 	h = json_loadb(ans.ptr ? ans.ptr : "", ans.len, 0, NULL);
 	buf_reset(&ans);
-	http_call(w->srv, "GET", "/api/v1/tasks", NULL, 0, &ans);
+	http_call(w->srv, w->actor, w->role, "GET", "/api/v1/tasks", NULL, 0, &ans);
 	t = json_loadb(ans.ptr ? ans.ptr : "", ans.len, 0, NULL);
 	buf_release(&ans);
 	counts = json_object_get(t, "counts");
@@ -1376,7 +1381,7 @@ ws_command(struct ws_client *w, const char *data, size_t len)
 		goto send;
 	}
 	btext = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	status = http_call(w->srv, "POST", path, btext,
+	status = http_call(w->srv, w->actor, w->role, "POST", path, btext,
 			   btext ? strlen(btext) : 0, &out);
 	res = json_loadb(out.ptr ? out.ptr : "", out.len, 0, NULL);
 	ack = json_pack("{s:s, s:b, s:i}", "type", "ack", "ok", status < 300,

@@ -216,6 +216,15 @@ int sqlite__chat_update(struct store *s, int64_t id, const char *from,
 			const struct chat_conv *set, struct err *e);
 int sqlite__chat_list(struct store *s, const char *phase, int64_t **ids,
 		      size_t *nr, struct err *e);
+int sqlite__token_add(struct store *s, const char *name, const char *role,
+		  const char *sha, struct err *e);
+int sqlite__token_find(struct store *s, const char *sha, struct api_token *out,
+		   struct err *e);
+int sqlite__token_list(struct store *s, store_token_cb *cb, void *arg,
+		   struct err *e);
+int sqlite__token_revoke(struct store *s, const char *name, struct err *e);
+int sqlite__token_used(struct store *s, const char *name, int64_t now,
+		   struct err *e);
 int sqlite__idem_claim(struct store *s, const char *key, const char *sha,
 		       int64_t *task_id, char sha_out[65], struct err *e);
 int sqlite__memory_put(struct store *s, const char *id, const char *run_id,

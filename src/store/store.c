@@ -854,6 +854,76 @@ store_forge_delivery_seen(struct store *s, const char *delivery_id,
 	return s->ops->forge_delivery_seen(s, delivery_id, event, e);
 }
 
+void
+api_token_release(struct api_token *t)
+{
+	if (!t)
+		return;
+	free(t->name);
+	free(t->role);
+	memset(t, 0, sizeof(*t));
+}
+
+int
+store_token_add(struct store *s, const char *name, const char *role,
+		const char *sha, struct err *e)
+{
+	const char *what = "add an API token";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!name || !*name || !role || !sha || strlen(sha) != 64)
+		return err_set(e, BATON_EINVAL,
+			       "cannot %s: no name, role or hash", what);
+	return s->ops->token_add(s, name, role, sha, e);
+}
+
+int
+store_token_find(struct store *s, const char *sha, struct api_token *out,
+		 struct err *e)
+{
+	const char *what = "look up an API token";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	memset(out, 0, sizeof(*out));
+	if (!sha || strlen(sha) != 64)
+		return 0;
+	return s->ops->token_find(s, sha, out, e);
+}
+
+int
+store_token_list(struct store *s, store_token_cb *cb, void *arg,
+		 struct err *e)
+{
+	if (!s)
+		return null_arg(e, "list the API tokens", "the store");
+	return s->ops->token_list(s, cb, arg, e);
+}
+
+int
+store_token_revoke(struct store *s, const char *name, struct err *e)
+{
+	const char *what = "revoke an API token";
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!name || !*name)
+		return err_set(e, BATON_EINVAL, "cannot %s: no name", what);
+	return s->ops->token_revoke(s, name, e);
+}
+
+int
+store_token_used(struct store *s, const char *name, int64_t now,
+		 struct err *e)
+{
+	if (!s)
+		return null_arg(e, "record an API token's use", "the store");
+	if (!name || !*name)
+		return 0;
+	return s->ops->token_used(s, name, now, e);
+}
+
 int
 store_idem_claim(struct store *s, const char *key, const char *sha,
 		 int64_t *task_id, char sha_out[65], struct err *e)

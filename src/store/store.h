@@ -551,6 +551,43 @@ int store_memory_forget(struct store *s, const char *id, struct err *e);
 int store_memory_list(struct store *s, struct json_t **out, struct err *e);
 
 /*
+ * Named API tokens (issue 24 part 5, table api_tokens; docs/security.md
+ * "Users and roles"). The secret itself is never stored, only its
+ * SHA-256 (sha, 64 hex digits). Times are ms since the epoch, 0 for
+ * "never" (last_used_at, revoked_at).
+ */
+struct api_token {
+	char *name;
+	char *role; /* "viewer", "operator", "admin" */
+	int64_t created_at, last_used_at, revoked_at;
+};
+
+void api_token_release(struct api_token *t);
+
+/* Adds a token: BATON_EEXIST when the name (or the hash) is taken. */
+int store_token_add(struct store *s, const char *name, const char *role,
+		    const char *sha, struct err *e);
+/*
+ * The token whose secret hashes to sha into *out (revoked ones too, with
+ * revoked_at set): 1 when found, 0 when none, or an error.
+ */
+int store_token_find(struct store *s, const char *sha, struct api_token *out,
+		     struct err *e);
+typedef int store_token_cb(const struct api_token *t, void *arg);
+/* Every token, by name; cb returning non-zero stops with that value. */
+int store_token_list(struct store *s, store_token_cb *cb, void *arg,
+		     struct err *e);
+/* Revokes name: 1 when revoked now, 0 when already revoked; or
+ * BATON_ENOTFOUND. */
+int store_token_revoke(struct store *s, const char *name, struct err *e);
+/*
+ * Records a use of name at now, unless one was recorded within the last
+ * minute (the write is skipped then): keeps the write cheap.
+ */
+int store_token_used(struct store *s, const char *name, int64_t now,
+		     struct err *e);
+
+/*
  * A task's place on the forge (table forge_links): the issue it came
  * from and the pull request that carries it. Numbers are 0 when absent.
  * version guards updates as a task's does.

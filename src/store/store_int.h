@@ -200,6 +200,15 @@ struct store_ops {
 			  const char *kind, const char *body, struct err *e);
 	int (*memory_forget)(struct store *s, const char *id, struct err *e);
 	int (*memory_list)(struct store *s, struct json_t **out, struct err *e);
+	int (*token_add)(struct store *s, const char *name, const char *role,
+			 const char *sha, struct err *e);
+	int (*token_find)(struct store *s, const char *sha,
+			  struct api_token *out, struct err *e);
+	int (*token_list)(struct store *s, store_token_cb *cb, void *arg,
+			  struct err *e);
+	int (*token_revoke)(struct store *s, const char *name, struct err *e);
+	int (*token_used)(struct store *s, const char *name, int64_t now,
+			  struct err *e);
 	int (*forge_intake)(struct store *s, struct task *t,
 			    struct forge_link *l, struct event *ev,
 			    struct err *e);

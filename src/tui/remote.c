@@ -53,6 +53,20 @@ on_body(char *p, size_t size, size_t n, void *arg)
  * JSON). Errors: cannot connect; 401/403 (the token); any other status
  * >= 400, with serve's error.message.
  */
+/*
+ * The certificates an https:// serve is checked against: the system's,
+ * or the file CURL_CA_BUNDLE names, as for the curl tool (a serve with
+ * its own self-signed certificate: docs/security.md "TLS").
+ */
+static void
+trust(CURL *c)
+{
+	const char *ca = getenv("CURL_CA_BUNDLE");
+
+	if (ca && *ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+}
+
 static int
 request(struct tui_remote *r, const char *method, const char *path,
 	const char *body, json_t **out, struct err *e)
@@ -84,6 +98,7 @@ request(struct tui_remote *r, const char *method, const char *path,
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)REMOTE_TIMEOUT_MS);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	trust(c);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
@@ -95,7 +110,8 @@ request(struct tui_remote *r, const char *method, const char *path,
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	j = json_loadb(b.ptr, b.len, 0, NULL);
-	if (status == 401 || status == 403) {
+	/* a 403 is a role too low (its message says which): below */
+	if (status == 401) {
 		rc = err_set(e, -EACCES,
 			     "'%s' refused the token (%ld): check --token-file "
 			     "(serve's token is in its .baton/token)",
@@ -196,6 +212,7 @@ follow(void *arg)
 			curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 			curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR,
 					 "http,https");
+			trust(c);
 			curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream);
 			curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
 			curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);

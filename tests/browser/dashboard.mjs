@@ -25,7 +25,7 @@
 //   BATON_PLAYWRIGHT   playwright-core's directory
 //
 // Scenarios: login, live, diff, xss, errors, screens, approve, paging,
-// controls, drift, facts, forge.
+// controls, drift, facts, forge, who.
 
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -326,6 +326,21 @@ scenarios.approve = async () => {
 		'a second decision is 409 illegal_transition', JSON.stringify(res));
 	await page.click('#nav-board');
 	await step('on the board the task is done', () => cardIn('done', title).waitFor());
+};
+
+// Who decided: a run an operator's token steered and approved shows the
+// token's name on those timeline entries (t0150-roles.sh); the page is
+// opened with a viewer's token, which reads everything.
+scenarios.who = async () => {
+	const run = env.BATON_DASH_RUN, who = env.BATON_DASH_WHO;
+	await openBoard();
+	await page.goto(base + '#/runs/' + encodeURIComponent(run));
+	await step('the run page opens', () => page.waitForFunction((r) =>
+		document.getElementById('run-id') && document.getElementById('run-id').textContent.includes(r), run));
+	await step('the timeline names who decided', () => page.waitForFunction((w) =>
+		[...document.querySelectorAll('[data-testid=timeline-actor]')].some((n) => n.textContent === ' by ' + w), who));
+	const n = await page.$$eval('[data-testid=timeline-actor]', (ns) => ns.length);
+	ok(n >= 2, 'the steer and the decision both carry it', String(n));
 };
 
 // Error messages of the API reach the page: pausing a finished run.

@@ -158,7 +158,8 @@ test_expect_success '?access_token= opens the live stream only; elsewhere it is 
 
 test_expect_success 'on every address (0.0.0.0) it answers to IP addresses, not to names' '
 	make_repo w &&
-	baton_init_with_agent w "$nojudge" &&
+	baton_init_with_agent w "$nojudge
+server: {insecure: true}" &&
 	cd w &&
 	serve_http "$TRASH_DIRECTORY/serve-w" --workers 1 --listen 0.0.0.0:0 &&
 	for host in "10.1.2.3:$HTTP_PORT" "0.0.0.0:$HTTP_PORT" \

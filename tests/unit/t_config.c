@@ -743,6 +743,15 @@ TEST(server_and_reports)
 	ASSERT_OK(load(REPO, "server: {listen: off}\n", &c, &e), &e);
 	ASSERT_STREQ(c.server.listen, "off");
 	config_release(&c);
+	ASSERT_OK(load(REPO,
+		       "server: {tls: {cert: /etc/b.crt, key: b.key}, "
+		       "insecure: true}\n",
+		       &c, &e),
+		  &e);
+	ASSERT_STREQ(c.server.tls_cert, "/etc/b.crt");
+	ASSERT_STREQ(c.server.tls_key, "b.key");
+	ASSERT_EQ(c.server.insecure, 1);
+	config_release(&c);
 
 	load_err("server:\n  listen: nonsense\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":2:11: server.listen: expected HOST:PORT "
@@ -774,7 +783,18 @@ TEST(server_and_reports)
 	load_err("server: {port: 7070}\n", &e);
 	ASSERT_CONTAINS(e.msg, "unknown key 'server.port' (expected one of: "
 			       "listen, threads, max_body_kb, max_streams, "
-			       "public_url)");
+			       "public_url, tls, insecure)");
+	load_err("server: {tls: {cert: a.crt}}\n", &e);
+	ASSERT_CONTAINS(e.msg, REPO ":1:15: server.tls: needs both cert and "
+				    "key");
+	load_err("server: {tls: {key: a.key}}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.tls: needs both cert and key");
+	load_err("server: {tls: {cert: a.crt, key: a.key, ca: x}}\n", &e);
+	ASSERT_CONTAINS(e.msg, "unknown key 'server.tls.ca'");
+	load_err("server: {tls: {cert: \"\", key: a.key}}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.tls.cert: expected a non-empty string");
+	load_err("server: {insecure: maybe}\n", &e);
+	ASSERT_CONTAINS(e.msg, "server.insecure");
 	load_err("reports: {interval_seconds: 0}\n", &e);
 	ASSERT_STREQ(e.msg, REPO ":1:29: reports.interval_seconds: expected "
 				 "an integer from 1 to 86400, got '0'");

@@ -1247,6 +1247,15 @@ function eventDetail(ev) {
 	return parts.join('  \u00b7  ');
 }
 
+/* Who did it, when a person decided (the token's name, data.actor); else nothing. */
+function eventActor(ev) {
+	const who = dataOf(ev).actor;
+	if (typeof who !== 'string' || !who)
+		return null;
+	return h('span', { class: 'actor', 'data-testid': 'timeline-actor', title: 'done with the token ' + who },
+		' by ' + who);
+}
+
 function addTimeline(ev, live) {
 	const ol = $('timeline');
 	const type = String(ev.type || 'event');
@@ -1257,7 +1266,8 @@ function addTimeline(ev, live) {
 	},
 		h('span', { class: 'when', title: fmtTime(ev.ts) }, fmtClock(ev.ts)),
 		h('span', { class: 'what' }, h('span', { class: 'type' }, type), ' ',
-			h('span', { class: 'detail' }, eventDetail(ev))));
+			h('span', { class: 'detail' }, eventDetail(ev)),
+			eventActor(ev)));
 	const stick = ol.scrollTop + ol.clientHeight >= ol.scrollHeight - 4;
 	ol.appendChild(li);
 	rp.timelineN++;

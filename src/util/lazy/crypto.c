@@ -1,6 +1,7 @@
 /*
  * libcrypto on first use (util/lazy.h): SHA-256 for receipts, HMAC-SHA256
- * for webhook signatures (sent and received). Each function below is
+ * for webhook signatures (sent and received), and the check that serve's
+ * TLS certificate and key are PEM and belong together. Each function below is
  * defined with the prototype of the OpenSSL headers, so one that differs
  * does not compile.
  */
@@ -9,6 +10,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "util/lazy.h"
 
@@ -35,7 +38,18 @@
 	   size_t n, unsigned char *md, unsigned int *len),                 \
 	  (t, k, kl, d, n, md, len))                                        \
 	X(int, CRYPTO_memcmp, (const void *a, const void *b, size_t n),     \
-	  (a, b, n))
+	  (a, b, n))                                                        \
+	X(BIO *, BIO_new_mem_buf, (const void *b, int n), (b, n))           \
+	X(int, BIO_free, (BIO * b), (b))                                    \
+	X(X509 *, PEM_read_bio_X509,                                        \
+	  (BIO * b, X509 **x, pem_password_cb *cb, void *u), (b, x, cb, u)) \
+	X(EVP_PKEY *, PEM_read_bio_PrivateKey,                              \
+	  (BIO * b, EVP_PKEY **x, pem_password_cb *cb, void *u),            \
+	  (b, x, cb, u))                                                    \
+	X(int, X509_check_private_key, (const X509 *x, const EVP_PKEY *k),  \
+	  (x, k))                                                           \
+	V(X509_free, (X509 * x), (x))                                       \
+	V(EVP_PKEY_free, (EVP_PKEY * k), (k))
 
 LAZY_LIBRARY(CRYPTO_FUNCTIONS, "libcrypto.so.3", "hashing (SHA-256, SHA-1)")
 

@@ -46,6 +46,8 @@
 	   const char *content),                                            \
 	  (r, header, content))                                             \
 	V(MHD_destroy_response, (struct MHD_Response * r), (r))             \
+	X(enum MHD_Result, MHD_is_feature_supported,                        \
+	  (enum MHD_FEATURE f), (f))                                        \
 	H(MHD_get_connection_info)                                          \
 	H(MHD_set_connection_option)                                        \
 	H(MHD_upgrade_action)
