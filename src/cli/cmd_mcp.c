@@ -1167,6 +1167,8 @@ mcp_exec(struct cli *c, int argc, char **argv)
 	(void)argv;
 	if (argc != 1)
 		return cli_usage(&cmd_mcp);
+	/* what a client decides is on record as decided over MCP */
+	c->en.actor = "mcp";
 	while (read_line(&line, &too_long)) {
 		json_error_t je;
 		json_t *msg;

@@ -56,7 +56,10 @@ test_expect_success 'a run at the gate: list_approvals, decide approve; it finis
 	test "$rc" = 0 &&
 	test "$(run_status "$(cat ../a.id)")" = merge_ready &&
 	"$BATON" events "$(cat ../a.id)" >../a.events &&
-	test_grep "waiting_for_approval -> executing" ../a.events
+	test_grep "waiting_for_approval -> executing" ../a.events &&
+	n=$(db_query "SELECT count(*) FROM events WHERE run_id = '\''$(cat ../a.id)'\''
+		AND data LIKE '\''%\"actor\":%\"mcp\"%'\''") &&
+	test "$n" -ge 1
 '
 
 test_expect_success 'list_runs, show_run, run_diff, run_report and the resources of a finished run' '
