@@ -383,42 +383,30 @@ sse_free(void *cls)
 	free(s);
 }
 
-void
-stream_poke(void)
+/* A stream on rq's connection, nothing in it yet but the retry hint. */
+static struct sse *
+sse_new(struct req *rq)
 {
-	sse_resume_all();
-}
+	struct sse *s = xcalloc(1, sizeof(*s));
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 
-void
-stream_sse_with(struct req *rq, stream_fill_fn *fill, void *arg,
-		void (*release)(void *arg))
-{
-	struct MHD_Response *r;
-	struct sse *s;
-
-	if (!stream_admit(rq)) {
-		if (release)
-			release(arg);
-		return;
-	}
-	s = xcalloc(1, sizeof(*s));
 	s->srv = rq->srv;
 	s->conn = rq->conn;
-	s->fill = fill;
-	s->arg = arg;
-	s->release = release;
-	s->watch = -1; /* no run's stream: nobody to keep clean away from */
+	s->watch = -1;
 	s->out = (struct buf)BUF_INIT;
 	buf_adds(&s->out, "retry: 2000\n\n");
 	s->last_ms = time_mono_ms();
-	s->fd = -1;
-	{
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-			rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	s->fd = ci ? ci->connect_fd : -1;
+	return s;
+}
 
-		if (ci)
-			s->fd = ci->connect_fd;
-	}
+/* Answers rq with s as an event stream; s is the response's from here. */
+static void
+sse_open(struct req *rq, struct sse *s)
+{
+	struct MHD_Response *r;
+
 	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read,
 					      s, sse_free);
 	if (!r) {
@@ -438,9 +426,32 @@ stream_sse_with(struct req *rq, stream_fill_fn *fill, void *arg,
 }
 
 void
+stream_poke(void)
+{
+	sse_resume_all();
+}
+
+void
+stream_sse_with(struct req *rq, stream_fill_fn *fill, void *arg,
+		void (*release)(void *arg))
+{
+	struct sse *s;
+
+	if (!stream_admit(rq)) {
+		if (release)
+			release(arg);
+		return;
+	}
+	s = sse_new(rq);
+	s->fill = fill;
+	s->arg = arg;
+	s->release = release;
+	sse_open(rq, s);
+}
+
+void
 stream_sse(struct req *rq)
 {
-	struct MHD_Response *r;
 	struct sse *s;
 	struct cursor c;
 	char why[300];
@@ -456,42 +467,13 @@ stream_sse(struct req *rq)
 	}
 	if (!stream_admit(rq))
 		return;
-	s = xcalloc(1, sizeof(*s));
-	s->srv = rq->srv;
-	s->conn = rq->conn;
+	s = sse_new(rq);
 	s->c = c;
-	s->watch = -1;
 	if (c.f.run_id) {
 		s->c.f.run_id = s->c.run_id; /* into its own copy */
 		s->watch = workspace_watch_begin(rq->srv->ws, s->c.run_id);
 	}
-	s->out = (struct buf)BUF_INIT;
-	buf_adds(&s->out, "retry: 2000\n\n");
-	s->last_ms = time_mono_ms();
-	s->fd = -1;
-	{
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-			rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-		if (ci)
-			s->fd = ci->connect_fd;
-	}
-	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read,
-					      s, sse_free);
-	if (!r) {
-		sse_free(s);
-		http_error(rq, 500, "internal", "cannot open the stream");
-		return;
-	}
-	MHD_add_response_header(r, "Content-Type", "text/event-stream");
-	MHD_add_response_header(r, "X-Accel-Buffering", "no");
-	http_common_headers(r);
-	http_streaming(rq);
-	MHD_set_connection_option(rq->conn, MHD_CONNECTION_OPTION_TIMEOUT,
-				  (unsigned)SSE_STALL_S);
-	rq->status = 200;
-	MHD_queue_response(rq->conn, 200, r);
-	MHD_destroy_response(r);
+	sse_open(rq, s);
 }
 
 /* ---- WebSocket ----------------------------------------------------------- */
