@@ -168,7 +168,8 @@ engine__event_text(const json_t *data)
 
 /*
  * The driver's moves, with the run reports that go with them (report.c):
- * the final one just before a move to a terminal status, so that the
+ * the final one (after the run's memory entry, memory.c) just before a
+ * move to a terminal status, so that the
  * terminal transition stays the run's last event; a milestone one just
  * after a move out of a stage that ended (not interrupted).
  */
@@ -182,8 +183,9 @@ engine__move(struct drive *d, const char *to, json_t *data, struct err *e)
 		      strcmp(to, ST_INTERRUPTED);
 	if (status_is_terminal(to) &&
 	    !pipeline_check(d->p, d->r.status, to, NULL)) {
-		engine__report_final(d->en, d->p, &d->r, to, text);
+		/* the final report stays the event just before the end */
 		engine__memory_record(d, to, text);
+		engine__report_final(d->en, d->p, &d->r, to, text);
 		engine__terminal_hooks(d, to);
 	}
 	/* what a stage without a checkpoint wrote (a plan, a review) goes
