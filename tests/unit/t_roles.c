@@ -60,5 +60,5 @@ TEST(the_live_stream_is_read_only)
 			ASSERT_EQ(api_routes[i].role, ROLE_VIEWER);
 			seen++;
 		}
-	ASSERT_EQ(seen, 2);
+	ASSERT_EQ(seen, 3); /* the live stream (SSE, WebSocket), a chat reply */
 }
