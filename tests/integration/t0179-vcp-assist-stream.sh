@@ -47,4 +47,30 @@ test_expect_success 'assist auto_complete: the run reports and completes without
 	test_grep "^done$" ../done
 '
 
+# --- task:error on the live stream -----------------------------------------
+
+test_expect_success 'a task whose run blocks: the WebSocket stream ends it with task:error and the reason' '
+	make_repo failing &&
+	baton_init_with_agent failing "runtime: {judge: false}" &&
+	cd failing &&
+	export FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=exit FAKE_EXIT_CODE=3 \
+		FAKE_FAIL_MESSAGE="fake-agent: scripted failure" &&
+	serve_http ../serve-failing --workers 1 &&
+	api_expect 201 POST /api/v1/tasks "{\"title\": \"Doomed\"}" >../t &&
+	id=$(jq .id ../t) &&
+	"$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=$HTTP_TOKEN&task=$id&after=0" \
+		--until "task:error" --timeout 120 >../ws &&
+	grep "\"type\":\"task:error\"" ../ws >../err.json &&
+	test_line_count = 1 ../err.json &&
+	test_jq ".task == $id and .task_id == $id and (.run | type) == \"string\"" ../err.json &&
+	test_jq "(.reason | type) == \"string\" and (.reason | length) > 0" ../err.json &&
+	test_jq ".event.type == \"transition\" and (.event.to == \"blocked\" or .event.to == \"failed\")" ../err.json &&
+	run=$(jq -r .run ../err.json) &&
+	st=$(run_status "$run") &&
+	test "$st" = "$(jq -r .event.to ../err.json)" &&
+	test "$(run_field "$run" reason)" = "$(jq -r .reason ../err.json)" &&
+	# no task:completed for it
+	! grep -q "\"type\":\"task:completed\"" ../ws
+'
+
 test_done
