@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='VCP with scripted agents: assist auto-complete (a report completes the run without asking) and task:error on the live stream'
+test_description='VCP with scripted agents: assist auto-complete (a report completes the run without asking), and task:error and task:stopped (from an aborted run) on the live stream'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 # A scripted assistant (as t0034's, without escalations).
@@ -71,6 +71,29 @@ test_expect_success 'a task whose run blocks: the WebSocket stream ends it with 
 	test "$(run_field "$run" reason)" = "$(jq -r .reason ../err.json)" &&
 	# no task:completed for it
 	! grep -q "\"type\":\"task:completed\"" ../ws
+'
+
+test_expect_success 'a task whose run is aborted (not a task:stop): the stream ends it with task:stopped from the aborted transition' '
+	make_repo held &&
+	baton_init_with_agent held "runtime: {judge: false}" &&
+	cd held &&
+	# the execute agent stays until a file "go" appears in the worktree:
+	# never, here
+	export FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow FAKE_WAIT_FOR=go &&
+	serve_http ../serve-held --workers 1 &&
+	api_expect 201 POST /api/v1/tasks "{\"title\": \"Held\"}" >../t &&
+	id=$(jq .id ../t) &&
+	wait_for "test -n \"\$(newest_run)\" && test \"\$(run_status \$(newest_run))\" = executing" 60 &&
+	run=$(newest_run) &&
+	"$BATON" abort "$run" >../abort.out 2>&1 &&
+	"$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=$HTTP_TOKEN&task=$id&after=0" \
+		--until "task:stopped" --timeout 60 >../ws &&
+	grep "\"type\":\"task:stopped\"" ../ws >../stopped.json &&
+	test_line_count = 1 ../stopped.json &&
+	test_jq ".task == $id and .run == \"$run\"" ../stopped.json &&
+	test_jq ".event.type == \"transition\" and .event.from == \"executing\" and .event.to == \"aborted\"" ../stopped.json &&
+	test "$(run_status "$run")" = aborted &&
+	! grep -q "\"type\":\"task:error\"\|\"type\":\"task:completed\"" ../ws
 '
 
 test_done
