@@ -214,7 +214,7 @@ TEST(plugin_pipelines_load_by_name_with_their_kind)
 	pipeline_free(p);
 	/* a bug-fix pipeline may not use it; "plugin" is no kind name */
 	ASSERT(pipeline_load(NULL, "nosuch", &p, &e) == BATON_ENOTFOUND);
-	ASSERT_CONTAINS(e.msg, "research, gated)");
+	ASSERT_CONTAINS(e.msg, "security-review, gated)");
 	plugins_unload();
 	e = (struct err)ERR_INIT;
 	ASSERT(pipeline_load(NULL, "gated", &p, &e) == BATON_ENOTFOUND);
@@ -243,7 +243,7 @@ TEST(plugin_kinds_only_where_allowed)
 	ASSERT_OK(cnode_parse_yaml(plain, strlen(plain), "c.yaml", &n, &e), &e);
 	ASSERT(pipeline_parse("c", n, 0, &p, &e) == BATON_EINVAL);
 	ASSERT_CONTAINS(e.msg, "unknown stage kind 'plugin'");
-	ASSERT_CONTAINS(e.msg, "judge, gatekeep)");
+	ASSERT_CONTAINS(e.msg, "judge, arbiter, gatekeep)");
 	cnode_free(n);
 	plugins_unload();
 }
