@@ -246,9 +246,12 @@ engine__route(struct drive *d, const struct stage *s, enum stage_result res,
 	case STAGE_LOOP:
 		target = kind_is(s->kind, KF_ON_FAIL) ? s->on_fail :
 							s->on_changes;
-		if (target < 0 && d->p->read_only && s->kind == KIND_REVIEW) {
-			/* an audit: the findings are its product, on record
-			   in review.json; the run goes on, its outcome says */
+		if (target < 0 && d->p->read_only &&
+		    kind_is(s->kind, KF_ON_CHANGES) &&
+		    !kind_is(s->kind, KF_ON_FAIL)) {
+			/* an audit asked for changes: the findings are its
+			   product, on record in its verdict; the run goes
+			   on, its outcome says */
 			run_set(&d->r.outcome, RUN_OUTCOME_FINDINGS);
 			return engine__after_success(d, s, e);
 		}
