@@ -912,6 +912,7 @@ retry_failed(struct drive *d, const struct stage *s,
 		return rc < 0 ? rc : 1;
 	}
 	*res = v.retryable ? STAGE_FAIL : STAGE_BLOCK;
+	d->unanswered = v.retryable; /* out of tries, not refused */
 	*reason = xasprintf("stage %s: %s (a%s %s failure, %s)", s->name, what,
 			    strchr("aeiou", fail_class_name(v.cls)[0]) ? "n" :
 									 "",
@@ -997,6 +998,7 @@ engine__call(struct drive *d, const struct stage *s,
 
 	buf_init(&out_tail, DELTA_TAIL_BYTES);
 	d->missing = 0;
+	d->unanswered = 0;
 	d->steered = 0;
 	if (d->member) {
 		/* the parent checked before it forked: no pausing here */
@@ -1285,6 +1287,7 @@ engine__call(struct drive *d, const struct stage *s,
 			     NULL);
 		if (contract_tries++ > 0) {
 			*res = STAGE_BLOCK;
+			d->unanswered = 1;
 			*reason = xasprintf("stage %s: %s (still broken after "
 					    "one retry)",
 					    s->name, cerr.msg);

@@ -54,6 +54,7 @@ struct member {
 	enum stage_result res;
 	char *reason;
 	int missing;		   /* blocked: its agent is not installed */
+	int unanswered;		   /* failed: its agent gave no answer */
 };
 
 /*

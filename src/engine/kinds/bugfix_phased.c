@@ -221,6 +221,47 @@ batch_context(struct drive *d, const struct stage *s, int a, int b)
 }
 
 /*
+ * The seed's synthetic verdict: a phased reviewer that gave no answer
+ * (its agent exited, crashed or timed out, or wrote nothing valid, after
+ * its retries) counts as needs_changes with no findings, marked
+ * "synthetic" with the reason, and the loop goes on; the round counts
+ * against max_phased_iterations, so a reviewer that never answers ends
+ * at the person's question like any other.
+ */
+static int
+synthetic_verdict(struct drive *d, const struct stage *s, struct member *m,
+		  int version, struct err *e)
+{
+	char *why = xasprintf("dispatch failed: %s",
+			      m->reason ? m->reason : "no answer");
+	json_t *doc = json_pack("{s:s, s:b, s:s, s:s, s:[]}", "status",
+				"needs_changes", "synthetic", 1, "reason", why,
+				"summary", why, "findings");
+	int rc;
+
+	rc = engine__keep_json(d, m->rq.file, "needs_changes", doc, e);
+	if (!rc)
+		rc = engine__note(
+			d, "verdict",
+			json_pack("{s:s, s:i, s:s, s:s, s:i, s:b, s:s}",
+				  "stage", s->name, "version", version,
+				  "status", "needs_changes", "file",
+				  m->rq.file, "findings", 0, "synthetic", 1,
+				  "reason", why),
+			e);
+	if (!rc) {
+		snprintf(m->rq.out.status, sizeof(m->rq.out.status), "%s",
+			 "needs_changes");
+		m->res = STAGE_PASS;
+		free(m->reason);
+		m->reason = NULL;
+	}
+	json_decref(doc);
+	free(why);
+	return rc;
+}
+
+/*
  * The phased reviewers on steps a..b, writing verdict version r + 1: the
  * parallel ones at once, the others in turn. *issues gets
  * the findings of those that want changes (NULL when all approved), and
@@ -275,6 +316,7 @@ review_batch(struct drive *d, const struct stage *s, const char *steers,
 				m[i].res = par[k].res;
 				m[i].reason = par[k].reason;
 				m[i].rq.out = par[k].rq.out;
+				m[i].unanswered = par[k].unanswered;
 				k++;
 			}
 		free(par);
@@ -288,7 +330,11 @@ review_batch(struct drive *d, const struct stage *s, const char *steers,
 			continue;
 		rc = bf_review_call(d, s, &m[i].prov, steers, &m[i].rq, &m[i].res,
 				 &m[i].reason, e);
+		m[i].unanswered = m[i].res != STAGE_PASS && d->unanswered;
 	}
+	for (i = 0; !rc && i < s->nr_phased; i++)
+		if (m[i].unanswered)
+			rc = synthetic_verdict(d, s, &m[i], r + 1, e);
 	if (rc)
 		goto out;
 	if (bf_members_failed(m, s->nr_phased, res, reason))
@@ -302,7 +348,13 @@ review_batch(struct drive *d, const struct stage *s, const char *steers,
 			continue;
 		want = 1;
 		doc = engine__load_json(d, m[i].rq.file, NULL);
-		if (doc) {
+		if (doc && m[i].unanswered) {
+			/* no findings: no step to fix, the batch is
+			 * reviewed again next round */
+			buf_addf(&found, "%s (needs_changes, synthetic): %s\n",
+				 m[i].rq.file,
+				 json_get_str(doc, "reason"));
+		} else if (doc) {
 			char *text = json_dumps(json_object_get(doc,
 								"findings"),
 						JSON_COMPACT);

@@ -224,6 +224,8 @@ member_work(struct drive *cd, struct fanout_member *fm, const char *steers,
 	json_object_set_new(out, "status", json_string(m->rq.out.status));
 	if (cd->missing)
 		json_object_set_new(out, "missing", json_true());
+	if (cd->unanswered)
+		json_object_set_new(out, "unanswered", json_true());
 	return rc;
 }
 
@@ -274,6 +276,9 @@ bf_run_members(struct drive *d, struct member *m, size_t n, const char *steers,
 		m[i].missing = m[i].res == STAGE_BLOCK &&
 			       json_is_true(json_object_get(fm[i].out,
 							    "missing"));
+		m[i].unanswered = m[i].res != STAGE_PASS &&
+				  json_is_true(json_object_get(fm[i].out,
+							       "unanswered"));
 		fm[i].reason = NULL;
 	}
 	engine__fanout_release(fm, n);

@@ -79,6 +79,11 @@ struct drive {
 				   ends a step, not the stage */
 	int missing;		/* the last call blocked because its agent
 				   program is not installed */
+	int unanswered;		/* the last call failed because its agent
+				   gave no usable answer (exited, crashed,
+				   timed out, or wrote nothing valid after
+				   its retries); not a veto, breach or
+				   budget */
 	const struct call_spec *call; /* set around a bug-fix stage's call */
 	json_t *ask;		/* STAGE_ASK: the question event's data */
 	/* paths of the worktree the stage's calls changed that a diff does
