@@ -13,7 +13,8 @@
 # of PG_SCRIPTS run again, unchanged, each on databases of its own, and
 # the scripts that need PostgreSQL (t0027) run at all. Without a server
 # the pass is skipped, saying so, unless BATON_TEST_REQUIRE_PG=1 (CI).
-# The cluster is started first, so its tests share the pool with the rest.
+# The cluster is started first, so its tests share the pool with the rest;
+# a script that restarts its server (PG_OWN) gets a cluster of its own.
 #
 # Each test's output is kept and printed whole, in order, once all have
 # ended; while they run, one line per test says how it went and how long
@@ -53,8 +54,23 @@ if [ "${1:-}" = --one ]; then
 		dsn=$("$here/../tools/pg.sh" createdb "$PGDIR" "u_$u")
 		BATON_TEST_PG_DSN=$dsn "$UNIT_DIR/$u" >"$o" 2>&1 ;;
 	pgscript)
-		BATON_TEST_PG_ADMIN=$PGADMIN BATON_TEST_PG_DIR=$PGDIR \
-			bash "$here/integration/${name#pg:}.sh" >"$o" 2>&1 ;;
+		case " $PG_OWN " in
+		*" ${name#pg:} "*)
+			# it restarts its server: a cluster of its own, so
+			# the tests running beside it keep theirs
+			dir=$(mktemp -d "${TMPDIR:-/tmp}/baton-pg.XXXXXX")
+			if adm=$("$here/../tools/pg.sh" start "$dir" 2>"$o"); then
+				BATON_TEST_PG_ADMIN=$adm BATON_TEST_PG_DIR=$dir \
+					bash "$here/integration/${name#pg:}.sh" \
+					>"$o" 2>&1
+				"$here/../tools/pg.sh" stop "$dir" || :
+			fi
+			rm -rf "$dir" ;;
+		*)
+			BATON_TEST_PG_ADMIN=$PGADMIN BATON_TEST_PG_DIR=$PGDIR \
+				bash "$here/integration/${name#pg:}.sh" \
+				>"$o" 2>&1 ;;
+		esac ;;
 	esac
 	secs=$(($(date +%s) - t0))
 	echo "$secs" >"$res/$name.secs"
@@ -80,6 +96,9 @@ for t in "$here"/integration/t[0-9]*.sh; do
 done
 
 PG_UNITS="t_store t_queue t_token"
+# The scripts that stop or restart their server get a cluster each.
+PG_OWN="t0027-postgres"
+export PG_OWN
 PG_SCRIPTS="
 t0018-queue
 t0019-serve-crash
