@@ -14,7 +14,8 @@
 # the scripts that need PostgreSQL (t0027) run at all. Without a server
 # the pass is skipped, saying so, unless BATON_TEST_REQUIRE_PG=1 (CI).
 # The cluster is started first, so its tests share the pool with the rest;
-# a script that restarts its server (PG_OWN) gets a cluster of its own.
+# a test that restarts its server or counts the whole server's
+# transactions (PG_OWN) gets a cluster of its own.
 #
 # Each test's output is kept and printed whole, in order, once all have
 # ended; while they run, one line per test says how it went and how long
@@ -51,8 +52,21 @@ if [ "${1:-}" = --one ]; then
 	script) bash "$here/integration/$name" >"$o" 2>&1 ;;
 	pgunit)
 		u=${name#pg:}
-		dsn=$("$here/../tools/pg.sh" createdb "$PGDIR" "u_$u")
-		BATON_TEST_PG_DSN=$dsn "$UNIT_DIR/$u" >"$o" 2>&1 ;;
+		case " $PG_OWN " in
+		*" $u "*)
+			# it counts the server's transaction ids: a cluster
+			# of its own, where no other test spends them
+			dir=$(mktemp -d "${TMPDIR:-/tmp}/baton-pg.XXXXXX")
+			if "$here/../tools/pg.sh" start "$dir" >/dev/null 2>"$o"; then
+				dsn=$("$here/../tools/pg.sh" createdb "$dir" "u_$u")
+				BATON_TEST_PG_DSN=$dsn "$UNIT_DIR/$u" >"$o" 2>&1
+				"$here/../tools/pg.sh" stop "$dir" || :
+			fi
+			rm -rf "$dir" ;;
+		*)
+			dsn=$("$here/../tools/pg.sh" createdb "$PGDIR" "u_$u")
+			BATON_TEST_PG_DSN=$dsn "$UNIT_DIR/$u" >"$o" 2>&1 ;;
+		esac ;;
 	pgscript)
 		case " $PG_OWN " in
 		*" ${name#pg:} "*)
@@ -96,8 +110,9 @@ for t in "$here"/integration/t[0-9]*.sh; do
 done
 
 PG_UNITS="t_store t_queue t_token"
-# The scripts that stop or restart their server get a cluster each.
-PG_OWN="t0027-postgres"
+# The tests that restart their server, or count what the whole server
+# does, get a cluster each.
+PG_OWN="t0027-postgres t_queue"
 export PG_OWN
 PG_SCRIPTS="
 t0018-queue

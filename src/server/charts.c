@@ -139,7 +139,8 @@ replay(struct qcollect *c, int64_t from, int64_t step, struct bucket *b,
 	size_t qalloc = 0, i, k = 0;
 	int64_t depth = 0, end = from + (int64_t)n * step;
 
-	qsort(c->v, c->nr, sizeof(*c->v), by_seq);
+	if (c->nr) /* no events: c->v is NULL, which qsort may not take */
+		qsort(c->v, c->nr, sizeof(*c->v), by_seq);
 	for (i = 0; i < c->nr; i++) {
 		const struct qev *q = &c->v[i];
 		enum qmove mv = queue_events[q->type].move;

@@ -77,7 +77,7 @@ sqlite__token_find(struct store *s, const char *sha, struct api_token *out,
 	rc = sqlite__prepare(ss, &st,
 			     "SELECT " TOKEN_COLS " FROM api_tokens"
 			     " WHERE secret_sha256 = ?",
-			     1, what, e);
+			     0, what, e);
 	if (rc < 0)
 		return rc;
 	src = sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
@@ -91,7 +91,7 @@ sqlite__token_find(struct store *s, const char *sha, struct api_token *out,
 	} else {
 		rc = sqlite__fail(ss, e, what);
 	}
-	sqlite__done(st);
+	sqlite3_finalize(st);
 	return rc;
 }
 
@@ -181,7 +181,7 @@ sqlite__token_used(struct store *s, const char *name, int64_t now,
 	rc = sqlite__prepare(ss, &st,
 			     "UPDATE api_tokens SET last_used_at = ?"
 			     " WHERE name = ? AND last_used_at < ?",
-			     1, what, e);
+			     0, what, e);
 	if (rc < 0)
 		return rc;
 	src = sqlite3_bind_int64(st, 1, now);
@@ -192,6 +192,6 @@ sqlite__token_used(struct store *s, const char *name, int64_t now,
 	if (src == SQLITE_OK)
 		src = sqlite3_step(st);
 	rc = src == SQLITE_DONE ? 0 : sqlite__fail(ss, e, what);
-	sqlite__done(st);
+	sqlite3_finalize(st);
 	return rc;
 }
