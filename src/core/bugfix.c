@@ -1172,6 +1172,7 @@ static const struct field impl_fields[] = {
 	{ "summary", F_STRING, FLD_REQ, NULL, NULL },
 	{ "files_modified", F_STRINGS, 0, NULL, NULL },
 	{ "files_created", F_STRINGS, 0, NULL, NULL },
+	{ "blocker", F_STRING, 0, NULL, NULL },
 	{ NULL, 0, 0, NULL, NULL },
 };
 

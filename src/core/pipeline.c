@@ -1404,6 +1404,10 @@ derive(struct pipeline *p)
 	add_edge(p, d, ST_WAITING, ST_PAUSED, WHY_DEFER);
 	add_edge(p, d, ST_PAUSED, ST_WAITING, WHY_ASK_AGAIN);
 	for (i = 0; i < p->nr_stages; i++) {
+		/* an agent's stage waits for a credential it lacks (added
+		 * last: where a gate has the pair, it keeps its name) */
+		if (!kind_is(p->stages[i].kind, KF_ENGINE))
+			add_question(p, d, &p->stages[i]);
 		add_edge(p, d, p->stages[i].status, ST_BLOCKED, WHY_BLOCK);
 		add_edge(p, d, p->stages[i].status, ST_INTERRUPTED,
 			 WHY_INTERRUPT);

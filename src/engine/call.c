@@ -998,6 +998,7 @@ engine__call(struct drive *d, const struct stage *s,
 
 	buf_init(&out_tail, DELTA_TAIL_BYTES);
 	d->missing = 0;
+	d->needs = NULL;
 	d->unanswered = 0;
 	d->steered = 0;
 	if (d->member) {
@@ -1236,6 +1237,8 @@ engine__call(struct drive *d, const struct stage *s,
 			*res = STAGE_BLOCK;
 			*reason = setup_failure(s, prov, &ar);
 			d->missing = ar.failure == AGENT_FAIL_MISSING;
+			if (ar.failure == AGENT_FAIL_AUTH)
+				d->needs = "credential";
 			goto out;
 		case AGENT_FAIL_TIMEOUT:
 		case AGENT_FAIL_CRASH:

@@ -812,29 +812,136 @@ asked(const struct run *r, const char *kind)
 }
 
 /*
+ * A question may route its answers (progress.ask.routes, {option:
+ * status}): an approval whose guidance begins with an option's name
+ * ("restart-rca", or "revise-plan: keep the old API") takes that option.
+ * The option, or NULL when the guidance names none; *rest the guidance
+ * after it (the whole guidance when it names none).
+ */
+static const char *
+chosen_option(const json_t *ask, const char *guidance, const char **rest)
+{
+	json_t *routes = json_object_get(ask, "routes");
+	const char *key, *g = guidance ? guidance : "";
+	json_t *v;
+	size_t n = strcspn(g, ": \t\n");
+
+	*rest = g;
+	json_object_foreach(routes, key, v) {
+		if (strlen(key) != n || strncmp(g, key, n))
+			continue;
+		g += n;
+		g += strspn(g, ": \t\n");
+		*rest = g;
+		return key;
+	}
+	return NULL;
+}
+
+/*
  * An approval with guidance: the guidance reaches the next agent, and
  * when the engine asked a question (progress.ask) it is the answer the
- * asking stage reads when it runs again.
+ * asking stage reads when it runs again ({text, option?}: the option a
+ * routed question's answer took, the text the rest).
  */
 static int
 answer(struct engine *en, struct run *r, const char *guidance,
-       struct err *e)
+       const char *option, struct err *e)
 {
 	json_t *p = r->progress ? json_loads(r->progress, 0, NULL) : NULL;
+	json_t *ask = json_object_get(p, "ask"), *a;
 	char *text;
-	int rc = engine_steer(en, r->id, guidance, e);
+	int rc = *guidance ? engine_steer(en, r->id, guidance, e) : 0;
 
-	if (rc || !json_object_get(p, "ask")) {
+	if (rc || !ask) {
 		json_decref(p);
 		return rc;
 	}
-	json_object_set_new(p, "answer",
-			    json_pack("{s:s}", "text", guidance));
+	a = json_pack("{s:s}", "text", guidance);
+	if (option)
+		json_object_set_new(a, "option", json_string(option));
+	/* a routed question is decided here, not by the stage that asked:
+	 * it leaves progress, its answer stays for the stage the option
+	 * enters */
+	if (json_object_get(ask, "routes")) {
+		json_object_set(a, "kind", json_object_get(ask, "kind"));
+		json_object_del(p, "ask");
+	}
+	json_object_set_new(p, "answer", a);
 	text = json_dumps(p, JSON_COMPACT);
 	run_set(&r->progress, text);
 	free(text);
 	json_decref(p);
 	return 0;
+}
+
+/*
+ * Where approving the question in progress (may be NULL) with guidance
+ * takes run r: the chosen option's status, else the question's own.
+ * Taking the option named by the question's "round" (going on with the
+ * fix loop) spends a round of the run's budget, and raises the budget by
+ * one when it is spent: the person granted it.
+ */
+static char *
+approved_to(struct run *r, const json_t *ask, const char *guidance,
+	    const char **option, const char **rest)
+{
+	json_t *routes = json_object_get(ask, "routes");
+	const char *to = r->gate_status ? r->gate_status : "";
+	const char *round = json_get_str(routes, json_get_str(ask, "round"));
+
+	*option = chosen_option(ask, guidance, rest);
+	if (*option) {
+		to = json_get_str(routes, *option);
+	} else {
+		const char *key;
+		json_t *v;
+
+		/* a plain approval takes the option that goes where the
+		 * question does */
+		json_object_foreach(routes, key, v) {
+			if (!*option && !strcmp(json_string_value(v), to))
+				*option = key;
+		}
+	}
+	if (round && !strcmp(to, round)) {
+		if (r->review_loops >= r->max_review_loops)
+			r->max_review_loops = r->review_loops + 1;
+		r->review_loops++;
+	}
+	return xstrdup(to);
+}
+
+/*
+ * A rejection at a question that stands for an end (progress.ask's
+ * "outcome" and "why": rounds spent, a rejected change, a failed
+ * implementation) ends the run with that outcome and reason; any other
+ * rejection is the gate's (plan_rejected at that question).
+ */
+static void
+rejected(struct run *r, const json_t *ask, const char *guidance)
+{
+	const char *outcome = json_get_str(ask, "outcome");
+	const char *why = json_get_str(ask, "why");
+	const char *kind = json_get_str(ask, "kind");
+	const char *g = guidance && *guidance ? guidance : NULL;
+
+	free(r->reason);
+	if (outcome && why) {
+		run_set(&r->outcome, outcome);
+		r->reason = g ? xasprintf("%s; a person rejected going on: %s",
+					  why, g) :
+				xasprintf("%s; a person rejected going on",
+					  why);
+		return;
+	}
+	run_set(&r->outcome, kind && !strcmp(kind, "plan_rejected") ?
+				     RUN_OUTCOME_PLAN_REJECTED :
+				     RUN_OUTCOME_GATE_REJECTED);
+	r->reason = g ? xasprintf("rejected at the gate into %s: %s",
+				  r->gate_status, g) :
+			xasprintf("rejected at the gate into %s",
+				  r->gate_status);
 }
 
 /*
@@ -882,7 +989,8 @@ engine_decide_by(struct engine *en, const char *ref, enum gate_decision d,
 	const struct stage *plan;
 	struct pipeline *p = NULL;
 	struct run r = { 0 };
-	json_t *data = NULL;
+	json_t *data = NULL, *prog = NULL, *ask;
+	const char *option = NULL, *rest = NULL;
 	char *text = NULL, *to = NULL;
 	int rc = load(en, ref, &r, &p, e);
 
@@ -900,25 +1008,22 @@ engine_decide_by(struct engine *en, const char *ref, enum gate_decision d,
 		json_object_set_new(data, "guidance", json_lossy_str(guidance));
 	if (by)
 		json_object_set_new(data, "by", json_lossy_str(by));
+	prog = r.progress ? json_loads(r.progress, 0, NULL) : NULL;
+	ask = json_object_get(prog, "ask");
 	switch (d) {
 	case GATE_APPROVE:
-		to = xstrdup(r.gate_status ? r.gate_status : "");
-		if (guidance && *guidance)
-			rc = answer(en, &r, guidance, e);
+		to = approved_to(&r, ask, guidance, &option, &rest);
+		if (option)
+			json_object_set_new(data, "option",
+					    json_string(option));
+		if (option || (guidance && *guidance))
+			rc = answer(en, &r, rest ? rest : guidance, option, e);
 		if (rc)
 			goto out;
 		break;
 	case GATE_REJECT:
 		to = xstrdup(ST_BLOCKED);
-		run_set(&r.outcome, asked(&r, "plan_rejected") ?
-					    RUN_OUTCOME_PLAN_REJECTED :
-					    RUN_OUTCOME_GATE_REJECTED);
-		free(r.reason);
-		r.reason = guidance && *guidance ?
-				   xasprintf("rejected at the gate into %s: %s",
-					     r.gate_status, guidance) :
-				   xasprintf("rejected at the gate into %s",
-					     r.gate_status);
+		rejected(&r, ask, guidance);
 		break;
 	case GATE_CHANGES:
 		if (!r.gate_back) {
@@ -988,6 +1093,7 @@ engine_decide_by(struct engine *en, const char *ref, enum gate_decision d,
 	*out = r;
 	memset(&r, 0, sizeof(r));
 out:
+	json_decref(prog);
 	json_decref(data);
 	free(text);
 	free(to);

@@ -534,8 +534,9 @@ apply_default(struct drive *d, struct err *e)
  * An unattended run (en->unattended) waits for nobody: a question with a
  * default takes it now; a gate, or a question without a default, ends
  * the run blocked with the question on record (an "unattended_stop"
- * event, the question kept in the run's progress). A run paused by a
- * person's request stays paused: a person asked for it.
+ * event, the question kept in the run's progress); one that stands for
+ * an end (its "outcome" and "why") ends with that outcome. A run paused
+ * by a person's request stays paused: a person asked for it.
  */
 static int
 unattended_wait(struct drive *d, struct err *e)
@@ -551,7 +552,15 @@ unattended_wait(struct drive *d, struct err *e)
 		json_decref(p);
 		return apply_default(d, e);
 	}
-	if (ask) {
+	if (ask && json_get_str(ask, "outcome") && json_get_str(ask, "why")) {
+		/* a question that stands for an end: that end, as if nobody
+		 * had been asked */
+		why = xasprintf("unattended: %s", json_get_str(ask, "why"));
+		run_set(&d->r.outcome, json_get_str(ask, "outcome"));
+		data = json_take_text(json_pack("{s:s, s:s?, s:s?}", "cause",
+						"question", "stage", stage,
+						"question", question));
+	} else if (ask) {
 		why = xasprintf("unattended: stage %s asks a person and has no "
 				"default answer: %s",
 				stage ? stage : "?",

@@ -182,7 +182,8 @@ engine__after_success(struct drive *d, const struct stage *s, struct err *e)
 
 /*
  * The round budget is spent and s asks for another round: the run
- * blocks, with s's kind's words for it or the fix loop's.
+ * blocks, with s's kind's words for it or the fix loop's, unless s's
+ * kind asks a person whether to go on (its stuck hook).
  */
 static int
 exhausted(struct drive *d, const struct stage *s, const char *reason,
@@ -203,11 +204,48 @@ exhausted(struct drive *d, const struct stage *s, const char *reason,
 				d->r.review_loops,
 				d->r.review_loops == 1 ? "" : "s",
 				d->r.max_review_loops);
+	if (ops->stuck) {
+		enum stage_result res = STAGE_BLOCK;
+
+		rc = ops->stuck(d, s, why, outcome, &res);
+		if (rc || res == STAGE_ASK) {
+			free(why);
+			return rc ? rc : engine__route(d, s, STAGE_ASK, NULL, e);
+		}
+	}
 	if (outcome)
 		run_set(&d->r.outcome, outcome);
 	rc = engine__move_why(d, ST_BLOCKED, why, e);
 	free(why);
 	return rc;
+}
+
+/*
+ * s blocked for want of what a person can provide (d->needs: a
+ * credential the agent was refused without). The run waits at a question
+ * (kind "needs") that says what and how to fix it; approving runs s
+ * again, with the credential as it is then, and rejecting ends the run
+ * blocked with why. OpenViber's Blocked → AwaitingFeedback, VCP's
+ * missing credential.
+ */
+static int
+wait_for(struct drive *d, const struct stage *s, const char *why,
+	 struct err *e)
+{
+	enum stage_result res;
+	char *q = xasprintf("%s\nProvide it, then approve to run %s again (a "
+			    "run whose driver is gone goes on with `baton "
+			    "resume`, in a shell that has it), or reject to "
+			    "end the run.",
+			    why, s->name);
+	int rc = engine__ask(d, s, "needs", q, json_pack("[s]", "retry"),
+			     json_pack("{s:s, s:s, s:s}", "needs", d->needs,
+				       "outcome", ST_BLOCKED, "why", why),
+			     s->status, &res);
+
+	free(q);
+	d->needs = NULL;
+	return rc ? rc : engine__route(d, s, STAGE_ASK, NULL, e);
 }
 
 /*
@@ -269,6 +307,8 @@ engine__route(struct drive *d, const struct stage *s, enum stage_result res,
 			ops->on_loop(d, s);
 		return engine__cross(d, &d->p->stages[target], s, 1, e);
 	case STAGE_BLOCK:
+		if (d->needs && !d->member)
+			return wait_for(d, s, reason, e);
 		return engine__move_why(d, ST_BLOCKED, reason, e);
 	case STAGE_FAIL:
 		return engine__move_why(d, ST_FAILED, reason, e);

@@ -183,6 +183,16 @@ hub_msg_from_event(const struct event *ev, struct hub_msg *out)
 		out->type = "task:delta";
 		json_object_set(msg, "stage", json_object_get(data, "stage"));
 		json_object_set(msg, "text", json_object_get(data, "text"));
+	} else if (!strcmp(ev->type, "question") &&
+		   json_get_str(data, "needs")) {
+		/* OpenViber's Executing → Blocked: what the run needs, before
+		 * the question asking for it (approval:requested) */
+		out->type = "task:progress";
+		json_object_set_new(msg, "status", json_string("blocked"));
+		json_object_set(msg, "stage", json_object_get(data, "stage"));
+		json_object_set(msg, "needs", json_object_get(data, "needs"));
+		json_object_set(msg, "question",
+				json_object_get(data, "question"));
 	} else if (!strcmp(ev->type, "task_cancelled")) {
 		out->type = "task:stopped";
 	} else if (!strcmp(ev->type, "approval_timeout")) {

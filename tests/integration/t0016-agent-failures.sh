@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='agent failures by class: a rate limit waits for its reset and completes, a missing program and a refused key block with the fix named, edits outside allowed_paths block, a crossed budget pauses until raised, secrets stay out of the record, the sandbox'
+test_description='agent failures by class: a rate limit waits for its reset and completes, a missing program blocks with the fix named, a refused key waits for the credential, edits outside allowed_paths block, a crossed budget pauses until raised, secrets stay out of the record, the sandbox'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 export MOCK_KEY=sk-mock-fail-0123456789
@@ -38,24 +38,62 @@ roles: {default: claude}" &&
 	test_jq ".reason | test(\"provider .claude. \\\\(claude-code\\\\)\") and test(\"not installed\") and test(\"npm install\")" ../missing.json
 '
 
-test_expect_success 'a refused key blocks the run with what to set' '
-	MOCK_KEY=sk-wrong-key-0000000000 &&
+test_expect_success 'a refused key: the run waits for the credential, says what to set, asks again while it is still refused' '
 	own_agent auth "$(mock_url mock)" &&
 	cd auth &&
-	test_expect_code 3 "$BATON" run "Add hello.txt" >../auth.out 2>&1 &&
-	"$BATON" show --json "$(newest_run)" >../auth.json &&
-	test_jq ".status == \"blocked\" and (.reason | test(\"provider .own. \\\\(openai\\\\)\") and test(\"OPENAI_API_KEY|api_key_env\"))" ../auth.json &&
-	test_jq "[.calls[] | select(.failure == \"auth\" and .http_status == 401)] | length == 1" ../auth.json
+	bg_start ../auth env MOCK_KEY=sk-wrong-key-0000000000 "$BATON" run "Add hello.txt" &&
+	wait_for "test -n \"\$(newest_run)\"" &&
+	id=$(newest_run) &&
+	wait_for_status "$id" waiting_for_approval &&
+	"$BATON" show --json "$id" >../auth.json &&
+	test_jq "[.events[] | select(.type == \"question\")][-1].data | .kind == \"needs\" and .needs == \"credential\" and .stage == \"plan\" and (.question | test(\"provider .own. \\\\(openai\\\\)\") and test(\"OPENAI_API_KEY|api_key_env\"))" ../auth.json &&
+	test_jq "[.calls[] | select(.failure == \"auth\" and .http_status == 401)] | length == 1" ../auth.json &&
+	test_jq ".progress.ask.needs == \"credential\"" ../auth.json &&
+	# the foreground still has the refused key: approving runs the stage
+	# again, which asks again
+	"$BATON" approvals approve "$id" >/dev/null &&
+	wait_for "test \"\$(\"\$BATON\" events $id --json | jq -s \"[.[] | select(.type == \\\"question\\\")] | length\")\" = 2" &&
+	wait_for_status "$id" waiting_for_approval &&
+	kill "$(cat ../auth.pid)" &&
+	bg_wait ../auth >/dev/null &&
+	test "$(run_status "$id")" = waiting_for_approval
 '
 
-test_expect_success 'an unset key variable blocks before any request' '
+test_expect_success 'the credential provided, the same run goes on from the stage that asked: nothing is started over' '
+	cd auth &&
+	id=$(newest_run) &&
+	"$BATON" approvals approve "$id" >/dev/null &&
+	test_expect_code 0 "$BATON" resume "$id" >../resume.out 2>&1 &&
+	"$BATON" show --json "$id" >../auth.json &&
+	test_jq ".status == \"merge_ready\"" ../auth.json &&
+	test_jq "[.calls[] | select(.failure == \"auth\")] | length == 2" ../auth.json &&
+	test_jq "[.events[] | select(.type == \"transition\") | .from + \">\" + .to | select(. == \"planning>waiting_for_approval\" or . == \"waiting_for_approval>planning\")] | length == 4" ../auth.json &&
+	test "$("$BATON" status --json | jq length)" = 1
+'
+
+test_expect_success 'a refused key on an unattended run ends it blocked with what to set' '
+	cd auth &&
+	MOCK_KEY=sk-wrong-key-0000000000 test_expect_code 3 "$BATON" run --unattended "Add bye.txt" >../unatt.out 2>&1 &&
+	"$BATON" show --json "$(newest_run)" >../unatt.json &&
+	test_jq ".status == \"blocked\" and .outcome == \"blocked\" and (.reason | test(\"^unattended: stage plan: provider .own. \\\\(openai\\\\)\") and test(\"OPENAI_API_KEY|api_key_env\"))" ../unatt.json &&
+	test_jq "[.events[] | select(.type == \"unattended_stop\")] | length == 1" ../unatt.json
+'
+
+test_expect_success 'an unset key variable: the run waits before any request; rejected, it ends blocked naming it' '
 	own_agent nokey "$(mock_url mock)" &&
 	cd nokey &&
-	(unset MOCK_KEY && test_expect_code 3 "$BATON" run "Add hello.txt" >../nokey.out 2>&1) &&
-	"$BATON" show --json "$(newest_run)" >../nokey.json &&
+	(unset MOCK_KEY && bg_start ../nokey "$BATON" run "Add hello.txt") &&
+	wait_for "test -n \"\$(newest_run)\"" &&
+	id=$(newest_run) &&
+	wait_for_status "$id" waiting_for_approval &&
+	"$BATON" approvals reject "$id" >/dev/null &&
+	test "$(bg_wait ../nokey)" = 3 &&
+	"$BATON" show --json "$id" >../nokey.json &&
+	test_jq ".status == \"blocked\" and .outcome == \"blocked\"" ../nokey.json &&
 	test_jq ".reason | test(\"MOCK_KEY\")" ../nokey.json &&
 	# the provider is named once
-	test_jq ".reason | test(\"^stage plan: provider .own. \\\\(openai\\\\): the API key variable MOCK_KEY is not set\")" ../nokey.json
+	test_jq ".reason | test(\"^stage plan: provider .own. \\\\(openai\\\\): the API key variable MOCK_KEY is not set\")" ../nokey.json &&
+	test_jq "[.calls[] | select(.http_status != null)] | length == 0" ../nokey.json
 '
 
 test_expect_success 'an edit outside policies.allowed_paths blocks the run, naming the file' '

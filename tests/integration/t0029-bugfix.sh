@@ -323,7 +323,7 @@ test_expect_success 'code-review-3 started only after code-review-2 approved (ev
 
 # --- terminal outcomes ----------------------------------------------------
 
-test_expect_success 'outcome max_iterations_reached: reviews keep asking for changes' '
+test_expect_success 'outcome max_iterations_reached: reviews keep asking for changes, a person rejects going on' '
 	make_repo maxit &&
 	baton_init_with_agent maxit "pipelines:
   tight:
@@ -334,12 +334,21 @@ test_expect_success 'outcome max_iterations_reached: reviews keep asking for cha
       - {type: implementation}
       - {type: code-review}" &&
 	cd maxit &&
-	FAKE_VERDICT=needs_changes test_expect_code 3 "$BATON" run --pipeline tight "Tight: $bug" >../maxit.out 2>&1 &&
+	before=$(newest_run) &&
+	bg_start ../maxit env FAKE_VERDICT=needs_changes "$BATON" run --pipeline tight "Tight: $bug" &&
+	wait_for "test \"\$(newest_run)\" != \"$before\"" &&
 	id=$(newest_run) &&
+	wait_for_status "$id" waiting_for_approval &&
+	events_of "$id" >../events.json &&
+	test_jq "[.[] | select(.type == \"question\")][-1].data | .kind == \"restart\" and .options == [\"restart-rca\", \"revise-plan\", \"continue\"] and .outcome == \"max_iterations_reached\"" ../events.json &&
+	"$BATON" approvals reject "$id" >/dev/null &&
+	rc=$(bg_wait ../maxit) &&
+	test "$rc" = 3 &&
 	test "$(run_status "$id")" = blocked &&
 	test "$(run_field "$id" outcome)" = max_iterations_reached &&
 	run_field "$id" reason >../reason &&
 	test_grep "max_iterations" ../reason &&
+	test_grep "a person rejected going on" ../reason &&
 	fake_calls "$id" fix >../fixes &&
 	test_line_count = 2 ../fixes &&
 	fake_calls "$id" code-review >../reviews &&
@@ -366,11 +375,16 @@ test_expect_success 'outcome plan_rejected: the plan review rejects, the person 
 	test_line_count = 0 ../calls
 '
 
-test_expect_success 'outcome code_rejected: the last code review rejects' '
-	bugfix_run repo coderej FAKE_VERDICT_CODE_REVIEW_3=rejected &&
-	test "$(cat coderej.rc)" = 3 &&
+test_expect_success 'outcome code_rejected: the last code review rejects, a person rejects going on' '
+	bugfix_bg repo coderej FAKE_VERDICT_CODE_REVIEW_3=rejected &&
 	cd repo &&
 	id=$(cat ../coderej.id) &&
+	wait_for_status "$id" waiting_for_approval &&
+	events_of "$id" >../events.json &&
+	test_jq "[.[] | select(.type == \"question\")][-1].data | .kind == \"restart\" and .stage == \"code-review-3\" and .outcome == \"code_rejected\"" ../events.json &&
+	"$BATON" approvals reject "$id" >/dev/null &&
+	rc=$(bg_wait ../coderej) &&
+	test "$rc" = 3 &&
 	test "$(run_status "$id")" = blocked &&
 	test "$(run_field "$id" outcome)" = code_rejected &&
 	test_jq ".status == \"rejected\"" ".baton/runs/$id/code-review-fake-default-3-v1.json" &&
@@ -378,11 +392,16 @@ test_expect_success 'outcome code_rejected: the last code review rejects' '
 	test_line_count = 0 ../fixes
 '
 
-test_expect_success 'outcome implementation_failed: the implementer reports failed' '
-	bugfix_run repo implfail FAKE_IMPL_STATUS=failed &&
-	test "$(cat implfail.rc)" = 3 &&
+test_expect_success 'outcome implementation_failed: the implementer reports failed, a person rejects going on' '
+	bugfix_bg repo implfail FAKE_IMPL_STATUS=failed &&
 	cd repo &&
 	id=$(cat ../implfail.id) &&
+	wait_for_status "$id" waiting_for_approval &&
+	events_of "$id" >../events.json &&
+	test_jq "[.[] | select(.type == \"question\")][-1].data | .kind == \"restart\" and .stage == \"implementation\" and .outcome == \"implementation_failed\"" ../events.json &&
+	"$BATON" approvals reject "$id" >/dev/null &&
+	rc=$(bg_wait ../implfail) &&
+	test "$rc" = 3 &&
 	test "$(run_status "$id")" = blocked &&
 	test "$(run_field "$id" outcome)" = implementation_failed &&
 	fake_calls "$id" code-review >../reviews &&

@@ -348,6 +348,96 @@ bf_take_answer(struct drive *d, const char *kind)
 	return text;
 }
 
+/* ---- going on when the fix is stuck ------------------------------------ */
+
+static const struct stage *
+first_of(const struct pipeline *p, enum stage_kind k)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_stages; i++)
+		if (p->stages[i].kind == k)
+			return &p->stages[i];
+	return NULL;
+}
+
+/*
+ * VCP's "Suggesting Restart": the fix cannot go on as it is (why;
+ * outcome: rounds spent, a rejected change, a failed or blocked
+ * implementation), so s asks a person instead of ending the run. The
+ * answer's first word picks the way on: restart-rca (analyse the bug
+ * again from the first RCA), revise-plan (consolidate the fix plan again,
+ * the rest of the answer added to it) or continue (cont, also what a
+ * plain approval does; round: it spends a fix round, granted when the
+ * budget is spent). A rejection ends the run with outcome and why.
+ */
+int
+bf_ask_restart(struct drive *d, const struct stage *s, const char *kind,
+	       const char *why, const char *outcome, const struct stage *cont,
+	       int round, enum stage_result *res)
+{
+	const struct stage *rca = first_of(d->p, KIND_RCA);
+	const struct stage *plan = first_of(d->p, KIND_CONSOLIDATE);
+	json_t *routes = json_object(), *opts = json_array(), *extra;
+	struct buf q = BUF_INIT;
+	int rc;
+
+	buf_addf(&q, "%s\nThe bug fix has fundamental issues. Approve with "
+		     "guidance starting with one of:\n",
+		 why);
+	if (rca) {
+		json_object_set_new(routes, "restart-rca",
+				    json_string(rca->status));
+		json_array_append_new(opts, json_string("restart-rca"));
+		buf_addf(&q, "  restart-rca   analyse the bug again from %s\n",
+			 rca->name);
+	}
+	if (plan) {
+		json_object_set_new(routes, "revise-plan",
+				    json_string(plan->status));
+		json_array_append_new(opts, json_string("revise-plan"));
+		buf_adds(&q, "  revise-plan   make the fix plan again, with "
+			     "what follows 'revise-plan:' added to it\n");
+	}
+	json_object_set_new(routes, "continue", json_string(cont->status));
+	json_array_append_new(opts, json_string("continue"));
+	buf_addf(&q, "  continue      go on with %s%s (a plain approval does "
+		     "the same)\n"
+		     "or reject to end the run (%s).",
+		 cont->name, round ? ", one more fix round" : "", outcome);
+	extra = json_pack("{s:o, s:s, s:s}", "routes", routes, "outcome",
+			  outcome, "why", why);
+	if (round)
+		json_object_set_new(extra, "round", json_string("continue"));
+	rc = engine__ask(d, s, kind, q.ptr, opts, extra, cont->status, res);
+	buf_release(&q);
+	return rc;
+}
+
+/*
+ * The answer a person gave at a routed question (progress.answer, which
+ * the decision left there), taken: a copy of its text when its option
+ * was option, else NULL.
+ */
+char *
+bf_take_option(struct drive *d, const char *option)
+{
+	json_t *p = engine__prog_load(d), *a = json_object_get(p, "answer");
+	const char *o = json_get_str(a, "option");
+	char *text = NULL;
+
+	if (o && !strcmp(o, option))
+		text = xstrdup(json_get_str(a, "text") ?
+				       json_get_str(a, "text") :
+				       "");
+	if (o) {
+		json_object_del(p, "answer");
+		engine__prog_save(d, p);
+	}
+	json_decref(p);
+	return text;
+}
+
 /* ---- an agent that is not installed ------------------------------------ */
 
 /* Whether progress.stages (stages) records the stage named as skipped. */
@@ -518,7 +608,7 @@ consolidate(struct drive *d, const struct stage *s,
 	const char *names[16], *labels[16];
 	struct bugfix_consolidated c = { 0 };
 	struct buf q = BUF_INIT;
-	char *answer = NULL;
+	char *answer = NULL, *revision = NULL;
 	size_t i, n = 0;
 	int choice = BUGFIX_MERGE, agreed, rc = 0;
 
@@ -588,6 +678,11 @@ consolidate(struct drive *d, const struct stage *s,
 		       c.diagnosis, e);
 	if (!rc)
 		rc = engine__keep_json(d, "user-story.json", NULL, c.story, e);
+	/* a person chose to revise the plan: their words are part of it */
+	revision = bf_take_option(d, "revise-plan");
+	if (revision && *revision)
+		json_object_set_new(c.plan, "revision",
+				    json_lossy_str(revision));
 	if (!rc)
 		rc = engine__keep_json(d, "fix-plan.json", NULL, c.plan, e);
 	if (rc)
@@ -598,13 +693,14 @@ consolidate(struct drive *d, const struct stage *s,
 							 names[choice]);
 	rc = engine__note(
 		d, "consolidated",
-		json_pack("{s:b, s:s, s:I, s:O*}", "agreed", agreed, "choice",
+		json_pack("{s:b, s:s, s:I, s:O*, s:b}", "agreed", agreed,
+			  "choice",
 			  agreed ? "merge" :
 			  choice == BUGFIX_ALL_CONTRIBUTING ? "all" :
 							      names[choice],
 			  "steps", (json_int_t)bugfix_plan_steps(c.plan),
-			  "sources",
-			  json_object_get(c.diagnosis, "sources")),
+			  "sources", json_object_get(c.diagnosis, "sources"),
+			  "revised", revision && *revision),
 		e);
 	*res = STAGE_PASS;
 out:
@@ -612,6 +708,7 @@ out:
 		json_decref(docs[i]);
 	bugfix_consolidated_release(&c);
 	buf_release(&q);
+	free(revision);
 	free(answer);
 	json_decref(p);
 	return rc;

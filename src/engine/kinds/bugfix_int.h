@@ -87,6 +87,18 @@ int bf_ask(struct drive *d, const struct stage *s, const char *kind,
 	   const char *question, json_t *options, const char *ask_to,
 	   enum stage_result *res);
 /*
+ * VCP's "Suggesting Restart": instead of ending the run (why, outcome), s
+ * asks a person (question kind) to restart from the RCA, revise the fix
+ * plan, or continue with stage cont (round: continuing spends a fix
+ * round); a rejection ends the run with outcome.
+ */
+int bf_ask_restart(struct drive *d, const struct stage *s, const char *kind,
+		   const char *why, const char *outcome,
+		   const struct stage *cont, int round, enum stage_result *res);
+/* The text of the answer that took option at a routed question (taken
+ * from progress), or NULL. */
+char *bf_take_option(struct drive *d, const char *option);
+/*
  * On entering stage s after an agent_missing question: when the person
  * said "skip", the stage is recorded as skipped and *res is PASS. Any
  * other answer runs the stage again (*res is left alone).

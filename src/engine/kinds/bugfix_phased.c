@@ -56,9 +56,10 @@ accept_impl(struct drive *d, const struct stage *s, const char *text,
 	const char *artifact = d->call->artifact;
 	struct err why = ERR_INIT;
 	json_t *doc = engine__take_json(d, artifact, text, &why);
-	const char *status;
+	const char *status, *blocker;
 	int rc;
 
+	(void)reason;
 	if (!doc) {
 		/* an agent that only edits and talks: its words are the
 		 * summary */
@@ -67,21 +68,31 @@ accept_impl(struct drive *d, const struct stage *s, const char *text,
 	}
 	rc = bugfix_impl_check(artifact, doc, e);
 	status = json_get_str(doc, "status");
-	if (!rc && !strcmp(status, "partial"))
+	blocker = json_get_str(doc, "blocker");
+	if (blocker && !*blocker)
+		blocker = NULL;
+	/* the seed's "partial: continue implementation" */
+	if (!rc && !strcmp(status, "partial") && !blocker)
 		rc = err_set(e, BATON_ECONTRACT,
 			     "%s: status partial: finish the remaining work of "
-			     "the plan and report complete",
+			     "the plan and report complete (or name what "
+			     "stops you in \"blocker\")",
 			     artifact);
 	if (!rc)
 		rc = engine__keep_json(d, artifact, status, doc, e);
-	if (!rc && !strcmp(status, "failed")) {
-		/* the seed's "implementation blocked": a person decides */
-		*res = STAGE_BLOCK;
-		*reason = xasprintf("%s: the implementer reported failed: %s",
-				    s->name,
-				    json_get_str(doc, "summary") ?
-					    json_get_str(doc, "summary") :
-					    "(no summary)");
+	if (!rc && strcmp(status, "complete")) {
+		/* the seed's "partial + true blocker" and "failed": a person
+		 * decides how to go on */
+		char *stuck = xasprintf(
+			"%s: the implementer %s: %s", s->name,
+			blocker ? "stopped at a blocker" : "reported failed",
+			blocker ? blocker :
+			json_get_str(doc, "summary") ? json_get_str(doc, "summary") :
+						       "(no summary)");
+
+		rc = bf_ask_restart(d, s, blocker ? "blocker" : "restart",
+				    stuck, RUN_OUTCOME_IMPL_FAILED, s, 0, res);
+		free(stuck);
 	} else if (!rc) {
 		if (d->call->arg)
 			step_progress(d, d->call->arg);

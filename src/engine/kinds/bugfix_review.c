@@ -37,6 +37,8 @@ review_kind(const struct stage *s)
 					     BUGFIX_CODE_REVIEW;
 }
 
+static void review_sent(struct drive *d, const struct stage *r);
+
 static const struct stage *
 first_rca(const struct pipeline *p)
 {
@@ -111,16 +113,21 @@ decide(struct drive *d, const struct stage *s, const char *status,
 		free(q);
 		return rc;
 	}
-	if (s->kind == KIND_PLAN_REVIEW || s->on_reject_stop) {
-		d->outcome = s->kind == KIND_PLAN_REVIEW ?
-				     RUN_OUTCOME_PLAN_REJECTED :
-				     RUN_OUTCOME_CODE_REJECTED;
+	if (s->kind == KIND_PLAN_REVIEW) {
+		d->outcome = RUN_OUTCOME_PLAN_REJECTED;
 		*res = STAGE_BLOCK;
-		*reason = xasprintf("%s rejected the %s (%s)", s->name,
-				    s->kind == KIND_PLAN_REVIEW ? "plan" :
-								  "change",
-				    file);
+		*reason = xasprintf("%s rejected the plan (%s)", s->name, file);
 		return 0;
+	}
+	if (s->on_reject_stop) {
+		/* the seed's code_rejected: a person decides how to go on */
+		q = xasprintf("%s rejected the change (%s).", s->name, file);
+		review_sent(d, s);
+		rc = bf_ask_restart(d, s, "restart", q,
+				    RUN_OUTCOME_CODE_REJECTED,
+				    &d->p->stages[s->on_changes], 1, res);
+		free(q);
+		return rc;
 	}
 	*res = STAGE_LOOP; /* a rework round, as for needs_changes */
 	return 0;
@@ -541,9 +548,23 @@ review_exhausted(struct drive *d, const struct stage *s, const char *reason,
 			 d->r.max_review_loops);
 }
 
+/* The rounds are spent: a person may restart, revise or grant one. */
+static int
+review_stuck(struct drive *d, const struct stage *s, const char *why,
+	     const char *outcome, enum stage_result *res)
+{
+	if (s->on_changes < 0)
+		return 0;
+	review_sent(d, s);
+	return bf_ask_restart(d, s, "restart", why,
+			      outcome ? outcome : RUN_OUTCOME_MAX_ITERATIONS,
+			      &d->p->stages[s->on_changes], 1, res);
+}
+
 const struct stage_ops bugfix_review_ops = {
 	.run = bf_review_stage,
 	.pending = review_pending,
 	.on_loop = review_sent,
 	.exhausted = review_exhausted,
+	.stuck = review_stuck,
 };

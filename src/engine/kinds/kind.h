@@ -14,7 +14,7 @@
  *
  *   stage runner (stage.c)     ──▶ stage_ops_for(p, s)->run
  *   routing (route.c)          ──▶ ->pending, ->back, ->on_loop, ->exhausted,
- *                                  type_ops_for(p)->gate
+ *                                  ->stuck, type_ops_for(p)->gate
  *   door (door.c)              ──▶ type_ops_for(p)->stamp
  *   call, prompt (call.c,      ──▶ ->context, ->accept
  *   prompt.c)
@@ -79,6 +79,9 @@ struct drive {
 				   ends a step, not the stage */
 	int missing;		/* the last call blocked because its agent
 				   program is not installed */
+	const char *needs;	/* the last call blocked for want of what a
+				   person can provide ("credential"): the
+				   run waits for it (route.c) */
 	int unanswered;		/* the last call failed because its agent
 				   gave no usable answer (exited, crashed,
 				   timed out, or wrote nothing valid after
@@ -399,6 +402,11 @@ struct stage_ops {
 	 * fix loop's sentence naming workflow.max_review_loops. */
 	char *(*exhausted)(struct drive *d, const struct stage *s,
 			   const char *reason, const char **outcome);
+	/* The run is about to end blocked after s (why, outcome: may be
+	 * NULL): 0 with *res STAGE_ASK when s asks a person instead
+	 * (engine__ask), 0 with *res left alone to end it. */
+	int (*stuck)(struct drive *d, const struct stage *s, const char *why,
+		     const char *outcome, enum stage_result *res);
 	/* A stage run by engine__call without a call_spec: the context its
 	 * agent reads within *budget, and how its output is held to the
 	 * kind's contract (BATON_ECONTRACT: retry). */
