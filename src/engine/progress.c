@@ -151,6 +151,29 @@ engine__ask(struct drive *d, const struct stage *s, const char *kind,
 }
 
 int
+engine__ask_needs(struct drive *d, const struct stage *s, const char *needs,
+		  const char *why, json_t *extra, enum stage_result *res)
+{
+	char *q = xasprintf("%s\nProvide it, then approve to run %s again "
+			    "(your guidance reaches its agent; a run whose "
+			    "driver is gone goes on with `baton resume`), or "
+			    "reject to end the run.",
+			    why, s->name);
+	json_t *x = json_pack("{s:s, s:s, s:s, s:{s:s}}", "needs", needs,
+			      "outcome", ST_BLOCKED, "why", why, "routes",
+			      "retry", s->status);
+	int rc;
+
+	if (extra)
+		json_object_update(x, extra);
+	json_decref(extra);
+	rc = engine__ask(d, s, "needs", q, json_pack("[s]", "retry"), x,
+			 s->status, res);
+	free(q);
+	return rc;
+}
+
+int
 engine__call_as(struct drive *d, const struct stage *s,
 		const struct config_provider *prov, const char *steers,
 		struct call_spec *cs, enum stage_result *res, char **reason,

@@ -233,17 +233,8 @@ wait_for(struct drive *d, const struct stage *s, const char *why,
 	 struct err *e)
 {
 	enum stage_result res;
-	char *q = xasprintf("%s\nProvide it, then approve to run %s again (a "
-			    "run whose driver is gone goes on with `baton "
-			    "resume`, in a shell that has it), or reject to "
-			    "end the run.",
-			    why, s->name);
-	int rc = engine__ask(d, s, "needs", q, json_pack("[s]", "retry"),
-			     json_pack("{s:s, s:s, s:s}", "needs", d->needs,
-				       "outcome", ST_BLOCKED, "why", why),
-			     s->status, &res);
+	int rc = engine__ask_needs(d, s, d->needs, why, NULL, &res);
 
-	free(q);
 	d->needs = NULL;
 	return rc ? rc : engine__route(d, s, STAGE_ASK, NULL, e);
 }

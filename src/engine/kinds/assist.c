@@ -28,6 +28,7 @@
 
 #include "core/config.h"
 #include "core/pipeline.h"
+#include "core/prompt.h"
 #include "core/run.h"
 #include "engine/engine.h"
 #include "engine/kinds/kind.h"
@@ -250,6 +251,35 @@ check_escalation(json_t *doc, int fallback_timeout, int *timeout,
 	return 0;
 }
 
+/* What an agent may lack that only a person can give (OpenViber's
+ * Blocked: "account access, credentials"). */
+static const char *const needs_kinds[] = {
+	"credential", "access", "resource", "permission", NULL,
+};
+
+/*
+ * An escalation that says what the agent lacks instead of asking a
+ * question: {"needs": one of needs_kinds, "what": one line}.
+ */
+static int
+check_needs(const json_t *doc, struct err *e)
+{
+	const char *n = json_get_str(doc, "needs");
+	const char *what = json_get_str(doc, "what");
+	size_t i;
+
+	for (i = 0; n && needs_kinds[i]; i++)
+		if (!strcmp(n, needs_kinds[i]))
+			break;
+	if (!n || !needs_kinds[i])
+		return bad(e, "\"needs\" must be credential, access, "
+			      "resource or permission");
+	if (!what || !*what || strchr(what, '\n') || strlen(what) > 500)
+		return bad(e, "\"what\" must say on one line (at most 500 "
+			      "characters) what is needed");
+	return 0;
+}
+
 /* The escalations so far (progress.escalations), and one more. */
 static int
 next_escalation(struct drive *d)
@@ -277,17 +307,20 @@ escalation(struct drive *d, const struct stage *s, enum stage_result *res,
 	const char *dflt = NULL;
 	int64_t deadline;
 	json_t *doc;
-	int rc, timeout = 0;
+	int rc, timeout = 0, needs;
 
 	if (!fs_exists(path)) {
 		free(path);
 		return 0;
 	}
 	doc = engine__load_json(d, ESCALATION_FILE, e);
-	rc = doc ? check_escalation(doc, d->en->cfg->assist
-						  .escalation_timeout_seconds,
-				    &timeout, &dflt, e) :
-		   BATON_ECONTRACT;
+	needs = json_object_get(doc, "needs") != NULL;
+	rc = !doc   ? BATON_ECONTRACT :
+	     needs ? check_needs(doc, e) :
+		     check_escalation(doc,
+				      d->en->cfg->assist
+					      .escalation_timeout_seconds,
+				      &timeout, &dflt, e);
 	fs_unlink(path, NULL); /* answered once: a re-run starts clean */
 	free(path);
 	if (rc)
@@ -296,6 +329,21 @@ escalation(struct drive *d, const struct stage *s, enum stage_result *res,
 	rc = engine__keep_json(d, kept, NULL, doc, e);
 	if (rc)
 		goto out;
+	if (needs) {
+		/* no default and no deadline: the run waits for it */
+		const char *n = json_get_str(doc, "needs");
+		char *why = xasprintf("stage %s: its agent needs %s%s: %s",
+				      s->name, strcmp(n, "access") ? "a " : "",
+				      n, json_get_str(doc, "what"));
+
+		rc = engine__ask_needs(d, s, n, why,
+				       json_pack("{s:s, s:s}", "what",
+						 json_get_str(doc, "what"),
+						 "file", kept),
+				       res);
+		free(why);
+		goto out;
+	}
 	deadline = time_now_ms() + (int64_t)timeout * 1000;
 	rc = engine__ask(d, s, "escalation", json_get_str(doc, "question"),
 			 json_incref(json_object_get(doc, "options")),
@@ -355,8 +403,36 @@ const struct stage_ops assist_ops = {
 	.run = assist_run,
 };
 
+/* The executing agent is told how to escalate (the seed's format). */
+static void
+assist_context(struct drive *d, const struct stage *s, struct buf *ctx,
+	       size_t *budget)
+{
+	(void)d;
+	if (s->kind != KIND_EXECUTE)
+		return;
+	prompt_section(
+		ctx, "When you cannot go on alone",
+		"If you need a person's decision, write escalation.json in "
+		"$BATON_OUT_DIR and end your turn:\n\n"
+		"    {\"question\": \"one question on one line\",\n"
+		"     \"options\": [{\"id\": \"A\", \"label\": \"...\", "
+		"\"tradeoffs\": \"Pro: ... Con: ...\",\n"
+		"                  \"recommended\": true}, {\"id\": \"B\", "
+		"...}],\n"
+		"     \"default\": \"A\", \"timeout_seconds\": 900}\n\n"
+		"If you lack something only a person can give (an account, a "
+		"credential, access, a resource or a permission), write this "
+		"instead, and the run waits until it is provided:\n\n"
+		"    {\"needs\": \"credential\" | \"access\" | \"resource\" | "
+		"\"permission\",\n"
+		"     \"what\": \"what exactly, and what for, on one line\"}\n",
+		budget);
+}
+
 const struct type_ops assist_type = {
 	.type = "assist",
 	.after_edit = escalation,
+	.context = assist_context,
 	.gate = assist_gate,
 };

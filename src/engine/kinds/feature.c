@@ -83,6 +83,8 @@ feature_context(struct drive *d, const struct stage *s, struct buf *ctx,
 		file_section(d, ctx, "Plan", "plan.md", budget);
 	if (s->kind == KIND_EXECUTE || s->kind == KIND_FIX)
 		file_section(d, ctx, "Design", "architecture.md", budget);
+	if (type_ops_for(d->p)->context)
+		type_ops_for(d->p)->context(d, s, ctx, budget);
 	buf_release(&val);
 }
 

@@ -227,6 +227,17 @@ int engine__keep_json(struct drive *d, const char *name, const char *decision,
 int engine__ask(struct drive *d, const struct stage *s, const char *kind,
 		const char *question, json_t *options, json_t *extra,
 		const char *ask_to, enum stage_result *res);
+/*
+ * progress.c: stage s cannot go on without what a person can provide
+ * (needs: "credential", "access", "resource" or "permission"; why says
+ * what, and how to fix it). OpenViber's Blocked: the run waits at a
+ * question (kind "needs", routed: approving runs s again), and a
+ * rejection ends it blocked with why. extra (consumed; may be NULL) adds
+ * to the question.
+ */
+int engine__ask_needs(struct drive *d, const struct stage *s,
+		      const char *needs, const char *why, json_t *extra,
+		      enum stage_result *res);
 
 /*
  * progress.c: one agent call of stage s as cs says (the folder of its
@@ -432,6 +443,9 @@ struct type_ops {
 	/* after a stage's edits passed their checkpoint */
 	int (*after_edit)(struct drive *d, const struct stage *s,
 			  enum stage_result *res, struct err *e);
+	/* what the type adds to the context of stage s's agent */
+	void (*context)(struct drive *d, const struct stage *s,
+			struct buf *ctx, size_t *budget);
 	/* 1 when a person approves run r of p before stage x */
 	int (*gate)(const struct engine *en, const struct pipeline *p,
 		    const struct run *r, const struct stage *x);

@@ -45,7 +45,7 @@ static const struct type_ops *const types[] = {
 	&assist_type,
 };
 
-static const struct type_ops no_rules = { "", NULL, NULL, NULL, NULL };
+static const struct type_ops no_rules = { "", NULL, NULL, NULL, NULL, NULL };
 
 const struct type_ops *
 type_ops_for(const struct pipeline *p)
