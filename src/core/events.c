@@ -39,7 +39,7 @@ static const struct event_type types[] = {
 	  "none for most transitions; `{\"gate\": STAGE}` into "
 	  "`waiting_for_approval`; `{\"decision\": \"approve\" \\| \"reject\" "
 	  "\\| \"request-changes\" \\| \"revise\" \\| \"defer\", \"gate\": "
-	  "STATUS, \"guidance\"?}` out of it (the decision's one spelling, "
+	  "STATUS, \"guidance\"?, \"option\"?}` out of it (the decision's one spelling, "
 	  "[Gates](#gates)); `{\"resume_to\": STATUS}` into `paused`; "
 	  "`{\"reason\": ...}` into `blocked`, `failed`, `aborted`; "
 	  "`{\"stage\", \"cause\"}` into `interrupted`; "
@@ -123,7 +123,10 @@ static const struct event_type types[] = {
 	  "the run asks a person (before its `waiting_for_approval`)",
 	  "`{\"stage\", \"kind\", \"question\", \"options\", ...}`; `kind` is "
 	  "what is asked (`consolidation`, `clarification`, `escalation`, "
-	  "`feedback`, `agent_missing` ...), with what that kind adds" },
+	  "`feedback`, `agent_missing`, `restart`, `blocker`, `needs` ...), "
+	  "with what that kind adds; a question that stands for an end adds "
+	  "its `outcome` and `why`, one whose answers go different ways its "
+	  "`routes` `{option: status}`" },
 	{ "escalation_timeout", EVENT_G_RUN,
 	  "no one answered an escalation in time, so its default applies",
 	  "`{\"stage\"?, \"default\", \"timeout_seconds\"?, \"applied\"}`" },
