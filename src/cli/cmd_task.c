@@ -425,7 +425,7 @@ task_retry(struct cli *c, int argc, char **argv)
 		return cli_usage(&cmd_task);
 	if (load(c, argv[1], &t))
 		return EXIT_FAIL;
-	if (sched_task_retry(&x, t.id, NULL, &e)) {
+	if (sched_task_retry(&x, t.id, NULL, NULL, &e)) {
 		cli_error("%s", e.msg);
 		goto out;
 	}

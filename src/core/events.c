@@ -391,12 +391,12 @@ static const struct event_type types[] = {
 	{ "task_cancelled", EVENT_G_TASK,
 	  "`baton task cancel` or the API; the forge, for a closed issue or "
 	  "PR",
-	  "none; by the forge `{\"reason\", \"issue\"}` or `{\"reason\", "
-	  "\"pr\"}`" },
+	  "none; `{\"actor\"}` through the API with a named token; by the "
+	  "forge `{\"reason\", \"issue\"}` or `{\"reason\", \"pr\"}`" },
 	{ "task_retried", EVENT_G_TASK,
 	  "`baton task retry` or the API queued a failed, cancelled or "
 	  "blocked task again",
-	  "none" },
+	  "none; `{\"actor\"}` through the API with a named token" },
 	{ "task_linked", EVENT_G_TASK,
 	  "a task made of a GitHub issue has its link recorded and is queued "
 	  "(out of `blocked(issue_linking)`)",

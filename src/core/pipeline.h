@@ -40,6 +40,9 @@
  *   person    seed reviews, consolidate and a phased implementation →
  *             waiting_for_approval (ask) and back (answer); a plan review
  *             also waiting_for_approval → the first rca (re-examine)
+ *   needs     every stage an agent does → waiting_for_approval (ask) and
+ *             back (answer): a credential it lacks (added last, so a
+ *             pair a gate has keeps the gate's name)
  *
  *   # the built-in bug-fix pipeline (src/core/pipelines/bugfix.yaml)
  *   type: bugfix

@@ -122,10 +122,12 @@ int sched_task_cancel(struct sched_ctx *x, struct engine *en, int64_t id,
 		      struct task *out, struct err *e);
 /*
  * Puts a failed, cancelled or blocked task back in the queue afresh
- * (attempts reset). BATON_EBADSTATE for a queued, running or done one.
+ * (attempts reset), the task_retried event naming by (may be NULL) as
+ * its "actor". BATON_EBADSTATE for a queued, running or done one. A
+ * cancel names en->actor the same way.
  */
-int sched_task_retry(struct sched_ctx *x, int64_t id, struct task *out,
-		     struct err *e);
+int sched_task_retry(struct sched_ctx *x, int64_t id, const char *by,
+		     struct task *out, struct err *e);
 
 /* What sched_task_rerun works with (its arg); borrowed. */
 struct sched_rerun {

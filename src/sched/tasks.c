@@ -276,6 +276,14 @@ str_or_null(const char *s)
 	return s ? json_lossy_str(s) : json_null();
 }
 
+/* {"actor": by} as an event's data: who asked, when a person did
+ * through a named token; NULL when nobody is named. */
+static char *
+actor_data(const char *by)
+{
+	return by ? json_take_text(json_pack("{s:s}", "actor", by)) : NULL;
+}
+
 /*
  * The task's place on the forge (docs/api.md): its issue and pull
  * request, the PR's state, checks and review as the last sync saw them,
@@ -369,6 +377,7 @@ sched_task_cancel(struct sched_ctx *x, struct engine *en, int64_t id,
 {
 	struct task t = { 0 };
 	struct run r = { 0 };
+	char *data = NULL;
 	int rc = store_task_get(x->store, id, &t, e);
 
 	if (rc)
@@ -395,20 +404,23 @@ sched_task_cancel(struct sched_ctx *x, struct engine *en, int64_t id,
 			goto out;
 	}
 	*e = (struct err)ERR_INIT;
-	rc = sched_task_write(x, &t, "task_cancelled", NULL, e);
+	data = actor_data(en->actor);
+	rc = sched_task_write(x, &t, "task_cancelled", data, e);
 out:
 	if (!rc && out)
 		task_copy(out, &t);
+	free(data);
 	run_release(&r);
 	task_release(&t);
 	return rc;
 }
 
 int
-sched_task_retry(struct sched_ctx *x, int64_t id, struct task *out,
-		 struct err *e)
+sched_task_retry(struct sched_ctx *x, int64_t id, const char *by,
+		 struct task *out, struct err *e)
 {
 	struct task t = { 0 };
+	char *data = NULL;
 	int rc = store_task_get(x->store, id, &t, e);
 
 	if (rc)
@@ -428,10 +440,12 @@ sched_task_retry(struct sched_ctx *x, int64_t id, struct task *out,
 	t.failure_count = 0;
 	t.not_before = 0;
 	t.ended_at = 0;
-	rc = sched_task_write(x, &t, "task_retried", NULL, e);
+	data = actor_data(by);
+	rc = sched_task_write(x, &t, "task_retried", data, e);
 out:
 	if (!rc && out)
 		task_copy(out, &t);
+	free(data);
 	task_release(&t);
 	return rc;
 }

@@ -588,7 +588,7 @@ task_act(struct req *rq, int cancel)
 		return;
 	engine_of(rq, &en);
 	rc = cancel ? sched_task_cancel(&x, &en, t.id, &after, &e) :
-		      sched_task_retry(&x, t.id, &after, &e);
+		      sched_task_retry(&x, t.id, en.actor, &after, &e);
 	engine_release(&en);
 	if (rc)
 		http_fail(rq, &e);

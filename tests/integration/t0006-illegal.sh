@@ -36,6 +36,7 @@ test_expect_success 'the feature pipeline table is pinned edge by edge' '
 	architecting -> blocked
 	architecting -> failed
 	architecting -> interrupted
+	architecting -> waiting_for_approval
 	created -> aborted
 	created -> failed
 	created -> paused
@@ -84,6 +85,7 @@ test_expect_success 'the feature pipeline table is pinned edge by edge' '
 	planning -> failed
 	planning -> interrupted
 	planning -> planned
+	planning -> waiting_for_approval
 	reviewing -> aborted
 	reviewing -> blocked
 	reviewing -> failed
@@ -105,6 +107,7 @@ test_expect_success 'the feature pipeline table is pinned edge by edge' '
 	verifying -> failed
 	verifying -> interrupted
 	verifying -> merge_ready
+	verifying -> waiting_for_approval
 	waiting_for_approval -> aborted
 	waiting_for_approval -> architecting
 	waiting_for_approval -> blocked

@@ -73,9 +73,10 @@ while read -r type bin; do
 roles: {default: cli}
 workflow: {pipeline: feature, max_review_loops: 0}" &&
 		cd bad-$type &&
-		{ WRONG_KEY=sk-wrong "$BATON" run "Add hello.txt" >../bad-$type.out 2>&1 || :; } &&
+		# unattended: a refused key would wait for a person otherwise
+		{ WRONG_KEY=sk-wrong "$BATON" run --unattended "Add hello.txt" >../bad-$type.out 2>&1 || :; } &&
 		id=$(newest_run) &&
-		test "$(run_status "$id")" != merge_ready &&
+		test "$(run_status "$id")" = blocked &&
 		"$BATON" show --json "$id" >../bad-$type.json &&
 		test_jq "[.calls[] | select(.type == \"$type\")][0].failure == \"auth\"" ../bad-$type.json
 	'

@@ -204,6 +204,21 @@ test_expect_success 'a token header of a megabyte is refused, and serve lives on
 	test "$(as "$VIEWER" GET /api/v1/tasks)" = 200
 '
 
+test_expect_success 'a cancel and a retry over the API name who asked in the task'"'"'s events' '
+	load &&
+	test "$(as "$OPERATOR" POST /api/v1/tasks "{\"title\": \"Undone\"}")" = 201 &&
+	id=$(jq .id body) &&
+	wait_for "curl -s -H \"Authorization: Bearer $VIEWER\" $HTTP_URL/api/v1/tasks/$id | jq -e \".status == \\\"blocked\\\"\" >/dev/null" 120 &&
+	test "$(as "$VIEWER" POST "/api/v1/tasks/$id/cancel")" = 403 &&
+	test "$(as "$OPERATOR" POST "/api/v1/tasks/$id/cancel")" = 200 &&
+	test_jq ".status == \"cancelled\"" body &&
+	test "$(as "$OPERATOR" POST "/api/v1/tasks/$id/retry")" = 200 &&
+	test_jq ".status == \"queued\"" body &&
+	"$BATON" events --task "$id" --json >tev2 &&
+	jq -s -e "map(select(.type == \"task_cancelled\"))[0].data.actor == \"otto\"" tev2 &&
+	jq -s -e "map(select(.type == \"task_retried\"))[0].data.actor == \"otto\"" tev2
+'
+
 test_expect_success 'serve stops' '
 	load &&
 	kill "$(cat ../serve.pid)" && bg_wait ../serve >/dev/null
