@@ -1017,7 +1017,7 @@ engine_decide_by(struct engine *en, const char *ref, enum gate_decision d,
 			json_object_set_new(data, "option",
 					    json_string(option));
 		if (option || (guidance && *guidance))
-			rc = answer(en, &r, rest ? rest : guidance, option, e);
+			rc = answer(en, &r, rest ? rest : "", option, e);
 		if (rc)
 			goto out;
 		break;
