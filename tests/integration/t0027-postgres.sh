@@ -2,6 +2,11 @@
 test_description='worker hosts on PostgreSQL: a serve and two hosts (own clones, own network namespaces) drain 200 tasks, one host killed mid-run (its runs taken over, t0097 has the details); PostgreSQL restarted mid-run'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
+# Draining 200 tasks through three hosts takes minutes on two loaded CPUs,
+# and the waits below allow for it (up to ten minutes for the last merge):
+# a body gets as long, not test-lib's default 300 s.
+export BATON_TEST_TIMEOUT=${BATON_TEST_TIMEOUT:-900}
+
 # Needs the cluster tests/run.sh starts for its PostgreSQL pass.
 if [ -z "${BATON_TEST_PG_ADMIN:-}" ] || [ -z "${BATON_TEST_PG_DIR:-}" ]; then
 	say "skipped: no PostgreSQL (tests/run.sh runs this in its PostgreSQL pass)"
