@@ -350,8 +350,8 @@ bf_take_answer(struct drive *d, const char *kind)
 
 /* ---- going on when the fix is stuck ------------------------------------ */
 
-static const struct stage *
-first_of(const struct pipeline *p, enum stage_kind k)
+const struct stage *
+bf_first_of(const struct pipeline *p, enum stage_kind k)
 {
 	size_t i;
 
@@ -376,8 +376,8 @@ bf_ask_restart(struct drive *d, const struct stage *s, const char *kind,
 	       const char *why, const char *outcome, const struct stage *cont,
 	       int round, enum stage_result *res)
 {
-	const struct stage *rca = first_of(d->p, KIND_RCA);
-	const struct stage *plan = first_of(d->p, KIND_CONSOLIDATE);
+	const struct stage *rca = bf_first_of(d->p, KIND_RCA);
+	const struct stage *plan = bf_first_of(d->p, KIND_CONSOLIDATE);
 	json_t *routes = json_object(), *opts = json_array(), *extra;
 	struct buf q = BUF_INIT;
 	int rc;

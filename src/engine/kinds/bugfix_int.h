@@ -86,6 +86,8 @@ int bf_ask_missing(struct drive *d, const struct stage *s, enum stage_result *re
 int bf_ask(struct drive *d, const struct stage *s, const char *kind,
 	   const char *question, json_t *options, const char *ask_to,
 	   enum stage_result *res);
+/* The first stage of kind k in p, or NULL. */
+const struct stage *bf_first_of(const struct pipeline *p, enum stage_kind k);
 /*
  * VCP's "Suggesting Restart": instead of ending the run (why, outcome), s
  * asks a person (question kind) to restart from the RCA, revise the fix

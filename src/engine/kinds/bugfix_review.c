@@ -39,17 +39,6 @@ review_kind(const struct stage *s)
 
 static void review_sent(struct drive *d, const struct stage *r);
 
-static const struct stage *
-first_rca(const struct pipeline *p)
-{
-	size_t i;
-
-	for (i = 0; i < p->nr_stages; i++)
-		if (p->stages[i].kind == KIND_RCA)
-			return &p->stages[i];
-	return NULL;
-}
-
 /* The questions of a needs_clarification verdict, as a list. */
 static char *
 questions_of(struct drive *d, const char *file)
@@ -81,7 +70,7 @@ static int
 decide(struct drive *d, const struct stage *s, const char *status,
        const char *file, enum stage_result *res, char **reason)
 {
-	const struct stage *rca = first_rca(d->p);
+	const struct stage *rca = bf_first_of(d->p, KIND_RCA);
 	char *q;
 	int rc;
 
