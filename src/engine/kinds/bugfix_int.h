@@ -13,6 +13,7 @@
 
 #include "core/bugfix.h"
 #include "core/config.h"
+#include "core/kinds.h"
 #include "engine/kinds/kind.h"
 #include "util/strvec.h"
 
