@@ -13,7 +13,12 @@
 #     store_watch_fd (SAMPLES tasks added one at a time); then the same
 #     with --settle-claim (settle and next claim in one transaction: one
 #     commit a task); then a drain with --batch BATCH (claims and settles
-#     a batch at a time), beside graphile-worker's local queue;
+#     a batch at a time), beside graphile-worker's local queue; then
+#     --host 0 and --host BATCH: one process per host claims for its W
+#     workers, settling what they finished and claiming in one
+#     transaction a round (0: only for idle workers, beside
+#     graphile-worker's two commits; BATCH: that many more waiting,
+#     beside its local queue);
 #   - graphile-worker: the peers' gw-bench.js with CONC=W (its worker
 #     concurrency): process_default (one get_job and one complete_job
 #     a job) and process_batched (a local queue), and its latency with
@@ -158,6 +163,13 @@ for w in $WORKERS; do
 		--samples 0 --batch "$BATCH" >"$raw/baton-batch-$w.txt" 2>&1 ||
 		{ cat "$raw/baton-batch-$w.txt" >&2
 		  die "bench_queue --batch failed (W=$w)"; }
+	echo "bench_pg: W=$w baton --host 0, --host $BATCH ..." >&2
+	for k in 0 "$BATCH"; do
+		"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
+			--samples 0 --host "$k" >"$raw/baton-host$k-$w.txt" 2>&1 ||
+			{ cat "$raw/baton-host$k-$w.txt" >&2
+			  die "bench_queue --host $k failed (W=$w)"; }
+	done
 	[ -n "$peers" ] || continue
 	echo "bench_pg: W=$w graphile-worker ..." >&2
 	(cd "$peers" && PGBENCH_ADMIN_URL=$admin N=$N CONC=$w \
@@ -199,6 +211,14 @@ for w in $WORKERS; do
 	/^  claims_per_s_postgres_batch_noarea_w/ {
 		split($1, kv, "="); print "batonk", w, "jobs_per_s", kv[2] }
 	' "$raw/baton-batch-$w.txt" >>"$facts"
+	awk -v w="$w" '
+	/^  claims_per_s_postgres_host_noarea_w/ {
+		split($1, kv, "="); print "batonh", w, "jobs_per_s", kv[2] }
+	' "$raw/baton-host0-$w.txt" >>"$facts"
+	awk -v w="$w" '
+	/^  claims_per_s_postgres_hostq_noarea_w/ {
+		split($1, kv, "="); print "batonq", w, "jobs_per_s", kv[2] }
+	' "$raw/baton-host$BATCH-$w.txt" >>"$facts"
 	[ -n "$peers" ] || continue
 	cat "$raw/gw-$w.jsonl" "$raw/boss-$w.jsonl" | node -e '
 		const w = process.argv[1];
@@ -241,6 +261,15 @@ function brow(name, w,   bj, b50, b99, g50, g99) {
 	    ratio(bj, get("gw", w, "process_default")),
 	    g50 == "" ? "-" : ratio(b50, g50) " / " ratio(b99, g99)
 }
+# one host claiming for its W workers against the two commits of
+# graphile-worker (sys batonh) or against its local queue (batonq)
+function hrow(name, sys, peer, w,   bj) {
+	bj = get(sys, w, "jobs_per_s")
+	printf "| %s | %d | %s | - | %s | - |\n", name, w,
+	    bj == "" ? "-" : sprintf("%.0f", bj),
+	    ratio(bj, get("gw", w, peer)) \
+	    (peer == "process_batched" ? " (vs local queue)" : "")
+}
 # the batches of baton against the local queue of graphile-worker
 function krow(name, w,   bj) {
 	bj = get("batonk", w, "jobs_per_s")
@@ -259,6 +288,10 @@ END {
 		    get("baton", w, "lat_p50_ms"), get("baton", w, "lat_p99_ms"))
 		brow("baton (W, settle+claim)", w)
 		krow("baton (W, batches of " batch ")", w)
+		hrow("baton (one host claims for W)", "batonh",
+		    "process_default", w)
+		hrow("baton (one host, W + " batch " waiting)", "batonq",
+		    "process_batched", w)
 		if (get("gw", w, "process_default") != "") {
 			row("graphile-worker (concurrency W)", w,
 			    get("gw", w, "process_default"),
@@ -309,6 +342,10 @@ END {
 		cat "$raw/baton-batched-$w.txt"
 		echo "== raw, W=$w: baton (bench_queue --batch $BATCH) =="
 		cat "$raw/baton-batch-$w.txt"
+		echo "== raw, W=$w: baton (bench_queue --host 0) =="
+		cat "$raw/baton-host0-$w.txt"
+		echo "== raw, W=$w: baton (bench_queue --host $BATCH) =="
+		cat "$raw/baton-host$BATCH-$w.txt"
 		if [ -n "$peers" ]; then
 			echo "== raw, W=$w: graphile-worker =="
 			cat "$raw/gw-$w.jsonl"

@@ -2,7 +2,7 @@
  * bench_queue: how fast worker processes drain baton's task queue, at
  * the level of the store (store.h), on a real SQLite file.
  *
- *   bench_queue [-n N] [-w LIST] [-d DIR] [--no-shm]
+ *   bench_queue [-n N] [-w LIST] [-d DIR] [--no-shm] [--host K]
  *       For each worker count W in LIST (default 1,4,16) and for two
  *       queues, N tasks (default 2000) with no area, then N tasks whose
  *       areas cycle through 8 values: adds the N tasks to a fresh
@@ -21,7 +21,8 @@
  *       (tmpfs, where fsync costs nothing).
  *
  *   bench_queue --store ADMIN_URL [-n N] [-w LIST] [-q QUEUES]
- *               [--samples S] [--analyze] [--settle-claim | --batch K]
+ *               [--samples S] [--analyze]
+ *               [--settle-claim | --batch K | --host K]
  *       The same drains on PostgreSQL. ADMIN_URL names a database of a
  *       server on which we may CREATE and DROP databases (the admin URL
  *       tools/pg.sh prints); every measurement gets a database of its
@@ -53,6 +54,17 @@
  *       store_task_settle_batch, graphile-worker's local queue); a
  *       batch's times are shared evenly over its tasks. The latency
  *       runs stay one at a time. Also without --store, on SQLite.
+ *       --host K: one claimer per host feeding its workers. One
+ *       process (the host) holds the only store connection and forks W
+ *       workers that hold none: each gets a task id through a socket,
+ *       does nothing with it and hands it back. A round of the host is
+ *       one store_task_settle_claim_batch (one transaction on
+ *       PostgreSQL): the settles of what came back and claims for the
+ *       idle workers and for up to K more to wait (0: none wait). With
+ *       K, finished tasks gather while the waiting ones are handed out,
+ *       up to K of them, so a round settles and claims more at once. A
+ *       round's time is shared evenly over its settles and claims. The
+ *       latency runs stay one worker, one claim. Also on SQLite.
  *
  *   bench_queue --fill DBPATH COUNT [AREAS]
  *       Replaces the database at DBPATH (the .baton/baton.db of "baton
@@ -84,6 +96,7 @@
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -303,6 +316,16 @@ static int batched;
  * local queue; 0: one at a time.
  */
 static size_t batch_k;
+/*
+ * --host K: one claimer per host feeding its workers. One process (the
+ * host) holds the only store connection and, in each round, settles
+ * what its workers finished and claims for the idle ones in one call
+ * (store_task_settle_claim_batch, one transaction on PostgreSQL),
+ * keeping up to K claimed tasks waiting beyond them (0: claims only for
+ * idle workers). host_mode says --host was given.
+ */
+static int host_mode;
+static size_t host_k;
 
 /* Runs sql on the admin connection or fails. */
 static void
@@ -607,6 +630,243 @@ batch_worker(struct store *s, const char *holder, int idx, size_t n,
 }
 
 /*
+ * A worker of --host: no store of its own. It reads a task id (8 bytes)
+ * from fd, does the task's work (none: the run is left out, as in
+ * every drain), writes the id back, until EOF.
+ */
+static _Noreturn void
+host_worker(int fd)
+{
+	int64_t id;
+
+	while (read(fd, &id, sizeof(id)) == sizeof(id))
+		if (write(fd, &id, sizeof(id)) != sizeof(id))
+			_exit(1);
+	_exit(0);
+}
+
+/* The host's view of one drain (host_claimer). */
+struct host {
+	struct store *s;
+	struct shared *sh;
+	size_t n; /* tasks in the queue */
+	int w;
+	int fd[MAX_WORKERS];
+	int busy[MAX_WORKERS];
+	struct task *ready; /* claimed, not yet handed out: a FIFO */
+	size_t nready, cap;
+	struct task *out;   /* a round's claims */
+	struct task *run;   /* by worker: the task it runs */
+	struct task *fin;   /* finished, to settle in the next round */
+	struct store_settle *v;
+	struct event *ev;
+	char (*data)[120];
+	size_t nfin;
+};
+
+/* Hands claimed tasks to idle workers, oldest first. */
+static void
+host_dispatch(struct host *h)
+{
+	int i;
+
+	for (i = 0; i < h->w && h->nready; i++) {
+		if (h->busy[i])
+			continue;
+		h->run[i] = h->ready[0];
+		memmove(h->ready, h->ready + 1,
+			--h->nready * sizeof(*h->ready));
+		h->busy[i] = 1;
+		if (write(h->fd[i], &h->run[i].id, sizeof(int64_t)) !=
+		    sizeof(int64_t)) {
+			fprintf(stderr, "bench_queue: host: worker %d left\n",
+				i);
+			_exit(1);
+		}
+	}
+}
+
+/*
+ * Takes in what the workers finished: waits up to timeout ms (-1:
+ * until one does) for the first, then takes whatever else is there.
+ */
+static void
+host_collect(struct host *h, int timeout)
+{
+	struct pollfd pf[MAX_WORKERS];
+	int64_t id;
+	int i, k;
+
+	for (i = 0; i < h->w; i++)
+		pf[i] = (struct pollfd){ .fd = h->busy[i] ? h->fd[i] : -1,
+					 .events = POLLIN };
+	k = poll(pf, (nfds_t)h->w, timeout);
+	for (i = 0; k > 0 && i < h->w; i++) {
+		if (!pf[i].revents)
+			continue;
+		if (read(h->fd[i], &id, sizeof(id)) != sizeof(id) ||
+		    id != h->run[i].id) {
+			fprintf(stderr, "bench_queue: host: worker %d did not "
+				"hand back task %lld\n", i,
+				(long long)h->run[i].id);
+			_exit(1);
+		}
+		h->fin[h->nfin++] = h->run[i];
+		memset(&h->run[i], 0, sizeof(h->run[i]));
+		h->busy[i] = 0;
+	}
+}
+
+/*
+ * One round: the finished tasks settled and claims for the idle workers
+ * (and up to K waiting) in one call. Its time is shared evenly over its
+ * settles and claims. Returns how many it claimed.
+ */
+static size_t
+host_round(struct host *h)
+{
+	int64_t *claim_ns = h->sh->claim_ns, *settle_ns = h->sh->settle_ns;
+	size_t idle = 0, want, got = 0, i, nfin = h->nfin;
+	struct err e = ERR_INIT;
+	int64_t t0, each;
+	int rc, j;
+
+	for (j = 0; j < h->w; j++)
+		idle += !h->busy[j];
+	want = idle + host_k > h->nready ? idle + host_k - h->nready : 0;
+	for (i = 0; i < nfin; i++) {
+		h->v[i] = (struct store_settle){ .task = &h->fin[i],
+						 .ev = &h->ev[i],
+						 .token = h->fin[i].lease_token };
+		settle_row(&h->fin[i], &h->ev[i], h->data[i],
+			   sizeof(h->data[i]));
+	}
+	t0 = mono_ns();
+	rc = store_task_settle_claim_batch(h->s, h->v, nfin, "bench-host",
+					   LEASE_MS, want, h->out, &got, &e);
+	each = (mono_ns() - t0) / (int64_t)(nfin + got ? nfin + got : 1);
+	for (i = 0; rc == 0 && i < nfin; i++)
+		if (h->v[i].rc) {
+			fprintf(stderr, "bench_queue: host: task %lld not "
+				"settled (%d)\n",
+				(long long)h->fin[i].id, h->v[i].rc);
+			_exit(1);
+		}
+	if (rc) {
+		fprintf(stderr, "bench_queue: host: %s\n", e.msg);
+		_exit(1);
+	}
+	for (i = 0; i < nfin; i++)
+		task_release(&h->fin[i]);
+	h->nfin = 0;
+	atomic_fetch_add(h->sh->settled, (long)nfin);
+	for (i = 0; i < got; i++) {
+		struct task *t = &h->out[i];
+
+		if (t->id < 1 || (size_t)t->id > h->n ||
+		    (size_t)h->sh->count[0] >= h->n) {
+			fprintf(stderr, "bench_queue: WRONG COUNT: the host "
+				"claimed task %lld (1..%zu queued)\n",
+				(long long)t->id, h->n);
+			_exit(1);
+		}
+		atomic_fetch_add(&h->sh->seen[t->id], 1);
+		claim_ns[h->sh->count[0]] = each;
+		settle_ns[h->sh->count[0]++] = each;
+		h->ready[h->nready++] = *t;
+	}
+	return got;
+}
+
+/*
+ * The host of --host: forks its w workers, says it is ready, waits for
+ * the go, then runs rounds until the queue is drained: a round settles
+ * what finished and claims, the claims are handed to idle workers, and
+ * the host waits for at least one to finish (taking every other one
+ * that has) before the next round; with K, it hands out the waiting
+ * tasks as workers finish until none is left or K have finished. A
+ * round that settled and claimed nothing counts as an empty claim.
+ * Never returns.
+ */
+static _Noreturn void
+host_claimer(const char *path, int w, size_t n, int ready_fd, int go_fd,
+	     struct shared *sh)
+{
+	struct host h = { .sh = sh, .n = n, .w = w };
+	struct err e = ERR_INIT;
+	size_t got;
+	int i, busy, sp[2];
+	char c;
+
+	h.cap = (size_t)w + host_k;
+	h.ready = xcalloc(h.cap, sizeof(*h.ready));
+	h.out = xcalloc(h.cap, sizeof(*h.out));
+	h.run = xcalloc((size_t)w, sizeof(*h.run));
+	h.fin = xcalloc(h.cap, sizeof(*h.fin));
+	h.v = xcalloc(h.cap, sizeof(*h.v));
+	h.ev = xcalloc(h.cap, sizeof(*h.ev));
+	h.data = xcalloc(h.cap, sizeof(*h.data));
+	for (i = 0; i < w; i++) {
+		pid_t pid;
+
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0)
+			_exit(1);
+		pid = fork();
+		if (pid < 0)
+			_exit(1);
+		if (pid == 0) {
+			close(sp[0]);
+			close(ready_fd);
+			close(go_fd);
+			while (i-- > 0)
+				close(h.fd[i]);
+			host_worker(sp[1]);
+		}
+		close(sp[1]);
+		h.fd[i] = sp[0];
+	}
+	if (store_open(path, &h.s, &e)) {
+		fprintf(stderr, "bench_queue: host: %s\n", e.msg);
+		_exit(1);
+	}
+	if (write(ready_fd, "r", 1) != 1 || read(go_fd, &c, 1) != 0)
+		_exit(1);
+	for (;;) {
+		size_t settles = h.nfin;
+
+		got = host_round(&h);
+		if (!settles && !got)
+			sh->empty[0]++; /* a round that did nothing */
+		host_dispatch(&h);
+		for (busy = 0, i = 0; i < w; i++)
+			busy += h.busy[i];
+		if (!busy) {
+			/* nothing running, nothing waiting: drained, or a
+			 * bug (a host that runs nothing holds no area) */
+			if (any_queued(h.s, 0) != 0) {
+				fprintf(stderr, "bench_queue: host: tasks "
+					"are queued and none can be "
+					"claimed\n");
+				_exit(1);
+			}
+			break;
+		}
+		/* with tasks waiting, the finished ones gather for a
+		 * bigger round while the workers take the waiting ones */
+		do {
+			host_collect(&h, -1);
+			host_dispatch(&h);
+		} while (h.nready && h.nfin < host_k);
+	}
+	for (i = 0; i < w; i++)
+		close(h.fd[i]);
+	while (wait(NULL) > 0)
+		;
+	store_close(h.s);
+	_exit(0);
+}
+
+/*
  * A worker process: opens its own store, says it is ready on ready_fd,
  * waits for go_fd to close, then claims and settles until nothing is
  * left. Writes its latencies into sh; never returns.
@@ -769,7 +1029,7 @@ drain(const char *path, size_t n, int areas, int w, struct result *out)
 	struct shared sh;
 	struct store *s;
 	pid_t pids[MAX_WORKERS];
-	int ready[2], go[2], status, i, bad = 0;
+	int ready[2], go[2], status, i, procs, bad = 0;
 	int64_t start, end, empty = 0;
 	char c;
 
@@ -784,25 +1044,28 @@ drain(const char *path, size_t n, int areas, int w, struct result *out)
 	if (pipe(ready) < 0 || pipe(go) < 0)
 		fail("cannot create a pipe: %s", strerror(errno));
 	fflush(NULL);
-	for (i = 0; i < w; i++) {
+	procs = host_mode ? 1 : w; /* a host forks its workers itself */
+	for (i = 0; i < procs; i++) {
 		pids[i] = fork();
 		if (pids[i] < 0)
 			fail("cannot fork: %s", strerror(errno));
 		if (pids[i] == 0) {
 			close(ready[0]);
 			close(go[1]);
+			if (host_mode)
+				host_claimer(path, w, n, ready[1], go[0], &sh);
 			worker(path, i, n, ready[1], go[0], &sh);
 		}
 	}
 	close(ready[1]);
 	close(go[0]);
-	for (i = 0; i < w; i++)
+	for (i = 0; i < procs; i++)
 		if (read(ready[0], &c, 1) != 1)
 			fail("a worker died before it was ready");
 	close(ready[0]);
 	start = mono_ns();
 	close(go[1]); /* every worker's read returns 0 at once */
-	for (i = 0; i < w; i++) {
+	for (i = 0; i < procs; i++) {
 		if (waitpid(pids[i], &status, 0) < 0)
 			fail("cannot wait for a worker: %s", strerror(errno));
 		if (!WIFEXITED(status) || WEXITSTATUS(status))
@@ -810,7 +1073,7 @@ drain(const char *path, size_t n, int areas, int w, struct result *out)
 	}
 	end = mono_ns();
 	if (bad)
-		fail("%d of %d workers failed (see above)", bad, w);
+		fail("%d of %d workers failed (see above)", bad, procs);
 	check_drain(path, &sh, w, n);
 	for (i = 0; i < w; i++)
 		empty += sh.empty[i];
@@ -1340,7 +1603,14 @@ run_postgres(const char *admin_url, const char *qlist, size_t n,
 	print_setting("shared_buffers");
 	printf("\neach worker its own process and store (connection); a "
 	       "fresh database per measurement\n");
-	if (batch_k)
+	if (host_mode)
+		printf("one host: one process with the only connection "
+		       "claims for its W workers (no connection each);\na "
+		       "round = the settles of what they finished + claims "
+		       "for the idle ones and up to %zu waiting\n"
+		       "(store_task_settle_claim_batch, one transaction)\n\n",
+		       host_k);
+	else if (batch_k)
 		printf("a batch = up to %zu claims (store_task_claim_batch) in "
 		       "one transaction + their settles (store_task_settle_"
 		       "batch: to done with task_settled events) in one\n\n",
@@ -1354,6 +1624,7 @@ run_postgres(const char *admin_url, const char *qlist, size_t n,
 			       "(store_task_update to done with a "
 			       "task_settled event)\n\n");
 	run_matrix(NULL,
+		   host_mode ? (host_k ? "postgres_hostq" : "postgres_host") :
 		   batch_k ? "postgres_batch" :
 		   batched ? "postgres_batched" :
 			     "postgres",
@@ -1446,15 +1717,22 @@ samples_arg(const char *s)
 	return strcmp(s, "0") ? count_arg(s, "S") : 0;
 }
 
+/* K of --host: a count, or 0. */
+static size_t
+host_arg(const char *s)
+{
+	return strcmp(s, "0") ? (size_t)count_arg(s, "K") : 0;
+}
+
 static void
 usage(void)
 {
 	fprintf(stderr,
 		"usage: bench_queue [-n N] [-w W[,W...]] [-q QUEUES] [-d DIR] "
-		"[--no-shm]\n"
+		"[--no-shm] [--host K]\n"
 		"       bench_queue --store ADMIN_URL [-n N] [-w W[,W...]] "
 		"[-q QUEUES] [--samples S] [--analyze]\n"
-		"                   [--settle-claim | --batch K]\n"
+		"                   [--settle-claim | --batch K | --host K]\n"
 		"       bench_queue --fill DBPATH COUNT [AREAS]\n"
 		"QUEUES: noarea, areas8 or noarea,areas8 (the default)\n");
 	exit(2);
@@ -1496,9 +1774,13 @@ main(int argc, char **argv)
 			batched = 1;
 		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
 			batch_k = (size_t)count_arg(argv[++i], "K");
+		else if (!strcmp(argv[i], "--host") && i + 1 < argc)
+			host_k = host_arg(argv[++i]), host_mode = 1;
 		else
 			usage();
 	}
+	if (host_mode + batched + (batch_k > 0) > 1)
+		usage();
 	nws = worker_list(list, ws, ARRAY_SIZE(ws));
 	for (q = 0; q < ARRAY_SIZE(queues); q++)
 		if (in_list(qlist, queues[q].key))
@@ -1514,8 +1796,15 @@ main(int argc, char **argv)
 	printf("baton queue benchmark: sqlite %s, synchronous=FULL, WAL; "
 	       "each worker its own process and connection\n",
 	       sqlite3_libversion());
-	printf("one task = claim (store_task_claim) + settle "
-	       "(store_task_update to done with a task_settled event)\n");
+	if (host_mode)
+		printf("one host claims for its W workers: a round = "
+		       "store_task_settle_claim_batch (the settles, then up "
+		       "to idle + %zu claims)\n",
+		       host_k);
+	else
+		printf("one task = claim (store_task_claim) + settle "
+		       "(store_task_update to done with a task_settled "
+		       "event)\n");
 	printf("database dir: %s (%s)\n\n", dir,
 	       fs_name(dir, fsbuf, sizeof(fsbuf)));
 	run_matrix(dir, "disk", qlist, n, ws, nws);

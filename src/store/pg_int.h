@@ -344,6 +344,11 @@ int pg__task_claim_batch(struct store *s, const char *holder,
 			 size_t *n, struct err *e);
 int pg__task_settle_batch(struct store *s, struct store_settle *v,
 			  const struct buf *froms, size_t n, struct err *e);
+int pg__task_settle_claim_batch(struct store *s, struct store_settle *v,
+				const struct buf *froms, size_t n,
+				const char *holder, int64_t lease_ms,
+				size_t max, struct task *out, size_t *got,
+				struct err *e);
 int pg__task_renew(struct store *s, int64_t id, int64_t token,
 		   int64_t lease_ms, struct err *e);
 int pg__task_next_due(struct store *s, int64_t *out, struct err *e);

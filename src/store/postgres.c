@@ -1977,6 +1977,7 @@ const struct store_ops store_postgres_ops = {
 	.task_settle_claim = pg__task_settle_claim,
 	.task_claim_batch = pg__task_claim_batch,
 	.task_settle_batch = pg__task_settle_batch,
+	.task_settle_claim_batch = pg__task_settle_claim_batch,
 	.task_renew = pg__task_renew,
 	.task_next_due = pg__task_next_due,
 	.forge_delivery_seen = pg__forge_delivery_seen,

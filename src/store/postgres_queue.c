@@ -1248,6 +1248,60 @@ pg__task_claim_batch(struct store *s, const char *holder, int64_t lease_ms,
 	return rc;
 }
 
+/* The claims a batch of settles makes after it (settle_batch). */
+struct pg_claims {
+	const char *holder;
+	int64_t lease_ms;
+	size_t max;
+	struct task *out; /* max of them */
+	size_t got;
+};
+
+/*
+ * c's claims in the open transaction, after its settles: *res gets
+ * their rows, read once the commit went through (claims_read). None
+ * claimable is no failure.
+ */
+static int
+claims_in_tx(struct pg_store *ps, const struct pg_claims *c, int64_t now,
+	     PGresult **res, struct err *e)
+{
+	char *worker = claim_worker_json(c->holder);
+	struct params p = { 0 };
+	int rc = 0;
+
+	param_int(&p, now);
+	param_text(&p, c->holder);
+	param_text(&p, worker);
+	param_int(&p, now + c->lease_ms);
+	param_int(&p, (int64_t)c->max);
+	*res = pg__exec(ps, CLAIM_BATCH_SELECT "$1, $2, $3, $4, $5::integer)"
+			    " AS c) AS r",
+			p.n, p.v, "claim tasks", e);
+	free(worker);
+	if (!*res)
+		return BATON_ESTORE;
+	if ((size_t)PQntuples(*res) > c->max)
+		rc = err_set(e, BATON_ESTORE,
+			     "cannot claim tasks: %d came back for a batch of "
+			     "%zu",
+			     PQntuples(*res), c->max);
+	else if (PQntuples(*res) > 0)
+		ps->notify_events = 1;
+	return rc;
+}
+
+/* The committed claims of res into c->out. */
+static void
+claims_read(const PGresult *res, struct pg_claims *c)
+{
+	size_t i;
+
+	c->got = (size_t)PQntuples(res);
+	for (i = 0; i < c->got; i++)
+		claim_batch_row(res, (int)i, &c->out[i]);
+}
+
 /*
  * Why the row of a fenced settle refused it: BATON_EFENCED when the
  * lease moved on, else as lost_update says.
@@ -1405,17 +1459,19 @@ out:
 static int
 settle_batch_try(struct pg_store *ps, struct store_settle *v,
 		 const struct buf *froms, const int *rcs, size_t n,
-		 int64_t now, int64_t *ts, int64_t *seq, struct err *e)
+		 int64_t now, int64_t *ts, int64_t *seq,
+		 struct pg_claims *c, struct err *e)
 {
 	const char *what = "settle tasks";
-	int64_t *changed = xcalloc(n, sizeof(*changed));
+	int64_t *changed = xcalloc(n ? n : 1, sizeof(*changed));
+	PGresult *claimed = NULL;
 	size_t i;
 	int rc, work = 0;
 
 	for (i = 0; i < n; i++)
 		v[i].rc = rcs[i];
 	rc = pg__begin_fenced(ps, what, e);
-	if (rc == 0)
+	if (rc == 0 && n)
 		rc = settle_pipe(ps, v, froms, n, now, changed, ts, seq, &work,
 				 what, e);
 	for (i = 0; rc == 0 && i < n; i++) {
@@ -1431,30 +1487,41 @@ settle_batch_try(struct pg_store *ps, struct store_settle *v,
 				*e = one;
 		}
 	}
+	if (rc == 0 && c)
+		rc = claims_in_tx(ps, c, now, &claimed, e);
 	if (rc == 0) {
 		pg__notify_work(ps, work);
 		rc = pg__commit(ps, what, e);
 	}
+	if (rc == 0 && claimed)
+		claims_read(claimed, c);
 	pg__rollback(ps);
+	PQclear(claimed);
 	free(changed);
 	return rc;
 }
 
-int
-pg__task_settle_batch(struct store *s, struct store_settle *v,
-		      const struct buf *froms, size_t n, struct err *e)
+/*
+ * The settles of v (as pg__task_settle_batch) and, when c is not NULL,
+ * up to c->max claims for c->holder after them, in one transaction.
+ */
+static int
+settle_batch(struct store *s, struct store_settle *v, const struct buf *froms,
+	     size_t n, struct pg_claims *c, struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
 	int64_t now = time_now_ms();
-	int64_t *ts = xcalloc(n, sizeof(*ts)), *seq = xcalloc(n, sizeof(*seq));
-	int *rcs = xcalloc(n, sizeof(*rcs));
+	size_t m = n ? n : 1;
+	int64_t *ts = xcalloc(m, sizeof(*ts)), *seq = xcalloc(m, sizeof(*seq));
+	int *rcs = xcalloc(m, sizeof(*rcs));
 	size_t i;
 	int rc, tries = 0;
 
 	for (i = 0; i < n; i++)
 		rcs[i] = v[i].rc;
 	do
-		rc = settle_batch_try(ps, v, froms, rcs, n, now, ts, seq, e);
+		rc = settle_batch_try(ps, v, froms, rcs, n, now, ts, seq, c,
+				      e);
 	while (pg__again(ps, rc, &tries, e));
 	for (i = 0; rc == 0 && i < n; i++) {
 		if (v[i].rc)
@@ -1470,6 +1537,26 @@ pg__task_settle_batch(struct store *s, struct store_settle *v,
 	free(ts);
 	free(seq);
 	free(rcs);
+	return rc;
+}
+
+int
+pg__task_settle_batch(struct store *s, struct store_settle *v,
+		      const struct buf *froms, size_t n, struct err *e)
+{
+	return settle_batch(s, v, froms, n, NULL, e);
+}
+
+int
+pg__task_settle_claim_batch(struct store *s, struct store_settle *v,
+			    const struct buf *froms, size_t n,
+			    const char *holder, int64_t lease_ms, size_t max,
+			    struct task *out, size_t *got, struct err *e)
+{
+	struct pg_claims c = { holder, lease_ms, max, out, 0 };
+	int rc = settle_batch(s, v, froms, n, max ? &c : NULL, e);
+
+	*got = rc ? 0 : c.got;
 	return rc;
 }
 

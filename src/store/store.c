@@ -706,18 +706,17 @@ store_task_claim_batch(struct store *s, const char *holder, int64_t lease_ms,
 	return s->ops->task_claim_batch(s, holder, lease_ms, max, out, n, e);
 }
 
-int
-store_task_settle_batch(struct store *s, struct store_settle *v, size_t n,
-			struct err *e)
+/*
+ * The checks of store_task_settle_batch on v[0..n): each v[i].rc is 0
+ * (to write, froms[i] its statuses) or why not. Returns how many are
+ * to write.
+ */
+static size_t
+settles_check(struct store *s, struct store_settle *v, struct buf *froms,
+	      size_t n)
 {
-	const char *what = "settle tasks";
-	struct buf *froms;
 	size_t i, todo = 0;
-	int rc = 0;
 
-	if (!s || (n && !v))
-		return null_arg(e, what, !s ? "the store" : "the settles");
-	froms = xcalloc(n ? n : 1, sizeof(*froms));
 	for (i = 0; i < n; i++) {
 		struct err bad = ERR_INIT;
 
@@ -729,10 +728,16 @@ store_task_settle_batch(struct store *s, struct store_settle *v, size_t n,
 		if (v[i].rc == 0)
 			todo++;
 	}
-	if (todo) {
-		s->fault = fault_next();
-		rc = s->ops->task_settle_batch(s, v, froms, n, e);
-	}
+	return todo;
+}
+
+/* After a batch of settles: the reason of each the table refused. */
+static void
+settles_done(struct store *s, struct store_settle *v, struct buf *froms,
+	     size_t n, int rc)
+{
+	size_t i;
+
 	for (i = 0; i < n; i++) {
 		struct err ignored = ERR_INIT;
 
@@ -741,6 +746,74 @@ store_task_settle_batch(struct store *s, struct store_settle *v, size_t n,
 		buf_release(&froms[i]);
 	}
 	free(froms);
+}
+
+int
+store_task_settle_batch(struct store *s, struct store_settle *v, size_t n,
+			struct err *e)
+{
+	const char *what = "settle tasks";
+	struct buf *froms;
+	int rc = 0;
+
+	if (!s || (n && !v))
+		return null_arg(e, what, !s ? "the store" : "the settles");
+	froms = xcalloc(n ? n : 1, sizeof(*froms));
+	if (settles_check(s, v, froms, n)) {
+		s->fault = fault_next();
+		rc = s->ops->task_settle_batch(s, v, froms, n, e);
+	}
+	settles_done(s, v, froms, n, rc);
+	return rc;
+}
+
+int
+store_task_settle_claim_batch(struct store *s, struct store_settle *v,
+			      size_t n, const char *holder, int64_t lease_ms,
+			      size_t max, struct task *out, size_t *got,
+			      struct err *e)
+{
+	const char *what = "settle and claim tasks";
+	struct buf *froms;
+	int rc = 0;
+
+	if (!s || (n && !v) || (max && !out) || !got)
+		return null_arg(e, what, !s ? "the store" :
+					 (n && !v) ? "the settles" :
+						     "out or got");
+	*got = 0;
+	if (max && (!holder || !*holder))
+		return err_set(e, BATON_EINVAL, "cannot %s: no holder", what);
+	if (max && lease_ms <= 0)
+		return err_set(e, BATON_EINVAL, "cannot %s: lease of %lld ms",
+			       what, (long long)lease_ms);
+	if (max)
+		memset(out, 0, max * sizeof(*out));
+	froms = xcalloc(n ? n : 1, sizeof(*froms));
+	if (s->ops->task_settle_claim_batch) {
+		/* the claims go with the settles even when none is left
+		 * to write: one transaction either way */
+		settles_check(s, v, froms, n);
+		s->fault = fault_next();
+		rc = s->ops->task_settle_claim_batch(s, v, froms, n, holder,
+						     lease_ms, max, out, got,
+						     e);
+	} else {
+		if (settles_check(s, v, froms, n)) {
+			s->fault = fault_next();
+			rc = s->ops->task_settle_batch(s, v, froms, n, e);
+		}
+		/* settled: a claim that fails is no claim (as
+		 * store_task_settle_claim) */
+		if (rc == 0 && max) {
+			s->fault = fault_next();
+			if (s->ops->task_claim_batch(s, holder, lease_ms, max,
+						     out, got, e) &&
+			    e)
+				*e = (struct err)ERR_INIT;
+		}
+	}
+	settles_done(s, v, froms, n, rc);
 	return rc;
 }
 

@@ -426,6 +426,23 @@ int store_task_settle_batch(struct store *s, struct store_settle *v, size_t n,
 			    struct err *e);
 
 /*
+ * A host's round (one claimer feeding its workers): store_task_settle_batch
+ * of v[0..n) and then store_task_claim_batch of up to max tasks for
+ * holder. PostgreSQL does both in ONE transaction (one commit for the
+ * round), SQLite in two, the settles first. n or max may be 0. Returns
+ * a negative code when the settles were not written (and nothing was
+ * claimed), or 0 once they committed, each v[i].rc as the settles of
+ * store_task_settle_batch set it, with out[0..*got) claimed (*got 0
+ * when nothing was claimable, or when a claim failed after the
+ * settles: the next round reports what is wrong).
+ */
+int store_task_settle_claim_batch(struct store *s, struct store_settle *v,
+				  size_t n, const char *holder,
+				  int64_t lease_ms, size_t max,
+				  struct task *out, size_t *got,
+				  struct err *e);
+
+/*
  * The claim's area rule: whether areas a and b overlap, one being the
  * other or a directory of it ("src/export" overlaps "src" and
  * "src/export/csv", not "src/exporter"); NULL overlaps nothing. Each

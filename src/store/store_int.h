@@ -176,6 +176,17 @@ struct store_ops {
 	int (*task_settle_batch)(struct store *s, struct store_settle *v,
 				 const struct buf *froms, size_t n,
 				 struct err *e);
+	/*
+	 * task_settle_batch, then up to max claims for holder in the same
+	 * transaction; *got of them in out. NULL: task_settle_batch then
+	 * task_claim_batch (store_task_settle_claim_batch).
+	 */
+	int (*task_settle_claim_batch)(struct store *s,
+				       struct store_settle *v,
+				       const struct buf *froms, size_t n,
+				       const char *holder, int64_t lease_ms,
+				       size_t max, struct task *out,
+				       size_t *got, struct err *e);
 	int (*task_renew)(struct store *s, int64_t id, int64_t token,
 			  int64_t lease_ms, struct err *e);
 	int (*task_next_due)(struct store *s, int64_t *out, struct err *e);

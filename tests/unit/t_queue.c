@@ -1179,6 +1179,7 @@ enum claim_mode {
 	ONE_AT_A_TIME,	/* store_task_claim, store_task_update */
 	SETTLE_CLAIM,	/* store_task_settle_claim takes the next */
 	BATCHES,	/* store_task_claim_batch, store_task_settle_batch */
+	ROUNDS,		/* store_task_settle_claim_batch: a host's rounds */
 };
 
 /* Tasks per batch in BATCHES: not a divisor of CLAIM_TASKS. */
@@ -1186,20 +1187,29 @@ enum claim_mode {
 
 /*
  * A worker process of BATCHES: claims up to CLAIM_BATCH tasks at once
- * and settles them at once until there is nothing left.
+ * and settles them at once until there is nothing left. In ROUNDS each
+ * settle of a batch claims the next batch in its transaction.
  */
 static void
-batch_claimer(struct store *s, const char *holder, int who)
+batch_claimer(struct store *s, const char *holder, int who,
+	      enum claim_mode mode)
 {
-	struct task got[CLAIM_BATCH];
+	struct task got[CLAIM_BATCH], next[CLAIM_BATCH];
 	struct store_settle v[CLAIM_BATCH];
 	struct err e = ERR_INIT;
-	size_t n, i;
-	int rc;
+	size_t n = 0, settled, i;
+	int rc = BATON_ENOTFOUND;
 
+	if (mode == ROUNDS)
+		rc = store_task_settle_claim_batch(s, v, 0, holder, HOUR_MS,
+						   CLAIM_BATCH, got, &n, &e);
 	for (;;) {
-		rc = store_task_claim_batch(s, holder, HOUR_MS, CLAIM_BATCH,
-					    got, &n, &e);
+		if (mode == BATCHES)
+			rc = store_task_claim_batch(s, holder, HOUR_MS,
+						    CLAIM_BATCH, got, &n, &e);
+		else if (rc == 0 && n == 0)
+			rc = store_task_claim_batch(s, holder, HOUR_MS,
+						    CLAIM_BATCH, got, &n, &e);
 		if (rc == BATON_ENOTFOUND)
 			break;
 		if (rc < 0 || n == 0 || n > CLAIM_BATCH) {
@@ -1213,8 +1223,15 @@ batch_claimer(struct store *s, const char *holder, int who)
 			run_set(&got[i].status, TASK_DONE);
 			got[i].ended_at = time_now_ms();
 		}
-		rc = store_task_settle_batch(s, v, n, &e);
-		for (i = 0; i < n; i++) {
+		settled = n;
+		if (mode == ROUNDS)
+			rc = store_task_settle_claim_batch(s, v, settled,
+							   holder, HOUR_MS,
+							   CLAIM_BATCH, next,
+							   &n, &e);
+		else
+			rc = store_task_settle_batch(s, v, settled, &e);
+		for (i = 0; i < settled; i++) {
 			if (rc == 0 && v[i].rc != 0) {
 				fprintf(stderr, "claimer %d: task %lld: %d\n",
 					who, (long long)got[i].id, v[i].rc);
@@ -1226,6 +1243,8 @@ batch_claimer(struct store *s, const char *holder, int who)
 			fprintf(stderr, "claimer %d: %s\n", who, e.msg);
 			_exit(4);
 		}
+		if (mode == ROUNDS)
+			memcpy(got, next, n * sizeof(*got));
 	}
 }
 
@@ -1248,9 +1267,9 @@ claimer(int who, enum claim_mode mode)
 		fprintf(stderr, "claimer %d: %s\n", who, e.msg);
 		_exit(2);
 	}
-	if (mode == BATCHES)
-		batch_claimer(s, holder, who);
-	while (mode != BATCHES) {
+	if (mode == BATCHES || mode == ROUNDS)
+		batch_claimer(s, holder, who, mode);
+	while (mode != BATCHES && mode != ROUNDS) {
 		struct task t = { 0 };
 
 		if (next.id) { /* the last settle claimed it */
@@ -1355,6 +1374,12 @@ TEST(settle_claim_concurrent_processes)
 TEST(claim_batch_concurrent_processes)
 {
 	claim_race(BATCHES);
+}
+
+/* The same a host's round at a time: settles and claims together. */
+TEST(settle_claim_batch_concurrent_processes)
+{
+	claim_race(ROUNDS);
 }
 
 /*
@@ -1471,6 +1496,80 @@ TEST(settle_batch_fences_each)
 	task_release(&again);
 	task_release(&stale);
 	store_close(late);
+	store_close(s);
+}
+
+/*
+ * A host's round (store_task_settle_claim_batch): the settles are
+ * fenced each as in a batch, a refused one takes nothing from the
+ * others, and the claims after them see the tasks they settled (a
+ * dependent of a task settled in the round is claimable in it). No
+ * settles is a claim alone, a max of 0 a settle alone.
+ */
+TEST(settle_claim_batch_round)
+{
+	struct store *s = open_store(), *host = open_store();
+	struct err e = ERR_INIT;
+	struct task got[3], next[4], again;
+	struct store_settle v[3];
+	int64_t first, dep[2] = { 0 }, after;
+	size_t n = 0, i;
+
+	first = add_task(s, "first", 9, NULL, NULL);
+	dep[0] = first;
+	add_task(s, "second", 8, NULL, NULL);
+	add_task(s, "third", 7, NULL, NULL);
+	after = add_task(s, "after first", 0, NULL, dep);
+	/* no settles: a claim alone */
+	ASSERT_OK(store_task_settle_claim_batch(host, v, 0, "host", HOUR_MS, 3,
+						got, &n, &e),
+		  &e);
+	ASSERT_EQ(n, 3);
+	ASSERT_EQ(got[0].id, first);
+	/* got[1]'s lease is taken over */
+	set_status(s, got[1].id, TASK_QUEUED);
+	ASSERT_EQ(claim(s, "other", &again), got[1].id);
+	for (i = 0; i < 3; i++) {
+		v[i] = (struct store_settle){ .task = &got[i],
+					      .token = got[i].lease_token };
+		run_set(&got[i].status, TASK_DONE);
+	}
+	ASSERT_OK(store_task_settle_claim_batch(host, v, 3, "host", HOUR_MS, 4,
+						next, &n, &e),
+		  &e);
+	ASSERT_EQ(v[0].rc, 0);
+	ASSERT_EQ(v[1].rc, BATON_EFENCED);
+	ASSERT_EQ(v[2].rc, 0);
+	/* the dependent of the task settled in this round */
+	ASSERT_EQ(n, 1);
+	ASSERT_EQ(next[0].id, after);
+	ASSERT_STREQ(next[0].lease_holder, "host");
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE status = 'done'"),
+		  2);
+	/* a max of 0: the settle alone */
+	v[0] = (struct store_settle){ .task = &next[0],
+				      .token = next[0].lease_token };
+	run_set(&next[0].status, TASK_DONE);
+	ASSERT_OK(store_task_settle_claim_batch(host, v, 1, NULL, 0, 0, NULL,
+						&n, &e),
+		  &e);
+	ASSERT_EQ(v[0].rc, 0);
+	ASSERT_EQ(n, 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE status = 'done'"),
+		  3);
+	/* nothing claimable: no error, nothing claimed */
+	ASSERT_OK(store_task_settle_claim_batch(host, v, 0, "host", HOUR_MS, 3,
+						next + 1, &n, &e),
+		  &e);
+	ASSERT_EQ(n, 0);
+	ASSERT_EQ(store_task_settle_claim_batch(host, v, 0, "", HOUR_MS, 3,
+						next + 1, &n, &e),
+		  BATON_EINVAL);
+	for (i = 0; i < 3; i++)
+		task_release(&got[i]);
+	task_release(&next[0]);
+	task_release(&again);
+	store_close(host);
 	store_close(s);
 }
 
