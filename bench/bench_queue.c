@@ -149,6 +149,7 @@ struct shared {
 	int64_t *empty;	      /* [w]: claims that found nothing early */
 	atomic_int *seen;     /* [n + 1]: times task id was claimed */
 	atomic_long *settled; /* tasks settled so far, by all workers */
+	int64_t *rounds;      /* --host: the host's rounds */
 	void *map;
 	size_t map_len;
 };
@@ -160,6 +161,7 @@ struct result {
 	double claim_p50_us, claim_p99_us;
 	double settle_p50_us, settle_p99_us;
 	int64_t empty;
+	int64_t rounds; /* --host */
 };
 
 /*
@@ -460,7 +462,7 @@ shared_map(struct shared *sh, int w, size_t n)
 
 	memset(sh, 0, sizeof(*sh));
 	sh->map_len = 2 * lat + 2 * per + sizeof(atomic_long) +
-		      (n + 1) * sizeof(atomic_int);
+		      sizeof(int64_t) + (n + 1) * sizeof(atomic_int);
 	sh->map = mmap(NULL, sh->map_len, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh->map == MAP_FAILED)
@@ -476,6 +478,8 @@ shared_map(struct shared *sh, int w, size_t n)
 	p += per;
 	sh->settled = (atomic_long *)p;
 	p += sizeof(atomic_long);
+	sh->rounds = (int64_t *)p;
+	p += sizeof(int64_t);
 	sh->seen = (atomic_int *)p;
 }
 
@@ -835,6 +839,7 @@ host_claimer(const char *path, int w, size_t n, int ready_fd, int go_fd,
 		size_t settles = h.nfin;
 
 		got = host_round(&h);
+		(*sh->rounds)++;
 		if (!settles && !got)
 			sh->empty[0]++; /* a round that did nothing */
 		host_dispatch(&h);
@@ -1083,6 +1088,7 @@ drain(const char *path, size_t n, int areas, int w, struct result *out)
 	latencies(&sh, sh.settle_ns, w, n, &out->settle_p50_us,
 		  &out->settle_p99_us);
 	out->empty = empty;
+	out->rounds = *sh.rounds;
 	shared_unmap(&sh);
 }
 
@@ -1157,6 +1163,13 @@ run_matrix(const char *dir, const char *tag, const char *qlist, size_t n,
 			       tag, queues[q].key, ws[k], r.claims_per_s,
 			       r.claim_p50_us, r.claim_p99_us, r.settle_p50_us,
 			       r.settle_p99_us, r.adds_per_s);
+			if (host_mode)
+				printf("  host_rounds_%s_%s_w%d=%lld "
+				       "tasks_per_round=%.1f\n",
+				       tag, queues[q].key, ws[k],
+				       (long long)r.rounds,
+				       r.rounds ? (double)n / (double)r.rounds :
+						  0);
 			fflush(stdout);
 		}
 	}
