@@ -2,10 +2,11 @@
 test_description='worker hosts on PostgreSQL: a serve and two hosts (own clones, own network namespaces) drain 200 tasks, one host killed mid-run (its runs taken over, t0097 has the details); PostgreSQL restarted mid-run'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
-# Draining 200 tasks through three hosts takes minutes on two loaded CPUs,
-# and the waits below allow for it (up to ten minutes for the last merge):
-# a body gets as long, not test-lib's default 300 s.
-export BATON_TEST_TIMEOUT=${BATON_TEST_TIMEOUT:-900}
+# Draining 200 tasks through three hosts takes minutes on two loaded CPUs
+# (10 to 14 in full CI runs on 2-CPU machines, where the rest of the suite
+# runs beside it), and the waits below allow for it (up to twenty minutes
+# for the last merge): a body gets as long, not test-lib's default 300 s.
+export BATON_TEST_TIMEOUT=${BATON_TEST_TIMEOUT:-1500}
 
 # Needs the cluster tests/run.sh starts for its PostgreSQL pass.
 if [ -z "${BATON_TEST_PG_ADMIN:-}" ] || [ -z "${BATON_TEST_PG_DIR:-}" ]; then
@@ -158,7 +159,7 @@ test_expect_success 'two hosts and a server drain 200 tasks; one host is killed 
 	echo "killing host h1: supervisor $sup, workers $kids" &&
 	kill -9 $sup $kids &&
 	wait_for "! ps -p $(echo $sup $kids | tr " " ,) >/dev/null" 10 &&
-	wait_for "test \$(merged) -eq 200" 600 &&
+	wait_for "test \$(merged) -eq 200" 1200 &&
 	test "$(done_tasks)" = 200
 '
 
