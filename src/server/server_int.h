@@ -313,12 +313,6 @@ void stream_sse_with(struct req *rq, stream_fill_fn *fill, void *arg,
 		     void (*release)(void *arg));
 /* Wakes every parked SSE stream to look for news again. */
 void stream_poke(void);
-/*
- * Token name was revoked: every stream it opened ends now (SSE: a last
- * "revoked" event; WebSocket: an error message and a close of code
- * 1008) and runs nothing more.
- */
-void stream_revoke(const char *name);
 /* GET /api/v1/ws with Upgrade: websocket (guards passed): 101 and the
  * socket joins the WebSocket loop, or an error answered. */
 void stream_ws(struct req *rq);
