@@ -641,6 +641,19 @@ store_task_update(struct store *s, struct task *t, struct event *ev,
 	return rc;
 }
 
+/* A claim's holder and lease, as every claim call checks them. */
+static int
+claim_args(const char *what, const char *holder, int64_t lease_ms,
+	   struct err *e)
+{
+	if (!holder || !*holder)
+		return err_set(e, BATON_EINVAL, "cannot %s: no holder", what);
+	if (lease_ms <= 0)
+		return err_set(e, BATON_EINVAL, "cannot %s: lease of %lld ms",
+			       what, (long long)lease_ms);
+	return 0;
+}
+
 int
 store_task_settle_claim(struct store *s, struct task *t, struct event *ev,
 			const char *holder, int64_t lease_ms,
@@ -653,12 +666,9 @@ store_task_settle_claim(struct store *s, struct task *t, struct event *ev,
 	if (!next)
 		return null_arg(e, what, "next");
 	memset(next, 0, sizeof(*next));
-	if (!holder || !*holder)
-		return err_set(e, BATON_EINVAL, "cannot %s: no holder", what);
-	if (lease_ms <= 0)
-		return err_set(e, BATON_EINVAL,
-			       "cannot %s: lease of %lld ms", what,
-			       (long long)lease_ms);
+	rc = claim_args(what, holder, lease_ms, e);
+	if (rc)
+		return rc;
 	rc = task_update_check(s, t, ev, &froms, e);
 	if (rc == 0 && s->ops->task_settle_claim) {
 		s->fault = fault_next();
@@ -693,11 +703,8 @@ store_task_claim_batch(struct store *s, const char *holder, int64_t lease_ms,
 	if (!s || !out || !n)
 		return null_arg(e, what, !s ? "the store" : "out or n");
 	*n = 0;
-	if (!holder || !*holder)
-		return err_set(e, BATON_EINVAL, "cannot %s: no holder", what);
-	if (lease_ms <= 0)
-		return err_set(e, BATON_EINVAL, "cannot %s: lease of %lld ms",
-			       what, (long long)lease_ms);
+	if (claim_args(what, holder, lease_ms, e))
+		return BATON_EINVAL;
 	if (max == 0)
 		return err_set(e, BATON_EINVAL, "cannot %s: a batch of 0",
 			       what);
@@ -782,18 +789,16 @@ store_task_settle_claim_batch(struct store *s, struct store_settle *v,
 					 (n && !v) ? "the settles" :
 						     "out or got");
 	*got = 0;
-	if (max && (!holder || !*holder))
-		return err_set(e, BATON_EINVAL, "cannot %s: no holder", what);
-	if (max && lease_ms <= 0)
-		return err_set(e, BATON_EINVAL, "cannot %s: lease of %lld ms",
-			       what, (long long)lease_ms);
+	if (max && claim_args(what, holder, lease_ms, e))
+		return BATON_EINVAL;
 	if (max)
 		memset(out, 0, max * sizeof(*out));
 	froms = xcalloc(n ? n : 1, sizeof(*froms));
 	if (s->ops->task_settle_claim_batch) {
 		/* the claims go with the settles even when none is left
-		 * to write: one transaction either way */
-		settles_check(s, v, froms, n);
+		 * to write: one transaction either way, none for nothing */
+		if (!settles_check(s, v, froms, n) && !max)
+			goto out;
 		s->fault = fault_next();
 		rc = s->ops->task_settle_claim_batch(s, v, froms, n, holder,
 						     lease_ms, max, out, got,
@@ -813,6 +818,7 @@ store_task_settle_claim_batch(struct store *s, struct store_settle *v,
 				*e = (struct err)ERR_INIT;
 		}
 	}
+out:
 	settles_done(s, v, froms, n, rc);
 	return rc;
 }
