@@ -3,6 +3,8 @@
 #   make            build ./baton
 #   make test       build, then run the unit and integration suites
 #   make asan       the same suites against an ASan+UBSan build (build-asan/)
+#   make check      what CI runs: the unit tests against the optimized
+#                   build, then every test once against the ASan+UBSan one
 #   make lint       cppcheck and clang-tidy over src/
 #   make hdrcheck   every header compiles on its own
 #   make format-check
@@ -150,7 +152,7 @@ $(WSCLIENT): tests/mock/wsclient.c
 
 units: $(UNIT_BIN)
 
-test check: $(BIN) $(UNIT_BIN) $(FUZZ_REPLAY) $(MOCK) $(WSCLIENT)
+test: $(BIN) $(UNIT_BIN) $(FUZZ_REPLAY) $(MOCK) $(WSCLIENT)
 	BATON_BIN=$(abspath $(BIN)) UNIT_DIR=$(abspath $(BUILD)/tests) \
 		MOCKLLM=$(abspath $(MOCK)) WSCLIENT=$(abspath $(WSCLIENT)) \
 		sh tests/run.sh
@@ -173,6 +175,13 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/baton \
 		OPT="-O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" test
+
+# Every test once, the way CI can afford it: a test that runs under the
+# sanitizers also checks what it checks on the optimized build, so the
+# optimized build runs only its unit tests (T=t_ names no script).
+check:
+	$(MAKE) test T=t_
+	$(MAKE) asan
 
 fuzz-bins: $(FUZZ_BIN)
 
