@@ -732,9 +732,20 @@ ws_update(struct ws_client *w)
 		ws_close(w);
 		return 1;
 	}
-	/* drained below the cap: the cursor may move on */
-	if (!wslay_event_get_queued_msg_count(w->ctx))
-		ws_push(w);
+	/*
+	 * Drained: the cursor may move on, or a refusal, sent whole, is
+	 * followed by the close. Not queued with it: libwslay sends a
+	 * control frame ahead of the messages queued before it, and none
+	 * after it, so the client would never read why.
+	 */
+	if (!wslay_event_get_queued_msg_count(w->ctx)) {
+		if (!w->refusal)
+			ws_push(w);
+		else if (wslay_event_get_write_enabled(w->ctx))
+			wslay_event_queue_close(w->ctx,
+						WSLAY_CODE_NORMAL_CLOSURE,
+						NULL, 0);
+	}
 	if (wslay_event_want_write(w->ctx) && wslay_event_send(w->ctx)) {
 		ws_close(w);
 		return 1;
@@ -799,9 +810,8 @@ ws_adopt(struct ws_client *w)
 	wl.all = w;
 	epoll_ctl(wl.ep, EPOLL_CTL_ADD, w->fd, &ev);
 	if (w->refusal) {
+		/* ws_update closes once it is out */
 		ws_send(w, w->refusal, strlen(w->refusal));
-		wslay_event_queue_close(w->ctx, WSLAY_CODE_NORMAL_CLOSURE, NULL,
-					0);
 	} else {
 		ws_welcome(w);
 		ws_push(w);

@@ -408,6 +408,16 @@ test_expect_success 'WebSocket: the same stream, resumed with after=, exactly on
 	test_expect_code 2 "$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=wrong" --timeout 5
 '
 
+test_expect_success 'WebSocket: a bad cursor is told why before the close' '
+	load_http g &&
+	# the close used to overtake the message (libwslay sends control
+	# frames first): the client saw the close and nothing else
+	"$WSCLIENT" "$HTTP_PORT" "/api/v1/ws?access_token=$HTTP_TOKEN&after=soon" \
+		--until "after must be an event seq" --timeout 10 >badafter &&
+	test_jq ".type == \"error\" and .error.code == \"bad_request\"" badafter &&
+	test_grep "not '"'"'soon'"'"'" badafter
+'
+
 test_expect_success 'a lone commit by a writer that stays connected reaches the stream at once' '
 	load_http g &&
 	bg_start lone curl -s -N -H "Authorization: Bearer $HTTP_TOKEN" \

@@ -32,6 +32,8 @@
 	   size_t len),                                                     \
 	  (ctx, code, why, len))                                            \
 	X(size_t, wslay_event_get_queued_msg_count,                         \
+	  (wslay_event_context_ptr ctx), (ctx))                             \
+	X(int, wslay_event_get_write_enabled,                               \
 	  (wslay_event_context_ptr ctx), (ctx))
 
 LAZY_LIBRARY(WSLAY_FUNCTIONS, "libwslay.so.1", "WebSocket streams")
