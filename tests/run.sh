@@ -17,6 +17,10 @@
 # a test that restarts its server or counts the whole server's
 # transactions (PG_OWN) gets a cluster of its own.
 #
+# BATON_PG_BIN, when set, is the binary the PostgreSQL pass's scripts
+# run (make check: the optimized build there, the sanitized one for the
+# rest, so that each test runs once).
+#
 # Each test's output is kept and printed whole, in order, once all have
 # ended; while they run, one line per test says how it went and how long
 # it took. The ten slowest are listed at the end.
@@ -68,6 +72,8 @@ if [ "${1:-}" = --one ]; then
 			BATON_TEST_PG_DSN=$dsn "$UNIT_DIR/$u" >"$o" 2>&1 ;;
 		esac ;;
 	pgscript)
+		BATON_BIN=${BATON_PG_BIN:-$BATON_BIN}
+		export BATON_BIN
 		case " $PG_OWN " in
 		*" ${name#pg:} "*)
 			# it restarts its server: a cluster of its own, so
