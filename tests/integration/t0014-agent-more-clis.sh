@@ -7,18 +7,6 @@ export MOCK_KEY=sk-mock-more-0123456789
 feature_script script.json "hello from a cli"
 mock_start mock script.json --require-key "$MOCK_KEY"
 
-# Two calls a run, the edit and its review: what a CLI's driving needs
-# (each start of these CLIs costs seconds of CPU; the whole pipeline is
-# carried by the tests of baton's own agent and the fake one).
-SHORT="pipelines:
-  short:
-    terminal: merge_ready
-    stages:
-      - {name: execute, kind: execute}
-      - {name: review, kind: review}
-workflow: {pipeline: short}"
-export SHORT
-
 # type, binary, base URL suffix, model
 while read -r type bin suffix model; do
 	export type bin suffix model
@@ -35,7 +23,7 @@ while read -r type bin suffix model; do
     max_retries: 0
     timeout_seconds: 180
 roles: {default: cli}
-$SHORT" &&
+$EDIT_REVIEW" &&
 		cd $type &&
 		test_expect_code 0 "$BATON" run "Add hello.txt" >../$type.out 2>../$type.err &&
 		test_grep merge_ready ../$type.out
@@ -69,7 +57,7 @@ test_expect_success 'in the sandbox, a user gemini login (isolated: false) is ~/
     timeout_seconds: 180
 roles: {default: cli}
 execution: {sandbox: bwrap}
-$SHORT" &&
+$EDIT_REVIEW" &&
 	mkdir -p "$HOME/.gemini" &&
 	cat >"$HOME/.gemini/settings.json" <<-\EOF &&
 	{"security": {"auth": {"selectedType": "gemini-api-key"},

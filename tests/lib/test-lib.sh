@@ -663,6 +663,19 @@ baton_init_with_agent() {
 
 # --- agent CLIs and the mock model server ------------------------------
 
+# Config for baton_init_with_agent: a pipeline of two calls, the edit and
+# its review, for the tests that drive a Node agent CLI (each start costs
+# seconds of CPU; the default pipeline's five calls are carried by the
+# tests of the fake agent and baton's own).
+EDIT_REVIEW="pipelines:
+  edit-review:
+    terminal: merge_ready
+    stages:
+      - {name: execute, kind: execute}
+      - {name: review, kind: review}
+workflow: {pipeline: edit-review}"
+export EDIT_REVIEW
+
 # The CLIs tools/agents.sh installs, and the mock model server
 # (tests/mock/mockllm.c) they are driven against, offline.
 AGENTS_BIN=${BATON_TEST_AGENTS_BIN:-$BATON_SRC_ROOT/.agents/node_modules/.bin}
