@@ -3,9 +3,10 @@ test_description='worker hosts on PostgreSQL: a serve and two hosts (own clones,
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 # Draining 200 tasks through three hosts takes minutes on two loaded CPUs
-# (10 to 14 in full CI runs on 2-CPU machines, where the rest of the suite
-# runs beside it), and the waits below allow for it (up to twenty minutes
-# for the last merge): a body gets as long, not test-lib's default 300 s.
+# (about 10 in a full CI run on a 2-CPU machine, where the rest of the
+# suite runs beside it; 7.5 alone), and the waits below allow for twice
+# that (up to twenty minutes for the last merge): a body gets as long, not
+# test-lib's default 300 s.
 export BATON_TEST_TIMEOUT=${BATON_TEST_TIMEOUT:-1500}
 
 # Needs the cluster tests/run.sh starts for its PostgreSQL pass.
