@@ -149,7 +149,7 @@ struct shared {
 	int64_t *empty;	      /* [w]: claims that found nothing early */
 	atomic_int *seen;     /* [n + 1]: times task id was claimed */
 	atomic_long *settled; /* tasks settled so far, by all workers */
-	int64_t *rounds;      /* --host: the host's rounds */
+	atomic_long *rounds;  /* --host: the hosts' rounds */
 	void *map;
 	size_t map_len;
 };
@@ -324,10 +324,14 @@ static size_t batch_k;
  * what its workers finished and claims for the idle ones in one call
  * (store_task_settle_claim_batch, one transaction on PostgreSQL),
  * keeping up to K claimed tasks waiting beyond them (0: claims only for
- * idle workers). host_mode says --host was given.
+ * idle workers). host_mode says --host was given. --hosts H: H such
+ * hosts share the queue, the W workers split evenly between them, as H
+ * machines would (each its own connection, its rounds in flight at the
+ * same time as the others').
  */
 static int host_mode;
 static size_t host_k;
+static int host_count = 1;
 
 /* Runs sql on the admin connection or fails. */
 static void
@@ -461,8 +465,8 @@ shared_map(struct shared *sh, int w, size_t n)
 	char *p;
 
 	memset(sh, 0, sizeof(*sh));
-	sh->map_len = 2 * lat + 2 * per + sizeof(atomic_long) +
-		      sizeof(int64_t) + (n + 1) * sizeof(atomic_int);
+	sh->map_len = 2 * lat + 2 * per + 2 * sizeof(atomic_long) +
+		      (n + 1) * sizeof(atomic_int);
 	sh->map = mmap(NULL, sh->map_len, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh->map == MAP_FAILED)
@@ -478,8 +482,8 @@ shared_map(struct shared *sh, int w, size_t n)
 	p += per;
 	sh->settled = (atomic_long *)p;
 	p += sizeof(atomic_long);
-	sh->rounds = (int64_t *)p;
-	p += sizeof(int64_t);
+	sh->rounds = (atomic_long *)p;
+	p += sizeof(atomic_long);
 	sh->seen = (atomic_int *)p;
 }
 
@@ -654,6 +658,7 @@ struct host {
 	struct store *s;
 	struct shared *sh;
 	size_t n; /* tasks in the queue */
+	int idx;  /* which host: its slot in sh */
 	int w;
 	int fd[MAX_WORKERS];
 	int busy[MAX_WORKERS];
@@ -768,15 +773,16 @@ host_round(struct host *h)
 		struct task *t = &h->out[i];
 
 		if (t->id < 1 || (size_t)t->id > h->n ||
-		    (size_t)h->sh->count[0] >= h->n) {
+		    (size_t)h->sh->count[h->idx] >= h->n) {
 			fprintf(stderr, "bench_queue: WRONG COUNT: the host "
 				"claimed task %lld (1..%zu queued)\n",
 				(long long)t->id, h->n);
 			_exit(1);
 		}
 		atomic_fetch_add(&h->sh->seen[t->id], 1);
-		claim_ns[h->sh->count[0]] = each;
-		settle_ns[h->sh->count[0]++] = each;
+		claim_ns[(size_t)h->idx * h->n + h->sh->count[h->idx]] = each;
+		settle_ns[(size_t)h->idx * h->n + h->sh->count[h->idx]++] =
+			each;
 		h->ready[h->nready++] = *t;
 	}
 	return got;
@@ -790,13 +796,14 @@ host_round(struct host *h)
  * that has) before the next round; with K, it hands out the waiting
  * tasks as workers finish until none is left or K have finished. A
  * round that settled and claimed nothing counts as an empty claim.
- * Never returns.
+ * Host idx of --hosts writes its figures into slot idx of sh. Never
+ * returns.
  */
 static _Noreturn void
-host_claimer(const char *path, int w, size_t n, int ready_fd, int go_fd,
-	     struct shared *sh)
+host_claimer(const char *path, int idx, int w, size_t n, int ready_fd,
+	     int go_fd, struct shared *sh)
 {
-	struct host h = { .sh = sh, .n = n, .w = w };
+	struct host h = { .sh = sh, .n = n, .idx = idx, .w = w };
 	struct err e = ERR_INIT;
 	size_t got;
 	int i, busy, sp[2];
@@ -839,12 +846,17 @@ host_claimer(const char *path, int w, size_t n, int ready_fd, int go_fd,
 		size_t settles = h.nfin;
 
 		got = host_round(&h);
-		(*sh->rounds)++;
+		atomic_fetch_add(sh->rounds, 1);
 		if (!settles && !got)
-			sh->empty[0]++; /* a round that did nothing */
+			sh->empty[idx]++; /* a round that did nothing */
 		host_dispatch(&h);
 		for (busy = 0, i = 0; i < w; i++)
 			busy += h.busy[i];
+		if (!busy && host_count > 1 && any_queued(h.s, 0) > 0) {
+			/* another host's round holds the rest locked */
+			poll(NULL, 0, 1);
+			continue;
+		}
 		if (!busy) {
 			/* nothing running, nothing waiting: drained, or a
 			 * bug (a host that runs nothing holds no area) */
@@ -1049,7 +1061,8 @@ drain(const char *path, size_t n, int areas, int w, struct result *out)
 	if (pipe(ready) < 0 || pipe(go) < 0)
 		fail("cannot create a pipe: %s", strerror(errno));
 	fflush(NULL);
-	procs = host_mode ? 1 : w; /* a host forks its workers itself */
+	/* a host forks its workers itself */
+	procs = host_mode ? (host_count < w ? host_count : w) : w;
 	for (i = 0; i < procs; i++) {
 		pids[i] = fork();
 		if (pids[i] < 0)
@@ -1058,7 +1071,9 @@ drain(const char *path, size_t n, int areas, int w, struct result *out)
 			close(ready[0]);
 			close(go[1]);
 			if (host_mode)
-				host_claimer(path, w, n, ready[1], go[0], &sh);
+				host_claimer(path, i,
+					     w / procs + (i < w % procs), n,
+					     ready[1], go[0], &sh);
 			worker(path, i, n, ready[1], go[0], &sh);
 		}
 	}
@@ -1088,7 +1103,7 @@ drain(const char *path, size_t n, int areas, int w, struct result *out)
 	latencies(&sh, sh.settle_ns, w, n, &out->settle_p50_us,
 		  &out->settle_p99_us);
 	out->empty = empty;
-	out->rounds = *sh.rounds;
+	out->rounds = atomic_load(sh.rounds);
 	shared_unmap(&sh);
 }
 
@@ -1789,10 +1804,13 @@ main(int argc, char **argv)
 			batch_k = (size_t)count_arg(argv[++i], "K");
 		else if (!strcmp(argv[i], "--host") && i + 1 < argc)
 			host_k = host_arg(argv[++i]), host_mode = 1;
+		else if (!strcmp(argv[i], "--hosts") && i + 1 < argc)
+			host_count = (int)count_arg(argv[++i], "H");
 		else
 			usage();
 	}
-	if (host_mode + batched + (batch_k > 0) > 1)
+	if (host_mode + batched + (batch_k > 0) > 1 ||
+	    (host_count > 1 && !host_mode))
 		usage();
 	nws = worker_list(list, ws, ARRAY_SIZE(ws));
 	for (q = 0; q < ARRAY_SIZE(queues); q++)

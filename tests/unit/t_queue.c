@@ -1440,6 +1440,56 @@ TEST(claim_batch_rules)
 }
 
 /*
+ * PostgreSQL takes the tasks without an area that come first as one
+ * set and a task with an area alone (pg/014-claim-set.sql): the batch
+ * is still the claim order, areas between no-area tasks included, with
+ * tokens and task_claimed events increasing in that order.
+ */
+TEST(claim_batch_keeps_order_across_areas)
+{
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task got[8];
+	int64_t want[6];
+	size_t n = 0, i;
+
+	want[0] = add_task(s, "first", 9, NULL, NULL);
+	want[1] = add_task(s, "second", 8, NULL, NULL);
+	want[2] = add_task(s, "in src", 7, "src", NULL);
+	want[3] = add_task(s, "third", 6, NULL, NULL);
+	add_task(s, "under src", 5, "src/x", NULL);
+	want[4] = add_task(s, "in doc", 4, "doc", NULL);
+	want[5] = add_task(s, "fourth", 3, NULL, NULL);
+	add_task(s, "beyond the batch", 2, NULL, NULL);
+
+	ASSERT_OK(store_task_claim_batch(s, "w", HOUR_MS, 6, got, &n, &e),
+		  &e);
+	ASSERT_EQ(n, 6);
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(got[i].id, want[i]);
+		ASSERT_EQ(got[i].attempts, 1);
+		ASSERT(i == 0 || got[i].lease_token > got[i - 1].lease_token);
+		task_release(&got[i]);
+	}
+	/* the events in claim order, one each */
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM events AS a"
+			    " JOIN events AS b ON b.type = a.type"
+			    " AND b.seq > a.seq JOIN tasks AS ta"
+			    " ON ta.id = a.task_id JOIN tasks AS tb"
+			    " ON tb.id = b.task_id"
+			    " WHERE a.type = 'task_claimed'"
+			    " AND ta.lease_token > tb.lease_token"),
+		  0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM events"
+			    " WHERE type = 'task_claimed'"),
+		  6);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"
+			    " WHERE status = 'queued'"),
+		  2);
+	store_close(s);
+}
+
+/*
  * A batch of settles: each row fenced by its own token. A task whose
  * lease was taken over is refused with BATON_EFENCED and written
  * nothing, a stale version is BATON_ECONFLICT, a status that does not
