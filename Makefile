@@ -82,7 +82,7 @@ FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=all \
 # of a va_list function (buf_vaddf)
 FUZZ_WNO     = -Wno-format-nonliteral
 
-.PHONY: all test check test-agents-latest asan lint hdrcheck format format-check bench clean \
+.PHONY: FORCE all test check test-agents-latest asan lint hdrcheck format format-check bench clean \
 	fuzz fuzz-bins fuzz-run bench-bins bench-pg
 
 all: $(BIN)
@@ -102,9 +102,20 @@ $(BUILD)/%.o: %.c
 
 # Text compiled into the binary: migrations, built-in pipelines, prompt
 # templates, the dashboard. tools/embed.sh turns each file into a C string.
-$(BUILD)/gen/embedded.c: tools/embed.sh $(SQL) $(PIPES) $(TMPLS) $(UI)
+EMBEDDED := $(SQL) $(PIPES) $(TMPLS) $(UI)
+
+# The names of the embedded files, rewritten only when they change: a
+# file removed (a migration taken back) rebuilds embedded.c as one added
+# does, which its prerequisites alone cannot tell.
+$(BUILD)/gen/embedded.list: FORCE
 	@mkdir -p $(@D)
-	sh tools/embed.sh $(SQL) $(PIPES) $(TMPLS) $(UI) > $@.tmp && mv $@.tmp $@
+	@echo '$(EMBEDDED)' | cmp -s - $@ || echo '$(EMBEDDED)' > $@
+
+$(BUILD)/gen/embedded.c: tools/embed.sh $(EMBEDDED) $(BUILD)/gen/embedded.list
+	@mkdir -p $(@D)
+	sh tools/embed.sh $(EMBEDDED) > $@.tmp && mv $@.tmp $@
+
+FORCE:
 
 $(BUILD)/gen/embedded.o: $(BUILD)/gen/embedded.c
 	$(CC) $(CFLAGS) -c -o $@ $<

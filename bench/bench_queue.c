@@ -22,7 +22,7 @@
  *
  *   bench_queue --store ADMIN_URL [-n N] [-w LIST] [-q QUEUES]
  *               [--samples S] [--analyze]
- *               [--settle-claim | --batch K | --host K]
+ *               [--settle-claim | --batch K | --host K [--hosts H]]
  *       The same drains on PostgreSQL. ADMIN_URL names a database of a
  *       server on which we may CREATE and DROP databases (the admin URL
  *       tools/pg.sh prints); every measurement gets a database of its
@@ -65,6 +65,10 @@
  *       up to K of them, so a round settles and claims more at once. A
  *       round's time is shared evenly over its settles and claims. The
  *       latency runs stay one worker, one claim. Also on SQLite.
+ *       --hosts H (with --host): H such hosts share the queue, the W
+ *       workers split evenly between them, each host with its own
+ *       connection and its rounds in flight beside the others', as H
+ *       machines would run.
  *
  *   bench_queue --fill DBPATH COUNT [AREAS]
  *       Replaces the database at DBPATH (the .baton/baton.db of "baton
@@ -1760,7 +1764,8 @@ usage(void)
 		"[--no-shm] [--host K]\n"
 		"       bench_queue --store ADMIN_URL [-n N] [-w W[,W...]] "
 		"[-q QUEUES] [--samples S] [--analyze]\n"
-		"                   [--settle-claim | --batch K | --host K]\n"
+		"                   [--settle-claim | --batch K |"
+		" --host K [--hosts H]]\n"
 		"       bench_queue --fill DBPATH COUNT [AREAS]\n"
 		"QUEUES: noarea, areas8 or noarea,areas8 (the default)\n");
 	exit(2);

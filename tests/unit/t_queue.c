@@ -1440,10 +1440,9 @@ TEST(claim_batch_rules)
 }
 
 /*
- * PostgreSQL takes the tasks without an area that come first as one
- * set and a task with an area alone (pg/014-claim-set.sql): the batch
- * is still the claim order, areas between no-area tasks included, with
- * tokens and task_claimed events increasing in that order.
+ * A batch is the claim order, tasks with areas between tasks without
+ * included, with tokens and task_claimed events increasing in that
+ * order, and stops at its max.
  */
 TEST(claim_batch_keeps_order_across_areas)
 {
