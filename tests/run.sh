@@ -144,6 +144,7 @@ t0169-memory
 t0135-clean
 t0136-schedules
 t0150-roles
+t0123-stream-revoke
 "
 
 # The PostgreSQL cluster, when a test of the pass is wanted. Its jobs go

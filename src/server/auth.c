@@ -287,6 +287,7 @@ token_revoke(struct req *rq)
 		return;
 	}
 	log_info("token '%s' revoked by '%s'", rq->params[0], rq->actor);
+	stream_revoke(rq->params[0]); /* its open streams end now */
 	http_json(rq, 200,
 		  json_pack("{s:s, s:b, s:b}", "name", rq->params[0], "revoked",
 			    1, "already", rc == 0));

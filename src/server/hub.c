@@ -82,6 +82,7 @@ struct hub {
 	/* metrics */
 	hub_wake_fn *wake; /* hub_on_new's */
 	void *wake_arg;
+	hub_revoke_fn *revoke; /* hub_on_revoke's */
 	int64_t events_total, takeovers;
 	struct stage_hist *hist;
 	size_t nr_hist;
@@ -416,6 +417,39 @@ catch_up(struct hub *h)
 	return total;
 }
 
+/* hub_on_revoke's callback, for store_token_list's. */
+struct revoke_cb {
+	hub_revoke_fn *fn;
+};
+
+/* store_token_list's callback for look_for_revoked. */
+static int
+tell_revoked(const struct api_token *t, void *arg)
+{
+	const struct revoke_cb *cb = arg;
+
+	if (t->revoked_at)
+		cb->fn(t->name);
+	return 0;
+}
+
+/*
+ * The tokens revoked, to hub_on_revoke's callback: what a CLI or another
+ * host revoked reaches the streams without the event loop asking.
+ */
+static void
+look_for_revoked(struct hub *h)
+{
+	struct err e = ERR_INIT;
+	struct revoke_cb cb;
+
+	pthread_mutex_lock(&h->mu);
+	cb.fn = h->revoke;
+	pthread_mutex_unlock(&h->mu);
+	if (cb.fn && store_token_list(h->s, tell_revoked, &cb, &e) < 0)
+		log_warn("cannot look for revoked tokens: %s", e.msg);
+}
+
 static void *
 hub_main(void *arg)
 {
@@ -441,6 +475,7 @@ hub_main(void *arg)
 		/* drain before reading: a commit after the read wakes us */
 		store_watch_drain(h->s);
 		catch_up(h);
+		look_for_revoked(h);
 		if (fd < 0)
 			wait = FALLBACK_POLL_MS;
 		else if (settle < ARRAY_SIZE(settle_ms))
@@ -498,6 +533,14 @@ hub_on_new(struct hub *h, hub_wake_fn *fn, void *arg)
 	pthread_mutex_lock(&h->mu);
 	h->wake = fn;
 	h->wake_arg = arg;
+	pthread_mutex_unlock(&h->mu);
+}
+
+void
+hub_on_revoke(struct hub *h, hub_revoke_fn *fn)
+{
+	pthread_mutex_lock(&h->mu);
+	h->revoke = fn;
 	pthread_mutex_unlock(&h->mu);
 }
 

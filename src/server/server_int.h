@@ -276,6 +276,14 @@ typedef void hub_wake_fn(void *arg);
  * into the hub. Set it once, before streams open.
  */
 void hub_on_new(struct hub *h, hub_wake_fn *fn, void *arg);
+typedef void hub_revoke_fn(const char *token_name);
+/*
+ * Calls fn(name) on the hub's thread for each revoked token it finds
+ * when it looks at the store (each time a commit wakes it; once a
+ * second on PostgreSQL), revoked by this process or any other, again at
+ * each look: fn tells the new from the known. Same rules as hub_on_new.
+ */
+void hub_on_revoke(struct hub *h, hub_revoke_fn *fn);
 /* The seq of the newest event the hub has seen. */
 int64_t hub_last_seq(struct hub *h);
 /*
@@ -313,6 +321,12 @@ void stream_sse_with(struct req *rq, stream_fill_fn *fill, void *arg,
 		     void (*release)(void *arg));
 /* Wakes every parked SSE stream to look for news again. */
 void stream_poke(void);
+/*
+ * Token name was revoked: every stream it opened ends now (SSE: a last
+ * "revoked" event; WebSocket: an error message and a close of code
+ * 1008) and runs nothing more.
+ */
+void stream_revoke(const char *name);
 /* GET /api/v1/ws with Upgrade: websocket (guards passed): 101 and the
  * socket joins the WebSocket loop, or an error answered. */
 void stream_ws(struct req *rq);

@@ -19,6 +19,13 @@
  *   hub thread ─▶ stream_wake ─┬─ gen++, resume waiting SSE ─▶ sse_read (loops)
  *                              └─ eventfd ─▶ ws_loop ─▶ wslay ─▶ sockets
  *   ws_loop, every STREAM_TICK_MS: keepalives due (SSE ": ping", WS ping)
+ *   hub thread, at each look at the store ─▶ stream_revoke of a token
+ *            revoked elsewhere (hub_on_revoke)
+ *
+ * A stream runs as the token that opened it, so it ends when that token
+ * is revoked: at once when this serve revokes it (stream_revoke), when
+ * the hub next looks at the store when `baton token revoke` or another
+ * host did. The event loop itself never waits on the store for it.
  */
 #include "util/compat.h"
 
@@ -43,6 +50,7 @@
 #include "util/err.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/version.h"
 #include "util/xalloc.h"
@@ -191,6 +199,8 @@ struct sse {
 	void (*release)(void *arg);
 	int ended; /* fill said it is finished: end once out is sent */
 	int watch;	 /* a run's stream: its watch lock (baton clean) */
+	char actor[72];	     /* whose token opened it */
+	unsigned revocations; /* as it last looked (revoked_since) */
 	struct sse *prev, *next;
 };
 
@@ -198,6 +208,48 @@ struct sse {
 static pthread_mutex_t wait_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sse *waiting;
 static atomic_ullong news;
+
+/*
+ * The tokens revoked while this serve runs (a name is never given out
+ * again, so the set only grows), and how many were added: a stream
+ * looks the set up only when that count moved since it last looked.
+ */
+static pthread_mutex_t revoked_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct strvec revoked = STRVEC_INIT;
+static atomic_uint revocations;
+
+/* Whether actor's token was revoked since *seen; moves *seen on. */
+static int
+revoked_since(const char *actor, unsigned *seen)
+{
+	unsigned now = atomic_load(&revocations);
+	int hit;
+
+	if (now == *seen)
+		return 0;
+	*seen = now;
+	pthread_mutex_lock(&revoked_mu);
+	hit = strvec_has(&revoked, actor);
+	pthread_mutex_unlock(&revoked_mu);
+	return hit;
+}
+
+/* What a stream of a revoked token is told last. */
+static char *
+revoked_json(const char *type, const char *actor)
+{
+	char msg[160];
+	json_t *j;
+	char *text;
+
+	snprintf(msg, sizeof(msg),
+		 "token '%s' was revoked: this stream is closed", actor);
+	j = json_pack("{s:s, s:{s:s, s:s}}", "type", type, "error", "code",
+		      "unauthorized", "message", msg);
+	text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return text;
+}
 
 static void
 wait_unlink(struct sse *s)
@@ -328,6 +380,14 @@ sse_read(void *cls, uint64_t pos, char *dst, size_t max)
 	(void)pos;
 	if (s->gone)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (!s->ended && revoked_since(s->actor, &s->revocations)) {
+		char *text = revoked_json("revoked", s->actor);
+
+		/* after what is still unsent: the client reads it last */
+		buf_addf(&s->out, "event: revoked\ndata: %s\n\n", text);
+		free(text);
+		s->ended = 1;
+	}
 	while (s->off == s->out.len) {
 		unsigned long long seen = atomic_load(&news);
 
@@ -394,6 +454,10 @@ sse_new(struct req *rq)
 	s->srv = rq->srv;
 	s->conn = rq->conn;
 	s->watch = -1;
+	memcpy(s->actor, rq->actor, sizeof(s->actor));
+	/* 0: its first read looks the set up, so a revocation between
+	 * the request's token check and here is not missed */
+	s->revocations = 0;
 	s->out = (struct buf)BUF_INIT;
 	buf_adds(&s->out, "retry: 2000\n\n");
 	s->last_ms = time_mono_ms();
@@ -495,6 +559,12 @@ struct ws_client {
 	int sock_failed;   /* the socket failed or the client closed it */
 	uint32_t events; /* what epoll waits for now */
 	int watch;	 /* a run's stream: its watch lock (baton clean) */
+	unsigned revocations; /* as it last looked (revoked_since) */
+	int revoked;	      /* its token was: closing, commands refused */
+	/* a close to queue once the messages before it are out (libwslay
+	 * sends a queued close ahead of them, and then nothing more) */
+	uint16_t close_code;
+	char close_reason[100];
 	struct ws_client *prev, *next;
 };
 
@@ -526,6 +596,24 @@ static void
 stream_wake(void *arg)
 {
 	(void)arg;
+	sse_resume_all();
+	atomic_store(&wl.news, 1);
+	wl_poke();
+}
+
+void
+stream_revoke(const char *name)
+{
+	int known;
+
+	pthread_mutex_lock(&revoked_mu);
+	known = strvec_has(&revoked, name);
+	if (!known)
+		strvec_push(&revoked, name);
+	pthread_mutex_unlock(&revoked_mu);
+	if (known)
+		return;
+	atomic_fetch_add(&revocations, 1);
 	sse_resume_all();
 	atomic_store(&wl.news, 1);
 	wl_poke();
@@ -599,6 +687,65 @@ ws_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
 static void ws_command(struct ws_client *w, const char *data, size_t len);
 
 /*
+ * Closes w with code and reason once what is queued before is sent
+ * (ws_update queues the close then).
+ */
+static void
+ws_close_after(struct ws_client *w, uint16_t code, const char *reason)
+{
+	w->close_code = code;
+	snprintf(w->close_reason, sizeof(w->close_reason), "%s",
+		 reason ? reason : "");
+}
+
+/* store_token_list's callback for revoked_in_store: the token named. */
+static int
+token_named(const struct api_token *t, void *arg)
+{
+	const char *name = arg;
+
+	return strcmp(t->name, name) ? 0 : t->revoked_at ? 1 : 2;
+}
+
+/*
+ * Whether the store has the token of actor revoked (the repository's
+ * own token is in no store: never). A store that cannot say is taken at
+ * its last word: not revoked, logged.
+ */
+static int
+revoked_in_store(const char *actor)
+{
+	struct store *st = http_thread_store(wl.srv);
+	struct err e = ERR_INIT;
+	int rc;
+
+	if (!strcmp(actor, API_OWNER) || !st)
+		return 0;
+	rc = store_token_list(st, token_named, (void *)actor, &e);
+	if (rc < 0)
+		log_warn("cannot look token '%s' up: %s", actor, e.msg);
+	return rc == 1;
+}
+
+/*
+ * w's token was revoked: it is told so (an error message, then a close
+ * of code 1008, policy violation), is sent nothing more and runs no
+ * command it sends before its close.
+ */
+static void
+ws_revoke(struct ws_client *w)
+{
+	char *text = revoked_json("error", w->actor);
+	char reason[sizeof(w->close_reason)];
+
+	w->revoked = 1;
+	snprintf(reason, sizeof(reason), "token '%s' was revoked", w->actor);
+	ws_send(w, text, strlen(text));
+	free(text);
+	ws_close_after(w, WSLAY_CODE_POLICY_VIOLATION, reason);
+}
+
+/*
  * A whole message from the client. libwslay has put the fragments
  * together (up to server.max_body_kb, closing with 1009 past it),
  * answered pings, and closed with 1002 on what RFC 6455 forbids: a
@@ -610,9 +757,20 @@ static void
 ws_on_msg(wslay_event_context_ptr ctx,
 	  const struct wslay_event_on_msg_recv_arg *arg, void *user)
 {
+	struct ws_client *w = user;
+
 	(void)ctx;
-	if (arg->opcode == WSLAY_TEXT_FRAME)
-		ws_command(user, (const char *)arg->msg, arg->msg_length);
+	if (arg->opcode != WSLAY_TEXT_FRAME || w->revoked)
+		return; /* revoked: nothing more is run */
+	/* a command runs as the token: one revoked since is refused,
+	 * wherever it was revoked (a tick would be late) */
+	if (revoked_since(w->actor, &w->revocations) ||
+	    revoked_in_store(w->actor)) {
+		stream_revoke(w->actor);
+		ws_revoke(w);
+		return;
+	}
+	ws_command(w, (const char *)arg->msg, arg->msg_length);
 }
 
 static const struct wslay_event_callbacks ws_callbacks = {
@@ -702,7 +860,8 @@ ws_push(struct ws_client *w)
 	struct hub_msg msgs[BATCH];
 	int n, i;
 
-	if (w->refusal || w->linger_ms || !wslay_event_want_read(w->ctx))
+	if (w->refusal || w->revoked || w->linger_ms ||
+	    !wslay_event_want_read(w->ctx))
 		return; /* closing */
 	while (wslay_event_get_queued_msg_count(w->ctx) < WS_QUEUE_MAX) {
 		n = hub_read(w->srv->hub, http_thread_store(w->srv),
@@ -733,18 +892,21 @@ ws_update(struct ws_client *w)
 		return 1;
 	}
 	/*
-	 * Drained: the cursor may move on, or a refusal, sent whole, is
-	 * followed by the close. Not queued with it: libwslay sends a
-	 * control frame ahead of the messages queued before it, and none
-	 * after it, so the client would never read why.
+	 * Drained: the cursor may move on, or a close that waited for the
+	 * messages before it (a refusal, a revoked token) goes. Not queued
+	 * with them: libwslay sends a control frame ahead of the messages
+	 * queued before it, and none after it, so the client would never
+	 * read why.
 	 */
 	if (!wslay_event_get_queued_msg_count(w->ctx)) {
-		if (!w->refusal)
+		if (w->close_code && wslay_event_get_write_enabled(w->ctx))
+			wslay_event_queue_close(w->ctx, w->close_code,
+						(const uint8_t *)w->close_reason,
+						strlen(w->close_reason));
+		if (w->close_code)
+			w->close_code = 0;
+		else if (!w->refusal && !w->revoked)
 			ws_push(w);
-		else if (wslay_event_get_write_enabled(w->ctx))
-			wslay_event_queue_close(w->ctx,
-						WSLAY_CODE_NORMAL_CLOSURE,
-						NULL, 0);
 	}
 	if (wslay_event_want_write(w->ctx) && wslay_event_send(w->ctx)) {
 		ws_close(w);
@@ -812,6 +974,9 @@ ws_adopt(struct ws_client *w)
 	if (w->refusal) {
 		/* ws_update closes once it is out */
 		ws_send(w, w->refusal, strlen(w->refusal));
+		ws_close_after(w, WSLAY_CODE_NORMAL_CLOSURE, NULL);
+	} else if (revoked_since(w->actor, &w->revocations)) {
+		ws_revoke(w); /* since its upgrade was let through */
 	} else {
 		ws_welcome(w);
 		ws_push(w);
@@ -897,6 +1062,9 @@ ws_loop(void *arg)
 		if (atomic_exchange(&wl.news, 0))
 			for (w = wl.all; w; w = next) {
 				next = w->next;
+				if (!w->revoked && !w->linger_ms &&
+				    revoked_since(w->actor, &w->revocations))
+					ws_revoke(w);
 				ws_push(w);
 				ws_update(w);
 			}
@@ -974,6 +1142,7 @@ stream_ws(struct req *rq)
 	w = xcalloc(1, sizeof(*w));
 	w->srv = rq->srv;
 	memcpy(w->actor, rq->actor, sizeof(w->actor));
+	w->revocations = 0; /* as an SSE stream's (sse_new) */
 	w->role = rq->role;
 	w->fd = -1;
 	w->watch = -1;
@@ -1024,6 +1193,7 @@ stream_start(struct server *srv, struct err *e)
 			       "cannot start the WebSocket loop");
 	wl.started = 1;
 	hub_on_new(srv->hub, stream_wake, NULL);
+	hub_on_revoke(srv->hub, stream_revoke);
 	return 0;
 }
 
@@ -1033,12 +1203,16 @@ stream_stop(void)
 	if (!wl.started)
 		return;
 	hub_on_new(wl.srv->hub, NULL, NULL);
+	hub_on_revoke(wl.srv->hub, NULL);
 	atomic_store(&wl.stop, 1);
 	wl_poke();
 	pthread_join(wl.thread, NULL);
 	wl.started = 0;
 	/* waiting SSE streams are resumed so the server can close them */
 	sse_resume_all();
+	pthread_mutex_lock(&revoked_mu);
+	strvec_clear(&revoked);
+	pthread_mutex_unlock(&revoked_mu);
 }
 
 /*

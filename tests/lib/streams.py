@@ -70,6 +70,10 @@ def dechunk(c):
         size = int(c.raw[:eol].split(b";")[0] or b"0", 16)
         if len(c.raw) < eol + 2 + size + 2:
             return
+        if size == 0:  # the last chunk: the server ended the stream
+            c.closed = True
+            c.raw = b""
+            return
         c.buf += c.raw[eol + 2:eol + 2 + size]
         c.raw = c.raw[eol + 2 + size + 2:]
 
