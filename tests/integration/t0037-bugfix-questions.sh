@@ -1,13 +1,27 @@
 #!/bin/bash
-test_description='bug-fix questions: an agent that is not installed asks to skip or install (a review, a parallel member, one of two RCAs), and a phased plan of more than 30 steps asks before it starts'
+test_description='bug-fix questions: an agent that is not installed asks to skip or install (a review, a parallel member, one of two RCAs), a parallel member refused its credentials asks for them, and a phased plan of more than 30 steps asks before it starts'
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 bug='greet prints an empty greeting for an empty name'
 
 # codex is named but not installed: every stage it plays blocks on it.
+# locked is refused its credentials (as a 401 reads) until the file key
+# exists in the fake agents' state (the sandbox lets it see that);
+# then it is the fake agent.
 providers='providers:
   fake: {type: command, command: ["'"$FAKE_AGENT"'"]}
-  codex: {type: codex, command: ["/nonexistent/bin/codex"]}'
+  codex: {type: codex, command: ["/nonexistent/bin/codex"]}
+  locked: {type: command, command: ["'"$TRASH_DIRECTORY/locked-agent"'"]}'
+
+cat >"$TRASH_DIRECTORY/locked-agent" <<EOF
+#!/bin/sh
+if [ -f "$FAKE_STATE/key" ]; then
+	exec "$FAKE_AGENT" "\$@"
+fi
+echo "Error: 401 Unauthorized: invalid api key" >&2
+exit 1
+EOF
+chmod +x "$TRASH_DIRECTORY/locked-agent"
 
 pipelines='pipelines:
   review-missing:
@@ -25,6 +39,22 @@ pipelines='pipelines:
       - {type: code-review, parallel: true}
       - {type: code-review, parallel: true, provider: codex}
       - {type: code-review, parallel: true}
+  group-refused:
+    type: bugfix
+    stages:
+      - {type: rca}
+      - {type: implementation}
+      - {type: code-review, parallel: true}
+      - {type: code-review, parallel: true, provider: locked}
+      - {type: code-review, parallel: true}
+  phased-refused:
+    type: bugfix
+    stages:
+      - {type: rca}
+      - type: implementation
+        phased_reviews: [{provider: fake, parallel: true}, {provider: locked, parallel: true}]
+        review_interval: 2
+      - {type: code-review}
   rca-missing:
     type: bugfix
     stages:
@@ -170,6 +200,76 @@ test_expect_success 'skip: the member is skipped, the others are not reviewed ag
 	run_field "$id" progress >../progress &&
 	test_jq ".stages[\"code-review-2\"].status == \"skipped\"" ../progress &&
 	test_jq ".groups[\"1\"] == \"done\"" ../progress
+'
+
+# A member refused its credentials used to block the whole group; it
+# asks now, as a stage alone does, and approving runs just that member.
+test_expect_success 'a parallel member refused its credentials: the others review, then one question for it' '
+	start group-refused refused &&
+	cd repo &&
+	id=$(cat ../refused.id) &&
+	wait_for_status "$id" waiting_for_approval &&
+	question "$id" 1 >../q.json &&
+	test_jq ".kind == \"needs\" and .needs == \"credential\"" ../q.json &&
+	test_jq ".question | test(\"code-review-2\") and test(\"locked\")" ../q.json &&
+	run_field "$id" progress >../progress &&
+	test_jq ".stages[\"code-review-1\"].status == \"approved\" and .stages[\"code-review-3\"].status == \"approved\"" ../progress &&
+	test_jq ".stages[\"code-review-2\"] | has(\"status\") | not" ../progress
+'
+
+test_expect_success 'approved while still refused: it asks again, the others are not reviewed again' '
+	cd repo &&
+	id=$(cat ../refused.id) &&
+	"$BATON" approvals approve "$id" >../approve.out 2>&1 &&
+	wait_for "test \"\$(count_events $id question)\" = 2" &&
+	wait_for_status "$id" waiting_for_approval &&
+	question "$id" 2 >../q.json &&
+	test_jq ".kind == \"needs\"" ../q.json &&
+	fake_calls "$id" code-review >../calls &&
+	test_line_count = 2 ../calls
+'
+
+test_expect_success 'the credential provided, approved: that member reviews and the run is ready' '
+	cd repo &&
+	id=$(cat ../refused.id) &&
+	: >"$FAKE_STATE/key" &&
+	"$BATON" approvals approve "$id" >../approve.out 2>&1 &&
+	rc=$(bg_wait ../refused) &&
+	test "$rc" = 0 &&
+	test "$(run_status "$id")" = merge_ready &&
+	fake_calls "$id" code-review >../calls &&
+	test_line_count = 3 ../calls &&
+	run_field "$id" progress >../progress &&
+	test_jq ".stages[\"code-review-2\"].status == \"approved\"" ../progress
+'
+
+test_expect_success 'rejected: the run ends blocked, naming the refusal' '
+	rm -f "$FAKE_STATE/key" &&
+	start group-refused refused2 &&
+	cd repo &&
+	id=$(cat ../refused2.id) &&
+	wait_for_status "$id" waiting_for_approval &&
+	"$BATON" approvals reject "$id" >../reject.out 2>&1 &&
+	rc=$(bg_wait ../refused2) &&
+	test "$rc" != 0 &&
+	test "$(run_status "$id")" = blocked &&
+	run_field "$id" reason >../reason &&
+	test_grep "locked" ../reason
+'
+
+test_expect_success 'a parallel phased reviewer refused its credentials: the batch asks, and runs again once provided' '
+	rm -f "$FAKE_STATE/key" &&
+	start phased-refused phased FAKE_PLAN_STEPS=2 &&
+	cd repo &&
+	id=$(cat ../phased.id) &&
+	wait_for_status "$id" waiting_for_approval &&
+	question "$id" 1 >../q.json &&
+	test_jq ".kind == \"needs\" and .needs == \"credential\" and .stage == \"implementation\"" ../q.json &&
+	: >"$FAKE_STATE/key" &&
+	"$BATON" approvals approve "$id" >../approve.out 2>&1 &&
+	rc=$(bg_wait ../phased) &&
+	test "$rc" = 0 &&
+	test "$(run_status "$id")" = merge_ready
 '
 
 # --- RCAs ----------------------------------------------------------------------

@@ -55,6 +55,8 @@ struct member {
 	enum stage_result res;
 	char *reason;
 	int missing;		   /* blocked: its agent is not installed */
+	int refused;		   /* blocked: its agent was refused its
+				      credentials (a person provides them) */
 	int unanswered;		   /* failed: its agent gave no answer */
 };
 
@@ -148,7 +150,8 @@ int bf_run_members(struct drive *d, struct member *m, size_t n, const char *stee
 void bf_members_release(struct member *m, size_t n);
 /*
  * The first member that failed or was stopped, as the stage's result; a
- * missing agent is not a failure here (members_missing asks about it).
+ * missing agent or a refused credential is not a failure here (the group
+ * asks about them: members_missing, members_refused).
  */
 int bf_members_failed(struct member *m, size_t n, enum stage_result *res,
 		      char **reason);

@@ -328,6 +328,7 @@ review_batch(struct drive *d, const struct stage *s, const char *steers,
 				m[i].reason = par[k].reason;
 				m[i].rq.out = par[k].rq.out;
 				m[i].unanswered = par[k].unanswered;
+				m[i].refused = par[k].refused;
 				k++;
 			}
 		free(par);
@@ -348,6 +349,15 @@ review_batch(struct drive *d, const struct stage *s, const char *steers,
 			rc = synthetic_verdict(d, s, &m[i], r + 1, e);
 	if (rc)
 		goto out;
+	for (i = 0; i < s->nr_phased; i++)
+		if (m[i].refused) {
+			/* the stage asks for it (route.c) and runs again */
+			*res = STAGE_BLOCK;
+			*reason = m[i].reason;
+			m[i].reason = NULL;
+			d->needs = "credential";
+			goto out;
+		}
 	if (bf_members_failed(m, s->nr_phased, res, reason))
 		goto out;
 	for (i = 0; i < s->nr_phased; i++) {

@@ -220,6 +220,8 @@ member_work(struct drive *cd, struct fanout_member *fm, const char *steers,
 	json_object_set_new(out, "status", json_string(m->rq.out.status));
 	if (cd->missing)
 		json_object_set_new(out, "missing", json_true());
+	if (cd->needs)
+		json_object_set_new(out, "needs", json_string(cd->needs));
 	if (cd->unanswered)
 		json_object_set_new(out, "unanswered", json_true());
 	return rc;
@@ -272,6 +274,9 @@ bf_run_members(struct drive *d, struct member *m, size_t n, const char *steers,
 		m[i].missing = m[i].res == STAGE_BLOCK &&
 			       json_is_true(json_object_get(fm[i].out,
 							    "missing"));
+		m[i].refused = m[i].res == STAGE_BLOCK &&
+			       json_is_string(json_object_get(fm[i].out,
+							      "needs"));
 		m[i].unanswered = m[i].res != STAGE_PASS &&
 				  json_is_true(json_object_get(fm[i].out,
 							       "unanswered"));
@@ -296,7 +301,8 @@ bf_members_release(struct member *m, size_t n)
 
 /*
  * The first member that failed or was stopped, as the stage's result; a
- * missing agent is not a failure here (members_missing asks about it).
+ * missing agent or a refused credential is not a failure here (the group
+ * asks about them: members_missing, members_refused).
  */
 int
 bf_members_failed(struct member *m, size_t n, enum stage_result *res,
@@ -305,7 +311,8 @@ bf_members_failed(struct member *m, size_t n, enum stage_result *res,
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (m[i].res != STAGE_PASS && !m[i].missing) {
+		if (m[i].res != STAGE_PASS && !m[i].missing &&
+		    !m[i].refused) {
 			*res = m[i].res;
 			*reason = m[i].reason;
 			m[i].reason = NULL;
@@ -337,6 +344,32 @@ members_missing(struct drive *d, const struct stage *s, struct member *m,
 	rc = bf_ask_install(d, s, why.ptr, what.ptr, res);
 	buf_release(&why);
 	buf_release(&what);
+	return rc;
+}
+
+/*
+ * Members whose agent was refused its credentials (a 401, "not logged
+ * in", an unset key): one question (kind "needs") for all of them, as a
+ * stage alone asks (route.c). The group stays running, so approving runs
+ * just those members again, with the credentials as they are then;
+ * rejecting ends the run blocked.
+ */
+static int
+members_refused(struct drive *d, const struct stage *s, struct member *m,
+		size_t n, enum stage_result *res)
+{
+	struct buf why = BUF_INIT;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		if (m[i].refused)
+			buf_addf(&why, "%s%s", why.len ? "\n" : "",
+				 m[i].reason);
+	if (!why.len)
+		return 0;
+	rc = engine__ask_needs(d, s, "credential", why.ptr, NULL, res);
+	buf_release(&why);
 	return rc;
 }
 
@@ -413,6 +446,8 @@ review_group(struct drive *d, const struct stage *s, const char *steers,
 	if (bf_members_failed(m, k, res, reason))
 		goto out;
 	rc = members_missing(d, s, m, k, res);
+	if (!rc && *res != STAGE_ASK)
+		rc = members_refused(d, s, m, k, res);
 	if (rc || *res == STAGE_ASK)
 		goto out;
 	p = engine__prog_load(d);
