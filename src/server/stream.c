@@ -200,7 +200,10 @@ struct sse {
 	int ended; /* fill said it is finished: end once out is sent */
 	int watch;	 /* a run's stream: its watch lock (baton clean) */
 	char actor[72];	     /* whose token opened it */
-	unsigned revocations; /* as it last looked (revoked_since) */
+	/* as it last looked (revoked_since); 0 from the start, so its
+	 * first read looks the set up: a revocation between the request's
+	 * token check and the stream's start is not missed */
+	unsigned revocations;
 	struct sse *prev, *next;
 };
 
@@ -455,9 +458,6 @@ sse_new(struct req *rq)
 	s->conn = rq->conn;
 	s->watch = -1;
 	memcpy(s->actor, rq->actor, sizeof(s->actor));
-	/* 0: its first read looks the set up, so a revocation between
-	 * the request's token check and here is not missed */
-	s->revocations = 0;
 	s->out = (struct buf)BUF_INIT;
 	buf_adds(&s->out, "retry: 2000\n\n");
 	s->last_ms = time_mono_ms();
@@ -559,7 +559,7 @@ struct ws_client {
 	int sock_failed;   /* the socket failed or the client closed it */
 	uint32_t events; /* what epoll waits for now */
 	int watch;	 /* a run's stream: its watch lock (baton clean) */
-	unsigned revocations; /* as it last looked (revoked_since) */
+	unsigned revocations; /* as an SSE stream's (struct sse) */
 	int revoked;	      /* its token was: closing, commands refused */
 	/* a close to queue once the messages before it are out (libwslay
 	 * sends a queued close ahead of them, and then nothing more) */
@@ -898,15 +898,14 @@ ws_update(struct ws_client *w)
 	 * queued before it, and none after it, so the client would never
 	 * read why.
 	 */
-	if (!wslay_event_get_queued_msg_count(w->ctx)) {
-		if (w->close_code && wslay_event_get_write_enabled(w->ctx))
+	if (!wslay_event_get_queued_msg_count(w->ctx) && w->close_code) {
+		if (wslay_event_get_write_enabled(w->ctx))
 			wslay_event_queue_close(w->ctx, w->close_code,
 						(const uint8_t *)w->close_reason,
 						strlen(w->close_reason));
-		if (w->close_code)
-			w->close_code = 0;
-		else if (!w->refusal && !w->revoked)
-			ws_push(w);
+		w->close_code = 0;
+	} else if (!wslay_event_get_queued_msg_count(w->ctx)) {
+		ws_push(w); /* nothing for a socket that is closing */
 	}
 	if (wslay_event_want_write(w->ctx) && wslay_event_send(w->ctx)) {
 		ws_close(w);
@@ -1142,7 +1141,6 @@ stream_ws(struct req *rq)
 	w = xcalloc(1, sizeof(*w));
 	w->srv = rq->srv;
 	memcpy(w->actor, rq->actor, sizeof(w->actor));
-	w->revocations = 0; /* as an SSE stream's (sse_new) */
 	w->role = rq->role;
 	w->fd = -1;
 	w->watch = -1;
