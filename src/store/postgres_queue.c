@@ -134,6 +134,29 @@ add_id_array(struct buf *b, const int64_t *ids, size_t n)
 	buf_addch(b, '}');
 }
 
+/*
+ * Appends s to b as an element of a PostgreSQL array literal (the
+ * caller writes the braces; k > 0 puts a comma first): quoted, with
+ * quote and backslash escaped, or NULL for NULL.
+ */
+static void
+add_text_elem(struct buf *b, size_t k, const char *s)
+{
+	if (k)
+		buf_addch(b, ',');
+	if (!s) {
+		buf_adds(b, "NULL");
+		return;
+	}
+	buf_addch(b, '"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_addch(b, '\\');
+		buf_addch(b, *s);
+	}
+	buf_addch(b, '"');
+}
+
 /* Pushes the mutable fields of t (borrowed) in the order of task_fields. */
 static void
 bind_task(struct params *p, const struct task *t)
@@ -570,6 +593,20 @@ update_work(const struct task *row, int64_t dependents)
 }
 
 /*
+ * The event ev of the update of row, as it is written (*tev, borrowing
+ * from ev): about the task, at now unless ev says when.
+ */
+static int
+update_event(const struct task *row, int64_t now, const struct event *ev,
+	     struct event *tev, const char *what, struct err *e)
+{
+	*tev = *ev;
+	tev->task_id = row->id;
+	tev->ts = ev->ts ? ev->ts : now;
+	return store__event_check(tev, what, e);
+}
+
+/*
  * The statement of a guarded update (update_row): sql and p get the
  * UPDATE of the task to row (token > 0: only while the row holds that
  * lease token) and, when ev is given, its event *tev (through
@@ -585,10 +622,7 @@ update_stmt(const struct task *row, const char *froms, int64_t token,
 	int n = 2, rc;
 
 	if (ev) {
-		*tev = *ev;
-		tev->task_id = row->id;
-		tev->ts = ev->ts ? ev->ts : now;
-		rc = store__event_check(tev, what, e);
+		rc = update_event(row, now, ev, tev, what, e);
 		if (rc < 0)
 			return rc;
 	}
@@ -1347,9 +1381,8 @@ struct settle_stmt {
  * run), and what each that ran changed. *work adds up their work.
  */
 static int
-settle_pipe_read(struct pg_store *ps, struct store_settle *v,
-		 struct settle_stmt *st, size_t n, int64_t *changed,
-		 int64_t *ts, int64_t *seq, int *work, const char *what,
+settle_pipe_read(struct pg_store *ps, const struct settle_stmt *st,
+		 size_t n, int64_t *changed, int *work, const char *what,
 		 struct err *e)
 {
 	PGresult *res;
@@ -1366,10 +1399,8 @@ settle_pipe_read(struct pg_store *ps, struct store_settle *v,
 			if (rc == 0)
 				rc = pg__fail(ps, res, what, e);
 		} else if (rc == 0) {
-			rc = update_result(ps, res,
-					   v[i].ev ? &st[i].tev : NULL,
-					   &changed[i], &dependents, &ts[i],
-					   &seq[i], what, e);
+			rc = update_result(ps, res, NULL, &changed[i],
+					   &dependents, NULL, NULL, what, e);
 			if (changed[i])
 				*work += update_work(&st[i].row, dependents);
 		}
@@ -1385,9 +1416,79 @@ settle_pipe_read(struct pg_store *ps, struct store_settle *v,
 }
 
 /*
- * The batch's UPDATEs, each with its event, sent at once in libpq's
- * pipeline mode (one round trip for all, in the open transaction), then
- * read back; changed[i] says which matched.
+ * The events of the settles that matched, in the open transaction, in
+ * one statement: baton_events_add (pg/014-claim-set.sql) draws their
+ * seqs in the batch's order and takes one horizon for them all, where
+ * an event each would make a subtransaction each. ts and seq get them.
+ */
+static int
+settle_events(struct pg_store *ps, const struct store_settle *v,
+	      const struct settle_stmt *st, size_t n, const int64_t *changed,
+	      int64_t *ts, int64_t *seq, const char *what, struct err *e)
+{
+	struct buf a[7];
+	struct params p = { 0 };
+	PGresult *res;
+	size_t i, k = 0, r;
+	int c, rc = 0;
+
+	for (c = 0; c < 7; c++) {
+		a[c] = (struct buf)BUF_INIT;
+		buf_addch(&a[c], '{');
+	}
+	for (i = 0; i < n; i++) {
+		const struct event *ev = &st[i].tev;
+
+		if (v[i].rc || !changed[i] || !v[i].ev)
+			continue;
+		add_text_elem(&a[0], k, ev->run_id);
+		buf_addf(&a[1], "%s%lld", k ? "," : "",
+			 (long long)ev->task_id);
+		buf_addf(&a[2], "%s%lld", k ? "," : "", (long long)ev->ts);
+		add_text_elem(&a[3], k, ev->type);
+		add_text_elem(&a[4], k, ev->from);
+		add_text_elem(&a[5], k, ev->to);
+		add_text_elem(&a[6], k, ev->data);
+		k++;
+	}
+	for (c = 0; c < 7; c++) {
+		buf_addch(&a[c], '}');
+		param_text(&p, a[c].ptr);
+	}
+	res = k ? pg__exec(ps, "SELECT unnest(baton_events_add($1::text[],"
+				   " $2::bigint[], $3::bigint[], $4::text[],"
+				   " $5::text[], $6::text[], $7::text[]))",
+			   p.n, p.v, what, e) :
+		  NULL;
+	if (k && !res)
+		rc = strcmp(ps->state, "23503") ?
+			     BATON_ESTORE :
+			     err_set(e, BATON_ENOTFOUND,
+				     "cannot %s: an event names a run that "
+				     "is not on record",
+				     what);
+	else if (k && (size_t)PQntuples(res) != k)
+		rc = err_set(e, BATON_ESTORE,
+			     "cannot %s: %d seqs came back for %zu events",
+			     what, PQntuples(res), k);
+	for (i = 0, r = 0; rc == 0 && i < n && r < k; i++) {
+		if (v[i].rc || !changed[i] || !v[i].ev)
+			continue;
+		ts[i] = st[i].tev.ts;
+		seq[i] = pg__int64(res, (int)r++, 0);
+	}
+	if (k && rc == 0)
+		ps->notify_events = 1;
+	PQclear(res);
+	for (c = 0; c < 7; c++)
+		buf_release(&a[c]);
+	return rc;
+}
+
+/*
+ * The batch's UPDATEs sent at once in libpq's pipeline mode (one round
+ * trip for all, in the open transaction), then read back, changed[i]
+ * saying which matched; then their events (settle_events).
  */
 static int
 settle_pipe(struct pg_store *ps, struct store_settle *v,
@@ -1406,9 +1507,13 @@ settle_pipe(struct pg_store *ps, struct store_settle *v,
 		if (v[i].rc)
 			continue;
 		st[i].row = store__task_with_defaults(v[i].task, &st[i].d);
-		rc = update_stmt(&st[i].row, froms[i].ptr, v[i].token, now,
-				 v[i].ev, &st[i].tev, &st[i].sql, &st[i].p,
-				 what, e);
+		if (v[i].ev)
+			rc = update_event(&st[i].row, now, v[i].ev,
+					  &st[i].tev, what, e);
+		if (rc == 0)
+			rc = update_stmt(&st[i].row, froms[i].ptr, v[i].token,
+					 now, NULL, NULL, &st[i].sql,
+					 &st[i].p, what, e);
 		if (rc == 0)
 			st[i].prepared = pg__prepared(ps, st[i].sql.ptr,
 						      st[i].p.n, st[i].name);
@@ -1434,14 +1539,16 @@ settle_pipe(struct pg_store *ps, struct store_settle *v,
 		if (rc == 0)
 			rc = pg__fail(ps, NULL, what, e);
 	} else {
-		int read = settle_pipe_read(ps, v, st, n, changed, ts, seq,
-					    work, what, rc ? NULL : e);
+		int read = settle_pipe_read(ps, st, n, changed, work, what,
+					    rc ? NULL : e);
 
 		if (rc == 0)
 			rc = read;
 	}
 	if (PQexitPipelineMode(ps->conn) != 1 && rc == 0)
 		rc = pg__fail(ps, NULL, what, e);
+	if (rc == 0)
+		rc = settle_events(ps, v, st, n, changed, ts, seq, what, e);
 out:
 	for (i = 0; i < n; i++)
 		buf_release(&st[i].sql);

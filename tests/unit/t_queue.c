@@ -1549,6 +1549,83 @@ TEST(settle_batch_fences_each)
 }
 
 /*
+ * A batch's events are written as given, each with its own ts, from, to
+ * and data (quotes, backslashes, braces, commas, NULL), in the batch's
+ * order, and each event handed back has the seq it was written with;
+ * a settle without an event or a refused one takes no seq.
+ */
+TEST(settle_batch_events_as_given)
+{
+	static const char *const datas[4] = {
+		"{\"says\":\"a \\\"quote\\\", a \\\\ and {braces}, commas\"}",
+		NULL, "NULL", "{\"é\":\"\\u2603 ☃\"}"
+	};
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task got[4], stale;
+	struct event ev[4];
+	struct store_settle v[4];
+	struct events l = { 0 };
+	size_t n = 0, i;
+
+	for (i = 0; i < 4; i++)
+		add_task(s, "batch", 0, NULL, NULL);
+	ASSERT_OK(store_task_claim_batch(s, "w", HOUR_MS, 4, got, &n, &e), &e);
+	ASSERT_EQ(n, 4);
+	/* got[2] was changed by someone else since it was read */
+	get_task(s, got[2].id, &stale);
+	stale.priority = 7;
+	ASSERT_OK(store_task_update(s, &stale, NULL, &e), &e);
+	for (i = 0; i < 4; i++) {
+		ev[i] = (struct event){ .type = (char *)"transition",
+					.from = (char *)TASK_RUNNING,
+					.to = (char *)TASK_DONE,
+					.ts = i == 3 ? 12345 : 0,
+					.data = (char *)datas[i] };
+		v[i] = (struct store_settle){ .task = &got[i],
+					      .ev = i == 1 ? NULL : &ev[i],
+					      .token = got[i].lease_token };
+		run_set(&got[i].status, TASK_DONE);
+	}
+	ASSERT_OK(store_task_settle_batch(s, v, 4, &e), &e);
+	ASSERT_EQ(v[0].rc, 0);
+	ASSERT_EQ(v[1].rc, 0);
+	ASSERT_EQ(v[2].rc, BATON_ECONFLICT);
+	ASSERT_EQ(v[3].rc, 0);
+	ASSERT(ev[0].seq > 0);
+	ASSERT_EQ(ev[2].seq, 0);
+	ASSERT(ev[3].seq > ev[0].seq);
+	ASSERT_EQ(ev[3].ts, 12345);
+	for (i = 0; i < 4; i++) {
+		if (i == 1 || i == 2) {
+			ASSERT_OK(store_task_events(s, got[i].id, 0,
+						    collect_event, &l, &e),
+				  &e);
+			ASSERT_EQ(l.n, 1); /* task_claimed alone */
+			events_release(&l);
+			continue;
+		}
+		ASSERT_OK(store_task_events(s, got[i].id, 0, collect_event,
+					    &l, &e),
+			  &e);
+		ASSERT_EQ(l.n, 2);
+		ASSERT_STREQ(l.ev[1].type, "transition");
+		ASSERT_STREQ(l.ev[1].from, TASK_RUNNING);
+		ASSERT_STREQ(l.ev[1].to, TASK_DONE);
+		ASSERT_STREQ(l.ev[1].data, datas[i]);
+		ASSERT_EQ(l.ev[1].task_id, got[i].id);
+		ASSERT(l.ev[1].run_id == NULL);
+		ASSERT_EQ(l.ev[1].seq, ev[i].seq);
+		ASSERT_EQ(l.ev[1].ts, ev[i].ts);
+		events_release(&l);
+	}
+	for (i = 0; i < 4; i++)
+		task_release(&got[i]);
+	task_release(&stale);
+	store_close(s);
+}
+
+/*
  * A host's round (store_task_settle_claim_batch): the settles are
  * fenced each as in a batch, a refused one takes nothing from the
  * others, and the claims after them see the tasks they settled (a
