@@ -1035,8 +1035,14 @@ engine__call(struct drive *d, const struct stage *s,
 		FREE_AND_NULL(efile);
 		FREE_AND_NULL(home);
 		FREE_AND_NULL(out_dir);
-		call = xasprintf("%04lld-%s-%s-%d", (long long)d->r.version,
-				 s->name, prov->name, d->r.attempt);
+		call = d->member_no ?
+			       xasprintf("%04lld-%s-%s-%d-m%d",
+					 (long long)d->r.version, s->name,
+					 prov->name, d->r.attempt,
+					 d->member_no) :
+			       xasprintf("%04lld-%s-%s-%d",
+					 (long long)d->r.version, s->name,
+					 prov->name, d->r.attempt);
 		out_dir = xasprintf("%s/out/%s", d->run_dir, call);
 		pfile = xasprintf("%s/%s.prompt.md", calls_dir, call);
 		ofile = xasprintf("%s/%s.stdout", calls_dir, call);

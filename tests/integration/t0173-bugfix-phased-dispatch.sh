@@ -110,7 +110,18 @@ test_expect_success 'parallel phased reviewers that give no answer: each gets it
 	events_of "$id" >../events.json &&
 	test_jq "[.[] | select(.type == \"batch_review\") | .data.round] == [0, 1]" ../events.json &&
 	jq -s "[.[] | select(.synthetic == true)] | length" "$dir"/*-v2.json >../syn2 &&
-	test "$(cat ../syn2)" = 0
+	test "$(cat ../syn2)" = 0 &&
+	# the two reviewers call one provider at once: each call has its own
+	# name, prompt, transcript and out folder (they shared them, and one
+	# removed the out folder the other was making)
+	calls=.baton/runs/$id/calls &&
+	ls "$calls" | sed -n "s/-m1\.prompt\.md\$//p" >../m1 &&
+	test_line_count -ge 2 ../m1 &&
+	while read -r c; do
+		test -f "$calls/$c-m2.prompt.md" &&
+		! cmp -s "$calls/$c-m1.prompt.md" "$calls/$c-m2.prompt.md" ||
+		return 1
+	done <../m1
 '
 
 test_done

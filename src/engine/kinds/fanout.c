@@ -55,7 +55,8 @@ result_path(const struct drive *d, const struct fanout_member *m)
  * returns.
  */
 static void __attribute__((noreturn))
-member_main(struct drive *d, struct fanout_member *m, const char *steers)
+member_main(struct drive *d, struct fanout_member *m, int no,
+	    const char *steers)
 {
 	struct engine cen = *d->en;
 	struct drive cd = *d;
@@ -70,6 +71,7 @@ member_main(struct drive *d, struct fanout_member *m, const char *steers)
 	cen.note = NULL; /* the parent speaks for the run */
 	cd.en = &cen;
 	cd.member = 1;
+	cd.member_no = no;
 	cd.ask = NULL;
 	cd.ask_to = NULL;
 	run_copy(&cd.r, &d->r);
@@ -144,6 +146,7 @@ out:
 struct member_arg {
 	struct drive *d;
 	struct fanout_member *m;
+	int no; /* its place in the group, from 1 */
 	const char *steers;
 };
 
@@ -152,14 +155,15 @@ member_call(void *arg)
 {
 	struct member_arg *a = arg;
 
-	member_main(a->d, a->m, a->steers);
+	member_main(a->d, a->m, a->no, a->steers);
 }
 
 /* Forks member m; a fork that fails fails the member. 1 if it runs. */
 static int
-member_start(struct drive *d, struct fanout_member *m, const char *steers)
+member_start(struct drive *d, struct fanout_member *m, int no,
+	     const char *steers)
 {
-	struct member_arg a = { d, m, steers };
+	struct member_arg a = { d, m, no, steers };
 	int rc;
 
 	m->started_ms = time_now_ms();
@@ -216,8 +220,11 @@ engine__fanout(struct drive *d, struct fanout_member *m, size_t n,
 		char drain[64];
 		int status, woken;
 
-		while (!stopping && next < n && alive < at_once)
-			alive += member_start(d, &m[next++], steers);
+		while (!stopping && next < n && alive < at_once) {
+			alive += member_start(d, &m[next], (int)next + 1,
+					      steers);
+			next++;
+		}
 		if (!alive)
 			break;
 		/* a short nap: an exited member is taken within POLL_MS */

@@ -74,6 +74,9 @@ struct drive {
 	 * it did goes back to the parent in a result file.
 	 */
 	int member;
+	int member_no;		/* a member: its place in the group, from 1;
+				   in its calls' names, as two members of
+				   one stage may call one provider */
 	const char *outcome;	/* RUN_OUTCOME_* for a BLOCK or FAIL */
 	int in_steps;		/* a phased implementation: a checkpoint
 				   ends a step, not the stage */
