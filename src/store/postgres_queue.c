@@ -1422,6 +1422,13 @@ settle_pipe_read(struct pg_store *ps, const struct settle_stmt *st,
  * an event each would make a subtransaction each. ts and seq get them.
  */
 static int
+settles_with_event(const struct store_settle *v, const int64_t *changed,
+		   size_t i)
+{
+	return !v[i].rc && changed[i] && v[i].ev;
+}
+
+static int
 settle_events(struct pg_store *ps, const struct store_settle *v,
 	      const struct settle_stmt *st, size_t n, const int64_t *changed,
 	      int64_t *ts, int64_t *seq, const char *what, struct err *e)
@@ -1439,7 +1446,7 @@ settle_events(struct pg_store *ps, const struct store_settle *v,
 	for (i = 0; i < n; i++) {
 		const struct event *ev = &st[i].tev;
 
-		if (v[i].rc || !changed[i] || !v[i].ev)
+		if (!settles_with_event(v, changed, i))
 			continue;
 		add_text_elem(&a[0], k, ev->run_id);
 		buf_addf(&a[1], "%s%lld", k ? "," : "",
@@ -1472,7 +1479,7 @@ settle_events(struct pg_store *ps, const struct store_settle *v,
 			     "cannot %s: %d seqs came back for %zu events",
 			     what, PQntuples(res), k);
 	for (i = 0, r = 0; rc == 0 && i < n && r < k; i++) {
-		if (v[i].rc || !changed[i] || !v[i].ev)
+		if (!settles_with_event(v, changed, i))
 			continue;
 		ts[i] = st[i].tev.ts;
 		seq[i] = pg__int64(res, (int)r++, 0);
