@@ -71,8 +71,8 @@
  * limit. A request (headers and body) must arrive in full within
  * HTTP_REQUEST_MS of its connection, or HTTP_KEEP_ALIVE_MS of the
  * previous answer on a kept-alive one: the reaper shuts the socket down
- * then, however steadily it trickles. A connection that neither reads
- * nor writes for HTTP_IDLE_S seconds is closed (a stalled answer). A
+ * then, however steadily it trickles. An answer whose connection neither
+ * reads nor writes for HTTP_IDLE_S seconds is cut (conn_idle_timeout). A
  * browser or curl sends a request in milliseconds. A live stream is not
  * bound by them (stream.c has its own pings and timeouts).
  */
@@ -862,6 +862,20 @@ conn_due(struct conn *c, int64_t ms)
 	pthread_mutex_unlock(&conns_mu);
 }
 
+/*
+ * libmicrohttpd's idle timeout (HTTP_IDLE_S) counts from a connection's
+ * last read or write, and a loop looks for timeouts before it reads what
+ * came in meanwhile: a request that arrived while a slow handler held
+ * its loop would be closed unanswered. So it is set only while an answer
+ * is under way (seconds); while a request is awaited (0: none) the
+ * reaper alone keeps the time, and it spares bytes waiting unread.
+ */
+static void
+conn_idle_timeout(struct MHD_Connection *mc, unsigned seconds)
+{
+	MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
+}
+
 static void
 on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
 	      enum MHD_ConnectionNotificationCode toe)
@@ -884,6 +898,7 @@ on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
 		conns = c;
 		pthread_mutex_unlock(&conns_mu);
 		*socket_context = c;
+		conn_idle_timeout(mc, 0);
 		return;
 	}
 	c = *socket_context;
@@ -935,12 +950,18 @@ on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	struct conn *c = conn_of(mc);
 
 	(void)cls;
-	(void)toe;
 	if (c && c->pending == p)
 		c->pending = NULL;
 	pending_free(p);
 	*con_cls = NULL;
 	conn_due(c, HTTP_KEEP_ALIVE_MS);
+	/*
+	 * The next request is awaited. Only an answer that ended well, and
+	 * never a stream's: libmicrohttpd tells the end of an upgraded
+	 * connection holding a lock that setting the option takes again.
+	 */
+	if (c && !c->streaming && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		conn_idle_timeout(mc, 0);
 }
 
 static enum MHD_Result
@@ -977,6 +998,7 @@ on_request(void *cls, struct MHD_Connection *mc, const char *url,
 		return MHD_YES;
 	}
 	conn_due(conn_of(mc), -1);
+	conn_idle_timeout(mc, HTTP_IDLE_S);
 	return dispatch(srv, mc, url, method, p) ? MHD_YES : MHD_NO;
 }
 

@@ -45,6 +45,43 @@ for t in threads:
 print("closed %d of %d" % (len(closed), len(socks)))
 PY
 
+# waiting.py PORT N READY GO OUT: opens N connections that say nothing;
+# writes READY once all are open; once the file GO exists, asks each
+# for the page and writes to OUT how many were answered
+# ("answered A of N").
+cat >"$TRASH_DIRECTORY/waiting.py" <<'PY'
+import os, socket, sys, time
+
+port, n = int(sys.argv[1]), int(sys.argv[2])
+socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+open(sys.argv[3], "w").write("ready\n")
+while not os.path.exists(sys.argv[4]):
+    time.sleep(0.05)
+for s in socks:
+    s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+answered = 0
+for s in socks:
+    s.settimeout(30)
+    try:
+        if s.recv(64).startswith(b"HTTP/1.1 200"):
+            answered += 1
+    except OSError:
+        pass
+open(sys.argv[5], "w").write("answered %d of %d\n" % (answered, n))
+PY
+
+# lock.py DB SECONDS FILE: holds DB's write lock for SECONDS, writing
+# FILE once it has it.
+cat >"$TRASH_DIRECTORY/lock.py" <<'PY'
+import sqlite3, sys, time
+
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+open(sys.argv[3], "w").write("locked\n")
+time.sleep(float(sys.argv[2]))
+db.execute("ROLLBACK")
+PY
+
 test_expect_success 'setup: serve with 4 request threads, 2 streams' '
 	make_repo a &&
 	baton_init_with_agent a "runtime: {judge: false}
@@ -106,6 +143,39 @@ test_expect_success 'live streams beyond server.max_streams are refused' '
 	curl -s -o /dev/null -w "%{http_code}" --max-time 20 \
 		"http://127.0.0.1:$port/" >../status &&
 	test "$(cat ../status)" = 200
+'
+
+# Requests that came in time wait while every loop runs a slow handler
+# (one that waits for the store's write lock, held elsewhere for 7 s),
+# and are then answered: their connections are not taken for idle
+# because the server was busy. The forty connections open first, so
+# every loop has some; a loop that runs a slow handler accepts no other
+# connection, so four slow requests, one after another, take the four
+# loops. The forty send once they run.
+test_expect_success 'requests waiting on busy loops are answered, not cut' '
+	cd a &&
+	port=$(cat ../port) &&
+	tok=$(cat .baton/token) &&
+	{ python3 ../waiting.py "$port" 40 ../w.ready ../w.go ../w.out & } &&
+	wait_for "test -s ../w.ready" 20 &&
+	{ python3 ../lock.py .baton/baton.db 7 ../locked & } &&
+	wait_for "test -s ../locked" 20 &&
+	for i in 1 2 3 4; do
+		{ curl -s -o /dev/null -w "%{http_code}" --max-time 30 \
+			-H "Authorization: Bearer $tok" \
+			-H "Content-Type: application/json" \
+			--data-binary "{\"title\": \"slow $i\"}" \
+			"http://127.0.0.1:$port/api/v1/tasks" >../slow$i & } &&
+		sleep 0.3 || return 1
+	done &&
+	touch ../w.go &&
+	wait_for "test -s ../w.out" 40 &&
+	cat ../w.out &&
+	test_grep "^answered 40 of 40\$" ../w.out &&
+	for i in 1 2 3 4; do
+		wait_for "test -s ../slow$i" 30 &&
+		test "$(cat ../slow$i)" = 201 || return 1
+	done
 '
 
 test_done
