@@ -45,20 +45,27 @@ for t in threads:
 print("closed %d of %d" % (len(closed), len(socks)))
 PY
 
-# waiting.py PORT N READY GO OUT: opens N connections that say nothing;
-# writes READY once all are open; once the file GO exists, asks each
-# for the page and writes to OUT how many were answered
-# ("answered A of N").
+# waiting.py PORT N READY GO OUT: opens N connections that say nothing,
+# then one more that asks for the page: once it is answered, the loop
+# that answered it has accepted the N before it. Writes READY then;
+# once the file GO exists, asks for the page on each of the N and
+# writes to OUT how many were answered ("answered A of N").
 cat >"$TRASH_DIRECTORY/waiting.py" <<'PY'
 import os, socket, sys, time
 
 port, n = int(sys.argv[1]), int(sys.argv[2])
+page = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+probe = socket.create_connection(("127.0.0.1", port))
+probe.settimeout(30)
+probe.sendall(page)
+if not probe.recv(64).startswith(b"HTTP/1.1 200"):
+    sys.exit("waiting.py: the probe was not answered")
 open(sys.argv[3], "w").write("ready\n")
 while not os.path.exists(sys.argv[4]):
-    time.sleep(0.05)
+    time.sleep(0.01)
 for s in socks:
-    s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    s.sendall(page)
 answered = 0
 for s in socks:
     s.settimeout(30)
@@ -70,16 +77,115 @@ for s in socks:
 open(sys.argv[5], "w").write("answered %d of %d\n" % (answered, n))
 PY
 
-# lock.py DB SECONDS FILE: holds DB's write lock for SECONDS, writing
+# lock.py DB SECONDS FILE [AFTER]: holds DB's write lock for SECONDS
+# (with AFTER: until the file AFTER exists, then SECONDS more), writing
 # FILE once it has it.
 cat >"$TRASH_DIRECTORY/lock.py" <<'PY'
-import sqlite3, sys, time
+import os, sqlite3, sys, time
 
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("BEGIN IMMEDIATE")
 open(sys.argv[3], "w").write("locked\n")
+while len(sys.argv) > 4 and not os.path.exists(sys.argv[4]):
+    time.sleep(0.01)
 time.sleep(float(sys.argv[2]))
 db.execute("ROLLBACK")
+PY
+
+# blocked_loops: how many of the HTTP process's loops (MHD-worker
+# threads) sleep rather than wait for their sockets: each is in a handler
+# that waits for the store's write lock (SQLite's busy handler sleeps).
+# No child process: it runs in a tight loop, on a machine maybe busy.
+blocked_loops() {
+	local t comm wchan n=0 pid
+	read -r pid <"$TRASH_DIRECTORY/http.pid"
+	for t in /proc/$pid/task/*; do
+		comm= wchan=
+		read -r comm <"$t/comm" 2>/dev/null
+		read -r wchan <"$t/wchan" 2>/dev/null # no newline at its end
+		[ "$comm" = MHD-worker ] && [ "$wchan" = hrtimer_nanosleep ] &&
+			n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# slow_post I: a POST of a task, in the background, whose handler waits
+# for the store's write lock; its status goes to ../slowI
+slow_post() {
+	{ curl -s -o /dev/null -w "%{http_code}" --max-time 30 \
+		-H "Authorization: Bearer $(cat .baton/token)" \
+		-H "Content-Type: application/json" \
+		--data-binary "{\"title\": \"slow $1\"}" \
+		"http://127.0.0.1:$(cat ../port)/api/v1/tasks" >../slow$1 & }
+}
+
+# keepalive.py PORT TOKEN HTTPPID SENT OUT: one kept-alive connection
+# asks for the page; then a slow POST on a new connection (which the one
+# loop not yet blocked takes, as the others are), once that loop sleeps
+# in it the kept-alive connection asks again at once, within its 1 s,
+# and writes the file SENT. OUT: "first S", "second S|closed", "post S"
+# (the slow POST's).
+cat >"$TRASH_DIRECTORY/keepalive.py" <<'PY'
+import os, socket, sys, time
+
+port, token, pid, sent, out = (int(sys.argv[1]), sys.argv[2], sys.argv[3],
+                               sys.argv[4], sys.argv[5])
+page = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+def answer(s):
+    """The status of one whole answer read from s, or "closed"."""
+    buf = b""
+    try:
+        while b"\r\n\r\n" not in buf:
+            got = s.recv(65536)
+            if not got:
+                return "closed"
+            buf += got
+        head, body = buf.split(b"\r\n\r\n", 1)
+        size = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                size = int(v)
+        while len(body) < size:
+            got = s.recv(65536)
+            if not got:
+                return "closed"
+            body += got
+        return head.split(b" ")[1].decode()
+    except OSError:
+        return "closed"
+
+def blocked():
+    n = 0
+    for t in os.listdir("/proc/%s/task" % pid):
+        try:
+            comm = open("/proc/%s/task/%s/comm" % (pid, t)).read().strip()
+            wchan = open("/proc/%s/task/%s/wchan" % (pid, t)).read()
+        except OSError:
+            continue
+        n += comm == "MHD-worker" and wchan == "hrtimer_nanosleep"
+    return n
+
+k = socket.create_connection(("127.0.0.1", port))
+k.settimeout(30)
+k.sendall(page)
+first = answer(k)
+body = b'{"title": "slow keep-alive"}'
+p = socket.create_connection(("127.0.0.1", port))
+p.settimeout(30)
+p.sendall(b"POST /api/v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+          b"Authorization: Bearer " + token.encode() + b"\r\n"
+          b"Content-Type: application/json\r\n"
+          b"Content-Length: %d\r\n\r\n" % len(body) + body)
+end = time.time() + 0.8
+while blocked() < 4 and time.time() < end:
+    time.sleep(0.005)
+k.sendall(page)
+open(sent, "w").write("sent\n")
+second = answer(k)
+open(out, "w").write("first %s\nsecond %s\npost %s\n"
+                     % (first, second, answer(p)))
 PY
 
 test_expect_success 'setup: serve with 4 request threads, 2 streams' '
@@ -88,7 +194,10 @@ test_expect_success 'setup: serve with 4 request threads, 2 streams' '
 server: {threads: 4, max_streams: 2}" &&
 	cd a &&
 	serve_http "$TRASH_DIRECTORY/serve" --workers 1 &&
-	echo "$HTTP_PORT" >../port
+	echo "$HTTP_PORT" >../port &&
+	ps -o pid=,comm= --ppid "$(cat ../serve.pid)" |
+		awk "/baton http/ {print \$1}" >../http.pid &&
+	test_line_count = 1 ../http.pid
 '
 
 # Twice as many hostile connections as there are threads: half trickle
@@ -145,37 +254,52 @@ test_expect_success 'live streams beyond server.max_streams are refused' '
 	test "$(cat ../status)" = 200
 '
 
-# Requests that came in time wait while every loop runs a slow handler
-# (one that waits for the store's write lock, held elsewhere for 7 s),
-# and are then answered: their connections are not taken for idle
-# because the server was busy. The forty connections open first, so
-# every loop has some; a loop that runs a slow handler accepts no other
-# connection, so four slow requests, one after another, take the four
-# loops. The forty send once they run.
-test_expect_success 'requests waiting on busy loops are answered, not cut' '
+# Requests that came in time wait while their loop runs a slow handler
+# (one that waits for the store's write lock, held elsewhere until 6 s
+# after they were sent), and are then answered: their connections are
+# not taken for idle because the server was busy. A loop in a slow
+# handler accepts no connection: three slow requests, each sent once the
+# one before holds its loop, take three loops, so the forty connections
+# go to the fourth, and a fourth slow request then holds it. The forty
+# send then. (The slow requests' own answers are not the point: on a
+# slow machine one may give up waiting for the lock.)
+test_expect_success 'requests waiting on a busy loop are answered, not cut' '
 	cd a &&
-	port=$(cat ../port) &&
-	tok=$(cat .baton/token) &&
-	{ python3 ../waiting.py "$port" 40 ../w.ready ../w.go ../w.out & } &&
-	wait_for "test -s ../w.ready" 20 &&
-	{ python3 ../lock.py .baton/baton.db 7 ../locked & } &&
+	{ python3 ../lock.py .baton/baton.db 6 ../locked ../w.go & } &&
 	wait_for "test -s ../locked" 20 &&
-	for i in 1 2 3 4; do
-		{ curl -s -o /dev/null -w "%{http_code}" --max-time 30 \
-			-H "Authorization: Bearer $tok" \
-			-H "Content-Type: application/json" \
-			--data-binary "{\"title\": \"slow $i\"}" \
-			"http://127.0.0.1:$port/api/v1/tasks" >../slow$i & } &&
-		sleep 0.3 || return 1
+	for i in 1 2 3; do
+		slow_post $i &&
+		wait_for "test \$(blocked_loops) -ge $i" 5 || return 1
 	done &&
+	{ python3 ../waiting.py "$(cat ../port)" 40 ../w.ready ../w.go \
+		../w.out & } &&
+	wait_for "test -s ../w.ready" 20 &&
+	slow_post 4 &&
+	wait_for "test \$(blocked_loops) -ge 4" 5 &&
 	touch ../w.go &&
 	wait_for "test -s ../w.out" 40 &&
 	cat ../w.out &&
-	test_grep "^answered 40 of 40\$" ../w.out &&
-	for i in 1 2 3 4; do
-		wait_for "test -s ../slow$i" 30 &&
-		test "$(cat ../slow$i)" = 201 || return 1
-	done
+	test_grep "^answered 40 of 40\$" ../w.out
+'
+
+# The same for the next request on a kept-alive connection: sent within
+# its second while its loop runs a slow handler, it waits (the lock is
+# let go 6 s after it was sent) and is answered. Three slow requests
+# hold three loops first, so the connection and the slow request after
+# its first answer share the fourth.
+test_expect_success 'a kept-alive request waiting on a busy loop is answered' '
+	cd a &&
+	{ python3 ../lock.py .baton/baton.db 6 ../locked2 ../k.sent & } &&
+	wait_for "test -s ../locked2" 20 &&
+	for i in 5 6 7; do
+		slow_post $i &&
+		wait_for "test \$(blocked_loops) -ge $((i - 4))" 5 || return 1
+	done &&
+	python3 ../keepalive.py "$(cat ../port)" "$(cat .baton/token)" \
+		"$(cat ../http.pid)" ../k.sent ../k.out &&
+	cat ../k.out &&
+	test_grep "^first 200\$" ../k.out &&
+	test_grep "^second 200\$" ../k.out
 '
 
 test_done
