@@ -14,6 +14,9 @@
 #     with --settle-claim (settle and next claim in one transaction: one
 #     commit a task); then a drain with --batch BATCH (claims and settles
 #     a batch at a time), beside graphile-worker's local queue; then
+#     one process with -w 1 --batch W+1: W+1 tasks in flight in one
+#     process, the shape of graphile-worker's local queue (one process
+#     fetching W+1 jobs for its W slots), beside it; then
 #     --host 0 and --host BATCH: one process per host claims for its W
 #     workers, settling what they finished and claiming in one
 #     transaction a round (0: only for idle workers, beside
@@ -163,6 +166,11 @@ for w in $WORKERS; do
 		--samples 0 --batch "$BATCH" >"$raw/baton-batch-$w.txt" 2>&1 ||
 		{ cat "$raw/baton-batch-$w.txt" >&2
 		  die "bench_queue --batch failed (W=$w)"; }
+	echo "bench_pg: W=$w baton, one process --batch $((w + 1)) ..." >&2
+	"$BENCH_QUEUE" --store "$admin" -n "$N" -w 1 -q "$QUEUES" \
+		--samples 0 --batch $((w + 1)) >"$raw/baton-local-$w.txt" 2>&1 ||
+		{ cat "$raw/baton-local-$w.txt" >&2
+		  die "bench_queue -w 1 --batch $((w + 1)) failed (W=$w)"; }
 	echo "bench_pg: W=$w baton --host 0, --host $BATCH ..." >&2
 	for k in 0 "$BATCH"; do
 		"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
@@ -211,6 +219,10 @@ for w in $WORKERS; do
 	/^  claims_per_s_postgres_batch_noarea_w/ {
 		split($1, kv, "="); print "batonk", w, "jobs_per_s", kv[2] }
 	' "$raw/baton-batch-$w.txt" >>"$facts"
+	awk -v w="$w" '
+	/^  claims_per_s_postgres_batch_noarea_w/ {
+		split($1, kv, "="); print "batonl", w, "jobs_per_s", kv[2] }
+	' "$raw/baton-local-$w.txt" >>"$facts"
 	awk -v w="$w" '
 	/^  claims_per_s_postgres_host_noarea_w/ {
 		split($1, kv, "="); print "batonh", w, "jobs_per_s", kv[2] }
@@ -270,9 +282,10 @@ function hrow(name, sys, peer, w,   bj) {
 	    ratio(bj, get("gw", w, peer)) \
 	    (peer == "process_batched" ? " (vs local queue)" : "")
 }
-# the batches of baton against the local queue of graphile-worker
-function krow(name, w,   bj) {
-	bj = get("batonk", w, "jobs_per_s")
+# the batches of baton (sys batonk: W workers, batonl: one process with
+# W + 1 in flight) against the local queue of graphile-worker
+function krow(name, sys, w,   bj) {
+	bj = get(sys, w, "jobs_per_s")
 	printf "| %s | %d | %s | - | %s | - |\n", name, w,
 	    bj == "" ? "-" : sprintf("%.0f", bj),
 	    ratio(bj, get("gw", w, "process_batched")) " (vs local queue)"
@@ -287,7 +300,8 @@ END {
 		row("baton (W processes)", w, get("baton", w, "jobs_per_s"),
 		    get("baton", w, "lat_p50_ms"), get("baton", w, "lat_p99_ms"))
 		brow("baton (W, settle+claim)", w)
-		krow("baton (W, batches of " batch ")", w)
+		krow("baton (W, batches of " batch ")", "batonk", w)
+		krow("baton (one process, W + 1 in flight)", "batonl", w)
 		hrow("baton (one host claims for W)", "batonh",
 		    "process_default", w)
 		hrow("baton (one host, W + " batch " waiting)", "batonq",
@@ -342,6 +356,9 @@ END {
 		cat "$raw/baton-batched-$w.txt"
 		echo "== raw, W=$w: baton (bench_queue --batch $BATCH) =="
 		cat "$raw/baton-batch-$w.txt"
+		echo "== raw, W=$w: baton (bench_queue -w 1 --batch" \
+			"$((w + 1))) =="
+		cat "$raw/baton-local-$w.txt"
 		echo "== raw, W=$w: baton (bench_queue --host 0) =="
 		cat "$raw/baton-host0-$w.txt"
 		echo "== raw, W=$w: baton (bench_queue --host $BATCH) =="
