@@ -119,6 +119,20 @@ slow_post() {
 		"http://127.0.0.1:$(cat ../port)/api/v1/tasks" >../slow$1 & }
 }
 
+# hold_three_loops LOCKED AFTER FIRST: takes the store's write lock
+# (lock.py: the file LOCKED once taken, let go 6 s after the file AFTER
+# appears), then sends three slow POSTs numbered from FIRST, each once
+# the one before holds its loop: three of the four loops are held.
+hold_three_loops() {
+	local i
+	{ python3 ../lock.py .baton/baton.db 6 "$1" "$2" & } &&
+	wait_for "test -s $1" 20 &&
+	for i in 0 1 2; do
+		slow_post $(($3 + i)) &&
+		wait_for "test \$(blocked_loops) -ge $((i + 1))" 5 || return 1
+	done
+}
+
 # keepalive.py PORT TOKEN HTTPPID SENT OUT: one kept-alive connection
 # asks for the page; then a slow POST on a new connection (which the one
 # loop not yet blocked takes, as the others are), once that loop sleeps
@@ -265,12 +279,7 @@ test_expect_success 'live streams beyond server.max_streams are refused' '
 # slow machine one may give up waiting for the lock.)
 test_expect_success 'requests waiting on a busy loop are answered, not cut' '
 	cd a &&
-	{ python3 ../lock.py .baton/baton.db 6 ../locked ../w.go & } &&
-	wait_for "test -s ../locked" 20 &&
-	for i in 1 2 3; do
-		slow_post $i &&
-		wait_for "test \$(blocked_loops) -ge $i" 5 || return 1
-	done &&
+	hold_three_loops ../locked ../w.go 1 &&
 	{ python3 ../waiting.py "$(cat ../port)" 40 ../w.ready ../w.go \
 		../w.out & } &&
 	wait_for "test -s ../w.ready" 20 &&
@@ -289,12 +298,7 @@ test_expect_success 'requests waiting on a busy loop are answered, not cut' '
 # its first answer share the fourth.
 test_expect_success 'a kept-alive request waiting on a busy loop is answered' '
 	cd a &&
-	{ python3 ../lock.py .baton/baton.db 6 ../locked2 ../k.sent & } &&
-	wait_for "test -s ../locked2" 20 &&
-	for i in 5 6 7; do
-		slow_post $i &&
-		wait_for "test \$(blocked_loops) -ge $((i - 4))" 5 || return 1
-	done &&
+	hold_three_loops ../locked2 ../k.sent 5 &&
 	python3 ../keepalive.py "$(cat ../port)" "$(cat .baton/token)" \
 		"$(cat ../http.pid)" ../k.sent ../k.out &&
 	cat ../k.out &&
