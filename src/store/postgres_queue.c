@@ -1415,12 +1415,7 @@ settle_pipe_read(struct pg_store *ps, const struct settle_stmt *st,
 	return rc;
 }
 
-/*
- * The events of the settles that matched, in the open transaction, in
- * one statement: baton_events_add (pg/014-claim-set.sql) draws their
- * seqs in the batch's order and takes one horizon for them all, where
- * an event each would make a subtransaction each. ts and seq get them.
- */
+/* Whether settle i of a batch went through and has an event to write. */
 static int
 settles_with_event(const struct store_settle *v, const int64_t *changed,
 		   size_t i)
@@ -1428,6 +1423,12 @@ settles_with_event(const struct store_settle *v, const int64_t *changed,
 	return !v[i].rc && changed[i] && v[i].ev;
 }
 
+/*
+ * The events of the settles that matched, in the open transaction, in
+ * one statement: baton_events_add (pg/014-claim-set.sql) draws their
+ * seqs in the batch's order and takes one horizon for them all, where
+ * an event each would make a subtransaction each. ts and seq get them.
+ */
 static int
 settle_events(struct pg_store *ps, const struct store_settle *v,
 	      const struct settle_stmt *st, size_t n, const int64_t *changed,
