@@ -138,7 +138,8 @@ hold_three_loops() {
 # loop not yet blocked takes, as the others are), once that loop sleeps
 # in it the kept-alive connection asks again at once, within its 1 s,
 # and writes the file SENT. OUT: "first S", "second S|closed", "post S"
-# (the slow POST's).
+# (the slow POST's). It looks at the loops itself, as blocked_loops
+# does: waiting on the shell for it would spend that second.
 cat >"$TRASH_DIRECTORY/keepalive.py" <<'PY'
 import os, socket, sys, time
 
