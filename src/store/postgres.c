@@ -204,7 +204,7 @@ pg__prepared(struct pg_store *ps, const char *sql, int n,
 	snprintf(name, 16, "s%d", i);
 	res = PQprepare(ps->conn, name, sql, n, NULL);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-			PQclear(res);
+		PQclear(res);
 		return NULL;
 	}
 	PQclear(res);

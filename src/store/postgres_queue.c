@@ -1363,210 +1363,276 @@ settle_refused(struct pg_store *ps, const struct task *row, int64_t token,
 			   "task", row->id, row->version, what, e);
 }
 
-/* A settle of a batch on its way through the pipeline. */
-struct settle_stmt {
+/*
+ * A batch of settles is one statement (settle_set_sql): the rows go as
+ * parallel arrays, one per column, one element a settle, and one UPDATE
+ * takes them all, fenced and guarded as update_stmt's one row is; the
+ * events of the rows it matched go to baton_events_add
+ * (pg/014-claim-set.sql) in the same statement, in the batch's order.
+ * A statement a settle, even pipelined, cost the server about as much
+ * again in its own start and end as the update itself.
+ */
+
+/* The SQL type of the array of each of task_fields. */
+#define TEXT_ARRAY(f) "text[]",
+#define INT_ARRAY(f)  "bigint[]",
+static const char *const task_field_arrays[] = { TASK_STRINGS(TEXT_ARRAY)
+		TASK_INTS_MUTABLE(INT_ARRAY) TASK_IDS_MUTABLE(INT_ARRAY) };
+#undef TEXT_ARRAY
+#undef INT_ARRAY
+
+/*
+ * The arrays of a batch, in the order of their parameters from $2 on
+ * ($1 is the time): each settle's id, version, froms and lease token
+ * (store_task_settle_batch fences every one), its row's task_fields,
+ * then its event (type NULL: none).
+ */
+enum {
+	SA_ID,
+	SA_VERSION,
+	SA_FROMS,
+	SA_TOKEN,
+	SA_FIELDS,
+	SA_EV_RUN = SA_FIELDS + ARRAY_SIZE(task_fields),
+	SA_EV_TS,
+	SA_EV_TYPE,
+	SA_EV_FROM,
+	SA_EV_TO,
+	SA_EV_DATA,
+	SA_NR
+};
+_Static_assert(1 + SA_NR <= PARAMS_MAX, "a batch's arrays fit PARAMS_MAX");
+
+/*
+ * The statement of a batch: v numbers the settles (s_ord, from 1), u is
+ * the UPDATE of those whose row still matches, e their events. A row
+ * comes back for each settle that went through: its s_ord, how many
+ * tasks depend on it (update_work) and the seqs of all the events, in
+ * s_ord order.
+ */
+static void
+settle_set_sql(struct buf *sql)
+{
+	static const char *const events[] = { "u.e_run", "u.s_id", "u.e_ts",
+					      "u.e_type", "u.e_from",
+					      "u.e_to", "u.e_data" };
+	size_t k;
+	int n = 2;
+
+	buf_adds(sql, "WITH v AS (SELECT * FROM unnest($2::bigint[],"
+		      " $3::bigint[], $4::text[], $5::bigint[]");
+	for (k = 0, n = 6; k < ARRAY_SIZE(task_fields); k++)
+		buf_addf(sql, ", $%d::%s", n++, task_field_arrays[k]);
+	buf_addf(sql, ", $%d::text[], $%d::bigint[], $%d::text[],"
+		      " $%d::text[], $%d::text[], $%d::text[])",
+		 n, n + 1, n + 2, n + 3, n + 4, n + 5);
+	buf_adds(sql, " WITH ORDINALITY AS v(s_id, s_version, s_froms,"
+		      " s_token");
+	for (k = 0; k < ARRAY_SIZE(task_fields); k++)
+		buf_addf(sql, ", %s", task_fields[k]);
+	buf_adds(sql, ", e_run, e_ts, e_type, e_from, e_to, e_data, s_ord)),"
+		      " u AS (UPDATE tasks AS t SET version = t.version + 1,"
+		      " updated_at = $1");
+	for (k = 0; k < ARRAY_SIZE(task_fields); k++)
+		buf_addf(sql, ", %s = v.%s", task_fields[k], task_fields[k]);
+	buf_adds(sql, " FROM v WHERE t.id = v.s_id"
+		      " AND t.version = v.s_version"
+		      " AND strpos(v.s_froms, '|' || t.status || '|') > 0"
+		      " AND t.lease_token = v.s_token"
+		      " RETURNING v.s_ord, v.s_id, v.e_run, v.e_ts, v.e_type,"
+		      " v.e_from, v.e_to, v.e_data, (SELECT COUNT(*)"
+		      " FROM task_deps AS d WHERE d.depends_on = t.id)"
+		      " AS dependents),"
+		      " e AS (SELECT baton_events_add(");
+	for (k = 0; k < ARRAY_SIZE(events); k++)
+		buf_addf(sql, "%sarray_agg(%s ORDER BY u.s_ord)",
+			 k ? ", " : "", events[k]);
+	buf_adds(sql, ") AS seqs FROM u WHERE u.e_type IS NOT NULL"
+		      " HAVING COUNT(*) > 0)"
+		      " SELECT u.s_ord, u.dependents, (SELECT seqs FROM e)"
+		      " FROM u ORDER BY u.s_ord");
+}
+
+/* A number of a batch's array a, NULL when has is 0. */
+static void
+add_int_elem(struct buf *a, size_t k, int has, int64_t v)
+{
+	if (k)
+		buf_addch(a, ',');
+	if (has)
+		buf_addf(a, "%lld", (long long)v);
+	else
+		buf_adds(a, "NULL");
+}
+
+/* Appends settle k of a batch (row, its event tev or NULL) to arrays a. */
+static void
+settle_set_add(struct buf *a, size_t k, const struct task *row,
+	       const char *froms, int64_t token, const struct event *tev)
+{
+	int c = SA_FIELDS;
+
+	add_int_elem(&a[SA_ID], k, 1, row->id);
+	add_int_elem(&a[SA_VERSION], k, 1, row->version);
+	add_text_elem(&a[SA_FROMS], k, froms);
+	add_int_elem(&a[SA_TOKEN], k, 1, token);
+#define ELEM_TEXT(f) add_text_elem(&a[c++], k, row->f);
+#define ELEM_INT(f)  add_int_elem(&a[c++], k, 1, row->f);
+#define ELEM_ID(f)   add_int_elem(&a[c++], k, row->f != 0, row->f);
+	TASK_STRINGS(ELEM_TEXT)
+	TASK_INTS_MUTABLE(ELEM_INT)
+	TASK_IDS_MUTABLE(ELEM_ID)
+#undef ELEM_TEXT
+#undef ELEM_INT
+#undef ELEM_ID
+	add_text_elem(&a[SA_EV_RUN], k, tev ? tev->run_id : NULL);
+	add_int_elem(&a[SA_EV_TS], k, tev != NULL, tev ? tev->ts : 0);
+	add_text_elem(&a[SA_EV_TYPE], k, tev ? tev->type : NULL);
+	add_text_elem(&a[SA_EV_FROM], k, tev ? tev->from : NULL);
+	add_text_elem(&a[SA_EV_TO], k, tev ? tev->to : NULL);
+	add_text_elem(&a[SA_EV_DATA], k, tev ? tev->data : NULL);
+}
+
+/*
+ * Reads element number k (from 0) of the bigint array literal s
+ * ("{4,5}") into *out: 0, or -1 when s has fewer.
+ */
+static int
+array_int(const char *s, size_t k, int64_t *out)
+{
+	char *end;
+
+	if (*s++ != '{')
+		return -1;
+	for (; k > 0; k--) {
+		s = strchr(s, ',');
+		if (!s)
+			return -1;
+		s++;
+	}
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return end == s || errno ? -1 : 0;
+}
+
+/* The sent settles of a batch: which of v each is, and its event. */
+struct settle_sent {
+	size_t i;
 	struct store_task_defaults d;
 	struct task row;
 	struct event tev;
-	struct buf sql;
-	struct params p;
-	char name[16];
-	const char *prepared; /* name, or NULL: sent unnamed */
-	int sent;
+	int has_ev;
 };
 
 /*
- * Reads the results of the pipeline's statements in order, then its
- * sync: the first failure is the rc (the statements after it were not
- * run), and what each that ran changed. *work adds up their work.
+ * What the statement of a batch returned into changed, ts and seq (by
+ * index of v), *work adding up the work of the settles that went
+ * through.
  */
 static int
-settle_pipe_read(struct pg_store *ps, const struct settle_stmt *st,
-		 size_t n, int64_t *changed, int *work, const char *what,
-		 struct err *e)
+settle_set_read(struct pg_store *ps, const PGresult *res,
+		const struct settle_sent *sent, size_t k, int64_t *changed,
+		int64_t *ts, int64_t *seq, int *work, const char *what,
+		struct err *e)
 {
-	PGresult *res;
-	size_t i;
-	int rc = 0;
+	int r, nr = PQntuples(res);
+	size_t nev = 0;
 
-	for (i = 0; i < n; i++) {
-		int64_t dependents = 0;
+	for (r = 0; r < nr; r++) {
+		int64_t ord = pg__int64(res, r, 0);
+		const struct settle_sent *s;
 
-		if (!st[i].sent)
+		if (ord < 1 || (size_t)ord > k)
+			return err_set(e, BATON_ESTORE,
+				       "cannot %s: settle %lld came back "
+				       "for a batch of %zu",
+				       what, (long long)ord, k);
+		s = &sent[ord - 1];
+		changed[s->i] = 1;
+		*work += update_work(&s->row, pg__int64(res, r, 1));
+		if (!s->has_ev)
 			continue;
-		res = PQgetResult(ps->conn);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-			if (rc == 0)
-				rc = pg__fail(ps, res, what, e);
-		} else if (rc == 0) {
-			rc = update_result(ps, res, NULL, &changed[i],
-					   &dependents, NULL, NULL, what, e);
-			if (changed[i])
-				*work += update_work(&st[i].row, dependents);
-		}
-		PQclear(res);
-		while ((res = PQgetResult(ps->conn))) /* its end: NULL */
-			PQclear(res);
+		if (PQgetisnull(res, r, 2) ||
+		    array_int(PQgetvalue(res, r, 2), nev++, &seq[s->i]) < 0)
+			return err_set(e, BATON_ESTORE,
+				       "cannot %s: no seq came back for the "
+				       "event of task %lld",
+				       what, (long long)s->row.id);
+		ts[s->i] = s->tev.ts;
 	}
-	res = PQgetResult(ps->conn);
-	if (PQresultStatus(res) != PGRES_PIPELINE_SYNC && rc == 0)
-		rc = pg__fail(ps, res, what, e);
-	PQclear(res);
-	return rc;
-}
-
-/* Whether settle i of a batch went through and has an event to write. */
-static int
-settles_with_event(const struct store_settle *v, const int64_t *changed,
-		   size_t i)
-{
-	return !v[i].rc && changed[i] && v[i].ev;
+	if (nev)
+		ps->notify_events = 1;
+	return 0;
 }
 
 /*
- * The events of the settles that matched, in the open transaction, in
- * one statement: baton_events_add (pg/014-claim-set.sql) draws their
- * seqs in the batch's order and takes one horizon for them all, where
- * an event each would make a subtransaction each. ts and seq get them.
+ * The batch's settles (those of v with no rc yet) in one statement, in
+ * the open transaction: changed[i] says which matched, ts and seq get
+ * their events', *work their work.
  */
 static int
-settle_events(struct pg_store *ps, const struct store_settle *v,
-	      const struct settle_stmt *st, size_t n, const int64_t *changed,
-	      int64_t *ts, int64_t *seq, const char *what, struct err *e)
+settle_set(struct pg_store *ps, struct store_settle *v,
+	   const struct buf *froms, size_t n, int64_t now, int64_t *changed,
+	   int64_t *ts, int64_t *seq, int *work, const char *what,
+	   struct err *e)
 {
-	struct buf a[7];
+	struct settle_sent *sent = xcalloc(n ? n : 1, sizeof(*sent));
+	struct buf sql = BUF_INIT, a[SA_NR];
 	struct params p = { 0 };
-	PGresult *res;
-	size_t i, k = 0, r;
+	PGresult *res = NULL;
+	size_t i, k = 0;
 	int c, rc = 0;
 
-	for (c = 0; c < 7; c++) {
+	for (c = 0; c < SA_NR; c++) {
 		a[c] = (struct buf)BUF_INIT;
 		buf_addch(&a[c], '{');
 	}
-	for (i = 0; i < n; i++) {
-		const struct event *ev = &st[i].tev;
+	for (i = 0; rc == 0 && i < n; i++) {
+		struct settle_sent *s = &sent[k];
 
-		if (!settles_with_event(v, changed, i))
+		if (v[i].rc)
 			continue;
-		add_text_elem(&a[0], k, ev->run_id);
-		buf_addf(&a[1], "%s%lld", k ? "," : "",
-			 (long long)ev->task_id);
-		buf_addf(&a[2], "%s%lld", k ? "," : "", (long long)ev->ts);
-		add_text_elem(&a[3], k, ev->type);
-		add_text_elem(&a[4], k, ev->from);
-		add_text_elem(&a[5], k, ev->to);
-		add_text_elem(&a[6], k, ev->data);
-		k++;
+		s->i = i;
+		s->row = store__task_with_defaults(v[i].task, &s->d);
+		s->has_ev = v[i].ev != NULL;
+		if (s->has_ev)
+			rc = update_event(&s->row, now, v[i].ev, &s->tev,
+					  what, e);
+		if (rc == 0)
+			settle_set_add(a, k++, &s->row, froms[i].ptr,
+				       v[i].token, s->has_ev ? &s->tev : NULL);
 	}
-	for (c = 0; c < 7; c++) {
+	if (rc < 0 || k == 0)
+		goto out;
+	param_int(&p, now);
+	for (c = 0; c < SA_NR; c++) {
 		buf_addch(&a[c], '}');
 		param_text(&p, a[c].ptr);
 	}
-	res = k ? pg__exec(ps, "SELECT unnest(baton_events_add($1::text[],"
-				   " $2::bigint[], $3::bigint[], $4::text[],"
-				   " $5::text[], $6::text[], $7::text[]))",
-			   p.n, p.v, what, e) :
-		  NULL;
-	if (k && !res)
+	settle_set_sql(&sql);
+	res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
+	if (!res)
 		rc = strcmp(ps->state, "23503") ?
 			     BATON_ESTORE :
 			     err_set(e, BATON_ENOTFOUND,
 				     "cannot %s: an event names a run that "
 				     "is not on record",
 				     what);
-	else if (k && (size_t)PQntuples(res) != k)
-		rc = err_set(e, BATON_ESTORE,
-			     "cannot %s: %d seqs came back for %zu events",
-			     what, PQntuples(res), k);
-	for (i = 0, r = 0; rc == 0 && i < n && r < k; i++) {
-		if (!settles_with_event(v, changed, i))
-			continue;
-		ts[i] = st[i].tev.ts;
-		seq[i] = pg__int64(res, (int)r++, 0);
-	}
-	if (k && rc == 0)
-		ps->notify_events = 1;
-	PQclear(res);
-	for (c = 0; c < 7; c++)
-		buf_release(&a[c]);
-	return rc;
-}
-
-/*
- * The batch's UPDATEs sent at once in libpq's pipeline mode (one round
- * trip for all, in the open transaction), then read back, changed[i]
- * saying which matched; then their events (settle_events).
- */
-static int
-settle_pipe(struct pg_store *ps, struct store_settle *v,
-	    const struct buf *froms, size_t n, int64_t now, int64_t *changed,
-	    int64_t *ts, int64_t *seq, int *work, const char *what,
-	    struct err *e)
-{
-	struct settle_stmt *st = xcalloc(n, sizeof(*st));
-	size_t i;
-	int rc = 0;
-
-	for (i = 0; i < n; i++)
-		st[i].sql = (struct buf)BUF_INIT;
-	/* the statements first: a prepare cannot go through a pipeline */
-	for (i = 0; rc == 0 && i < n; i++) {
-		if (v[i].rc)
-			continue;
-		st[i].row = store__task_with_defaults(v[i].task, &st[i].d);
-		if (v[i].ev)
-			rc = update_event(&st[i].row, now, v[i].ev,
-					  &st[i].tev, what, e);
-		if (rc == 0)
-			rc = update_stmt(&st[i].row, froms[i].ptr, v[i].token,
-					 now, NULL, NULL, &st[i].sql,
-					 &st[i].p, what, e);
-		if (rc == 0)
-			st[i].prepared = pg__prepared(ps, st[i].sql.ptr,
-						      st[i].p.n, st[i].name);
-	}
-	if (rc == 0 && PQenterPipelineMode(ps->conn) != 1)
-		rc = pg__fail(ps, NULL, what, e);
-	if (rc < 0)
-		goto out;
-	for (i = 0; rc == 0 && i < n; i++) {
-		if (v[i].rc)
-			continue;
-		if (st[i].prepared ?
-			    !PQsendQueryPrepared(ps->conn, st[i].prepared,
-						 st[i].p.n, st[i].p.v, NULL,
-						 NULL, 0) :
-			    !PQsendQueryParams(ps->conn, st[i].sql.ptr,
-					       st[i].p.n, NULL, st[i].p.v,
-					       NULL, NULL, 0))
-			rc = pg__fail(ps, NULL, what, e);
-		st[i].sent = rc == 0;
-	}
-	if (!PQpipelineSync(ps->conn)) {
-		if (rc == 0)
-			rc = pg__fail(ps, NULL, what, e);
-	} else {
-		int read = settle_pipe_read(ps, st, n, changed, work, what,
-					    rc ? NULL : e);
-
-		if (rc == 0)
-			rc = read;
-	}
-	if (PQexitPipelineMode(ps->conn) != 1 && rc == 0)
-		rc = pg__fail(ps, NULL, what, e);
-	if (rc == 0)
-		rc = settle_events(ps, v, st, n, changed, ts, seq, what, e);
+	else
+		rc = settle_set_read(ps, res, sent, k, changed, ts, seq,
+				     work, what, e);
 out:
-	for (i = 0; i < n; i++)
-		buf_release(&st[i].sql);
-	free(st);
+	PQclear(res);
+	buf_release(&sql);
+	for (c = 0; c < SA_NR; c++)
+		buf_release(&a[c]);
+	free(sent);
 	return rc;
 }
 
 /*
- * One try of a batch of settles in one transaction: BEGIN, the
- * pipelined UPDATEs (settle_pipe), the reason of each that matched
+ * One try of a batch of settles in one transaction: BEGIN, their
+ * statement (settle_set), the reason of each that matched
  * nothing, COMMIT. A row that refuses is written nothing and the rest
  * go on. rcs holds each settle's rc as the try found it (0: to do); ts
  * and seq get the events'.
@@ -1587,8 +1653,8 @@ settle_batch_try(struct pg_store *ps, struct store_settle *v,
 		v[i].rc = rcs[i];
 	rc = pg__begin_fenced(ps, what, e);
 	if (rc == 0 && n)
-		rc = settle_pipe(ps, v, froms, n, now, changed, ts, seq, &work,
-				 what, e);
+		rc = settle_set(ps, v, froms, n, now, changed, ts, seq, &work,
+				what, e);
 	for (i = 0; rc == 0 && i < n; i++) {
 		struct err one = ERR_INIT;
 

@@ -1626,6 +1626,70 @@ TEST(settle_batch_events_as_given)
 }
 
 /*
+ * A batch writes each row as given, every kind of field: text with
+ * quotes, backslashes, braces, commas, the word NULL, an empty string
+ * and NULL; numbers, negative and large; an id and no id. The same task
+ * twice in one batch is settled once: the second is a lost update.
+ */
+TEST(settle_batch_rows_as_given)
+{
+	static const char *const title =
+		"a \"quote\", a \\ and {braces}, commas, \xc3\xa9";
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct task got[2], twice, back;
+	struct store_settle v[3];
+	size_t n = 0;
+
+	add_task(s, "batch", 0, NULL, NULL);
+	add_task(s, "batch", 0, NULL, NULL);
+	ASSERT_OK(store_task_claim_batch(s, "w", HOUR_MS, 2, got, &n, &e), &e);
+	ASSERT_EQ(n, 2);
+	run_set(&got[0].status, TASK_BLOCKED);
+	run_set(&got[0].title, title);
+	run_set(&got[0].body, "NULL");
+	run_set(&got[0].reason, "");
+	run_set(&got[0].block_reason, NULL);
+	run_set(&got[0].area, "src/{x}");
+	got[0].priority = -3;
+	got[0].not_before = INT64_C(9007199254740993);
+	got[0].plan_id = got[1].id;
+	got[0].parent_id = 0;
+	twice = got[1];
+	run_set(&got[1].status, TASK_DONE);
+	v[0] = (struct store_settle){ .task = &got[0],
+				      .token = got[0].lease_token };
+	v[1] = (struct store_settle){ .task = &got[1],
+				      .token = got[1].lease_token };
+	v[2] = (struct store_settle){ .task = &twice,
+				      .token = got[1].lease_token };
+	twice.status = (char *)TASK_FAILED;
+	ASSERT_OK(store_task_settle_batch(s, v, 3, &e), &e);
+	ASSERT_EQ(v[0].rc, 0);
+	ASSERT_EQ(v[1].rc + v[2].rc, BATON_ECONFLICT);
+	get_task(s, got[0].id, &back);
+	ASSERT_STREQ(back.status, TASK_BLOCKED);
+	ASSERT_STREQ(back.title, title);
+	ASSERT_STREQ(back.body, "NULL");
+	ASSERT_STREQ(back.reason, "");
+	ASSERT(back.block_reason == NULL);
+	ASSERT_STREQ(back.area, "src/{x}");
+	ASSERT_EQ(back.priority, -3);
+	ASSERT_EQ(back.not_before, INT64_C(9007199254740993));
+	ASSERT_EQ(back.plan_id, got[1].id);
+	ASSERT_EQ(back.parent_id, 0);
+	ASSERT_EQ(back.version, got[0].version);
+	ASSERT_STREQ(back.lease_holder, "w");
+	task_release(&back);
+	get_task(s, got[1].id, &back);
+	ASSERT_STREQ(back.status, v[1].rc ? TASK_FAILED : TASK_DONE);
+	task_release(&back);
+	task_release(&got[0]);
+	task_release(&got[1]);
+	store_close(s);
+}
+
+/*
  * A host's round (store_task_settle_claim_batch): the settles are
  * fenced each as in a batch, a refused one takes nothing from the
  * others, and the claims after them see the tasks they settled (a
