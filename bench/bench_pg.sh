@@ -16,7 +16,9 @@
 #     a batch at a time), beside graphile-worker's local queue; then
 #     one process with -w 1 --batch W+1: W+1 tasks in flight in one
 #     process, the shape of graphile-worker's local queue (one process
-#     fetching W+1 jobs for its W slots), beside it; then
+#     fetching W+1 jobs for its W slots), beside it, and the same with
+#     --settle-claim (a batch's settles and the next batch's claims in
+#     one transaction); then
 #     --host 0 and --host BATCH: one process per host claims for its W
 #     workers, settling what they finished and claiming in one
 #     transaction a round (0: only for idle workers, beside
@@ -171,6 +173,14 @@ for w in $WORKERS; do
 		--samples 0 --batch $((w + 1)) >"$raw/baton-local-$w.txt" 2>&1 ||
 		{ cat "$raw/baton-local-$w.txt" >&2
 		  die "bench_queue -w 1 --batch $((w + 1)) failed (W=$w)"; }
+	echo "bench_pg: W=$w baton, one process --batch $((w + 1))" \
+		"--settle-claim ..." >&2
+	"$BENCH_QUEUE" --store "$admin" -n "$N" -w 1 -q "$QUEUES" \
+		--samples 0 --batch $((w + 1)) --settle-claim \
+		>"$raw/baton-localsc-$w.txt" 2>&1 ||
+		{ cat "$raw/baton-localsc-$w.txt" >&2
+		  die "bench_queue -w 1 --batch $((w + 1)) --settle-claim" \
+			"failed (W=$w)"; }
 	echo "bench_pg: W=$w baton --host 0, --host $BATCH ..." >&2
 	for k in 0 "$BATCH"; do
 		"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
@@ -223,6 +233,10 @@ for w in $WORKERS; do
 	/^  claims_per_s_postgres_batch_noarea_w/ {
 		split($1, kv, "="); print "batonl", w, "jobs_per_s", kv[2] }
 	' "$raw/baton-local-$w.txt" >>"$facts"
+	awk -v w="$w" '
+	/^  claims_per_s_postgres_batchsc_noarea_w/ {
+		split($1, kv, "="); print "batonm", w, "jobs_per_s", kv[2] }
+	' "$raw/baton-localsc-$w.txt" >>"$facts"
 	awk -v w="$w" '
 	/^  claims_per_s_postgres_host_noarea_w/ {
 		split($1, kv, "="); print "batonh", w, "jobs_per_s", kv[2] }
@@ -283,7 +297,8 @@ function hrow(name, sys, peer, w,   bj) {
 	    (peer == "process_batched" ? " (vs local queue)" : "")
 }
 # the batches of baton (sys batonk: W workers, batonl: one process with
-# W + 1 in flight) against the local queue of graphile-worker
+# W + 1 in flight, batonm: the same settling and claiming in one
+# transaction) against the local queue of graphile-worker
 function krow(name, sys, w,   bj) {
 	bj = get(sys, w, "jobs_per_s")
 	printf "| %s | %d | %s | - | %s | - |\n", name, w,
@@ -302,6 +317,7 @@ END {
 		brow("baton (W, settle+claim)", w)
 		krow("baton (W, batches of " batch ")", "batonk", w)
 		krow("baton (one process, W + 1 in flight)", "batonl", w)
+		krow("baton (one process, W + 1, settle+claim)", "batonm", w)
 		hrow("baton (one host claims for W)", "batonh",
 		    "process_default", w)
 		hrow("baton (one host, W + " batch " waiting)", "batonq",
@@ -359,6 +375,9 @@ END {
 		echo "== raw, W=$w: baton (bench_queue -w 1 --batch" \
 			"$((w + 1))) =="
 		cat "$raw/baton-local-$w.txt"
+		echo "== raw, W=$w: baton (bench_queue -w 1 --batch" \
+			"$((w + 1)) --settle-claim) =="
+		cat "$raw/baton-localsc-$w.txt"
 		echo "== raw, W=$w: baton (bench_queue --host 0) =="
 		cat "$raw/baton-host0-$w.txt"
 		echo "== raw, W=$w: baton (bench_queue --host $BATCH) =="

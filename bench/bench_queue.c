@@ -22,7 +22,8 @@
  *
  *   bench_queue --store ADMIN_URL [-n N] [-w LIST] [-q QUEUES]
  *               [--samples S] [--analyze]
- *               [--settle-claim | --batch K | --host K [--hosts H]]
+ *               [--settle-claim | --batch K [--settle-claim] |
+ *                --host K [--hosts H]]
  *       The same drains on PostgreSQL. ADMIN_URL names a database of a
  *       server on which we may CREATE and DROP databases (the admin URL
  *       tools/pg.sh prints); every measurement gets a database of its
@@ -54,6 +55,10 @@
  *       store_task_settle_batch, graphile-worker's local queue); a
  *       batch's times are shared evenly over its tasks. The latency
  *       runs stay one at a time. Also without --store, on SQLite.
+ *       With --settle-claim, the settle of a batch claims the next one
+ *       (store_task_settle_claim_batch: one transaction a batch, the
+ *       way a host's rounds go); the claim figures are then those of
+ *       the claim calls the settles did not make for it.
  *       --host K: one claimer per host feeding its workers. One
  *       process (the host) holds the only store connection and forks W
  *       workers that hold none: each gets a task id through a socket,
@@ -564,41 +569,49 @@ claimed_nothing(struct store *s, struct shared *sh, int idx, long settled)
 /*
  * The worker of --batch K: claims up to K tasks at once
  * (store_task_claim_batch) and settles them at once
- * (store_task_settle_batch), each as settle_next does. A batch's
- * claim and settle times are shared out evenly over its tasks.
+ * (store_task_settle_batch), each as settle_next does; with
+ * --settle-claim, the settle of a batch claims the next one in its
+ * transaction (store_task_settle_claim_batch), and a claim call is made
+ * only when that found none. A batch's claim and settle times are
+ * shared out evenly over its tasks.
  */
 static _Noreturn void
 batch_worker(struct store *s, const char *holder, int idx, size_t n,
 	     struct shared *sh)
 {
 	struct task *got = xcalloc(batch_k, sizeof(*got));
+	struct task *next = xcalloc(batch_k, sizeof(*next));
 	struct store_settle *v = xcalloc(batch_k, sizeof(*v));
 	struct event *ev = xcalloc(batch_k, sizeof(*ev));
 	char (*data)[120] = xcalloc(batch_k, sizeof(*data));
 	int64_t *claim_ns = sh->claim_ns + (size_t)idx * n;
 	int64_t *settle_ns = sh->settle_ns + (size_t)idx * n;
 	struct err e = ERR_INIT;
-	int64_t t0, t1, t2;
-	size_t k, i;
+	int64_t t0, t1, t2, claimed_in = 0;
+	size_t k = 0, k_next = 0, i;
 	int rc;
 
 	for (;;) {
 		long settled = atomic_load(sh->settled);
+		struct task *swap;
 
-		t0 = mono_ns();
-		rc = store_task_claim_batch(s, holder, LEASE_MS, batch_k, got,
-					    &k, &e);
-		t1 = mono_ns();
-		if (rc == BATON_ENOTFOUND) {
-			e = (struct err)ERR_INIT;
-			if (!claimed_nothing(s, sh, idx, settled))
-				break;
-			continue;
-		}
-		if (rc) {
-			fprintf(stderr, "bench_queue: worker %d: %s\n", idx,
-				e.msg);
-			_exit(1);
+		if (k == 0) {
+			t0 = mono_ns();
+			rc = store_task_claim_batch(s, holder, LEASE_MS,
+						    batch_k, got, &k, &e);
+			claimed_in = mono_ns() - t0;
+			if (rc == BATON_ENOTFOUND) {
+				e = (struct err)ERR_INIT;
+				k = 0;
+				if (!claimed_nothing(s, sh, idx, settled))
+					break;
+				continue;
+			}
+			if (rc) {
+				fprintf(stderr, "bench_queue: worker %d: %s\n",
+					idx, e.msg);
+				_exit(1);
+			}
 		}
 		for (i = 0; i < k; i++) {
 			struct task *t = &got[i];
@@ -616,7 +629,13 @@ batch_worker(struct store *s, const char *holder, int idx, size_t n,
 						      .token = t->lease_token };
 			settle_row(t, &ev[i], data[i], sizeof(data[i]));
 		}
-		rc = store_task_settle_batch(s, v, k, &e);
+		t1 = mono_ns();
+		k_next = 0;
+		rc = batched ? store_task_settle_claim_batch(s, v, k, holder,
+							     LEASE_MS, batch_k,
+							     next, &k_next,
+							     &e) :
+			       store_task_settle_batch(s, v, k, &e);
 		t2 = mono_ns();
 		for (i = 0; rc == 0 && i < k; i++)
 			if (v[i].rc) {
@@ -631,11 +650,14 @@ batch_worker(struct store *s, const char *holder, int idx, size_t n,
 			_exit(1);
 		}
 		for (i = 0; i < k; i++) {
-			claim_ns[sh->count[idx]] = (t1 - t0) / (int64_t)k;
+			claim_ns[sh->count[idx]] = claimed_in / (int64_t)k;
 			settle_ns[sh->count[idx]++] = (t2 - t1) / (int64_t)k;
 			task_release(&got[i]);
 		}
 		atomic_fetch_add(sh->settled, (long)k);
+		swap = got, got = next, next = swap;
+		k = k_next;
+		claimed_in = 0;
 	}
 	store_close(s);
 	_exit(0);
@@ -1642,6 +1664,11 @@ run_postgres(const char *admin_url, const char *qlist, size_t n,
 		       "for the idle ones and up to %zu waiting\n"
 		       "(store_task_settle_claim_batch, one transaction)\n\n",
 		       host_k);
+	else if (batch_k && batched)
+		printf("a batch = up to %zu settles (to done with "
+		       "task_settled events) + the next batch's claims in one "
+		       "transaction (store_task_settle_claim_batch)\n\n",
+		       batch_k);
 	else if (batch_k)
 		printf("a batch = up to %zu claims (store_task_claim_batch) in "
 		       "one transaction + their settles (store_task_settle_"
@@ -1657,7 +1684,8 @@ run_postgres(const char *admin_url, const char *qlist, size_t n,
 			       "task_settled event)\n\n");
 	run_matrix(NULL,
 		   host_mode ? (host_k ? "postgres_hostq" : "postgres_host") :
-		   batch_k ? "postgres_batch" :
+		   batch_k ? (batched ? "postgres_batchsc" :
+				      "postgres_batch") :
 		   batched ? "postgres_batched" :
 			     "postgres",
 		   qlist, n, ws, nws);
@@ -1764,8 +1792,8 @@ usage(void)
 		"[--no-shm] [--host K]\n"
 		"       bench_queue --store ADMIN_URL [-n N] [-w W[,W...]] "
 		"[-q QUEUES] [--samples S] [--analyze]\n"
-		"                   [--settle-claim | --batch K |"
-		" --host K [--hosts H]]\n"
+		"                   [--settle-claim | --batch K "
+		"[--settle-claim] | --host K [--hosts H]]\n"
 		"       bench_queue --fill DBPATH COUNT [AREAS]\n"
 		"QUEUES: noarea, areas8 or noarea,areas8 (the default)\n");
 	exit(2);
@@ -1814,7 +1842,7 @@ main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (host_mode + batched + (batch_k > 0) > 1 ||
+	if (host_mode + batched + (batch_k > 0) > 1 + (batched && batch_k) ||
 	    (host_count > 1 && !host_mode))
 		usage();
 	nws = worker_list(list, ws, ARRAY_SIZE(ws));
