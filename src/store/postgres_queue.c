@@ -1417,11 +1417,11 @@ settle_set_sql(struct buf *sql)
 					      "u.e_type", "u.e_from",
 					      "u.e_to", "u.e_data" };
 	size_t k;
-	int n = 2;
+	int n = 6; /* after $1, the time, and the four of SA_ID .. SA_TOKEN */
 
 	buf_adds(sql, "WITH v AS (SELECT * FROM unnest($2::bigint[],"
 		      " $3::bigint[], $4::text[], $5::bigint[]");
-	for (k = 0, n = 6; k < ARRAY_SIZE(task_fields); k++)
+	for (k = 0; k < ARRAY_SIZE(task_fields); k++)
 		buf_addf(sql, ", $%d::%s", n++, task_field_arrays[k]);
 	buf_addf(sql, ", $%d::text[], $%d::bigint[], $%d::text[],"
 		      " $%d::text[], $%d::text[], $%d::text[])",
