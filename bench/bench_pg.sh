@@ -206,6 +206,14 @@ echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
 # lines, the peers' JSON lines (through node).
 facts=$raw/facts
 : >"$facts"
+# throughput SYS KEY FILE: the drain figure (claims_per_s_KEY_noarea_wW)
+# of bench_queue's output FILE as the fact "SYS W jobs_per_s N".
+throughput() {
+	awk -v w="$w" -v sys="$1" -v key="  claims_per_s_$2_noarea_w" '
+	index($0, key) == 1 {
+		split($1, kv, "="); print sys, w, "jobs_per_s", kv[2] }
+	' "$3" >>"$facts"
+}
 for w in $WORKERS; do
 	awk -v w="$w" '
 	/^  claims_per_s_postgres_noarea_w/ {
@@ -225,26 +233,11 @@ for w in $WORKERS; do
 			print "batonb", w, "lat_" kv[1], kv[2]
 		}
 	}' "$raw/baton-batched-$w.txt" >>"$facts"
-	awk -v w="$w" '
-	/^  claims_per_s_postgres_batch_noarea_w/ {
-		split($1, kv, "="); print "batonk", w, "jobs_per_s", kv[2] }
-	' "$raw/baton-batch-$w.txt" >>"$facts"
-	awk -v w="$w" '
-	/^  claims_per_s_postgres_batch_noarea_w/ {
-		split($1, kv, "="); print "batonl", w, "jobs_per_s", kv[2] }
-	' "$raw/baton-local-$w.txt" >>"$facts"
-	awk -v w="$w" '
-	/^  claims_per_s_postgres_batchsc_noarea_w/ {
-		split($1, kv, "="); print "batonm", w, "jobs_per_s", kv[2] }
-	' "$raw/baton-localsc-$w.txt" >>"$facts"
-	awk -v w="$w" '
-	/^  claims_per_s_postgres_host_noarea_w/ {
-		split($1, kv, "="); print "batonh", w, "jobs_per_s", kv[2] }
-	' "$raw/baton-host0-$w.txt" >>"$facts"
-	awk -v w="$w" '
-	/^  claims_per_s_postgres_hostq_noarea_w/ {
-		split($1, kv, "="); print "batonq", w, "jobs_per_s", kv[2] }
-	' "$raw/baton-host$BATCH-$w.txt" >>"$facts"
+	throughput batonk postgres_batch "$raw/baton-batch-$w.txt"
+	throughput batonl postgres_batch "$raw/baton-local-$w.txt"
+	throughput batonm postgres_batchsc "$raw/baton-localsc-$w.txt"
+	throughput batonh postgres_host "$raw/baton-host0-$w.txt"
+	throughput batonq postgres_hostq "$raw/baton-host$BATCH-$w.txt"
 	[ -n "$peers" ] || continue
 	cat "$raw/gw-$w.jsonl" "$raw/boss-$w.jsonl" | node -e '
 		const w = process.argv[1];
