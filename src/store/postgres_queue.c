@@ -1494,25 +1494,23 @@ settle_set_add(struct buf *a, size_t k, const struct task *row,
 }
 
 /*
- * Reads element number k (from 0) of the bigint array literal s
- * ("{4,5}") into *out: 0, or -1 when s has fewer.
+ * The next number of a bigint array literal ("{4,5}") from *cur (at its
+ * '{' or at a ',') into *out, *cur moving past it: 0, or -1 when there
+ * is none.
  */
 static int
-array_int(const char *s, size_t k, int64_t *out)
+array_next(const char **cur, int64_t *out)
 {
 	char *end;
 
-	if (*s++ != '{')
+	if (**cur != '{' && **cur != ',')
 		return -1;
-	for (; k > 0; k--) {
-		s = strchr(s, ',');
-		if (!s)
-			return -1;
-		s++;
-	}
 	errno = 0;
-	*out = strtoll(s, &end, 10);
-	return end == s || errno ? -1 : 0;
+	*out = strtoll(*cur + 1, &end, 10);
+	if (end == *cur + 1 || errno)
+		return -1;
+	*cur = end;
+	return 0;
 }
 
 /* The sent settles of a batch: which of v each is, and its event. */
@@ -1536,6 +1534,10 @@ settle_set_read(struct pg_store *ps, const PGresult *res,
 		struct err *e)
 {
 	int r, nr = PQntuples(res);
+	/* every row has the seqs of all the events, in the rows' order */
+	const char *seqs = nr && !PQgetisnull(res, 0, 2) ?
+				   PQgetvalue(res, 0, 2) :
+				   "";
 	size_t nev = 0;
 
 	for (r = 0; r < nr; r++) {
@@ -1552,8 +1554,8 @@ settle_set_read(struct pg_store *ps, const PGresult *res,
 		*work += update_work(&s->row, pg__int64(res, r, 1));
 		if (!s->has_ev)
 			continue;
-		if (PQgetisnull(res, r, 2) ||
-		    array_int(PQgetvalue(res, r, 2), nev++, &seq[s->i]) < 0)
+		nev++;
+		if (array_next(&seqs, &seq[s->i]) < 0)
 			return err_set(e, BATON_ESTORE,
 				       "cannot %s: no seq came back for the "
 				       "event of task %lld",
