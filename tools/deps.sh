@@ -14,7 +14,7 @@ PACKAGES=(
 	libcivetweb-dev libmicrohttpd-dev libwslay-dev libssl-dev libpq-dev postgresql
 	bubblewrap curl nodejs npm
 	cppcheck clang-tidy clang-format
-	jq time python3 faketime tmux openssl
+	jq time python3 faketime tmux openssl strace
 	chromium
 )
 

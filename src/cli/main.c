@@ -345,13 +345,16 @@ cli_refuse_orphaned_runs(const struct cli *c, struct store *s, struct err *e)
 
 	if (c->cfg.store)
 		return 0;
-	if (s) {
-		rc = store_run_list(s, &f, note_run, &any, e);
-		if (rc || any)
-			return rc;
-	}
+	/*
+	 * The folders first: a run's folder is made after its row commits
+	 * (engine_create_spec), so a store read after seeing a folder sees
+	 * its run. The other order refuses a store that another process
+	 * gave its first run between the two looks.
+	 */
 	nr = workspace_count_runs(&c->ws, &first);
-	if (nr)
+	if (nr && s)
+		rc = store_run_list(s, &f, note_run, &any, e);
+	if (nr && !rc && !any)
 		rc = err_set(e, BATON_EBADSTATE,
 			     "store '.baton/baton.db' %s, but '%s/runs/' holds "
 			     "%zu run folder%s (%s, ...) that another store "

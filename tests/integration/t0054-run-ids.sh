@@ -45,6 +45,27 @@ test_expect_success 'baton init does not make an empty store over those runs eit
 	test_grep "$(cat ../first.id)" ../status2.out
 '
 
+# A command that looks at a store with no runs while another process makes
+# the first one must not take the new run's folder for an orphan's. strace
+# stops the looking command at its first open of .baton/runs/ (the listing
+# reads it after), the first run is made, then the command goes on.
+test_expect_success 'a first run made while another command looks is not taken for an orphan' '
+	make_repo fresh &&
+	baton_init_with_agent fresh &&
+	cd fresh &&
+	bg_start "$TRASH_DIRECTORY/look" env ASAN_OPTIONS=detect_leaks=0 \
+		strace -f -o "$TRASH_DIRECTORY/look.trace" -e trace=openat \
+		-P "$PWD/.baton/runs" -e inject=openat:signal=SIGSTOP:when=1 \
+		"$BATON" status &&
+	wait_for "grep -q \"stopped by SIGSTOP\" ../look.trace" &&
+	"$BATON" run "Add hello.txt" >../fresh-run.out 2>&1 &&
+	test_path_is_dir ".baton/runs/$(newest_run)" &&
+	kill -CONT "$(grep -m1 -o "^[0-9]*" ../look.trace)" &&
+	test "$(bg_wait "$TRASH_DIRECTORY/look")" = 0 &&
+	test_grep ! "holds no runs" ../look.out &&
+	test_grep "$(newest_run)" ../look.out
+'
+
 test_expect_success 'a second store in the same repository takes the next free id: the first run keeps its branch and folder' '
 	cd repo &&
 	"$BATON" run --store "$TRASH_DIRECTORY/other.db" "Add hello.txt" >../run2.out 2>&1 &&
