@@ -18,7 +18,10 @@
 #     process, the shape of graphile-worker's local queue (one process
 #     fetching W+1 jobs for its W slots), beside it, and the same with
 #     --settle-claim (a batch's settles and the next batch's claims in
-#     one transaction); then
+#     one transaction), and two such processes (-w 2): their
+#     transactions overlap, as graphile-worker's fetches and completes
+#     do on its pool's connections, and they hold 2W+2 tasks at most
+#     where it holds 2W+1 (W+1 waiting in its queue, W running); then
 #     --host 0 and --host BATCH: one process per host claims for its W
 #     workers, settling what they finished and claiming in one
 #     transaction a round (0: only for idle workers, beside
@@ -152,41 +155,31 @@ admin=$(bash "$root/tools/pg.sh" start "$cluster") ||
 } >"$out"
 cat "$out" >&2
 
+# baton FILE ARGS...: a drain (and its latency runs) of bench_queue with
+# ARGS after the common ones, its output in $raw/FILE, both named in
+# $raw/runs-W for the raw part of the output.
+baton() {
+	file=$1
+	shift
+	echo "$file $*" >>"$raw/runs-$w"
+	echo "bench_pg: W=$w bench_queue $* ..." >&2
+	"$BENCH_QUEUE" --store "$admin" -n "$N" -q "$QUEUES" "$@" \
+		>"$raw/$file" 2>&1 ||
+		{ cat "$raw/$file" >&2; die "bench_queue $* failed (W=$w)"; }
+}
 for w in $WORKERS; do
-	echo "bench_pg: W=$w baton ..." >&2
-	"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
-		--samples "$SAMPLES" >"$raw/baton-$w.txt" 2>&1 ||
-		{ cat "$raw/baton-$w.txt" >&2; die "bench_queue failed (W=$w)"; }
-	echo "bench_pg: W=$w baton --settle-claim ..." >&2
-	"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
-		--samples "$SAMPLES" --settle-claim \
-		>"$raw/baton-batched-$w.txt" 2>&1 ||
-		{ cat "$raw/baton-batched-$w.txt" >&2
-		  die "bench_queue --settle-claim failed (W=$w)"; }
-	echo "bench_pg: W=$w baton --batch $BATCH ..." >&2
-	"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
-		--samples 0 --batch "$BATCH" >"$raw/baton-batch-$w.txt" 2>&1 ||
-		{ cat "$raw/baton-batch-$w.txt" >&2
-		  die "bench_queue --batch failed (W=$w)"; }
-	echo "bench_pg: W=$w baton, one process --batch $((w + 1)) ..." >&2
-	"$BENCH_QUEUE" --store "$admin" -n "$N" -w 1 -q "$QUEUES" \
-		--samples 0 --batch $((w + 1)) >"$raw/baton-local-$w.txt" 2>&1 ||
-		{ cat "$raw/baton-local-$w.txt" >&2
-		  die "bench_queue -w 1 --batch $((w + 1)) failed (W=$w)"; }
-	echo "bench_pg: W=$w baton, one process --batch $((w + 1))" \
-		"--settle-claim ..." >&2
-	"$BENCH_QUEUE" --store "$admin" -n "$N" -w 1 -q "$QUEUES" \
-		--samples 0 --batch $((w + 1)) --settle-claim \
-		>"$raw/baton-localsc-$w.txt" 2>&1 ||
-		{ cat "$raw/baton-localsc-$w.txt" >&2
-		  die "bench_queue -w 1 --batch $((w + 1)) --settle-claim" \
-			"failed (W=$w)"; }
-	echo "bench_pg: W=$w baton --host 0, --host $BATCH ..." >&2
+	: >"$raw/runs-$w"
+	baton "baton-$w.txt" -w "$w" --samples "$SAMPLES"
+	baton "baton-batched-$w.txt" -w "$w" --samples "$SAMPLES" \
+		--settle-claim
+	baton "baton-batch-$w.txt" -w "$w" --samples 0 --batch "$BATCH"
+	baton "baton-local-$w.txt" -w 1 --samples 0 --batch $((w + 1))
+	baton "baton-localsc-$w.txt" -w 1 --samples 0 --batch $((w + 1)) \
+		--settle-claim
+	baton "baton-local2sc-$w.txt" -w 2 --samples 0 \
+		--batch $((w + 1)) --settle-claim
 	for k in 0 "$BATCH"; do
-		"$BENCH_QUEUE" --store "$admin" -n "$N" -w "$w" -q "$QUEUES" \
-			--samples 0 --host "$k" >"$raw/baton-host$k-$w.txt" 2>&1 ||
-			{ cat "$raw/baton-host$k-$w.txt" >&2
-			  die "bench_queue --host $k failed (W=$w)"; }
+		baton "baton-host$k-$w.txt" -w "$w" --samples 0 --host "$k"
 	done
 	[ -n "$peers" ] || continue
 	echo "bench_pg: W=$w graphile-worker ..." >&2
@@ -236,6 +229,7 @@ for w in $WORKERS; do
 	throughput batonk postgres_batch "$raw/baton-batch-$w.txt"
 	throughput batonl postgres_batch "$raw/baton-local-$w.txt"
 	throughput batonm postgres_batchsc "$raw/baton-localsc-$w.txt"
+	throughput batonn postgres_batchsc "$raw/baton-local2sc-$w.txt"
 	throughput batonh postgres_host "$raw/baton-host0-$w.txt"
 	throughput batonq postgres_hostq "$raw/baton-host$BATCH-$w.txt"
 	[ -n "$peers" ] || continue
@@ -291,7 +285,8 @@ function hrow(name, sys, peer, w,   bj) {
 }
 # the batches of baton (sys batonk: W workers, batonl: one process with
 # W + 1 in flight, batonm: the same settling and claiming in one
-# transaction) against the local queue of graphile-worker
+# transaction, batonn: two such processes) against the local queue of
+# graphile-worker
 function krow(name, sys, w,   bj) {
 	bj = get(sys, w, "jobs_per_s")
 	printf "| %s | %d | %s | - | %s | - |\n", name, w,
@@ -311,6 +306,8 @@ END {
 		krow("baton (W, batches of " batch ")", "batonk", w)
 		krow("baton (one process, W + 1 in flight)", "batonl", w)
 		krow("baton (one process, W + 1, settle+claim)", "batonm", w)
+		krow("baton (two processes, W + 1 each, settle+claim)",
+		    "batonn", w)
 		hrow("baton (one host claims for W)", "batonh",
 		    "process_default", w)
 		hrow("baton (one host, W + " batch " waiting)", "batonq",
@@ -359,22 +356,10 @@ END {
 		"start (peers), idle workers; ratios below 1 mean baton is faster."
 	for w in $WORKERS; do
 		echo
-		echo "== raw, W=$w: baton (bench_queue) =="
-		cat "$raw/baton-$w.txt"
-		echo "== raw, W=$w: baton (bench_queue --settle-claim) =="
-		cat "$raw/baton-batched-$w.txt"
-		echo "== raw, W=$w: baton (bench_queue --batch $BATCH) =="
-		cat "$raw/baton-batch-$w.txt"
-		echo "== raw, W=$w: baton (bench_queue -w 1 --batch" \
-			"$((w + 1))) =="
-		cat "$raw/baton-local-$w.txt"
-		echo "== raw, W=$w: baton (bench_queue -w 1 --batch" \
-			"$((w + 1)) --settle-claim) =="
-		cat "$raw/baton-localsc-$w.txt"
-		echo "== raw, W=$w: baton (bench_queue --host 0) =="
-		cat "$raw/baton-host0-$w.txt"
-		echo "== raw, W=$w: baton (bench_queue --host $BATCH) =="
-		cat "$raw/baton-host$BATCH-$w.txt"
+		while read -r file args; do
+			echo "== raw, W=$w: baton (bench_queue $args) =="
+			cat "$raw/$file"
+		done <"$raw/runs-$w"
 		if [ -n "$peers" ]; then
 			echo "== raw, W=$w: graphile-worker =="
 			cat "$raw/gw-$w.jsonl"
