@@ -155,10 +155,10 @@ admin=$(bash "$root/tools/pg.sh" start "$cluster") ||
 } >"$out"
 cat "$out" >&2
 
-# baton FILE ARGS...: a drain (and its latency runs) of bench_queue with
+# queue_run FILE ARGS...: a drain (and its latency runs) of bench_queue with
 # ARGS after the common ones, its output in $raw/FILE, both named in
 # $raw/runs-W for the raw part of the output.
-baton() {
+queue_run() {
 	file=$1
 	shift
 	echo "$file $*" >>"$raw/runs-$w"
@@ -169,17 +169,17 @@ baton() {
 }
 for w in $WORKERS; do
 	: >"$raw/runs-$w"
-	baton "baton-$w.txt" -w "$w" --samples "$SAMPLES"
-	baton "baton-batched-$w.txt" -w "$w" --samples "$SAMPLES" \
+	queue_run "baton-$w.txt" -w "$w" --samples "$SAMPLES"
+	queue_run "baton-batched-$w.txt" -w "$w" --samples "$SAMPLES" \
 		--settle-claim
-	baton "baton-batch-$w.txt" -w "$w" --samples 0 --batch "$BATCH"
-	baton "baton-local-$w.txt" -w 1 --samples 0 --batch $((w + 1))
-	baton "baton-localsc-$w.txt" -w 1 --samples 0 --batch $((w + 1)) \
+	queue_run "baton-batch-$w.txt" -w "$w" --samples 0 --batch "$BATCH"
+	queue_run "baton-local-$w.txt" -w 1 --samples 0 --batch $((w + 1))
+	queue_run "baton-localsc-$w.txt" -w 1 --samples 0 --batch $((w + 1)) \
 		--settle-claim
-	baton "baton-local2sc-$w.txt" -w 2 --samples 0 \
+	queue_run "baton-local2sc-$w.txt" -w 2 --samples 0 \
 		--batch $((w + 1)) --settle-claim
 	for k in 0 "$BATCH"; do
-		baton "baton-host$k-$w.txt" -w "$w" --samples 0 --host "$k"
+		queue_run "baton-host$k-$w.txt" -w "$w" --samples 0 --host "$k"
 	done
 	[ -n "$peers" ] || continue
 	echo "bench_pg: W=$w graphile-worker ..." >&2
