@@ -171,6 +171,18 @@ int pg__run(struct pg_store *ps, const char *sql, int n,
  * slipping in between the check and the commit.
  */
 int pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e);
+/*
+ * pg__begin_fenced and pg__exec of sql in one round trip: sql, prepared
+ * as pg__exec prepares it, runs by SQL EXECUTE with params as literals
+ * in the message of the BEGIN. 0 with sql's result in *out (the
+ * caller's to PQclear), or an error (*out NULL, the transaction rolled
+ * back): BATON_EFENCED as pg__begin_fenced's, BATON_ESTORE when sql
+ * failed (ps->state says why). A stale fence is found after sql ran;
+ * the rollback undoes it.
+ */
+int pg__begin_exec(struct pg_store *ps, const char *sql, int n,
+		   const char *const *params, PGresult **out, const char *what,
+		   struct err *e);
 /* The same without the fence: claims, heartbeats, worker records. */
 int pg__begin(struct pg_store *ps, const char *what, struct err *e);
 /*

@@ -584,6 +584,97 @@ pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e)
 }
 
 /*
+ * The message of pg__begin_exec: BEGIN, the xid (and under a fence the
+ * fencing row, locked), then the statement prepared as name, run by SQL
+ * EXECUTE with params as literals. 0, or BATON_ESTORE when a parameter
+ * cannot be quoted (e set).
+ */
+static int
+begin_exec_sql(struct pg_store *ps, const char *name, int n,
+	       const char *const *params, struct buf *b, const char *what,
+	       struct err *e)
+{
+	int i;
+
+	buf_adds(b, "BEGIN ISOLATION LEVEL READ COMMITTED;"
+		    " SELECT pg_current_xact_id()");
+	if (ps->base.fence_task)
+		buf_addf(b, ", (SELECT lease_token FROM tasks WHERE id = %lld"
+			    " FOR NO KEY UPDATE)",
+			 (long long)ps->base.fence_task);
+	buf_addf(b, "; EXECUTE %s(", name);
+	for (i = 0; i < n; i++) {
+		char *lit = params[i] ? PQescapeLiteral(ps->conn, params[i],
+							strlen(params[i])) :
+					NULL;
+
+		if (params[i] && !lit)
+			return pg__fail(ps, NULL, what, e);
+		buf_addf(b, "%s%s", i ? ", " : "", lit ? lit : "NULL");
+		PQfreemem(lit);
+	}
+	buf_addch(b, ')');
+	return 0;
+}
+
+int
+pg__begin_exec(struct pg_store *ps, const char *sql, int n,
+	       const char *const *params, PGresult **out, const char *what,
+	       struct err *e)
+{
+	struct buf b = BUF_INIT;
+	PGresult *res;
+	int64_t have = -1;
+	int rc, k = 0;
+	char name[16];
+
+	*out = NULL;
+	if (n == 0 || !pg__prepared(ps, sql, n, name)) {
+		rc = pg__begin_fenced(ps, what, e);
+		if (rc == 0 && !(*out = pg__exec(ps, sql, n, params, what, e)))
+			rc = BATON_ESTORE;
+		return rc;
+	}
+	rc = begin_exec_sql(ps, name, n, params, &b, what, e);
+	if (rc == 0 && !PQsendQuery(ps->conn, b.ptr))
+		rc = pg__fail(ps, NULL, what, e);
+	buf_release(&b);
+	ps->notify_events = ps->notify_work = 0;
+	ps->xid[0] = '\0';
+	/* BEGIN, then the xid (and fence), then the statement */
+	while (rc == 0 && (res = PQgetResult(ps->conn))) {
+		ExecStatusType st = PQresultStatus(res);
+
+		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+			rc = pg__fail(ps, res, what, e);
+		} else if (k == 1 && PQntuples(res) == 1) {
+			snprintf(ps->xid, sizeof(ps->xid), "%s",
+				 PQgetvalue(res, 0, 0));
+			if (ps->base.fence_task && !PQgetisnull(res, 0, 1))
+				have = pg__int64(res, 0, 1);
+		} else if (k == 2) {
+			*out = res;
+			res = NULL;
+		}
+		PQclear(res);
+		k++;
+	}
+	while ((res = PQgetResult(ps->conn)))
+		PQclear(res);
+	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
+	if (rc == 0 && (!*out || !ps->xid[0]))
+		rc = pg__fail(ps, NULL, what, e); /* the connection broke */
+	if (rc == 0 && ps->base.fence_task)
+		rc = check_fence(ps, have, what, e);
+	if (rc < 0) {
+		PQclear(*out);
+		*out = NULL;
+		pg__rollback(ps);
+	}
+	return rc;
+}
+
+/*
  * After a COMMIT whose reply never came: reconnects and asks what became
  * of the transaction. Committed is success. Aborted (or forgotten: NULL)
  * sets ps->lost so that the try runs again. Still running (the old

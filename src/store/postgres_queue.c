@@ -690,9 +690,9 @@ update_result(struct pg_store *ps, const PGresult *res,
 }
 
 /*
- * The guarded update of update_stmt and its event in one round trip,
- * inside the open transaction, whose xid was drawn by its BEGIN (the
- * ordering rule); update_result says what came of it.
+ * BEGIN (fenced) and the guarded update of update_stmt with its event,
+ * in one round trip (pg__begin_exec): the xid is drawn before the event
+ * (the ordering rule). update_result says what came of the update.
  */
 static int
 update_row(struct pg_store *ps, const struct task *row, const char *froms,
@@ -707,23 +707,23 @@ update_row(struct pg_store *ps, const struct task *row, const char *froms,
 	int rc;
 
 	rc = update_stmt(row, froms, token, now, ev, &tev, &sql, &p, what, e);
-	if (rc == 0) {
-		res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
+	if (rc == 0)
+		rc = pg__begin_exec(ps, sql.ptr, p.n, p.v, &res, what, e);
+	if (rc == 0 || rc == BATON_ESTORE)
 		rc = update_result(ps, res, ev ? &tev : NULL, changed,
 				   dependents, ts_out, seq_out, what, e);
-	}
 	PQclear(res);
 	buf_release(&sql);
 	return rc;
 }
 
 /*
- * The settle half of task_update_try and settle_claim_try, in the open
- * (fenced) transaction: the row, its event, and the NOTIFY of the work
- * it makes.
+ * The settle half of task_update_try and settle_claim_try, which opens
+ * their (fenced) transaction: the row, its event, and the NOTIFY of the
+ * work it makes.
  */
 static int
-settle_in_tx(struct pg_store *ps, const struct task *row, const char *froms,
+settle_begin(struct pg_store *ps, const struct task *row, const char *froms,
 	     int64_t now, const struct event *ev, int64_t *ts_out,
 	     int64_t *seq_out, const char *what, struct err *e)
 {
@@ -751,10 +751,7 @@ task_update_try(struct pg_store *ps, const struct task *row,
 	int64_t ts = 0, evseq = 0;
 	int rc;
 
-	rc = pg__begin_fenced(ps, what, e);
-	if (rc == 0)
-		rc = settle_in_tx(ps, row, froms, now, ev, &ts, &evseq, what,
-				  e);
+	rc = settle_begin(ps, row, froms, now, ev, &ts, &evseq, what, e);
 	if (rc == 0)
 		rc = pg__commit(ps, what, e);
 	if (rc == 0) {
@@ -1132,10 +1129,7 @@ settle_claim_try(struct pg_store *ps, const struct task *row,
 	int rc;
 
 	*overlap = 0;
-	rc = pg__begin_fenced(ps, what, e);
-	if (rc == 0)
-		rc = settle_in_tx(ps, row, froms, now, ev, &ts, &evseq, what,
-				  e);
+	rc = settle_begin(ps, row, froms, now, ev, &ts, &evseq, what, e);
 	if (rc == 0) {
 		rc = claim_in_tx(ps, holder, lease_ms, now, "{}", overlap, &t,
 				 "claim a task", e);

@@ -1151,6 +1151,44 @@ TEST(fence_refuses_stale_writer)
 	store_close(s);
 }
 
+/*
+ * A stale fence undoes a write its guard let through: on PostgreSQL the
+ * fence is read in the round trip of the write, after the write ran
+ * (pg__begin_exec), and the rollback must take the write back.
+ */
+TEST(fence_undoes_a_write_it_let_run)
+{
+	struct store *s = open_store(), *late = open_store();
+	struct err e = ERR_INIT;
+	struct task mine, now, by;
+	int64_t id, other, version, events;
+
+	id = add_task(s, "contested", 0, NULL, NULL);
+	other = add_task(s, "bystander", 0, NULL, NULL);
+	ASSERT_EQ(claim(late, "slow", &mine), id);
+	set_status(s, id, TASK_QUEUED);
+	ASSERT_EQ(claim(s, "fast", &now), id);
+	get_task(late, other, &by);
+	version = by.version;
+	run_set(&by.title, "rewritten by a stale worker");
+	events = count_events(s, NULL);
+	store_fence(late, id, mine.lease_token);
+	ASSERT_EQ(store_task_update(late, &by, NULL, &e), BATON_EFENCED);
+	ASSERT_EQ(by.version, version);
+	task_release(&by);
+
+	get_task(s, other, &by);
+	ASSERT_STREQ(by.title, "bystander");
+	ASSERT_EQ(by.version, version);
+	task_release(&by);
+	ASSERT_EQ(count_events(s, NULL), events);
+
+	task_release(&mine);
+	task_release(&now);
+	store_close(late);
+	store_close(s);
+}
+
 /* A fence on a task that is gone fences too. */
 TEST(fence_on_missing_task)
 {
