@@ -447,16 +447,21 @@ pg__rollback(struct pg_store *ps)
 }
 
 /*
+ * Every transaction's BEGIN: READ COMMITTED whatever the server's
+ * default, for the event horizon and the run numbers need each statement
+ * to see what committed before it.
+ */
+#define BEGIN_TX "BEGIN ISOLATION LEVEL READ COMMITTED"
+
+/*
  * BEGIN and the xid in one round trip: PQexec takes several statements
- * (PQexecParams does not) and returns the last one's result. READ
- * COMMITTED whatever the server's default: the event horizon and the
- * run numbers need each statement to see what committed before it.
+ * (PQexecParams does not) and returns the last one's result.
  */
 int
 pg__begin(struct pg_store *ps, const char *what, struct err *e)
 {
-	PGresult *res = PQexec(ps->conn, "BEGIN ISOLATION LEVEL READ COMMITTED;"
-					 " SELECT pg_current_xact_id()");
+	PGresult *res =
+		PQexec(ps->conn, BEGIN_TX "; SELECT pg_current_xact_id()");
 	int rc = 0;
 
 	ps->notify_events = ps->notify_work = 0;
@@ -480,7 +485,7 @@ pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
 	PGresult *res;
 	int rc = 0;
 
-	snprintf(sql, sizeof(sql), "BEGIN ISOLATION LEVEL READ COMMITTED%s%s",
+	snprintf(sql, sizeof(sql), BEGIN_TX "%s%s",
 		 also ? "; " : "", also ? also : "");
 	res = PQexec(ps->conn, sql);
 
@@ -502,7 +507,7 @@ pg__begin_query(struct pg_store *ps, const char *sql, const char *what,
 	struct buf b = BUF_INIT;
 	PGresult *res;
 
-	buf_addf(&b, "BEGIN ISOLATION LEVEL READ COMMITTED; %s", sql);
+	buf_addf(&b, BEGIN_TX "; %s", sql);
 	res = PQexec(ps->conn, b.ptr);
 	buf_release(&b);
 	ps->notify_events = ps->notify_work = 0;
@@ -545,38 +550,54 @@ check_fence(struct pg_store *ps, int64_t have, const char *what,
 }
 
 /*
- * Under a fence, BEGIN, the xid and the fencing row's lease_token go in
- * one round trip: the row lock (FOR NO KEY UPDATE) holds until the
- * commit, so a claim that would change the token waits for this write.
- * The task id is a number, written into the statement.
+ * The statement that takes the xid and, under a fence, the fencing row's
+ * lease_token, sent in the message of the BEGIN (pg__begin_fenced, and
+ * pg__begin_exec with the write after it): the row lock (FOR NO KEY
+ * UPDATE) holds until the commit, so a claim that would change the token
+ * waits for this write. The task id is a number, written into the
+ * statement.
  */
+static void
+xid_fence_sql(const struct pg_store *ps, struct buf *b)
+{
+	buf_adds(b, "SELECT pg_current_xact_id()");
+	if (ps->base.fence_task)
+		buf_addf(b, ", (SELECT lease_token FROM tasks WHERE id = %lld"
+			    " FOR NO KEY UPDATE)",
+			 (long long)ps->base.fence_task);
+}
+
+/* Reads xid_fence_sql's row: the xid into ps->xid, then the fence check. */
+static int
+xid_fence_read(struct pg_store *ps, const PGresult *res, const char *what,
+	       struct err *e)
+{
+	if (PQntuples(res) != 1)
+		return err_set(e, BATON_ESTORE, "cannot %s: no xid came back",
+			       what);
+	snprintf(ps->xid, sizeof(ps->xid), "%s", PQgetvalue(res, 0, 0));
+	if (!ps->base.fence_task)
+		return 0;
+	return check_fence(ps,
+			   PQgetisnull(res, 0, 1) ? -1 : pg__int64(res, 0, 1),
+			   what, e);
+}
+
 int
 pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e)
 {
-	char sql[192];
+	struct buf sql = BUF_INIT;
 	PGresult *res;
-	int64_t have = -1;
-	int rc = 0;
+	int rc;
 
 	if (!ps->base.fence_task)
 		return pg__begin(ps, what, e);
-	snprintf(sql, sizeof(sql),
-		 "SELECT pg_current_xact_id(), (SELECT lease_token FROM tasks"
-		 " WHERE id = %lld FOR NO KEY UPDATE)",
-		 (long long)ps->base.fence_task);
-	res = pg__begin_query(ps, sql, what, e);
+	xid_fence_sql(ps, &sql);
+	res = pg__begin_query(ps, sql.ptr, what, e);
+	buf_release(&sql);
 	if (!res)
 		return BATON_ESTORE;
-	if (PQntuples(res) != 1) {
-		rc = err_set(e, BATON_ESTORE, "cannot %s: no xid came back",
-			     what);
-	} else {
-		snprintf(ps->xid, sizeof(ps->xid), "%s",
-			 PQgetvalue(res, 0, 0));
-		if (!PQgetisnull(res, 0, 1))
-			have = pg__int64(res, 0, 1);
-		rc = check_fence(ps, have, what, e);
-	}
+	rc = xid_fence_read(ps, res, what, e);
 	PQclear(res);
 	if (rc < 0)
 		pg__rollback(ps);
@@ -596,12 +617,8 @@ begin_exec_sql(struct pg_store *ps, const char *name, int n,
 {
 	int i;
 
-	buf_adds(b, "BEGIN ISOLATION LEVEL READ COMMITTED;"
-		    " SELECT pg_current_xact_id()");
-	if (ps->base.fence_task)
-		buf_addf(b, ", (SELECT lease_token FROM tasks WHERE id = %lld"
-			    " FOR NO KEY UPDATE)",
-			 (long long)ps->base.fence_task);
+	buf_adds(b, BEGIN_TX "; ");
+	xid_fence_sql(ps, b);
 	buf_addf(b, "; EXECUTE %s(", name);
 	for (i = 0; i < n; i++) {
 		char *lit = params[i] ? PQescapeLiteral(ps->conn, params[i],
@@ -624,7 +641,6 @@ pg__begin_exec(struct pg_store *ps, const char *sql, int n,
 {
 	struct buf b = BUF_INIT;
 	PGresult *res;
-	int64_t have = -1;
 	int rc, k = 0;
 	char name[16];
 
@@ -647,11 +663,8 @@ pg__begin_exec(struct pg_store *ps, const char *sql, int n,
 
 		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
 			rc = pg__fail(ps, res, what, e);
-		} else if (k == 1 && PQntuples(res) == 1) {
-			snprintf(ps->xid, sizeof(ps->xid), "%s",
-				 PQgetvalue(res, 0, 0));
-			if (ps->base.fence_task && !PQgetisnull(res, 0, 1))
-				have = pg__int64(res, 0, 1);
+		} else if (k == 1) {
+			rc = xid_fence_read(ps, res, what, e);
 		} else if (k == 2) {
 			*out = res;
 			res = NULL;
@@ -662,10 +675,8 @@ pg__begin_exec(struct pg_store *ps, const char *sql, int n,
 	while ((res = PQgetResult(ps->conn)))
 		PQclear(res);
 	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
-	if (rc == 0 && (!*out || !ps->xid[0]))
+	if (rc == 0 && !*out)
 		rc = pg__fail(ps, NULL, what, e); /* the connection broke */
-	if (rc == 0 && ps->base.fence_task)
-		rc = check_fence(ps, have, what, e);
 	if (rc < 0) {
 		PQclear(*out);
 		*out = NULL;

@@ -709,7 +709,7 @@ update_row(struct pg_store *ps, const struct task *row, const char *froms,
 	rc = update_stmt(row, froms, token, now, ev, &tev, &sql, &p, what, e);
 	if (rc == 0)
 		rc = pg__begin_exec(ps, sql.ptr, p.n, p.v, &res, what, e);
-	if (rc == 0 || rc == BATON_ESTORE)
+	if (rc == 0 || rc == BATON_ESTORE) /* a missing run is named */
 		rc = update_result(ps, res, ev ? &tev : NULL, changed,
 				   dependents, ts_out, seq_out, what, e);
 	PQclear(res);
