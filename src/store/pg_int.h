@@ -171,18 +171,30 @@ int pg__run(struct pg_store *ps, const char *sql, int n,
  * slipping in between the check and the commit.
  */
 int pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e);
+/* A statement and its text parameters (NULL: SQL NULL). */
+struct pg_stmt {
+	const char *sql;
+	int n;
+	const char *const *params;
+};
+
+/* The most statements pg__begin_exec sends after its BEGIN. */
+#define PG_EXEC_MAX 4
+
 /*
- * pg__begin_fenced and pg__exec of sql in one round trip: sql, prepared
- * as pg__exec prepares it, runs by SQL EXECUTE with params as literals
- * in the message of the BEGIN. 0 with sql's result in *out (the
- * caller's to PQclear), or an error (*out NULL, the transaction rolled
- * back): BATON_EFENCED as pg__begin_fenced's, BATON_ESTORE when sql
- * failed (ps->state says why). A stale fence is found after sql ran;
- * the rollback undoes it.
+ * pg__begin_fenced and pg__exec of each of the n statements in one
+ * round trip: each, prepared as pg__exec prepares it, runs by SQL
+ * EXECUTE with its parameters as literals, in the message of the BEGIN.
+ * 0 with statement i's result in out[i] (the caller's to PQclear), or
+ * an error (all NULL, the transaction rolled back): BATON_EFENCED as
+ * pg__begin_fenced's, BATON_ESTORE when a statement failed (ps->state
+ * says why; those after it did not run). Each statement runs whatever
+ * the ones before it changed, and a stale fence is found after all ran:
+ * the caller reads the results before it commits, and its rollback
+ * undoes what should not have run.
  */
-int pg__begin_exec(struct pg_store *ps, const char *sql, int n,
-		   const char *const *params, PGresult **out, const char *what,
-		   struct err *e);
+int pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
+		   PGresult **out, const char *what, struct err *e);
 /* The same without the fence: claims, heartbeats, worker records. */
 int pg__begin(struct pg_store *ps, const char *what, struct err *e);
 /*
@@ -196,13 +208,13 @@ int pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
 		   struct err *e);
 
 /*
- * BEGIN (READ COMMITTED) and sql, a statement without parameters that
- * returns rows, in one round trip (one simple query). Like
- * pg__begin_lazy, no xid is taken: sql or the caller fills ps->xid
- * before an event or the commit. Returns sql's result for the caller to
- * PQclear, or NULL with e filled and the transaction rolled back.
+ * BEGIN (READ COMMITTED) and stmt in one round trip, as pg__begin_exec
+ * sends its statements. Like pg__begin_lazy, no xid is taken: stmt or
+ * the caller fills ps->xid before an event or the commit. Returns
+ * stmt's result for the caller to PQclear, or NULL with e filled and
+ * the transaction rolled back.
  */
-PGresult *pg__begin_query(struct pg_store *ps, const char *sql,
+PGresult *pg__begin_query(struct pg_store *ps, const struct pg_stmt *stmt,
 			  const char *what, struct err *e);
 
 /* Rolls back the open transaction, if any. */

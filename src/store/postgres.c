@@ -500,28 +500,6 @@ pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
 	return rc;
 }
 
-PGresult *
-pg__begin_query(struct pg_store *ps, const char *sql, const char *what,
-		struct err *e)
-{
-	struct buf b = BUF_INIT;
-	PGresult *res;
-
-	buf_addf(&b, BEGIN_TX "; %s", sql);
-	res = PQexec(ps->conn, b.ptr);
-	buf_release(&b);
-	ps->notify_events = ps->notify_work = 0;
-	ps->xid[0] = '\0';
-	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg__fail(ps, res, what, e);
-		PQclear(res);
-		pg__rollback(ps);
-		return NULL;
-	}
-	return res;
-}
-
 /*
  * The fence check (see check_fence in sqlite.c for the messages) on the
  * lease_token read by pg__begin_fenced: have is -1 when the task is
@@ -583,90 +561,97 @@ xid_fence_read(struct pg_store *ps, const PGresult *res, const char *what,
 			   what, e);
 }
 
-int
-pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e)
-{
-	struct buf sql = BUF_INIT;
-	PGresult *res;
-	int rc;
 
-	if (!ps->base.fence_task)
-		return pg__begin(ps, what, e);
-	xid_fence_sql(ps, &sql);
-	res = pg__begin_query(ps, sql.ptr, what, e);
-	buf_release(&sql);
-	if (!res)
-		return BATON_ESTORE;
-	rc = xid_fence_read(ps, res, what, e);
-	PQclear(res);
-	if (rc < 0)
-		pg__rollback(ps);
+/*
+ * The message of pg__begin_exec and pg__begin_query: BEGIN, with_xid
+ * the xid (and under a fence the fencing row, locked), then each
+ * statement: as it is when it has no parameters, else prepared
+ * (pg__prepared) and run by SQL EXECUTE with its parameters as
+ * literals. 0, or 1 when a statement cannot be prepared (then b is
+ * left alone), or BATON_ESTORE when a parameter cannot be quoted (e
+ * set).
+ */
+static int
+begin_exec_sql(struct pg_store *ps, const struct pg_stmt *stmts, int n,
+	       int with_xid, struct buf *b, const char *what, struct err *e)
+{
+	char names[PG_EXEC_MAX][16];
+	int i, k;
+
+	for (i = 0; i < n; i++)
+		if (stmts[i].n &&
+		    !pg__prepared(ps, stmts[i].sql, stmts[i].n, names[i]))
+			return 1;
+	buf_adds(b, BEGIN_TX);
+	if (with_xid) {
+		buf_adds(b, "; ");
+		xid_fence_sql(ps, b);
+	}
+	for (i = 0; i < n; i++) {
+		if (stmts[i].n == 0) {
+			buf_addf(b, "; %s", stmts[i].sql);
+			continue;
+		}
+		buf_addf(b, "; EXECUTE %s(", names[i]);
+		for (k = 0; k < stmts[i].n; k++) {
+			const char *v = stmts[i].params[k];
+			char *lit = v ? PQescapeLiteral(ps->conn, v, strlen(v))
+				      : NULL;
+
+			if (v && !lit)
+				return pg__fail(ps, NULL, what, e);
+			buf_addf(b, "%s%s", k ? ", " : "", lit ? lit : "NULL");
+			PQfreemem(lit);
+		}
+		buf_addch(b, ')');
+	}
+	return 0;
+}
+
+/*
+ * The statements of pg__begin_exec (with_xid) or pg__begin_query when
+ * one cannot be prepared: the BEGIN, then one by one.
+ */
+static int
+begin_exec_apart(struct pg_store *ps, const struct pg_stmt *stmts, int n,
+		 int with_xid, PGresult **out, const char *what,
+		 struct err *e)
+{
+	int rc = with_xid ? pg__begin_fenced(ps, what, e)
+			  : pg__begin_lazy(ps, NULL, what, e);
+	int i;
+
+	for (i = 0; rc == 0 && i < n; i++)
+		if (!(out[i] = pg__exec(ps, stmts[i].sql, stmts[i].n,
+					stmts[i].params, what, e)))
+			rc = BATON_ESTORE;
 	return rc;
 }
 
 /*
- * The message of pg__begin_exec: BEGIN, the xid (and under a fence the
- * fencing row, locked), then the statement prepared as name, run by SQL
- * EXECUTE with params as literals. 0, or BATON_ESTORE when a parameter
- * cannot be quoted (e set).
+ * Sends b (begin_exec_sql's message) and reads its results: BEGIN's,
+ * with_xid the xid and fence's (checked), then one per statement into
+ * out.
  */
 static int
-begin_exec_sql(struct pg_store *ps, const char *name, int n,
-	       const char *const *params, struct buf *b, const char *what,
-	       struct err *e)
+begin_exec_send(struct pg_store *ps, const struct buf *b, int n,
+		int with_xid, PGresult **out, const char *what,
+		struct err *e)
 {
-	int i;
-
-	buf_adds(b, BEGIN_TX "; ");
-	xid_fence_sql(ps, b);
-	buf_addf(b, "; EXECUTE %s(", name);
-	for (i = 0; i < n; i++) {
-		char *lit = params[i] ? PQescapeLiteral(ps->conn, params[i],
-							strlen(params[i])) :
-					NULL;
-
-		if (params[i] && !lit)
-			return pg__fail(ps, NULL, what, e);
-		buf_addf(b, "%s%s", i ? ", " : "", lit ? lit : "NULL");
-		PQfreemem(lit);
-	}
-	buf_addch(b, ')');
-	return 0;
-}
-
-int
-pg__begin_exec(struct pg_store *ps, const char *sql, int n,
-	       const char *const *params, PGresult **out, const char *what,
-	       struct err *e)
-{
-	struct buf b = BUF_INIT;
+	int first = with_xid ? 2 : 1, rc = 0, k = 0;
 	PGresult *res;
-	int rc, k = 0;
-	char name[16];
 
-	*out = NULL;
-	if (n == 0 || !pg__prepared(ps, sql, n, name)) {
-		rc = pg__begin_fenced(ps, what, e);
-		if (rc == 0 && !(*out = pg__exec(ps, sql, n, params, what, e)))
-			rc = BATON_ESTORE;
-		return rc;
-	}
-	rc = begin_exec_sql(ps, name, n, params, &b, what, e);
-	if (rc == 0 && !PQsendQuery(ps->conn, b.ptr))
-		rc = pg__fail(ps, NULL, what, e);
-	buf_release(&b);
-	ps->notify_events = ps->notify_work = 0;
-	ps->xid[0] = '\0';
-	/* BEGIN, then the xid (and fence), then the statement */
+	if (!PQsendQuery(ps->conn, b->ptr))
+		return pg__fail(ps, NULL, what, e);
 	while (rc == 0 && (res = PQgetResult(ps->conn))) {
 		ExecStatusType st = PQresultStatus(res);
 
 		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
 			rc = pg__fail(ps, res, what, e);
-		} else if (k == 1) {
+		} else if (k == 1 && with_xid) {
 			rc = xid_fence_read(ps, res, what, e);
-		} else if (k == 2) {
-			*out = res;
+		} else if (k >= first && k < first + n) {
+			out[k - first] = res;
 			res = NULL;
 		}
 		PQclear(res);
@@ -674,15 +659,62 @@ pg__begin_exec(struct pg_store *ps, const char *sql, int n,
 	}
 	while ((res = PQgetResult(ps->conn)))
 		PQclear(res);
-	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
-	if (rc == 0 && !*out)
+	if (rc == 0 && k < first + n)
 		rc = pg__fail(ps, NULL, what, e); /* the connection broke */
+	return rc;
+}
+
+/* pg__begin_exec, and pg__begin_query without the xid (with_xid 0). */
+static int
+begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
+	   int with_xid, PGresult **out, const char *what, struct err *e)
+{
+	struct buf b = BUF_INIT;
+	int rc, i;
+
+	assert(n >= 0 && n <= PG_EXEC_MAX);
+	for (i = 0; i < n; i++)
+		out[i] = NULL;
+	rc = begin_exec_sql(ps, stmts, n, with_xid, &b, what, e);
+	if (rc == 0) {
+		ps->notify_events = ps->notify_work = 0;
+		ps->xid[0] = '\0';
+		rc = begin_exec_send(ps, &b, n, with_xid, out, what, e);
+		ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
+	} else if (rc == 1) {
+		rc = begin_exec_apart(ps, stmts, n, with_xid, out, what, e);
+	}
+	buf_release(&b);
 	if (rc < 0) {
-		PQclear(*out);
-		*out = NULL;
+		for (i = 0; i < n; i++) {
+			PQclear(out[i]);
+			out[i] = NULL;
+		}
 		pg__rollback(ps);
 	}
 	return rc;
+}
+
+int
+pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e)
+{
+	return begin_exec(ps, NULL, 0, 1, NULL, what, e);
+}
+
+int
+pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
+	       PGresult **out, const char *what, struct err *e)
+{
+	return begin_exec(ps, stmts, n, 1, out, what, e);
+}
+
+PGresult *
+pg__begin_query(struct pg_store *ps, const struct pg_stmt *stmt,
+		const char *what, struct err *e)
+{
+	PGresult *res;
+
+	return begin_exec(ps, stmt, 1, 0, &res, what, e) ? NULL : res;
 }
 
 /*

@@ -691,28 +691,39 @@ update_result(struct pg_store *ps, const PGresult *res,
 
 /*
  * BEGIN (fenced) and the guarded update of update_stmt with its event,
- * in one round trip (pg__begin_exec): the xid is drawn before the event
- * (the ordering rule). update_result says what came of the update.
+ * and then (NULL: none) after it, in one round trip (pg__begin_exec):
+ * the xid is drawn before the event (the ordering rule). update_result
+ * says what came of the update; *then_out gets then's result.
  */
 static int
 update_row(struct pg_store *ps, const struct task *row, const char *froms,
 	   int64_t token, int64_t now, const struct event *ev,
-	   int64_t *changed, int64_t *dependents, int64_t *ts_out,
-	   int64_t *seq_out, const char *what, struct err *e)
+	   const struct pg_stmt *then, PGresult **then_out, int64_t *changed,
+	   int64_t *dependents, int64_t *ts_out, int64_t *seq_out,
+	   const char *what, struct err *e)
 {
 	struct buf sql = BUF_INIT;
 	struct params p = { 0 };
 	struct event tev = { 0 };
-	PGresult *res = NULL;
+	struct pg_stmt stmts[2];
+	PGresult *res[2] = { NULL, NULL };
 	int rc;
 
 	rc = update_stmt(row, froms, token, now, ev, &tev, &sql, &p, what, e);
-	if (rc == 0)
-		rc = pg__begin_exec(ps, sql.ptr, p.n, p.v, &res, what, e);
+	if (rc == 0) {
+		stmts[0] = (struct pg_stmt){ sql.ptr, p.n, p.v };
+		if (then)
+			stmts[1] = *then;
+		rc = pg__begin_exec(ps, stmts, then ? 2 : 1, res, what, e);
+	}
 	if (rc == 0 || rc == BATON_ESTORE) /* a missing run is named */
-		rc = update_result(ps, res, ev ? &tev : NULL, changed,
+		rc = update_result(ps, res[0], ev ? &tev : NULL, changed,
 				   dependents, ts_out, seq_out, what, e);
-	PQclear(res);
+	PQclear(res[0]);
+	if (then_out)
+		*then_out = res[1];
+	else
+		PQclear(res[1]);
 	buf_release(&sql);
 	return rc;
 }
@@ -720,18 +731,19 @@ update_row(struct pg_store *ps, const struct task *row, const char *froms,
 /*
  * The settle half of task_update_try and settle_claim_try, which opens
  * their (fenced) transaction: the row, its event, and the NOTIFY of the
- * work it makes.
+ * work it makes; then and *then_out as update_row's.
  */
 static int
 settle_begin(struct pg_store *ps, const struct task *row, const char *froms,
-	     int64_t now, const struct event *ev, int64_t *ts_out,
-	     int64_t *seq_out, const char *what, struct err *e)
+	     int64_t now, const struct event *ev, const struct pg_stmt *then,
+	     PGresult **then_out, int64_t *ts_out, int64_t *seq_out,
+	     const char *what, struct err *e)
 {
 	int64_t changed = 0, dependents = 0;
 	int rc;
 
-	rc = update_row(ps, row, froms, 0, now, ev, &changed, &dependents,
-			ts_out, seq_out, what, e);
+	rc = update_row(ps, row, froms, 0, now, ev, then, then_out, &changed,
+			&dependents, ts_out, seq_out, what, e);
 	if (rc < 0)
 		return rc;
 	if (changed == 0)
@@ -751,7 +763,8 @@ task_update_try(struct pg_store *ps, const struct task *row,
 	int64_t ts = 0, evseq = 0;
 	int rc;
 
-	rc = settle_begin(ps, row, froms, now, ev, &ts, &evseq, what, e);
+	rc = settle_begin(ps, row, froms, now, ev, NULL, NULL, &ts, &evseq,
+			  what, e);
 	if (rc == 0)
 		rc = pg__commit(ps, what, e);
 	if (rc == 0) {
@@ -989,87 +1002,55 @@ claim_read(struct pg_store *ps, const PGresult *res, int64_t *overlap,
 }
 
 /*
- * The claim proper, in the open transaction (see the top of the file
- * and pg/008-claim.sql): one statement picks and locks the best task
- * not in skip, rechecks its area under the area lock, takes it with a
- * fresh token, and logs. Returns what claim_read says.
+ * The claim statement (see the top of the file and pg/008-claim.sql):
+ * it picks and locks the best task not in skip ($5), rechecks its area
+ * under the area lock, takes it with a fresh token, and logs.
+ * claim_read reads what it returns; claim_params gives its parameters.
  */
-static int
-claim_in_tx(struct pg_store *ps, const char *holder, int64_t lease_ms,
-	    int64_t now, const char *skip, int64_t *overlap, struct task *out,
-	    const char *what, struct err *e)
-{
-	char *worker = claim_worker_json(holder);
-	struct params p = { 0 };
-	PGresult *res;
-	int rc;
-
-	param_int(&p, now);
-	param_text(&p, holder);
-	param_text(&p, worker);
-	param_int(&p, now + lease_ms);
-	param_text(&p, skip);
-	res = pg__exec(ps, CLAIM_SELECT "$1, $2, $3, $4, $5::bigint[])"
-			   " AS c) AS r",
-		       p.n, p.v, what, e);
-	free(worker);
-	if (!res)
-		return BATON_ESTORE;
-	rc = claim_read(ps, res, overlap, out, what, e);
-	PQclear(res);
-	return rc;
-}
+#define CLAIM_SQL CLAIM_SELECT "$1, $2, $3, $4, $5::bigint[]) AS c) AS r"
 
 /*
- * One try of the claim: BEGIN and the claim statement in one round
- * trip (its values written into it: the holder and its JSON as
- * literals, skip as digits), then the commit.
+ * The parameters of CLAIM_SQL into p, which borrows holder, skip and
+ * *worker (the holder's JSON: the caller's to free).
  */
+static void
+claim_params(const char *holder, int64_t lease_ms, int64_t now,
+	     const char *skip, char **worker, struct params *p)
+{
+	*worker = claim_worker_json(holder);
+	param_int(p, now);
+	param_text(p, holder);
+	param_text(p, *worker);
+	param_int(p, now + lease_ms);
+	param_text(p, skip);
+}
+
+/* One try of the claim: BEGIN and CLAIM_SQL in one round trip, then COMMIT. */
 static int
 claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 	  const char *skip, int64_t *overlap, struct task *out,
 	  struct err *e)
 {
 	const char *what = "claim a task";
-	struct buf sql = BUF_INIT;
+	struct params p = { 0 };
 	struct task t = { 0 };
-	int64_t now = time_now_ms(), expires = now + lease_ms;
-	char *worker = claim_worker_json(holder);
-	char *lh = holder ? PQescapeLiteral(ps->conn, holder, strlen(holder))
-			  : NULL;
-	char *lw = PQescapeLiteral(ps->conn, worker, strlen(worker));
-	PGresult *res = NULL;
+	PGresult *res;
+	char *worker;
 	int rc;
 
-	free(worker);
-	if ((holder && !lh) || !lw) {
-		rc = pg__fail(ps, NULL, what, e);
-		goto out;
-	}
-	buf_addf(&sql, CLAIM_SELECT "%lld, %s, %s, %lld, '%s'::bigint[])"
-		       " AS c) AS r",
-		 (long long)now, lh ? lh : "NULL", lw,
-		 (long long)expires, skip);
-	res = pg__begin_query(ps, sql.ptr, what, e);
-	if (!res) {
-		rc = BATON_ESTORE;
-		goto out;
-	}
-	rc = claim_read(ps, res, overlap, &t, what, e);
+	claim_params(holder, lease_ms, time_now_ms(), skip, &worker, &p);
+	res = pg__begin_query(ps, &(struct pg_stmt){ CLAIM_SQL, p.n, p.v },
+			      what, e);
+	rc = res ? claim_read(ps, res, overlap, &t, what, e) : BATON_ESTORE;
 	if (rc == 0)
 		rc = pg__commit(ps, what, e);
 	if (rc == 0) {
 		*out = t;
 		memset(&t, 0, sizeof(t));
 	}
-out:
 	pg__rollback(ps);
 	PQclear(res);
-	if (lh)
-		PQfreemem(lh);
-	if (lw)
-		PQfreemem(lw);
-	buf_release(&sql);
+	free(worker);
 	task_release(&t);
 	return rc;
 }
@@ -1113,9 +1094,10 @@ pg__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 
 /*
  * One try of settle-and-claim: the settle (fenced), then the claim of
- * the next task, in one transaction and one commit. A pick whose area a
- * concurrent claim took first leaves the claim to pg__task_claim, after
- * the commit (*overlap set).
+ * the next task, in one message and one commit: two round trips. The
+ * claim runs even when the settle lost its row; the rollback undoes it.
+ * A pick whose area a concurrent claim took first leaves the claim to
+ * pg__task_claim, after the commit (*overlap set).
  */
 static int
 settle_claim_try(struct pg_store *ps, const struct task *row,
@@ -1124,15 +1106,21 @@ settle_claim_try(struct pg_store *ps, const struct task *row,
 		 int64_t *seq_out, int64_t *overlap, struct task *next,
 		 const char *what, struct err *e)
 {
+	struct params p = { 0 };
+	struct pg_stmt claim = { CLAIM_SQL, 0, p.v };
 	struct task t = { 0 };
 	int64_t ts = 0, evseq = 0;
+	PGresult *res = NULL;
+	char *worker;
 	int rc;
 
 	*overlap = 0;
-	rc = settle_begin(ps, row, froms, now, ev, &ts, &evseq, what, e);
+	claim_params(holder, lease_ms, now, "{}", &worker, &p);
+	claim.n = p.n;
+	rc = settle_begin(ps, row, froms, now, ev, &claim, &res, &ts, &evseq,
+			  what, e);
 	if (rc == 0) {
-		rc = claim_in_tx(ps, holder, lease_ms, now, "{}", overlap, &t,
-				 "claim a task", e);
+		rc = claim_read(ps, res, overlap, &t, "claim a task", e);
 		if (rc == BATON_ENOTFOUND || rc == CLAIM_OVERLAPS) {
 			rc = 0;
 			if (e)
@@ -1148,6 +1136,8 @@ settle_claim_try(struct pg_store *ps, const struct task *row,
 		memset(&t, 0, sizeof(t));
 	}
 	pg__rollback(ps);
+	PQclear(res);
+	free(worker);
 	task_release(&t);
 	return rc;
 }
@@ -1204,36 +1194,31 @@ claim_batch_row(const PGresult *res, int i, struct task *out)
 
 /*
  * One try of a batch of claims: BEGIN and baton_task_claim_batch in one
- * round trip (the holder and its JSON written in as literals), then the
- * commit. *n gets the number of rows in out.
+ * round trip, then the commit. *n gets the number of rows in out.
  */
 static int
 claim_batch_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		size_t max, struct task *out, size_t *n, struct err *e)
 {
 	const char *what = "claim tasks";
-	struct buf sql = BUF_INIT;
 	int64_t now = time_now_ms();
 	char *worker = claim_worker_json(holder);
-	char *lh = PQescapeLiteral(ps->conn, holder, strlen(holder));
-	char *lw = PQescapeLiteral(ps->conn, worker, strlen(worker));
-	PGresult *res = NULL;
+	struct params p = { 0 };
+	PGresult *res;
 	size_t i, got = 0;
 	int rc = 0;
 
+	param_int(&p, now);
+	param_text(&p, holder);
+	param_text(&p, worker);
+	param_int(&p, now + lease_ms);
+	param_int(&p, (int64_t)max);
+	res = pg__begin_query(ps, &(struct pg_stmt){
+		CLAIM_BATCH_SELECT "$1, $2, $3, $4, $5) AS c) AS r",
+		p.n, p.v }, what, e);
 	free(worker);
-	if (!lh || !lw) {
-		rc = pg__fail(ps, NULL, what, e);
-		goto out;
-	}
-	buf_addf(&sql, CLAIM_BATCH_SELECT "%lld, %s, %s, %lld, %zu) AS c) AS r",
-		 (long long)now, lh, lw, (long long)now + (long long)lease_ms,
-		 max);
-	res = pg__begin_query(ps, sql.ptr, what, e);
-	if (!res) {
-		rc = BATON_ESTORE;
-		goto out;
-	}
+	if (!res)
+		return BATON_ESTORE;
 	got = (size_t)PQntuples(res);
 	if (got == 0)
 		rc = err_set(e, BATON_ENOTFOUND, "nothing to claim");
@@ -1252,14 +1237,8 @@ claim_batch_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 			claim_batch_row(res, (int)i, &out[i]);
 		*n = got;
 	}
-out:
 	pg__rollback(ps);
 	PQclear(res);
-	if (lh)
-		PQfreemem(lh);
-	if (lw)
-		PQfreemem(lw);
-	buf_release(&sql);
 	return rc;
 }
 

@@ -1872,6 +1872,43 @@ TEST(settle_claim_next_and_fence)
 	store_close(s);
 }
 
+/*
+ * A settle-and-claim whose settle lost its row (written first by
+ * another) claims nothing either: on PostgreSQL the claim runs in the
+ * message of the settle, and the rollback must take it back.
+ */
+TEST(settle_claim_lost_row_claims_nothing)
+{
+	static const char *const queued[] = { TASK_QUEUED };
+	struct store *s = open_store(), *other = open_store();
+	struct err e = ERR_INIT;
+	struct task mine, theirs, next = { 0 };
+	int64_t id, left = 0, events;
+
+	id = add_task(s, "contested", 1, NULL, NULL);
+	add_task(s, "bystander", 0, NULL, NULL);
+	ASSERT_EQ(claim(s, "w", &mine), id);
+	get_task(other, id, &theirs);
+	run_set(&theirs.title, "written first");
+	ASSERT_OK(store_task_update(other, &theirs, NULL, &e), &e);
+	events = count_events(s, NULL);
+
+	run_set(&mine.status, TASK_DONE);
+	ASSERT_EQ(store_task_settle_claim(s, &mine, NULL, "w", HOUR_MS, &next,
+					  &e),
+		  BATON_ECONFLICT);
+	ASSERT_EQ(next.id, 0);
+	ASSERT_OK(store_task_counts(s, queued, &left, 1, &e), &e);
+	ASSERT_EQ(left, 1);
+	ASSERT_EQ(count_events(s, NULL), events);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE status = 'done'"),
+		  0);
+	task_release(&mine);
+	task_release(&theirs);
+	store_close(other);
+	store_close(s);
+}
+
 /* The cluster's next xid, drawn by a session of its own (it takes one). */
 static int64_t
 pg_next_xid(void)
