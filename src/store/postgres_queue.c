@@ -1192,6 +1192,49 @@ claim_batch_row(const PGresult *res, int i, struct task *out)
 	push_deps(out, PQgetvalue(res, i, PQnfields(res) - 3));
 }
 
+/* A batch of claims (pg/009-batch.sql); claim_batch_params gives its values. */
+#define CLAIM_BATCH_SQL                                                        \
+	CLAIM_BATCH_SELECT "$1, $2, $3, $4, $5::integer) AS c) AS r"
+
+/*
+ * The parameters of CLAIM_BATCH_SQL into p, which borrows holder and
+ * *worker (the holder's JSON: the caller's to free).
+ */
+static void
+claim_batch_params(const char *holder, int64_t lease_ms, int64_t now,
+		   size_t max, char **worker, struct params *p)
+{
+	*worker = claim_worker_json(holder);
+	param_int(p, now);
+	param_text(p, holder);
+	param_text(p, *worker);
+	param_int(p, now + lease_ms);
+	param_int(p, (int64_t)max);
+}
+
+/*
+ * What a batch of claims returned (res: the rows, at most max): 0, or
+ * BATON_ESTORE when more came back. Marks the events for NOTIFY and
+ * ps->xid with the claims' xid when there are rows.
+ */
+static int
+claim_batch_check(struct pg_store *ps, const PGresult *res, size_t max,
+		  const char *what, struct err *e)
+{
+	size_t got = (size_t)PQntuples(res);
+
+	if (got > max)
+		return err_set(e, BATON_ESTORE,
+			       "cannot %s: %zu came back for a batch of %zu",
+			       what, got, max);
+	if (got) {
+		snprintf(ps->xid, sizeof(ps->xid), "%s",
+			 PQgetvalue(res, 0, PQnfields(res) - 2));
+		ps->notify_events = 1;
+	}
+	return 0;
+}
+
 /*
  * One try of a batch of claims: BEGIN and baton_task_claim_batch in one
  * round trip, then the commit. *n gets the number of rows in out.
@@ -1201,37 +1244,25 @@ claim_batch_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		size_t max, struct task *out, size_t *n, struct err *e)
 {
 	const char *what = "claim tasks";
-	int64_t now = time_now_ms();
-	char *worker = claim_worker_json(holder);
 	struct params p = { 0 };
 	PGresult *res;
 	size_t i, got = 0;
-	int rc = 0;
+	char *worker;
+	int rc;
 
-	param_int(&p, now);
-	param_text(&p, holder);
-	param_text(&p, worker);
-	param_int(&p, now + lease_ms);
-	param_int(&p, (int64_t)max);
-	res = pg__begin_query(ps, &(struct pg_stmt){
-		CLAIM_BATCH_SELECT "$1, $2, $3, $4, $5) AS c) AS r",
-		p.n, p.v }, what, e);
+	claim_batch_params(holder, lease_ms, time_now_ms(), max, &worker, &p);
+	res = pg__begin_query(ps, &(struct pg_stmt){ CLAIM_BATCH_SQL, p.n,
+						     p.v },
+			      what, e);
 	free(worker);
 	if (!res)
 		return BATON_ESTORE;
+	rc = claim_batch_check(ps, res, max, what, e);
 	got = (size_t)PQntuples(res);
-	if (got == 0)
+	if (rc == 0 && got == 0)
 		rc = err_set(e, BATON_ENOTFOUND, "nothing to claim");
-	else if (got > max)
-		rc = err_set(e, BATON_ESTORE,
-			     "cannot %s: %zu came back for a batch of %zu",
-			     what, got, max);
-	if (rc == 0) {
-		snprintf(ps->xid, sizeof(ps->xid), "%s",
-			 PQgetvalue(res, 0, PQnfields(res) - 2));
-		ps->notify_events = 1;
+	if (rc == 0)
 		rc = pg__commit(ps, what, e);
-	}
 	if (rc == 0) {
 		for (i = 0; i < got; i++)
 			claim_batch_row(res, (int)i, &out[i]);
@@ -1263,40 +1294,6 @@ struct pg_claims {
 	struct task *out; /* max of them */
 	size_t got;
 };
-
-/*
- * c's claims in the open transaction, after its settles: *res gets
- * their rows, read once the commit went through (claims_read). None
- * claimable is no failure.
- */
-static int
-claims_in_tx(struct pg_store *ps, const struct pg_claims *c, int64_t now,
-	     PGresult **res, struct err *e)
-{
-	char *worker = claim_worker_json(c->holder);
-	struct params p = { 0 };
-	int rc = 0;
-
-	param_int(&p, now);
-	param_text(&p, c->holder);
-	param_text(&p, worker);
-	param_int(&p, now + c->lease_ms);
-	param_int(&p, (int64_t)c->max);
-	*res = pg__exec(ps, CLAIM_BATCH_SELECT "$1, $2, $3, $4, $5::integer)"
-			    " AS c) AS r",
-			p.n, p.v, "claim tasks", e);
-	free(worker);
-	if (!*res)
-		return BATON_ESTORE;
-	if ((size_t)PQntuples(*res) > c->max)
-		rc = err_set(e, BATON_ESTORE,
-			     "cannot claim tasks: %d came back for a batch of "
-			     "%zu",
-			     PQntuples(*res), c->max);
-	else if (PQntuples(*res) > 0)
-		ps->notify_events = 1;
-	return rc;
-}
 
 /* The committed claims of res into c->out. */
 static void
@@ -1541,29 +1538,45 @@ settle_set_read(struct pg_store *ps, const PGresult *res,
 }
 
 /*
- * The batch's settles (those of v with no rc yet) in one statement, in
- * the open transaction: changed[i] says which matched, ts and seq get
- * their events', *work their work.
+ * The statement of a batch's settles (those of v with no rc yet), with
+ * what settle_set_read needs to read its rows: k of them were sent.
  */
-static int
-settle_set(struct pg_store *ps, struct store_settle *v,
-	   const struct buf *froms, size_t n, int64_t now, int64_t *changed,
-	   int64_t *ts, int64_t *seq, int *work, const char *what,
-	   struct err *e)
+struct settle_msg {
+	struct settle_sent *sent;
+	size_t k;
+	struct buf sql, a[SA_NR];
+	struct params p;
+};
+
+static void
+settle_msg_release(struct settle_msg *m)
 {
-	struct settle_sent *sent = xcalloc(n ? n : 1, sizeof(*sent));
-	struct buf sql = BUF_INIT, a[SA_NR];
-	struct params p = { 0 };
-	PGresult *res = NULL;
-	size_t i, k = 0;
+	int c;
+
+	free(m->sent);
+	buf_release(&m->sql);
+	for (c = 0; c < SA_NR; c++)
+		buf_release(&m->a[c]);
+}
+
+/* Fills m (m->k 0: no settle to send). */
+static int
+settle_msg_build(struct settle_msg *m, struct store_settle *v,
+		 const struct buf *froms, size_t n, int64_t now,
+		 const char *what, struct err *e)
+{
+	size_t i;
 	int c, rc = 0;
 
+	*m = (struct settle_msg){ .sent = xcalloc(n ? n : 1,
+						  sizeof(*m->sent)),
+				  .sql = BUF_INIT };
 	for (c = 0; c < SA_NR; c++) {
-		a[c] = (struct buf)BUF_INIT;
-		buf_addch(&a[c], '{');
+		m->a[c] = (struct buf)BUF_INIT;
+		buf_addch(&m->a[c], '{');
 	}
 	for (i = 0; rc == 0 && i < n; i++) {
-		struct settle_sent *s = &sent[k];
+		struct settle_sent *s = &m->sent[m->k];
 
 		if (v[i].rc)
 			continue;
@@ -1574,43 +1587,27 @@ settle_set(struct pg_store *ps, struct store_settle *v,
 			rc = update_event(&s->row, now, v[i].ev, &s->tev,
 					  what, e);
 		if (rc == 0)
-			settle_set_add(a, k++, &s->row, froms[i].ptr,
+			settle_set_add(m->a, m->k++, &s->row, froms[i].ptr,
 				       v[i].token, s->has_ev ? &s->tev : NULL);
 	}
-	if (rc < 0 || k == 0)
-		goto out;
-	param_int(&p, now);
+	if (rc < 0 || m->k == 0)
+		return rc;
+	param_int(&m->p, now);
 	for (c = 0; c < SA_NR; c++) {
-		buf_addch(&a[c], '}');
-		param_text(&p, a[c].ptr);
+		buf_addch(&m->a[c], '}');
+		param_text(&m->p, m->a[c].ptr);
 	}
-	settle_set_sql(&sql);
-	res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
-	if (!res)
-		rc = strcmp(ps->state, "23503") ?
-			     BATON_ESTORE :
-			     err_set(e, BATON_ENOTFOUND,
-				     "cannot %s: an event names a run that "
-				     "is not on record",
-				     what);
-	else
-		rc = settle_set_read(ps, res, sent, k, changed, ts, seq,
-				     work, what, e);
-out:
-	PQclear(res);
-	buf_release(&sql);
-	for (c = 0; c < SA_NR; c++)
-		buf_release(&a[c]);
-	free(sent);
-	return rc;
+	settle_set_sql(&m->sql);
+	return 0;
 }
 
 /*
- * One try of a batch of settles in one transaction: BEGIN, their
- * statement (settle_set), the reason of each that matched
- * nothing, COMMIT. A row that refuses is written nothing and the rest
- * go on. rcs holds each settle's rc as the try found it (0: to do); ts
- * and seq get the events'.
+ * One try of a batch of settles in one transaction: BEGIN (fenced),
+ * their statement (settle_msg) and, when c is not NULL, c's claims
+ * after them, in one message; then the reason of each settle that
+ * matched nothing, and COMMIT. A row that refuses is written nothing
+ * and the rest go on. rcs holds each settle's rc as the try found it
+ * (0: to do); ts and seq get the events'.
  */
 static int
 settle_batch_try(struct pg_store *ps, struct store_settle *v,
@@ -1620,16 +1617,35 @@ settle_batch_try(struct pg_store *ps, struct store_settle *v,
 {
 	const char *what = "settle tasks";
 	int64_t *changed = xcalloc(n ? n : 1, sizeof(*changed));
-	PGresult *claimed = NULL;
+	struct pg_stmt stmts[2];
+	PGresult *res[2] = { NULL, NULL }, *claimed = NULL;
+	struct settle_msg m;
+	struct params cp = { 0 };
+	char *worker = NULL;
 	size_t i;
-	int rc, work = 0;
+	int rc, work = 0, ns = 0;
 
 	for (i = 0; i < n; i++)
 		v[i].rc = rcs[i];
-	rc = pg__begin_fenced(ps, what, e);
-	if (rc == 0 && n)
-		rc = settle_set(ps, v, froms, n, now, changed, ts, seq, &work,
-				what, e);
+	rc = settle_msg_build(&m, v, froms, n, now, what, e);
+	if (m.k)
+		stmts[ns++] = (struct pg_stmt){ m.sql.ptr, m.p.n, m.p.v };
+	if (c) {
+		claim_batch_params(c->holder, c->lease_ms, now, c->max,
+				   &worker, &cp);
+		stmts[ns++] = (struct pg_stmt){ CLAIM_BATCH_SQL, cp.n, cp.v };
+	}
+	if (rc == 0)
+		rc = ns ? pg__begin_exec(ps, stmts, ns, res, what, e)
+			: pg__begin_fenced(ps, what, e);
+	if (rc == BATON_ESTORE && !strcmp(ps->state, "23503"))
+		rc = err_set(e, BATON_ENOTFOUND,
+			     "cannot %s: an event names a run that is not on "
+			     "record",
+			     what);
+	if (rc == 0 && m.k)
+		rc = settle_set_read(ps, res[0], m.sent, m.k, changed, ts, seq,
+				     &work, what, e);
 	for (i = 0; rc == 0 && i < n; i++) {
 		struct err one = ERR_INIT;
 
@@ -1643,8 +1659,10 @@ settle_batch_try(struct pg_store *ps, struct store_settle *v,
 				*e = one;
 		}
 	}
-	if (rc == 0 && c)
-		rc = claims_in_tx(ps, c, now, &claimed, e);
+	if (c && rc == 0) {
+		claimed = res[ns - 1];
+		rc = claim_batch_check(ps, claimed, c->max, "claim tasks", e);
+	}
 	if (rc == 0) {
 		pg__notify_work(ps, work);
 		rc = pg__commit(ps, what, e);
@@ -1652,7 +1670,10 @@ settle_batch_try(struct pg_store *ps, struct store_settle *v,
 	if (rc == 0 && claimed)
 		claims_read(claimed, c);
 	pg__rollback(ps);
-	PQclear(claimed);
+	PQclear(res[0]);
+	PQclear(res[1]);
+	settle_msg_release(&m);
+	free(worker);
 	free(changed);
 	return rc;
 }

@@ -1802,6 +1802,50 @@ TEST(settle_claim_batch_round)
 }
 
 /*
+ * A host's round whose settles fail as a whole (an event names a run
+ * not on record) claims nothing either: on PostgreSQL the claims go in
+ * the message of the settles, and must not commit without them.
+ */
+TEST(settle_claim_batch_failed_settles_claim_nothing)
+{
+	static const char *const queued[] = { TASK_QUEUED };
+	struct store *s = open_store(), *host = open_store();
+	struct err e = ERR_INIT;
+	struct event ev = { 0 };
+	struct task got, next[2];
+	struct store_settle v;
+	int64_t left = 0, events;
+	size_t n = 0;
+
+	add_task(s, "first", 1, NULL, NULL);
+	add_task(s, "waiting", 0, NULL, NULL);
+	ASSERT_OK(store_task_settle_claim_batch(host, &v, 0, "host", HOUR_MS,
+						1, &got, &n, &e),
+		  &e);
+	ASSERT_EQ(n, 1);
+	events = count_events(s, NULL);
+	run_set(&got.status, TASK_DONE);
+	ev.type = xstrdup("task_settled");
+	ev.run_id = xstrdup("r-not-on-record");
+	v = (struct store_settle){ .task = &got, .token = got.lease_token,
+				   .ev = &ev };
+	ASSERT_EQ(store_task_settle_claim_batch(host, &v, 1, "host", HOUR_MS,
+						2, next, &n, &e),
+		  BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "run");
+	ASSERT_EQ(n, 0);
+	ASSERT_OK(store_task_counts(s, queued, &left, 1, &e), &e);
+	ASSERT_EQ(left, 1);
+	ASSERT_EQ(count_events(s, NULL), events);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks WHERE status = 'done'"),
+		  0);
+	event_release(&ev);
+	task_release(&got);
+	store_close(host);
+	store_close(s);
+}
+
+/*
  * store_task_settle_claim settles and takes the next task by the
  * claim's rules; with nothing left it settles and claims nothing; a
  * stale holder (fenced with a token taken over) is refused and neither
