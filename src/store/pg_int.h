@@ -171,6 +171,9 @@ int pg__run(struct pg_store *ps, const char *sql, int n,
  * slipping in between the check and the commit.
  */
 int pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e);
+/* The same without the fence: claims, heartbeats, worker records. */
+int pg__begin(struct pg_store *ps, const char *what, struct err *e);
+
 /* A statement and its text parameters (NULL: SQL NULL). */
 struct pg_stmt {
 	const char *sql;
@@ -184,19 +187,19 @@ struct pg_stmt {
 /*
  * pg__begin_fenced and pg__exec of each of the n statements in one
  * round trip: each, prepared as pg__exec prepares it, runs by SQL
- * EXECUTE with its parameters as literals, in the message of the BEGIN.
- * 0 with statement i's result in out[i] (the caller's to PQclear), or
- * an error (all NULL, the transaction rolled back): BATON_EFENCED as
- * pg__begin_fenced's, BATON_ESTORE when a statement failed (ps->state
- * says why; those after it did not run). Each statement runs whatever
- * the ones before it changed, and a stale fence is found after all ran:
- * the caller reads the results before it commits, and its rollback
- * undoes what should not have run.
+ * EXECUTE with its parameters as literals (one without parameters runs
+ * as it is), in the message of the BEGIN. 0 with statement i's result
+ * in out[i] (the caller's to PQclear), or an error (all NULL, the
+ * transaction rolled back): BATON_EFENCED as pg__begin_fenced's,
+ * BATON_ESTORE when a statement failed (ps->state says why; those after
+ * it did not run). Each statement runs whatever the ones before it
+ * changed, and a stale fence is found after all ran: the caller reads
+ * the results before it commits, and its rollback undoes what should
+ * not have run.
  */
 int pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 		   PGresult **out, const char *what, struct err *e);
-/* The same without the fence: claims, heartbeats, worker records. */
-int pg__begin(struct pg_store *ps, const char *what, struct err *e);
+
 /*
  * BEGIN without taking an xid, for a claim: one that finds nothing
  * writes nothing and consumes no xid. The caller must fill ps->xid (a

@@ -561,7 +561,6 @@ xid_fence_read(struct pg_store *ps, const PGresult *res, const char *what,
 			   what, e);
 }
 
-
 /*
  * The message of pg__begin_exec and pg__begin_query: BEGIN, with_xid
  * the xid (and under a fence the fencing row, locked), then each
