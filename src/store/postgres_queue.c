@@ -416,47 +416,99 @@ lost_update(struct pg_store *ps, const char *sql, const char *noun,
 
 /* ---- tasks -------------------------------------------------------------- */
 
-int
-pg__task_insert(struct pg_store *ps, const struct task *t,
-		const struct task *row, int64_t created, int64_t now,
-		const struct event *ev, int64_t *id_out, int64_t *ts_out,
-		int64_t *seq_out, const char *what, struct err *e)
+/*
+ * The INSERT of a task as row and, when ev is given, its event *tev
+ * (borrowing from ev; about the new task, whatever ev->task_id says),
+ * in one statement into sql and p, which borrows from row and *tev. It
+ * returns the new id and the event's seq.
+ */
+static int
+insert_stmt(const struct task *row, int64_t created, int64_t now,
+	    const struct event *ev, struct event *tev, struct buf *sql,
+	    struct params *p, const char *what, struct err *e)
 {
-	struct buf sql = BUF_INIT, deps = BUF_INIT;
-	struct params p = { 0 };
-	PGresult *res = NULL;
-	int64_t id = 0;
-	size_t k;
-	int rc = 0, n = 4;
+	int n = 4, rc;
 
-	if (t->parent_id)
-		rc = task_must_exist(ps, t->parent_id, "the parent", what, e);
-	for (k = 0; rc == 0 && k < t->nr_deps; k++)
-		rc = task_must_exist(ps, t->deps[k], "a dependency", what, e);
-	if (rc < 0)
-		goto out;
-
-	buf_adds(&sql, "INSERT INTO tasks (created_at, updated_at, version"
-		       TASK_STRINGS(SQL_COMMA_NAME)
-		       TASK_INTS_MUTABLE(SQL_COMMA_NAME)
-		       TASK_IDS_MUTABLE(SQL_COMMA_NAME) ") VALUES ($1, $2, $3");
-	add_fields(&sql, task_fields, ARRAY_SIZE(task_fields), 0, &n);
-	buf_adds(&sql, ") RETURNING id");
-	param_int(&p, created);
-	param_int(&p, now);
-	param_int(&p, 1);
-	bind_task(&p, row);
-	res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
-	if (!res || PQntuples(res) != 1) {
-		rc = res ? err_set(e, BATON_ESTORE,
-				   "cannot %s: no id came back", what)
-			 : BATON_ESTORE;
-		goto out;
+	if (ev) {
+		*tev = *ev;
+		tev->task_id = 0;
+		tev->ts = ev->ts ? ev->ts : now;
+		rc = store__event_check(tev, what, e);
+		if (rc < 0)
+			return rc;
 	}
-	id = pg__int64(res, 0, 0);
+	buf_adds(sql, "WITH i AS (INSERT INTO tasks (created_at, updated_at,"
+		      " version"
+		      TASK_STRINGS(SQL_COMMA_NAME)
+		      TASK_INTS_MUTABLE(SQL_COMMA_NAME)
+		      TASK_IDS_MUTABLE(SQL_COMMA_NAME) ") VALUES ($1, $2, $3");
+	add_fields(sql, task_fields, ARRAY_SIZE(task_fields), 0, &n);
+	buf_adds(sql, ") RETURNING id) SELECT id");
+	param_int(p, created);
+	param_int(p, now);
+	param_int(p, 1);
+	bind_task(p, row);
+	if (ev) {
+		buf_addf(sql, ", baton_event_add($%d, id, $%d, $%d, $%d, $%d,"
+			      " $%d)",
+			 n, n + 1, n + 2, n + 3, n + 4, n + 5);
+		param_text(p, tev->run_id);
+		param_int(p, tev->ts);
+		param_text(p, tev->type);
+		param_text(p, tev->from);
+		param_text(p, tev->to);
+		param_text(p, tev->data);
+	}
+	buf_adds(sql, " FROM i");
+	return 0;
+}
 
+/*
+ * What insert_stmt returned (res, NULL when it failed): the id into
+ * *id_out and, with an event (tev), its ts and seq.
+ */
+static int
+insert_result(struct pg_store *ps, const PGresult *res,
+	      const struct event *tev, int64_t *id_out, int64_t *ts_out,
+	      int64_t *seq_out, const char *what, struct err *e)
+{
+	if (!res) {
+		if (tev && tev->run_id && !strcmp(ps->state, "23503"))
+			return err_set(e, BATON_ENOTFOUND,
+				       "cannot %s: no run '%s'", what,
+				       tev->run_id);
+		return BATON_ESTORE;
+	}
+	if (PQntuples(res) != 1)
+		return err_set(e, BATON_ESTORE, "cannot %s: no id came back",
+			       what);
+	*id_out = pg__int64(res, 0, 0);
+	if (tev) {
+		*ts_out = tev->ts;
+		*seq_out = pg__int64(res, 0, 1);
+		ps->notify_events = 1;
+	}
+	return 0;
+}
+
+/*
+ * After the row of task t (id) is in: its dependencies, and the NOTIFY
+ * of the work it makes when it is claimable now (queued, no dependency
+ * left to wait for; one with not_before ahead is the supervisors'
+ * timers').
+ */
+static int
+insert_rest(struct pg_store *ps, const struct task *t, const struct task *row,
+	    int64_t id, const char *what, struct err *e)
+{
+	struct buf deps = BUF_INIT;
+	struct params p = { 0 };
+	int64_t waiting = 0;
+	int rc = 0;
+
+	if (strcmp(row->status, TASK_QUEUED) && !t->nr_deps)
+		return 0;
 	if (t->nr_deps) {
-		memset(&p, 0, sizeof(p));
 		add_id_array(&deps, t->deps, t->nr_deps);
 		param_int(&p, id);
 		param_text(&p, deps.ptr);
@@ -465,20 +517,9 @@ pg__task_insert(struct pg_store *ps, const struct task *t,
 			     " SELECT DISTINCT $1::bigint, d"
 			     " FROM unnest($2::bigint[]) AS d",
 			     p.n, p.v, what, e);
+		buf_release(&deps);
 	}
-	if (rc == 0 && ev) {
-		/* about the new task, whatever ev->task_id says */
-		struct event tev = *ev;
-
-		tev.task_id = id;
-		rc = add_event(ps, &tev, NULL, id, now, ts_out, seq_out, what,
-			       e);
-	}
-	/* claimable now unless a dependency is not done (then its settle
-	 * says so) or not_before is ahead (the supervisors' timers) */
 	if (rc == 0 && !strcmp(row->status, TASK_QUEUED) && t->nr_deps) {
-		int64_t waiting = 0;
-
 		memset(&p, 0, sizeof(p));
 		param_int(&p, id);
 		rc = pg__query_int(ps,
@@ -486,16 +527,73 @@ pg__task_insert(struct pg_store *ps, const struct task *t,
 				   " JOIN tasks AS p ON p.id = d.depends_on"
 				   " WHERE d.task_id = $1 AND p.status <> 'done'",
 				   &p, &waiting, what, e);
-		if (rc == 0 && !waiting)
-			pg__notify_work(ps, 1);
-	} else if (rc == 0 && !strcmp(row->status, TASK_QUEUED)) {
+	}
+	if (rc == 0 && !strcmp(row->status, TASK_QUEUED) && !waiting)
 		pg__notify_work(ps, 1);
+	return rc;
+}
+
+int
+pg__task_insert(struct pg_store *ps, const struct task *t,
+		const struct task *row, int64_t created, int64_t now,
+		const struct event *ev, int64_t *id_out, int64_t *ts_out,
+		int64_t *seq_out, const char *what, struct err *e)
+{
+	struct buf sql = BUF_INIT;
+	struct params p = { 0 };
+	struct event tev = { 0 };
+	PGresult *res = NULL;
+	int64_t id = 0;
+	size_t k;
+	int rc = 0;
+
+	if (t->parent_id)
+		rc = task_must_exist(ps, t->parent_id, "the parent", what, e);
+	for (k = 0; rc == 0 && k < t->nr_deps; k++)
+		rc = task_must_exist(ps, t->deps[k], "a dependency", what, e);
+	if (rc == 0)
+		rc = insert_stmt(row, created, now, ev, &tev, &sql, &p, what,
+				 e);
+	if (rc == 0) {
+		res = pg__exec(ps, sql.ptr, p.n, p.v, what, e);
+		rc = insert_result(ps, res, ev ? &tev : NULL, &id, ts_out,
+				   seq_out, what, e);
 	}
 	if (rc == 0)
+		rc = insert_rest(ps, t, row, id, what, e);
+	if (rc == 0)
 		*id_out = id;
-out:
 	PQclear(res);
-	buf_release(&deps);
+	buf_release(&sql);
+	return rc;
+}
+
+/*
+ * BEGIN and the row with its event in one round trip (pg__begin_exec),
+ * for a task with no parent and no dependencies to check first.
+ */
+static int
+task_add_begin(struct pg_store *ps, const struct task *t,
+	       const struct task *row, int64_t created, int64_t now,
+	       const struct event *ev, int64_t *id_out, int64_t *ts_out,
+	       int64_t *seq_out, const char *what, struct err *e)
+{
+	struct buf sql = BUF_INIT;
+	struct params p = { 0 };
+	struct event tev = { 0 };
+	PGresult *res = NULL;
+	int rc;
+
+	rc = insert_stmt(row, created, now, ev, &tev, &sql, &p, what, e);
+	if (rc == 0)
+		rc = pg__begin_exec(ps, &(struct pg_stmt){ sql.ptr, p.n, p.v },
+				    1, &res, what, e);
+	if (rc == 0 || rc == BATON_ESTORE) /* a missing run is named */
+		rc = insert_result(ps, res, ev ? &tev : NULL, id_out, ts_out,
+				   seq_out, what, e);
+	if (rc == 0)
+		rc = insert_rest(ps, t, row, *id_out, what, e);
+	PQclear(res);
 	buf_release(&sql);
 	return rc;
 }
@@ -513,10 +611,15 @@ task_add_try(struct pg_store *ps, const struct task *t, const struct task *row,
 	int64_t id = 0, ts = 0, evseq = 0;
 	int rc;
 
-	rc = pg__begin_fenced(ps, what, e);
-	if (rc == 0)
-		rc = pg__task_insert(ps, t, row, created, now, ev, &id, &ts,
-				     &evseq, what, e);
+	if (!t->parent_id && !t->nr_deps) {
+		rc = task_add_begin(ps, t, row, created, now, ev, &id, &ts,
+				    &evseq, what, e);
+	} else {
+		rc = pg__begin_fenced(ps, what, e);
+		if (rc == 0)
+			rc = pg__task_insert(ps, t, row, created, now, ev, &id,
+					     &ts, &evseq, what, e);
+	}
 	if (rc == 0)
 		rc = pg__commit(ps, what, e);
 	if (rc == 0) {

@@ -647,6 +647,32 @@ TEST(task_missing_dependency_refused)
 	store_close(s);
 }
 
+/*
+ * A task whose event names a run not on record is refused whole, the
+ * run named: no row, no event (on PostgreSQL the row and its event are
+ * one statement).
+ */
+TEST(task_add_event_of_missing_run_refused)
+{
+	struct store *s = open_store();
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct task t = { 0 };
+
+	t.title = xstrdup("about a ghost run");
+	ev.type = xstrdup("task_added");
+	ev.run_id = xstrdup("r-ghost");
+	ASSERT_EQ(store_task_add(s, &t, &ev, &e), BATON_ENOTFOUND);
+	ASSERT_CONTAINS(e.msg, "r-ghost");
+	ASSERT_EQ(t.id, 0);
+	ASSERT_EQ(ev.seq, 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 0);
+	ASSERT_EQ(count_events(s, NULL), 0);
+	event_release(&ev);
+	task_release(&t);
+	store_close(s);
+}
+
 TEST(task_update_conflict)
 {
 	struct store *s = open_store();
