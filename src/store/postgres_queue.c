@@ -417,6 +417,50 @@ lost_update(struct pg_store *ps, const char *sql, const char *noun,
 /* ---- tasks -------------------------------------------------------------- */
 
 /*
+ * Appends to the statement of a task's row (insert_stmt, update_stmt)
+ * the event tev about that row, its task the row's id column, its other
+ * values the parameters from $n on.
+ */
+static void
+add_row_event(struct buf *sql, struct params *p, int n,
+	      const struct event *tev)
+{
+	buf_addf(sql, ", baton_event_add($%d, id, $%d, $%d, $%d, $%d, $%d)",
+		 n, n + 1, n + 2, n + 3, n + 4, n + 5);
+	param_text(p, tev->run_id);
+	param_int(p, tev->ts);
+	param_text(p, tev->type);
+	param_text(p, tev->from);
+	param_text(p, tev->to);
+	param_text(p, tev->data);
+}
+
+/*
+ * A statement of a task's row and its event tev (NULL: none) failed: a
+ * missing run is named, anything else is BATON_ESTORE (ps->state says
+ * why).
+ */
+static int
+row_stmt_failed(struct pg_store *ps, const struct event *tev,
+		const char *what, struct err *e)
+{
+	if (tev && tev->run_id && !strcmp(ps->state, "23503"))
+		return err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
+			       what, tev->run_id);
+	return BATON_ESTORE;
+}
+
+/* The ts and seq of add_row_event's event tev, from the row of res. */
+static void
+row_event_read(struct pg_store *ps, const PGresult *res,
+	       const struct event *tev, int64_t *ts_out, int64_t *seq_out)
+{
+	*ts_out = tev->ts;
+	*seq_out = pg__int64(res, 0, 1);
+	ps->notify_events = 1;
+}
+
+/*
  * The INSERT of a task as row and, when ev is given, its event *tev
  * (borrowing from ev; about the new task, whatever ev->task_id says),
  * in one statement into sql and p, which borrows from row and *tev. It
@@ -448,17 +492,8 @@ insert_stmt(const struct task *row, int64_t created, int64_t now,
 	param_int(p, now);
 	param_int(p, 1);
 	bind_task(p, row);
-	if (ev) {
-		buf_addf(sql, ", baton_event_add($%d, id, $%d, $%d, $%d, $%d,"
-			      " $%d)",
-			 n, n + 1, n + 2, n + 3, n + 4, n + 5);
-		param_text(p, tev->run_id);
-		param_int(p, tev->ts);
-		param_text(p, tev->type);
-		param_text(p, tev->from);
-		param_text(p, tev->to);
-		param_text(p, tev->data);
-	}
+	if (ev)
+		add_row_event(sql, p, n, tev);
 	buf_adds(sql, " FROM i");
 	return 0;
 }
@@ -472,22 +507,14 @@ insert_result(struct pg_store *ps, const PGresult *res,
 	      const struct event *tev, int64_t *id_out, int64_t *ts_out,
 	      int64_t *seq_out, const char *what, struct err *e)
 {
-	if (!res) {
-		if (tev && tev->run_id && !strcmp(ps->state, "23503"))
-			return err_set(e, BATON_ENOTFOUND,
-				       "cannot %s: no run '%s'", what,
-				       tev->run_id);
-		return BATON_ESTORE;
-	}
+	if (!res)
+		return row_stmt_failed(ps, tev, what, e);
 	if (PQntuples(res) != 1)
 		return err_set(e, BATON_ESTORE, "cannot %s: no id came back",
 			       what);
 	*id_out = pg__int64(res, 0, 0);
-	if (tev) {
-		*ts_out = tev->ts;
-		*seq_out = pg__int64(res, 0, 1);
-		ps->notify_events = 1;
-	}
+	if (tev)
+		row_event_read(ps, res, tev, ts_out, seq_out);
 	return 0;
 }
 
@@ -745,21 +772,11 @@ update_stmt(const struct task *row, const char *froms, int64_t token,
 		buf_addf(sql, " AND lease_token = $%d", n++);
 		param_int(p, token);
 	}
-	buf_adds(sql, " RETURNING (SELECT COUNT(*) FROM task_deps AS d"
+	buf_adds(sql, " RETURNING id, (SELECT COUNT(*) FROM task_deps AS d"
 		      " WHERE d.depends_on = tasks.id) AS dependents)"
 		      " SELECT dependents");
-	if (ev) {
-		buf_addf(sql, ", baton_event_add($%d, $%d, $%d, $%d, $%d, $%d,"
-			      " $%d)",
-			 n, n + 1, n + 2, n + 3, n + 4, n + 5, n + 6);
-		param_text(p, tev->run_id);
-		param_id(p, tev->task_id);
-		param_int(p, tev->ts);
-		param_text(p, tev->type);
-		param_text(p, tev->from);
-		param_text(p, tev->to);
-		param_text(p, tev->data);
-	}
+	if (ev)
+		add_row_event(sql, p, n, tev);
 	buf_adds(sql, " FROM u");
 	return 0;
 }
@@ -775,20 +792,12 @@ update_result(struct pg_store *ps, const PGresult *res,
 	      int64_t *ts_out, int64_t *seq_out, const char *what,
 	      struct err *e)
 {
-	if (!res) {
-		if (tev && tev->run_id && !strcmp(ps->state, "23503"))
-			return err_set(e, BATON_ENOTFOUND,
-				       "cannot %s: no run '%s'", what,
-				       tev->run_id);
-		return BATON_ESTORE;
-	}
+	if (!res)
+		return row_stmt_failed(ps, tev, what, e);
 	*changed = PQntuples(res);
 	*dependents = *changed ? pg__int64(res, 0, 0) : 0;
-	if (*changed && tev) {
-		*ts_out = tev->ts;
-		*seq_out = pg__int64(res, 0, 1);
-		ps->notify_events = 1;
-	}
+	if (*changed && tev)
+		row_event_read(ps, res, tev, ts_out, seq_out);
 	return 0;
 }
 
