@@ -1078,23 +1078,32 @@ read_run(const PGresult *res, int row, struct run *r)
 #undef READ_INT
 }
 
-int
-pg__insert_event(struct pg_store *ps, const struct event *ev,
-		 int64_t *seq_out, const char *what, struct err *e)
-{
-	char tb[24], ts[24];
-	const char *p[] = { ev->run_id, pg__id_param(tb, ev->task_id),
-			    pg__int(ts, ev->ts), ev->type, ev->from, ev->to,
-			    ev->data };
-	int64_t seq = 0;
-	int rc;
+/* The statement that appends an event; event_params gives its values. */
+#define EVENT_ADD_SQL "SELECT baton_event_add($1, $2, $3, $4, $5, $6, $7)"
 
-	rc = store__event_check(ev, what, e);
-	if (rc < 0)
-		return rc;
-	rc = exec_int(ps, "SELECT baton_event_add($1, $2, $3, $4, $5, $6, $7)",
-		      7, p, &seq, what, e);
-	if (rc < 0 && !strcmp(ps->state, "23503"))
+/* The parameters of EVENT_ADD_SQL for ev into p (numbers in tb, ts). */
+static void
+event_params(const struct event *ev, char tb[static 24], char ts[static 24],
+	     const char *p[static 7])
+{
+	p[0] = ev->run_id;
+	p[1] = pg__id_param(tb, ev->task_id);
+	p[2] = pg__int(ts, ev->ts);
+	p[3] = ev->type;
+	p[4] = ev->from;
+	p[5] = ev->to;
+	p[6] = ev->data;
+}
+
+/*
+ * What came of EVENT_ADD_SQL for ev, which failed when rc is
+ * BATON_ESTORE: a missing run is named. Else its seq into *seq_out.
+ */
+static int
+event_added(struct pg_store *ps, const struct event *ev, int rc,
+	    int64_t seq, int64_t *seq_out, const char *what, struct err *e)
+{
+	if (rc == BATON_ESTORE && !strcmp(ps->state, "23503"))
 		return err_set(e, BATON_ENOTFOUND, "cannot %s: no run '%s'",
 			       what, ev->run_id);
 	if (rc == 0) {
@@ -1102,6 +1111,23 @@ pg__insert_event(struct pg_store *ps, const struct event *ev,
 		ps->notify_events = 1;
 	}
 	return rc;
+}
+
+int
+pg__insert_event(struct pg_store *ps, const struct event *ev,
+		 int64_t *seq_out, const char *what, struct err *e)
+{
+	char tb[24], ts[24];
+	const char *p[7];
+	int64_t seq = 0;
+	int rc;
+
+	rc = store__event_check(ev, what, e);
+	if (rc < 0)
+		return rc;
+	event_params(ev, tb, ts, p);
+	rc = exec_int(ps, EVENT_ADD_SQL, 7, p, &seq, what, e);
+	return event_added(ps, ev, rc, seq, seq_out, what, e);
 }
 
 /*
@@ -1450,18 +1476,33 @@ pg_run_request(struct store *s, const char *run_id, const char *flag,
 	return rc;
 }
 
-/* One try of event_add: the event in a transaction of its own. */
+/*
+ * One try of event_add: BEGIN (fenced) and the event in one round trip,
+ * then COMMIT.
+ */
 static int
 event_add_try(struct pg_store *ps, const struct event *row, int64_t *seq,
 	      const char *what, struct err *e)
 {
-	int rc = pg__begin_fenced(ps, what, e);
+	char tb[24], ts[24];
+	const char *p[7];
+	PGresult *res = NULL;
+	int64_t got = 0;
+	int rc;
 
-	if (rc == 0)
-		rc = pg__insert_event(ps, row, seq, what, e);
+	rc = store__event_check(row, what, e);
+	if (rc < 0)
+		return rc;
+	event_params(row, tb, ts, p);
+	rc = pg__begin_exec(ps, &(struct pg_stmt){ EVENT_ADD_SQL, 7, p }, 1,
+			    &res, what, e);
+	if (rc == 0 && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+		got = pg__int64(res, 0, 0);
+	rc = event_added(ps, row, rc, got, seq, what, e);
 	if (rc == 0)
 		rc = pg__commit(ps, what, e);
 	pg__rollback(ps);
+	PQclear(res);
 	return rc;
 }
 
