@@ -533,8 +533,6 @@ insert_rest(struct pg_store *ps, const struct task *t, const struct task *row,
 	int64_t waiting = 0;
 	int rc = 0;
 
-	if (strcmp(row->status, TASK_QUEUED) && !t->nr_deps)
-		return 0;
 	if (t->nr_deps) {
 		add_id_array(&deps, t->deps, t->nr_deps);
 		param_int(&p, id);
@@ -1219,7 +1217,7 @@ settle_claim_try(struct pg_store *ps, const struct task *row,
 		 const char *what, struct err *e)
 {
 	struct params p = { 0 };
-	struct pg_stmt claim = { CLAIM_SQL, 0, p.v };
+	struct pg_stmt claim;
 	struct task t = { 0 };
 	int64_t ts = 0, evseq = 0;
 	PGresult *res = NULL;
@@ -1228,7 +1226,7 @@ settle_claim_try(struct pg_store *ps, const struct task *row,
 
 	*overlap = 0;
 	claim_params(holder, lease_ms, now, "{}", &worker, &p);
-	claim.n = p.n;
+	claim = (struct pg_stmt){ CLAIM_SQL, p.n, p.v };
 	rc = settle_begin(ps, row, froms, now, ev, &claim, &res, &ts, &evseq,
 			  what, e);
 	if (rc == 0) {
