@@ -75,6 +75,15 @@ struct event;
 #define PG_CHANNEL_EVENTS "baton_events" /* an event was appended */
 #define PG_CHANNEL_WORK	  "baton_work"	 /* claimable work was made */
 
+/*
+ * baton's own SQLSTATEs, raised by baton_check (pg/016-one-message.sql)
+ * to abort a transaction whose COMMIT is in the same message: a stale
+ * fence (detail: the task's lease token, -1 when it is gone), and a
+ * guarded update that found no row to change.
+ */
+#define PG_STATE_FENCED	  "BT002"
+#define PG_STATE_LOST_ROW "BT003"
+
 /* The same X-macro helpers as sqlite_int.h, for $n placeholders. */
 #define SQL_COMMA_NAME(f) ", " #f
 
@@ -92,6 +101,8 @@ struct pg_store {
 	int in_tx;	   /* a transaction is open on conn */
 	char xid[32];	   /* the open write transaction's xid, as text */
 	int lost;	   /* the last failure was a lost connection */
+	int unsure;	   /* ... after a COMMIT was sent, before its xid
+			      came back (pg__exec_commit) */
 	char state[6];	   /* SQLSTATE of the last failure, "" if none */
 	/* the LISTEN connection behind store_watch_fd */
 	PGconn *listen;
@@ -127,7 +138,9 @@ PGconn *pg__connect(const struct pg_store *ps, struct err *e);
  * ps->lost when the connection is gone (PQstatus not OK, or a SQLSTATE
  * of class 08 or 57P0x: the server shut down or was restarted). Keeps
  * the SQLSTATE in ps->state, so that a caller can tell a foreign key
- * (23503) or a unique key (23505) from other failures.
+ * (23503) or a unique key (23505) from other failures. A fence the
+ * server found stale (PG_STATE_FENCED) is BATON_EFENCED, with the
+ * message of SQLite's.
  */
 int pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
 	     struct err *e);
@@ -192,13 +205,33 @@ struct pg_stmt {
  * in out[i] (the caller's to PQclear), or an error (all NULL, the
  * transaction rolled back): BATON_EFENCED as pg__begin_fenced's,
  * BATON_ESTORE when a statement failed (ps->state says why; those after
- * it did not run). Each statement runs whatever the ones before it
- * changed, and a stale fence is found after all ran: the caller reads
- * the results before it commits, and its rollback undoes what should
- * not have run.
+ * it did not run). A stale fence aborts before the first statement
+ * runs; each statement runs whatever the ones before it changed.
  */
 int pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 		   PGresult **out, const char *what, struct err *e);
+
+/*
+ * pg__begin_exec with the COMMIT in the same message, and after it the
+ * statements after (the NOTIFYs of pg__commit; "" for none): one round
+ * trip. So every check must be made on the server: a statement that
+ * raises (baton_check) aborts the transaction, the server skips the
+ * rest of the message, and the error is as pg__begin_exec's, with the
+ * transaction rolled back. 0 when committed, with out as
+ * pg__begin_exec's. Under fault injection the message ends in ROLLBACK
+ * instead and the result is store__fault's.
+ *
+ * A connection lost once the message is sent leaves the outcome unknown
+ * to the client. When every result before the COMMIT's came back, the
+ * xid among them, it is resolved as pg__commit resolves it. Else
+ * ps->unsure is set, with ps->lost: the caller's next try runs against
+ * a transaction that may have committed, and must tell its own write
+ * from another's (a guarded update that finds its row changed looks at
+ * whether the row is the one it wrote).
+ */
+int pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
+		    const char *after, PGresult **out, const char *what,
+		    struct err *e);
 
 /*
  * BEGIN without taking an xid, for a claim: one that finds nothing

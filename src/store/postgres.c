@@ -157,15 +157,43 @@ state_is_lost(const char *state)
 			 !strcmp(state, "57P02") || !strcmp(state, "57P03"));
 }
 
+/*
+ * The fence check (see check_fence in sqlite.c for the messages) on the
+ * lease_token the server found (PG_STATE_FENCED's detail): have is -1
+ * when the task is gone.
+ */
+static int
+check_fence(struct pg_store *ps, int64_t have, const char *what,
+	    struct err *e)
+{
+	int64_t task = ps->base.fence_task, token = ps->base.fence_token;
+
+	if (have < 0)
+		return err_set(e, BATON_EFENCED,
+			       "cannot %s: task %lld (whose lease this worker "
+			       "holds) no longer exists: this worker may not "
+			       "write",
+			       what, (long long)task);
+	if (have != token)
+		return err_set(e, BATON_EFENCED,
+			       "cannot %s: the lease on task %lld was taken "
+			       "over (token %lld is stale, the task now has "
+			       "%lld): this worker may not write",
+			       what, (long long)task, (long long)token,
+			       (long long)have);
+	return 0;
+}
+
 int
 pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
 	 struct err *e)
 {
-	const char *state = NULL, *msg = NULL;
+	const char *state = NULL, *msg = NULL, *detail = NULL;
 
 	if (res) {
 		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 		msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+		detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
 	}
 	if (!msg || !*msg)
 		msg = PQerrorMessage(ps->conn);
@@ -173,6 +201,9 @@ pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
 		msg = "unknown error";
 	snprintf(ps->state, sizeof(ps->state), "%s", state ? state : "");
 	ps->lost = PQstatus(ps->conn) != CONNECTION_OK || state_is_lost(state);
+	if (!ps->lost && state && !strcmp(state, PG_STATE_FENCED) && detail &&
+	    check_fence(ps, strtoll(detail, NULL, 10), what, e) < 0)
+		return BATON_EFENCED;
 	return err_set(e, BATON_ESTORE, "cannot %s: %.*s", what,
 		       first_line(msg), msg);
 }
@@ -501,51 +532,29 @@ pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
 }
 
 /*
- * The fence check (see check_fence in sqlite.c for the messages) on the
- * lease_token read by pg__begin_fenced: have is -1 when the task is
- * gone.
- */
-static int
-check_fence(struct pg_store *ps, int64_t have, const char *what,
-	    struct err *e)
-{
-	int64_t task = ps->base.fence_task, token = ps->base.fence_token;
-
-	if (have < 0)
-		return err_set(e, BATON_EFENCED,
-			       "cannot %s: task %lld (whose lease this worker "
-			       "holds) no longer exists: this worker may not "
-			       "write",
-			       what, (long long)task);
-	if (have != token)
-		return err_set(e, BATON_EFENCED,
-			       "cannot %s: the lease on task %lld was taken "
-			       "over (token %lld is stale, the task now has "
-			       "%lld): this worker may not write",
-			       what, (long long)task, (long long)token,
-			       (long long)have);
-	return 0;
-}
-
-/*
- * The statement that takes the xid and, under a fence, the fencing row's
- * lease_token, sent in the message of the BEGIN (pg__begin_fenced, and
- * pg__begin_exec with the write after it): the row lock (FOR NO KEY
- * UPDATE) holds until the commit, so a claim that would change the token
- * waits for this write. The task id is a number, written into the
- * statement.
+ * The statement that takes the xid and, under a fence, checks the
+ * fencing row's lease_token on the server (baton_check of
+ * pg/016-one-message.sql: a stale token raises PG_STATE_FENCED, which
+ * aborts the transaction and pg__fail turns into check_fence's error),
+ * sent in the message of the BEGIN (pg__begin_fenced, pg__begin_exec,
+ * pg__exec_commit). The row lock (FOR NO KEY UPDATE) holds until the
+ * commit, so a claim that would change the token waits for this write.
+ * The task id and token are numbers, written into the statement.
  */
 static void
 xid_fence_sql(const struct pg_store *ps, struct buf *b)
 {
 	buf_adds(b, "SELECT pg_current_xact_id()");
 	if (ps->base.fence_task)
-		buf_addf(b, ", (SELECT lease_token FROM tasks WHERE id = %lld"
-			    " FOR NO KEY UPDATE)",
+		buf_addf(b, ", baton_check(f.t IS NOT DISTINCT FROM %lld, '"
+			    PG_STATE_FENCED "', COALESCE(f.t, -1)::text)"
+			    " FROM (SELECT (SELECT lease_token FROM tasks"
+			    " WHERE id = %lld FOR NO KEY UPDATE) AS t) AS f",
+			 (long long)ps->base.fence_token,
 			 (long long)ps->base.fence_task);
 }
 
-/* Reads xid_fence_sql's row: the xid into ps->xid, then the fence check. */
+/* Reads xid_fence_sql's row: the xid into ps->xid. */
 static int
 xid_fence_read(struct pg_store *ps, const PGresult *res, const char *what,
 	       struct err *e)
@@ -554,11 +563,92 @@ xid_fence_read(struct pg_store *ps, const PGresult *res, const char *what,
 		return err_set(e, BATON_ESTORE, "cannot %s: no xid came back",
 			       what);
 	snprintf(ps->xid, sizeof(ps->xid), "%s", PQgetvalue(res, 0, 0));
-	if (!ps->base.fence_task)
-		return 0;
-	return check_fence(ps,
-			   PQgetisnull(res, 0, 1) ? -1 : pg__int64(res, 0, 1),
-			   what, e);
+	return 0;
+}
+
+/*
+ * After a COMMIT whose reply never came: reconnects and asks what became
+ * of the transaction. Committed is success. Aborted (or forgotten: NULL)
+ * sets ps->lost so that the try runs again. Still running (the old
+ * session has not noticed yet) asks again after the next wait.
+ */
+static int
+resolve_commit(struct pg_store *ps, const char *what, struct err *e)
+{
+	char xid[sizeof(ps->xid)];
+	const char *p[] = { xid };
+	PGresult *res;
+	char *status;
+	int tries = 0, done;
+
+	memcpy(xid, ps->xid, sizeof(xid));
+	while (reconnect(ps, &tries) == 0) {
+		res = pg__exec(ps, "SELECT pg_xact_status($1::xid8)", 1, p,
+			       what, NULL);
+		if (!res)
+			continue;
+		status = pg__text(res, 0, 0);
+		PQclear(res);
+		done = !status || strcmp(status, "in progress");
+		if (status && !strcmp(status, "committed")) {
+			free(status);
+			ps->lost = 0;
+			return 0;
+		}
+		free(status);
+		if (done) {
+			ps->lost = 1;
+			return err_set(e, BATON_ESTORE,
+				       "cannot %s: the connection was lost "
+				       "during COMMIT, which did not take "
+				       "effect",
+				       what);
+		}
+	}
+	ps->lost = 0;
+	return err_set(e, BATON_ESTORE,
+		       "cannot %s: the connection was lost during COMMIT and "
+		       "the outcome is unknown",
+		       what);
+}
+
+/*
+ * commit (COMMIT, or ROLLBACK under fault injection) and after it, in
+ * the same message but as statements of their own, after: the NOTIFYs
+ * the transaction asked for (see PG_CHANNEL_EVENTS in pg_int.h for why
+ * not inside it), or "". Only the COMMIT's result decides; a NOTIFY
+ * that fails after it is logged: the write is done, and listeners fall
+ * back on their sweeps.
+ */
+static int
+commit_exec(struct pg_store *ps, const char *commit, const char *after,
+	    const char *what, struct err *e)
+{
+	struct buf sql = BUF_INIT;
+	PGresult *res;
+	int rc = 0, first = 1;
+
+	buf_addf(&sql, "%s%s%s", commit, *after ? "; " : "", after);
+	ps->notify_events = ps->notify_work = 0;
+	if (!PQsendQuery(ps->conn, sql.ptr)) {
+		buf_release(&sql);
+		return pg__fail(ps, NULL, what, e);
+	}
+	buf_release(&sql);
+	while ((res = PQgetResult(ps->conn))) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			if (first)
+				rc = pg__fail(ps, res, what, e);
+			else
+				log_warn("cannot notify after %s: %s", what,
+					 PQresultErrorMessage(res));
+		}
+		first = 0;
+		PQclear(res);
+	}
+	if (first && rc == 0) /* no result at all: the connection broke */
+		rc = pg__fail(ps, NULL, what, e);
+	return rc;
 }
 
 /*
@@ -628,45 +718,68 @@ begin_exec_apart(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 }
 
 /*
- * Sends b (begin_exec_sql's message) and reads its results: BEGIN's,
- * with_xid the xid and fence's (checked), then one per statement into
- * out.
+ * Sends b (begin_exec_sql's message, and with commit the COMMIT and the
+ * statements after it that pg__exec_commit adds) and reads its results:
+ * BEGIN's, with_xid the xid's, one per statement into out, then the
+ * COMMIT's, then those after it, whose failures are only logged (the
+ * transaction is done).
  */
 static int
 begin_exec_send(struct pg_store *ps, const struct buf *b, int n,
-		int with_xid, PGresult **out, const char *what,
+		int with_xid, int commit, PGresult **out, const char *what,
 		struct err *e)
 {
-	int first = with_xid ? 2 : 1, rc = 0, k = 0;
+	int first = with_xid ? 2 : 1, last = first + n + !!commit;
+	int rc = 0, k = 0, got = 0;
 	PGresult *res;
 
 	if (!PQsendQuery(ps->conn, b->ptr))
 		return pg__fail(ps, NULL, what, e);
-	while (rc == 0 && (res = PQgetResult(ps->conn))) {
+	for (; (res = PQgetResult(ps->conn)); PQclear(res), k++) {
 		ExecStatusType st = PQresultStatus(res);
+		int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 
-		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		if (k >= last) {
+			if (!ok)
+				log_warn("cannot notify after %s: %s", what,
+					 PQresultErrorMessage(res));
+		} else if (rc < 0) {
+			continue;
+		} else if (!ok) {
 			rc = pg__fail(ps, res, what, e);
 		} else if (k == 1 && with_xid) {
 			rc = xid_fence_read(ps, res, what, e);
 		} else if (k >= first && k < first + n) {
 			out[k - first] = res;
 			res = NULL;
+			got++;
 		}
-		PQclear(res);
-		k++;
 	}
-	while ((res = PQgetResult(ps->conn)))
-		PQclear(res);
-	if (rc == 0 && k < first + n)
+	if (rc == 0 && k < last)
 		rc = pg__fail(ps, NULL, what, e); /* the connection broke */
+	if (rc < 0 && commit && ps->lost) {
+		/*
+		 * The COMMIT was sent and the connection is gone: with
+		 * every result before the COMMIT's in, its xid says what
+		 * became of it; else the caller finds out (ps->unsure).
+		 */
+		if (ps->xid[0] && got == n)
+			rc = resolve_commit(ps, what, e);
+		else
+			ps->unsure = 1;
+	}
 	return rc;
 }
 
-/* pg__begin_exec, and pg__begin_query without the xid (with_xid 0). */
+/*
+ * pg__begin_exec, pg__begin_query without the xid (with_xid 0), and
+ * pg__exec_commit (commit: "COMMIT" or, under fault injection,
+ * "ROLLBACK"; after: what follows it, or "").
+ */
 static int
 begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
-	   int with_xid, PGresult **out, const char *what, struct err *e)
+	   int with_xid, const char *commit, const char *after,
+	   PGresult **out, const char *what, struct err *e)
 {
 	struct buf b = BUF_INIT;
 	int rc, i;
@@ -674,14 +787,22 @@ begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 	assert(n >= 0 && n <= PG_EXEC_MAX);
 	for (i = 0; i < n; i++)
 		out[i] = NULL;
+	ps->unsure = 0;
+	ps->state[0] = '\0';
 	rc = begin_exec_sql(ps, stmts, n, with_xid, &b, what, e);
 	if (rc == 0) {
+		if (commit)
+			buf_addf(&b, "; %s%s%s", commit, *after ? "; " : "",
+				 after);
 		ps->notify_events = ps->notify_work = 0;
 		ps->xid[0] = '\0';
-		rc = begin_exec_send(ps, &b, n, with_xid, out, what, e);
+		rc = begin_exec_send(ps, &b, n, with_xid, commit != NULL, out,
+				     what, e);
 		ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
 	} else if (rc == 1) {
 		rc = begin_exec_apart(ps, stmts, n, with_xid, out, what, e);
+		if (rc == 0 && commit)
+			rc = commit_exec(ps, commit, after, what, e);
 	}
 	buf_release(&b);
 	if (rc < 0) {
@@ -697,14 +818,32 @@ begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 int
 pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e)
 {
-	return begin_exec(ps, NULL, 0, 1, NULL, what, e);
+	return begin_exec(ps, NULL, 0, 1, NULL, NULL, NULL, what, e);
 }
 
 int
 pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 	       PGresult **out, const char *what, struct err *e)
 {
-	return begin_exec(ps, stmts, n, 1, out, what, e);
+	return begin_exec(ps, stmts, n, 1, NULL, NULL, out, what, e);
+}
+
+int
+pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
+		const char *after, PGresult **out, const char *what,
+		struct err *e)
+{
+	int fault = ps->base.fault, rc;
+
+	ps->base.fault = 0;
+	rc = begin_exec(ps, stmts, n, 1, fault ? "ROLLBACK" : "COMMIT",
+			fault ? "" : after, out, what, e);
+	if (rc == 0 && fault) {
+		for (; n > 0; n--)
+			PQclear(out[n - 1]);
+		rc = store__fault(e, what);
+	}
+	return rc;
 }
 
 PGresult *
@@ -713,96 +852,26 @@ pg__begin_query(struct pg_store *ps, const struct pg_stmt *stmt,
 {
 	PGresult *res;
 
-	return begin_exec(ps, stmt, 1, 0, &res, what, e) ? NULL : res;
+	return begin_exec(ps, stmt, 1, 0, NULL, NULL, &res, what, e) ? NULL
+								    : res;
 }
 
-/*
- * After a COMMIT whose reply never came: reconnects and asks what became
- * of the transaction. Committed is success. Aborted (or forgotten: NULL)
- * sets ps->lost so that the try runs again. Still running (the old
- * session has not noticed yet) asks again after the next wait.
- */
-static int
-resolve_commit(struct pg_store *ps, const char *what, struct err *e)
+/* The NOTIFYs the open transaction asked for, as statements. */
+static void
+notify_sql(const struct pg_store *ps, char *sql, size_t size)
 {
-	char xid[sizeof(ps->xid)];
-	const char *p[] = { xid };
-	PGresult *res;
-	char *status;
-	int tries = 0, done;
-
-	memcpy(xid, ps->xid, sizeof(xid));
-	while (reconnect(ps, &tries) == 0) {
-		res = pg__exec(ps, "SELECT pg_xact_status($1::xid8)", 1, p,
-			       what, NULL);
-		if (!res)
-			continue;
-		status = pg__text(res, 0, 0);
-		PQclear(res);
-		done = !status || strcmp(status, "in progress");
-		if (status && !strcmp(status, "committed")) {
-			free(status);
-			ps->lost = 0;
-			return 0;
-		}
-		free(status);
-		if (done) {
-			ps->lost = 1;
-			return err_set(e, BATON_ESTORE,
-				       "cannot %s: the connection was lost "
-				       "during COMMIT, which did not take "
-				       "effect",
-				       what);
-		}
-	}
-	ps->lost = 0;
-	return err_set(e, BATON_ESTORE,
-		       "cannot %s: the connection was lost during COMMIT and "
-		       "the outcome is unknown",
-		       what);
-}
-
-/*
- * COMMIT, and after it, in the same message but as statements of their
- * own, the NOTIFYs the transaction asked for (see PG_CHANNEL_EVENTS in
- * pg_int.h for why not inside it). Only the COMMIT's result decides;
- * a NOTIFY that fails after it is logged: the write is done, and
- * listeners fall back on their sweeps.
- */
-static int
-commit_exec(struct pg_store *ps, const char *what, struct err *e)
-{
-	char sql[128];
-	PGresult *res;
-	int rc = 0, first = 1;
-
-	snprintf(sql, sizeof(sql), "COMMIT%s", ps->notify_events ?
-		 "; NOTIFY " PG_CHANNEL_EVENTS : "");
+	snprintf(sql, size, "%s", ps->notify_events ?
+		 "NOTIFY " PG_CHANNEL_EVENTS : "");
 	if (ps->notify_work)
-		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
-			 "; NOTIFY " PG_CHANNEL_WORK ", '%d'", ps->notify_work);
-	ps->notify_events = ps->notify_work = 0;
-	if (!PQsendQuery(ps->conn, sql))
-		return pg__fail(ps, NULL, what, e);
-	while ((res = PQgetResult(ps->conn))) {
-		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-			if (first)
-				rc = pg__fail(ps, res, what, e);
-			else
-				log_warn("cannot notify after %s: %s", what,
-					 PQresultErrorMessage(res));
-		}
-		first = 0;
-		PQclear(res);
-	}
-	if (first && rc == 0) /* no result at all: the connection broke */
-		rc = pg__fail(ps, NULL, what, e);
-	return rc;
+		snprintf(sql + strlen(sql), size - strlen(sql),
+			 "%sNOTIFY " PG_CHANNEL_WORK ", '%d'",
+			 *sql ? "; " : "", ps->notify_work);
 }
 
 int
 pg__commit(struct pg_store *ps, const char *what, struct err *e)
 {
+	char notify[128];
 	int rc;
 
 	if (ps->base.fault) {
@@ -811,7 +880,8 @@ pg__commit(struct pg_store *ps, const char *what, struct err *e)
 		ps->notify_events = ps->notify_work = 0;
 		return store__fault(e, what);
 	}
-	rc = commit_exec(ps, what, e);
+	notify_sql(ps, notify, sizeof(notify));
+	rc = commit_exec(ps, "COMMIT", notify, what, e);
 	ps->in_tx = 0;
 	if (rc < 0 && ps->lost)
 		rc = resolve_commit(ps, what, e);

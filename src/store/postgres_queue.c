@@ -735,17 +735,17 @@ update_event(const struct task *row, int64_t now, const struct event *ev,
 }
 
 /*
- * The statement of a guarded update (update_row): sql and p get the
- * UPDATE of the task to row (token > 0: only while the row holds that
- * lease token) and, when ev is given, its event *tev (through
- * baton_event_add, after the update, in the same statement). p borrows
- * from row, froms and *tev.
+ * The statement of a guarded update of a task (settle_exec): sql and p
+ * get the UPDATE of the task to row and, when ev is given, its event
+ * *tev (through baton_event_add, after the update, in the same
+ * statement). An update that finds no row to change (gone, changed, or
+ * in a status not in froms) raises PG_STATE_LOST_ROW, which aborts the
+ * transaction. p borrows from row, froms and *tev.
  */
 static int
-update_stmt(const struct task *row, const char *froms, int64_t token,
-	    int64_t now, const struct event *ev, struct event *tev,
-	    struct buf *sql, struct params *p, const char *what,
-	    struct err *e)
+update_stmt(const struct task *row, const char *froms, int64_t now,
+	    const struct event *ev, struct event *tev, struct buf *sql,
+	    struct params *p, const char *what, struct err *e)
 {
 	int n = 2, rc;
 
@@ -758,131 +758,162 @@ update_stmt(const struct task *row, const char *froms, int64_t token,
 		      " updated_at = $1");
 	add_fields(sql, task_fields, ARRAY_SIZE(task_fields), 1, &n);
 	buf_addf(sql, " WHERE id = $%d AND version = $%d"
-		      " AND strpos($%d, '|' || status || '|') > 0",
+		      " AND strpos($%d, '|' || status || '|') > 0"
+		      " RETURNING id) SELECT id",
 		 n, n + 1, n + 2);
 	param_int(p, now);
 	bind_task(p, row);
 	param_int(p, row->id);
 	param_int(p, row->version);
 	param_text(p, froms);
-	n += 3;
-	if (token > 0) {
-		buf_addf(sql, " AND lease_token = $%d", n++);
-		param_int(p, token);
-	}
-	buf_adds(sql, " RETURNING id, (SELECT COUNT(*) FROM task_deps AS d"
-		      " WHERE d.depends_on = tasks.id) AS dependents)"
-		      " SELECT dependents");
 	if (ev)
-		add_row_event(sql, p, n, tev);
-	buf_adds(sql, " FROM u");
+		add_row_event(sql, p, n + 3, tev);
+	buf_adds(sql, " FROM (SELECT 1) AS o LEFT JOIN u ON true"
+		      " WHERE baton_check(u.id IS NOT NULL, '"
+		      PG_STATE_LOST_ROW "', NULL)");
 	return 0;
 }
 
 /*
- * What the statement of update_stmt returned (res, NULL when it failed):
- * *changed gets 0 or 1, *dependents how many tasks depend on the task,
- * *ts_out and *seq_out its event's.
+ * The NOTIFYs after the settle of a task to row commits, into b: the
+ * events' (events: it or a claim with it wrote one), and the work it
+ * makes (update_work), which for a task done is counted after the
+ * commit from its dependents.
+ */
+static void
+settle_notify(const struct task *row, int events, struct buf *b)
+{
+	int area = row->area && *row->area && strcmp(row->status, TASK_RUNNING);
+	int work = update_work(row, 0);
+
+	if (events)
+		buf_adds(b, "NOTIFY " PG_CHANNEL_EVENTS);
+	if (!strcmp(row->status, TASK_DONE))
+		buf_addf(b, "%sSELECT pg_notify('" PG_CHANNEL_WORK "', n::text)"
+			    " FROM (SELECT LEAST(COUNT(*), 64) + %d AS n"
+			    " FROM task_deps WHERE depends_on = %lld) AS w"
+			    " WHERE n > 0",
+			 events ? "; " : "", area, (long long)row->id);
+	else if (work)
+		buf_addf(b, "%sNOTIFY " PG_CHANNEL_WORK ", '%d'",
+			 events ? "; " : "", work);
+}
+
+/*
+ * Whether the write of row at now is on record: after a try that lost
+ * its connection once its COMMIT was sent (ps->unsure), a later try
+ * found the row changed. It is this settle's own write when the row
+ * holds the version after row's, row's status and now as updated_at.
+ * Then *seq_out gets the seq of the event of that write of type (NULL:
+ * none), found by its xmin, which is the row's. 1 when it is, 0 when
+ * not, or an error.
  */
 static int
-update_result(struct pg_store *ps, const PGresult *res,
-	      const struct event *tev, int64_t *changed, int64_t *dependents,
-	      int64_t *ts_out, int64_t *seq_out, const char *what,
+settle_landed(struct pg_store *ps, const struct task *row, int64_t now,
+	      const char *type, int64_t *seq_out, const char *what,
 	      struct err *e)
 {
+	struct params p = { 0 };
+	PGresult *res;
+	int ours;
+
+	param_int(&p, row->id);
+	param_int(&p, row->version + 1);
+	param_text(&p, row->status);
+	param_int(&p, now);
+	param_text(&p, type);
+	res = pg__exec(ps,
+		       "SELECT (SELECT e.seq FROM events AS e"
+		       " WHERE e.task_id = t.id AND e.xmin = t.xmin"
+		       " AND e.type = $5 ORDER BY e.seq LIMIT 1)"
+		       " FROM tasks AS t WHERE t.id = $1 AND t.version = $2"
+		       " AND t.status = $3 AND t.updated_at = $4",
+		       p.n, p.v, what, e);
 	if (!res)
-		return row_stmt_failed(ps, tev, what, e);
-	*changed = PQntuples(res);
-	*dependents = *changed ? pg__int64(res, 0, 0) : 0;
-	if (*changed && tev)
-		row_event_read(ps, res, tev, ts_out, seq_out);
-	return 0;
+		return BATON_ESTORE;
+	ours = PQntuples(res) == 1;
+	if (ours)
+		*seq_out = pg__int64(res, 0, 0);
+	PQclear(res);
+	return ours;
 }
 
 /*
- * BEGIN (fenced) and the guarded update of update_stmt with its event,
- * and then (NULL: none) after it, in one round trip (pg__begin_exec):
- * the xid is drawn before the event (the ordering rule). update_result
- * says what came of the update; *then_out gets then's result.
+ * One try of the settle of a task to row (fenced), with its event, then
+ * (NULL: none) after it, and the COMMIT in one message: one round trip
+ * (pg__exec_commit). *then_out gets then's result, *ts_out and *seq_out
+ * the event's. A row that changed first is the error of lost_update,
+ * unless an earlier try left the outcome unknown (*unsure) and the row
+ * is the one this settle wrote (settle_landed): then it is done, and
+ * *then_out is NULL.
  */
 static int
-update_row(struct pg_store *ps, const struct task *row, const char *froms,
-	   int64_t token, int64_t now, const struct event *ev,
-	   const struct pg_stmt *then, PGresult **then_out, int64_t *changed,
-	   int64_t *dependents, int64_t *ts_out, int64_t *seq_out,
-	   const char *what, struct err *e)
+settle_exec(struct pg_store *ps, const struct task *row, const char *froms,
+	    int64_t now, const struct event *ev, const struct pg_stmt *then,
+	    PGresult **then_out, int *unsure, int64_t *ts_out,
+	    int64_t *seq_out, const char *what, struct err *e)
 {
-	struct buf sql = BUF_INIT;
+	struct buf sql = BUF_INIT, after = BUF_INIT;
 	struct params p = { 0 };
 	struct event tev = { 0 };
 	struct pg_stmt stmts[2];
 	PGresult *res[2] = { NULL, NULL };
-	int rc;
+	int rc, lost;
 
-	rc = update_stmt(row, froms, token, now, ev, &tev, &sql, &p, what, e);
-	if (rc == 0) {
-		stmts[0] = (struct pg_stmt){ sql.ptr, p.n, p.v };
-		if (then)
-			stmts[1] = *then;
-		rc = pg__begin_exec(ps, stmts, then ? 2 : 1, res, what, e);
-	}
-	if (rc == 0 || rc == BATON_ESTORE) /* a missing run is named */
-		rc = update_result(ps, res[0], ev ? &tev : NULL, changed,
-				   dependents, ts_out, seq_out, what, e);
-	PQclear(res[0]);
-	if (then_out)
-		*then_out = res[1];
-	else
-		PQclear(res[1]);
-	buf_release(&sql);
-	return rc;
-}
-
-/*
- * The settle half of task_update_try and settle_claim_try, which opens
- * their (fenced) transaction: the row, its event, and the NOTIFY of the
- * work it makes; then and *then_out as update_row's.
- */
-static int
-settle_begin(struct pg_store *ps, const struct task *row, const char *froms,
-	     int64_t now, const struct event *ev, const struct pg_stmt *then,
-	     PGresult **then_out, int64_t *ts_out, int64_t *seq_out,
-	     const char *what, struct err *e)
-{
-	int64_t changed = 0, dependents = 0;
-	int rc;
-
-	rc = update_row(ps, row, froms, 0, now, ev, then, then_out, &changed,
-			&dependents, ts_out, seq_out, what, e);
+	*then_out = NULL;
+	rc = update_stmt(row, froms, now, ev, &tev, &sql, &p, what, e);
 	if (rc < 0)
-		return rc;
-	if (changed == 0)
-		return lost_update(ps, "SELECT version FROM tasks WHERE id = $1",
-				   "task", row->id, row->version, what, e);
-	pg__notify_work(ps, update_work(row, dependents));
-	return 0;
+		goto out;
+	stmts[0] = (struct pg_stmt){ sql.ptr, p.n, p.v };
+	if (then)
+		stmts[1] = *then;
+	settle_notify(row, ev || then, &after);
+	rc = pg__exec_commit(ps, stmts, then ? 2 : 1, after.ptr ? after.ptr : "",
+			     res, what, e);
+	*unsure |= ps->unsure;
+	lost = rc == BATON_EFENCED || !strcmp(ps->state, PG_STATE_LOST_ROW);
+	if (rc < 0 && lost && *unsure) {
+		int landed = settle_landed(ps, row, now, ev ? tev.type : NULL,
+					   seq_out, what, e);
+
+		if (landed != 0) {
+			*ts_out = tev.ts;
+			rc = landed < 0 ? landed : 0;
+			goto out;
+		}
+	}
+	if (rc < 0 && rc != BATON_EFENCED && lost)
+		rc = lost_update(ps, "SELECT version FROM tasks WHERE id = $1",
+				 "task", row->id, row->version, what, e);
+	else if (rc == BATON_ESTORE) /* a missing run is named */
+		rc = row_stmt_failed(ps, ev ? &tev : NULL, what, e);
+	if (rc < 0)
+		goto out;
+	if (ev) {
+		*ts_out = tev.ts;
+		*seq_out = pg__int64(res[0], 0, 1);
+	}
+	*then_out = res[1];
+	res[1] = NULL;
+out:
+	PQclear(res[0]);
+	PQclear(res[1]);
+	buf_release(&sql);
+	buf_release(&after);
+	return rc;
 }
 
 /* One try of the guarded update of a task: row and event, or neither. */
 static int
 task_update_try(struct pg_store *ps, const struct task *row,
 		const char *froms, int64_t now, const struct event *ev,
-		int64_t *ts_out, int64_t *seq_out, const char *what,
-		struct err *e)
+		int *unsure, int64_t *ts_out, int64_t *seq_out,
+		const char *what, struct err *e)
 {
-	int64_t ts = 0, evseq = 0;
-	int rc;
+	PGresult *none;
 
-	rc = settle_begin(ps, row, froms, now, ev, NULL, NULL, &ts, &evseq,
-			  what, e);
-	if (rc == 0)
-		rc = pg__commit(ps, what, e);
-	if (rc == 0) {
-		*ts_out = ts;
-		*seq_out = evseq;
-	}
-	pg__rollback(ps);
-	return rc;
+	return settle_exec(ps, row, froms, now, ev, NULL, &none, unsure,
+			   ts_out, seq_out, what, e);
 }
 
 int
@@ -894,12 +925,12 @@ pg__task_update(struct store *s, struct task *t, const char *froms,
 	struct task row = store__task_with_defaults(t, &d);
 	int64_t now = time_now_ms(), ts = 0, evseq = 0;
 	char what[64];
-	int rc, tries = 0;
+	int rc, tries = 0, unsure = 0;
 
 	snprintf(what, sizeof(what), "update task %lld", (long long)t->id);
 	do
-		rc = task_update_try(ps, &row, froms, now, ev, &ts, &evseq,
-				     what, e);
+		rc = task_update_try(ps, &row, froms, now, ev, &unsure, &ts,
+				     &evseq, what, e);
 	while (pg__again(ps, rc, &tries, e));
 	if (rc < 0)
 		return rc;
@@ -1203,23 +1234,51 @@ pg__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 }
 
 /*
+ * The task that the transaction of the settle of task settled claimed
+ * for holder, into *next: after a lost connection, the settle was found
+ * on record (settle_landed), and what its claim took is the running
+ * task of holder that the same transaction wrote (the same xmin). 1
+ * when there is one, 0 when not, or an error.
+ */
+static int
+claim_landed(struct pg_store *ps, int64_t settled, const char *holder,
+	     struct task *next, const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	int64_t id = 0;
+	int rc;
+
+	param_int(&p, settled);
+	param_text(&p, holder);
+	rc = pg__query_int(ps,
+			   "SELECT n.id FROM tasks AS n JOIN tasks AS t"
+			   " ON n.xmin = t.xmin WHERE t.id = $1"
+			   " AND n.status = 'running' AND n.lease_holder = $2"
+			   " AND n.id <> t.id",
+			   &p, &id, what, e);
+	if (rc < 0 || id == 0)
+		return rc;
+	return read_task_by_id(ps, id, next, what, e);
+}
+
+/*
  * One try of settle-and-claim: the settle (fenced), then the claim of
- * the next task, in one message and one commit: two round trips. The
- * claim runs even when the settle lost its row; the rollback undoes it.
- * A pick whose area a concurrent claim took first leaves the claim to
- * pg__task_claim, after the commit (*overlap set).
+ * the next task, and the COMMIT, in one message (settle_exec). A
+ * settle that fails aborts the claim with it. A pick whose area a
+ * concurrent claim took first leaves the claim to pg__task_claim, after
+ * the commit (*overlap set). A settle found on record after a lost
+ * connection (settle_landed) returns what its claim took (claim_landed).
  */
 static int
 settle_claim_try(struct pg_store *ps, const struct task *row,
 		 const char *froms, int64_t now, const struct event *ev,
-		 const char *holder, int64_t lease_ms, int64_t *ts_out,
-		 int64_t *seq_out, int64_t *overlap, struct task *next,
-		 const char *what, struct err *e)
+		 const char *holder, int64_t lease_ms, int *unsure,
+		 int64_t *ts_out, int64_t *seq_out, int64_t *overlap,
+		 struct task *next, const char *what, struct err *e)
 {
 	struct params p = { 0 };
 	struct pg_stmt claim;
 	struct task t = { 0 };
-	int64_t ts = 0, evseq = 0;
 	PGresult *res = NULL;
 	char *worker;
 	int rc;
@@ -1227,29 +1286,20 @@ settle_claim_try(struct pg_store *ps, const struct task *row,
 	*overlap = 0;
 	claim_params(holder, lease_ms, now, "{}", &worker, &p);
 	claim = (struct pg_stmt){ CLAIM_SQL, p.n, p.v };
-	rc = settle_begin(ps, row, froms, now, ev, &claim, &res, &ts, &evseq,
-			  what, e);
-	if (rc == 0) {
-		rc = claim_read(ps, res, overlap, &t, "claim a task", e);
-		if (rc == BATON_ENOTFOUND || rc == CLAIM_OVERLAPS) {
-			rc = 0;
-			if (e)
-				*e = (struct err)ERR_INIT;
-		}
-	}
-	if (rc == 0)
-		rc = pg__commit(ps, what, e);
-	if (rc == 0) {
-		*ts_out = ts;
-		*seq_out = evseq;
-		*next = t;
-		memset(&t, 0, sizeof(t));
-	}
-	pg__rollback(ps);
-	PQclear(res);
+	rc = settle_exec(ps, row, froms, now, ev, &claim, &res, unsure,
+			 ts_out, seq_out, what, e);
 	free(worker);
-	task_release(&t);
-	return rc;
+	if (rc < 0)
+		return rc;
+	/* settled: a claim that fails is no claim (store.h) */
+	if (!res)
+		claim_landed(ps, row->id, holder, next, "claim a task", NULL);
+	else if (claim_read(ps, res, overlap, &t, "claim a task", NULL))
+		task_release(&t);
+	else
+		*next = t;
+	PQclear(res);
+	return 0;
 }
 
 int
@@ -1262,13 +1312,13 @@ pg__task_settle_claim(struct store *s, struct task *t, const char *froms,
 	struct task row = store__task_with_defaults(t, &d);
 	int64_t now = time_now_ms(), ts = 0, evseq = 0, overlap = 0;
 	char what[64];
-	int rc, tries = 0;
+	int rc, tries = 0, unsure = 0;
 
 	snprintf(what, sizeof(what), "update task %lld", (long long)t->id);
 	do
 		rc = settle_claim_try(ps, &row, froms, now, ev, holder,
-				      lease_ms, &ts, &evseq, &overlap, next,
-				      what, e);
+				      lease_ms, &unsure, &ts, &evseq, &overlap,
+				      next, what, e);
 	while (pg__again(ps, rc, &tries, e));
 	if (rc < 0)
 		return rc;
@@ -1280,7 +1330,6 @@ pg__task_settle_claim(struct store *s, struct task *t, const char *froms,
 		ev->ts = ts;
 		ev->seq = evseq;
 	}
-	/* settled: a claim that fails is no claim (store.h) */
 	if (overlap && pg__task_claim(s, holder, lease_ms, next, e) && e)
 		*e = (struct err)ERR_INIT;
 	return 0;

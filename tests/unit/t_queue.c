@@ -17,9 +17,13 @@
  */
 #include "util/compat.h"
 
+#include <arpa/inet.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1977,6 +1981,366 @@ TEST(settle_claim_lost_row_claims_nothing)
 	task_release(&theirs);
 	store_close(other);
 	store_close(s);
+}
+
+/* ---- a connection cut after a COMMIT is sent (pg__exec_commit) --------- */
+
+/*
+ * A TCP proxy between a store and the PostgreSQL server, one
+ * connection at a time, that relays bytes until armed. Armed with
+ * CUT_REPLY, it passes on the next message of the client that holds a
+ * COMMIT, swallows the server's whole answer (up to its ReadyForQuery)
+ * and closes both ends: the server committed, the client heard nothing.
+ * Armed with CUT_REQUEST, it drops that message and closes: the server
+ * never saw it. Either way it runs on_cut (if set) before closing, and
+ * then relays the client's next connection as before.
+ */
+enum { CUT_NONE, CUT_REPLY, CUT_REQUEST };
+
+struct cut_proxy {
+	int lfd, port, server_port;
+	int armed;	/* CUT_*: what to do with the next COMMIT */
+	int cuts;	/* connections cut so far */
+	void (*on_cut)(void);
+	int stop[2];
+	pthread_t thread;
+};
+
+static int
+tcp_connect_local(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The server's answer ends in ReadyForQuery: 'Z', length 5, a status. */
+static int
+ends_ready(const char *p, size_t n)
+{
+	return n >= 6 && !memcmp(p + n - 6, "Z\0\0\0\5", 5);
+}
+
+/* Relays one client connection c to the server until either side ends. */
+static void
+cut_proxy_relay(struct cut_proxy *x, int c)
+{
+	int sv = tcp_connect_local(x->server_port), swallow = 0;
+	char buf[65536];
+
+	while (sv >= 0) {
+		struct pollfd p[3] = { { c, POLLIN, 0 }, { sv, POLLIN, 0 },
+				       { x->stop[0], POLLIN, 0 } };
+		ssize_t n;
+
+		if (poll(p, 3, -1) < 0 || p[2].revents)
+			break;
+		if (p[0].revents) {
+			n = read(c, buf, sizeof(buf));
+			if (n <= 0)
+				break;
+			if (x->armed && memmem(buf, (size_t)n, "COMMIT", 6)) {
+				if (x->armed == CUT_REQUEST)
+					goto cut;
+				swallow = 1;
+			}
+			if (write_all(sv, buf, (size_t)n) < 0)
+				break;
+		}
+		if (p[1].revents) {
+			n = read(sv, buf, sizeof(buf));
+			if (n <= 0)
+				break;
+			if (swallow) {
+				if (ends_ready(buf, (size_t)n))
+					goto cut;
+				continue;
+			}
+			if (write_all(c, buf, (size_t)n) < 0)
+				break;
+		}
+	}
+	goto out;
+cut:
+	x->armed = CUT_NONE;
+	if (x->on_cut)
+		x->on_cut();
+	__atomic_add_fetch(&x->cuts, 1, __ATOMIC_SEQ_CST);
+out:
+	if (sv >= 0)
+		close(sv);
+	close(c);
+}
+
+static void *
+cut_proxy_main(void *arg)
+{
+	struct cut_proxy *x = arg;
+
+	for (;;) {
+		struct pollfd p[2] = { { x->lfd, POLLIN, 0 },
+				       { x->stop[0], POLLIN, 0 } };
+		int c;
+
+		if (poll(p, 2, -1) < 0 || p[1].revents)
+			return NULL;
+		c = accept4(x->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c >= 0)
+			cut_proxy_relay(x, c);
+	}
+}
+
+/* The port of the test's DSN (postgres://user@host:port/db, tools/pg.sh). */
+static int
+url_port(const char *url)
+{
+	const char *at = strrchr(url, '@');
+	const char *colon = strchr(at ? at : url, ':');
+
+	if (!at || !colon)
+		test_fail(__FILE__, __LINE__, "no port in '%s'", url);
+	return (int)strtol(colon + 1, NULL, 10);
+}
+
+/*
+ * Starts x in front of the test's server; *url gets the DSN through it
+ * (the caller's to free).
+ */
+static void
+cut_proxy_start(struct cut_proxy *x, char **url)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+
+	x->server_port = url_port(pg_dsn());
+	x->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT(x->lfd >= 0);
+	ASSERT_EQ(bind(x->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ASSERT_EQ(listen(x->lfd, 8), 0);
+	ASSERT_EQ(getsockname(x->lfd, (struct sockaddr *)&a, &len), 0);
+	x->port = ntohs(a.sin_port);
+	ASSERT_EQ(pipe(x->stop), 0);
+	ASSERT_EQ(pthread_create(&x->thread, NULL, cut_proxy_main, x), 0);
+	*url = xasprintf("%s%sport=%d", pg_dsn(),
+			 strchr(pg_dsn(), '?') ? "&" : "?", x->port);
+}
+
+static void
+cut_proxy_stop(struct cut_proxy *x)
+{
+	ASSERT_EQ(write(x->stop[1], "", 1), 1);
+	pthread_join(x->thread, NULL);
+	close(x->stop[0]);
+	close(x->stop[1]);
+	close(x->lfd);
+}
+
+/* A handle on the test's database through x (open_store wiped it). */
+static struct store *
+open_store_via(struct cut_proxy *x)
+{
+	struct err e = ERR_INIT;
+	struct store *s = NULL;
+	char *url;
+
+	cut_proxy_start(x, &url);
+	ASSERT_OK(store_open(url, &s, &e), &e);
+	free(url);
+	return s;
+}
+
+/*
+ * The connection dies once the message of a settle and the next claim
+ * is sent, with nothing heard back: the store cannot know whether it
+ * committed (the xid never came). Cut after the server committed, the
+ * retry finds the row as the settle wrote it and takes that as done:
+ * one settle, one claim, and the caller gets the task the lost message
+ * claimed and the seq of the event it wrote.
+ */
+TEST(settle_claim_reply_lost_lands_once)
+{
+	struct cut_proxy x = { 0 };
+	struct store *s, *direct;
+	struct err e = ERR_INIT;
+	struct event ev = { 0 };
+	struct task mine, next = { 0 }, after;
+	int64_t id, other;
+
+	if (!pg_dsn())
+		return; /* SQLite has no connection to lose */
+	direct = open_store();
+	s = open_store_via(&x);
+	id = add_task(s, "settled unheard", 1, NULL, NULL);
+	other = add_task(s, "claimed unheard", 0, NULL, NULL);
+	ASSERT_EQ(claim(s, "w", &mine), id);
+
+	x.armed = CUT_REPLY;
+	run_set(&mine.status, TASK_DONE);
+	ev.type = xstrdup("task_settled");
+	ASSERT_OK(store_task_settle_claim(s, &mine, &ev, "w", HOUR_MS, &next,
+					  &e),
+		  &e);
+	ASSERT_EQ(x.cuts, 1);
+	ASSERT_EQ(next.id, other);
+	ASSERT_STREQ(next.status, TASK_RUNNING);
+	ASSERT_STREQ(next.lease_holder, "w");
+	ASSERT_EQ(next.attempts, 1);
+	get_task(direct, id, &after);
+	ASSERT_STREQ(after.status, TASK_DONE);
+	ASSERT_EQ(after.version, mine.version);
+	ASSERT_EQ(count_events(direct, "task_settled"), 1);
+	ASSERT_EQ(count_events(direct, "task_claimed"), 2);
+	ASSERT(ev.seq > 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM events"
+			    " WHERE type = 'task_settled' AND seq = (SELECT"
+			    " MAX(seq) FROM events WHERE type = 'task_settled')"),
+		  1);
+	task_release(&after);
+	task_release(&next);
+	task_release(&mine);
+	event_release(&ev);
+	store_close(s);
+	cut_proxy_stop(&x);
+	store_close(direct);
+}
+
+/* A task update whose message the server never saw runs again, once. */
+TEST(task_update_request_lost_lands_once)
+{
+	struct cut_proxy x = { 0 };
+	struct store *s, *direct;
+	struct err e = ERR_INIT;
+	struct task t, after;
+	int64_t id;
+
+	if (!pg_dsn())
+		return;
+	direct = open_store();
+	s = open_store_via(&x);
+	id = add_task(s, "sent twice", 0, NULL, NULL);
+	get_task(s, id, &t);
+
+	x.armed = CUT_REQUEST;
+	run_set(&t.title, "written once");
+	ASSERT_OK(store_task_update(s, &t, NULL, &e), &e);
+	ASSERT_EQ(x.cuts, 1);
+	get_task(direct, id, &after);
+	ASSERT_STREQ(after.title, "written once");
+	ASSERT_EQ(after.version, 2);
+	ASSERT_EQ(t.version, 2);
+	task_release(&after);
+	task_release(&t);
+	store_close(s);
+	cut_proxy_stop(&x);
+	store_close(direct);
+}
+
+/*
+ * The session dies inside the COMMIT of a settle sent in one message (a
+ * deferred trigger kills it, once): the store finds out what became of
+ * the transaction and the settle lands exactly once, event and all.
+ */
+TEST(task_update_killed_at_commit_lands_once)
+{
+	struct store *s;
+	struct err e = ERR_INIT;
+	struct event ev = { 0 };
+	struct task t, after;
+	int64_t id;
+
+	if (!pg_dsn())
+		return;
+	s = open_store();
+	id = add_task(s, "dies at commit", 0, NULL, NULL);
+	PQclear(pg_query(
+		"CREATE SEQUENCE kill_once;"
+		"CREATE FUNCTION kill_me() RETURNS trigger LANGUAGE plpgsql AS"
+		" $$ BEGIN IF nextval('kill_once') = 1 THEN"
+		" PERFORM pg_terminate_backend(pg_backend_pid()); END IF;"
+		" RETURN NULL; END $$;"
+		"CREATE CONSTRAINT TRIGGER kill_at_commit AFTER UPDATE ON tasks"
+		" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW"
+		" EXECUTE FUNCTION kill_me()"));
+	get_task(s, id, &t);
+	run_set(&t.status, TASK_BLOCKED);
+	ev.type = xstrdup("task_blocked");
+	ASSERT_OK(store_task_update(s, &t, &ev, &e), &e);
+	ASSERT_EQ(t.version, 2);
+	ASSERT(ev.seq > 0);
+	get_task(s, id, &after);
+	ASSERT_EQ(after.version, 2);
+	ASSERT_STREQ(after.status, TASK_BLOCKED);
+	ASSERT_EQ(count_events(s, "task_blocked"), 1);
+	ASSERT_EQ(raw_count("SELECT last_value FROM kill_once"), 2);
+	task_release(&after);
+	task_release(&t);
+	event_release(&ev);
+	store_close(s);
+}
+
+/* What another writer does while the proxy has the connection cut. */
+static void
+write_first(void)
+{
+	PQclear(pg_query("UPDATE tasks SET status = 'blocked',"
+			 " version = version + 1, updated_at = 1"));
+}
+
+/*
+ * The message was lost before the server saw it, and another writer
+ * changed the row before the retry: the row is not the one this update
+ * would have written, so the retry's conflict stands.
+ */
+TEST(task_update_request_lost_then_changed_conflicts)
+{
+	struct cut_proxy x = { .on_cut = write_first };
+	struct store *s, *direct;
+	struct err e = ERR_INIT;
+	struct task t, after;
+	int64_t id;
+
+	if (!pg_dsn())
+		return;
+	direct = open_store();
+	s = open_store_via(&x);
+	id = add_task(s, "contested unheard", 0, NULL, NULL);
+	get_task(s, id, &t);
+
+	x.armed = CUT_REQUEST;
+	run_set(&t.title, "never written");
+	ASSERT_EQ(store_task_update(s, &t, NULL, &e), BATON_ECONFLICT);
+	ASSERT_EQ(x.cuts, 1);
+	get_task(direct, id, &after);
+	ASSERT_STREQ(after.title, "contested unheard");
+	ASSERT_STREQ(after.status, "blocked");
+	task_release(&after);
+	task_release(&t);
+	store_close(s);
+	cut_proxy_stop(&x);
+	store_close(direct);
 }
 
 /* The cluster's next xid, drawn by a session of its own (it takes one). */
