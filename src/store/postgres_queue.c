@@ -775,28 +775,44 @@ update_stmt(const struct task *row, const char *froms, int64_t now,
 }
 
 /*
+ * The NOTIFY of the work a task done makes, after its commit: one unit
+ * a task that depends on it (at most 64), plus area (1: it had an area,
+ * which is free now); nothing when that is 0.
+ */
+#define DONE_WORK_SQL(id, area)                                                \
+	"SELECT pg_notify('" PG_CHANNEL_WORK "', n::text)"                     \
+	" FROM (SELECT LEAST(COUNT(*), 64) + " area " AS n FROM task_deps"     \
+	" WHERE depends_on = " id ") AS w WHERE n > 0"
+
+/*
  * The NOTIFYs after the settle of a task to row commits, into b: the
  * events' (events: it or a claim with it wrote one), and the work it
  * makes (update_work), which for a task done is counted after the
- * commit from its dependents.
+ * commit from its dependents (DONE_WORK_SQL, prepared: the statements
+ * after a COMMIT are planned like any other).
  */
 static void
-settle_notify(const struct task *row, int events, struct buf *b)
+settle_notify(struct pg_store *ps, const struct task *row, int events,
+	      struct buf *b)
 {
 	int area = row->area && *row->area && strcmp(row->status, TASK_RUNNING);
 	int work = update_work(row, 0);
+	const char *sep = events ? "; " : "";
+	char name[16];
 
 	if (events)
 		buf_adds(b, "NOTIFY " PG_CHANNEL_EVENTS);
-	if (!strcmp(row->status, TASK_DONE))
-		buf_addf(b, "%sSELECT pg_notify('" PG_CHANNEL_WORK "', n::text)"
-			    " FROM (SELECT LEAST(COUNT(*), 64) + %d AS n"
-			    " FROM task_deps WHERE depends_on = %lld) AS w"
-			    " WHERE n > 0",
-			 events ? "; " : "", area, (long long)row->id);
-	else if (work)
-		buf_addf(b, "%sNOTIFY " PG_CHANNEL_WORK ", '%d'",
-			 events ? "; " : "", work);
+	if (strcmp(row->status, TASK_DONE)) {
+		if (work)
+			buf_addf(b, "%sNOTIFY " PG_CHANNEL_WORK ", '%d'", sep,
+				 work);
+	} else if (pg__prepared(ps, DONE_WORK_SQL("$1", "$2"), 2, name)) {
+		buf_addf(b, "%sEXECUTE %s(%lld, %d)", sep, name,
+			 (long long)row->id, area);
+	} else {
+		buf_addf(b, "%s" DONE_WORK_SQL("%lld", "%d"), sep, area,
+			 (long long)row->id); /* area comes first */
+	}
 }
 
 /*
@@ -867,7 +883,7 @@ settle_exec(struct pg_store *ps, const struct task *row, const char *froms,
 	stmts[0] = (struct pg_stmt){ sql.ptr, p.n, p.v };
 	if (then)
 		stmts[1] = *then;
-	settle_notify(row, ev || then, &after);
+	settle_notify(ps, row, ev || then, &after);
 	rc = pg__exec_commit(ps, stmts, then ? 2 : 1, after.ptr ? after.ptr : "",
 			     res, what, e);
 	*unsure |= ps->unsure;
