@@ -639,7 +639,7 @@ commit_exec(struct pg_store *ps, const char *commit, const char *after,
 		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 			if (first)
 				rc = pg__fail(ps, res, what, e);
-			else
+			else if (rc == 0)
 				log_warn("cannot notify after %s: %s", what,
 					 PQresultErrorMessage(res));
 		}
@@ -739,12 +739,12 @@ begin_exec_send(struct pg_store *ps, const struct buf *b, int n,
 		ExecStatusType st = PQresultStatus(res);
 		int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 
-		if (k >= last) {
+		if (rc < 0) {
+			continue;
+		} else if (k >= last) {
 			if (!ok)
 				log_warn("cannot notify after %s: %s", what,
 					 PQresultErrorMessage(res));
-		} else if (rc < 0) {
-			continue;
 		} else if (!ok) {
 			rc = pg__fail(ps, res, what, e);
 		} else if (k == 1 && with_xid) {

@@ -161,6 +161,25 @@ count_events(struct store *s, const char *run_id, const char *type)
 	return n;
 }
 
+/*
+ * count_events once it reaches want, or what it is after 10 s. A
+ * PostgreSQL follower stops before a hole (the seq of a rolled-back
+ * event) while a transaction that began before the event after it runs
+ * anywhere on the server (pg/001-init.sql), and the suite's other tests
+ * share the server: one's CREATE DATABASE can hold a case that made a
+ * hole on purpose for a moment. The count only ever catches up.
+ */
+static int
+events_seen(struct store *s, const char *run_id, const char *type, int want)
+{
+	int n, i;
+
+	for (i = 0; (n = count_events(s, run_id, type)) < want && i < 500;
+	     i++)
+		usleep(20 * 1000);
+	return n;
+}
+
 /* Copies of the runs a list handed out. */
 struct runs {
 	int n, alloc;
@@ -805,8 +824,8 @@ case_fault_rolls_back(struct store *s, const char *spec)
 	ASSERT_EQ(got.version, 1);
 	ASSERT_STREQ(got.status, "queued");
 	run_release(&got);
-	ASSERT_EQ(count_events(s, r.id, NULL), 2);
-	ASSERT_EQ(count_events(s, NULL, "transition"), 1);
+	ASSERT_EQ(events_seen(s, r.id, NULL, 2), 2);
+	ASSERT_EQ(events_seen(s, NULL, "transition", 1), 1);
 
 	/* Write 5 adds an output; write 6 fails and adds nothing. */
 	setenv("BATON_FAULT_STORE", "6", 1);
@@ -823,7 +842,7 @@ case_fault_rolls_back(struct store *s, const char *spec)
 	setenv("BATON_FAULT_STORE", "7", 1);
 	ASSERT_EQ(store_event_add(s, &ev, &e), BATON_ESTORE);
 	ASSERT_EQ(ev.seq, 0);
-	ASSERT_EQ(count_events(s, NULL, NULL), 2);
+	ASSERT_EQ(events_seen(s, NULL, NULL, 2), 2);
 	setenv("BATON_FAULT_STORE", "8", 1);
 	ASSERT_EQ(store_run_request(s, r.id, "abort_requested", 1, &ev, &e),
 		  BATON_ESTORE);
@@ -831,11 +850,11 @@ case_fault_rolls_back(struct store *s, const char *spec)
 	get_run(s, "r1", &got);
 	ASSERT_EQ(got.abort_requested, 0);
 	run_release(&got);
-	ASSERT_EQ(count_events(s, NULL, NULL), 2);
+	ASSERT_EQ(events_seen(s, NULL, NULL, 2), 2);
 	unsetenv("BATON_FAULT_STORE");
 	ASSERT_OK(door_update(s, &r, "queued", &ev, &e), &e);
 	ASSERT_EQ(r.version, 2);
-	ASSERT_EQ(count_events(s, r.id, NULL), 3);
+	ASSERT_EQ(events_seen(s, r.id, NULL, 3), 3);
 
 	event_release(&ev);
 	run_release(&r);
