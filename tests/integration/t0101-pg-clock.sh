@@ -90,7 +90,9 @@ kill_host() {
 	sup=$(cat "$TRASH_DIRECTORY/$1.pid") &&
 	kids=$(ps -o pid= --ppid "$sup" | tr -d " ") &&
 	kill -9 $sup $kids $(cat "$FAKE_STATE"/agent.* 2>/dev/null) &&
-	rm -f "$FAKE_STATE"/agent.*
+	rm -f "$FAKE_STATE"/agent.* &&
+	# a faketime wrapper's semaphore and shared memory, named by its pid
+	rm -f "/dev/shm/faketime_shm_$sup" "/dev/shm/sem.faketime_sem_$sup"
 }
 
 now_ms() {

@@ -73,9 +73,15 @@ serve_at() {
 		--listen off --workers 1
 }
 
+# The faketime wrapper, killed, leaves its semaphore and shared memory
+# (named by its pid) in /dev/shm; a later wrapper that gets the same pid
+# then fails with "sem_open: File exists".
 stop_serve() {
-	kill -TERM "$(cat "$TRASH_DIRECTORY/$1.pid")" 2>/dev/null
+	local pid
+	pid=$(cat "$TRASH_DIRECTORY/$1.pid")
+	kill -TERM "$pid" 2>/dev/null
 	bg_wait "$TRASH_DIRECTORY/$1" 60 >/dev/null
+	rm -f "/dev/shm/faketime_shm_$pid" "/dev/shm/sem.faketime_sem_$pid"
 	return 0
 }
 
