@@ -839,8 +839,10 @@ pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 	rc = begin_exec(ps, stmts, n, 1, fault ? "ROLLBACK" : "COMMIT",
 			fault ? "" : after, out, what, e);
 	if (rc == 0 && fault) {
-		for (; n > 0; n--)
+		for (; n > 0; n--) {
 			PQclear(out[n - 1]);
+			out[n - 1] = NULL;
+		}
 		rc = store__fault(e, what);
 	}
 	return rc;

@@ -3102,6 +3102,42 @@ TEST(fault_task_add_writes_nothing)
 	store_close(s);
 }
 
+/*
+ * An injected fault in a task update (a settle in one message on
+ * PostgreSQL, ending in ROLLBACK) writes nothing, row or event, and the
+ * update then goes through.
+ */
+TEST(fault_task_update_writes_nothing)
+{
+	struct store *s = open_store();
+	struct event ev = { 0 };
+	struct err e = ERR_INIT;
+	struct task t, got;
+	int64_t id;
+
+	id = add_task(s, "write 1", 0, NULL, NULL);
+	get_task(s, id, &t);
+	setenv("BATON_FAULT_STORE", "2", 1);
+	run_set(&t.status, TASK_BLOCKED);
+	ev.type = xstrdup("task_blocked");
+	ASSERT_EQ(store_task_update(s, &t, &ev, &e), BATON_ESTORE);
+	ASSERT_CONTAINS(e.msg, "injected fault");
+	ASSERT_EQ(t.version, 1);
+	ASSERT_EQ(ev.seq, 0);
+	get_task(s, id, &got);
+	ASSERT_STREQ(got.status, TASK_QUEUED);
+	ASSERT_EQ(got.version, 1);
+	task_release(&got);
+	ASSERT_EQ(count_events(s, "task_blocked"), 0);
+	unsetenv("BATON_FAULT_STORE");
+	ASSERT_OK(store_task_update(s, &t, &ev, &e), &e);
+	ASSERT_EQ(t.version, 2);
+	ASSERT_EQ(count_events(s, "task_blocked"), 1);
+	event_release(&ev);
+	task_release(&t);
+	store_close(s);
+}
+
 /* NULL arguments are refused by name, before any backend runs. */
 TEST(front_end_checks)
 {
