@@ -795,8 +795,7 @@ static void
 settle_notify(struct pg_store *ps, const struct task *row, int events,
 	      struct buf *b)
 {
-	int area = row->area && *row->area && strcmp(row->status, TASK_RUNNING);
-	int work = update_work(row, 0);
+	int work = update_work(row, 0); /* done: only its area's unit */
 	const char *sep = events ? "; " : "";
 	char name[16];
 
@@ -808,9 +807,9 @@ settle_notify(struct pg_store *ps, const struct task *row, int events,
 				 work);
 	} else if (pg__prepared(ps, DONE_WORK_SQL("$1", "$2"), 2, name)) {
 		buf_addf(b, "%sEXECUTE %s(%lld, %d)", sep, name,
-			 (long long)row->id, area);
+			 (long long)row->id, work);
 	} else {
-		buf_addf(b, "%s" DONE_WORK_SQL("%lld", "%d"), sep, area,
+		buf_addf(b, "%s" DONE_WORK_SQL("%lld", "%d"), sep, work,
 			 (long long)row->id); /* area comes first */
 	}
 }
