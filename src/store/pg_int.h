@@ -199,27 +199,45 @@ struct pg_stmt {
 
 /*
  * pg__begin_fenced and pg__exec of each of the n statements in one
- * round trip: each, prepared as pg__exec prepares it, runs by SQL
- * EXECUTE with its parameters as literals (one without parameters runs
- * as it is), in the message of the BEGIN. 0 with statement i's result
- * in out[i] (the caller's to PQclear), or an error (all NULL, the
- * transaction rolled back): BATON_EFENCED as pg__begin_fenced's,
- * BATON_ESTORE when a statement failed (ps->state says why; those after
- * it did not run). A stale fence aborts before the first statement
- * runs; each statement runs whatever the ones before it changed.
+ * round trip: one message in libpq's pipeline mode, each statement by
+ * the extended protocol (prepared as pg__exec prepares it), its
+ * parameters as text. 0 with statement i's result in out[i] (the
+ * caller's to PQclear), or an error (all NULL, the transaction rolled
+ * back): BATON_EFENCED as pg__begin_fenced's, BATON_ESTORE when a
+ * statement failed (ps->state says why; those after it did not run). A
+ * stale fence aborts before the first statement runs; each statement
+ * runs whatever the ones before it changed.
  */
 int pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 		   PGresult **out, const char *what, struct err *e);
 
 /*
+ * The NOTIFYs sent after a COMMIT, in its message (see PG_CHANNEL_EVENTS
+ * above): statements with at most two numbers as parameters, held here.
+ */
+#define PG_NOTIFY_MAX 2
+#define PG_NOTIFY_EVENTS_SQL "NOTIFY " PG_CHANNEL_EVENTS
+#define PG_NOTIFY_WORK_SQL                                                     \
+	"SELECT pg_notify('" PG_CHANNEL_WORK "', $1::text)" /* n units */
+struct pg_notify {
+	struct pg_stmt stmts[PG_NOTIFY_MAX];
+	const char *params[PG_NOTIFY_MAX][2];
+	char num[PG_NOTIFY_MAX][2][24];
+	int n;
+};
+
+/* Adds sql to nf, with a and b as its $1 and $2 (nparams of them). */
+void pg__notify_add(struct pg_notify *nf, const char *sql, int nparams,
+		    int64_t a, int64_t b);
+
+/*
  * pg__begin_exec with the COMMIT in the same message, and after it the
- * statements after (the NOTIFYs of pg__commit; "" for none): one round
- * trip. So every check must be made on the server: a statement that
- * raises (baton_check) aborts the transaction, the server skips the
- * rest of the message, and the error is as pg__begin_exec's, with the
- * transaction rolled back. 0 when committed, with out as
- * pg__begin_exec's. Under fault injection the message ends in ROLLBACK
- * instead and the result is store__fault's.
+ * NOTIFYs of after (NULL: none): one round trip. So every check must be
+ * made on the server: a statement that raises (baton_check) aborts the
+ * transaction, the server skips the rest of the message, and the error
+ * is as pg__begin_exec's, with the transaction rolled back. 0 when
+ * committed, with out as pg__begin_exec's. Under fault injection the
+ * message ends in ROLLBACK instead and the result is store__fault's.
  *
  * A connection lost once the message is sent leaves the outcome unknown
  * to the client. When every result before the COMMIT's came back, the
@@ -230,8 +248,8 @@ int pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
  * whether the row is the one it wrote).
  */
 int pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
-		    const char *after, PGresult **out, const char *what,
-		    struct err *e);
+		    const struct pg_notify *after, PGresult **out,
+		    const char *what, struct err *e);
 
 /*
  * BEGIN without taking an xid, for a claim: one that finds nothing

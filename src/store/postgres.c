@@ -36,6 +36,7 @@
 #include "util/compat.h"
 
 #include <libpq-fe.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -539,22 +540,26 @@ pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
  * sent in the message of the BEGIN (pg__begin_fenced, pg__begin_exec,
  * pg__exec_commit). The row lock (FOR NO KEY UPDATE) holds until the
  * commit, so a claim that would change the token waits for this write.
- * The task id and token are numbers, written into the statement.
+ * The task id and token are its parameters, held in num and p.
  */
-static void
-xid_fence_sql(const struct pg_store *ps, struct buf *b)
+static struct pg_stmt
+xid_fence_stmt(const struct pg_store *ps, char num[2][24], const char *p[2])
 {
-	buf_adds(b, "SELECT pg_current_xact_id()");
-	if (ps->base.fence_task)
-		buf_addf(b, ", baton_check(f.t IS NOT DISTINCT FROM %lld, '"
-			    PG_STATE_FENCED "', COALESCE(f.t, -1)::text)"
-			    " FROM (SELECT (SELECT lease_token FROM tasks"
-			    " WHERE id = %lld FOR NO KEY UPDATE) AS t) AS f",
-			 (long long)ps->base.fence_token,
-			 (long long)ps->base.fence_task);
+	if (!ps->base.fence_task)
+		return (struct pg_stmt){ "SELECT pg_current_xact_id()", 0, NULL };
+	p[0] = pg__int(num[0], ps->base.fence_task);
+	p[1] = pg__int(num[1], ps->base.fence_token);
+	return (struct pg_stmt){
+		"SELECT pg_current_xact_id(),"
+		" baton_check(f.t IS NOT DISTINCT FROM $2::bigint, '"
+		PG_STATE_FENCED "', COALESCE(f.t, -1)::text)"
+		" FROM (SELECT (SELECT lease_token FROM tasks"
+		" WHERE id = $1::bigint FOR NO KEY UPDATE) AS t) AS f",
+		2, p
+	};
 }
 
-/* Reads xid_fence_sql's row: the xid into ps->xid. */
+/* Reads xid_fence_stmt's row: the xid into ps->xid. */
 static int
 xid_fence_read(struct pg_store *ps, const PGresult *res, const char *what,
 	       struct err *e)
@@ -612,204 +617,174 @@ resolve_commit(struct pg_store *ps, const char *what, struct err *e)
 		       what);
 }
 
-/*
- * commit (COMMIT, or ROLLBACK under fault injection) and after it, in
- * the same message but as statements of their own, after: the NOTIFYs
- * the transaction asked for (see PG_CHANNEL_EVENTS in pg_int.h for why
- * not inside it), or "". Only the COMMIT's result decides; a NOTIFY
- * that fails after it is logged: the write is done, and listeners fall
- * back on their sweeps.
- */
-static int
-commit_exec(struct pg_store *ps, const char *commit, const char *after,
-	    const char *what, struct err *e)
-{
-	struct buf sql = BUF_INIT;
-	PGresult *res;
-	int rc = 0, first = 1;
+/* The most statements of one message (pipe_run). */
+#define PIPE_MAX (2 + PG_EXEC_MAX + 1 + PG_NOTIFY_MAX)
 
-	buf_addf(&sql, "%s%s%s", commit, *after ? "; " : "", after);
-	ps->notify_events = ps->notify_work = 0;
-	if (!PQsendQuery(ps->conn, sql.ptr)) {
-		buf_release(&sql);
-		return pg__fail(ps, NULL, what, e);
-	}
-	buf_release(&sql);
-	while ((res = PQgetResult(ps->conn))) {
-		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-			if (first)
-				rc = pg__fail(ps, res, what, e);
-			else if (rc == 0)
-				log_warn("cannot notify after %s: %s", what,
-					 PQresultErrorMessage(res));
+/*
+ * Ends pipeline mode, reading what is left up to the Sync (synced: one
+ * was sent). A connection that cannot get there (it broke, or a send
+ * failed and so does the Sync) has its socket shut: the next call fails
+ * as a lost connection and pg__again opens a fresh one, where a session
+ * left in pipeline mode would refuse every PQexec.
+ */
+static void
+pipe_exit(struct pg_store *ps, int synced)
+{
+	PGresult *res;
+	int nulls = 0;
+
+	if (!synced && PQstatus(ps->conn) == CONNECTION_OK)
+		synced = PQpipelineSync(ps->conn);
+	while (!PQexitPipelineMode(ps->conn)) {
+		if (!synced || PQstatus(ps->conn) != CONNECTION_OK ||
+		    nulls > 1) {
+			shutdown(PQsocket(ps->conn), SHUT_RDWR);
+			return;
 		}
-		first = 0;
+		res = PQgetResult(ps->conn);
+		nulls = res ? 0 : nulls + 1;
 		PQclear(res);
 	}
-	if (first && rc == 0) /* no result at all: the connection broke */
-		rc = pg__fail(ps, NULL, what, e);
-	return rc;
 }
 
 /*
- * The message of pg__begin_exec and pg__begin_query: BEGIN, with_xid
- * the xid (and under a fence the fencing row, locked), then each
- * statement: as it is when it has no parameters, else prepared
- * (pg__prepared) and run by SQL EXECUTE with its parameters as
- * literals. 0, or 1 when a statement cannot be prepared (then b is
- * left alone), or BATON_ESTORE when a parameter cannot be quoted (e
- * set).
+ * Sends the n statements of q as one message, in libpq's pipeline mode:
+ * each by the extended protocol, prepared once a session (pg__prepared;
+ * the BEGIN and COMMIT too: parsed and planned again at every message
+ * they cost about 60 us of the server's time a settle), else unnamed;
+ * its parameters as text; one Sync at the end. So no parameter is
+ * parsed as SQL. The server runs them
+ * in order; once one fails it skips the rest (each comes back as
+ * PGRES_PIPELINE_ABORTED) up to the Sync, as in one simple query.
+ * Reads one result a statement into res (the caller's to PQclear) and
+ * returns how many came back: fewer than n when the connection broke.
  */
 static int
-begin_exec_sql(struct pg_store *ps, const struct pg_stmt *stmts, int n,
-	       int with_xid, struct buf *b, const char *what, struct err *e)
+pipe_run(struct pg_store *ps, const struct pg_stmt *q, int n,
+	 PGresult **res)
 {
-	char names[PG_EXEC_MAX][16];
-	int i, k;
+	char names[PIPE_MAX][16];
+	const char *name[PIPE_MAX];
+	int aborted = PQtransactionStatus(ps->conn) == PQTRANS_INERROR;
+	int i, got = 0, synced = 0;
+	PGresult *more;
 
+	assert(n <= PIPE_MAX);
+	for (i = 0; i < n; i++) /* see pg__exec on an aborted one */
+		name[i] = aborted ? NULL
+				  : pg__prepared(ps, q[i].sql, q[i].n, names[i]);
+	if (!PQenterPipelineMode(ps->conn))
+		return 0;
 	for (i = 0; i < n; i++)
-		if (stmts[i].n &&
-		    !pg__prepared(ps, stmts[i].sql, stmts[i].n, names[i]))
-			return 1;
-	buf_adds(b, BEGIN_TX);
-	if (with_xid) {
-		buf_adds(b, "; ");
-		xid_fence_sql(ps, b);
-	}
-	for (i = 0; i < n; i++) {
-		if (stmts[i].n == 0) {
-			buf_addf(b, "; %s", stmts[i].sql);
-			continue;
+		if (!(name[i] ? PQsendQueryPrepared(ps->conn, name[i], q[i].n,
+						    q[i].params, NULL, NULL, 0)
+			      : PQsendQueryParams(ps->conn, q[i].sql, q[i].n,
+						  NULL, q[i].params, NULL, NULL,
+						  0)))
+			goto out;
+	if (!(synced = PQpipelineSync(ps->conn)))
+		goto out;
+	for (; got < n && (res[got] = PQgetResult(ps->conn)); got++)
+		while ((more = PQgetResult(ps->conn))) { /* to its end */
+			if (PQresultStatus(more) == PGRES_FATAL_ERROR) {
+				PQclear(res[got]);
+				res[got] = more;
+			} else {
+				PQclear(more);
+			}
 		}
-		buf_addf(b, "; EXECUTE %s(", names[i]);
-		for (k = 0; k < stmts[i].n; k++) {
-			const char *v = stmts[i].params[k];
-			char *lit = v ? PQescapeLiteral(ps->conn, v, strlen(v))
-				      : NULL;
-
-			if (v && !lit)
-				return pg__fail(ps, NULL, what, e);
-			buf_addf(b, "%s%s", k ? ", " : "", lit ? lit : "NULL");
-			PQfreemem(lit);
-		}
-		buf_addch(b, ')');
-	}
-	return 0;
+out:
+	pipe_exit(ps, synced);
+	return got;
 }
 
 /*
- * The statements of pg__begin_exec (with_xid) or pg__begin_query when
- * one cannot be prepared: the BEGIN, then one by one.
+ * The statements of pg__commit and pg__exec_commit after the COMMIT:
+ * its NOTIFYs (see PG_CHANNEL_EVENTS in pg_int.h for why not inside it).
+ * Only the COMMIT's result decides; a NOTIFY that fails after it is
+ * logged: the write is done, and listeners fall back on their sweeps.
  */
-static int
-begin_exec_apart(struct pg_store *ps, const struct pg_stmt *stmts, int n,
-		 int with_xid, PGresult **out, const char *what,
-		 struct err *e)
+static void
+after_read(PGresult *const *res, int n, const char *what)
 {
-	int rc = with_xid ? pg__begin_fenced(ps, what, e)
-			  : pg__begin_lazy(ps, NULL, what, e);
 	int i;
 
-	for (i = 0; rc == 0 && i < n; i++)
-		if (!(out[i] = pg__exec(ps, stmts[i].sql, stmts[i].n,
-					stmts[i].params, what, e)))
-			rc = BATON_ESTORE;
-	return rc;
+	for (i = 0; i < n; i++)
+		if (PQresultStatus(res[i]) == PGRES_FATAL_ERROR)
+			log_warn("cannot notify after %s: %s", what,
+				 PQresultErrorMessage(res[i]));
 }
 
 /*
- * Sends b (begin_exec_sql's message, and with commit the COMMIT and the
- * statements after it that pg__exec_commit adds) and reads its results:
- * BEGIN's, with_xid the xid's, one per statement into out, then the
- * COMMIT's, then those after it, whose failures are only logged (the
- * transaction is done).
+ * pg__begin_fenced, pg__begin_exec and pg__begin_query (with_xid 0) and
+ * pg__exec_commit (commit: "COMMIT" or, under fault injection,
+ * "ROLLBACK"; after: the NOTIFYs after it, or NULL), as one message
+ * (pipe_run): the BEGIN, with_xid the xid (and under a fence the fencing
+ * row, locked), the n statements, whose results go into out, then the
+ * COMMIT and after.
  */
 static int
-begin_exec_send(struct pg_store *ps, const struct buf *b, int n,
-		int with_xid, int commit, PGresult **out, const char *what,
-		struct err *e)
+begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
+	   int with_xid, const char *commit, const struct pg_notify *after,
+	   PGresult **out, const char *what, struct err *e)
 {
-	int first = with_xid ? 2 : 1, last = first + n + !!commit;
-	int rc = 0, k = 0, got = 0;
-	PGresult *res;
+	struct pg_stmt q[PIPE_MAX];
+	PGresult *res[PIPE_MAX] = { NULL };
+	char num[2][24];
+	const char *fp[2];
+	int first, last, nq = 0, got, k, rc = 0;
 
-	if (!PQsendQuery(ps->conn, b->ptr))
-		return pg__fail(ps, NULL, what, e);
-	for (; (res = PQgetResult(ps->conn)); PQclear(res), k++) {
-		ExecStatusType st = PQresultStatus(res);
-		int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-
-		if (rc < 0) {
-			continue;
-		} else if (k >= last) {
-			if (!ok)
-				log_warn("cannot notify after %s: %s", what,
-					 PQresultErrorMessage(res));
-		} else if (!ok) {
-			rc = pg__fail(ps, res, what, e);
-		} else if (k == 1 && with_xid) {
-			rc = xid_fence_read(ps, res, what, e);
-		} else if (k >= first && k < first + n) {
-			out[k - first] = res;
-			res = NULL;
-			got++;
-		}
+	assert(n >= 0 && n <= PG_EXEC_MAX);
+	q[nq++] = (struct pg_stmt){ BEGIN_TX, 0, NULL };
+	if (with_xid)
+		q[nq++] = xid_fence_stmt(ps, num, fp);
+	first = nq;
+	for (k = 0; k < n; k++)
+		q[nq++] = stmts[k];
+	if (commit) {
+		q[nq++] = (struct pg_stmt){ commit, 0, NULL };
+		for (k = 0; after && k < after->n; k++)
+			q[nq++] = after->stmts[k];
 	}
-	if (rc == 0 && k < last)
+	last = nq - (commit && after ? after->n : 0);
+	ps->unsure = 0;
+	ps->state[0] = '\0';
+	ps->notify_events = ps->notify_work = 0;
+	ps->xid[0] = '\0';
+	got = pipe_run(ps, q, nq, res);
+	for (k = 0; k < got && k < last && rc == 0; k++) {
+		ExecStatusType st = PQresultStatus(res[k]);
+
+		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+			rc = pg__fail(ps, res[k], what, e);
+		else if (k == 1 && with_xid)
+			rc = xid_fence_read(ps, res[k], what, e);
+	}
+	if (rc == 0 && got < last)
 		rc = pg__fail(ps, NULL, what, e); /* the connection broke */
+	if (rc == 0)
+		after_read(res + last, got - last, what);
 	if (rc < 0 && commit && ps->lost) {
 		/*
 		 * The COMMIT was sent and the connection is gone: with
 		 * every result before the COMMIT's in, its xid says what
 		 * became of it; else the caller finds out (ps->unsure).
 		 */
-		if (ps->xid[0] && got == n)
+		if (ps->xid[0] && got >= first + n)
 			rc = resolve_commit(ps, what, e);
 		else
 			ps->unsure = 1;
 	}
-	return rc;
-}
-
-/*
- * pg__begin_exec, pg__begin_query without the xid (with_xid 0), and
- * pg__exec_commit (commit: "COMMIT" or, under fault injection,
- * "ROLLBACK"; after: what follows it, or "").
- */
-static int
-begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
-	   int with_xid, const char *commit, const char *after,
-	   PGresult **out, const char *what, struct err *e)
-{
-	struct buf b = BUF_INIT;
-	int rc, i;
-
-	assert(n >= 0 && n <= PG_EXEC_MAX);
-	for (i = 0; i < n; i++)
-		out[i] = NULL;
-	ps->unsure = 0;
-	ps->state[0] = '\0';
-	rc = begin_exec_sql(ps, stmts, n, with_xid, &b, what, e);
-	if (rc == 0) {
-		if (commit)
-			buf_addf(&b, "; %s%s%s", commit, *after ? "; " : "",
-				 after);
-		ps->notify_events = ps->notify_work = 0;
-		ps->xid[0] = '\0';
-		rc = begin_exec_send(ps, &b, n, with_xid, commit != NULL, out,
-				     what, e);
-		ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
-	} else if (rc == 1) {
-		rc = begin_exec_apart(ps, stmts, n, with_xid, out, what, e);
-		if (rc == 0 && commit)
-			rc = commit_exec(ps, commit, after, what, e);
+	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
+	for (k = 0; k < nq; k++) {
+		if (rc == 0 && k >= first && k < first + n)
+			out[k - first] = res[k];
+		else
+			PQclear(res[k]);
 	}
-	buf_release(&b);
 	if (rc < 0) {
-		for (i = 0; i < n; i++) {
-			PQclear(out[i]);
-			out[i] = NULL;
-		}
+		for (k = 0; k < n; k++)
+			out[k] = NULL;
 		pg__rollback(ps);
 	}
 	return rc;
@@ -830,14 +805,14 @@ pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 
 int
 pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
-		const char *after, PGresult **out, const char *what,
-		struct err *e)
+		const struct pg_notify *after, PGresult **out,
+		const char *what, struct err *e)
 {
 	int fault = ps->base.fault, rc;
 
 	ps->base.fault = 0;
 	rc = begin_exec(ps, stmts, n, 1, fault ? "ROLLBACK" : "COMMIT",
-			fault ? "" : after, out, what, e);
+			fault ? NULL : after, out, what, e);
 	if (rc == 0 && fault) {
 		for (; n > 0; n--) {
 			PQclear(out[n - 1]);
@@ -858,23 +833,29 @@ pg__begin_query(struct pg_store *ps, const struct pg_stmt *stmt,
 								    : res;
 }
 
-/* The NOTIFYs the open transaction asked for, as statements. */
-static void
-notify_sql(const struct pg_store *ps, char *sql, size_t size)
+void
+pg__notify_add(struct pg_notify *nf, const char *sql, int nparams,
+	       int64_t a, int64_t b)
 {
-	snprintf(sql, size, "%s", ps->notify_events ?
-		 "NOTIFY " PG_CHANNEL_EVENTS : "");
-	if (ps->notify_work)
-		snprintf(sql + strlen(sql), size - strlen(sql),
-			 "%sNOTIFY " PG_CHANNEL_WORK ", '%d'",
-			 *sql ? "; " : "", ps->notify_work);
+	int i = nf->n++;
+
+	assert(i < PG_NOTIFY_MAX && nparams <= 2);
+	nf->params[i][0] = pg__int(nf->num[i][0], a);
+	nf->params[i][1] = pg__int(nf->num[i][1], b);
+	nf->stmts[i] = (struct pg_stmt){ sql, nparams, nf->params[i] };
 }
 
+/*
+ * Commits the open transaction and sends the NOTIFYs it asked for
+ * (ps->notify_events, ps->notify_work) after it, in one message.
+ */
 int
 pg__commit(struct pg_store *ps, const char *what, struct err *e)
 {
-	char notify[128];
-	int rc;
+	struct pg_notify nf = { .n = 0 };
+	struct pg_stmt q[1 + PG_NOTIFY_MAX];
+	PGresult *res[1 + PG_NOTIFY_MAX] = { NULL };
+	int rc = 0, got, k;
 
 	if (ps->base.fault) {
 		ps->base.fault = 0;
@@ -882,8 +863,21 @@ pg__commit(struct pg_store *ps, const char *what, struct err *e)
 		ps->notify_events = ps->notify_work = 0;
 		return store__fault(e, what);
 	}
-	notify_sql(ps, notify, sizeof(notify));
-	rc = commit_exec(ps, "COMMIT", notify, what, e);
+	if (ps->notify_events)
+		pg__notify_add(&nf, PG_NOTIFY_EVENTS_SQL, 0, 0, 0);
+	if (ps->notify_work)
+		pg__notify_add(&nf, PG_NOTIFY_WORK_SQL, 1, ps->notify_work, 0);
+	ps->notify_events = ps->notify_work = 0;
+	q[0] = (struct pg_stmt){ "COMMIT", 0, NULL };
+	for (k = 0; k < nf.n; k++)
+		q[1 + k] = nf.stmts[k];
+	got = pipe_run(ps, q, 1 + nf.n, res);
+	if (got == 0 || PQresultStatus(res[0]) != PGRES_COMMAND_OK)
+		rc = pg__fail(ps, got ? res[0] : NULL, what, e);
+	else
+		after_read(res + 1, got - 1, what);
+	for (k = 0; k < got; k++)
+		PQclear(res[k]);
 	ps->in_tx = 0;
 	if (rc < 0 && ps->lost)
 		rc = resolve_commit(ps, what, e);

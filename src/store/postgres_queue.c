@@ -776,42 +776,31 @@ update_stmt(const struct task *row, const char *froms, int64_t now,
 
 /*
  * The NOTIFY of the work a task done makes, after its commit: one unit
- * a task that depends on it (at most 64), plus area (1: it had an area,
- * which is free now); nothing when that is 0.
+ * a task that depends on it ($1, at most 64), plus $2 (1: it had an
+ * area, which is free now); nothing when that is 0.
  */
-#define DONE_WORK_SQL(id, area)                                                \
+#define DONE_WORK_SQL                                                          \
 	"SELECT pg_notify('" PG_CHANNEL_WORK "', n::text)"                     \
-	" FROM (SELECT LEAST(COUNT(*), 64) + " area " AS n FROM task_deps"     \
-	" WHERE depends_on = " id ") AS w WHERE n > 0"
+	" FROM (SELECT LEAST(COUNT(*), 64) + $2::int AS n FROM task_deps"      \
+	" WHERE depends_on = $1::bigint) AS w WHERE n > 0"
 
 /*
- * The NOTIFYs after the settle of a task to row commits, into b: the
+ * The NOTIFYs after the settle of a task to row commits, into nf: the
  * events' (events: it or a claim with it wrote one), and the work it
  * makes (update_work), which for a task done is counted after the
- * commit from its dependents (DONE_WORK_SQL, prepared: the statements
- * after a COMMIT are planned like any other).
+ * commit from its dependents (DONE_WORK_SQL).
  */
 static void
-settle_notify(struct pg_store *ps, const struct task *row, int events,
-	      struct buf *b)
+settle_notify(const struct task *row, int events, struct pg_notify *nf)
 {
 	int work = update_work(row, 0); /* done: only its area's unit */
-	const char *sep = events ? "; " : "";
-	char name[16];
 
 	if (events)
-		buf_adds(b, "NOTIFY " PG_CHANNEL_EVENTS);
-	if (strcmp(row->status, TASK_DONE)) {
-		if (work)
-			buf_addf(b, "%sNOTIFY " PG_CHANNEL_WORK ", '%d'", sep,
-				 work);
-	} else if (pg__prepared(ps, DONE_WORK_SQL("$1", "$2"), 2, name)) {
-		buf_addf(b, "%sEXECUTE %s(%lld, %d)", sep, name,
-			 (long long)row->id, work);
-	} else {
-		buf_addf(b, "%s" DONE_WORK_SQL("%lld", "%d"), sep, work,
-			 (long long)row->id); /* area comes first */
-	}
+		pg__notify_add(nf, PG_NOTIFY_EVENTS_SQL, 0, 0, 0);
+	if (!strcmp(row->status, TASK_DONE))
+		pg__notify_add(nf, DONE_WORK_SQL, 2, row->id, work);
+	else if (work)
+		pg__notify_add(nf, PG_NOTIFY_WORK_SQL, 1, work, 0);
 }
 
 /*
@@ -868,9 +857,10 @@ settle_exec(struct pg_store *ps, const struct task *row, const char *froms,
 	    PGresult **then_out, int *unsure, int64_t *ts_out,
 	    int64_t *seq_out, const char *what, struct err *e)
 {
-	struct buf sql = BUF_INIT, after = BUF_INIT;
+	struct buf sql = BUF_INIT;
 	struct params p = { 0 };
 	struct event tev = { 0 };
+	struct pg_notify after = { .n = 0 };
 	struct pg_stmt stmts[2];
 	PGresult *res[2] = { NULL, NULL };
 	int rc, lost;
@@ -882,9 +872,8 @@ settle_exec(struct pg_store *ps, const struct task *row, const char *froms,
 	stmts[0] = (struct pg_stmt){ sql.ptr, p.n, p.v };
 	if (then)
 		stmts[1] = *then;
-	settle_notify(ps, row, ev || then, &after);
-	rc = pg__exec_commit(ps, stmts, then ? 2 : 1, after.ptr ? after.ptr : "",
-			     res, what, e);
+	settle_notify(row, ev || then, &after);
+	rc = pg__exec_commit(ps, stmts, then ? 2 : 1, &after, res, what, e);
 	*unsure |= ps->unsure;
 	lost = rc == BATON_EFENCED || !strcmp(ps->state, PG_STATE_LOST_ROW);
 	if (rc < 0 && lost && *unsure) {
@@ -914,7 +903,6 @@ out:
 	PQclear(res[0]);
 	PQclear(res[1]);
 	buf_release(&sql);
-	buf_release(&after);
 	return rc;
 }
 

@@ -1988,18 +1988,21 @@ TEST(settle_claim_lost_row_claims_nothing)
 /*
  * A TCP proxy between a store and the PostgreSQL server, one
  * connection at a time, that relays bytes until armed. Armed with
- * CUT_REPLY, it passes on the next message of the client that holds a
- * COMMIT, swallows the server's whole answer (up to its ReadyForQuery)
- * and closes both ends: the server committed, the client heard nothing.
- * Armed with CUT_REQUEST, it drops that message and closes: the server
- * never saw it. Either way it runs on_cut (if set) before closing, and
- * then relays the client's next connection as before.
+ * CUT_REPLY, it passes on the next message of the client that runs
+ * statements (the store's writes send BEGIN to COMMIT as one, and its
+ * COMMIT is a prepared statement: that message is the first with an
+ * Execute), swallows the server's whole answer (up to its
+ * ReadyForQuery) and closes both ends: the server committed, the client
+ * heard nothing. Armed with CUT_REQUEST, it drops that message and
+ * closes: the server never saw it. Either way it runs on_cut (if set)
+ * before closing, and then relays the client's next connection as
+ * before.
  */
 enum { CUT_NONE, CUT_REPLY, CUT_REQUEST };
 
 struct cut_proxy {
 	int lfd, port, server_port;
-	int armed;	/* CUT_*: what to do with the next COMMIT */
+	int armed;	/* CUT_*: what to do with the next Execute */
 	int cuts;	/* connections cut so far */
 	void (*on_cut)(void);
 	int stop[2];
@@ -2036,6 +2039,29 @@ write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/*
+ * Whether the client's bytes p (whole messages: libpq writes a message
+ * in one piece) hold an Execute: type 'E', then a length that counts
+ * itself.
+ */
+static int
+holds_execute(const char *p, size_t n)
+{
+	size_t i = 0;
+	uint32_t len;
+
+	while (i + 5 <= n) {
+		if (p[i] == 'E')
+			return 1;
+		memcpy(&len, p + i + 1, 4);
+		len = ntohl(len);
+		if (len < 4)
+			return 0;
+		i += 1 + len;
+	}
+	return 0;
+}
+
 /* The server's answer ends in ReadyForQuery: 'Z', length 5, a status. */
 static int
 ends_ready(const char *p, size_t n)
@@ -2061,7 +2087,7 @@ cut_proxy_relay(struct cut_proxy *x, int c)
 			n = read(c, buf, sizeof(buf));
 			if (n <= 0)
 				break;
-			if (x->armed && memmem(buf, (size_t)n, "COMMIT", 6)) {
+			if (x->armed && holds_execute(buf, (size_t)n)) {
 				if (x->armed == CUT_REQUEST)
 					goto cut;
 				swallow = 1;
