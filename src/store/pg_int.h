@@ -252,21 +252,13 @@ int pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 		    const char *what, struct err *e);
 
 /*
- * BEGIN without taking an xid, for a claim: one that finds nothing
- * writes nothing and consumes no xid. The caller must fill ps->xid (a
- * RETURNING pg_current_xact_id()) as soon as it writes, and before it
- * appends an event or commits. also (NULL: none) are statements sent in
- * the same round trip, after the BEGIN (SET LOCAL ...).
- */
-int pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
-		   struct err *e);
-
-/*
  * BEGIN (READ COMMITTED) and stmt in one round trip, as pg__begin_exec
- * sends its statements. Like pg__begin_lazy, no xid is taken: stmt or
- * the caller fills ps->xid before an event or the commit. Returns
- * stmt's result for the caller to PQclear, or NULL with e filled and
- * the transaction rolled back.
+ * sends its statements, for a claim: no xid is taken, so one that finds
+ * nothing writes nothing and consumes no xid. stmt or the caller fills
+ * ps->xid (a RETURNING pg_current_xact_id()) as soon as it writes, and
+ * before it appends an event or commits. Returns stmt's result for the
+ * caller to PQclear, or NULL with e filled and the transaction rolled
+ * back.
  */
 PGresult *pg__begin_query(struct pg_store *ps, const struct pg_stmt *stmt,
 			  const char *what, struct err *e);

@@ -509,29 +509,6 @@ pg__begin(struct pg_store *ps, const char *what, struct err *e)
 	return rc;
 }
 
-int
-pg__begin_lazy(struct pg_store *ps, const char *also, const char *what,
-	       struct err *e)
-{
-	char sql[256];
-	PGresult *res;
-	int rc = 0;
-
-	snprintf(sql, sizeof(sql), BEGIN_TX "%s%s",
-		 also ? "; " : "", also ? also : "");
-	res = PQexec(ps->conn, sql);
-
-	ps->notify_events = ps->notify_work = 0;
-	ps->xid[0] = '\0';
-	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		rc = pg__fail(ps, res, what, e);
-	PQclear(res);
-	if (rc < 0)
-		pg__rollback(ps);
-	return rc;
-}
-
 /*
  * The statement that takes the xid and, under a fence, checks the
  * fencing row's lease_token on the server (baton_check of
@@ -653,11 +630,11 @@ pipe_exit(struct pg_store *ps, int synced)
  * the BEGIN and COMMIT too: parsed and planned again at every message
  * they cost about 60 us of the server's time a settle), else unnamed;
  * its parameters as text; one Sync at the end. So no parameter is
- * parsed as SQL. The server runs them
- * in order; once one fails it skips the rest (each comes back as
- * PGRES_PIPELINE_ABORTED) up to the Sync, as in one simple query.
- * Reads one result a statement into res (the caller's to PQclear) and
- * returns how many came back: fewer than n when the connection broke.
+ * parsed as SQL. The server runs them in order; once one fails it skips
+ * the rest (each comes back as PGRES_PIPELINE_ABORTED) up to the Sync,
+ * as in one simple query. Reads one result a statement into res (the
+ * caller's to PQclear) and returns how many the server answered: fewer
+ * than n when the connection broke (PQerrorMessage says how).
  */
 static int
 pipe_run(struct pg_store *ps, const struct pg_stmt *q, int n,
@@ -684,7 +661,7 @@ pipe_run(struct pg_store *ps, const struct pg_stmt *q, int n,
 			goto out;
 	if (!(synced = PQpipelineSync(ps->conn)))
 		goto out;
-	for (; got < n && (res[got] = PQgetResult(ps->conn)); got++)
+	for (; got < n && (res[got] = PQgetResult(ps->conn)); got++) {
 		while ((more = PQgetResult(ps->conn))) { /* to its end */
 			if (PQresultStatus(more) == PGRES_FATAL_ERROR) {
 				PQclear(res[got]);
@@ -693,6 +670,12 @@ pipe_run(struct pg_store *ps, const struct pg_stmt *q, int n,
 				PQclear(more);
 			}
 		}
+		if (PQstatus(ps->conn) != CONNECTION_OK) {
+			PQclear(res[got]); /* the break, not an answer */
+			res[got] = NULL;
+			break;
+		}
+	}
 out:
 	pipe_exit(ps, synced);
 	return got;

@@ -1994,16 +1994,20 @@ TEST(settle_claim_lost_row_claims_nothing)
  * Execute), swallows the server's whole answer (up to its
  * ReadyForQuery) and closes both ends: the server committed, the client
  * heard nothing. Armed with CUT_REQUEST, it drops that message and
- * closes: the server never saw it. Either way it runs on_cut (if set)
- * before closing, and then relays the client's next connection as
- * before.
+ * closes: the server never saw it. Armed with CUT_PART, it passes on
+ * the answer up to its keep-th CommandComplete and the message after
+ * it (the next statement's BindComplete), then closes: the client heard
+ * the first statements and half of the next. Each time it runs on_cut
+ * (if set) before closing, and then relays the client's next
+ * connection as before.
  */
-enum { CUT_NONE, CUT_REPLY, CUT_REQUEST };
+enum { CUT_NONE, CUT_REPLY, CUT_REQUEST, CUT_PART };
 
 struct cut_proxy {
 	int lfd, port, server_port;
 	int armed;	/* CUT_*: what to do with the next Execute */
 	int cuts;	/* connections cut so far */
+	int keep;	/* CUT_PART: CommandCompletes passed on */
 	void (*on_cut)(void);
 	int stop[2];
 	pthread_t thread;
@@ -2062,6 +2066,32 @@ holds_execute(const char *p, size_t n)
 	return 0;
 }
 
+/*
+ * Where CUT_PART cuts the server's bytes p: after x->keep CommandCompletes
+ * ('C') and the message that follows (counting on from *at, an offset
+ * into p: where the next message starts, carried from the last read).
+ * The length to pass on, or -1 when the cut is not in p.
+ */
+static ssize_t
+part_cut(struct cut_proxy *x, const char *p, size_t n, size_t *at,
+	 int *seen)
+{
+	size_t i = *at;
+	uint32_t len;
+
+	while (i + 5 <= n) {
+		memcpy(&len, p + i + 1, 4);
+		len = ntohl(len);
+		if (*seen == x->keep)
+			return i + 1 + len <= n ? (ssize_t)(i + 1 + len) : -1;
+		if (p[i] == 'C')
+			(*seen)++;
+		i += 1 + len;
+	}
+	*at = i - n; /* the header never straddles in these tests */
+	return -1;
+}
+
 /* The server's answer ends in ReadyForQuery: 'Z', length 5, a status. */
 static int
 ends_ready(const char *p, size_t n)
@@ -2073,7 +2103,9 @@ ends_ready(const char *p, size_t n)
 static void
 cut_proxy_relay(struct cut_proxy *x, int c)
 {
-	int sv = tcp_connect_local(x->server_port), swallow = 0;
+	int sv = tcp_connect_local(x->server_port), swallow = 0, part = 0;
+	int seen = 0;
+	size_t at = 0;
 	char buf[65536];
 
 	while (sv >= 0) {
@@ -2090,7 +2122,8 @@ cut_proxy_relay(struct cut_proxy *x, int c)
 			if (x->armed && holds_execute(buf, (size_t)n)) {
 				if (x->armed == CUT_REQUEST)
 					goto cut;
-				swallow = 1;
+				swallow = x->armed == CUT_REPLY;
+				part = x->armed == CUT_PART;
 			}
 			if (write_all(sv, buf, (size_t)n) < 0)
 				break;
@@ -2103,6 +2136,15 @@ cut_proxy_relay(struct cut_proxy *x, int c)
 				if (ends_ready(buf, (size_t)n))
 					goto cut;
 				continue;
+			}
+			if (part) {
+				ssize_t m = part_cut(x, buf, (size_t)n, &at,
+						     &seen);
+
+				if (m >= 0) {
+					write_all(c, buf, (size_t)m);
+					goto cut;
+				}
 			}
 			if (write_all(c, buf, (size_t)n) < 0)
 				break;
@@ -2245,6 +2287,52 @@ TEST(settle_claim_reply_lost_lands_once)
 			    " MAX(seq) FROM events WHERE type = 'task_settled')"),
 		  1);
 	task_release(&after);
+	task_release(&next);
+	task_release(&mine);
+	event_release(&ev);
+	store_close(s);
+	cut_proxy_stop(&x);
+	store_close(direct);
+}
+
+/*
+ * The connection dies in the middle of the answer to a settle and the
+ * next claim: the client heard the BEGIN, the xid and the settle, and
+ * of the claim only its start. The claim's half answer is not a result:
+ * the store must not take the xid as enough, find the transaction
+ * committed and hand back the claim's missing rows as "nothing
+ * claimed". It runs again and finds its own write, as when nothing came
+ * back at all.
+ */
+TEST(settle_claim_reply_cut_midway_lands_once)
+{
+	struct cut_proxy x = { .keep = 3 }; /* BEGIN, xid, the settle */
+	struct store *s, *direct;
+	struct err e = ERR_INIT;
+	struct event ev = { 0 };
+	struct task mine, next = { 0 };
+	int64_t other;
+
+	if (!pg_dsn())
+		return;
+	direct = open_store();
+	s = open_store_via(&x);
+	ASSERT(add_task(s, "settled half heard", 1, NULL, NULL) > 0);
+	other = add_task(s, "claimed half heard", 0, NULL, NULL);
+	ASSERT(claim(s, "w", &mine) != other);
+
+	x.armed = CUT_PART;
+	run_set(&mine.status, TASK_DONE);
+	ev.type = xstrdup("task_settled");
+	ASSERT_OK(store_task_settle_claim(s, &mine, &ev, "w", HOUR_MS, &next,
+					  &e),
+		  &e);
+	ASSERT_EQ(x.cuts, 1);
+	ASSERT_EQ(next.id, other);
+	ASSERT_STREQ(next.status, TASK_RUNNING);
+	ASSERT_EQ(next.attempts, 1);
+	ASSERT_EQ(count_events(direct, "task_settled"), 1);
+	ASSERT_EQ(count_events(direct, "task_claimed"), 2);
 	task_release(&next);
 	task_release(&mine);
 	event_release(&ev);
