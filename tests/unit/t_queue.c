@@ -2241,31 +2241,27 @@ open_store_via(struct cut_proxy *x)
 }
 
 /*
- * The connection dies once the message of a settle and the next claim
- * is sent, with nothing heard back: the store cannot know whether it
- * committed (the xid never came). Cut after the server committed, the
- * retry finds the row as the settle wrote it and takes that as done:
- * one settle, one claim, and the caller gets the task the lost message
- * claimed and the seq of the event it wrote.
+ * A settle and the next claim whose message's answer the proxy cuts
+ * (how, keep: see struct cut_proxy): the store lands it once, and hands
+ * back the task the lost message claimed and the seq of its event.
  */
-TEST(settle_claim_reply_lost_lands_once)
+static void
+settle_claim_cut_lands_once(int how, int keep)
 {
-	struct cut_proxy x = { 0 };
+	struct cut_proxy x = { .keep = keep };
 	struct store *s, *direct;
 	struct err e = ERR_INIT;
 	struct event ev = { 0 };
 	struct task mine, next = { 0 }, after;
 	int64_t id, other;
 
-	if (!pg_dsn())
-		return; /* SQLite has no connection to lose */
 	direct = open_store();
 	s = open_store_via(&x);
 	id = add_task(s, "settled unheard", 1, NULL, NULL);
 	other = add_task(s, "claimed unheard", 0, NULL, NULL);
 	ASSERT_EQ(claim(s, "w", &mine), id);
 
-	x.armed = CUT_REPLY;
+	x.armed = how;
 	run_set(&mine.status, TASK_DONE);
 	ev.type = xstrdup("task_settled");
 	ASSERT_OK(store_task_settle_claim(s, &mine, &ev, "w", HOUR_MS, &next,
@@ -2296,6 +2292,20 @@ TEST(settle_claim_reply_lost_lands_once)
 }
 
 /*
+ * The connection dies once the message of a settle and the next claim
+ * is sent, with nothing heard back: the store cannot know whether it
+ * committed (the xid never came). Cut after the server committed, the
+ * retry finds the row as the settle wrote it and takes that as done:
+ * one settle, one claim, and the caller gets the task the lost message
+ * claimed and the seq of the event it wrote.
+ */
+TEST(settle_claim_reply_lost_lands_once)
+{
+	if (pg_dsn()) /* SQLite has no connection to lose */
+		settle_claim_cut_lands_once(CUT_REPLY, 0);
+}
+
+/*
  * The connection dies in the middle of the answer to a settle and the
  * next claim: the client heard the BEGIN, the xid and the settle, and
  * of the claim only its start. The claim's half answer is not a result:
@@ -2306,39 +2316,8 @@ TEST(settle_claim_reply_lost_lands_once)
  */
 TEST(settle_claim_reply_cut_midway_lands_once)
 {
-	struct cut_proxy x = { .keep = 3 }; /* BEGIN, xid, the settle */
-	struct store *s, *direct;
-	struct err e = ERR_INIT;
-	struct event ev = { 0 };
-	struct task mine, next = { 0 };
-	int64_t other;
-
-	if (!pg_dsn())
-		return;
-	direct = open_store();
-	s = open_store_via(&x);
-	ASSERT(add_task(s, "settled half heard", 1, NULL, NULL) > 0);
-	other = add_task(s, "claimed half heard", 0, NULL, NULL);
-	ASSERT(claim(s, "w", &mine) != other);
-
-	x.armed = CUT_PART;
-	run_set(&mine.status, TASK_DONE);
-	ev.type = xstrdup("task_settled");
-	ASSERT_OK(store_task_settle_claim(s, &mine, &ev, "w", HOUR_MS, &next,
-					  &e),
-		  &e);
-	ASSERT_EQ(x.cuts, 1);
-	ASSERT_EQ(next.id, other);
-	ASSERT_STREQ(next.status, TASK_RUNNING);
-	ASSERT_EQ(next.attempts, 1);
-	ASSERT_EQ(count_events(direct, "task_settled"), 1);
-	ASSERT_EQ(count_events(direct, "task_claimed"), 2);
-	task_release(&next);
-	task_release(&mine);
-	event_release(&ev);
-	store_close(s);
-	cut_proxy_stop(&x);
-	store_close(direct);
+	if (pg_dsn()) /* heard: the BEGIN, the xid, the settle */
+		settle_claim_cut_lands_once(CUT_PART, 3);
 }
 
 /* A task update whose message the server never saw runs again, once. */
