@@ -89,7 +89,8 @@ struct event;
 
 /*
  * How many distinct statements a session prepares (pg__prepared); the
- * rest run unnamed. baton's store has about fifty texts with parameters.
+ * rest run unnamed. baton's store has about fifty texts with parameters,
+ * and the half dozen without that every message sends (BEGIN, COMMIT).
  */
 #define PG_STMTS_MAX 96
 
@@ -200,8 +201,8 @@ struct pg_stmt {
 /*
  * pg__begin_fenced and pg__exec of each of the n statements in one
  * round trip: one message in libpq's pipeline mode, each statement by
- * the extended protocol (prepared as pg__exec prepares it), its
- * parameters as text. 0 with statement i's result in out[i] (the
+ * the extended protocol (prepared once a session, the BEGIN and the
+ * COMMIT too), its parameters as text. 0 with statement i's result in out[i] (the
  * caller's to PQclear), or an error (all NULL, the transaction rolled
  * back): BATON_EFENCED as pg__begin_fenced's, BATON_ESTORE when a
  * statement failed (ps->state says why; those after it did not run). A

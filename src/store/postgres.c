@@ -699,6 +699,22 @@ after_read(PGresult *const *res, int n, const char *what)
 }
 
 /*
+ * Appends to the nq statements of q the commit (COMMIT, or ROLLBACK)
+ * and after it the NOTIFYs of after (NULL: none); returns the new count.
+ */
+static int
+commit_stmts(struct pg_stmt *q, int nq, const char *commit,
+	     const struct pg_notify *after)
+{
+	int k;
+
+	q[nq++] = (struct pg_stmt){ commit, 0, NULL };
+	for (k = 0; after && k < after->n; k++)
+		q[nq++] = after->stmts[k];
+	return nq;
+}
+
+/*
  * pg__begin_fenced, pg__begin_exec and pg__begin_query (with_xid 0) and
  * pg__exec_commit (commit: "COMMIT" or, under fault injection,
  * "ROLLBACK"; after: the NOTIFYs after it, or NULL), as one message
@@ -724,12 +740,9 @@ begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 	first = nq;
 	for (k = 0; k < n; k++)
 		q[nq++] = stmts[k];
-	if (commit) {
-		q[nq++] = (struct pg_stmt){ commit, 0, NULL };
-		for (k = 0; after && k < after->n; k++)
-			q[nq++] = after->stmts[k];
-	}
-	last = nq - (commit && after ? after->n : 0);
+	last = first + n + !!commit;
+	if (commit)
+		nq = commit_stmts(q, nq, commit, after);
 	ps->unsure = 0;
 	ps->state[0] = '\0';
 	ps->notify_events = ps->notify_work = 0;
@@ -851,10 +864,7 @@ pg__commit(struct pg_store *ps, const char *what, struct err *e)
 	if (ps->notify_work)
 		pg__notify_add(&nf, PG_NOTIFY_WORK_SQL, 1, ps->notify_work, 0);
 	ps->notify_events = ps->notify_work = 0;
-	q[0] = (struct pg_stmt){ "COMMIT", 0, NULL };
-	for (k = 0; k < nf.n; k++)
-		q[1 + k] = nf.stmts[k];
-	got = pipe_run(ps, q, 1 + nf.n, res);
+	got = pipe_run(ps, q, commit_stmts(q, 0, "COMMIT", &nf), res);
 	if (got == 0 || PQresultStatus(res[0]) != PGRES_COMMAND_OK)
 		rc = pg__fail(ps, got ? res[0] : NULL, what, e);
 	else
