@@ -10,6 +10,12 @@
 #   tools/pg.sh createdb DIR N   a fresh database N; prints its URL
 #   tools/pg.sh url DIR          the admin URL of a running cluster
 #
+# The port is taken below the kernel's ephemeral range, where no outgoing
+# connection holds one (a port that is the local end of another program's
+# connection looks free to a probe, yet the server cannot bind it); PG_PORT
+# names the first to try. A port taken in the meantime is given up for
+# another.
+#
 # As root the server runs as the postgres user (initdb refuses root).
 set -euo pipefail
 
@@ -32,11 +38,18 @@ usage() {
 [ $# -ge 2 ] || usage
 cmd=$1
 dir=$(mkdir -p "$2" && cd "$2" && pwd)
+cd "$dir" # the server's user may not reach the caller's folder
 
+# A port nothing listens on, below the ephemeral range (10000 and up).
 free_port() {
-	local p
+	local lo p span
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null ||
+		lo=32768
+	span=$((lo - 10000))
+	[ "$span" -ge 1000 ] || { echo "pg.sh: ephemeral ports start at $lo" \
+		"(ip_local_port_range): no room below them" >&2; exit 1; }
 	for _ in $(seq 1 200); do
-		p=$((20000 + RANDOM % 30000))
+		p=$((10000 + (RANDOM * 32768 + RANDOM) % span))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return
@@ -54,7 +67,16 @@ url() {
 # caller's (a test script's cleanup finds its processes by theirs).
 pg_start() {
 	env -i PATH="$PATH" LC_ALL=C "${asuser[@]}" "$bin/pg_ctl" \
-		-D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+		-D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+		>/dev/null 2>"$dir/pg_ctl.err"
+}
+
+# Why the server did not start, on stderr.
+start_failed() {
+	echo "pg.sh: the server did not start: $(cat "$dir/pg_ctl.err")" >&2
+	echo "pg.sh: the end of its log ($dir/server.log):" >&2
+	tail -n 20 "$dir/server.log" >&2
+	exit 1
 }
 
 case "$cmd" in
@@ -63,18 +85,27 @@ start)
 	[ "$(id -u)" = 0 ] && chown postgres: "$dir"
 	"${asuser[@]}" "$bin/initdb" -D "$dir/data" -U postgres \
 		--auth=trust -E UTF8 --no-sync >"$dir/initdb.log"
-	port=$(free_port)
-	echo "$port" >"$dir/port"
 	cat >>"$dir/data/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1'
-port = $port
+include 'port.conf'
 unix_socket_directories = '$dir'
 max_connections = 400
 shared_buffers = 256MB
 fsync = on
 synchronous_commit = on
 CONF
-	pg_start
+	port=${PG_PORT:-$(free_port)}
+	for try in 1 2 3 4 5; do
+		echo "$port" >"$dir/port"
+		echo "port = $port" >"$dir/data/port.conf"
+		[ "$(id -u)" = 0 ] && chown postgres: "$dir/data/port.conf"
+		rm -f "$dir/server.log"
+		pg_start && break
+		[ "$try" != 5 ] && grep -q 'could not bind' "$dir/server.log" ||
+			start_failed
+		echo "pg.sh: port $port is taken; trying another" >&2
+		port=$(free_port)
+	done
 	url
 	;;
 stop)
@@ -82,7 +113,7 @@ stop)
 	;;
 restart)
 	"${asuser[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
-	pg_start
+	pg_start || start_failed
 	;;
 kill)
 	kill -KILL "$(head -1 "$dir/data/postmaster.pid")"
