@@ -23,18 +23,21 @@
 #
 # Each test's output is kept and printed whole, in order, once all have
 # ended; while they run, one line per test says how it went and how long
-# it took. The ten slowest are listed at the end.
+# it took. The ten slowest are listed at the end, then the end of each
+# failing test's output again.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 passed=0
 failed=0
 failures=""
+failed_names=""
 
 tally() { # name, output file
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$2" | tail -n 1)
 	if [ -z "$line" ]; then
 		failed=$((failed + 1))
 		failures="$failures $1(no-summary)"
+		failed_names="$failed_names $1"
 		return
 	fi
 	p=${line%% passed*}
@@ -42,7 +45,10 @@ tally() { # name, output file
 	f=${f%% failed}
 	passed=$((passed + p))
 	failed=$((failed + f))
-	[ "$f" -eq 0 ] || failures="$failures $1"
+	[ "$f" -eq 0 ] || {
+		failures="$failures $1"
+		failed_names="$failed_names $1"
+	}
 }
 
 # One test, as a pool job: --one KIND NAME. Its output goes to
@@ -203,6 +209,13 @@ for f in "$res"/*.secs; do
 	n=$(basename "$f" .secs)
 	echo "$(cat "$f") $n"
 done | sort -rn | head -n 10 | sed 's/^/  /'
+
+# The end of each failing test's output once more, last: a reader of only
+# the tail of the log (CI's summary) still sees why.
+for n in $failed_names; do
+	echo "== $n failed; the end of its output:"
+	tail -n 30 "$res/$n.out" | sed 's/^/  | /'
+done
 
 rm -rf "$res"
 [ -z "$failures" ] || echo "failing:$failures"
