@@ -253,6 +253,15 @@ int pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 		    const char *what, struct err *e);
 
 /*
+ * pg__exec_commit without the fence, for the writes that are not fenced
+ * (a lease renewal, guarded by its own token; a worker's record): one
+ * round trip, where pg__begin and pg__commit take three.
+ */
+int pg__exec_commit_unfenced(struct pg_store *ps, const struct pg_stmt *stmts,
+			     int n, PGresult **out, const char *what,
+			     struct err *e);
+
+/*
  * BEGIN (READ COMMITTED) and stmt in one round trip, as pg__begin_exec
  * sends its statements, for a claim: no xid is taken, so one that finds
  * nothing writes nothing and consumes no xid. stmt or the caller fills

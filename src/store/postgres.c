@@ -517,12 +517,14 @@ pg__begin(struct pg_store *ps, const char *what, struct err *e)
  * sent in the message of the BEGIN (pg__begin_fenced, pg__begin_exec,
  * pg__exec_commit). The row lock (FOR NO KEY UPDATE) holds until the
  * commit, so a claim that would change the token waits for this write.
- * The task id and token are its parameters, held in num and p.
+ * The task id and token are its parameters, held in num and p. Not
+ * fenced: the xid alone.
  */
 static struct pg_stmt
-xid_fence_stmt(const struct pg_store *ps, char num[2][24], const char *p[2])
+xid_fence_stmt(const struct pg_store *ps, int fenced, char num[2][24],
+	       const char *p[2])
 {
-	if (!ps->base.fence_task)
+	if (!fenced || !ps->base.fence_task)
 		return (struct pg_stmt){ "SELECT pg_current_xact_id()", 0, NULL };
 	p[0] = pg__int(num[0], ps->base.fence_task);
 	p[1] = pg__int(num[1], ps->base.fence_token);
@@ -715,16 +717,18 @@ commit_stmts(struct pg_stmt *q, int nq, const char *commit,
 }
 
 /*
- * pg__begin_fenced, pg__begin_exec and pg__begin_query (with_xid 0) and
- * pg__exec_commit (commit: "COMMIT" or, under fault injection,
- * "ROLLBACK"; after: the NOTIFYs after it, or NULL), as one message
- * (pipe_run): the BEGIN, with_xid the xid (and under a fence the fencing
- * row, locked), the n statements, whose results go into out, then the
- * COMMIT and after.
+ * pg__begin_fenced, pg__begin_exec and pg__begin_query (xid XID_NONE) and
+ * exec_commit (commit: "COMMIT" or, under fault injection, "ROLLBACK";
+ * after: the NOTIFYs after it, or NULL), as one message (pipe_run): the
+ * BEGIN, the xid (XID_FENCED: and under a fence the fencing row,
+ * locked), the n statements, whose results go into out, then the COMMIT
+ * and after.
  */
+enum { XID_NONE, XID_ONLY, XID_FENCED };
+
 static int
 begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
-	   int with_xid, const char *commit, const struct pg_notify *after,
+	   int xid, const char *commit, const struct pg_notify *after,
 	   PGresult **out, const char *what, struct err *e)
 {
 	struct pg_stmt q[PIPE_MAX];
@@ -735,8 +739,8 @@ begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 
 	assert(n >= 0 && n <= PG_EXEC_MAX);
 	q[nq++] = (struct pg_stmt){ BEGIN_TX, 0, NULL };
-	if (with_xid)
-		q[nq++] = xid_fence_stmt(ps, num, fp);
+	if (xid != XID_NONE)
+		q[nq++] = xid_fence_stmt(ps, xid == XID_FENCED, num, fp);
 	first = nq;
 	for (k = 0; k < n; k++)
 		q[nq++] = stmts[k];
@@ -753,7 +757,7 @@ begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 
 		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
 			rc = pg__fail(ps, res[k], what, e);
-		else if (k == 1 && with_xid)
+		else if (k == 1 && xid != XID_NONE)
 			rc = xid_fence_read(ps, res[k], what, e);
 	}
 	if (rc == 0 && got < last)
@@ -789,25 +793,26 @@ begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 int
 pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e)
 {
-	return begin_exec(ps, NULL, 0, 1, NULL, NULL, NULL, what, e);
+	return begin_exec(ps, NULL, 0, XID_FENCED, NULL, NULL, NULL, what, e);
 }
 
 int
 pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 	       PGresult **out, const char *what, struct err *e)
 {
-	return begin_exec(ps, stmts, n, 1, NULL, NULL, out, what, e);
+	return begin_exec(ps, stmts, n, XID_FENCED, NULL, NULL, out, what, e);
 }
 
-int
-pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
-		const struct pg_notify *after, PGresult **out,
-		const char *what, struct err *e)
+/* pg__exec_commit, fenced (XID_FENCED) or not (XID_ONLY). */
+static int
+exec_commit(struct pg_store *ps, int xid, const struct pg_stmt *stmts, int n,
+	    const struct pg_notify *after, PGresult **out, const char *what,
+	    struct err *e)
 {
 	int fault = ps->base.fault, rc;
 
 	ps->base.fault = 0;
-	rc = begin_exec(ps, stmts, n, 1, fault ? "ROLLBACK" : "COMMIT",
+	rc = begin_exec(ps, stmts, n, xid, fault ? "ROLLBACK" : "COMMIT",
 			fault ? NULL : after, out, what, e);
 	if (rc == 0 && fault) {
 		for (; n > 0; n--) {
@@ -819,14 +824,31 @@ pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 	return rc;
 }
 
+int
+pg__exec_commit(struct pg_store *ps, const struct pg_stmt *stmts, int n,
+		const struct pg_notify *after, PGresult **out,
+		const char *what, struct err *e)
+{
+	return exec_commit(ps, XID_FENCED, stmts, n, after, out, what, e);
+}
+
+int
+pg__exec_commit_unfenced(struct pg_store *ps, const struct pg_stmt *stmts,
+			 int n, PGresult **out, const char *what,
+			 struct err *e)
+{
+	return exec_commit(ps, XID_ONLY, stmts, n, NULL, out, what, e);
+}
+
 PGresult *
 pg__begin_query(struct pg_store *ps, const struct pg_stmt *stmt,
 		const char *what, struct err *e)
 {
 	PGresult *res;
 
-	return begin_exec(ps, stmt, 1, 0, NULL, NULL, &res, what, e) ? NULL
-								    : res;
+	if (begin_exec(ps, stmt, 1, XID_NONE, NULL, NULL, &res, what, e))
+		return NULL;
+	return res;
 }
 
 void

@@ -242,6 +242,25 @@ run_count(struct pg_store *ps, const char *sql, const struct params *p,
 	return 0;
 }
 
+/*
+ * A write of one statement that is not fenced, in one message with its
+ * BEGIN and COMMIT (pg__exec_commit_unfenced); *changed gets the rows it
+ * touched (NULL: not wanted).
+ */
+static int
+write_count(struct pg_store *ps, const char *sql, const struct params *p,
+	    int64_t *changed, const char *what, struct err *e)
+{
+	PGresult *res = NULL;
+	int rc = pg__exec_commit_unfenced(
+		ps, &(struct pg_stmt){ sql, p->n, p->v }, 1, &res, what, e);
+
+	if (rc == 0 && changed)
+		*changed = strtoll(PQcmdTuples(res), NULL, 10);
+	PQclear(res);
+	return rc;
+}
+
 /* Whether task id exists: BATON_ENOTFOUND naming it as role if not. */
 static int
 task_must_exist(struct pg_store *ps, int64_t id, const char *role,
@@ -1900,8 +1919,9 @@ pg__task_settle_claim_batch(struct store *s, struct store_settle *v,
 }
 
 /*
- * The heartbeat, one guarded UPDATE: it matches only while the task is
- * still running under this very token.
+ * The heartbeat, one guarded UPDATE in one message: it matches only
+ * while the task is still running under this very token. One that
+ * matches nothing wrote nothing, committed or not.
  */
 static int
 renew_try(struct pg_store *ps, int64_t id, int64_t token, int64_t lease_ms,
@@ -1914,22 +1934,17 @@ renew_try(struct pg_store *ps, int64_t id, int64_t token, int64_t lease_ms,
 	param_int(&p, time_now_ms() + lease_ms);
 	param_int(&p, id);
 	param_int(&p, token);
-	rc = pg__begin(ps, what, e);
-	if (rc == 0)
-		rc = run_count(ps,
-			       "UPDATE tasks SET lease_expires_at = $1"
-			       " WHERE id = $2 AND lease_token = $3"
-			       " AND status = 'running'",
-			       &p, &changed, what, e);
+	rc = write_count(ps,
+			 "UPDATE tasks SET lease_expires_at = $1"
+			 " WHERE id = $2 AND lease_token = $3"
+			 " AND status = 'running'",
+			 &p, &changed, what, e);
 	if (rc == 0 && changed == 0)
 		rc = err_set(e, BATON_EFENCED,
 			     "cannot %s: token %lld no longer holds it (the "
 			     "lease was taken over or the task stopped "
 			     "running)",
 			     what, (long long)token);
-	if (rc == 0)
-		rc = pg__commit(ps, what, e);
-	pg__rollback(ps);
 	return rc;
 }
 
@@ -1995,7 +2010,6 @@ worker_beat_try(struct pg_store *ps, const struct worker_rec *w,
 {
 	struct params p = { 0 };
 	int64_t now = time_now_ms();
-	int rc;
 
 	param_text(&p, w->id);
 	param_text(&p, w->host ? w->host : "");
@@ -2004,24 +2018,18 @@ worker_beat_try(struct pg_store *ps, const struct worker_rec *w,
 	param_int(&p, w->started_at ? w->started_at : now);
 	param_int(&p, now);
 	param_int(&p, w->skew_ms);
-	rc = pg__begin(ps, what, e);
-	if (rc == 0)
-		rc = pg__run(ps,
-			     "INSERT INTO workers (id, host, pid, task_id,"
-			     " started_at, heartbeat_at, stopped_at,"
-			     " clock_skew_ms)"
-			     " VALUES ($1, $2, $3, $4, $5, $6, 0, $7)"
-			     " ON CONFLICT (id) DO UPDATE SET"
-			     " host = excluded.host, pid = excluded.pid,"
-			     " task_id = excluded.task_id,"
-			     " heartbeat_at = excluded.heartbeat_at,"
-			     " clock_skew_ms = excluded.clock_skew_ms,"
-			     " stopped_at = 0",
-			     p.n, p.v, what, e);
-	if (rc == 0)
-		rc = pg__commit(ps, what, e);
-	pg__rollback(ps);
-	return rc;
+	return write_count(ps,
+			   "INSERT INTO workers (id, host, pid, task_id,"
+			   " started_at, heartbeat_at, stopped_at,"
+			   " clock_skew_ms)"
+			   " VALUES ($1, $2, $3, $4, $5, $6, 0, $7)"
+			   " ON CONFLICT (id) DO UPDATE SET"
+			   " host = excluded.host, pid = excluded.pid,"
+			   " task_id = excluded.task_id,"
+			   " heartbeat_at = excluded.heartbeat_at,"
+			   " clock_skew_ms = excluded.clock_skew_ms,"
+			   " stopped_at = 0",
+			   &p, NULL, what, e);
 }
 
 /* Insert or refresh; a stopped worker that beats again is alive again. */
@@ -2049,17 +2057,10 @@ worker_stop_try(struct pg_store *ps, const char *id, const char *what,
 
 	param_int(&p, time_now_ms());
 	param_text(&p, id);
-	rc = pg__begin(ps, what, e);
-	if (rc == 0)
-		rc = run_count(ps,
-			       "UPDATE workers SET stopped_at = $1"
-			       " WHERE id = $2",
-			       &p, &changed, what, e);
+	rc = write_count(ps, "UPDATE workers SET stopped_at = $1 WHERE id = $2",
+			 &p, &changed, what, e);
 	if (rc == 0 && changed == 0)
 		rc = err_set(e, BATON_ENOTFOUND, "no worker '%s'", id);
-	if (rc == 0)
-		rc = pg__commit(ps, what, e);
-	pg__rollback(ps);
 	return rc;
 }
 

@@ -2009,6 +2009,8 @@ struct cut_proxy {
 	int cuts;	/* connections cut so far */
 	int keep;	/* CUT_PART: CommandCompletes passed on */
 	void (*on_cut)(void);
+	int counting;	/* set: count the client's round trips in trips */
+	int trips;	/* its Syncs and simple Queries while counting */
 	int stop[2];
 	pthread_t thread;
 };
@@ -2067,6 +2069,28 @@ holds_execute(const char *p, size_t n)
 }
 
 /*
+ * The round trips the client's bytes p open: its Syncs ('S'; an
+ * extended-protocol message, a pipeline's too, ends in one) and simple
+ * Queries ('Q'), counting on from *at as part_cut does. Counting starts
+ * between two requests, so at a message's start.
+ */
+static int
+trips_in(const char *p, size_t n, size_t *at)
+{
+	size_t i = *at;
+	uint32_t len;
+	int trips = 0;
+
+	while (i + 5 <= n) {
+		memcpy(&len, p + i + 1, 4);
+		trips += p[i] == 'S' || p[i] == 'Q';
+		i += 1 + ntohl(len);
+	}
+	*at = i - n;
+	return trips;
+}
+
+/*
  * Where CUT_PART cuts the server's bytes p: after x->keep CommandCompletes
  * ('C') and the message that follows (counting on from *at, an offset
  * into p: where the next message starts, carried from the last read).
@@ -2104,8 +2128,8 @@ static void
 cut_proxy_relay(struct cut_proxy *x, int c)
 {
 	int sv = tcp_connect_local(x->server_port), swallow = 0, part = 0;
-	int seen = 0;
-	size_t at = 0;
+	int seen = 0, counting = 0;
+	size_t at = 0, cat = 0;
 	char buf[65536];
 
 	while (sv >= 0) {
@@ -2119,6 +2143,15 @@ cut_proxy_relay(struct cut_proxy *x, int c)
 			n = read(c, buf, sizeof(buf));
 			if (n <= 0)
 				break;
+			if (!counting)
+				cat = 0;
+			counting = __atomic_load_n(&x->counting,
+						   __ATOMIC_SEQ_CST);
+			if (counting)
+				__atomic_add_fetch(&x->trips,
+						   trips_in(buf, (size_t)n,
+							    &cat),
+						   __ATOMIC_SEQ_CST);
 			if (x->armed && holds_execute(buf, (size_t)n)) {
 				if (x->armed == CUT_REQUEST)
 					goto cut;
@@ -2470,6 +2503,92 @@ TEST(claim_empty_takes_no_xid)
 	/* our own probe takes one; a stray autovacuum at most a couple */
 	ASSERT(after - before <= 4);
 	store_close(s);
+}
+
+/* Counts the round trips through x from here ... */
+static void
+trips_begin(struct cut_proxy *x)
+{
+	__atomic_store_n(&x->trips, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&x->counting, 1, __ATOMIC_SEQ_CST);
+}
+
+/* ... to here, and returns them. */
+static int
+trips_end(struct cut_proxy *x)
+{
+	__atomic_store_n(&x->counting, 0, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&x->trips, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * PostgreSQL: each write is one message, its BEGIN to its COMMIT, so one
+ * round trip: a lease renewal (refused or not), a worker's beat and its
+ * stop, a settle and the next claim. (A statement's first use in a
+ * session prepares it, a round trip of its own: the counted calls come
+ * second.)
+ */
+TEST(writes_take_one_round_trip)
+{
+	struct cut_proxy x = { 0 };
+	struct store *s;
+	struct err e = ERR_INIT;
+	struct event ev = { 0 };
+	struct worker_rec w = { 0 };
+	struct task a, b = { 0 }, next = { 0 };
+	int64_t c;
+
+	if (!pg_dsn())
+		return;
+	s = open_store_via(&x);
+	add_task(s, "a", 2, NULL, NULL);
+	add_task(s, "b", 1, NULL, NULL);
+	c = add_task(s, "c", 0, NULL, NULL);
+	claim(s, "w", &a);
+	ASSERT_OK(store_task_renew(s, a.id, a.lease_token, HOUR_MS, &e), &e);
+	trips_begin(&x);
+	ASSERT_OK(store_task_renew(s, a.id, a.lease_token, HOUR_MS, &e), &e);
+	ASSERT_EQ(trips_end(&x), 1);
+	trips_begin(&x);
+	ASSERT_EQ(store_task_renew(s, a.id, a.lease_token + 9, HOUR_MS, &e),
+		  BATON_EFENCED);
+	ASSERT_EQ(trips_end(&x), 1);
+	ASSERT_CONTAINS(e.msg, "no longer holds it");
+	e = (struct err)ERR_INIT;
+
+	w.id = xstrdup("host:1:0");
+	w.host = xstrdup("host");
+	w.pid = 1;
+	ASSERT_OK(store_worker_beat(s, &w, &e), &e);
+	trips_begin(&x);
+	ASSERT_OK(store_worker_beat(s, &w, &e), &e);
+	ASSERT_EQ(trips_end(&x), 1);
+	ASSERT_OK(store_worker_stop(s, w.id, &e), &e);
+	trips_begin(&x);
+	ASSERT_OK(store_worker_stop(s, w.id, &e), &e);
+	ASSERT_EQ(trips_end(&x), 1);
+
+	/* a settle and the next claim, twice: a, then b, then c claimed */
+	run_set(&a.status, TASK_DONE);
+	ev.type = xstrdup("task_settled");
+	ASSERT_OK(store_task_settle_claim(s, &a, &ev, "w", HOUR_MS, &b, &e),
+		  &e);
+	run_set(&b.status, TASK_DONE);
+	ev.seq = 0;
+	trips_begin(&x);
+	ASSERT_OK(store_task_settle_claim(s, &b, &ev, "w", HOUR_MS, &next, &e),
+		  &e);
+	ASSERT_EQ(trips_end(&x), 1);
+	ASSERT_EQ(next.id, c);
+	ASSERT_EQ(count_events(s, "task_settled"), 2);
+	task_release(&next);
+	task_release(&b);
+	task_release(&a);
+	event_release(&ev);
+	free(w.id);
+	free(w.host);
+	store_close(s);
+	cut_proxy_stop(&x);
 }
 
 /* Waits up to ms for the watch fd and drains it; the drain's mask. */
