@@ -517,8 +517,8 @@ pg__begin(struct pg_store *ps, const char *what, struct err *e)
  * sent in the message of the BEGIN (pg__begin_fenced, pg__begin_exec,
  * pg__exec_commit). The row lock (FOR NO KEY UPDATE) holds until the
  * commit, so a claim that would change the token waits for this write.
- * The task id and token are its parameters, held in num and p. Not
- * fenced: the xid alone.
+ * The task id and token are its parameters, held in num and p. With
+ * fenced 0, or no fence set, it takes the xid alone.
  */
 static struct pg_stmt
 xid_fence_stmt(const struct pg_store *ps, int fenced, char num[2][24],
