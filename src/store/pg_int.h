@@ -185,7 +185,7 @@ int pg__run(struct pg_store *ps, const char *sql, int n,
  * slipping in between the check and the commit.
  */
 int pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e);
-/* The same without the fence: claims, heartbeats, worker records. */
+/* The same without the fence. */
 int pg__begin(struct pg_store *ps, const char *what, struct err *e);
 
 /* A statement and its text parameters (NULL: SQL NULL). */
@@ -202,9 +202,9 @@ struct pg_stmt {
  * pg__begin_fenced and pg__exec of each of the n statements in one
  * round trip: one message in libpq's pipeline mode, each statement by
  * the extended protocol (prepared once a session, the BEGIN and the
- * COMMIT too), its parameters as text. 0 with statement i's result in out[i] (the
- * caller's to PQclear), or an error (all NULL, the transaction rolled
- * back): BATON_EFENCED as pg__begin_fenced's, BATON_ESTORE when a
+ * COMMIT too), its parameters as text. 0 with statement i's result in
+ * out[i] (the caller's to PQclear), or an error (all NULL, the
+ * transaction rolled back): BATON_EFENCED as pg__begin_fenced's, BATON_ESTORE when a
  * statement failed (ps->state says why; those after it did not run). A
  * stale fence aborts before the first statement runs; each statement
  * runs whatever the ones before it changed.

@@ -486,30 +486,6 @@ pg__rollback(struct pg_store *ps)
 #define BEGIN_TX "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 /*
- * BEGIN and the xid in one round trip: PQexec takes several statements
- * (PQexecParams does not) and returns the last one's result.
- */
-int
-pg__begin(struct pg_store *ps, const char *what, struct err *e)
-{
-	PGresult *res =
-		PQexec(ps->conn, BEGIN_TX "; SELECT pg_current_xact_id()");
-	int rc = 0;
-
-	ps->notify_events = ps->notify_work = 0;
-	ps->in_tx = PQtransactionStatus(ps->conn) != PQTRANS_IDLE;
-	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
-		snprintf(ps->xid, sizeof(ps->xid), "%s",
-			 PQgetvalue(res, 0, 0));
-	else
-		rc = pg__fail(ps, res, what, e);
-	PQclear(res);
-	if (rc < 0)
-		pg__rollback(ps);
-	return rc;
-}
-
-/*
  * The statement that takes the xid and, under a fence, checks the
  * fencing row's lease_token on the server (baton_check of
  * pg/016-one-message.sql: a stale token raises PG_STATE_FENCED, which
@@ -525,7 +501,8 @@ xid_fence_stmt(const struct pg_store *ps, int fenced, char num[2][24],
 	       const char *p[2])
 {
 	if (!fenced || !ps->base.fence_task)
-		return (struct pg_stmt){ "SELECT pg_current_xact_id()", 0, NULL };
+		return (struct pg_stmt){ "SELECT pg_current_xact_id()", 0,
+					 NULL };
 	p[0] = pg__int(num[0], ps->base.fence_task);
 	p[1] = pg__int(num[1], ps->base.fence_token);
 	return (struct pg_stmt){
@@ -651,7 +628,8 @@ pipe_run(struct pg_store *ps, const struct pg_stmt *q, int n,
 	assert(n <= PIPE_MAX);
 	for (i = 0; i < n; i++) /* see pg__exec on an aborted one */
 		name[i] = aborted ? NULL
-				  : pg__prepared(ps, q[i].sql, q[i].n, names[i]);
+				  : pg__prepared(ps, q[i].sql, q[i].n,
+						 names[i]);
 	if (!PQenterPipelineMode(ps->conn))
 		return 0;
 	for (i = 0; i < n; i++)
@@ -717,12 +695,12 @@ commit_stmts(struct pg_stmt *q, int nq, const char *commit,
 }
 
 /*
- * pg__begin_fenced, pg__begin_exec and pg__begin_query (xid XID_NONE) and
- * exec_commit (commit: "COMMIT" or, under fault injection, "ROLLBACK";
- * after: the NOTIFYs after it, or NULL), as one message (pipe_run): the
- * BEGIN, the xid (XID_FENCED: and under a fence the fencing row,
- * locked), the n statements, whose results go into out, then the COMMIT
- * and after.
+ * pg__begin_fenced and pg__begin_exec (xid XID_FENCED), pg__begin
+ * (XID_ONLY), pg__begin_query (XID_NONE) and exec_commit (commit: "COMMIT" or,
+ * under fault injection, "ROLLBACK"; after: the NOTIFYs after it, or
+ * NULL), as one message (pipe_run): the BEGIN, the xid (XID_FENCED: and
+ * under a fence the fencing row, locked), the n statements, whose
+ * results go into out, then the COMMIT and after.
  */
 enum { XID_NONE, XID_ONLY, XID_FENCED };
 
@@ -794,6 +772,12 @@ int
 pg__begin_fenced(struct pg_store *ps, const char *what, struct err *e)
 {
 	return begin_exec(ps, NULL, 0, XID_FENCED, NULL, NULL, NULL, what, e);
+}
+
+int
+pg__begin(struct pg_store *ps, const char *what, struct err *e)
+{
+	return begin_exec(ps, NULL, 0, XID_ONLY, NULL, NULL, NULL, what, e);
 }
 
 int

@@ -2046,48 +2046,45 @@ write_all(int fd, const char *p, size_t n)
 }
 
 /*
- * Whether the client's bytes p (whole messages: libpq writes a message
- * in one piece) hold an Execute: type 'E', then a length that counts
- * itself.
+ * How many of the client's messages in its bytes p are of one of the
+ * types (a type byte, then a length that counts itself), walking on
+ * from *at as part_cut does: libpq writes a message in one piece, and
+ * the walk starts between two requests, so at a message's start.
  */
+static int
+count_msgs(const char *p, size_t n, size_t *at, const char *types)
+{
+	size_t i = *at;
+	uint32_t len;
+	int count = 0;
+
+	while (i + 5 <= n) {
+		memcpy(&len, p + i + 1, 4);
+		count += p[i] && strchr(types, p[i]);
+		i += 1 + ntohl(len);
+	}
+	*at = i - n;
+	return count;
+}
+
+/* Whether the client's bytes p (whole messages) hold an Execute. */
 static int
 holds_execute(const char *p, size_t n)
 {
-	size_t i = 0;
-	uint32_t len;
+	size_t at = 0;
 
-	while (i + 5 <= n) {
-		if (p[i] == 'E')
-			return 1;
-		memcpy(&len, p + i + 1, 4);
-		len = ntohl(len);
-		if (len < 4)
-			return 0;
-		i += 1 + len;
-	}
-	return 0;
+	return count_msgs(p, n, &at, "E") > 0;
 }
 
 /*
- * The round trips the client's bytes p open: its Syncs ('S'; an
+ * The round trips the client's bytes p open: its Syncs (an
  * extended-protocol message, a pipeline's too, ends in one) and simple
- * Queries ('Q'), counting on from *at as part_cut does. Counting starts
- * between two requests, so at a message's start.
+ * Queries.
  */
 static int
 trips_in(const char *p, size_t n, size_t *at)
 {
-	size_t i = *at;
-	uint32_t len;
-	int trips = 0;
-
-	while (i + 5 <= n) {
-		memcpy(&len, p + i + 1, 4);
-		trips += p[i] == 'S' || p[i] == 'Q';
-		i += 1 + ntohl(len);
-	}
-	*at = i - n;
-	return trips;
+	return count_msgs(p, n, at, "SQ");
 }
 
 /*
