@@ -262,6 +262,27 @@ int pg__exec_commit_unfenced(struct pg_store *ps, const struct pg_stmt *stmts,
 			     struct err *e);
 
 /*
+ * pg__exec_commit without the fence or the xid, for a statement that
+ * draws an xid only when it writes (a claim: one that finds nothing
+ * must not take one). A connection lost once the message was sent
+ * always leaves ps->unsure set: there is no xid to ask about, so the
+ * caller finds out what became of its write (claim_landed_alone in
+ * postgres_queue.c). after as pg__exec_commit's.
+ */
+int pg__exec_commit_xidless(struct pg_store *ps, const struct pg_stmt *stmts,
+			    int n, const struct pg_notify *after,
+			    PGresult **out, const char *what, struct err *e);
+
+/*
+ * After a lost connection: waits until server process pid (the lost
+ * session's: PQbackendPID before the loss) runs no statement, so that
+ * what it was running has committed or rolled back. 0, or BATON_ESTORE
+ * when it still runs after PG_RETRY_TOTAL_MS (or the question fails).
+ */
+int pg__wait_idle(struct pg_store *ps, int pid, const char *what,
+		  struct err *e);
+
+/*
  * BEGIN (READ COMMITTED) and stmt in one round trip, as pg__begin_exec
  * sends its statements, for a claim: no xid is taken, so one that finds
  * nothing writes nothing and consumes no xid. stmt or the caller fills

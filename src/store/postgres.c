@@ -573,6 +573,45 @@ resolve_commit(struct pg_store *ps, const char *what, struct err *e)
 		       what);
 }
 
+/*
+ * Waits until server process pid, of a session whose connection was
+ * lost, runs nothing: its client is gone, but a statement it was
+ * running (one waiting for a lock, say) goes on, COMMIT included, until
+ * it next writes to the socket. Asks pg_stat_activity (a fresh snapshot
+ * each time: each is its own transaction) after waits that grow as
+ * reconnect's do, up to PG_RETRY_TOTAL_MS. 0 once it runs nothing (or
+ * is gone), or an error.
+ */
+int
+pg__wait_idle(struct pg_store *ps, int pid, const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	int64_t spent = 0, delay, busy;
+	int tries;
+
+	param_int(&p, pid);
+	for (tries = 0;; tries++) {
+		busy = 0;
+		if (pg__query_int(ps,
+				  "SELECT COUNT(*) FROM pg_stat_activity"
+				  " WHERE pid = $1 AND state = 'active'"
+				  " AND pid <> pg_backend_pid()",
+				  &p, &busy, what, e))
+			return BATON_ESTORE;
+		if (!busy)
+			return 0;
+		delay = backoff(tries) / 10;
+		if (spent + delay > PG_RETRY_TOTAL_MS)
+			return err_set(e, BATON_ESTORE,
+				       "cannot %s: the session that lost its "
+				       "connection (server process %d) is "
+				       "still running after %d s",
+				       what, pid, PG_RETRY_TOTAL_MS / 1000);
+		sleep_ms(delay);
+		spent += delay;
+	}
+}
+
 /* The most statements of one message (pipe_run). */
 #define PIPE_MAX (2 + PG_EXEC_MAX + 1 + PG_NOTIFY_MAX)
 
@@ -787,7 +826,10 @@ pg__begin_exec(struct pg_store *ps, const struct pg_stmt *stmts, int n,
 	return begin_exec(ps, stmts, n, XID_FENCED, NULL, NULL, out, what, e);
 }
 
-/* pg__exec_commit, fenced (XID_FENCED) or not (XID_ONLY). */
+/*
+ * pg__exec_commit, fenced (XID_FENCED), with the xid alone (XID_ONLY) or
+ * without (XID_NONE).
+ */
 static int
 exec_commit(struct pg_store *ps, int xid, const struct pg_stmt *stmts, int n,
 	    const struct pg_notify *after, PGresult **out, const char *what,
@@ -822,6 +864,14 @@ pg__exec_commit_unfenced(struct pg_store *ps, const struct pg_stmt *stmts,
 			 struct err *e)
 {
 	return exec_commit(ps, XID_ONLY, stmts, n, NULL, out, what, e);
+}
+
+int
+pg__exec_commit_xidless(struct pg_store *ps, const struct pg_stmt *stmts,
+			int n, const struct pg_notify *after, PGresult **out,
+			const char *what, struct err *e)
+{
+	return exec_commit(ps, XID_NONE, stmts, n, after, out, what, e);
 }
 
 PGresult *

@@ -1134,11 +1134,12 @@ claim_worker_json(const char *holder)
 /*
  * What a claim statement returned: no row is BATON_ENOTFOUND, a row
  * with claim_overlap is CLAIM_OVERLAPS with *overlap set (nothing
- * written either way), else 0 with *out filled and ps->xid set.
+ * written either way), else 0 with *out filled. The statement was
+ * committed in its message (claim_try, settle_claim_try).
  */
 static int
-claim_read(struct pg_store *ps, const PGresult *res, int64_t *overlap,
-	   struct task *out, const char *what, struct err *e)
+claim_read(const PGresult *res, int64_t *overlap, struct task *out,
+	   const char *what, struct err *e)
 {
 	int nf = PQnfields(res);
 	struct task t = { 0 };
@@ -1153,13 +1154,7 @@ claim_read(struct pg_store *ps, const PGresult *res, int64_t *overlap,
 		return err_set(e, BATON_ESTORE, "cannot %s: no task came back",
 			       what);
 	read_task(res, 0, &t);
-	snprintf(ps->xid, sizeof(ps->xid), "%s", PQgetvalue(res, 0, nf - 3));
-	ps->notify_events = 1;
 	push_deps(&t, PQgetvalue(res, 0, nf - 4));
-	/*
-	 * No NOTIFY of work: a lease makes none. The supervisors learn
-	 * when it falls due from their sweeps (store_task_next_due).
-	 */
 	*out = t;
 	return 0;
 }
@@ -1188,33 +1183,97 @@ claim_params(const char *holder, int64_t lease_ms, int64_t now,
 	param_text(p, skip);
 }
 
-/* One try of the claim: BEGIN and CLAIM_SQL in one round trip, then COMMIT. */
+/*
+ * The NOTIFY after a claim's COMMIT: of its event, when it took a task
+ * (pg/017-claim-notify.sql). No NOTIFY of work: a lease makes none; the
+ * supervisors learn when it falls due from their sweeps
+ * (store_task_next_due).
+ */
+#define CLAIM_NOTIFY_SQL                                                       \
+	"SELECT pg_notify('" PG_CHANNEL_EVENTS "', '')"                        \
+	" WHERE current_setting('baton.claimed', true) = 'y'"
+
+/* A claim's message as sent, for finding out what it did when lost. */
+struct claim_sent {
+	int unsure; /* its connection was lost once it was sent */
+	int pid;    /* the server process of its session */
+	int64_t now; /* the claim's started_at (lease: now + lease_ms) */
+};
+
+/*
+ * The task that a claim whose connection was lost took (sent), into
+ * *out: 1 when it took one, 0 when not, or an error. Its session may
+ * still be running it (waiting for the area lock, say), so first that
+ * session must run nothing (pg__wait_idle); one left idle inside its
+ * transaction never got its COMMIT and takes nothing. Then the claim
+ * is on record or never will be: the running task of holder that it
+ * started at its now with the lease it asked for. A holder is one
+ * worker, which claims one task at a time, and each try draws its own
+ * now, so no other claim of the holder matches.
+ */
+static int
+claim_landed_alone(struct pg_store *ps, const char *holder, int64_t lease_ms,
+		   const struct claim_sent *sent, struct task *out,
+		   const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	int64_t id = 0;
+	int rc;
+
+	rc = pg__wait_idle(ps, sent->pid, what, e);
+	if (rc < 0)
+		return rc;
+	param_text(&p, holder);
+	param_int(&p, sent->now);
+	param_int(&p, sent->now + lease_ms);
+	rc = pg__query_int(ps,
+			   "SELECT id FROM tasks WHERE status = 'running'"
+			   " AND lease_holder = $1 AND started_at = $2"
+			   " AND lease_expires_at = $3",
+			   &p, &id, what, e);
+	if (rc < 0 || id == 0)
+		return rc;
+	return read_task_by_id(ps, id, out, what, e);
+}
+
+/*
+ * One try of the claim: BEGIN, CLAIM_SQL, the COMMIT and the NOTIFY of
+ * its event (CLAIM_NOTIFY_SQL), in one message: one round trip. A try
+ * after one whose connection was lost once sent (sent->unsure) first
+ * finds out whether that one took a task (claim_landed_alone), and
+ * returns it when it did.
+ */
 static int
 claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
-	  const char *skip, int64_t *overlap, struct task *out,
-	  struct err *e)
+	  const char *skip, struct claim_sent *sent, int64_t *overlap,
+	  struct task *out, struct err *e)
 {
 	const char *what = "claim a task";
+	struct pg_notify after = { .n = 0 };
 	struct params p = { 0 };
-	struct task t = { 0 };
-	PGresult *res;
+	PGresult *res = NULL;
 	char *worker;
 	int rc;
 
-	claim_params(holder, lease_ms, time_now_ms(), skip, &worker, &p);
-	res = pg__begin_query(ps, &(struct pg_stmt){ CLAIM_SQL, p.n, p.v },
-			      what, e);
-	rc = res ? claim_read(ps, res, overlap, &t, what, e) : BATON_ESTORE;
-	if (rc == 0)
-		rc = pg__commit(ps, what, e);
-	if (rc == 0) {
-		*out = t;
-		memset(&t, 0, sizeof(t));
+	if (sent->unsure) {
+		rc = claim_landed_alone(ps, holder, lease_ms, sent, out, what,
+					e);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+		sent->unsure = 0;
 	}
-	pg__rollback(ps);
+	sent->now = time_now_ms();
+	sent->pid = PQbackendPID(ps->conn);
+	claim_params(holder, lease_ms, sent->now, skip, &worker, &p);
+	pg__notify_add(&after, CLAIM_NOTIFY_SQL, 0, 0, 0);
+	rc = pg__exec_commit_xidless(ps,
+				     &(struct pg_stmt){ CLAIM_SQL, p.n, p.v },
+				     1, &after, &res, what, e);
+	sent->unsure |= ps->unsure;
+	if (rc == 0)
+		rc = claim_read(res, overlap, out, what, e);
 	PQclear(res);
 	free(worker);
-	task_release(&t);
 	return rc;
 }
 
@@ -1234,13 +1293,14 @@ pg__task_claim(struct store *s, const char *holder, int64_t lease_ms,
 	int rc;
 
 	for (;;) {
+		struct claim_sent sent = { 0 };
 		int64_t overlap = 0;
 		int tries = 0;
 
 		buf_reset(&skip);
 		add_id_array(&skip, skipped, nr);
 		do
-			rc = claim_try(ps, holder, lease_ms, skip.ptr,
+			rc = claim_try(ps, holder, lease_ms, skip.ptr, &sent,
 				       &overlap, out, e);
 		while (pg__again(ps, rc, &tries, e));
 		if (rc != CLAIM_OVERLAPS)
@@ -1316,7 +1376,7 @@ settle_claim_try(struct pg_store *ps, const struct task *row,
 	/* settled: a claim that fails is no claim (store.h) */
 	if (!res)
 		claim_landed(ps, row->id, holder, next, "claim a task", NULL);
-	else if (claim_read(ps, res, overlap, &t, "claim a task", NULL))
+	else if (claim_read(res, overlap, &t, "claim a task", NULL))
 		task_release(&t);
 	else
 		*next = t;

@@ -242,7 +242,7 @@ test_expect_success 'diff of a run that never got a worktree fails clearly' '
 test_expect_success '--store names another store, for every command that opens one' '
 	cd repo &&
 	"$BATON" migrate --store "$TRASH_DIRECTORY/other.db" >../out &&
-	test_grep "other.db (sqlite): schema version 16, up to date" ../out &&
+	test_grep "other.db (sqlite): schema version 17, up to date" ../out &&
 	"$BATON" task add "only in the other store" --store "sqlite:$TRASH_DIRECTORY/other.db" >/dev/null &&
 	"$BATON" task list --store="$TRASH_DIRECTORY/other.db" >../other &&
 	test_grep "only in the other store" ../other &&

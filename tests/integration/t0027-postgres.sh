@@ -131,14 +131,14 @@ test_expect_success 'setup: a remote, a server clone and two host clones on one 
 	git -C seed push -q ../remote.git main &&
 	clone srv && clone h1 && clone h2 &&
 	(cd srv && "$BATON" migrate) >migrate.out &&
-	test_grep "schema version 16, up to date" migrate.out &&
+	test_grep "schema version 17, up to date" migrate.out &&
 	test_grep "postgres" migrate.out
 '
 
 test_expect_success 'baton doctor reports the shared store' '
 	cd srv &&
 	"$BATON" doctor --quick >../doctor.out 2>&1 || :
-	test_grep "store .*ok .*(postgres), schema version 16" ../doctor.out
+	test_grep "store .*ok .*(postgres), schema version 17" ../doctor.out
 '
 
 test_expect_success 'two hosts and a server drain 200 tasks; one host is killed mid-run' '

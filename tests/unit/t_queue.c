@@ -1997,11 +1997,14 @@ TEST(settle_claim_lost_row_claims_nothing)
  * closes: the server never saw it. Armed with CUT_PART, it passes on
  * the answer up to its keep-th CommandComplete and the message after
  * it (the next statement's BindComplete), then closes: the client heard
- * the first statements and half of the next. Each time it runs on_cut
- * (if set) before closing, and then relays the client's next
- * connection as before.
+ * the first statements and half of the next. Armed with CUT_SENT, it
+ * passes on that message and closes at once: the server runs it for a
+ * client that is gone, and learns so only when it answers. Each time it
+ * runs on_cut (if set) before closing, and then relays the client's
+ * next connection as before. Apart from cutting, it runs on_seen (if
+ * set) once, when the client's bytes first hold the text seen.
  */
-enum { CUT_NONE, CUT_REPLY, CUT_REQUEST, CUT_PART };
+enum { CUT_NONE, CUT_REPLY, CUT_REQUEST, CUT_PART, CUT_SENT };
 
 struct cut_proxy {
 	int lfd, port, server_port;
@@ -2009,6 +2012,8 @@ struct cut_proxy {
 	int cuts;	/* connections cut so far */
 	int keep;	/* CUT_PART: CommandCompletes passed on */
 	void (*on_cut)(void);
+	const char *seen;
+	void (*on_seen)(void);
 	int counting;	/* set: count the client's round trips in trips */
 	int trips;	/* its Syncs and simple Queries while counting */
 	int stop[2];
@@ -2149,9 +2154,18 @@ cut_proxy_relay(struct cut_proxy *x, int c)
 						   trips_in(buf, (size_t)n,
 							    &cat),
 						   __ATOMIC_SEQ_CST);
+			if (x->seen && memmem(buf, (size_t)n, x->seen,
+					      strlen(x->seen))) {
+				x->seen = NULL;
+				x->on_seen();
+			}
 			if (x->armed && holds_execute(buf, (size_t)n)) {
 				if (x->armed == CUT_REQUEST)
 					goto cut;
+				if (x->armed == CUT_SENT) {
+					write_all(sv, buf, (size_t)n);
+					goto cut;
+				}
 				swallow = x->armed == CUT_REPLY;
 				part = x->armed == CUT_PART;
 			}
@@ -2256,7 +2270,7 @@ cut_proxy_stop(struct cut_proxy *x)
 	close(x->lfd);
 }
 
-/* A handle on the test's database through x (open_store wiped it). */
+/* A handle on the test's database through x, wiped as open_store's. */
 static struct store *
 open_store_via(struct cut_proxy *x)
 {
@@ -2264,6 +2278,7 @@ open_store_via(struct cut_proxy *x)
 	struct store *s = NULL;
 	char *url;
 
+	store_close(open_store());
 	cut_proxy_start(x, &url);
 	ASSERT_OK(store_open(url, &s, &e), &e);
 	free(url);
@@ -2424,6 +2439,121 @@ TEST(task_update_killed_at_commit_lands_once)
 	store_close(s);
 }
 
+/*
+ * A claim whose message's connection the proxy cuts (how, keep: see
+ * struct cut_proxy): the store finds out what became of it and hands
+ * back the one task claimed, whether the server committed the claim
+ * (CUT_REPLY, CUT_PART) or never saw it (CUT_REQUEST).
+ */
+static void
+claim_cut_lands_once(int how, int keep)
+{
+	struct cut_proxy x = { .keep = keep };
+	struct store *s, *direct;
+	struct err e = ERR_INIT;
+	struct task t = { 0 }, after;
+	int64_t id, other;
+
+	direct = open_store();
+	s = open_store_via(&x);
+	id = add_task(s, "claimed unheard", 1, NULL, NULL);
+	other = add_task(s, "left queued", 0, NULL, NULL);
+	x.armed = how;
+	ASSERT_OK(store_task_claim(s, "w", HOUR_MS, &t, &e), &e);
+	ASSERT_EQ(x.cuts, 1);
+	ASSERT_EQ(t.id, id);
+	ASSERT_STREQ(t.status, TASK_RUNNING);
+	ASSERT_STREQ(t.lease_holder, "w");
+	ASSERT_EQ(t.attempts, 1);
+	ASSERT_EQ(count_events(direct, "task_claimed"), 1);
+	get_task(direct, other, &after);
+	ASSERT_STREQ(after.status, TASK_QUEUED);
+	task_release(&after);
+	task_release(&t);
+	store_close(s);
+	cut_proxy_stop(&x);
+	store_close(direct);
+}
+
+/*
+ * PostgreSQL: a claim is one message, its COMMIT in it. Cut once the
+ * server committed, the client heard nothing: the claim is found by
+ * what it wrote (the holder, its start, its lease), not made again.
+ */
+TEST(claim_reply_lost_lands_once)
+{
+	if (pg_dsn())
+		claim_cut_lands_once(CUT_REPLY, 0);
+}
+
+/* The same, the client having heard the BEGIN and half of the claim. */
+TEST(claim_reply_cut_midway_lands_once)
+{
+	if (pg_dsn())
+		claim_cut_lands_once(CUT_PART, 1);
+}
+
+/* A claim the server never saw runs again, once. */
+TEST(claim_request_lost_lands_once)
+{
+	if (pg_dsn())
+		claim_cut_lands_once(CUT_REQUEST, 0);
+}
+
+/* A session holding the area lock, as a long claim of another would. */
+static PGconn *area_locker;
+
+static void
+release_area_lock(void)
+{
+	PQclear(PQexec(area_locker, "SELECT pg_advisory_unlock_all()"));
+}
+
+/*
+ * PostgreSQL: the connection of a claim is cut while the server runs
+ * it, waiting for the area lock (a claim of another worker holds it).
+ * The server goes on and commits the claim once the lock is free. The
+ * store must wait for that session to end before it looks for what the
+ * claim took: looking first, it would find nothing, pass over the task
+ * (locked by that claim) and take another or none, and the task would
+ * sit claimed by nobody until its lease ran out. The lock is released
+ * only once the store asks after that session.
+ */
+TEST(claim_lost_while_running_lands_once)
+{
+	struct cut_proxy x = { 0 };
+	struct store *s, *direct;
+	struct err e = ERR_INIT;
+	struct task t = { 0 };
+	int64_t id;
+
+	if (!pg_dsn())
+		return;
+	direct = open_store();
+	s = open_store_via(&x);
+	id = add_task(s, "claimed while cut", 0, "a", NULL);
+	area_locker = PQconnectdb(pg_dsn());
+	ASSERT_EQ(PQstatus(area_locker), CONNECTION_OK);
+	PQclear(PQexec(area_locker,
+		       "SELECT pg_advisory_lock(108170700680706)"));
+
+	x.seen = "pg_stat_activity";
+	x.on_seen = release_area_lock;
+	x.armed = CUT_SENT;
+	ASSERT_OK(store_task_claim(s, "w", HOUR_MS, &t, &e), &e);
+	ASSERT_EQ(x.cuts, 1);
+	ASSERT(x.seen == NULL);
+	ASSERT_EQ(t.id, id);
+	ASSERT_STREQ(t.lease_holder, "w");
+	ASSERT_EQ(count_events(direct, "task_claimed"), 1);
+	release_area_lock();
+	PQfinish(area_locker);
+	task_release(&t);
+	store_close(s);
+	cut_proxy_stop(&x);
+	store_close(direct);
+}
+
 /* What another writer does while the proxy has the connection cut. */
 static void
 write_first(void)
@@ -2521,7 +2651,7 @@ trips_end(struct cut_proxy *x)
 /*
  * PostgreSQL: each write is one message, its BEGIN to its COMMIT, so one
  * round trip: a lease renewal (refused or not), a worker's beat and its
- * stop, a settle and the next claim. (A statement's first use in a
+ * stop, a settle and the next claim, a claim on its own. (A statement's first use in a
  * session prepares it, a round trip of its own: the counted calls come
  * second.)
  */
@@ -2532,8 +2662,8 @@ TEST(writes_take_one_round_trip)
 	struct err e = ERR_INIT;
 	struct event ev = { 0 };
 	struct worker_rec w = { 0 };
-	struct task a, b = { 0 }, next = { 0 };
-	int64_t c;
+	struct task a, b = { 0 }, next = { 0 }, other, none = { 0 };
+	int64_t c, d;
 
 	if (!pg_dsn())
 		return;
@@ -2578,6 +2708,17 @@ TEST(writes_take_one_round_trip)
 	ASSERT_EQ(trips_end(&x), 1);
 	ASSERT_EQ(next.id, c);
 	ASSERT_EQ(count_events(s, "task_settled"), 2);
+
+	/* a claim on its own, which takes a task or finds none */
+	d = add_task(s, "d", 0, NULL, NULL);
+	trips_begin(&x);
+	ASSERT_EQ(claim(s, "w2", &other), d);
+	ASSERT_EQ(trips_end(&x), 1);
+	trips_begin(&x);
+	ASSERT_EQ(store_task_claim(s, "w2", HOUR_MS, &none, &e),
+		  BATON_ENOTFOUND);
+	ASSERT_EQ(trips_end(&x), 1);
+	task_release(&other);
 	task_release(&next);
 	task_release(&b);
 	task_release(&a);
