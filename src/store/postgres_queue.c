@@ -388,6 +388,22 @@ read_task_by_id(struct pg_store *ps, int64_t id, struct task *out,
 }
 
 /*
+ * Reads into *out the task whose id sql (with p) returns, if it returns
+ * one: 1 when found, 0 when not, or an error.
+ */
+static int
+read_task_found(struct pg_store *ps, const char *sql, const struct params *p,
+		struct task *out, const char *what, struct err *e)
+{
+	int64_t id = 0;
+	int rc = pg__query_int(ps, sql, p, &id, what, e);
+
+	if (rc < 0 || id == 0)
+		return rc;
+	return read_task_by_id(ps, id, out, what, e);
+}
+
+/*
  * Appends a copy of ev with the given run, task and time inside the
  * caller's transaction; *ts_out and *seq_out get what was written.
  */
@@ -1217,23 +1233,17 @@ claim_landed_alone(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		   const char *what, struct err *e)
 {
 	struct params p = { 0 };
-	int64_t id = 0;
-	int rc;
 
-	rc = pg__wait_idle(ps, sent->pid, what, e);
-	if (rc < 0)
-		return rc;
+	if (pg__wait_idle(ps, sent->pid, what, e))
+		return BATON_ESTORE;
 	param_text(&p, holder);
 	param_int(&p, sent->now);
 	param_int(&p, sent->now + lease_ms);
-	rc = pg__query_int(ps,
-			   "SELECT id FROM tasks WHERE status = 'running'"
-			   " AND lease_holder = $1 AND started_at = $2"
-			   " AND lease_expires_at = $3",
-			   &p, &id, what, e);
-	if (rc < 0 || id == 0)
-		return rc;
-	return read_task_by_id(ps, id, out, what, e);
+	return read_task_found(ps,
+			       "SELECT id FROM tasks WHERE status = 'running'"
+			       " AND lease_holder = $1 AND started_at = $2"
+			       " AND lease_expires_at = $3",
+			       &p, out, what, e);
 }
 
 /*
@@ -1327,20 +1337,15 @@ claim_landed(struct pg_store *ps, int64_t settled, const char *holder,
 	     struct task *next, const char *what, struct err *e)
 {
 	struct params p = { 0 };
-	int64_t id = 0;
-	int rc;
 
 	param_int(&p, settled);
 	param_text(&p, holder);
-	rc = pg__query_int(ps,
-			   "SELECT n.id FROM tasks AS n JOIN tasks AS t"
-			   " ON n.xmin = t.xmin WHERE t.id = $1"
-			   " AND n.status = 'running' AND n.lease_holder = $2"
-			   " AND n.id <> t.id",
-			   &p, &id, what, e);
-	if (rc < 0 || id == 0)
-		return rc;
-	return read_task_by_id(ps, id, next, what, e);
+	return read_task_found(ps,
+			       "SELECT n.id FROM tasks AS n JOIN tasks AS t"
+			       " ON n.xmin = t.xmin WHERE t.id = $1"
+			       " AND n.status = 'running'"
+			       " AND n.lease_holder = $2 AND n.id <> t.id",
+			       &p, next, what, e);
 }
 
 /*
