@@ -100,6 +100,7 @@ struct pg_store {
 	char *url;	   /* as given, for reconnecting */
 	char *safe_url;	   /* without a password, for messages */
 	int in_tx;	   /* a transaction is open on conn */
+	int pid;	   /* conn's server process (pg__connect) */
 	char xid[32];	   /* the open write transaction's xid, as text */
 	int lost;	   /* the last failure was a lost connection */
 	int unsure;	   /* ... after a COMMIT was sent, before its xid
@@ -128,10 +129,12 @@ struct pg_store *pg__store(struct store *s);
 /*
  * Connects to ps->url as every baton session does (UTC, application
  * name "baton" unless the URL names one, a connect timeout). Returns the
- * connection, or NULL with e filled ("cannot open store 'URL': ...",
- * the URL without its password).
+ * connection, with *pid (NULL: not asked) the server process of its
+ * session as the server tells it (a pooler such as PgBouncer hands the
+ * client a number of its own), or NULL with e filled ("cannot open store
+ * 'URL': ...", the URL without its password).
  */
-PGconn *pg__connect(const struct pg_store *ps, struct err *e);
+PGconn *pg__connect(const struct pg_store *ps, int *pid, struct err *e);
 
 /*
  * Fills e with "cannot WHAT: " and the server's message (the first line

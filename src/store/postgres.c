@@ -330,7 +330,7 @@ notice_quiet(void *arg, const char *msg)
 }
 
 PGconn *
-pg__connect(const struct pg_store *ps, struct err *e)
+pg__connect(const struct pg_store *ps, int *pid, struct err *e)
 {
 	const char *const keys[] = { "connect_timeout", "dbname",
 				     "fallback_application_name", NULL };
@@ -347,8 +347,11 @@ pg__connect(const struct pg_store *ps, struct err *e)
 	c = PQconnectdbParams(keys, vals, 1);
 	if (PQstatus(c) == CONNECTION_OK) {
 		PQsetNoticeProcessor(c, notice_quiet, NULL);
-		res = PQexec(c, "SET TIME ZONE 'UTC'");
-		if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+		res = PQexec(c, "SET TIME ZONE 'UTC'; SELECT pg_backend_pid()");
+		if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+		    PQntuples(res) == 1) {
+			if (pid)
+				*pid = (int)pg__int64(res, 0, 0);
 			PQclear(res);
 			return c;
 		}
@@ -423,7 +426,7 @@ reconnect(struct pg_store *ps, int *tries)
 {
 	int64_t spent, delay;
 	PGconn *c;
-	int i;
+	int i, pid;
 
 	for (;;) {
 		for (spent = 0, i = 0; i < *tries; i++)
@@ -433,9 +436,10 @@ reconnect(struct pg_store *ps, int *tries)
 			return -1;
 		sleep_ms(delay);
 		(*tries)++;
-		c = pg__connect(ps, NULL);
+		c = pg__connect(ps, &pid, NULL);
 		if (c) {
 			PQfinish(ps->conn);
+			ps->pid = pid;
 			pg__forget_prepared(ps);
 			ps->conn = c;
 			ps->in_tx = 0;
@@ -1080,7 +1084,7 @@ pg_open(const char *url, struct store **out, struct err *e)
 	ps->safe_url = safe_url(url);
 	ps->watch_fd = -1;
 	ps->watch_dead[0] = ps->watch_dead[1] = -1;
-	ps->conn = pg__connect(ps, e);
+	ps->conn = pg__connect(ps, &ps->pid, e);
 	if (!ps->conn) {
 		rc = BATON_ESTORE;
 		goto out;

@@ -1273,7 +1273,7 @@ claim_try(struct pg_store *ps, const char *holder, int64_t lease_ms,
 		sent->unsure = 0;
 	}
 	sent->now = time_now_ms();
-	sent->pid = PQbackendPID(ps->conn);
+	sent->pid = ps->pid;
 	claim_params(holder, lease_ms, sent->now, skip, &worker, &p);
 	pg__notify_add(&after, CLAIM_NOTIFY_SQL, 0, 0, 0);
 	rc = pg__exec_commit_xidless(ps,

@@ -2002,7 +2002,11 @@ TEST(settle_claim_lost_row_claims_nothing)
  * client that is gone, and learns so only when it answers. Each time it
  * runs on_cut (if set) before closing, and then relays the client's
  * next connection as before. Apart from cutting, it runs on_seen (if
- * set) once, when the client's bytes first hold the text seen.
+ * set) once, when the client has run seen_times times (at least once)
+ * the statement it prepared whose text holds seen. With
+ * pooled set it stands for a pooler such as PgBouncer, which hands each
+ * client a process number of its own: it replaces the server's in the
+ * BackendKeyData of every connection.
  */
 enum { CUT_NONE, CUT_REPLY, CUT_REQUEST, CUT_PART, CUT_SENT };
 
@@ -2013,7 +2017,10 @@ struct cut_proxy {
 	int keep;	/* CUT_PART: CommandCompletes passed on */
 	void (*on_cut)(void);
 	const char *seen;
+	int seen_times;
+	char seen_name[64]; /* the name it prepared seen's statement as */
 	void (*on_seen)(void);
+	int pooled;
 	int counting;	/* set: count the client's round trips in trips */
 	int trips;	/* its Syncs and simple Queries while counting */
 	int stop[2];
@@ -2125,12 +2132,65 @@ ends_ready(const char *p, size_t n)
 	return n >= 6 && !memcmp(p + n - 6, "Z\0\0\0\5", 5);
 }
 
+/*
+ * Walks the client's messages in p (whole ones, as holds_execute
+ * does): learns the name of the prepared statement whose text holds
+ * x->seen (a Parse: 'P', length, name, text), and counts down
+ * x->seen_times for each Bind of it ('B', length, portal, name).
+ * Whether one was counted.
+ */
+static int
+statement_runs(struct cut_proxy *x, const char *p, size_t n)
+{
+	size_t i = 0;
+	uint32_t len;
+	int ran = 0;
+
+	while (i + 5 <= n) {
+		const char *body = p + i + 5;
+
+		memcpy(&len, p + i + 1, 4);
+		len = ntohl(len);
+		if (i + 1 + len > n || len < 5)
+			break;
+		if (p[i] == 'P' && memmem(body, len - 4, x->seen,
+					  strlen(x->seen)))
+			snprintf(x->seen_name, sizeof(x->seen_name), "%.*s",
+				 (int)sizeof(x->seen_name) - 1, body);
+		if (p[i] == 'B' && x->seen_name[0] &&
+		    !strcmp(body + strlen(body) + 1, x->seen_name)) {
+			x->seen_times--;
+			ran = 1;
+		}
+		i += 1 + len;
+	}
+	return ran;
+}
+
+/*
+ * Replaces the process number of the BackendKeyData in the server's
+ * bytes p ('K', length 12, the number, the secret) by 1, a process no
+ * session has. Whether it was there.
+ */
+static int
+fake_backend_key(char *p, size_t n)
+{
+	static const char head[] = "K\0\0\0\014";
+	char *k = memmem(p, n, head, sizeof(head) - 1);
+	uint32_t one = htonl(1);
+
+	if (!k || (size_t)(k - p) + 9 > n)
+		return 0;
+	memcpy(k + 5, &one, 4);
+	return 1;
+}
+
 /* Relays one client connection c to the server until either side ends. */
 static void
 cut_proxy_relay(struct cut_proxy *x, int c)
 {
 	int sv = tcp_connect_local(x->server_port), swallow = 0, part = 0;
-	int seen = 0, counting = 0;
+	int seen = 0, counting = 0, keyed = !x->pooled;
 	size_t at = 0, cat = 0;
 	char buf[65536];
 
@@ -2154,8 +2214,8 @@ cut_proxy_relay(struct cut_proxy *x, int c)
 						   trips_in(buf, (size_t)n,
 							    &cat),
 						   __ATOMIC_SEQ_CST);
-			if (x->seen && memmem(buf, (size_t)n, x->seen,
-					      strlen(x->seen))) {
+			if (x->seen && statement_runs(x, buf, (size_t)n) &&
+			    x->seen_times <= 0) {
 				x->seen = NULL;
 				x->on_seen();
 			}
@@ -2176,6 +2236,8 @@ cut_proxy_relay(struct cut_proxy *x, int c)
 			n = read(sv, buf, sizeof(buf));
 			if (n <= 0)
 				break;
+			if (!keyed)
+				keyed = fake_backend_key(buf, (size_t)n);
 			if (swallow) {
 				if (ends_ready(buf, (size_t)n))
 					goto cut;
@@ -2517,18 +2579,20 @@ release_area_lock(void)
  * claim took: looking first, it would find nothing, pass over the task
  * (locked by that claim) and take another or none, and the task would
  * sit claimed by nobody until its lease ran out. The lock is released
- * only once the store asks after that session.
+ * only once the store asks after that session a second time (the first
+ * found it running). pooled: through a
+ * stand-in for a pooler, whose process numbers are its own, so the store
+ * must ask the server which process its session is.
  */
-TEST(claim_lost_while_running_lands_once)
+static void
+claim_lost_while_running_lands_once(int pooled)
 {
-	struct cut_proxy x = { 0 };
+	struct cut_proxy x = { .pooled = pooled };
 	struct store *s, *direct;
 	struct err e = ERR_INIT;
 	struct task t = { 0 };
 	int64_t id;
 
-	if (!pg_dsn())
-		return;
 	direct = open_store();
 	s = open_store_via(&x);
 	id = add_task(s, "claimed while cut", 0, "a", NULL);
@@ -2538,6 +2602,7 @@ TEST(claim_lost_while_running_lands_once)
 		       "SELECT pg_advisory_lock(108170700680706)"));
 
 	x.seen = "pg_stat_activity";
+	x.seen_times = 2; /* asked after once, found running, asked again */
 	x.on_seen = release_area_lock;
 	x.armed = CUT_SENT;
 	ASSERT_OK(store_task_claim(s, "w", HOUR_MS, &t, &e), &e);
@@ -2552,6 +2617,18 @@ TEST(claim_lost_while_running_lands_once)
 	store_close(s);
 	cut_proxy_stop(&x);
 	store_close(direct);
+}
+
+TEST(claim_lost_while_running_lands_once)
+{
+	if (pg_dsn())
+		claim_lost_while_running_lands_once(0);
+}
+
+TEST(claim_lost_while_running_behind_a_pooler_lands_once)
+{
+	if (pg_dsn())
+		claim_lost_while_running_lands_once(1);
 }
 
 /* What another writer does while the proxy has the connection cut. */

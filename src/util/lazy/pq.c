@@ -19,7 +19,6 @@
 	  (c))                                                              \
 	X(char *, PQerrorMessage, (const PGconn *c), (c))                   \
 	X(int, PQsocket, (const PGconn *c), (c))                            \
-	X(int, PQbackendPID, (const PGconn *c), (c))                        \
 	X(PQnoticeProcessor, PQsetNoticeProcessor,                          \
 	  (PGconn * c, PQnoticeProcessor f, void *arg), (c, f, arg))        \
 	X(PGresult *, PQexec, (PGconn * c, const char *q), (c, q))          \
