@@ -11,8 +11,9 @@
 -- COMMIT (set_config with is_local false; a rollback undoes it), and
 -- the NOTIFY after the COMMIT (CLAIM_NOTIFY_SQL) fires only when it
 -- reads 'y'. Every call resets it first. baton_task_claim is 008's
--- with those two lines, and its settings of 008 and 009 restated (a
--- CREATE OR REPLACE drops what it does not name).
+-- with those two lines (assignments, which PL/pgSQL evaluates without
+-- starting an executor as PERFORM does), and its settings of 008 and
+-- 009 restated (a CREATE OR REPLACE drops what it does not name).
 CREATE OR REPLACE FUNCTION baton_task_claim(p_now BIGINT, p_holder TEXT,
 				 p_worker TEXT, p_expires BIGINT,
 				 p_skip BIGINT[],
@@ -27,8 +28,9 @@ SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
 	v_id BIGINT;
 	v_area TEXT;
+	v_set TEXT;
 BEGIN
-	PERFORM set_config('baton.claimed', '', false);
+	v_set := set_config('baton.claimed', '', false);
 	SELECT q.id, q.area INTO v_id, v_area FROM tasks AS q
 	 WHERE q.status = 'queued' AND q.not_before <= p_now
 	 AND q.id <> ALL (p_skip)
@@ -71,7 +73,7 @@ BEGIN
 		NULL, '{"worker":' || p_worker || ',"token":'
 		|| claim_task.lease_token || ',"attempt":'
 		|| claim_task.attempts || '}');
-	PERFORM set_config('baton.claimed', 'y', false);
+	v_set := set_config('baton.claimed', 'y', false);
 	RETURN NEXT;
 END
 $$;
