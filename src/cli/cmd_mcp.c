@@ -232,7 +232,7 @@ static struct sched_ctx
 ctx_of(struct mcp *m)
 {
 	struct sched_ctx x = { m->c->store, &m->c->ws, &m->c->cfg, "mcp",
-			       m->c->store_spec, 0 };
+			       m->c->store_spec, 0, NULL };
 
 	return x;
 }

@@ -100,7 +100,7 @@ static int
 settle_drift(struct cli *c, const char *ref, enum drift_choice choice)
 {
 	struct sched_ctx x = { c->store, &c->ws, &c->cfg, "cli",
-			       c->store_spec, 0 };
+			       c->store_spec, 0, NULL };
 	struct sched_rerun rerun = { &x, 0 };
 	struct drift_outcome o;
 	struct err e = ERR_INIT;

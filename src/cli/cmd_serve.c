@@ -156,7 +156,7 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 	struct serve_companion forge = { "forge sync", start_forge, &http };
 	char *token = NULL;
 	struct sched_ctx x = { c->store, &c->ws, &c->cfg, cmd->name,
-			       c->store_spec, host };
+			       c->store_spec, host, NULL };
 	struct serve_opts o = { .workers = c->cfg.runtime.workers,
 				.store = c->store_spec };
 	struct err e = ERR_INIT;

@@ -42,7 +42,7 @@ static struct sched_ctx
 ctx_of(struct cli *c)
 {
 	struct sched_ctx x = { c->store, &c->ws, &c->cfg, "cli",
-			       c->store_spec, 0 };
+			       c->store_spec, 0, NULL };
 
 	return x;
 }

@@ -371,6 +371,11 @@ static const struct event_type types[] = {
 	  "the task's run stopped and the task took its status from it",
 	  "`{\"run\", \"status\", \"block_reason\"?, \"reason\"?}`; a retry "
 	  "adds `\"failures\", \"not_before\"`" },
+	{ "task_released", EVENT_G_TASK,
+	  "a serve worker that stopped gave back the task its last settle "
+	  "had claimed, before it started it: queued again, the attempt not "
+	  "spent",
+	  "`{\"worker\", \"reason\"}`" },
 	{ "lease_expired", EVENT_G_TASK,
 	  "the sweep requeued a running task whose lease ran out",
 	  "`{\"worker\"?, \"reason\"}`" },

@@ -301,7 +301,7 @@ out:
 struct sched_ctx
 forge__sched(const struct forge_ctx *fx)
 {
-	struct sched_ctx x = { fx->s, fx->ws, fx->cfg, "forge", NULL, 0 };
+	struct sched_ctx x = { fx->s, fx->ws, fx->cfg, "forge", NULL, 0, NULL };
 
 	return x;
 }

@@ -40,6 +40,12 @@ struct sched_ctx {
 	const char *holder; /* this worker's id: "host:pid:n" */
 	const char *store_spec; /* what a worker's own threads reopen */
 	int tasks_only;	/* a worker host: never judges or lands */
+	/*
+	 * A serve worker's: the task its last settle claimed in the same
+	 * transaction (id 0: none), which sched_work_once works next.
+	 * NULL: each task is claimed on its own.
+	 */
+	struct task *next;
 };
 
 /* ---- wake.c ------------------------------------------------------------ */
@@ -228,12 +234,22 @@ int sched_judge_next(struct sched_ctx *x, struct err *e);
 
 /*
  * One worker's work while there is some: (auto_merge) lands the next
- * due branch; else claims a task and drives its run to a resting point,
- * settling the task after; else judges. A worker host (tasks_only) does
+ * due branch; else claims a task (or takes the one x->next holds) and
+ * drives its run to a resting point, settling the task after (and, with
+ * x->next and no auto_merge, claiming the next in the settle's
+ * transaction); else judges. A worker host (tasks_only) does
  * tasks alone. Returns 1 when it did something, 0 when there was
  * nothing to do, negative on error.
  */
 int sched_work_once(struct sched_ctx *x, struct err *e);
+
+/*
+ * A worker that stops with a task its last settle claimed (x->next)
+ * gives it back: queued again, the attempt not spent, a task_released
+ * event on record. Best effort: a task left leased is requeued by the
+ * sweep once its lease runs out.
+ */
+void sched_release_next(struct sched_ctx *x);
 
 /* ---- sweep.c ----------------------------------------------------------- */
 

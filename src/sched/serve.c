@@ -148,6 +148,7 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 {
 	struct sched_ctx x = *sp->x;
 	struct worker_rec me_rec = { 0 };
+	struct task next = { 0 };
 	struct err e = ERR_INIT;
 	char holder[300];
 	unsigned char me = (unsigned char)idx;
@@ -171,6 +172,7 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 	snprintf(holder, sizeof(holder), "%s:%ld:%d", sched__host(),
 		 (long)getpid(), idx);
 	x.holder = holder;
+	x.next = &next;
 	me_rec.id = holder;
 	me_rec.host = (char *)sched__host();
 	me_rec.pid = getpid();
@@ -183,16 +185,17 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 		rc = sched_work_once(&x, &e);
 		if (rc > 0 && told_to_go(ctl_rd))
 			break;
-		if (rc > 0)
-			continue;
 		if (rc < 0) {
 			log_error("worker %d: %s", idx, e.msg);
 			e = (struct err)ERR_INIT;
 			sleep(1); /* a broken store must not spin */
 		}
+		if (rc > 0 || next.id) /* more, or a task claimed ahead */
+			continue;
 		if (write(sp->status[1], &me, 1) < 0 || !await_word(ctl_rd))
 			break;
 	}
+	sched_release_next(&x);
 	store_worker_stop(x.store, holder, &e);
 	store_close(x.store);
 	_exit(0);

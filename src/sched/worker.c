@@ -322,6 +322,33 @@ forget_checkpoints(struct sched_ctx *x, const struct run *r)
 		log_warn("run %s: %s", r->id, e.msg);
 }
 
+/*
+ * The settling write of t (its task_settled event with data). A serve
+ * worker claims its next task in the same transaction (x->next): one
+ * commit where a settle and a claim took two. Not with auto_merge,
+ * where landing comes before the next claim (sched_work_once).
+ */
+static int
+settle_write(struct sched_ctx *x, struct task *t, const char *data,
+	     struct err *e)
+{
+	struct event ev = { .type = (char *)"task_settled",
+			    .data = (char *)data };
+	int rc;
+
+	if (!x->next || x->cfg->runtime.auto_merge)
+		return sched_task_write(x, t, ev.type, data, e);
+	task_release(x->next);
+	memset(x->next, 0, sizeof(*x->next));
+	rc = store_task_settle_claim(x->store, t, &ev, x->holder,
+				     (int64_t)x->cfg->runtime.lease_seconds *
+					     1000,
+				     x->next, e);
+	if (!rc)
+		sched_wake(x->ws);
+	return rc;
+}
+
 int
 sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 	      int64_t resume_after_ms, struct err *e)
@@ -378,7 +405,7 @@ sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 	data = json_take_text(json_pack("{s:s, s:s, s:s?, s:s?}", "run", r->id,
 				    "status", t->status, "block_reason",
 				    t->block_reason, "reason", t->reason));
-	rc = sched_task_write(x, t, "task_settled", data, e);
+	rc = settle_write(x, t, data, e);
 	free(data);
 	return rc;
 }
@@ -632,9 +659,16 @@ sched_work_once(struct sched_ctx *x, struct err *e)
 		if (rc)
 			return rc;
 	}
-	rc = store_task_claim(x->store, x->holder,
-			      (int64_t)x->cfg->runtime.lease_seconds * 1000,
-			      &t, e);
+	if (x->next && x->next->id) {
+		t = *x->next; /* claimed by the last settle */
+		memset(x->next, 0, sizeof(*x->next));
+		rc = 0;
+	} else {
+		rc = store_task_claim(x->store, x->holder,
+				      (int64_t)x->cfg->runtime.lease_seconds *
+					      1000,
+				      &t, e);
+	}
 	if (rc == 0) {
 		rc = work_task(x, &t, e);
 		task_release(&t);
@@ -645,4 +679,31 @@ sched_work_once(struct sched_ctx *x, struct err *e)
 	if (x->tasks_only || !x->cfg->runtime.judge)
 		return 0;
 	return sched_judge_next(x, e);
+}
+
+void
+sched_release_next(struct sched_ctx *x)
+{
+	struct err e = ERR_INIT;
+	struct task *t = x->next;
+	char *data;
+
+	if (!t || !t->id)
+		return;
+	data = json_take_text(json_pack("{s:s, s:s}", "worker", x->holder,
+					"reason",
+					"the worker stopped before it "
+					"started the task"));
+	store_fence(x->store, t->id, t->lease_token);
+	sched__drop_lease(t);
+	run_set(&t->status, TASK_QUEUED);
+	t->attempts--;
+	if (sched_task_write(x, t, "task_released", data, &e))
+		log_warn("task %lld: %s (the sweep requeues it once its lease "
+			 "runs out)",
+			 (long long)t->id, e.msg);
+	store_fence(x->store, 0, 0);
+	free(data);
+	task_release(t);
+	memset(t, 0, sizeof(*t));
 }

@@ -246,7 +246,7 @@ static struct sched_ctx
 ctx_of(struct req *rq)
 {
 	struct sched_ctx x = { rq->store, rq->srv->ws,	       rq->srv->cfg,
-			       "http",	  rq->srv->store_spec, 0 };
+			       "http",	  rq->srv->store_spec, 0, NULL };
 
 	return x;
 }

@@ -172,7 +172,24 @@ test_expect_success 'Ctrl-C drains: the running task finishes, nothing new start
 	touch "$FAKE_STATE/go" &&
 	test "$(bg_wait ../drain 60)" = 0 &&
 	"$BATON" task list --json >../dr.json &&
-	test_jq ".[0].status == \"done\" and .[1].status == \"queued\"" ../dr.json
+	test_jq ".[0].status == \"done\" and .[1].status == \"queued\"" ../dr.json &&
+	test_jq ".[1].attempts == 0 and .[1].lease_holder == null" ../dr.json
+'
+
+test_expect_success 'a worker claims its next task as it settles one; stopping, it gives it back unspent' '
+	cd drain &&
+	"$BATON" events --all --json | jq -c "select(.task == 2) | .type" >../dr.types &&
+	printf "%s\n" "\"task_added\"" "\"task_claimed\"" "\"task_released\"" >../expect &&
+	test_cmp ../expect ../dr.types &&
+	"$BATON" events --all --json |
+		jq -s "map(select(.type == \"task_settled\" or .type == \"task_claimed\")) | map([.task, .type])" >../order.json &&
+	test_jq ". == [[1, \"task_claimed\"], [1, \"task_settled\"], [2, \"task_claimed\"]]" ../order.json &&
+	"$BATON" events --all --json | jq -s "map(select(.type == \"task_released\")) | .[0].data" >../rel.json &&
+	test_jq ".reason == \"the worker stopped before it started the task\" and (.worker | test(\":0$|:1$\"))" ../rel.json &&
+	bg_start ../drain2 "$BATON" serve --workers 1 --exit-when-idle &&
+	test "$(bg_wait ../drain2 60)" = 0 &&
+	"$BATON" task show 2 --json >../t2.json &&
+	test_jq ".status == \"done\" and .attempts == 1" ../t2.json
 '
 
 test_expect_success 'a second Ctrl-C stops at once; the next serve resumes the run' '
