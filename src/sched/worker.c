@@ -688,8 +688,12 @@ sched_release_next(struct sched_ctx *x)
 	struct task *t = x->next;
 	char *data;
 
-	if (!t || !t->id)
+	if (!t)
 		return;
+	if (!t->id) {
+		task_release(t);
+		return;
+	}
 	data = json_take_text(json_pack("{s:s, s:s}", "worker", x->holder,
 					"reason",
 					"the worker stopped before it "
