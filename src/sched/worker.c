@@ -322,6 +322,13 @@ forget_checkpoints(struct sched_ctx *x, const struct run *r)
 		log_warn("run %s: %s", r->id, e.msg);
 }
 
+/* How long a claim of this worker lasts without a renewal. */
+static int64_t
+claim_lease_ms(const struct sched_ctx *x)
+{
+	return (int64_t)x->cfg->runtime.lease_seconds * 1000;
+}
+
 /*
  * The settling write of t (its task_settled event with data). A serve
  * worker claims its next task in the same transaction (x->next): one
@@ -341,9 +348,7 @@ settle_write(struct sched_ctx *x, struct task *t, const char *data,
 	task_release(x->next);
 	memset(x->next, 0, sizeof(*x->next));
 	rc = store_task_settle_claim(x->store, t, &ev, x->holder,
-				     (int64_t)x->cfg->runtime.lease_seconds *
-					     1000,
-				     x->next, e);
+				     claim_lease_ms(x), x->next, e);
 	if (!rc)
 		sched_wake(x->ws);
 	return rc;
@@ -600,10 +605,10 @@ work_task(struct sched_ctx *x, struct task *t, struct err *e)
 	struct engine en;
 	struct keeper k;
 	struct run r = { 0 };
-	int64_t lease_ms = (int64_t)x->cfg->runtime.lease_seconds * 1000;
 	int rc;
 
-	rc = keeper_start(&k, x->store_spec, t->id, t->lease_token, lease_ms, e);
+	rc = keeper_start(&k, x->store_spec, t->id, t->lease_token,
+			  claim_lease_ms(x), e);
 	if (rc)
 		return rc;
 	store_fence(x->store, t->id, t->lease_token);
@@ -664,9 +669,7 @@ sched_work_once(struct sched_ctx *x, struct err *e)
 		memset(x->next, 0, sizeof(*x->next));
 		rc = 0;
 	} else {
-		rc = store_task_claim(x->store, x->holder,
-				      (int64_t)x->cfg->runtime.lease_seconds *
-					      1000,
+		rc = store_task_claim(x->store, x->holder, claim_lease_ms(x),
 				      &t, e);
 	}
 	if (rc == 0) {

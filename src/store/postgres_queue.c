@@ -1141,11 +1141,14 @@ claim_worker_json(const char *holder)
 	return out;
 }
 
-/* The columns of a claim (baton_task_claim of pg/008-claim.sql). */
+/*
+ * The columns of a claim (baton_task_claim of pg/008-claim.sql) that
+ * claim_read reads: the task, its dependencies, the overlap.
+ */
 #define CLAIM_SELECT                                                           \
-	"SELECT " TASK_COLUMNS ", claim_deps, claim_xid, claim_seq,"           \
-	" claim_overlap FROM (SELECT (c.claim_task).*, c.claim_deps,"          \
-	" c.claim_xid, c.claim_seq, c.claim_overlap FROM baton_task_claim("
+	"SELECT " TASK_COLUMNS ", claim_deps, claim_overlap FROM (SELECT"      \
+	" (c.claim_task).*, c.claim_deps, c.claim_overlap"                     \
+	" FROM baton_task_claim("
 
 /*
  * What a claim statement returned: no row is BATON_ENOTFOUND, a row
@@ -1170,7 +1173,7 @@ claim_read(const PGresult *res, int64_t *overlap, struct task *out,
 		return err_set(e, BATON_ESTORE, "cannot %s: no task came back",
 			       what);
 	read_task(res, 0, &t);
-	push_deps(&t, PQgetvalue(res, 0, nf - 4));
+	push_deps(&t, PQgetvalue(res, 0, nf - 2));
 	*out = t;
 	return 0;
 }
