@@ -2532,7 +2532,8 @@ TEST(postgres_commit_lost_lands_once)
 	ASSERT_EQ(got.version, 2);
 	ASSERT_STREQ(got.status, "planning");
 	run_release(&got);
-	ASSERT_EQ(count_events(s, r.id, "transition"), 2);
+	/* the killed try's event left a hole (see events_seen) */
+	ASSERT_EQ(events_seen(s, r.id, "transition", 2), 2);
 	free(pg_sql(admin, "SELECT last_value FROM kill_once"));
 	PQfinish(admin);
 	event_release(&ev);
