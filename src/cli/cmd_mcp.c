@@ -231,8 +231,9 @@ text_ok(const json_t *args, const char *key, struct outcome *o)
 static struct sched_ctx
 ctx_of(struct mcp *m)
 {
-	struct sched_ctx x = { m->c->store, &m->c->ws, &m->c->cfg, "mcp",
-			       m->c->store_spec, 0, NULL };
+	struct sched_ctx x = { .store = m->c->store, .ws = &m->c->ws,
+			       .cfg = &m->c->cfg, .holder = "mcp",
+			       .store_spec = m->c->store_spec };
 
 	return x;
 }

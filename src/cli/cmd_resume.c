@@ -99,8 +99,9 @@ print_changes(const struct drift_outcome *o, int *shown)
 static int
 settle_drift(struct cli *c, const char *ref, enum drift_choice choice)
 {
-	struct sched_ctx x = { c->store, &c->ws, &c->cfg, "cli",
-			       c->store_spec, 0, NULL };
+	struct sched_ctx x = { .store = c->store, .ws = &c->ws,
+			       .cfg = &c->cfg, .holder = "cli",
+			       .store_spec = c->store_spec };
 	struct sched_rerun rerun = { &x, 0 };
 	struct drift_outcome o;
 	struct err e = ERR_INIT;

@@ -155,8 +155,9 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 					    &http };
 	struct serve_companion forge = { "forge sync", start_forge, &http };
 	char *token = NULL;
-	struct sched_ctx x = { c->store, &c->ws, &c->cfg, cmd->name,
-			       c->store_spec, host, NULL };
+	struct sched_ctx x = { .store = c->store, .ws = &c->ws,
+			       .cfg = &c->cfg, .holder = cmd->name,
+			       .store_spec = c->store_spec, .tasks_only = host };
 	struct serve_opts o = { .workers = c->cfg.runtime.workers,
 				.store = c->store_spec };
 	struct err e = ERR_INIT;

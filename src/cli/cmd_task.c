@@ -41,8 +41,9 @@ cli_task_counts(struct store *s, struct buf *out, struct err *e)
 static struct sched_ctx
 ctx_of(struct cli *c)
 {
-	struct sched_ctx x = { c->store, &c->ws, &c->cfg, "cli",
-			       c->store_spec, 0, NULL };
+	struct sched_ctx x = { .store = c->store, .ws = &c->ws,
+			       .cfg = &c->cfg, .holder = "cli",
+			       .store_spec = c->store_spec };
 
 	return x;
 }

@@ -301,7 +301,8 @@ out:
 struct sched_ctx
 forge__sched(const struct forge_ctx *fx)
 {
-	struct sched_ctx x = { fx->s, fx->ws, fx->cfg, "forge", NULL, 0, NULL };
+	struct sched_ctx x = { .store = fx->s, .ws = fx->ws, .cfg = fx->cfg,
+			       .holder = "forge" };
 
 	return x;
 }

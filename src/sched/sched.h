@@ -46,6 +46,9 @@ struct sched_ctx {
 	 * NULL: each task is claimed on its own.
 	 */
 	struct task *next;
+	/* a serve worker's lease keeper (worker.c), made by its first
+	 * task; NULL until then */
+	struct sched_keeper *keeper;
 };
 
 /* ---- wake.c ------------------------------------------------------------ */
@@ -244,12 +247,12 @@ int sched_judge_next(struct sched_ctx *x, struct err *e);
 int sched_work_once(struct sched_ctx *x, struct err *e);
 
 /*
- * A worker that stops with a task its last settle claimed (x->next)
- * gives it back: queued again, the attempt not spent, a task_released
- * event on record. Best effort: a task left leased is requeued by the
- * sweep once its lease runs out.
+ * A worker stops: with a task its last settle claimed (x->next) it gives
+ * that back (queued again, the attempt not spent, a task_released event
+ * on record; best effort: a task left leased is requeued by the sweep
+ * once its lease runs out), and it stops its lease keeper.
  */
-void sched_release_next(struct sched_ctx *x);
+void sched_worker_end(struct sched_ctx *x);
 
 /* ---- sweep.c ----------------------------------------------------------- */
 

@@ -195,7 +195,7 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 		if (write(sp->status[1], &me, 1) < 0 || !await_word(ctl_rd))
 			break;
 	}
-	sched_release_next(&x);
+	sched_worker_end(&x);
 	store_worker_stop(x.store, holder, &e);
 	store_close(x.store);
 	_exit(0);

@@ -61,19 +61,46 @@ sched__host(void)
 
 /* ---- the lease keeper ------------------------------------------------- */
 
-struct keeper {
+/*
+ * One keeper a worker, started with its first task and stopped with the
+ * worker (sched_worker_end): its connection is opened once, not once a
+ * task (on PostgreSQL a new server process each time). Between tasks it
+ * keeps nothing (task_id 0) and sleeps. gen counts the tasks it was
+ * given, so that a wait begun for one task never renews the next.
+ */
+struct sched_keeper {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct store *store; /* the keeper's own connection */
 	int64_t task_id, token, lease_ms;
+	unsigned gen;
 	int quit, lost;
 };
+
+/* One renewal of k's task, with k->mu held. */
+static void
+keeper_renew(struct sched_keeper *k)
+{
+	struct err e = ERR_INIT;
+	int rc = store_task_renew(k->store, k->task_id, k->token, k->lease_ms,
+				  &e);
+
+	if (rc == BATON_EFENCED) {
+		k->lost = 1;
+		log_warn("%s", e.msg);
+		/* wake the engine: it re-reads the run */
+		spawn_signal(getpid(), SIGUSR1);
+	} else if (rc) {
+		log_warn("cannot renew the lease on task %lld: %s",
+			 (long long)k->task_id, e.msg);
+	}
+}
 
 static void *
 keeper_main(void *arg)
 {
-	struct keeper *k = arg;
+	struct sched_keeper *k = arg;
 	struct timespec ts;
 	sigset_t all;
 
@@ -89,59 +116,78 @@ keeper_main(void *arg)
 		 * clock would be minutes early or late, and the lease lost.
 		 */
 		int64_t at = time_host_ms() + k->lease_ms / 3;
+		unsigned gen = k->gen;
 
+		if (!k->task_id || k->lost) {
+			pthread_cond_wait(&k->cv, &k->mu);
+			continue;
+		}
 		ts.tv_sec = at / 1000;
 		ts.tv_nsec = (at % 1000) * 1000000;
 		pthread_cond_timedwait(&k->cv, &k->mu, &ts);
-		if (k->quit || k->lost)
-			continue;
-		if (time_host_ms() >= at) {
-			struct err e = ERR_INIT;
-			int rc = store_task_renew(k->store, k->task_id,
-						  k->token, k->lease_ms, &e);
-
-			if (rc == BATON_EFENCED) {
-				k->lost = 1;
-				log_warn("%s", e.msg);
-				/* wake the engine: it re-reads the run */
-				spawn_signal(getpid(), SIGUSR1);
-			} else if (rc) {
-				log_warn("cannot renew the lease on task %lld: "
-					 "%s",
-					 (long long)k->task_id, e.msg);
-			}
-		}
+		if (!k->quit && !k->lost && k->task_id && k->gen == gen &&
+		    time_host_ms() >= at)
+			keeper_renew(k);
 	}
 	pthread_mutex_unlock(&k->mu);
 	return NULL;
 }
 
-static int
-keeper_start(struct keeper *k, const char *spec, int64_t task_id,
-	     int64_t token, int64_t lease_ms, struct err *e)
+/* A keeper on a connection of its own to spec; NULL (e says why). */
+static struct sched_keeper *
+keeper_start(const char *spec, struct err *e)
 {
+	struct sched_keeper *k = xcalloc(1, sizeof(*k));
 	int rc;
 
-	memset(k, 0, sizeof(*k));
-	rc = store_open(spec, &k->store, e);
-	if (rc)
-		return rc;
+	if (store_open(spec, &k->store, e)) {
+		free(k);
+		return NULL;
+	}
 	pthread_mutex_init(&k->mu, NULL);
 	pthread_cond_init(&k->cv, NULL);
-	k->task_id = task_id;
-	k->token = token;
-	k->lease_ms = lease_ms;
 	rc = pthread_create(&k->thread, NULL, keeper_main, k);
 	if (rc) {
 		store_close(k->store);
-		return err_set(e, -rc, "cannot start the lease keeper: %s",
-			       strerror(rc));
+		pthread_mutex_destroy(&k->mu);
+		pthread_cond_destroy(&k->cv);
+		free(k);
+		err_set(e, -rc, "cannot start the lease keeper: %s",
+			strerror(rc));
+		return NULL;
 	}
-	return 0;
+	return k;
+}
+
+/* Gives k the lease of task_id to keep (task_id 0: none any more). */
+static void
+keeper_keep(struct sched_keeper *k, int64_t task_id, int64_t token,
+	    int64_t lease_ms)
+{
+	pthread_mutex_lock(&k->mu);
+	k->task_id = task_id;
+	k->token = token;
+	k->lease_ms = lease_ms;
+	k->lost = 0;
+	k->gen++;
+	pthread_cond_signal(&k->cv);
+	pthread_mutex_unlock(&k->mu);
+}
+
+/* Whether k found the lease of its task taken over. */
+static int
+keeper_lost(struct sched_keeper *k)
+{
+	int lost;
+
+	pthread_mutex_lock(&k->mu);
+	lost = k->lost;
+	pthread_mutex_unlock(&k->mu);
+	return lost;
 }
 
 static void
-keeper_stop(struct keeper *k)
+keeper_stop(struct sched_keeper *k)
 {
 	pthread_mutex_lock(&k->mu);
 	k->quit = 1;
@@ -151,6 +197,7 @@ keeper_stop(struct keeper *k)
 	pthread_mutex_destroy(&k->mu);
 	pthread_cond_destroy(&k->cv);
 	store_close(k->store);
+	free(k);
 }
 
 /* ---- settling a task -------------------------------------------------- */
@@ -603,14 +650,12 @@ static int
 work_task(struct sched_ctx *x, struct task *t, struct err *e)
 {
 	struct engine en;
-	struct keeper k;
 	struct run r = { 0 };
-	int rc;
+	int rc, lost;
 
-	rc = keeper_start(&k, x->store_spec, t->id, t->lease_token,
-			  claim_lease_ms(x), e);
-	if (rc)
-		return rc;
+	if (!x->keeper && !(x->keeper = keeper_start(x->store_spec, e)))
+		return e->rc;
+	keeper_keep(x->keeper, t->id, t->lease_token, claim_lease_ms(x));
 	store_fence(x->store, t->id, t->lease_token);
 	engine_init(&en, x->store, x->ws, x->cfg);
 	en.detach = 1;
@@ -623,7 +668,8 @@ work_task(struct sched_ctx *x, struct task *t, struct err *e)
 		rc = store_run_get(x->store, t->run_id, &r, e);
 	else if (!rc)
 		rc = engine_drive(&en, t->run_id, &r, e);
-	if (rc == BATON_EFENCED || k.lost) {
+	lost = keeper_lost(x->keeper);
+	if (rc == BATON_EFENCED || lost) {
 		log_warn("task %lld: %s", (long long)t->id,
 			 rc ? e->msg : "lease lost");
 		rc = 0; /* the new holder owns the task now */
@@ -645,7 +691,7 @@ work_task(struct sched_ctx *x, struct task *t, struct err *e)
 		t->block_reason ? t->block_reason : "",
 		t->block_reason ? ")" : "", rc ? " (lease lost)" : "");
 	store_fence(x->store, 0, 0);
-	keeper_stop(&k);
+	keeper_keep(x->keeper, 0, 0, 0);
 	engine_release(&en);
 	run_release(&r);
 	return rc;
@@ -684,8 +730,9 @@ sched_work_once(struct sched_ctx *x, struct err *e)
 	return sched_judge_next(x, e);
 }
 
-void
-sched_release_next(struct sched_ctx *x)
+/* sched_worker_end's give-back of x->next. */
+static void
+release_next(struct sched_ctx *x)
 {
 	struct err e = ERR_INIT;
 	struct task *t = x->next;
@@ -713,4 +760,13 @@ sched_release_next(struct sched_ctx *x)
 	free(data);
 	task_release(t);
 	memset(t, 0, sizeof(*t));
+}
+
+void
+sched_worker_end(struct sched_ctx *x)
+{
+	release_next(x);
+	if (x->keeper)
+		keeper_stop(x->keeper);
+	x->keeper = NULL;
 }

@@ -245,8 +245,9 @@ chat_serve_start(struct server *srv, struct err *e)
 static struct sched_ctx
 ctx_of(struct req *rq)
 {
-	struct sched_ctx x = { rq->store, rq->srv->ws,	       rq->srv->cfg,
-			       "http",	  rq->srv->store_spec, 0, NULL };
+	struct sched_ctx x = { .store = rq->store, .ws = rq->srv->ws,
+			       .cfg = rq->srv->cfg, .holder = "http",
+			       .store_spec = rq->srv->store_spec };
 
 	return x;
 }

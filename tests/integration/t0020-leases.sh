@@ -15,6 +15,10 @@ write_agent() {
 	if [ -f "$T/limit-for" ] && [ ! -f "$T/limit-until" ]; then
 		echo $(( $(date +%s) + $(cat "$T/limit-for") )) >"$T/limit-until"
 	fi
+	if grep -q keeper "$BATON_PROMPT_FILE"; then
+		echo "$BATON_RUN_ID" >"$T/keeper.run"
+		while [ ! -e "$T/go-$BATON_RUN_ID" ]; do sleep 0.1; done
+	fi
 	if grep -q slow "$BATON_PROMPT_FILE"; then
 		echo $$ >"$T/slow.pid"
 		while [ ! -e "$T/go" ]; do sleep 0.1; done
@@ -81,6 +85,46 @@ test_expect_success 'a worker stalled past its lease loses the task to another' 
 	test_jq ".status == \"done\"" ../t1b.json &&
 	kill -TERM "$(cat ../serveA.pid)" &&
 	bg_wait ../serveA 30
+'
+
+# backends: the server processes of this repository's database but the
+# asking one, "pid backend_start" a line (PostgreSQL).
+backends() {
+	db_query "SELECT pid || ' ' || backend_start FROM pg_stat_activity
+		  WHERE datname = current_database()
+		  AND pid <> pg_backend_pid() ORDER BY pid"
+}
+
+# gate_open RUN: lets the agent call of RUN (a "keeper" task) finish, once the lease
+# (2 s) it holds has had to be renewed.
+gate_open() {
+	sleep 3 && touch "$FAKE_STATE/go-$1"
+}
+
+test_expect_success 'a worker keeps its lease keeper, and its connection, from task to task' '
+	setup_repo keep &&
+	cd keep &&
+	"$BATON" task add "keeper one" >/dev/null &&
+	"$BATON" task add "keeper two" >/dev/null &&
+	bg_start ../keep "$BATON" serve --workers 1 --exit-when-idle &&
+	wait_for "test -s \"$FAKE_STATE/keeper.run\"" 30 &&
+	r1=$(cat "$FAKE_STATE/keeper.run") &&
+	if [ -n "${BATON_TEST_PG_ADMIN:-}" ]; then backends >../keep.b1; fi &&
+	gate_open "$r1" &&
+	wait_for "! grep -qx \"$r1\" \"$FAKE_STATE/keeper.run\"" 30 &&
+	r2=$(cat "$FAKE_STATE/keeper.run") &&
+	if [ -n "${BATON_TEST_PG_ADMIN:-}" ]; then backends >../keep.b2; fi &&
+	gate_open "$r2" &&
+	test "$(bg_wait ../keep 60)" = 0 &&
+	"$BATON" task list --json >../keep.json &&
+	test_jq "map(.status) == [\"done\", \"done\"]" ../keep.json &&
+	test_jq "map(.attempts) == [1, 1]" ../keep.json &&
+	"$BATON" events --all --json >../keep.ev &&
+	test_grep ! lease_expired ../keep.ev &&
+	if [ -n "${BATON_TEST_PG_ADMIN:-}" ]; then
+		test_line_count = 4 ../keep.b1 &&
+		test_cmp ../keep.b1 ../keep.b2
+	fi
 '
 
 test_expect_success 'a rate-limited provider parks tasks in quota_wait, then all complete' '
