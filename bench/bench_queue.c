@@ -75,6 +75,14 @@
  *       connection and its rounds in flight beside the others', as H
  *       machines would run.
  *
+ *   bench_queue [--store ADMIN_URL | -d DIR] --keeper K
+ *       What a serve worker's lease keeper costs a task, K tasks each
+ *       way, on one claimed task of a fresh database: a keeper a task
+ *       (store_open, one store_task_renew, store_close: what a worker did
+ *       until it kept one keeper for all its tasks) against a renewal on
+ *       a connection kept open (what it does now). Prints the mean and
+ *       p50/p99 of each, in us.
+ *
  *   bench_queue --fill DBPATH COUNT [AREAS]
  *       Replaces the database at DBPATH (the .baton/baton.db of "baton
  *       init") with one holding COUNT queued tasks, each with its
@@ -1639,6 +1647,63 @@ print_setting(const char *name)
 	free(sql);
 }
 
+/* Prints the mean, p50 and p99 of the k times in v (ns), sorting v. */
+static void
+print_times(const char *what, int64_t *v, size_t k)
+{
+	int64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < k; i++)
+		sum += v[i];
+	qsort(v, k, sizeof(*v), cmp_i64);
+	printf("  %-42s %10.1f %10.1f %10.1f\n", what,
+	       (double)sum / (double)k / 1e3, percentile_us(v, k, 50),
+	       percentile_us(v, k, 99));
+}
+
+/* --keeper: see the top of this file. */
+static int
+run_keeper(const char *dir, size_t k)
+{
+	char *path = db_fresh(dir);
+	struct store *s = open_store(path), *ks;
+	int64_t *v = xcalloc(k, sizeof(*v)), t0;
+	struct task t = { 0 };
+	struct err e = ERR_INIT;
+	size_t i;
+
+	add_tasks(s, 1, 0);
+	if (store_task_claim(s, "bench", 3600 * 1000, &t, &e))
+		fail("cannot claim: %s", e.msg);
+	printf("%d renewals of one lease, each way (us)\n", (int)k);
+	printf("  %-42s %10s %10s %10s\n", "", "mean", "p50", "p99");
+	for (i = 0; i < k; i++) {
+		t0 = mono_ns();
+		if (store_open(path, &ks, &e) ||
+		    store_task_renew(ks, t.id, t.lease_token, 3600 * 1000, &e))
+			fail("cannot renew: %s", e.msg);
+		store_close(ks);
+		v[i] = mono_ns() - t0;
+	}
+	print_times("a keeper a task: open, renew, close", v, k);
+	ks = open_store(path);
+	for (i = 0; i < k; i++) {
+		t0 = mono_ns();
+		if (store_task_renew(ks, t.id, t.lease_token, 3600 * 1000, &e))
+			fail("cannot renew: %s", e.msg);
+		v[i] = mono_ns() - t0;
+	}
+	print_times("one keeper a worker: renew", v, k);
+	store_close(ks);
+	store_close(s);
+	task_release(&t);
+	free(v);
+	db_drop(path);
+	free(path);
+	return 0;
+}
+
 /*
  * --store: the drains and the latency runs on the server of admin_url,
  * each measurement on a database of its own.
@@ -1794,6 +1859,7 @@ usage(void)
 		"[-q QUEUES] [--samples S] [--analyze]\n"
 		"                   [--settle-claim | --batch K "
 		"[--settle-claim] | --host K [--hosts H]]\n"
+		"       bench_queue [--store ADMIN_URL | -d DIR] --keeper K\n"
 		"       bench_queue --fill DBPATH COUNT [AREAS]\n"
 		"QUEUES: noarea, areas8 or noarea,areas8 (the default)\n");
 	exit(2);
@@ -1804,7 +1870,7 @@ main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR"), *base = NULL, *list = DEFAULT_LIST;
 	const char *dir, *shmdir, *url = NULL, *qlist = "noarea,areas8";
-	size_t n = DEFAULT_N, nws, q;
+	size_t n = DEFAULT_N, nws, q, keeper_k = 0;
 	long samples = DEFAULT_SAMPLES;
 	int ws[8], i, use_shm = 1;
 	char fsbuf[32];
@@ -1837,6 +1903,8 @@ main(int argc, char **argv)
 			batch_k = (size_t)count_arg(argv[++i], "K");
 		else if (!strcmp(argv[i], "--host") && i + 1 < argc)
 			host_k = host_arg(argv[++i]), host_mode = 1;
+		else if (!strcmp(argv[i], "--keeper") && i + 1 < argc)
+			keeper_k = (size_t)count_arg(argv[++i], "K");
 		else if (!strcmp(argv[i], "--hosts") && i + 1 < argc)
 			host_count = (int)count_arg(argv[++i], "H");
 		else
@@ -1851,11 +1919,23 @@ main(int argc, char **argv)
 			break;
 	if (q == ARRAY_SIZE(queues))
 		usage();
+	if (keeper_k && url) {
+		admin_connect(url);
+		atexit(db_cleanup);
+		printf("PostgreSQL %s: ",
+		       PQparameterStatus(pg_admin, "server_version"));
+		return run_keeper(NULL, keeper_k);
+	}
 	if (url)
 		return run_postgres(url, qlist, n, samples, ws, nws);
 	if (!base)
 		base = tmp && *tmp ? tmp : "/tmp";
 	dir = scratch_dir(base, "baton-bench-queue");
+	if (keeper_k) {
+		printf("sqlite %s in %s (%s): ", sqlite3_libversion(), dir,
+		       fs_name(dir, fsbuf, sizeof(fsbuf)));
+		return run_keeper(dir, keeper_k);
+	}
 
 	printf("baton queue benchmark: sqlite %s, synchronous=FULL, WAL; "
 	       "each worker its own process and connection\n",
