@@ -11,7 +11,8 @@
  *                └─ worker N:   ... or land an approved branch
  *
  * Workers are processes, each with its own store connection and its own
- * lease thread. A worker idle for lack of work sleeps on a pipe; anyone
+ * lease thread (the keeper, on a connection of its own, which also keeps
+ * the worker's record). A worker idle for lack of work sleeps on a pipe; anyone
  * who makes work (`baton task add`, a run that ends, an approval) writes
  * to the repository's wake FIFO (.baton/wake), the supervisor reads it
  * and wakes every idle worker: nothing polls between an enqueue and the
@@ -30,6 +31,7 @@ struct merge_item;
 struct run;
 struct store;
 struct task;
+struct worker_rec;
 struct workspace;
 
 /* What a piece of the runtime works with; all borrowed. */
@@ -46,8 +48,8 @@ struct sched_ctx {
 	 * NULL: each task is claimed on its own.
 	 */
 	struct task *next;
-	/* a serve worker's lease keeper (worker.c), made by its first
-	 * task; NULL until then */
+	/* a serve worker's lease keeper (worker.c: sched_worker_begin);
+	 * NULL elsewhere */
 	struct sched_keeper *keeper;
 };
 
@@ -247,10 +249,22 @@ int sched_judge_next(struct sched_ctx *x, struct err *e);
 int sched_work_once(struct sched_ctx *x, struct err *e);
 
 /*
- * A worker stops: with a task its last settle claimed (x->next) it gives
+ * A serve worker begins, before its first sched_work_once: its lease
+ * keeper starts, a thread on a store connection of its own that puts
+ * rec (the worker's record: id, host, pid; its strings must outlive the
+ * worker) on record now and again every third of runtime.lease_seconds,
+ * with the task it works on, and renews that task's lease. Fails when
+ * the keeper's connection cannot be opened.
+ */
+int sched_worker_begin(struct sched_ctx *x, const struct worker_rec *rec,
+		       struct err *e);
+
+/*
+ * A worker ends: with a task its last settle claimed (x->next) it gives
  * that back (queued again, the attempt not spent, a task_released event
  * on record; best effort: a task left leased is requeued by the sweep
- * once its lease runs out), and it stops its lease keeper.
+ * once its lease runs out), stops its lease keeper and marks its record
+ * stopped.
  */
 void sched_worker_end(struct sched_ctx *x);
 

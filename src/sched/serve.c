@@ -173,15 +173,15 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 		 (long)getpid(), idx);
 	x.holder = holder;
 	x.next = &next;
+	/* on record for the API and doctor: alive, since when, on what */
 	me_rec.id = holder;
 	me_rec.host = (char *)sched__host();
 	me_rec.pid = getpid();
+	if (sched_worker_begin(&x, &me_rec, &e)) {
+		log_error("worker %d: %s", idx, e.msg);
+		_exit(1);
+	}
 	for (;;) {
-		/* on record for the API and doctor: alive, and since when */
-		if (store_worker_beat(x.store, &me_rec, &e)) {
-			log_warn("worker %d: %s", idx, e.msg);
-			e = (struct err)ERR_INIT;
-		}
 		rc = sched_work_once(&x, &e);
 		if (rc > 0 && told_to_go(ctl_rd))
 			break;
@@ -196,7 +196,6 @@ worker_main(struct sup *sp, int idx, int ctl_rd, pid_t parent)
 			break;
 	}
 	sched_worker_end(&x);
-	store_worker_stop(x.store, holder, &e);
 	store_close(x.store);
 	_exit(0);
 }

@@ -62,39 +62,72 @@ sched__host(void)
 /* ---- the lease keeper ------------------------------------------------- */
 
 /*
- * One keeper a worker, started with its first task and stopped with the
- * worker (sched_worker_end): its connection is opened once, not once a
- * task (on PostgreSQL a new server process each time). Between tasks it
- * keeps nothing (task_id 0) and sleeps. gen counts the tasks it was
- * given, so that a wait begun for one task never renews the next.
+ * One keeper a serve worker, from its start to its end
+ * (sched_worker_begin, sched_worker_end), on a store connection of its
+ * own, opened once (on PostgreSQL a connection a task would be a server
+ * process a task). Every third of the lease it renews the lease of the
+ * worker's task, if it has one, and refreshes the worker's record: alive,
+ * and on which task. So an idle worker is heard of as often as a busy
+ * one, and the worker's own connection makes no write for its record.
  */
 struct sched_keeper {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct store *store; /* the keeper's own connection */
-	int64_t task_id, token, lease_ms;
-	unsigned gen;
+	struct store *store;   /* the keeper's own connection */
+	struct worker_rec rec; /* the worker's; its strings borrowed */
+	int64_t task_id, token; /* the task whose lease it keeps; 0: none */
+	int64_t lease_ms;
 	int quit, lost;
 };
 
-/* One renewal of k's task, with k->mu held. */
+/*
+ * One renewal of the lease of task id under token; *lost when the lease
+ * was taken over. Without k->mu held: the store may take seconds.
+ */
 static void
-keeper_renew(struct sched_keeper *k)
+keeper_renew(struct sched_keeper *k, int64_t id, int64_t token, int *lost)
 {
 	struct err e = ERR_INIT;
-	int rc = store_task_renew(k->store, k->task_id, k->token, k->lease_ms,
-				  &e);
+	int rc = store_task_renew(k->store, id, token, k->lease_ms, &e);
 
 	if (rc == BATON_EFENCED) {
-		k->lost = 1;
+		*lost = 1;
 		log_warn("%s", e.msg);
 		/* wake the engine: it re-reads the run */
 		spawn_signal(getpid(), SIGUSR1);
 	} else if (rc) {
 		log_warn("cannot renew the lease on task %lld: %s",
-			 (long long)k->task_id, e.msg);
+			 (long long)id, e.msg);
 	}
+}
+
+/* The worker's record, on task id (0: none), without k->mu held. */
+static void
+keeper_beat(struct sched_keeper *k, int64_t id)
+{
+	struct worker_rec rec = k->rec;
+	struct err e = ERR_INIT;
+
+	rec.task_id = id;
+	if (store_worker_beat(k->store, &rec, &e))
+		log_warn("worker %s: %s", rec.id, e.msg);
+}
+
+/* One turn: the lease of the task k keeps now, then the record. */
+static void
+keeper_turn(struct sched_keeper *k)
+{
+	int64_t id = k->lost ? 0 : k->task_id, token = k->token;
+	int lost = 0;
+
+	pthread_mutex_unlock(&k->mu);
+	if (id)
+		keeper_renew(k, id, token, &lost);
+	keeper_beat(k, lost ? 0 : id);
+	pthread_mutex_lock(&k->mu);
+	if (lost && k->task_id == id && k->token == token)
+		k->lost = 1;
 }
 
 static void *
@@ -114,28 +147,29 @@ keeper_main(void *arg)
 		 * takes CLOCK_REALTIME), not the database's time_now_ms: with
 		 * a host clock off by minutes a deadline on the database's
 		 * clock would be minutes early or late, and the lease lost.
+		 * A task given meanwhile is renewed at the next turn, within
+		 * a third of its lease.
 		 */
 		int64_t at = time_host_ms() + k->lease_ms / 3;
-		unsigned gen = k->gen;
 
-		if (!k->task_id || k->lost) {
-			pthread_cond_wait(&k->cv, &k->mu);
-			continue;
-		}
 		ts.tv_sec = at / 1000;
 		ts.tv_nsec = (at % 1000) * 1000000;
-		pthread_cond_timedwait(&k->cv, &k->mu, &ts);
-		if (!k->quit && !k->lost && k->task_id && k->gen == gen &&
-		    time_host_ms() >= at)
-			keeper_renew(k);
+		while (!k->quit && time_host_ms() < at)
+			pthread_cond_timedwait(&k->cv, &k->mu, &ts);
+		if (!k->quit)
+			keeper_turn(k);
 	}
 	pthread_mutex_unlock(&k->mu);
 	return NULL;
 }
 
-/* A keeper on a connection of its own to spec; NULL (e says why). */
+/*
+ * A keeper on a connection of its own to spec, for leases of lease_ms,
+ * beating rec, which it puts on record at once; NULL (e says why).
+ */
 static struct sched_keeper *
-keeper_start(const char *spec, struct err *e)
+keeper_start(const char *spec, const struct worker_rec *rec,
+	     int64_t lease_ms, struct err *e)
 {
 	struct sched_keeper *k = xcalloc(1, sizeof(*k));
 	int rc;
@@ -144,6 +178,9 @@ keeper_start(const char *spec, struct err *e)
 		free(k);
 		return NULL;
 	}
+	k->rec = *rec;
+	k->lease_ms = lease_ms;
+	keeper_beat(k, 0);
 	pthread_mutex_init(&k->mu, NULL);
 	pthread_cond_init(&k->cv, NULL);
 	rc = pthread_create(&k->thread, NULL, keeper_main, k);
@@ -161,16 +198,12 @@ keeper_start(const char *spec, struct err *e)
 
 /* Gives k the lease of task_id to keep (task_id 0: none any more). */
 static void
-keeper_keep(struct sched_keeper *k, int64_t task_id, int64_t token,
-	    int64_t lease_ms)
+keeper_keep(struct sched_keeper *k, int64_t task_id, int64_t token)
 {
 	pthread_mutex_lock(&k->mu);
 	k->task_id = task_id;
 	k->token = token;
-	k->lease_ms = lease_ms;
 	k->lost = 0;
-	k->gen++;
-	pthread_cond_signal(&k->cv);
 	pthread_mutex_unlock(&k->mu);
 }
 
@@ -653,9 +686,10 @@ work_task(struct sched_ctx *x, struct task *t, struct err *e)
 	struct run r = { 0 };
 	int rc, lost;
 
-	if (!x->keeper && !(x->keeper = keeper_start(x->store_spec, e)))
-		return e->rc;
-	keeper_keep(x->keeper, t->id, t->lease_token, claim_lease_ms(x));
+	if (!x->keeper)
+		BUG("task %lld worked before sched_worker_begin",
+		    (long long)t->id);
+	keeper_keep(x->keeper, t->id, t->lease_token);
 	store_fence(x->store, t->id, t->lease_token);
 	engine_init(&en, x->store, x->ws, x->cfg);
 	en.detach = 1;
@@ -691,7 +725,7 @@ work_task(struct sched_ctx *x, struct task *t, struct err *e)
 		t->block_reason ? t->block_reason : "",
 		t->block_reason ? ")" : "", rc ? " (lease lost)" : "");
 	store_fence(x->store, 0, 0);
-	keeper_keep(x->keeper, 0, 0, 0);
+	keeper_keep(x->keeper, 0, 0);
 	engine_release(&en);
 	run_release(&r);
 	return rc;
@@ -762,11 +796,27 @@ release_next(struct sched_ctx *x)
 	memset(t, 0, sizeof(*t));
 }
 
+int
+sched_worker_begin(struct sched_ctx *x, const struct worker_rec *rec,
+		   struct err *e)
+{
+	x->keeper = keeper_start(x->store_spec, rec, claim_lease_ms(x), e);
+	return x->keeper ? 0 : e->rc;
+}
+
 void
 sched_worker_end(struct sched_ctx *x)
 {
+	struct err e = ERR_INIT;
+	const char *id;
+
 	release_next(x);
-	if (x->keeper)
-		keeper_stop(x->keeper);
+	if (!x->keeper)
+		return;
+	/* the keeper first: a beat after the stop would undo it */
+	id = x->keeper->rec.id;
+	keeper_stop(x->keeper);
 	x->keeper = NULL;
+	if (store_worker_stop(x->store, id, &e))
+		log_warn("worker %s: %s", id, e.msg);
 }

@@ -110,6 +110,8 @@ test_expect_success 'a worker keeps its lease keeper, and its connection, from t
 	wait_for "test -s \"$FAKE_STATE/keeper.run\"" 30 &&
 	r1=$(cat "$FAKE_STATE/keeper.run") &&
 	if [ -n "${BATON_TEST_PG_ADMIN:-}" ]; then backends >../keep.b1; fi &&
+	# its record says which task it works on
+	wait_for "test \"\$(db_query \"SELECT task_id FROM workers WHERE stopped_at = 0\")\" = 1" 10 &&
 	gate_open "$r1" &&
 	wait_for "! grep -qx \"$r1\" \"$FAKE_STATE/keeper.run\"" 30 &&
 	r2=$(cat "$FAKE_STATE/keeper.run") &&
@@ -125,6 +127,18 @@ test_expect_success 'a worker keeps its lease keeper, and its connection, from t
 		test_line_count = 4 ../keep.b1 &&
 		test_cmp ../keep.b1 ../keep.b2
 	fi
+'
+
+test_expect_success 'an idle worker is heard of every third of its lease, and on no task; stopped, it says so' '
+	cd keep &&
+	bg_start ../idle "$BATON" serve --workers 1 &&
+	wait_for "test \"\$(db_query \"SELECT COUNT(*) FROM workers WHERE stopped_at = 0\")\" = 1" 10 &&
+	h1=$(db_query "SELECT heartbeat_at FROM workers WHERE stopped_at = 0") &&
+	wait_for "test \"\$(db_query \"SELECT heartbeat_at FROM workers WHERE stopped_at = 0\")\" -gt $h1" 10 &&
+	test "$(db_query "SELECT COALESCE(task_id, 0) FROM workers WHERE stopped_at = 0")" = 0 &&
+	kill -INT "$(cat ../idle.pid)" &&
+	test "$(bg_wait ../idle 30)" = 0 &&
+	test "$(db_query "SELECT COUNT(*) FROM workers WHERE stopped_at = 0")" = 0
 '
 
 test_expect_success 'a rate-limited provider parks tasks in quota_wait, then all complete' '
