@@ -25,8 +25,14 @@
 #               the agents are killed as a crash would), a new serve, and
 #               the time until every run has a stage_started event again.
 #
+# With BENCH_SERVE_STORE, a PostgreSQL admin URL (tools/pg.sh start
+# prints one), every repository gets a fresh database on that server as
+# its store (its config's `store:`), and the tasks of the throughput
+# part are added with `baton task add` rather than --fill (which writes
+# SQLite); only the latency and throughput parts run there.
+#
 # Environment: BATON_BIN, BENCH_QUEUE (the bench_queue binary, for its
-# --fill), BENCH_TMPDIR, BENCH_SERVE_WORKERS (default "1 4 16"),
+# --fill), BENCH_TMPDIR, BENCH_SERVE_STORE, BENCH_SERVE_WORKERS (default "1 4 16"),
 # BENCH_SERVE_LAT (50), BENCH_SERVE_TP (200), BENCH_SERVE_MEM (10000),
 # BENCH_SERVE_INFLIGHT (100), BENCH_SERVE_PARTS (default "latency
 # throughput memory recovery"), BENCH_SERVE_PATIENCE (120: seconds any
@@ -46,6 +52,7 @@ TP_N=${BENCH_SERVE_TP:-200}
 MEM_N=${BENCH_SERVE_MEM:-10000}
 FLIGHT=${BENCH_SERVE_INFLIGHT:-100}
 PARTS=${BENCH_SERVE_PARTS:-latency throughput memory recovery}
+STORE=${BENCH_SERVE_STORE:-}
 # Waits give up after this many seconds: then something hangs.
 PATIENCE=${BENCH_SERVE_PATIENCE:-120}
 
@@ -63,6 +70,12 @@ cleanup() {
 		kill -9 "$serve_pid" 2>/dev/null || true
 	fi
 	kill_agents 2>/dev/null || true
+	while [ -n "$STORE" ] && [ "${dbs:-0}" -gt 0 ]; do
+		psql -q -X "$STORE" -c \
+			"DROP DATABASE IF EXISTS baton_bench_serve_$$_$dbs WITH (FORCE)" \
+			>/dev/null 2>&1 || true
+		dbs=$((dbs - 1))
+	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -75,6 +88,16 @@ die() {
 
 [ -x "$BATON_BIN" ] || die "no baton binary at '$BATON_BIN'"
 command -v jq >/dev/null || die "needs jq"
+if [ -n "$STORE" ]; then
+	command -v psql >/dev/null || die "BENCH_SERVE_STORE needs psql"
+	for part in $PARTS; do
+		case $part in
+		latency | throughput) ;;
+		*) die "the $part part runs on SQLite only (BENCH_SERVE_STORE)" ;;
+		esac
+	done
+fi
+dbs=0
 
 # The agents. instant answers at once; block waits, without spending
 # CPU (a hundred agents polling with sleep(1) would fork thousands of
@@ -135,6 +158,27 @@ validate: {commands: []}
 runtime: {judge: false}
 execution: {sandbox: none}
 CFG
+	if [ -n "$STORE" ]; then
+		dbs=$((dbs + 1))
+		db="baton_bench_serve_$$_$dbs"
+		psql -q -X -v ON_ERROR_STOP=1 "$STORE" -c "CREATE DATABASE $db" ||
+			die "cannot create database $db on $STORE"
+		echo "store: ${STORE%/*}/$db" >>.baton/config.yaml
+	fi
+}
+
+# add_tasks N: N queued tasks in the store of the repository here.
+add_tasks() {
+	if [ -z "$STORE" ]; then
+		"$BENCH_QUEUE" --fill .baton/baton.db "$1" >/dev/null
+		return
+	fi
+	i=1
+	while [ "$i" -le "$1" ]; do
+		"$BATON_BIN" task add "task $i" >/dev/null ||
+			die "cannot add task $i"
+		i=$((i + 1))
+	done
 }
 
 # start_serve LOG ARGS...: starts `baton serve ARGS` in the background
@@ -278,7 +322,8 @@ bench_latency() {
 # ---- throughput ----------------------------------------------------------
 
 bench_throughput() {
-	echo "throughput: $TP_N tasks queued up front (bench_queue --fill), then"
+	echo "throughput: $TP_N tasks queued up front (bench_queue --fill, or"
+	echo "baton task add on PostgreSQL), then"
 	echo "serve --workers W --exit-when-idle; tasks/s over serve's start to"
 	echo "the last task_settled event; exit lag = the last settle to exit"
 	echo
@@ -286,7 +331,7 @@ bench_throughput() {
 		"tasks/s" "exit lag s" "per task p50"
 	for w in $WORKERS; do
 		new_repo "tp$w" instant
-		"$BENCH_QUEUE" --fill .baton/baton.db "$TP_N" >/dev/null
+		add_tasks "$TP_N"
 		t0=$(now_ms)
 		BATON_LISTEN=127.0.0.1:0 "$BATON_BIN" serve --workers "$w" \
 			--exit-when-idle 2>"$tmp/tp$w.log" || {
