@@ -82,7 +82,7 @@ test_expect_success 'the a key approves: the run goes on to its end, recorded as
 	test_cmp ../expect ../actual &&
 	st=$(run_status "$id") &&
 	tui_wait "questions: none" &&
-	tui_screen | grep -E "^> $id +$st" &&
+	tui_wait_re "^> $id +$st" &&
 	tui_wait "output 0"
 '
 
@@ -105,8 +105,8 @@ test_expect_success 'the agent output streams into the output pane as it is writ
 		bg_start "$TRASH_DIRECTORY/run2" "$BATON" run "Streaming run" &&
 	id=$(wait_for_new_run "$first") &&
 	tui_wait "questions: $id before executing" &&
-	tui_screen | grep -E "^> $first +merge_ready" &&
-	tui_screen | grep -E "^  $id +waiting_for_approval" &&
+	tui_wait_re "^> $first +merge_ready" &&
+	tui_wait_re "^  $id +waiting_for_approval" &&
 	tui_keys g &&
 	tui_wait "> $id" &&
 	tui_keys a &&

@@ -67,7 +67,7 @@ test_expect_success 'a approves; the run executes (its agent waits)' '
 	tui_keys a &&
 	wait_for "test \"\$(run_status $id)\" = executing" &&
 	tui_wait "questions: none" &&
-	tui_screen | grep -E "^> $id +executing"
+	tui_wait_re "^> $id +executing"
 '
 
 test_expect_success 's steers with the typed text' '
@@ -117,7 +117,7 @@ test_expect_success 'A asks to confirm; n keeps the run, y aborts it' '
 	events_of "$id" abort_requested >../a &&
 	test_line_count = 1 ../a &&
 	tui_wait "executing -> aborted" &&
-	tui_screen | grep -E "^> $id +aborted"
+	tui_wait_re "^> $id +aborted"
 '
 
 test_expect_success 'a key on a run that cannot take it says why, as the command does' '

@@ -137,7 +137,7 @@ test_expect_success 'remote: the board follows serve live and a key approves its
 	wait_for "test -n \"\$(newest_run)\"" &&
 	id=$(newest_run) &&
 	tui_wait "questions: $id before executing" &&
-	tui_screen | grep -E "^> $id +waiting_for_approval" &&
+	tui_wait_re "^> $id +waiting_for_approval" &&
 	tui_wait "output (not shown over the API)" &&
 	tui_keys a &&
 	tui_wait "$id: approve, now executing" &&
@@ -147,7 +147,7 @@ test_expect_success 'remote: the board follows serve live and a key approves its
 	echo approve >../expect &&
 	test_cmp ../expect ../actual &&
 	tui_wait "merge_ready" &&
-	tui_screen | grep -E "^> $id +merge_ready" &&
+	tui_wait_re "^> $id +merge_ready" &&
 	tui_keys q &&
 	wait_for "! tui has-session -t tui 2>/dev/null" &&
 	! test -s ../elsewhere/tui.err

@@ -8,6 +8,10 @@
 #                         window); its stderr goes to ./tui.err
 #   tui_screen            the pane's text now (capture-pane)
 #   tui_wait TEXT [SECS]  waits until TEXT (fixed string) is on the screen
+#   tui_wait_re RE [SECS] waits until a line of the screen matches RE
+#                         (grep -E): the TUI redraws from the events as
+#                         they reach it, so one part of the frame may
+#                         show a state before another does
 #   tui_gone TEXT [SECS]  waits until TEXT is no longer on the screen
 #   tui_keys KEY...       tmux send-keys (names such as Enter, Tab, Escape)
 #   tui_type TEXT         sends TEXT literally (send-keys -l)
@@ -41,6 +45,15 @@ tui_wait() {
 	_tui_want=$1
 	wait_for 'tui_screen | grep -qF -e "$_tui_want"' "${2:-30}" || {
 		echo "tui_wait: '$1' never appeared; the screen:" >&2
+		tui_screen >&2
+		return 1
+	}
+}
+
+tui_wait_re() {
+	_tui_re=$1
+	wait_for 'tui_screen | grep -qE -e "$_tui_re"' "${2:-30}" || {
+		echo "tui_wait_re: nothing matched '$1'; the screen:" >&2
 		tui_screen >&2
 		return 1
 	}
