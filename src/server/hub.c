@@ -37,6 +37,8 @@
 #define RING 4096
 /* When the store cannot be watched: how often to look. */
 #define FALLBACK_POLL_MS 500
+/* How often the hub looks for tokens revoked behind serve's back. */
+#define REVOKED_LOOK_MS 1000
 
 /*
  * inotify hears a commit when its WAL frames are written, which is a
@@ -465,6 +467,16 @@ hub_main(void *arg)
 	 * send nothing: there the hub also looks once a second.
 	 */
 	int idle = strcmp(store_backend(h->s), "postgres") ? -1 : 1000;
+	/*
+	 * Tokens revoked behind serve's back (the CLI, another host): on
+	 * SQLite every commit wakes the hub, a revocation's too, and it
+	 * looks at every turn (a local read); on PostgreSQL a revocation
+	 * notifies nobody, so a turn woken by events tells nothing about
+	 * tokens: it looks once a second, a round trip a second where it
+	 * was one a turn (six for each wake-up, with the re-reads).
+	 */
+	int look_every_turn = idle < 0;
+	int64_t looked = 0;
 
 	if (fd < 0)
 		log_warn("%s: looking for new events every %d ms", e.msg,
@@ -475,13 +487,23 @@ hub_main(void *arg)
 		/* drain before reading: a commit after the read wakes us */
 		store_watch_drain(h->s);
 		catch_up(h);
-		look_for_revoked(h);
+		if (look_every_turn ||
+		    time_mono_ms() - looked >= REVOKED_LOOK_MS) {
+			look_for_revoked(h);
+			looked = time_mono_ms();
+		}
 		if (fd < 0)
 			wait = FALLBACK_POLL_MS;
 		else if (settle < ARRAY_SIZE(settle_ms))
 			wait = settle_ms[settle++];
 		else
 			wait = idle;
+		if (!look_every_turn) { /* the next look, on time */
+			int64_t due = looked + REVOKED_LOOK_MS - time_mono_ms();
+
+			if (due < wait)
+				wait = due > 0 ? (int)due : 0;
+		}
 		n = poll(pf, fd >= 0 ? 2 : 1, wait);
 		if (n < 0 && errno != EINTR)
 			break;
