@@ -101,6 +101,9 @@ struct pg_store {
 	char *safe_url;	   /* without a password, for messages */
 	int in_tx;	   /* a transaction is open on conn */
 	int pid;	   /* conn's server process (pg__connect) */
+	/* the database's clock against this host's as conn's connect
+	   read it, and when (time_mono_ms; 0: taken) */
+	int64_t hello_offset, hello_at;
 	char xid[32];	   /* the open write transaction's xid, as text */
 	int lost;	   /* the last failure was a lost connection */
 	int unsure;	   /* ... after a COMMIT was sent, before its xid
@@ -131,10 +134,13 @@ struct pg_store *pg__store(struct store *s);
  * name "baton" unless the URL names one, a connect timeout). Returns the
  * connection, with *pid (NULL: not asked) the server process of its
  * session as the server tells it (a pooler such as PgBouncer hands the
- * client a number of its own), or NULL with e filled ("cannot open store
+ * client a number of its own) and *offset (NULL: not asked) the
+ * database's clock minus this host's, read in the same round trip
+ * (pg_clock_offset's way), or NULL with e filled ("cannot open store
  * 'URL': ...", the URL without its password).
  */
-PGconn *pg__connect(const struct pg_store *ps, int *pid, struct err *e);
+PGconn *pg__connect(const struct pg_store *ps, int *pid, int64_t *offset,
+		    struct err *e);
 
 /*
  * Fills e with "cannot WHAT: " and the server's message (the first line

@@ -330,7 +330,8 @@ notice_quiet(void *arg, const char *msg)
 }
 
 PGconn *
-pg__connect(const struct pg_store *ps, int *pid, struct err *e)
+pg__connect(const struct pg_store *ps, int *pid, int64_t *offset,
+	    struct err *e)
 {
 	const char *const keys[] = { "connect_timeout", "dbname",
 				     "fallback_application_name", NULL };
@@ -338,6 +339,7 @@ pg__connect(const struct pg_store *ps, int *pid, struct err *e)
 	PGconn *c = NULL;
 	PGresult *res = NULL;
 	const char *msg;
+	int64_t before, after;
 
 	/* libpq is loaded now, the first time (util/lazy.h) */
 	if (lazy_pq_load(e) < 0) {
@@ -347,11 +349,19 @@ pg__connect(const struct pg_store *ps, int *pid, struct err *e)
 	c = PQconnectdbParams(keys, vals, 1);
 	if (PQstatus(c) == CONNECTION_OK) {
 		PQsetNoticeProcessor(c, notice_quiet, NULL);
-		res = PQexec(c, "SET TIME ZONE 'UTC'; SELECT pg_backend_pid()");
+		before = time_host_ms();
+		res = PQexec(c, "SET TIME ZONE 'UTC';"
+				" SELECT pg_backend_pid(),"
+				" (extract(epoch FROM clock_timestamp())"
+				" * 1000)::bigint");
+		after = time_host_ms();
 		if (PQresultStatus(res) == PGRES_TUPLES_OK &&
 		    PQntuples(res) == 1) {
 			if (pid)
 				*pid = (int)pg__int64(res, 0, 0);
+			if (offset)
+				*offset = pg__int64(res, 0, 1) -
+					  (before + after) / 2;
 			PQclear(res);
 			return c;
 		}
@@ -436,10 +446,11 @@ reconnect(struct pg_store *ps, int *tries)
 			return -1;
 		sleep_ms(delay);
 		(*tries)++;
-		c = pg__connect(ps, &pid, NULL);
+		c = pg__connect(ps, &pid, &ps->hello_offset, NULL);
 		if (c) {
 			PQfinish(ps->conn);
 			ps->pid = pid;
+			ps->hello_at = time_mono_ms();
 			pg__forget_prepared(ps);
 			ps->conn = c;
 			ps->in_tx = 0;
@@ -1121,7 +1132,8 @@ pg_open(const char *url, struct store **out, struct err *e)
 	ps->safe_url = safe_url(url);
 	ps->watch_fd = -1;
 	ps->watch_dead[0] = ps->watch_dead[1] = -1;
-	ps->conn = pg__connect(ps, &ps->pid, e);
+	ps->conn = pg__connect(ps, &ps->pid, &ps->hello_offset, e);
+	ps->hello_at = time_mono_ms();
 	if (!ps->conn) {
 		rc = BATON_ESTORE;
 		goto out;
@@ -2058,7 +2070,9 @@ pg_file_list(struct store *s, const char *run_id, store_file_cb *cb,
 /*
  * The server's clock against this host's: one round trip between two
  * readings of the host's clock, the server's reading taken to be at
- * their midpoint (the error is at most half the round trip).
+ * their midpoint (the error is at most half the round trip). Right after
+ * a connect, the reading its round trip took (pg__connect): the sync of
+ * store_open costs no round trip of its own.
  */
 static int
 pg_clock_offset(struct store *s, int64_t *out, struct err *e)
@@ -2067,6 +2081,13 @@ pg_clock_offset(struct store *s, int64_t *out, struct err *e)
 	int64_t before, after, db = 0;
 	int rc, tries = 0;
 
+	/* the connect's reading, once, while fresh: the open's sync */
+	if (ps->hello_at && time_mono_ms() - ps->hello_at < 1000) {
+		ps->hello_at = 0;
+		*out = ps->hello_offset;
+		return 0;
+	}
+	ps->hello_at = 0;
 	do {
 		before = time_host_ms();
 		rc = exec_int(ps,

@@ -81,7 +81,7 @@ pg__run_stats(struct store *s, store_run_stat_cb *cb, void *arg,
 static int
 listen_connect(struct pg_store *ps, struct err *e)
 {
-	PGconn *c = pg__connect(ps, NULL, e);
+	PGconn *c = pg__connect(ps, NULL, NULL, e);
 	PGresult *res;
 
 	if (!c)
