@@ -32,9 +32,9 @@
 # SQLite); only the latency and throughput parts run there.
 #
 # Environment: BATON_BIN, BENCH_QUEUE (the bench_queue binary, for its
-# --fill), BENCH_TMPDIR, BENCH_SERVE_STORE, BENCH_SERVE_WORKERS (default "1 4 16"),
-# BENCH_SERVE_LAT (50), BENCH_SERVE_TP (200), BENCH_SERVE_MEM (10000),
-# BENCH_SERVE_INFLIGHT (100), BENCH_SERVE_PARTS (default "latency
+# --fill), BENCH_TMPDIR, BENCH_SERVE_STORE, BENCH_SERVE_WORKERS (default
+# "1 4 16"), BENCH_SERVE_LAT (50), BENCH_SERVE_TP (200), BENCH_SERVE_MEM
+# (10000), BENCH_SERVE_INFLIGHT (100), BENCH_SERVE_PARTS (default "latency
 # throughput memory recovery"), BENCH_SERVE_PATIENCE (120: seconds any
 # wait may take before the script calls it a hang). Needs jq, pgrep and
 # GNU tail (--pid).

@@ -95,8 +95,8 @@ backends() {
 		  AND pid <> pg_backend_pid() ORDER BY pid"
 }
 
-# gate_open RUN: lets the agent call of RUN (a "keeper" task) finish, once the lease
-# (2 s) it holds has had to be renewed.
+# gate_open RUN: lets the agent call of RUN (a "keeper" task) finish,
+# once the lease (2 s) it holds has had to be renewed.
 gate_open() {
 	sleep 3 && touch "$FAKE_STATE/go-$1"
 }

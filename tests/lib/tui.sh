@@ -41,22 +41,23 @@ tui_screen() {
 	tui capture-pane -p -t tui
 }
 
-tui_wait() {
-	_tui_want=$1
-	wait_for 'tui_screen | grep -qF -e "$_tui_want"' "${2:-30}" || {
-		echo "tui_wait: '$1' never appeared; the screen:" >&2
+# _tui_seen HOW PATTERN SECS FAILED: waits until grep HOW (-F, -E)
+# finds PATTERN on the screen; else says FAILED and shows the screen.
+_tui_seen() {
+	_tui_how=$1 _tui_want=$2
+	wait_for 'tui_screen | grep -q "$_tui_how" -e "$_tui_want"' "$3" || {
+		echo "$4; the screen:" >&2
 		tui_screen >&2
 		return 1
 	}
 }
 
+tui_wait() {
+	_tui_seen -F "$1" "${2:-30}" "tui_wait: '$1' never appeared"
+}
+
 tui_wait_re() {
-	_tui_re=$1
-	wait_for 'tui_screen | grep -qE -e "$_tui_re"' "${2:-30}" || {
-		echo "tui_wait_re: nothing matched '$1'; the screen:" >&2
-		tui_screen >&2
-		return 1
-	}
+	_tui_seen -E "$1" "${2:-30}" "tui_wait_re: nothing matched '$1'"
 }
 
 tui_gone() {
