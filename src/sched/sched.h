@@ -30,6 +30,7 @@ struct err;
 struct merge_item;
 struct run;
 struct store;
+struct store_key;
 struct task;
 struct worker_rec;
 struct workspace;
@@ -75,6 +76,14 @@ int sched_task_add(struct sched_ctx *x, struct task *t, struct err *e);
  * "actor" in the task_added event); actor NULL is sched_task_add. */
 int sched_task_add_by(struct sched_ctx *x, struct task *t, const char *actor,
 		      struct err *e);
+/*
+ * sched_task_add_by under an idempotency key (store_task_add_keyed; k
+ * NULL: none): 1 added; 0 when k's key was claimed before (nothing
+ * written; k says by what); or an error.
+ */
+int sched_task_add_keyed(struct sched_ctx *x, struct task *t,
+			 const char *actor, struct store_key *k,
+			 struct err *e);
 
 /*
  * Writes t (a versioned update) with an event of type (data: a JSON

@@ -30,9 +30,10 @@ sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 	return sched_task_add_by(x, t, NULL, e);
 }
 
-int
-sched_task_add_by(struct sched_ctx *x, struct task *t, const char *actor,
-		  struct err *e)
+/* sched_task_add_keyed, k NULL: without a key, 1 when added. */
+static int
+task_add(struct sched_ctx *x, struct task *t, const char *actor,
+	 struct store_key *k, struct err *e)
 {
 	struct event ev = { 0 };
 	json_t *data, *deps;
@@ -67,11 +68,30 @@ sched_task_add_by(struct sched_ctx *x, struct task *t, const char *actor,
 	ev.type = (char *)"task_added";
 	ev.data = json_dumps(data, JSON_COMPACT);
 	json_decref(data);
-	rc = store_task_add(x->store, t, &ev, e);
+	if (k)
+		rc = store_task_add_keyed(x->store, t, &ev, k, e);
+	else if (!(rc = store_task_add(x->store, t, &ev, e)))
+		rc = 1;
 	free(ev.data);
-	if (!rc)
+	if (rc == 1)
 		sched_wake(x->ws);
 	return rc;
+}
+
+int
+sched_task_add_by(struct sched_ctx *x, struct task *t, const char *actor,
+		  struct err *e)
+{
+	int rc = task_add(x, t, actor, NULL, e);
+
+	return rc < 0 ? rc : 0;
+}
+
+int
+sched_task_add_keyed(struct sched_ctx *x, struct task *t, const char *actor,
+		     struct store_key *k, struct err *e)
+{
+	return task_add(x, t, actor, k, e);
 }
 
 int

@@ -426,58 +426,44 @@ idem_sha(json_t *body, char out[65])
 }
 
 /*
- * Claims key for the submission body. 1: ours, make the task; 0: the
- * answer was sent (the key names a task already, or was used for
- * another payload, or the store failed).
+ * The answer to a submission whose idempotency key k was claimed before
+ * (store_task_add_keyed): 422 for another payload, else 409 with the
+ * first submission's task.
  */
-static int
-idem_claim(struct req *rq, const char *key, json_t *body, char sha[65])
+static void
+idem_answer(struct req *rq, const struct store_key *k)
 {
 	struct err e = ERR_INIT;
 	struct task t = { 0 };
-	char was[65];
-	int64_t id = 0;
-	int rc;
 
-	if (idem_sha(body, sha)) {
-		http_error(rq, 500, "internal",
-			   "cannot hash the submission for its idempotency "
-			   "key");
-		return 0;
-	}
-	rc = store_idem_claim(rq->store, key, sha, &id, was, &e);
-	if (rc < 0) {
-		http_fail(rq, &e);
-		return 0;
-	}
-	if (rc)
-		return 1;
-	if (strcmp(was, sha)) {
+	if (strcmp(k->sha_was, k->sha)) {
 		http_error_with(rq, 422, "idempotency_mismatch",
 				"the idempotency key was used before for "
 				"another submission; a new task needs a new "
 				"key",
-				json_pack("{s:s, s:o}", "idempotency_key", key,
-					  "task_id",
-					  id ? json_integer(id) : json_null()));
-		return 0;
+				json_pack("{s:s, s:o}", "idempotency_key",
+					  k->key, "task_id",
+					  k->task_id ? json_integer(k->task_id)
+						     : json_null()));
+		return;
 	}
-	if (id && store_task_get(rq->store, id, &t, &e) == 0) {
+	if (k->task_id && store_task_get(rq->store, k->task_id, &t, &e) == 0) {
 		http_error_with(rq, 409, "already_running",
 				"this idempotency key was submitted before: "
 				"the task is the first submission's",
-				json_pack("{s:s, s:o}", "idempotency_key", key,
-					  "task",
+				json_pack("{s:s, s:o}", "idempotency_key",
+					  k->key, "task",
 					  sched_task_json(rq->store, &t, 0)));
 		task_release(&t);
-		return 0;
+		return;
 	}
+	/* a claim made by a baton from before the key and its task were
+	   one commit, cut short in between */
 	http_error_with(rq, 409, "already_running",
-			"this idempotency key is being submitted (or its "
-			"submission was cut short before its task was made)",
-			json_pack("{s:s, s:n}", "idempotency_key", key,
+			"this idempotency key was submitted before, and its "
+			"submission was cut short before its task was made",
+			json_pack("{s:s, s:n}", "idempotency_key", k->key,
 				  "task"));
-	return 0;
 }
 
 static void
@@ -489,6 +475,8 @@ tasks_create(struct req *rq)
 	json_t *body = NULL, *ro;
 	const char *key = NULL;
 	char sha[65];
+	struct store_key k = { .sha = sha };
+	int rc;
 
 	if (http_body_json(rq, (void **)&body))
 		return;
@@ -540,24 +528,25 @@ tasks_create(struct req *rq)
 		pipeline_free(p);
 		engine_release(&en);
 	}
-	if (key && !idem_claim(rq, key, body, sha))
+	if (key && idem_sha(body, sha)) {
+		http_error(rq, 500, "internal",
+			   "cannot hash the submission for its idempotency "
+			   "key");
 		goto out;
-	if (sched_task_add_by(&x, &t, rq->actor[0] ? rq->actor : NULL, &e)) {
-		struct err ue = ERR_INIT;
-
+	}
+	k.key = key;
+	rc = sched_task_add_keyed(&x, &t, rq->actor[0] ? rq->actor : NULL,
+				  key ? &k : NULL, &e);
+	if (rc == 0) {
+		idem_answer(rq, &k);
+		goto out;
+	}
+	if (rc < 0) {
 		if (e.rc == BATON_ENOTFOUND)
 			e.rc = BATON_EINVAL; /* a dependency named in the body */
-		/* nothing was made: the key may be used again */
-		if (key && store_idem_bind(rq->store, key, 0, &ue))
-			log_warn("idempotency key '%s' stays claimed: %s", key,
-				 ue.msg);
 		http_fail(rq, &e);
 		goto out;
 	}
-	if (key && store_idem_bind(rq->store, key, t.id, &e))
-		log_warn("task t%lld is made but its idempotency key '%s' "
-			 "is not bound to it: %s",
-			 (long long)t.id, key, e.msg);
 	http_json(rq, 201, sched_task_json(rq->store, &t, 0));
 out:
 	json_decref(body);

@@ -54,6 +54,7 @@
 struct err;
 struct json_t;
 struct event;
+struct store_key;
 
 /* Rows read per page of a list before its callbacks run. */
 #define PG_LIST_PAGE 256
@@ -430,12 +431,25 @@ int pg__task_insert(struct pg_store *ps, const struct task *t,
 		    int64_t *seq_out, const char *what, struct err *e);
 
 /*
+ * postgres_idem.c, one statement each, in the caller's transaction or
+ * in one of their own: pg__idem_take claims k->key for k->sha, 1; 0
+ * when it was claimed before, with k->task_id and k->sha_was what the
+ * claim holds (a claim not yet committed is waited for); 2 when that
+ * claim was given up before it could be read; or < 0. pg__idem_set
+ * binds key to task_id (0: gives an unbound claim up).
+ */
+int pg__idem_take(struct pg_store *ps, struct store_key *k, const char *what,
+		  struct err *e);
+int pg__idem_set(struct pg_store *ps, const char *key, int64_t task_id,
+		 const char *what, struct err *e);
+
+/*
  * The operations of postgres_queue.c, with the contracts of the store_*
  * functions of the same names (store.h); postgres.c puts them in
  * store_postgres_ops.
  */
 int pg__task_add(struct store *s, struct task *t, struct event *ev,
-		 struct err *e);
+		 struct store_key *k, struct err *e);
 int pg__task_get(struct store *s, int64_t id, struct task *out,
 		 struct err *e);
 int pg__task_update(struct store *s, struct task *t, const char *froms,

@@ -9,6 +9,8 @@
 #include "util/compat.h"
 
 #include <libpq-fe.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "store/pg_int.h"
 #include "store/store.h"
@@ -16,17 +18,16 @@
 #include "util/err.h"
 #include "util/timeutil.h"
 
-/* One try: 1 claimed, 0 read the earlier claim, 2 found none, or < 0. */
-static int
-claim_try(struct pg_store *ps, const char *key, const char *sha,
-	  int64_t *task_id, char sha_out[65], const char *what, struct err *e)
+int
+pg__idem_take(struct pg_store *ps, struct store_key *k, const char *what,
+	      struct err *e)
 {
 	struct params p = { 0 };
 	PGresult *res;
 	int rc;
 
-	param_text(&p, key);
-	param_text(&p, sha);
+	param_text(&p, k->key);
+	param_text(&p, k->sha);
 	param_int(&p, time_now_ms());
 	res = pg__exec(ps,
 		       "INSERT INTO idempotency_keys"
@@ -41,7 +42,7 @@ claim_try(struct pg_store *ps, const char *key, const char *sha,
 	if (rc)
 		return 1;
 	p.n = 0;
-	param_text(&p, key);
+	param_text(&p, k->key);
 	res = pg__exec(ps,
 		       "SELECT payload_sha256, COALESCE(task_id, 0)"
 		       " FROM idempotency_keys WHERE idem_key = $1",
@@ -52,10 +53,30 @@ claim_try(struct pg_store *ps, const char *key, const char *sha,
 		PQclear(res);
 		return 2;
 	}
-	snprintf(sha_out, 65, "%s", PQgetvalue(res, 0, 0));
-	*task_id = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+	snprintf(k->sha_was, sizeof(k->sha_was), "%s", PQgetvalue(res, 0, 0));
+	k->task_id = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
 	PQclear(res);
 	return 0;
+}
+
+int
+pg__idem_set(struct pg_store *ps, const char *key, int64_t task_id,
+	     const char *what, struct err *e)
+{
+	struct params p = { 0 };
+	PGresult *res;
+
+	param_text(&p, key);
+	if (task_id)
+		param_int(&p, task_id);
+	res = pg__exec(ps,
+		       task_id ? "UPDATE idempotency_keys"
+				 " SET task_id = $2 WHERE idem_key = $1"
+			       : "DELETE FROM idempotency_keys"
+				 " WHERE idem_key = $1 AND task_id IS NULL",
+		       p.n, p.v, what, e);
+	PQclear(res);
+	return res ? 0 : BATON_ESTORE;
 }
 
 int
@@ -63,12 +84,13 @@ pg__idem_claim(struct store *s, const char *key, const char *sha,
 	       int64_t *task_id, char sha_out[65], struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
+	struct store_key k = { .key = key, .sha = sha };
 	char what[160];
 	int rc, tries = 0, gone = 0;
 
 	snprintf(what, sizeof(what), "claim idempotency key '%.100s'", key);
 	do {
-		rc = claim_try(ps, key, sha, task_id, sha_out, what, e);
+		rc = pg__idem_take(ps, &k, what, e);
 		/* a claim given up between our INSERT and SELECT */
 		if (rc == 2 && ++gone < 3)
 			continue;
@@ -77,6 +99,10 @@ pg__idem_claim(struct store *s, const char *key, const char *sha,
 				       "cannot %s: it keeps being given up",
 				       what);
 	} while (rc == 2 || pg__again(ps, rc, &tries, e));
+	if (rc == 0) {
+		*task_id = k.task_id;
+		memcpy(sha_out, k.sha_was, sizeof(k.sha_was));
+	}
 	return rc;
 }
 
@@ -89,22 +115,8 @@ pg__idem_bind(struct store *s, const char *key, int64_t task_id,
 	int rc, tries = 0;
 
 	snprintf(what, sizeof(what), "bind idempotency key '%.100s'", key);
-	do {
-		struct params p = { 0 };
-		PGresult *res;
-
-		param_text(&p, key);
-		if (task_id)
-			param_int(&p, task_id);
-		res = pg__exec(ps,
-			       task_id ? "UPDATE idempotency_keys"
-					 " SET task_id = $2 WHERE idem_key = $1"
-				       : "DELETE FROM idempotency_keys"
-					 " WHERE idem_key = $1"
-					 " AND task_id IS NULL",
-			       p.n, p.v, what, e);
-		rc = res ? 0 : BATON_ESTORE;
-		PQclear(res);
-	} while (pg__again(ps, rc, &tries, e));
+	do
+		rc = pg__idem_set(ps, key, task_id, what, e);
+	while (pg__again(ps, rc, &tries, e));
 	return rc;
 }

@@ -659,42 +659,52 @@ task_add_begin(struct pg_store *ps, const struct task *t,
 }
 
 /*
- * One try of task_add: pg__task_insert in a transaction of its own.
- * *id_out, *ts_out and *seq_out get what was written.
+ * One try of task_add: k's claim (with k), pg__task_insert and the
+ * key's binding in a transaction of its own: 1 added, with *id_out,
+ * *ts_out and *seq_out what was written; 0 when k's key was claimed
+ * before; 2 when that claim was given up before it could be read; or
+ * an error.
  */
 static int
 task_add_try(struct pg_store *ps, const struct task *t, const struct task *row,
 	     int64_t created, int64_t now, const struct event *ev,
-	     int64_t *id_out, int64_t *ts_out, int64_t *seq_out,
-	     const char *what, struct err *e)
+	     struct store_key *k, int64_t *id_out, int64_t *ts_out,
+	     int64_t *seq_out, const char *what, struct err *e)
 {
 	int64_t id = 0, ts = 0, evseq = 0;
-	int rc;
+	int taken = 1, rc;
 
-	if (!t->parent_id && !t->nr_deps) {
+	if (!k && !t->parent_id && !t->nr_deps) {
 		rc = task_add_begin(ps, t, row, created, now, ev, &id, &ts,
 				    &evseq, what, e);
 	} else {
 		rc = pg__begin_fenced(ps, what, e);
-		if (rc == 0)
+		/* the key first: a loser writes nothing, not even a seq */
+		if (rc == 0 && k) {
+			taken = pg__idem_take(ps, k, what, e);
+			rc = taken < 0 ? taken : 0;
+		}
+		if (rc == 0 && taken == 1)
 			rc = pg__task_insert(ps, t, row, created, now, ev, &id,
 					     &ts, &evseq, what, e);
+		if (rc == 0 && taken == 1 && k)
+			rc = pg__idem_set(ps, k->key, id, what, e);
 	}
-	if (rc == 0)
+	if (rc == 0 && taken == 1)
 		rc = pg__commit(ps, what, e);
-	if (rc == 0) {
+	if (rc == 0 && taken == 1) {
 		*id_out = id;
 		*ts_out = ts;
 		*seq_out = evseq;
 	}
 	pg__rollback(ps);
-	return rc;
+	return rc < 0 ? rc : taken;
 }
 
 /* t and ev change only on success (store.h). */
 int
 pg__task_add(struct store *s, struct task *t, struct event *ev,
-	     struct err *e)
+	     struct store_key *k, struct err *e)
 {
 	struct pg_store *ps = pg__store(s);
 	struct store_task_defaults d;
@@ -702,16 +712,24 @@ pg__task_add(struct store *s, struct task *t, struct event *ev,
 	int64_t now = time_now_ms(), id = 0, ts = 0, evseq = 0;
 	int64_t created = t->created_at ? t->created_at : now;
 	char what[256];
-	int rc, tries = 0;
+	int rc, tries = 0, gone = 0;
 
 	snprintf(what, sizeof(what), "add task '%.200s'", t->title);
 	if (!row.max_attempts)
 		row.max_attempts = TASK_DEFAULT_MAX_ATTEMPTS;
-	do
-		rc = task_add_try(ps, t, &row, created, now, ev, &id, &ts,
+	do {
+		rc = task_add_try(ps, t, &row, created, now, ev, k, &id, &ts,
 				  &evseq, what, e);
-	while (pg__again(ps, rc, &tries, e));
-	if (rc == 0)
+		/* the claim in our way was given up: claim again */
+		if (rc == 2 && ++gone < 3)
+			continue;
+		if (rc == 2)
+			return err_set(e, BATON_ESTORE,
+				       "cannot %s: its idempotency key keeps "
+				       "being given up",
+				       what);
+	} while (rc == 2 || pg__again(ps, rc, &tries, e));
+	if (rc == 1)
 		store__task_added(t, &row, id, created, now, ev, ts, evseq);
 	return rc;
 }

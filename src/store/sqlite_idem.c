@@ -46,39 +46,48 @@ read_claim(struct sqlite_store *ss, const char *key, int64_t *task_id,
 	return rc;
 }
 
+/* Inserts key's claim: 1, 0 when it was claimed before, or < 0. */
+static int
+insert_claim(struct sqlite_store *ss, const char *key, const char *sha,
+	     const char *what, struct err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, src;
+
+	rc = sqlite__prepare(ss, &st,
+			     "INSERT OR IGNORE INTO idempotency_keys"
+			     " (idem_key, payload_sha256, task_id, created_at)"
+			     " VALUES (?, ?, NULL, ?)",
+			     0, what, e);
+	if (rc < 0)
+		return rc;
+	src = sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_text(st, 2, sha, -1, SQLITE_STATIC);
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, 3, time_now_ms());
+	if (src == SQLITE_OK)
+		src = sqlite3_step(st);
+	if (src == SQLITE_DONE)
+		rc = sqlite3_changes(ss->db) == 1;
+	else
+		rc = sqlite__fail(ss, e, what);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int
 sqlite__idem_claim(struct store *s, const char *key, const char *sha,
 		   int64_t *task_id, char sha_out[65], struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);
 	char what[160];
-	int tries;
+	int tries, rc;
 
 	snprintf(what, sizeof(what), "claim idempotency key '%.100s'", key);
 	/* a claim given up between our INSERT and SELECT: claim again */
 	for (tries = 0; tries < 3; tries++) {
-		sqlite3_stmt *st = NULL;
-		int rc, src;
-
-		rc = sqlite__prepare(ss, &st,
-				     "INSERT OR IGNORE INTO idempotency_keys"
-				     " (idem_key, payload_sha256, task_id,"
-				     " created_at) VALUES (?, ?, NULL, ?)",
-				     0, what, e);
-		if (rc < 0)
-			return rc;
-		src = sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-		if (src == SQLITE_OK)
-			src = sqlite3_bind_text(st, 2, sha, -1, SQLITE_STATIC);
-		if (src == SQLITE_OK)
-			src = sqlite3_bind_int64(st, 3, time_now_ms());
-		if (src == SQLITE_OK)
-			src = sqlite3_step(st);
-		if (src == SQLITE_DONE)
-			rc = sqlite3_changes(ss->db) == 1;
-		else
-			rc = sqlite__fail(ss, e, what);
-		sqlite3_finalize(st);
+		rc = insert_claim(ss, key, sha, what, e);
 		if (rc)
 			return rc;
 		rc = read_claim(ss, key, task_id, sha_out, what, e);
@@ -90,15 +99,30 @@ sqlite__idem_claim(struct store *s, const char *key, const char *sha,
 }
 
 int
-sqlite__idem_bind(struct store *s, const char *key, int64_t task_id,
-		  struct err *e)
+sqlite__idem_take(struct sqlite_store *ss, struct store_key *k,
+		  const char *what, struct err *e)
 {
-	struct sqlite_store *ss = sqlite__store(s);
+	int rc = insert_claim(ss, k->key, k->sha, what, e);
+
+	if (rc)
+		return rc;
+	/* the write lock is ours: the row that stopped ours stays */
+	rc = read_claim(ss, k->key, &k->task_id, k->sha_was, what, e);
+	if (rc == 0)
+		return err_set(e, BATON_ESTORE,
+			       "cannot %s: idempotency key '%.100s' is neither "
+			       "free nor claimed",
+			       what, k->key);
+	return rc < 0 ? rc : 0;
+}
+
+int
+sqlite__idem_set(struct sqlite_store *ss, const char *key, int64_t task_id,
+		 const char *what, struct err *e)
+{
 	sqlite3_stmt *st = NULL;
-	char what[160];
 	int rc, src;
 
-	snprintf(what, sizeof(what), "bind idempotency key '%.100s'", key);
 	rc = sqlite__prepare(ss, &st,
 			     task_id ? "UPDATE idempotency_keys SET task_id = ?"
 				       " WHERE idem_key = ?"
@@ -116,4 +140,14 @@ sqlite__idem_bind(struct store *s, const char *key, int64_t task_id,
 	rc = src == SQLITE_DONE ? 0 : sqlite__fail(ss, e, what);
 	sqlite3_finalize(st);
 	return rc;
+}
+
+int
+sqlite__idem_bind(struct store *s, const char *key, int64_t task_id,
+		  struct err *e)
+{
+	char what[160];
+
+	snprintf(what, sizeof(what), "bind idempotency key '%.100s'", key);
+	return sqlite__idem_set(sqlite__store(s), key, task_id, what, e);
 }

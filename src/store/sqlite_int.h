@@ -25,6 +25,7 @@ struct err;
 struct json_t;
 struct event;
 struct merge_item;
+struct store_key;
 struct task;
 struct worker_rec;
 
@@ -155,12 +156,23 @@ int sqlite__task_insert(struct sqlite_store *ss, const struct task *t,
 			struct err *e);
 
 /*
+ * sqlite_idem.c, inside the caller's open write transaction: claims
+ * k->key for k->sha, 1; or 0 when it was claimed before, with k->task_id
+ * and k->sha_was what the claim holds; or an error. sqlite__idem_set
+ * binds key to task_id (0: gives an unbound claim up).
+ */
+int sqlite__idem_take(struct sqlite_store *ss, struct store_key *k,
+		      const char *what, struct err *e);
+int sqlite__idem_set(struct sqlite_store *ss, const char *key, int64_t task_id,
+		     const char *what, struct err *e);
+
+/*
  * The operations of sqlite_queue.c, with the contracts of the store_*
  * functions of the same names (store.h); sqlite.c puts them in
  * store_sqlite_ops.
  */
 int sqlite__task_add(struct store *s, struct task *t, struct event *ev,
-		     struct err *e);
+		     struct store_key *k, struct err *e);
 int sqlite__task_get(struct store *s, int64_t id, struct task *out,
 		     struct err *e);
 int sqlite__task_update(struct store *s, struct task *t, const char *froms,

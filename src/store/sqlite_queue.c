@@ -449,12 +449,13 @@ sqlite__task_insert(struct sqlite_store *ss, const struct task *t,
 }
 
 /*
- * Checks the parent and the dependencies, inserts the row, its
- * dependencies and ev, and commits; t and ev change only on success.
+ * Claims k's key (with k), checks the parent and the dependencies,
+ * inserts the row, its dependencies and ev, binds the key, and commits;
+ * t and ev change only on success.
  */
 int
 sqlite__task_add(struct store *s, struct task *t, struct event *ev,
-		 struct err *e)
+		 struct store_key *k, struct err *e)
 {
 	struct sqlite_store *ss = sqlite__store(s);
 	struct store_task_defaults d;
@@ -468,13 +469,21 @@ sqlite__task_add(struct store *s, struct task *t, struct event *ev,
 	if (!row.max_attempts)
 		row.max_attempts = TASK_DEFAULT_MAX_ATTEMPTS;
 	rc = sqlite__begin_fenced(ss, what, e);
-	if (rc == 0)
-		rc = sqlite__task_insert(ss, t, &row, created, now, ev, &id,
-					 &ts, &evseq, what, e);
+	if (rc == 0 && k)
+		rc = sqlite__idem_take(ss, k, what, e);
+	if (rc < 0 || (k && rc == 0))
+		goto out; /* the key was claimed before: nothing written */
+	rc = sqlite__task_insert(ss, t, &row, created, now, ev, &id, &ts,
+				 &evseq, what, e);
+	if (rc == 0 && k)
+		rc = sqlite__idem_set(ss, k->key, id, what, e);
 	if (rc == 0)
 		rc = sqlite__commit(ss, what, e);
-	if (rc == 0)
+	if (rc == 0) {
 		store__task_added(t, &row, id, created, now, ev, ts, evseq);
+		rc = 1;
+	}
+out:
 	sqlite__rollback(ss);
 	return rc;
 }

@@ -533,8 +533,9 @@ store_fence(struct store *s, int64_t task_id, int64_t token)
 	s->fence_token = task_id ? token : 0;
 }
 
-int
-store_task_add(struct store *s, struct task *t, struct event *ev,
+/* The checks of store_task_add and store_task_add_keyed. */
+static int
+task_add_check(struct store *s, struct task *t, struct event *ev,
 	       struct err *e)
 {
 	const char *what = "add task";
@@ -553,8 +554,36 @@ store_task_add(struct store *s, struct task *t, struct event *ev,
 			       t->title);
 	if (ev && !event_type_find(ev->type))
 		return store__event_check(ev, what, e);
+	return 0;
+}
+
+int
+store_task_add(struct store *s, struct task *t, struct event *ev,
+	       struct err *e)
+{
+	int rc = task_add_check(s, t, ev, e);
+
+	if (rc)
+		return rc;
 	s->fault = fault_next();
-	return s->ops->task_add(s, t, ev, e);
+	rc = s->ops->task_add(s, t, ev, NULL, e);
+	return rc < 0 ? rc : 0;
+}
+
+int
+store_task_add_keyed(struct store *s, struct task *t, struct event *ev,
+		     struct store_key *k, struct err *e)
+{
+	int rc = task_add_check(s, t, ev, e);
+
+	if (rc)
+		return rc;
+	if (!k || !k->key || !k->sha)
+		return null_arg(e, "add task", "the idempotency key");
+	k->task_id = 0;
+	k->sha_was[0] = '\0';
+	s->fault = fault_next();
+	return s->ops->task_add(s, t, ev, k, e);
 }
 
 int

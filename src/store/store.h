@@ -315,6 +315,29 @@ void task_copy(struct task *dst, const struct task *src);
 int store_task_add(struct store *s, struct task *t, struct event *ev,
 		   struct err *e);
 
+/*
+ * An idempotency key for store_task_add_keyed: key and sha (the
+ * payload's SHA-256, 64 hex digits) in; task_id and sha_was out.
+ */
+struct store_key {
+	const char *key;
+	const char *sha;
+	int64_t task_id;  /* the task an earlier claim made; 0: none */
+	char sha_was[65]; /* the payload hash it was claimed with */
+};
+
+/*
+ * store_task_add under an idempotency key (docs/api.md "Idempotency"):
+ * the key, claimed with k->sha and bound to the new task, the task and
+ * ev in one transaction. 1 when added; 0 when k->key was claimed before,
+ * by this or any other process on the store: nothing is written, and
+ * k->task_id and k->sha_was say what the claim holds. An add racing
+ * another of the same key waits for the other's commit, so it reads the
+ * task made; one that fails gives nothing to claim. Or an error.
+ */
+int store_task_add_keyed(struct store *s, struct task *t, struct event *ev,
+			 struct store_key *k, struct err *e);
+
 /* Reads task id (deps included). BATON_ENOTFOUND when there is none. */
 int store_task_get(struct store *s, int64_t id, struct task *out,
 		   struct err *e);

@@ -30,6 +30,7 @@ struct json_t;
 struct event;
 struct merge_item;
 struct run;
+struct store_key;
 struct task;
 struct worker_rec;
 
@@ -148,8 +149,9 @@ struct store_ops {
 			   store_output_cb *cb, void *arg, struct err *e);
 	int (*schema_version)(struct store *s, struct err *e);
 
+	/* 1 added; 0 k's key was claimed before (k only); or < 0 */
 	int (*task_add)(struct store *s, struct task *t, struct event *ev,
-			struct err *e);
+			struct store_key *k, struct err *e);
 	int (*task_get)(struct store *s, int64_t id, struct task *out,
 			struct err *e);
 	int (*task_update)(struct store *s, struct task *t, const char *froms,

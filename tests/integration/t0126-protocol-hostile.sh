@@ -73,7 +73,7 @@ test_expect_success 'a malformed key or two keys that differ: 400, nothing writt
 	test "$(total)" = "$n"
 '
 
-test_expect_success 'a submission refused after its key was claimed gives the key back' '
+test_expect_success 'a refused submission claims nothing: a corrected retry under its key is taken' '
 	load_http &&
 	n=$(total) &&
 	api_expect 400 POST /api/v1/tasks "{\"title\": \"y\", \"after\": [999], \"idempotency_key\": \"back-$$\"}" >/dev/null &&
@@ -100,6 +100,52 @@ test_expect_success 'eight racing submissions of one key: one task, seven alread
 	test_cmp want named &&
 	test "$(total)" = $((n + 1))
 '
+
+# waiting SQL: the store's sessions blocked on a lock in a statement
+# like SQL (PostgreSQL)
+waiting() {
+	db_query "SELECT count(*) FROM pg_stat_activity
+		  WHERE datname = current_database()
+		  AND wait_event_type = 'Lock' AND query LIKE '$1'"
+}
+
+# submit NAME KEY: a submission under KEY in the background (bg_start
+# NAME), its answer in NAME.json and its status in NAME.out
+submit() {
+	bg_start "$1" curl -s -o "$1.json" -w "%{http_code}" \
+		-H "Authorization: Bearer $HTTP_TOKEN" -H "Idempotency-Key: $2" \
+		-d "{\"title\": \"Held\"}" "$HTTP_URL/api/v1/tasks"
+}
+
+# Only PostgreSQL can hold a submission between its statements: a
+# session of psql that locks the tasks table stops the first one at its
+# task's insert, after its key's.
+if [ -n "${BATON_TEST_PG_ADMIN:-}" ]; then
+test_expect_success 'a submission racing one stopped before its commit waits for it, and names its task' '
+	load_http &&
+	n=$(total) &&
+	url=$(sed -n "s/^store: *//p" .baton/config.yaml) &&
+	rm -f ../hold && mkfifo ../hold &&
+	{ psql -q -X -v ON_ERROR_STOP=1 "$url" <../hold >../hold.out 2>&1 & } &&
+	exec 9>../hold &&
+	echo "BEGIN; LOCK TABLE tasks IN SHARE ROW EXCLUSIVE MODE;" >&9 &&
+	wait_for "db_query \"SELECT count(*) FROM pg_locks
+		WHERE relation = '\''tasks'\''::regclass AND granted
+		AND mode = '\''ShareRowExclusiveLock'\''\" | grep -qx 1" 20 &&
+	submit ../first held-$$ &&
+	wait_for "waiting \"%INSERT INTO tasks%\" | grep -qx 1" 20 &&
+	submit ../second held-$$ &&
+	# before: the second was answered at once, naming no task
+	wait_for "test -f ../second.rc ||
+		waiting \"INSERT INTO idempotency_keys%\" | grep -qx 1" 20 &&
+	echo "COMMIT;" >&9 && exec 9>&- &&
+	test "$(bg_wait ../first 30)" = 0 && test "$(bg_wait ../second 30)" = 0 &&
+	test "$(cat ../first.out)" = 201 && test "$(cat ../second.out)" = 409 &&
+	id=$(jq .id ../first.json) &&
+	test_jq ".error.code == \"already_running\" and .error.task.id == $id" ../second.json &&
+	test "$(total)" = $((n + 1))
+'
+fi
 
 test_expect_success 'the key outlives serve: after a restart it still names its task' '
 	load_http &&

@@ -667,6 +667,80 @@ TEST(task_missing_dependency_refused)
 	store_close(s);
 }
 
+/* A keyed add of a task titled title under key, payload hash sha. */
+static int
+add_keyed(struct store *s, const char *title, const char *key,
+	  const char *sha, int64_t dep, struct store_key *k, int64_t *id)
+{
+	struct err e = ERR_INIT;
+	struct event ev = { .type = (char *)"task_added" };
+	struct task t = { 0 };
+	int rc;
+
+	t.title = xstrdup(title);
+	if (dep) {
+		t.nr_deps = 1;
+		t.deps = xcalloc(1, sizeof(*t.deps));
+		t.deps[0] = dep;
+	}
+	*k = (struct store_key){ .key = key, .sha = sha };
+	rc = store_task_add_keyed(s, &t, &ev, k, &e);
+	if (rc < 0)
+		fprintf(stderr, "keyed add: %s\n", e.msg);
+	*id = t.id;
+	task_release(&t);
+	return rc;
+}
+
+/*
+ * A keyed add claims its key, makes its task and binds the key in one
+ * commit: a second add of the key writes nothing and names the task; a
+ * refused add leaves the key free; a claim that names no task (made by
+ * store_idem_claim and never bound) is read as such.
+ */
+TEST(task_add_keyed_is_one_commit)
+{
+	static const char sha_a[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				    "aaaaaaaaaaaaaaaaaaaaaaaa";
+	static const char sha_b[] = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+				    "bbbbbbbbbbbbbbbbbbbbbbbb";
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct store_key k;
+	char was[65];
+	int64_t id, other = -1;
+
+	ASSERT_EQ(add_keyed(s, "first", "k1", sha_a, 0, &k, &id), 1);
+	ASSERT_EQ(id, 1);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM idempotency_keys"
+			    " WHERE idem_key = 'k1' AND task_id = 1"),
+		  1);
+
+	ASSERT_EQ(add_keyed(s, "again", "k1", sha_a, 0, &k, &id), 0);
+	ASSERT_EQ(id, 0);
+	ASSERT_EQ(k.task_id, 1);
+	ASSERT_STREQ(k.sha_was, sha_a);
+	ASSERT_EQ(add_keyed(s, "other", "k1", sha_b, 0, &k, &id), 0);
+	ASSERT_EQ(k.task_id, 1);
+	ASSERT_STREQ(k.sha_was, sha_a);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 1);
+	ASSERT_EQ(count_events(s, "task_added"), 1);
+
+	ASSERT_EQ(add_keyed(s, "ghost dep", "k2", sha_a, 9, &k, &id),
+		  BATON_ENOTFOUND);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM idempotency_keys"
+			    " WHERE idem_key = 'k2'"),
+		  0);
+	ASSERT_EQ(add_keyed(s, "real dep", "k2", sha_a, 1, &k, &id), 1);
+	ASSERT_EQ(id, 2);
+
+	ASSERT_EQ(store_idem_claim(s, "k3", sha_a, &other, was, &e), 1);
+	ASSERT_EQ(add_keyed(s, "late", "k3", sha_a, 0, &k, &id), 0);
+	ASSERT_EQ(k.task_id, 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 2);
+	store_close(s);
+}
+
 /*
  * A task whose event names a run not on record is refused whole, the
  * run named: no row, no event (on PostgreSQL the row and its event are
