@@ -6,9 +6,10 @@
  * Once per slot across restarts and hosts: a slot is claimed in the
  * store's idempotency_keys table (migration 010) under the key
  * "schedule NAME SLOT" — with spaces, which the API's Idempotency-Key
- * refuses, so no submission can take a slot's key — and only the
- * process whose INSERT made the row makes the task, then binds the key
- * to it.
+ * refuses, so no submission can take a slot's key — in the commit that
+ * makes the slot's task (store_task_add_keyed), so a serve killed
+ * halfway leaves the slot to the next. A slot whose task cannot be made
+ * (an unknown pipeline) is claimed alone, with no task.
  *
  * Missed slots: a slot that came while this serve was not running (more
  * than SCHED_SLOT_GRACE_MS before it started) is skipped, or, with
@@ -85,10 +86,14 @@ note(struct sched_ctx *x, const char *type, int64_t task_id, json_t *data)
 	free(ev.data);
 }
 
-/* The task of s for slot: made and filled into *t, or an error. */
+/*
+ * The task of s for slot, made under the slot's key k in one commit
+ * with it and filled into *t: 1; 0 when the slot was claimed before,
+ * by this or another serve; or an error.
+ */
 static int
 make_task(struct sched_ctx *x, const struct schedule *s, int64_t slot,
-	  struct task *t, struct err *e)
+	  struct store_key *k, struct task *t, struct err *e)
 {
 	if (s->pipeline) {
 		struct engine en;
@@ -109,7 +114,7 @@ make_task(struct sched_ctx *x, const struct schedule *s, int64_t slot,
 	t->pipeline = s->pipeline ? xstrdup(s->pipeline) : NULL;
 	t->priority = s->priority;
 	t->origin = xstrdup("schedule");
-	return sched_task_add(x, t, e);
+	return sched_task_add_keyed(x, t, NULL, k, e);
 }
 
 int
@@ -120,42 +125,43 @@ sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
 	struct err why = ERR_INIT;
 	char sha[65], was[65], when[40];
 	char *key = sched_slot_key(s, slot);
-	const char *type;
+	struct store_key k = { .key = key, .sha = sha };
 	int64_t other = 0;
 	int rc;
 
 	*task_out = 0;
 	receipt_sha256_hex(key, strlen(key), sha);
 	time_fmt_iso(slot, when, sizeof(when));
-	rc = store_idem_claim(x->store, key, sha, &other, was, e);
-	if (rc <= 0) {
-		if (rc == 0)
-			fprintf(stderr, "schedule %s: slot %s was made "
-				"elsewhere\n", s->name, when);
-		goto out;
+	rc = make_task(x, s, slot, &k, &t, &why);
+	if (rc < 0 && why.rc == BATON_ESTORE) {
+		*e = why;
+		goto out; /* the next turn tries the slot again */
 	}
-	if (make_task(x, s, slot, &t, &why)) {
-		/* the slot stays claimed: it is not made twice, by anyone */
+	if (rc < 0) {
+		/* the slot is claimed all the same: not tried twice, by
+		   anyone */
+		rc = store_idem_claim(x->store, key, sha, &other, was, e);
+		if (rc <= 0)
+			goto out;
 		log_error("%s: slot %s: %s", s->name, when, why.msg);
-		type = "schedule_failed";
-		note(x, type, 0,
+		note(x, "schedule_failed", 0,
 		     json_pack("{s:s, s:s, s:s}", "schedule", s->name, "slot",
 			       when, "error", why.msg));
 		rc = 0;
 		goto out;
 	}
-	rc = store_idem_bind(x->store, key, t.id, e);
-	if (rc)
+	if (rc == 0) {
+		fprintf(stderr, "schedule %s: slot %s was made elsewhere\n",
+			s->name, when);
 		goto out;
-	type = "schedule_fired";
-	note(x, type, t.id,
+	}
+	note(x, "schedule_fired", t.id,
 	     json_pack("{s:s, s:s, s:I, s:s, s:b}", "schedule", s->name, "slot",
 		       when, "task", (json_int_t)t.id, "title", t.title,
 		       "missed", missed));
 	fprintf(stderr, "schedule %s: slot %s made task t%lld\n", s->name,
 		when, (long long)t.id);
 	*task_out = t.id;
-	rc = 1;
 out:
 	task_release(&t);
 	free(key);

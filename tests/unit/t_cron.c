@@ -1,16 +1,23 @@
 /*
  * core/schedule.c: the cron parser case by case (fields, lists, ranges,
- * steps, the two day fields, errors), the next and previous slots, and
- * the `schedules:` config section with its errors.
+ * steps, the two day fields, errors), the next and previous slots, the
+ * `schedules:` config section with its errors, and a slot's fire
+ * through a failing store (sched/schedule.c).
  */
 #include "util/compat.h"
 
 #include "core/cnode.h"
 #include "core/config.h"
+#include "core/receipt.h"
 #include "core/schedule.h"
+#include "sched/sched.h"
+#include "store/store.h"
 #include "test.h"
 #include "util/err.h"
+#include "util/fs.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
+#include "workspace/workspace.h"
 
 /* ms of an ISO time ("2026-01-05T03:00:00Z") */
 static int64_t
@@ -275,4 +282,96 @@ TEST(schedules_config_errors)
 		   "cfg.yaml:5:11: schedules[1]: another schedule has this "
 		   "name");
 	config_bad("schedules: {name: n}\n", "schedules");
+}
+
+/* ---- a slot's fire against a store ------------------------------------ */
+
+static int
+count_event(const struct event *ev, void *arg)
+{
+	(void)ev;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/*
+ * Fires slot 2026-01-05 03:00 of a schedule while write n (counted from
+ * this test's start, BATON_FAULT_STORE) fails, then again as serve's
+ * next turn would when the first fire failed: whichever write failed,
+ * the slot ends with its task, made once, its key bound to it, and no
+ * schedule_failed (a store that fails is no task that cannot be made).
+ */
+static void
+fire_through_fault(const char *n)
+{
+	struct workspace ws = { 0 };
+	struct config cfg;
+	struct store *st;
+	struct sched_ctx x;
+	struct task t = { 0 };
+	struct err e = ERR_INIT;
+	int64_t slot = at("2026-01-05T03:00:00Z"), task = 0, id = 0;
+	char sha[65], was[65], *db, *key;
+	int rc, failed = 0;
+
+	ws.repo = xstrdup(test_tmpdir());
+	ws.dir = xasprintf("%s/.baton", test_tmpdir());
+	ws.common = xasprintf("%s/.git", test_tmpdir());
+	ASSERT_OK(fs_mkdir_p(ws.dir, 0755, &e), &e);
+	ASSERT_EQ(load("schedules:\n"
+		       "  - name: nightly\n"
+		       "    cron: \"0 3 * * *\"\n"
+		       "    task: {title: \"Nightly {slot}\"}\n",
+		       &cfg, &e),
+		  0);
+	db = xasprintf("%s/baton.db", ws.dir);
+	ASSERT_OK(store_open(db, &st, &e), &e);
+	x = (struct sched_ctx){ .store = st, .ws = &ws, .cfg = &cfg };
+
+	setenv("BATON_FAULT_STORE", n, 1);
+	rc = sched_schedule_fire(&x, &cfg.schedules[0], slot, 0, &task, &e);
+	unsetenv("BATON_FAULT_STORE");
+	if (rc < 0) {
+		ASSERT_CONTAINS(e.msg, "injected fault");
+		e = (struct err)ERR_INIT;
+		rc = sched_schedule_fire(&x, &cfg.schedules[0], slot, 0, &task,
+					 &e);
+	}
+	ASSERT_EQ(rc, 1);
+	ASSERT_EQ(task, 1);
+	ASSERT_EQ(sched_schedule_fire(&x, &cfg.schedules[0], slot, 0, &task,
+				      &e),
+		  0);
+	ASSERT_OK(store_task_get(st, 1, &t, &e), &e);
+	ASSERT_STREQ(t.title, "Nightly 2026-01-05 03:00 UTC");
+	task_release(&t);
+	ASSERT_EQ(store_task_get(st, 2, &t, &e), BATON_ENOTFOUND);
+	key = sched_slot_key(&cfg.schedules[0], slot);
+	receipt_sha256_hex(key, strlen(key), sha);
+	ASSERT_EQ(store_idem_claim(st, key, sha, &id, was, &e), 0);
+	ASSERT_EQ(id, 1);
+	ASSERT_OK(store_event_list(st, NULL, 0, "schedule_failed", count_event,
+				   &failed, &e),
+		  &e);
+	ASSERT_EQ(failed, 0);
+	free(key);
+	free(db);
+	store_close(st);
+	config_release(&cfg);
+	workspace_release(&ws);
+}
+
+TEST(schedule_fire_fault_1)
+{
+	fire_through_fault("1");
+}
+
+TEST(schedule_fire_fault_2)
+{
+	fire_through_fault("2");
+}
+
+TEST(schedule_fire_fault_3)
+{
+	fire_through_fault("3");
 }
