@@ -126,6 +126,7 @@ sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
 	char sha[65], was[65], when[40];
 	char *key = sched_slot_key(s, slot);
 	struct store_key k = { .key = key, .sha = sha };
+	const char *type;
 	int64_t other = 0;
 	int rc;
 
@@ -144,7 +145,8 @@ sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
 		if (rc <= 0)
 			goto out;
 		log_error("%s: slot %s: %s", s->name, when, why.msg);
-		note(x, "schedule_failed", 0,
+		type = "schedule_failed";
+		note(x, type, 0,
 		     json_pack("{s:s, s:s, s:s}", "schedule", s->name, "slot",
 			       when, "error", why.msg));
 		rc = 0;
@@ -155,7 +157,8 @@ sched_schedule_fire(struct sched_ctx *x, const struct schedule *s,
 			s->name, when);
 		goto out;
 	}
-	note(x, "schedule_fired", t.id,
+	type = "schedule_fired";
+	note(x, type, t.id,
 	     json_pack("{s:s, s:s, s:I, s:s, s:b}", "schedule", s->name, "slot",
 		       when, "task", (json_int_t)t.id, "title", t.title,
 		       "missed", missed));

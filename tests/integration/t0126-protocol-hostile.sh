@@ -117,6 +117,21 @@ submit() {
 		-d "{\"title\": \"Held\"}" "$HTTP_URL/api/v1/tasks"
 }
 
+# held_race KEY: the race of the case below, with a psql session that
+# reads fd 9 and holds the tasks table until it is killed
+held_race() {
+	echo "BEGIN; LOCK TABLE tasks IN SHARE ROW EXCLUSIVE MODE;" >&9 &&
+	wait_for "db_query \"SELECT count(*) FROM pg_locks
+		WHERE relation = 'tasks'::regclass AND granted
+		AND mode = 'ShareRowExclusiveLock'\" | grep -qx 1" 20 &&
+	submit ../first "$1" &&
+	wait_for 'waiting "%INSERT INTO tasks%" | grep -qx 1' 20 &&
+	submit ../second "$1" &&
+	# before: the second was answered at once, naming no task
+	wait_for 'test -f ../second.rc ||
+		waiting "INSERT INTO idempotency_keys%" | grep -qx 1' 20
+}
+
 # Only PostgreSQL can hold a submission between its statements: a
 # session of psql that locks the tasks table stops the first one at its
 # task's insert, after its key's.
@@ -127,18 +142,13 @@ test_expect_success 'a submission racing one stopped before its commit waits for
 	url=$(sed -n "s/^store: *//p" .baton/config.yaml) &&
 	rm -f ../hold && mkfifo ../hold &&
 	{ psql -q -X -v ON_ERROR_STOP=1 "$url" <../hold >../hold.out 2>&1 & } &&
+	holder=$! &&
 	exec 9>../hold &&
-	echo "BEGIN; LOCK TABLE tasks IN SHARE ROW EXCLUSIVE MODE;" >&9 &&
-	wait_for "db_query \"SELECT count(*) FROM pg_locks
-		WHERE relation = '\''tasks'\''::regclass AND granted
-		AND mode = '\''ShareRowExclusiveLock'\''\" | grep -qx 1" 20 &&
-	submit ../first held-$$ &&
-	wait_for "waiting \"%INSERT INTO tasks%\" | grep -qx 1" 20 &&
-	submit ../second held-$$ &&
-	# before: the second was answered at once, naming no task
-	wait_for "test -f ../second.rc ||
-		waiting \"INSERT INTO idempotency_keys%\" | grep -qx 1" 20 &&
-	echo "COMMIT;" >&9 && exec 9>&- &&
+	{ held_race held-$$ && rc=0 || rc=$?; } &&
+	# the lock goes with its session, whatever happened (fd 9 may stay
+	# open in the submissions'"'"' shells: the session is killed)
+	kill $holder && exec 9>&- &&
+	test $rc = 0 &&
 	test "$(bg_wait ../first 30)" = 0 && test "$(bg_wait ../second 30)" = 0 &&
 	test "$(cat ../first.out)" = 201 && test "$(cat ../second.out)" = 409 &&
 	id=$(jq .id ../first.json) &&
