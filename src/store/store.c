@@ -17,10 +17,12 @@
  * store_idem_claim, store_idem_bind, store_chat_create, store_chat_add,
  * store_chat_update, store_memory_put, store_memory_forget,
  * store_memory_list,
- * store_forge_intake and store_forge_link_put. The two heartbeats,
- * store_task_renew and store_worker_beat, are not counted: they run on
- * timers (a worker's lease thread), so counting them would make "the
- * Nth write" depend on timing; they never fail by injection.
+ * store_forge_intake, store_forge_link_put and store_task_add_keyed.
+ * Those without a transaction to commit (the delivery, idempotency and
+ * memory ones: one statement each) fail before they write. The two
+ * heartbeats, store_task_renew and store_worker_beat, are not counted:
+ * they run on timers (a worker's lease thread), so counting them would
+ * make "the Nth write" depend on timing; they never fail by injection.
  *
  * Fencing (store_fence) is only recorded here; the backend checks it
  * inside each write transaction.
@@ -101,6 +103,18 @@ store__fault(struct err *e, const char *what)
 {
 	return err_set(e, BATON_ESTORE,
 		       "cannot %s: injected fault (BATON_FAULT_STORE)", what);
+}
+
+/*
+ * The injected fault of an operation with no transaction of its own to
+ * commit (one statement, or a read): it fails before it writes, which
+ * is the same as failing instead of committing.
+ */
+static int
+fault_first(struct store *s, const char *what, struct err *e)
+{
+	s->fault = 0;
+	return fault_next() ? store__fault(e, what) : 0;
 }
 
 int
@@ -958,7 +972,8 @@ store_forge_delivery_seen(struct store *s, const char *delivery_id,
 	if (!delivery_id || !*delivery_id)
 		return err_set(e, BATON_EINVAL,
 			       "cannot %s: no delivery id", what);
-	s->fault = fault_next();
+	if (fault_first(s, what, e))
+		return BATON_ESTORE;
 	return s->ops->forge_delivery_seen(s, delivery_id, event, e);
 }
 
@@ -1044,7 +1059,8 @@ store_idem_claim(struct store *s, const char *key, const char *sha,
 		return err_set(e, BATON_EINVAL, "cannot %s: no key", what);
 	*task_id = 0;
 	sha_out[0] = 0;
-	s->fault = fault_next();
+	if (fault_first(s, what, e))
+		return BATON_ESTORE;
 	return s->ops->idem_claim(s, key, sha, task_id, sha_out, e);
 }
 
@@ -1058,7 +1074,8 @@ store_idem_bind(struct store *s, const char *key, int64_t task_id,
 		return null_arg(e, what, "the store");
 	if (!key || !*key)
 		return err_set(e, BATON_EINVAL, "cannot %s: no key", what);
-	s->fault = fault_next();
+	if (fault_first(s, what, e))
+		return BATON_ESTORE;
 	return s->ops->idem_bind(s, key, task_id, e);
 }
 
@@ -1168,7 +1185,8 @@ store_memory_put(struct store *s, const char *id, const char *run_id,
 		return null_arg(e, what, "the store");
 	if (!id || !*id || !kind || !body)
 		return err_set(e, BATON_EINVAL, "cannot %s: no id", what);
-	s->fault = fault_next();
+	if (fault_first(s, what, e))
+		return BATON_ESTORE;
 	return s->ops->memory_put(s, id, run_id, kind, body, e);
 }
 
@@ -1181,7 +1199,8 @@ store_memory_forget(struct store *s, const char *id, struct err *e)
 		return null_arg(e, what, "the store");
 	if (!id || !*id)
 		return err_set(e, BATON_EINVAL, "cannot %s: no id", what);
-	s->fault = fault_next();
+	if (fault_first(s, what, e))
+		return BATON_ESTORE;
 	return s->ops->memory_forget(s, id, e);
 }
 
@@ -1193,7 +1212,8 @@ store_memory_list(struct store *s, struct json_t **out, struct err *e)
 	*out = NULL;
 	if (!s)
 		return null_arg(e, what, "the store");
-	s->fault = fault_next();
+	if (fault_first(s, what, e))
+		return BATON_ESTORE;
 	return s->ops->memory_list(s, out, e);
 }
 

@@ -3612,6 +3612,46 @@ TEST(plan_versions)
 /* ---- fault injection and the front end ---------------------------------- */
 
 /* An injected fault in a task add leaves no task, dep or event. */
+/*
+ * An injected fault on the idempotency keys: a claim and a binding (one
+ * statement each) fail before they write; a keyed add fails whole, its
+ * key with its task.
+ */
+TEST(fault_idempotency_keys_write_nothing)
+{
+	static const char sha[] = "cccccccccccccccccccccccccccccccccccccccc"
+				  "cccccccccccccccccccccccc";
+	struct store *s = open_store();
+	struct err e = ERR_INIT;
+	struct store_key k;
+	char was[65];
+	int64_t id = 0;
+
+	setenv("BATON_FAULT_STORE", "1", 1);
+	ASSERT_EQ(store_idem_claim(s, "f1", sha, &id, was, &e), BATON_ESTORE);
+	ASSERT_CONTAINS(e.msg, "injected fault");
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM idempotency_keys"), 0);
+	ASSERT_EQ(store_idem_claim(s, "f1", sha, &id, was, &e), 1);
+
+	setenv("BATON_FAULT_STORE", "3", 1);
+	ASSERT_EQ(store_idem_bind(s, "f1", 7, &e), BATON_ESTORE);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM idempotency_keys"
+			    " WHERE task_id IS NULL"),
+		  1);
+
+	setenv("BATON_FAULT_STORE", "4", 1);
+	ASSERT_EQ(add_keyed(s, "doomed", "f2", sha, 0, &k, &id), BATON_ESTORE);
+	ASSERT_EQ(id, 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 0);
+	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM idempotency_keys"
+			    " WHERE idem_key = 'f2'"),
+		  0);
+	ASSERT_EQ(count_events(s, NULL), 0);
+	unsetenv("BATON_FAULT_STORE");
+	ASSERT_EQ(add_keyed(s, "lives", "f2", sha, 0, &k, &id), 1);
+	store_close(s);
+}
+
 TEST(fault_task_add_writes_nothing)
 {
 	struct store *s = open_store();
