@@ -30,10 +30,9 @@ sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 	return sched_task_add_by(x, t, NULL, e);
 }
 
-/* sched_task_add_keyed, k NULL: without a key, 1 when added. */
-static int
-task_add(struct sched_ctx *x, struct task *t, const char *actor,
-	 struct store_key *k, struct err *e)
+int
+sched_task_add_keyed(struct sched_ctx *x, struct task *t, const char *actor,
+		     struct store_key *k, struct err *e)
 {
 	struct event ev = { 0 };
 	json_t *data, *deps;
@@ -82,16 +81,9 @@ int
 sched_task_add_by(struct sched_ctx *x, struct task *t, const char *actor,
 		  struct err *e)
 {
-	int rc = task_add(x, t, actor, NULL, e);
+	int rc = sched_task_add_keyed(x, t, actor, NULL, e);
 
 	return rc < 0 ? rc : 0;
-}
-
-int
-sched_task_add_keyed(struct sched_ctx *x, struct task *t, const char *actor,
-		     struct store_key *k, struct err *e)
-{
-	return task_add(x, t, actor, k, e);
 }
 
 int

@@ -667,6 +667,13 @@ TEST(task_missing_dependency_refused)
 	store_close(s);
 }
 
+/* Payload hashes for the idempotency keys: 64 hex digits each. */
+#define SHA8(c) c c c c c c c c
+#define SHA64(c) SHA8(SHA8(c))
+static const char sha_a[] = SHA64("a"), sha_b[] = SHA64("b"),
+		  sha_c[] = SHA64("c");
+_Static_assert(sizeof(sha_a) == 65, "a payload hash is 64 hex digits");
+
 /* A keyed add of a task titled title under key, payload hash sha. */
 static int
 add_keyed(struct store *s, const char *title, const char *key,
@@ -700,10 +707,6 @@ add_keyed(struct store *s, const char *title, const char *key,
  */
 TEST(task_add_keyed_is_one_commit)
 {
-	static const char sha_a[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-				    "aaaaaaaaaaaaaaaaaaaaaaaa";
-	static const char sha_b[] = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-				    "bbbbbbbbbbbbbbbbbbbbbbbb";
 	struct store *s = open_store();
 	struct err e = ERR_INIT;
 	struct store_key k;
@@ -3619,8 +3622,6 @@ TEST(plan_versions)
  */
 TEST(fault_idempotency_keys_write_nothing)
 {
-	static const char sha[] = "cccccccccccccccccccccccccccccccccccccccc"
-				  "cccccccccccccccccccccccc";
 	struct store *s = open_store();
 	struct err e = ERR_INIT;
 	struct store_key k;
@@ -3628,10 +3629,10 @@ TEST(fault_idempotency_keys_write_nothing)
 	int64_t id = 0;
 
 	setenv("BATON_FAULT_STORE", "1", 1);
-	ASSERT_EQ(store_idem_claim(s, "f1", sha, &id, was, &e), BATON_ESTORE);
+	ASSERT_EQ(store_idem_claim(s, "f1", sha_c, &id, was, &e), BATON_ESTORE);
 	ASSERT_CONTAINS(e.msg, "injected fault");
 	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM idempotency_keys"), 0);
-	ASSERT_EQ(store_idem_claim(s, "f1", sha, &id, was, &e), 1);
+	ASSERT_EQ(store_idem_claim(s, "f1", sha_c, &id, was, &e), 1);
 
 	setenv("BATON_FAULT_STORE", "3", 1);
 	ASSERT_EQ(store_idem_bind(s, "f1", 7, &e), BATON_ESTORE);
@@ -3640,7 +3641,7 @@ TEST(fault_idempotency_keys_write_nothing)
 		  1);
 
 	setenv("BATON_FAULT_STORE", "4", 1);
-	ASSERT_EQ(add_keyed(s, "doomed", "f2", sha, 0, &k, &id), BATON_ESTORE);
+	ASSERT_EQ(add_keyed(s, "doomed", "f2", sha_c, 0, &k, &id), BATON_ESTORE);
 	ASSERT_EQ(id, 0);
 	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM tasks"), 0);
 	ASSERT_EQ(raw_count("SELECT COUNT(*) FROM idempotency_keys"
@@ -3648,7 +3649,7 @@ TEST(fault_idempotency_keys_write_nothing)
 		  0);
 	ASSERT_EQ(count_events(s, NULL), 0);
 	unsetenv("BATON_FAULT_STORE");
-	ASSERT_EQ(add_keyed(s, "lives", "f2", sha, 0, &k, &id), 1);
+	ASSERT_EQ(add_keyed(s, "lives", "f2", sha_c, 0, &k, &id), 1);
 	store_close(s);
 }
 
