@@ -48,6 +48,19 @@ provider_yaml() {
 }
 export MOCK_KEY=sk-mock-resume
 
+# agent_saved AGENT RUN: waits until the agent has saved the turn the
+# mock holds the answer to. Claude Code writes its transcript a moment
+# after the request goes out; a kill before that loses the tool result
+# from the session it resumes (the edit stays in the worktree), so the
+# resumed call would not show it.
+agent_saved() {
+	case $1 in
+	claude)
+		wait_for "grep -qs '\"tool_result\"' \
+			.baton/runs/$2/agents/claude/projects/*/*.jsonl" 30 ;;
+	esac
+}
+
 # crash_in_hang REPO: starts a run in the background, waits until the
 # implementer's session is on record and the mock holds its answer,
 # and kill -9s baton. Leaves the run id in REPO.id.
@@ -63,6 +76,7 @@ crash_in_hang() {
 		echo "$id" >"$TRASH_DIRECTORY/$repo.id" &&
 		wait_for "test \$(grep -c '\"reply\":\"hang\"' '$TRASH_DIRECTORY/mock.log') -gt ${n:-0}" 120 &&
 		wait_for "\"\$BATON\" events $id --json | grep -q '\"type\":\"agent_session\"'" 30 &&
+		agent_saved "$repo" "$id" &&
 		kill -KILL "$(cat "$TRASH_DIRECTORY/$repo.run.pid")" &&
 		rc=$(bg_wait "$TRASH_DIRECTORY/$repo.run") &&
 		test "$rc" = 137
