@@ -1053,5 +1053,6 @@ out:
 	strvec_clear(&d.downgraded);
 	pipeline_free(d.p);
 	free(d.run_dir);
+	free(d.ckpt_tip);
 	return rc;
 }

@@ -13,10 +13,15 @@
  * The order keeps one rule: the store never names a checkpoint that the
  * remote does not hold. The push comes first; a host that dies between
  * the two leaves the remote ahead, which is harmless (the stage runs
- * again from the checkpoint before it). When the rule is broken anyway
- * (the remote refused a push, a stalled host pushed late over it) the
- * takeover sees that the checkpoint on record is not in the remote's and
- * falls back to starting the task afresh, saying why.
+ * again from the checkpoint before it). Only the holder of the task's
+ * lease pushes: a worker checks its fence before it pushes, and every
+ * push holds a lease on where the remote's ref was (git push
+ * --force-with-lease), so a stalled host that wakes after its run was
+ * taken over cannot push over its new holder's checkpoint, even if it
+ * passed the check just before it stalled. When the rule is broken
+ * anyway (the remote refused a push) the takeover sees that the
+ * checkpoint on record is not in the remote's and falls back to
+ * starting the task afresh, saying why.
  */
 #include "util/compat.h"
 
@@ -32,6 +37,60 @@
 #include "util/xalloc.h"
 #include "workspace/workspace.h"
 
+static const char *
+or_none(const char *commit)
+{
+	return commit ? commit : "none";
+}
+
+/*
+ * ckpt_push with the lease d->ckpt_tip. When the remote's ref moved
+ * since (the push is refused and the ref is elsewhere), another driver
+ * of the run pushed: a stalled host that woke after its run was taken
+ * over, whose lease is gone. Only the holder of the task's lease may
+ * push over that, once, from where the ref is now.
+ */
+static int
+push_leased(struct drive *d, const char *commit, const char *files,
+	    struct err *e)
+{
+	const struct workspace *ws = d->en->ws;
+	const char *url = d->en->cfg->repo_url, *id = d->r.id;
+	struct err ignored = ERR_INIT;
+	char *was;
+	int rc;
+
+	if (!d->ckpt_read) {
+		rc = ckpt_remote_tip(ws, url, id, &d->ckpt_tip, e);
+		if (rc)
+			return rc;
+		d->ckpt_read = 1;
+	}
+	rc = ckpt_push(ws, url, id, commit, files, d->ckpt_tip, e);
+	if (!rc)
+		goto pushed;
+	was = d->ckpt_tip;
+	d->ckpt_tip = NULL;
+	d->ckpt_read = !ckpt_remote_tip(ws, url, id, &d->ckpt_tip, &ignored);
+	if (!d->ckpt_read || !strcmp(or_none(was), or_none(d->ckpt_tip))) {
+		free(was);
+		return rc; /* the ref did not move: the push failed itself */
+	}
+	log_warn("run %s: the checkpoint ref on '%s' moved from %.12s to "
+		 "%.12s, pushed by another driver of the run",
+		 id, url, or_none(was), or_none(d->ckpt_tip));
+	free(was);
+	*e = (struct err)ERR_INIT;
+	rc = store_fence_check(d->en->store, "push a checkpoint over it", e);
+	if (!rc)
+		rc = ckpt_push(ws, url, id, commit, files, d->ckpt_tip, e);
+	if (rc)
+		return rc;
+pushed:
+	run_set(&d->ckpt_tip, commit);
+	return 0;
+}
+
 int
 engine__ckpt_push(struct drive *d, const char *commit)
 {
@@ -42,14 +101,23 @@ engine__ckpt_push(struct drive *d, const char *commit)
 
 	if (!cfg->repo_url || !d->r.worktree || !commit || d->member)
 		return 0;
+	/* a worker whose lease was taken over pushes nothing: the run's
+	 * checkpoints are its new holder's */
+	rc = store_fence_check(d->en->store, "push a checkpoint", &e);
+	if (rc) {
+		log_warn("run %s: %s", d->r.id, e.msg);
+		return rc;
+	}
 	/* the files are a help to the next host, not the checkpoint: a
 	 * folder that cannot be read is pushed without */
 	if (ckpt_files_save(d->en->ws, d->run_dir, d->r.id, &files, &e)) {
 		log_warn("run %s: %s", d->r.id, e.msg);
 		e = (struct err)ERR_INIT;
 	}
-	rc = ckpt_push(d->en->ws, cfg->repo_url, d->r.id, commit, files, &e);
-	if (rc)
+	rc = push_leased(d, commit, files, &e);
+	if (rc == BATON_EFENCED)
+		log_warn("run %s: %s", d->r.id, e.msg);
+	else if (rc)
 		log_warn("run %s: %s (another host could not take the run "
 			 "over from here)",
 			 d->r.id, e.msg);

@@ -547,6 +547,37 @@ store_fence(struct store *s, int64_t task_id, int64_t token)
 	s->fence_token = task_id ? token : 0;
 }
 
+int
+store_fence_check(struct store *s, const char *what, struct err *e)
+{
+	struct task t = { 0 };
+	int64_t have;
+	int rc;
+
+	if (!s)
+		return null_arg(e, what, "the store");
+	if (!s->fence_task)
+		return 0;
+	rc = store_task_get(s, s->fence_task, &t, e);
+	have = rc ? -1 : t.lease_token;
+	task_release(&t);
+	if (rc == BATON_ENOTFOUND)
+		return err_set(e, BATON_EFENCED,
+			       "cannot %s: task %lld (whose lease this worker "
+			       "holds) no longer exists",
+			       what, (long long)s->fence_task);
+	if (rc)
+		return rc;
+	if (have != s->fence_token)
+		return err_set(e, BATON_EFENCED,
+			       "cannot %s: the lease on task %lld was taken "
+			       "over (token %lld is stale, the task now has "
+			       "%lld)",
+			       what, (long long)s->fence_task,
+			       (long long)s->fence_token, (long long)have);
+	return 0;
+}
+
 /* The checks of store_task_add and store_task_add_keyed. */
 static int
 task_add_check(struct store *s, struct task *t, struct event *ev,

@@ -235,6 +235,16 @@ int store_clock_sync(struct store *s, int force, struct err *e);
  */
 void store_fence(struct store *s, int64_t task_id, int64_t token);
 
+/*
+ * Whether the fence still holds, for an action outside the store that
+ * only the lease holder may take (pushing a run's checkpoint to the
+ * shared remote): 0 when there is no fence or the task's lease_token is
+ * still the fence's; BATON_EFENCED ("cannot WHAT: the lease on task 7
+ * was taken over ...") when the task is gone or its lease was taken
+ * over. One read.
+ */
+int store_fence_check(struct store *s, const char *what, struct err *e);
+
 /* ---- tasks: the queue ------------------------------------------------ */
 
 /*

@@ -140,35 +140,44 @@ files_ref(const char *run_id)
 
 int
 ckpt_push(const struct workspace *ws, const char *url, const char *run_id,
-	  const char *commit, const char *files, struct err *e)
+	  const char *commit, const char *files, const char *expect,
+	  struct err *e)
 {
 	char *ref = ckpt_ref(run_id), *fref = files_ref(run_id);
-	char *spec = NULL, *fspec = NULL;
+	char *spec = NULL, *fspec = NULL, *lease = NULL;
 	int rc;
 
 	if (!ref_safe(run_id)) {
 		rc = bad_run(run_id, e);
 		goto out;
 	}
-	if (!is_object_id(commit) || (files && !is_object_id(files))) {
+	if (!is_object_id(commit) || (files && !is_object_id(files)) ||
+	    (expect && !is_object_id(expect))) {
 		rc = err_set(e, BATON_EINVAL, "cannot push checkpoint '%s' of "
 			     "run '%s': not a commit id",
 			     commit ? commit : "(null)", run_id);
 		goto out;
 	}
-	spec = xasprintf("+%s:%s", commit, ref);
+	/* the lease, not a '+' (which would override it), lets the ref
+	 * move anywhere from where we expect it, and nowhere else; the
+	 * files go with it or not at all */
+	lease = xasprintf("--force-with-lease=%s:%s", ref,
+			  expect ? expect : "");
+	spec = xasprintf("%s:%s", commit, ref);
 	fspec = files ? xasprintf("+%s:%s", files, fref) : NULL;
 	{
 		const char *argv[] = { "push", "--quiet", "--no-verify",
 				       "--no-recurse-submodules", "--atomic",
-				       url, spec, fspec, NULL };
+				       lease, url, spec, fspec, NULL };
 
 		rc = run_git(ws, argv, NULL, NULL, NULL, NULL, e);
 	}
 	if (rc < 0)
-		err_prefix(e, "cannot push checkpoint %.12s of run '%s' to '%s'",
-			   commit, run_id, url);
+		err_prefix(e, "cannot push checkpoint %.12s of run '%s' to '%s' "
+			   "(its ref expected at %.12s)",
+			   commit, run_id, url, expect ? expect : "none");
 out:
+	free(lease);
 	free(spec);
 	free(fspec);
 	free(ref);
@@ -212,6 +221,21 @@ remote_refs(const struct workspace *ws, const char *url, const char *run_id,
 	buf_release(&out);
 	free(ref);
 	free(fref);
+	return rc;
+}
+
+int
+ckpt_remote_tip(const struct workspace *ws, const char *url,
+		const char *run_id, char **tip_out, struct err *e)
+{
+	char *files = NULL;
+	int rc;
+
+	*tip_out = NULL;
+	if (!ref_safe(run_id))
+		return bad_run(run_id, e);
+	rc = remote_refs(ws, url, run_id, tip_out, &files, e);
+	free(files);
 	return rc;
 }
 

@@ -465,11 +465,20 @@ char *ckpt_ref(const char *run_id);
  * Pushes commit to url's refs/baton/checkpoints/<run_id> and, when files
  * is not NULL, that commit (ckpt_files_save) to refs/baton/run-files/
  * <run_id>, both in one atomic push, by id, from the common git dir with
- * no hook run: nothing in a run's worktree is asked. BATON_EINVAL when
- * run_id cannot name a ref or an id is not a full object id.
+ * no hook run: nothing in a run's worktree is asked. The push holds a
+ * lease: it is refused, and nothing moves, unless url's checkpoint ref
+ * is at expect (NULL: unless url has none), so a driver never pushes
+ * over a checkpoint it did not know of. BATON_EINVAL when run_id cannot
+ * name a ref or an id is not a full object id.
  */
 int ckpt_push(const struct workspace *ws, const char *url, const char *run_id,
-	      const char *commit, const char *files, struct err *e);
+	      const char *commit, const char *files, const char *expect,
+	      struct err *e);
+
+/* Where url's checkpoint ref of the run is: *tip_out (caller frees), or
+ * NULL when url has none. Errors when url cannot be read. */
+int ckpt_remote_tip(const struct workspace *ws, const char *url,
+		    const char *run_id, char **tip_out, struct err *e);
 
 /*
  * Fetches the run's two refs from url into refs of the same names here:

@@ -41,6 +41,17 @@ write_agent() {
 		echo "gitdir: $T/evil.git" >"$BATON_WORKTREE/.git"
 		sleep 60
 	fi
+	# wait-STAGE-HOST: waits (pid in waiting-STAGE-HOST) until
+	# go-STAGE-HOST is there, then says it went on (went-STAGE-HOST)
+	if [ -e "$T/wait-$BATON_STAGE_NAME-$host" ]; then
+		echo $$ >"$T/waiting-$BATON_STAGE_NAME-$host"
+		i=0
+		while [ ! -e "$T/go-$BATON_STAGE_NAME-$host" ] && [ $i -lt 1200 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		touch "$T/went-$BATON_STAGE_NAME-$host"
+	fi
 	case "$BATON_STAGE_NAME" in
 	implement)
 		echo "$BATON_RUN_ID" >"$BATON_WORKTREE/$BATON_RUN_ID.txt"
@@ -251,6 +262,75 @@ test_expect_success 'a host killed in the first stage, before any checkpoint: th
 	test "$(ran $new plan)" = 1 &&
 	test "$(q "select count(*) from events where run_id = '"'"'$new'"'"' and type = '"'"'run_taken_over'"'"'")" = 0 &&
 	test_grep "cannot take it over" h2.out
+'
+
+# A host that stalls (SIGSTOP: a swapped-out machine, a paused VM) just
+# before it pushes a checkpoint, and wakes once another host has taken
+# its run over and pushed a checkpoint of its own: its late push must
+# not land. h1's git stops h1's worker at the push once stall-push is
+# there, and pushes when go-push is.
+write_gitwrap() {
+	mkdir -p gitwrap &&
+	cat >gitwrap/git <<-EOF &&
+	#!/bin/sh
+	T='$TRASH_DIRECTORY'
+	REAL='$(command -v git)'
+	EOF
+	cat >>gitwrap/git <<-\EOF &&
+	case " $* " in
+	*" push "*refs/baton/checkpoints/*)
+		if [ -e "$T/stall-push" ]; then
+			rm -f "$T/stall-push"
+			echo $PPID >"$T/stalled.pid"
+			kill -STOP $PPID
+			i=0
+			while [ ! -e "$T/go-push" ] && [ $i -lt 1200 ]; do
+				sleep 0.1
+				i=$((i + 1))
+			done
+		fi ;;
+	esac
+	exec "$REAL" "$@"
+	EOF
+	chmod +x gitwrap/git
+}
+
+test_expect_success 'a host stalled at its push, woken after the takeover, cannot push over the new holder'"'"'s checkpoint' '
+	kill -TERM $(cat h2.pid) &&
+	wait_for "test -e h2.rc" 60 &&
+	write_gitwrap &&
+	touch wait-polish-h1 wait-review-h2 &&
+	(cd h1 && "$BATON" task add "job three" >/dev/null) &&
+	bg_start "$TRASH_DIRECTORY/h1" env PATH="$TRASH_DIRECTORY/gitwrap:$PATH" \
+		sh -c "cd '"'"'$TRASH_DIRECTORY/h1'"'"' && exec $ISOLATE '"'"'$BATON'"'"' worker --workers 1" &&
+	wait_for "test -s waiting-polish-h1" 60 &&
+	run=$(q "select run_id from tasks where id = 3") &&
+	touch stall-push go-polish-h1 &&
+	wait_for "test -s stalled.pid" 60 &&
+	start_host h2 &&
+	wait_for "test -s waiting-review-h2" 120 &&
+	mine=$(q "select checkpoint from runs where id = '"'"'$run'"'"'") &&
+	test "$(git -C remote.git rev-parse refs/baton/checkpoints/$run)" = "$mine" &&
+	touch go-push &&
+	kill -CONT "$(cat stalled.pid)" &&
+	wait_for "test \$(grep -c \"^t3 \" h1.out) -ge 2" 60 &&
+	test_grep "moved from .* to .*, pushed by another driver of the run" h1.out &&
+	test_grep "cannot push a checkpoint over it: the lease on task 3 was taken over" h1.out &&
+	test "$(git -C remote.git rev-parse refs/baton/checkpoints/$run)" = "$mine" &&
+	touch go-review-h2 &&
+	wait_for "test \"\$(task_status 3)\" = done" 120 &&
+	test "$(agent_ran $run polish h1)" = 1 &&
+	test "$(agent_ran $run polish h2)" = 1 &&
+	q "select data from events where run_id = '"'"'$run'"'"' and type = '"'"'checkpoint'"'"' order by seq" >ckpts3.json &&
+	for c in $(jq -r .commit ckpts3.json); do
+		git -C remote.git merge-base --is-ancestor $c refs/heads/baton/$run ||
+			{ echo "checkpoint $c is not on baton/$run"; exit 1; }
+	done &&
+	test "$(git -C remote.git show refs/heads/baton/$run:$run.polish)" = "polished by h2" &&
+	git -C remote.git for-each-ref refs/baton/ >left3 &&
+	test_line_count = 0 left3 &&
+	kill -TERM $(cat h1.pid) &&
+	wait_for "test -e h1.rc" 60
 '
 
 test_expect_success 'the host drains and stops' '

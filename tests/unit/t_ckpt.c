@@ -126,7 +126,8 @@ TEST(ckpt_push_fetch_forget)
 
 	write_file(f.run_dir, "plan.md", "# the plan\n");
 	ASSERT_OK(ckpt_files_save(&f.ws, f.run_dir, RUN, &saved, &e), &e);
-	ASSERT_OK(ckpt_push(&f.ws, f.remote, RUN, f.head, saved, &e), &e);
+	ASSERT_OK(ckpt_push(&f.ws, f.remote, RUN, f.head, saved, NULL, &e),
+		  &e);
 	ASSERT_OK(ckpt_fetch(&f.ws, f.remote, RUN, &tip, &files, &e), &e);
 	ASSERT_STREQ(tip, f.head);
 	ASSERT_STREQ(files, saved);
@@ -158,20 +159,97 @@ TEST(ckpt_push_only_ids_to_run_refs)
 
 	setup(&f);
 	/* a ref name, a refspec, a run id that climbs out of refs/baton/ */
-	ASSERT_EQ(ckpt_push(&f.ws, f.remote, RUN, "HEAD", NULL, &e),
+	ASSERT_EQ(ckpt_push(&f.ws, f.remote, RUN, "HEAD", NULL, NULL, &e),
 		  BATON_EINVAL);
 	ASSERT_EQ(ckpt_push(&f.ws, f.remote, RUN, "+refs/heads/main", NULL,
-			    &e),
+			    NULL, &e),
 		  BATON_EINVAL);
 	ASSERT_EQ(ckpt_push(&f.ws, f.remote, "../../heads/main", f.head, NULL,
-			    &e),
+			    NULL, &e),
 		  BATON_EINVAL);
 	ASSERT_EQ(ckpt_push(&f.ws, f.remote, "r1:refs/heads/main", f.head,
-			    NULL, &e),
+			    NULL, NULL, &e),
+		  BATON_EINVAL);
+	/* a lease on something that is not an id */
+	ASSERT_EQ(ckpt_push(&f.ws, f.remote, RUN, f.head, NULL, "main", &e),
 		  BATON_EINVAL);
 	git_in(f.remote, &refs, (const char *[]){ "for-each-ref", NULL });
 	ASSERT_EQ(refs.len, 0);
 	buf_release(&refs);
+	teardown(&f);
+}
+
+/* The remote's checkpoint ref of RUN, or "" when it has none. */
+static char *
+remote_tip(struct fixture *f)
+{
+	struct err e = ERR_INIT;
+	char *tip = NULL;
+
+	ASSERT_OK(ckpt_remote_tip(&f->ws, f->remote, RUN, &tip, &e), &e);
+	return tip ? tip : xstrdup("");
+}
+
+/* A second commit on top of the first, its id. */
+static char *
+next_commit(struct fixture *f, const char *text)
+{
+	struct buf out = BUF_INIT;
+
+	write_file(f->ws.repo, "README", text);
+	git_in(f->ws.repo, NULL, (const char *[]){ "commit", "-qam", text,
+						   NULL });
+	git_in(f->ws.repo, &out, (const char *[]){ "rev-parse", "HEAD",
+						   NULL });
+	return buf_detach(&out, NULL);
+}
+
+TEST(ckpt_push_holds_a_lease)
+{
+	struct fixture f;
+	struct err e = ERR_INIT;
+	char *second, *third, *tip;
+
+	setup(&f);
+	second = next_commit(&f, "two\n");
+	third = next_commit(&f, "three\n");
+	tip = remote_tip(&f);
+	ASSERT_STREQ(tip, "");
+	free(tip);
+	/* expected there but none is: refused, nothing made */
+	ASSERT(ckpt_push(&f.ws, f.remote, RUN, f.head, NULL, second, &e) < 0);
+	ASSERT_CONTAINS(e.msg, "expected at");
+	e = (struct err)ERR_INIT;
+	tip = remote_tip(&f);
+	ASSERT_STREQ(tip, "");
+	free(tip);
+	ASSERT_OK(ckpt_push(&f.ws, f.remote, RUN, second, NULL, NULL, &e), &e);
+	/* none expected but one is (a second first push): refused */
+	ASSERT(ckpt_push(&f.ws, f.remote, RUN, third, NULL, NULL, &e) < 0);
+	e = (struct err)ERR_INIT;
+	/* a stale driver, which last saw the first commit there, cannot
+	 * move the ref back or on */
+	ASSERT(ckpt_push(&f.ws, f.remote, RUN, f.head, NULL, f.head, &e) < 0);
+	e = (struct err)ERR_INIT;
+	ASSERT(ckpt_push(&f.ws, f.remote, RUN, third, NULL, f.head, &e) < 0);
+	e = (struct err)ERR_INIT;
+	tip = remote_tip(&f);
+	ASSERT_STREQ(tip, second);
+	free(tip);
+	/* the driver that knows where it is moves it anywhere: back too
+	 * (a rewound run's checkpoint is an ancestor) */
+	ASSERT_OK(ckpt_push(&f.ws, f.remote, RUN, f.head, NULL, second, &e),
+		  &e);
+	tip = remote_tip(&f);
+	ASSERT_STREQ(tip, f.head);
+	free(tip);
+	ASSERT_OK(ckpt_push(&f.ws, f.remote, RUN, third, NULL, f.head, &e),
+		  &e);
+	tip = remote_tip(&f);
+	ASSERT_STREQ(tip, third);
+	free(tip);
+	free(second);
+	free(third);
 	teardown(&f);
 }
 

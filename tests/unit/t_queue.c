@@ -1332,6 +1332,48 @@ TEST(fence_on_missing_task)
 	store_close(s);
 }
 
+/*
+ * store_fence_check: what a worker asks before it acts outside the store
+ * (a checkpoint push): no fence holds; the holder's token holds; a stale
+ * token or a task gone does not. It writes nothing.
+ */
+TEST(fence_check_reads_the_lease)
+{
+	struct store *s = open_store(), *other = open_store();
+	struct err e = ERR_INIT;
+	struct task mine = { 0 }, now = { 0 };
+	int64_t id;
+	int events;
+
+	id = add_task(other, "contested", 0, NULL, NULL);
+	ASSERT_OK(store_fence_check(s, "push a checkpoint", &e), &e);
+	ASSERT_EQ(claim(s, "slow", &mine), id);
+	store_fence(s, id, mine.lease_token);
+	ASSERT_OK(store_fence_check(s, "push a checkpoint", &e), &e);
+	/* the lease expires, a sweep requeues, another worker claims */
+	set_status(other, id, TASK_QUEUED);
+	ASSERT_EQ(claim(other, "fast", &now), id);
+	events = count_events(other, NULL);
+	ASSERT_EQ(store_fence_check(s, "push a checkpoint", &e),
+		  BATON_EFENCED);
+	ASSERT_CONTAINS(e.msg, "cannot push a checkpoint: the lease on task 1 "
+			       "was taken over (token 1 is stale, the task "
+			       "now has 2)");
+	e = (struct err)ERR_INIT;
+	store_fence(s, id, now.lease_token);
+	ASSERT_OK(store_fence_check(s, "push a checkpoint", &e), &e);
+	store_fence(s, 12, 1);
+	ASSERT_EQ(store_fence_check(s, "push a checkpoint", &e),
+		  BATON_EFENCED);
+	ASSERT_CONTAINS(e.msg, "task 12 (whose lease this worker holds) no "
+			       "longer exists");
+	ASSERT_EQ(count_events(other, NULL), events);
+	task_release(&mine);
+	task_release(&now);
+	store_close(s);
+	store_close(other);
+}
+
 #define CLAIMERS 8
 #define CLAIM_TASKS 200
 

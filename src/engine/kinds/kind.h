@@ -108,6 +108,11 @@ struct drive {
 	struct strvec downgraded; /* "ROLE=PROVIDER_OR_MODEL" */
 	unsigned reduced;	  /* lines whose action lowered the effort */
 	int budget_loaded;
+	/* takeover.c: where the shared remote's checkpoint ref of the run
+	   is, as far as this driver knows (NULL: none there); read once a
+	   drive (ckpt_read), then moved by each push */
+	char *ckpt_tip;
+	int ckpt_read;
 };
 
 /*
