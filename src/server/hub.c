@@ -14,10 +14,12 @@
  */
 #include "util/compat.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "core/pipeline.h"
@@ -94,22 +96,61 @@ struct hub {
 
 /* ---- messages ------------------------------------------------------------ */
 
+/*
+ * A message's strings, in one block: the run id, then the SSE event with
+ * the JSON line in it. Every stream that sends the message holds a
+ * reference rather than a copy, so hub_read takes the hub's lock only
+ * to count them, and no stream formats what the hub already did.
+ */
+struct hub_text {
+	atomic_uint refs;
+	char s[];
+};
+
 void
 hub_msg_release(struct hub_msg *m)
 {
-	free(m->run_id);
-	free(m->json);
+	if (m->text && atomic_fetch_sub_explicit(&m->text->refs, 1,
+						 memory_order_acq_rel) == 1)
+		free(m->text);
 	memset(m, 0, sizeof(*m));
 }
 
 static void
 msg_copy(struct hub_msg *dst, const struct hub_msg *src)
 {
-	dst->seq = src->seq;
-	dst->task_id = src->task_id;
-	dst->run_id = src->run_id ? xstrdup(src->run_id) : NULL;
-	dst->type = src->type;
-	dst->json = xstrdup(src->json);
+	*dst = *src;
+	atomic_fetch_add_explicit(&src->text->refs, 1, memory_order_relaxed);
+}
+
+/* Makes m's text of its run id and its JSON line json (freed). */
+static void
+msg_text(struct hub_msg *m, const char *run_id, char *json)
+{
+	size_t rl = run_id ? strlen(run_id) + 1 : 0;
+	char head[64 + 32];
+	int hl = snprintf(head, sizeof(head), "id: %lld\nevent: %s\ndata: ",
+			  (long long)m->seq, m->type);
+	size_t jl = strlen(json), sl = (size_t)hl + jl + 2;
+	struct hub_text *t = xmalloc(sizeof(*t) + rl + sl + 1);
+	char *p = t->s;
+
+	assert(hl > 0 && (size_t)hl < sizeof(head)); /* types are short */
+	atomic_init(&t->refs, 1);
+	if (run_id) {
+		memcpy(p, run_id, rl);
+		m->run_id = p;
+		p += rl;
+	}
+	memcpy(p, head, (size_t)hl);
+	memcpy(p + hl, json, jl);
+	memcpy(p + hl + jl, "\n\n", 3);
+	m->sse = p;
+	m->sse_len = sl;
+	m->json = p + hl;
+	m->json_len = jl;
+	m->text = t;
+	free(json);
 }
 
 /* The protocol type of a transition, and the fields it adds. */
@@ -212,8 +253,7 @@ hub_msg_from_event(const struct event *ev, struct hub_msg *out)
 	json_object_set_new(msg, "event", full ? full : json_null());
 	out->seq = ev->seq;
 	out->task_id = ev->task_id;
-	out->run_id = ev->run_id ? xstrdup(ev->run_id) : NULL;
-	out->json = json_dumps(msg, JSON_COMPACT);
+	msg_text(out, ev->run_id, json_dumps(msg, JSON_COMPACT));
 	json_decref(msg);
 }
 

@@ -255,9 +255,15 @@ void token_revoke(struct req *rq);
 struct hub_msg {
 	int64_t seq;
 	int64_t task_id;
-	char *run_id;	/* NULL when the event is about a task only */
-	const char *type; /* the protocol type (static) */
-	char *json;	/* the whole message as one line of JSON */
+	const char *run_id; /* NULL when the event is about a task only */
+	const char *type;   /* the protocol type (static) */
+	/* the message as an SSE event ("id: SEQ\nevent: TYPE\ndata:
+	   JSON\n\n"), and its JSON line inside it (not NUL-terminated) */
+	const char *sse, *json;
+	size_t sse_len, json_len;
+	/* what the strings live in: made once per event, shared by every
+	   copy hub_read hands out (a reference each), never changed */
+	struct hub_text *text;
 };
 
 struct hub_filter {
@@ -296,6 +302,7 @@ int64_t hub_last_seq(struct hub *h);
 int hub_read(struct hub *h, struct store *s, int64_t after,
 	     const struct hub_filter *f, struct hub_msg *out, int max,
 	     int wait_ms);
+/* Drops m's reference to its text (the last frees it). */
 void hub_msg_release(struct hub_msg *m);
 /* The protocol message of one event (for the WebSocket's replies). */
 void hub_msg_from_event(const struct event *ev, struct hub_msg *out);

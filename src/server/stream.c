@@ -8,7 +8,8 @@
  * No stream holds a thread. An SSE stream is an answer libmicrohttpd
  * reads from sse_read on its event loop; with nothing to send, the
  * connection is suspended and put on the waiting list, and the hub's
- * callback (stream_wake) resumes every waiting stream when news comes.
+ * callback (stream_wake) resumes every waiting stream when news comes
+ * (taking them off the list under its lock, resuming them outside it).
  * A generation count closes the gap between "nothing to read" and
  * "suspended": a stream suspends only when no news came since it looked.
  * WebSocket connections are upgraded and their sockets handed to one
@@ -207,10 +208,27 @@ struct sse {
 	struct sse *prev, *next;
 };
 
-/* The waiting list, and the news count that closes the race. */
+/*
+ * The waiting list, and the news count that closes the race. A stream
+ * is resumed after it is taken off the list, outside wait_mu: each
+ * MHD_resume_connection wakes the connection's event loop, which takes
+ * microseconds, and thousands of streams resumed under the lock would
+ * hold every stream that goes back to wait behind them. A connection
+ * taken off stays suspended until it is resumed, so nothing else can
+ * end it but the server's stop, which waits for the passes under way
+ * (resuming) first.
+ */
 static pthread_mutex_t wait_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t resumed_cv = PTHREAD_COND_INITIALIZER;
 static struct sse *waiting;
+static int resuming; /* passes resuming what they took off; wait_mu */
 static atomic_ullong news;
+
+/* The connections a pass took off the waiting list, to resume. */
+struct taken {
+	struct MHD_Connection **conns;
+	size_t n, alloc;
+};
 
 /*
  * The tokens revoked while this serve runs (a name is never given out
@@ -267,19 +285,46 @@ wait_unlink(struct sse *s)
 	s->waiting = 0;
 }
 
+/* Takes s off the waiting list into t, with wait_mu held. */
+static void
+take(struct taken *t, struct sse *s)
+{
+	wait_unlink(s);
+	ALLOC_GROW(t->conns, t->n + 1, t->alloc);
+	t->conns[t->n++] = s->conn;
+}
+
+/*
+ * Resumes what t took, without wait_mu; the caller counted the pass in
+ * resuming when it took them.
+ */
+static void
+resume_taken(struct taken *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		MHD_resume_connection(t->conns[i]);
+	free(t->conns);
+	pthread_mutex_lock(&wait_mu);
+	if (!--resuming)
+		pthread_cond_broadcast(&resumed_cv);
+	pthread_mutex_unlock(&wait_mu);
+}
+
 /* Resumes every waiting SSE stream (they look at the hub again). */
 static void
 sse_resume_all(void)
 {
+	struct taken t = { 0 };
+
 	pthread_mutex_lock(&wait_mu);
 	atomic_fetch_add(&news, 1);
-	while (waiting) {
-		struct sse *s = waiting;
-
-		wait_unlink(s);
-		MHD_resume_connection(s->conn);
-	}
+	while (waiting)
+		take(&t, waiting);
+	resuming++;
 	pthread_mutex_unlock(&wait_mu);
+	resume_taken(&t);
 }
 
 /*
@@ -292,6 +337,7 @@ sse_tick(int64_t now)
 {
 	struct pollfd *pfd = NULL;
 	struct sse **who = NULL, *s;
+	struct taken t = { 0 };
 	size_t n = 0, alloc = 0, i;
 
 	pthread_mutex_lock(&wait_mu);
@@ -311,10 +357,11 @@ sse_tick(int64_t now)
 			s->gone = 1;
 		else if (now - s->last_ms < KEEPALIVE_MS)
 			continue;
-		wait_unlink(s);
-		MHD_resume_connection(s->conn);
+		take(&t, s);
 	}
+	resuming++;
 	pthread_mutex_unlock(&wait_mu);
+	resume_taken(&t);
 	free(pfd);
 	free(who);
 }
@@ -337,8 +384,7 @@ sse_fill(struct sse *s)
 	if (n < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
-		buf_addf(&s->out, "id: %lld\nevent: %s\ndata: %s\n\n",
-			 (long long)msgs[i].seq, msgs[i].type, msgs[i].json);
+		buf_add(&s->out, msgs[i].sse, msgs[i].sse_len);
 		s->c.after = msgs[i].seq;
 		hub_msg_release(&msgs[i]);
 	}
@@ -422,10 +468,11 @@ sse_read(void *cls, uint64_t pos, char *dst, size_t max)
 }
 
 /*
- * The answer is done with (the connection ends). libmicrohttpd may hold
- * its own locks here, which stream_wake takes under wait_mu: wait_mu is
- * taken only when the stream is still parked, which a connection that
- * ends is not (a suspended one ends only as the server stops).
+ * The answer is done with (the connection ends). wait_mu is taken only
+ * when the stream is still parked, which a connection that ends is not
+ * (a suspended one ends only as the server stops); and no MHD call is
+ * made under it, so libmicrohttpd's own locks, which it may hold here,
+ * never wait for it.
  */
 static void
 sse_free(void *cls)
@@ -869,7 +916,7 @@ ws_push(struct ws_client *w)
 		if (n <= 0)
 			break;
 		for (i = 0; i < n; i++) {
-			ws_send(w, msgs[i].json, strlen(msgs[i].json));
+			ws_send(w, msgs[i].json, msgs[i].json_len);
 			w->c.after = msgs[i].seq;
 			hub_msg_release(&msgs[i]);
 		}
@@ -1206,8 +1253,13 @@ stream_stop(void)
 	wl_poke();
 	pthread_join(wl.thread, NULL);
 	wl.started = 0;
-	/* waiting SSE streams are resumed so the server can close them */
+	/* waiting SSE streams are resumed so the server can close them,
+	 * and no pass may still be resuming one as it does */
 	sse_resume_all();
+	pthread_mutex_lock(&wait_mu);
+	while (resuming)
+		pthread_cond_wait(&resumed_cv, &wait_mu);
+	pthread_mutex_unlock(&wait_mu);
 	pthread_mutex_lock(&revoked_mu);
 	strvec_clear(&revoked);
 	pthread_mutex_unlock(&revoked_mu);
