@@ -142,8 +142,9 @@ msg_text(struct hub_msg *m, const char *run_id, char *json)
 		m->run_id = p;
 		p += rl;
 	}
-	memcpy(p, head, (size_t)hl);
-	memcpy(p + hl, json, jl);
+	/* each with its NUL, which the next overwrites */
+	memcpy(p, head, (size_t)hl + 1);
+	memcpy(p + hl, json, jl + 1);
 	memcpy(p + hl + jl, "\n\n", 3);
 	m->sse = p;
 	m->sse_len = sl;
