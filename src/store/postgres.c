@@ -158,33 +158,6 @@ state_is_lost(const char *state)
 			 !strcmp(state, "57P02") || !strcmp(state, "57P03"));
 }
 
-/*
- * The fence check (see check_fence in sqlite.c for the messages) on the
- * lease_token the server found (PG_STATE_FENCED's detail): have is -1
- * when the task is gone.
- */
-static int
-check_fence(struct pg_store *ps, int64_t have, const char *what,
-	    struct err *e)
-{
-	int64_t task = ps->base.fence_task, token = ps->base.fence_token;
-
-	if (have < 0)
-		return err_set(e, BATON_EFENCED,
-			       "cannot %s: task %lld (whose lease this worker "
-			       "holds) no longer exists: this worker may not "
-			       "write",
-			       what, (long long)task);
-	if (have != token)
-		return err_set(e, BATON_EFENCED,
-			       "cannot %s: the lease on task %lld was taken "
-			       "over (token %lld is stale, the task now has "
-			       "%lld): this worker may not write",
-			       what, (long long)task, (long long)token,
-			       (long long)have);
-	return 0;
-}
-
 int
 pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
 	 struct err *e)
@@ -203,7 +176,8 @@ pg__fail(struct pg_store *ps, const PGresult *res, const char *what,
 	snprintf(ps->state, sizeof(ps->state), "%s", state ? state : "");
 	ps->lost = PQstatus(ps->conn) != CONNECTION_OK || state_is_lost(state);
 	if (!ps->lost && state && !strcmp(state, PG_STATE_FENCED) && detail &&
-	    check_fence(ps, strtoll(detail, NULL, 10), what, e) < 0)
+	    store__fence_verdict(&ps->base, strtoll(detail, NULL, 10), what,
+				 e) < 0)
 		return BATON_EFENCED;
 	return err_set(e, BATON_ESTORE, "cannot %s: %.*s", what,
 		       first_line(msg), msg);

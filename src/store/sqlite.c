@@ -189,7 +189,6 @@ sqlite__begin(struct sqlite_store *ss, const char *what, struct err *e)
 static int
 check_fence(struct sqlite_store *ss, const char *what, struct err *e)
 {
-	int64_t task = ss->base.fence_task, token = ss->base.fence_token;
 	int64_t have = -1;
 	int rc;
 
@@ -198,27 +197,14 @@ check_fence(struct sqlite_store *ss, const char *what, struct err *e)
 			     what, e);
 	if (rc < 0)
 		return rc;
-	if (sqlite3_bind_int64(ss->fence, 1, task) != SQLITE_OK)
+	if (sqlite3_bind_int64(ss->fence, 1, ss->base.fence_task) != SQLITE_OK)
 		rc = sqlite__fail(ss, e, what);
 	else
 		rc = sqlite__step_int(ss, ss->fence, &have, what, e);
 	sqlite__done(ss->fence);
 	if (rc < 0)
 		return rc;
-	if (have < 0)
-		return err_set(e, BATON_EFENCED,
-			       "cannot %s: task %lld (whose lease this worker "
-			       "holds) no longer exists: this worker may not "
-			       "write",
-			       what, (long long)task);
-	if (have != token)
-		return err_set(e, BATON_EFENCED,
-			       "cannot %s: the lease on task %lld was taken "
-			       "over (token %lld is stale, the task now has "
-			       "%lld): this worker may not write",
-			       what, (long long)task, (long long)token,
-			       (long long)have);
-	return 0;
+	return store__fence_verdict(&ss->base, have, what, e);
 }
 
 int

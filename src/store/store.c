@@ -561,18 +561,27 @@ store_fence_check(struct store *s, const char *what, struct err *e)
 	rc = store_task_get(s, s->fence_task, &t, e);
 	have = rc ? -1 : t.lease_token;
 	task_release(&t);
-	if (rc == BATON_ENOTFOUND)
+	if (rc && rc != BATON_ENOTFOUND)
+		return rc;
+	*e = (struct err)ERR_INIT;
+	return store__fence_verdict(s, have, what, e);
+}
+
+int
+store__fence_verdict(const struct store *s, int64_t have, const char *what,
+		     struct err *e)
+{
+	if (have < 0)
 		return err_set(e, BATON_EFENCED,
 			       "cannot %s: task %lld (whose lease this worker "
-			       "holds) no longer exists",
+			       "holds) no longer exists: this worker may not "
+			       "write",
 			       what, (long long)s->fence_task);
-	if (rc)
-		return rc;
 	if (have != s->fence_token)
 		return err_set(e, BATON_EFENCED,
 			       "cannot %s: the lease on task %lld was taken "
 			       "over (token %lld is stale, the task now has "
-			       "%lld)",
+			       "%lld): this worker may not write",
 			       what, (long long)s->fence_task,
 			       (long long)s->fence_token, (long long)have);
 	return 0;

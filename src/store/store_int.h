@@ -307,6 +307,14 @@ struct store {
 	int64_t clock_synced;
 };
 
+/*
+ * The fence's verdict on have, the lease_token the fenced task has now
+ * (-1: the task is gone): 0 when it is still s->fence_token, else
+ * BATON_EFENCED saying why this worker may not "what".
+ */
+int store__fence_verdict(const struct store *s, int64_t have,
+			 const char *what, struct err *e);
+
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_postgres_ops;
 
