@@ -1373,6 +1373,13 @@ engine__validate(struct drive *d, const struct stage *s,
 	d->r.agent_pid = 0;
 	/* the checks run code the agent wrote: the same rule as its calls */
 	spawn_kill_orphans();
+	/* their output, as a call's transcript is: redacted (the verdict
+	   too: it holds the output's tails), then kept in the store for
+	   every host */
+	redact_file(log, NULL);
+	redact_file(json, NULL);
+	engine_keep_file(d->en, d->r.id, "validation.log", NULL);
+	engine_keep_file(d->en, d->r.id, "validation.json", NULL);
 	if (!rc && !w.rc)
 		rc = note_output(&w, 1, e);
 	if (rc)

@@ -189,6 +189,10 @@ run_one(enum hook_point point, const struct hook_ctx *c, size_t i,
 	spawn_kill_orphans();
 	if (rc < 0)
 		goto out;
+	/* its output, as a call's transcript is: redacted, then kept in the
+	   store for every host */
+	redact_file(path, NULL);
+	engine_keep_file(c->en, c->run_id, art, NULL);
 	*ok = res.status == 0 && !res.timed_out && !res.stopped;
 	tail = tail_of(&res.out, HOOK_EVENT_TAIL);
 	data = json_take_text(json_pack(

@@ -47,6 +47,7 @@
 #include "util/json.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/redact.h"
 #include "util/sandbox.h"
 #include "util/strvec.h"
 #include "util/timeutil.h"
@@ -232,6 +233,31 @@ json_names(const struct strvec *names)
 }
 
 /*
+ * The landing's records, files of the run folder of run_id named by
+ * names (NULL-terminated), kept in the store as a run's files are, so
+ * that every host can show them; each redacted first, as a call's
+ * transcript is (the checks' output and its tails in their verdict come
+ * from code the agent wrote). Best effort: the run folder has them.
+ */
+static void
+keep_files(struct sched_ctx *x, const char *run_id,
+	   const char *const *names)
+{
+	char *dir = workspace_run_dir(x->ws, run_id), *path;
+	struct engine en;
+
+	engine_init(&en, x->store, x->ws, x->cfg);
+	for (; *names; names++) {
+		path = xasprintf("%s/%s", dir, *names);
+		redact_file(path, NULL);
+		engine_keep_file(&en, run_id, *names, NULL);
+		free(path);
+	}
+	engine_release(&en);
+	free(dir);
+}
+
+/*
  * The body of a conflict-resolution task: what failed, the files, the
  * original task and the failed branch's change against its merge base.
  */
@@ -265,6 +291,10 @@ conflict_body(struct sched_ctx *x, const struct merge_item *m,
 		rc = worktree_branch_diff(x->ws, res->base_branch, m->branch,
 					  path, CONFLICT_DIFF_MAX, &diff, &cut,
 					  &le);
+	if (rc >= 0)
+		keep_files(x, m->run_id,
+			   (const char *const[]){ "merge-conflict.diff",
+						  NULL });
 	buf_addf(body, "## The failed branch's change (git diff %s...%s)\n\n",
 		 res->base_branch, m->branch);
 	if (rc < 0) {
@@ -633,8 +663,13 @@ process(struct sched_ctx *x, struct merge_item *m, struct err *e)
 	rc = cfg->repo_url ? remote_fetch_branch(x->ws, cfg->repo_url,
 						 m->branch, &le) :
 			     0;
-	if (!rc)
+	if (!rc) {
 		rc = worktree_land(x->ws, &rq, &res, &le);
+		keep_files(x, r.id,
+			   (const char *const[]){ "merge.log",
+						  "merge-validation.json",
+						  NULL });
+	}
 	if (!rc && res.outcome == LAND_MERGED)
 		publish_base(x, m, res.base_branch);
 	if (rc < 0)

@@ -169,7 +169,9 @@ test_expect_success 'the conflict went to a queued conflict-resolution task' '
 	test_grep "git diff main...baton/$r3" ../body &&
 	test_grep "^+one, from the third run$" ../body &&
 	test_grep "^-line 1$" ../body &&
-	grep "t$id queued" ../queue.out
+	grep "t$id queued" ../queue.out &&
+	"$BATON" show "$r3" --file merge-conflict.diff >../diff &&
+	test_grep "^+one, from the third run$" ../diff
 '
 
 test_expect_success 'every step of the third item is an event of its run' '

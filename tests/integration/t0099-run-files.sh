@@ -109,6 +109,58 @@ test_expect_success 'a link the agent planted in the run folder is not followed 
 	test "$(sqlite3 .baton/baton.db "select count(*) from run_files where instr(cast(content as text), '\''TOP-SECRET-VALUE'\'') > 0")" = 0
 '
 
+# A second repository whose run has checks and a hook, and whose branch
+# is then landed: their logs are files of the run too. The checks print
+# a value baton holds as a secret (DEMO_API_KEY in its environment),
+# from a file of the repository, so that only redaction keeps it out.
+test_expect_success 'the checks, a hook and a landing keep their logs in the store, redacted' '
+	make_repo checked &&
+	echo "sk-demo-0123456789abcdef" >checked/token.txt &&
+	(cd checked && git add token.txt && git commit -q -m token) &&
+	baton_init_with_agent checked "providers:
+  instant: {type: command, command: [\"$TRASH_DIRECTORY/agent\"]}
+roles: {default: instant}
+pipelines:
+  short:
+    terminal: merge_ready
+    stages:
+      - {name: plan, kind: plan}
+      - {name: execute, kind: execute}
+      - {name: check, kind: validate}
+workflow: {pipeline: short}
+validate: {commands: [\"echo CHECK-MARK; cat token.txt\"]}
+hooks: {before_stage: [\"echo HOOK-MARK \$BATON_STAGE\"]}
+execution: {sandbox: none}" &&
+	cd checked &&
+	DEMO_API_KEY=sk-demo-0123456789abcdef "$BATON" run "add a note" \
+		>../checked.out 2>&1 &&
+	r=$(newest_run) &&
+	test "$(run_status "$r")" = merge_ready &&
+	DEMO_API_KEY=sk-demo-0123456789abcdef "$BATON" merge "$r" \
+		>../land.out 2>&1 &&
+	"$BATON" show "$r" --json >../checked.json &&
+	for f in validation.log validation.json merge.log \
+		merge-validation.json hooks/before_stage-executing-0.log
+	do
+		test_jq ".files | map(.name) | index(\"$f\") != null" \
+			../checked.json || return 1
+	done &&
+	rm -rf ".baton/runs/$r" &&
+	"$BATON" show "$r" --file validation.log >../vlog &&
+	test_grep CHECK-MARK ../vlog &&
+	test_grep "redacted:DEMO_API_KEY" ../vlog &&
+	"$BATON" show "$r" --file merge.log >../mlog &&
+	test_grep CHECK-MARK ../mlog &&
+	test_grep "redacted:DEMO_API_KEY" ../mlog &&
+	"$BATON" show "$r" --file validation.json >../vjson &&
+	test_jq ".passed == true" ../vjson &&
+	"$BATON" show "$r" --file hooks/before_stage-executing-0.log >../hlog &&
+	test_grep "HOOK-MARK executing" ../hlog &&
+	test "$(sqlite3 .baton/baton.db "select count(*) from run_files where instr(cast(content as text), '\''sk-demo-0123456789abcdef'\'') > 0")" = 0 &&
+	sqlite3 .baton/baton.db .dump >../dump &&
+	test_grep ! sk-demo-0123456789abcdef ../dump
+'
+
 test_expect_success 'the cap is checked: runtime.file_cap_kib out of range is refused' '
 	cd repo &&
 	cp .baton/config.yaml ../config.keep &&
