@@ -427,67 +427,6 @@ workspace_unlock_worktrees(int fd)
 }
 
 /*
- * Whether an entry of the common git dir's worktrees/ is what a `git
- * worktree add` killed halfway left: one of gitdir, commondir, HEAD
- * missing or empty, or still marked "initializing" (git locks an entry
- * while it adds it, so `git worktree prune` never removes it).
- */
-static int
-half_made(const char *entry)
-{
-	static const char *const needed[] = { "gitdir", "commondir", "HEAD" };
-	struct buf text = BUF_INIT;
-	size_t i;
-	int bad = 0;
-	char *f;
-
-	for (i = 0; i < ARRAY_SIZE(needed) && !bad; i++) {
-		f = xasprintf("%s/%s", entry, needed[i]);
-		bad = fs_size(f) <= 0;
-		free(f);
-	}
-	f = xasprintf("%s/locked", entry);
-	if (!bad && fs_read(f, &text, 4096, NULL) == 0)
-		bad = !strncmp(text.ptr, "initializing", 12);
-	free(f);
-	buf_release(&text);
-	return bad;
-}
-
-/*
- * Clears what a `git worktree add` killed halfway leaves behind, which
- * would make git refuse every later add ("failed to read .../commondir").
- * With the worktrees lock held no add is under way, so such an entry is
- * a corpse. Then lets git prune the rest.
- */
-void
-worktree_repair_admin(const struct workspace *ws)
-{
-	struct err ignored = ERR_INIT;
-	struct dirent *de;
-	char *dir = xasprintf("%s/worktrees", ws->common);
-	DIR *d = opendir(dir);
-
-	while (d && (de = readdir(d))) {
-		char *entry;
-
-		if (de->d_name[0] == '.')
-			continue;
-		entry = xasprintf("%s/%s", dir, de->d_name);
-		if (half_made(entry)) {
-			log_warn("removed the half-made worktree entry %s",
-				 entry);
-			fs_remove_tree(entry, &ignored);
-		}
-		free(entry);
-	}
-	if (d)
-		closedir(d);
-	free(dir);
-	git(ws, ws->repo, NULL, &ignored, "worktree", "prune", NULL);
-}
-
-/*
  * Reads at most LINK_FILE_MAX bytes of a small file an agent could have
  * written (the worktree's .git file, its admin HEAD) without following
  * a link; trimmed. 0, or negative (a link or a directory is -ELOOP or
@@ -517,6 +456,97 @@ read_small(const char *path, struct buf *out)
 	close(fd);
 	buf_rtrim(out);
 	return rc;
+}
+
+/*
+ * Whether an entry of the common git dir's worktrees/ is what a `git
+ * worktree add` killed halfway left: one of gitdir, commondir, HEAD
+ * missing or empty, or still marked "initializing" (git locks an entry
+ * while it adds it, so `git worktree prune` never removes it).
+ */
+static int
+half_made(const char *entry)
+{
+	static const char *const needed[] = { "gitdir", "commondir", "HEAD" };
+	struct buf text = BUF_INIT;
+	size_t i;
+	int bad = 0;
+	char *f;
+
+	for (i = 0; i < ARRAY_SIZE(needed) && !bad; i++) {
+		f = xasprintf("%s/%s", entry, needed[i]);
+		bad = fs_size(f) <= 0;
+		free(f);
+	}
+	f = xasprintf("%s/locked", entry);
+	if (!bad && fs_read(f, &text, 4096, NULL) == 0)
+		bad = !strncmp(text.ptr, "initializing", 12);
+	free(f);
+	buf_release(&text);
+	return bad;
+}
+
+/*
+ * Whether `git worktree prune` could remove the (whole) entry: not
+ * locked, and its gitdir file unreadable or naming a path that is gone
+ * (git's own test). Only decides whether git is asked; git decides what
+ * goes.
+ */
+static int
+prunable(const char *entry)
+{
+	struct buf where = BUF_INIT;
+	struct stat st;
+	char *f = xasprintf("%s/locked", entry);
+	int gone = 0;
+
+	if (lstat(f, &st) < 0) {
+		free(f);
+		f = xasprintf("%s/gitdir", entry);
+		gone = read_small(f, &where) < 0 || !where.len ||
+		       lstat(where.ptr, &st) < 0;
+	}
+	free(f);
+	buf_release(&where);
+	return gone;
+}
+
+/*
+ * Clears what a `git worktree add` killed halfway leaves behind, which
+ * would make git refuse every later add ("failed to read .../commondir").
+ * With the worktrees lock held no add is under way, so such an entry is
+ * a corpse. Then lets git prune the rest, when there is any: most new
+ * runs find every entry whole, and a git process less.
+ */
+void
+worktree_repair_admin(const struct workspace *ws)
+{
+	struct err ignored = ERR_INIT;
+	struct dirent *de;
+	char *dir = xasprintf("%s/worktrees", ws->common);
+	DIR *d = opendir(dir);
+	int prune = 0;
+
+	while (d && (de = readdir(d))) {
+		char *entry;
+
+		if (de->d_name[0] == '.')
+			continue;
+		entry = xasprintf("%s/%s", dir, de->d_name);
+		if (half_made(entry)) {
+			log_warn("removed the half-made worktree entry %s",
+				 entry);
+			fs_remove_tree(entry, &ignored);
+		} else if (!prune) {
+			prune = prunable(entry);
+		}
+		free(entry);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	if (prune)
+		git(ws, ws->repo, NULL, &ignored, "worktree", "prune", NULL);
 }
 
 /*
@@ -845,6 +875,36 @@ commit_tree(const struct workspace *ws, const char *message, const char *parent,
 }
 
 /*
+ * The commit ref points at and its tree, into tip and tree, with one
+ * git: rev-parse prints one line a name, and fails when either is not
+ * there.
+ */
+static int
+tip_and_tree(const struct workspace *ws, const char *ref, struct buf *tip,
+	     struct buf *tree, struct err *e)
+{
+	char *commit = xasprintf("%s^{commit}", ref);
+	char *spec = xasprintf("%s^{tree}", ref);
+	struct buf out = BUF_INIT;
+	const char *nl;
+	int rc;
+
+	rc = git(ws, NULL, &out, e, "rev-parse", commit, spec, NULL);
+	nl = rc ? NULL : strchr(out.ptr, '\n');
+	if (!rc && !nl)
+		rc = err_set(e, BATON_ECHILD, "git rev-parse %s said '%s'",
+			     spec, out.ptr);
+	if (!rc) {
+		buf_add(tip, out.ptr, (size_t)(nl - out.ptr));
+		buf_adds(tree, nl + 1);
+	}
+	buf_release(&out);
+	free(commit);
+	free(spec);
+	return rc;
+}
+
+/*
  * The checkpoint, without a HEAD: baton's index starts from the branch's
  * tip, takes in the work tree (add --all, through the common git dir),
  * and when its tree differs a commit is made on the tip with commit-tree
@@ -859,17 +919,13 @@ worktree_checkpoint(const struct workspace *ws, const char *path,
 {
 	struct buf old = BUF_INIT, tree = BUF_INIT, old_tree = BUF_INIT,
 		   commit = BUF_INIT;
-	char *spec = NULL;
 	int rc, changed = 0;
 	struct wt w;
 
 	rc = wt_init(ws, path, &w, e);
 	if (rc)
 		return rc;
-	rc = git(ws, NULL, &old, e, "rev-parse", "--verify", w.ref, NULL);
-	spec = xasprintf("%s^{tree}", old.ptr);
-	if (!rc)
-		rc = git(ws, NULL, &old_tree, e, "rev-parse", spec, NULL);
+	rc = tip_and_tree(ws, w.ref, &old, &old_tree, e);
 	if (!rc)
 		rc = ensure_index(ws, &w, e);
 	/* The index starts from the tip: it is there already unless the
@@ -912,7 +968,6 @@ out:
 	buf_release(&tree);
 	buf_release(&old_tree);
 	buf_release(&commit);
-	free(spec);
 	wt_release(&w);
 	return rc;
 }

@@ -176,6 +176,25 @@ test_expect_success 'a worktree whose admin entry was removed under it is made a
 	test_path_is_dir ".git/worktrees/$id"
 '
 
+test_expect_success 'a worktree whose folder was removed by hand is made again on resume' '
+	make_repo repo12 &&
+	baton_init_with_agent repo12 &&
+	crash_mid_execute repo12 "Lost folder" &&
+	id=$(cat ../repo12.id) &&
+	wt=$(run_field "$id" worktree) &&
+	# git still has the entry, whole, for a folder that is gone: a
+	# worktree add at that path is refused until git prunes it
+	rm -rf "$wt" &&
+	test_path_is_dir ".git/worktrees/$id" &&
+	git worktree list --porcelain >../list12 &&
+	test_grep "^prunable" ../list12 &&
+	test_expect_code 0 "$BATON" resume "$id" >../resume12.out 2>&1 &&
+	test "$(run_status "$id")" = merge_ready &&
+	test_path_is_file "$wt/.git" &&
+	git worktree list --porcelain >../list12 &&
+	test_grep ! "^prunable" ../list12
+'
+
 test_expect_success 'a worktree entry a killed git worktree add left half-made does not stop new runs' '
 	make_repo repo7 &&
 	baton_init_with_agent repo7 &&
