@@ -64,19 +64,24 @@ json_lossy(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	struct buf b = BUF_INIT;
-	size_t i = 0, n;
+	size_t i = 0, run = 0, n;
 	json_t *j;
 
+	/* valid text, nearly always: jansson checks it as it copies it (the
+	 * same rules as utf8_decode), so only a NUL is looked for here */
+	if (!memchr(s, '\0', len) && (j = json_stringn(s, len)))
+		return j;
 	while (i < len) {
 		n = utf8_len(p + i, len - i);
 		if (n) {
-			buf_add(&b, p + i, n);
 			i += n;
-		} else {
-			buf_adds(&b, "\xef\xbf\xbd");
-			i++;
+			continue;
 		}
+		buf_add(&b, p + run, i - run);
+		buf_adds(&b, "\xef\xbf\xbd");
+		run = ++i;
 	}
+	buf_add(&b, p + run, i - run);
 	j = json_stringn(b.ptr, b.len);
 	buf_release(&b);
 	return j ? j : json_string("");
