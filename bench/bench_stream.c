@@ -4,12 +4,17 @@
  * library: a raw HTTP/1.1 reader that takes chunked answers too).
  *
  *   bench_stream HOST:PORT TOKEN --store PATH --pid PID
- *                [--clients N] [--events E] [--rate R]
+ *                [--clients N] [--events E] [--rate R] [--ws]
  *
  *   1. Reads the resident memory of the HTTP process PID (VmRSS).
  *   2. Opens N (default 10000) connections to GET /api/v1/events at
  *      once and waits until every one has the answer's head and first
  *      bytes: the connect time. A refusal (503, a reset) fails the run.
+ *      With --ws, WebSockets instead: each upgrades /api/v1/ws (101)
+ *      and counts as open at its first message (connection:welcome);
+ *      the frames are read by hand (RFC 6455: the server's are not
+ *      masked), each event is one text message, and the server's pings
+ *      are answered, as a browser does.
  *   3. Idles 2 s and reads PID's memory again: per idle stream, the
  *      difference over N; and PID's threads.
  *   4. Appends E (default 200) events of type "bench" through the store
@@ -63,12 +68,15 @@ struct client {
 	size_t cleft;
 	char csize[32];
 	size_t cslen;
-	char *line; /* the SSE line so far */
+	char *line; /* the SSE line, or the WebSocket frame, so far */
 	size_t len, alloc;
+	char *msg; /* a WebSocket message's text so far (fragments) */
+	size_t mlen, malloc_;
 	int64_t last_id;
 	long got, disorder, dup;
 	unsigned char *seen;
 	int closed;
+	int upgraded; /* --ws: the 101 is in */
 };
 
 static struct client *cl;
@@ -79,26 +87,31 @@ static atomic_long nlat;
 static long connected, complete;
 static char request[1024];
 static size_t request_len;
+static int ws_mode;
 
 enum { CS_SIZE, CS_DATA, CS_CRLF };
 
+/* A message's seq: its order on the stream, which must increase. */
 static void
-sse_line(struct client *c, const char *p, size_t len)
+saw_seq(struct client *c, int64_t id)
+{
+	if (id <= c->last_id)
+		c->disorder++;
+	c->last_id = id;
+}
+
+/*
+ * An event's JSON text (an SSE data line, a WebSocket message): a bench
+ * event gives its delivery latency and counts toward the client's set.
+ */
+static void
+deliver(struct client *c, const char *p, size_t len)
 {
 	const char *t;
 	char *end;
-	int64_t id, sent;
+	int64_t sent;
 	long i;
 
-	if (len > 4 && !strncmp(p, "id: ", 4)) {
-		id = strtoll(p + 4, NULL, 10);
-		if (id <= c->last_id)
-			c->disorder++;
-		c->last_id = id;
-		return;
-	}
-	if (len < 6 || strncmp(p, "data: ", 6))
-		return;
 	t = memmem(p, len, "bench_t", 7);
 	if (!t)
 		return;
@@ -122,6 +135,105 @@ sse_line(struct client *c, const char *p, size_t len)
 	}
 	if (++c->got == nevents)
 		complete++;
+}
+
+static void
+sse_line(struct client *c, const char *p, size_t len)
+{
+	if (len > 4 && !strncmp(p, "id: ", 4))
+		saw_seq(c, strtoll(p + 4, NULL, 10));
+	else if (len >= 6 && !strncmp(p, "data: ", 6))
+		deliver(c, p, len);
+}
+
+/* A whole WebSocket text message: the welcome opens it, an event has a
+ * seq. */
+static void
+ws_message(struct client *c, const char *p, size_t len)
+{
+	const char *t = memmem(p, len, "\"seq\":", 6);
+
+	if (!c->head_done) {
+		c->head_done = 1;
+		connected++;
+		return;
+	}
+	if (t)
+		saw_seq(c, strtoll(t + 6, NULL, 10));
+	deliver(c, p, len);
+}
+
+/* The pong to a ping, with its payload; masked (with a zero key, which
+ * leaves the payload as it is), as every client frame must be. */
+static void
+ws_pong(struct client *c, const unsigned char *payload, size_t n)
+{
+	unsigned char f[2 + 4 + 125] = { 0x8a, (unsigned char)(0x80 | n) };
+
+	memcpy(f + 6, payload, n);
+	if (send(c->fd, f, 6 + n, MSG_NOSIGNAL) != (ssize_t)(6 + n))
+		fail("client %ld: cannot send a pong: %s", (long)(c - cl),
+		     strerror(errno));
+}
+
+/*
+ * The frames in c->line[0..len): each whole one is taken (text and its
+ * continuations into c->msg, a ping answered, a close ends the client)
+ * and the rest kept for the next read.
+ */
+static void
+ws_frames(struct client *c)
+{
+	const unsigned char *f = (const unsigned char *)c->line;
+	size_t at = 0, hdr, n;
+
+	while (c->len - at >= 2) {
+		int op = f[at] & 0x0f, fin = f[at] & 0x80;
+
+		n = f[at + 1] & 0x7f;
+		hdr = 2;
+		if (f[at + 1] & 0x80)
+			fail("client %ld: a masked frame from the server",
+			     (long)(c - cl));
+		if (n == 126 || n == 127) {
+			size_t k, ext = n == 126 ? 2 : 8;
+
+			if (c->len - at < 2 + ext)
+				break;
+			for (n = 0, k = 0; k < ext; k++)
+				n = n << 8 | f[at + 2 + k];
+			hdr += ext;
+		}
+		if (c->len - at < hdr + n)
+			break;
+		if (op == 0x1 || op == 0x0) {
+			ALLOC_GROW(c->msg, c->mlen + n + 1, c->malloc_);
+			memcpy(c->msg + c->mlen, f + at + hdr, n);
+			c->mlen += n;
+			if (fin) {
+				ws_message(c, c->msg, c->mlen);
+				c->mlen = 0;
+			}
+		} else if (op == 0x9) {
+			ws_pong(c, f + at + hdr, n);
+		} else if (op == 0x8) {
+			fprintf(stderr, "%s: client %ld: the server closed the "
+				"WebSocket\n", bench_name, (long)(c - cl));
+			c->closed = 1;
+		}
+		at += hdr + n;
+	}
+	memmove(c->line, c->line + at, c->len - at);
+	c->len -= at;
+}
+
+static void
+ws_bytes(struct client *c, const char *p, size_t n)
+{
+	ALLOC_GROW(c->line, c->len + n, c->alloc);
+	memcpy(c->line + c->len, p, n);
+	c->len += n;
+	ws_frames(c);
 }
 
 static void
@@ -158,6 +270,10 @@ body_bytes(struct client *c, const char *p, size_t n)
 {
 	size_t take;
 
+	if (ws_mode) {
+		ws_bytes(c, p, n);
+		return;
+	}
 	if (!c->chunked) {
 		sse_bytes(c, p, n);
 		return;
@@ -201,7 +317,7 @@ on_readable(struct client *c)
 	char b[65536];
 	ssize_t n;
 
-	for (;;) {
+	while (!c->closed) {
 		n = recv(c->fd, b, sizeof(b), 0);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -217,7 +333,7 @@ on_readable(struct client *c)
 			close(c->fd);
 			return;
 		}
-		if (!c->head_done) {
+		if (!c->head_done && !c->upgraded) {
 			size_t take = (size_t)n, k;
 			char *end;
 
@@ -233,7 +349,8 @@ on_readable(struct client *c)
 					     (long)(c - cl));
 				continue;
 			}
-			if (strncmp(c->head, "HTTP/1.1 200", 12))
+			if (strncmp(c->head, ws_mode ? "HTTP/1.1 101" :
+						       "HTTP/1.1 200", 12))
 				fail("client %ld: refused: %.60s", (long)(c - cl),
 				     c->head);
 			for (k = 0; c->head[k]; k++)
@@ -242,8 +359,13 @@ on_readable(struct client *c)
 			c->chunked = strstr(c->head, "transfer-encoding: chunked") &&
 				     strstr(c->head, "transfer-encoding: chunked") <
 					     end;
-			c->head_done = 1;
-			connected++;
+			/* a WebSocket is open at its first message */
+			if (ws_mode) {
+				c->upgraded = 1;
+			} else {
+				c->head_done = 1;
+				connected++;
+			}
 			k = (size_t)(end + 4 - c->head);
 			/* what came after the head in this read */
 			body_bytes(c, b + (k - (c->hlen - take)),
@@ -382,22 +504,29 @@ main(int argc, char **argv)
 	nevents = 200;
 	if (argc < 3)
 		fail("usage: bench_stream HOST:PORT TOKEN --store PATH --pid PID "
-		     "[--clients N] [--events E] [--rate R]");
+		     "[--clients N] [--events E] [--rate R] [--ws]");
 	addr = argv[1];
 	token = argv[2];
-	for (i = 3; i + 1 < argc; i += 2) {
+	for (i = 3; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : "";
+
+		if (!strcmp(argv[i], "--ws")) {
+			ws_mode = 1;
+			continue;
+		}
 		if (!strcmp(argv[i], "--clients"))
-			nclients = count_arg(argv[i + 1], "--clients");
+			nclients = count_arg(v, "--clients");
 		else if (!strcmp(argv[i], "--events"))
-			nevents = count_arg(argv[i + 1], "--events");
+			nevents = count_arg(v, "--events");
 		else if (!strcmp(argv[i], "--rate"))
-			ap.rate = (double)count_arg(argv[i + 1], "--rate");
+			ap.rate = (double)count_arg(v, "--rate");
 		else if (!strcmp(argv[i], "--store"))
-			store = argv[i + 1];
+			store = v;
 		else if (!strcmp(argv[i], "--pid"))
-			pid = count_arg(argv[i + 1], "--pid");
+			pid = count_arg(v, "--pid");
 		else
 			fail("unknown option '%s'", argv[i]);
+		i++;
 	}
 	if (!store || !pid)
 		fail("--store and --pid are required");
@@ -415,8 +544,13 @@ main(int argc, char **argv)
 	}
 	request_len = (size_t)snprintf(
 		request, sizeof(request),
-		"GET /api/v1/events HTTP/1.1\r\nHost: %s\r\n"
-		"Authorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n",
+		ws_mode ? "GET /api/v1/ws HTTP/1.1\r\nHost: %s\r\n"
+			  "Authorization: Bearer %s\r\nUpgrade: websocket\r\n"
+			  "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+			  "Sec-WebSocket-Key: YmF0b24tYmVuY2gtc3RyZWFt\r\n\r\n" :
+			  "GET /api/v1/events HTTP/1.1\r\nHost: %s\r\n"
+			  "Authorization: Bearer %s\r\n"
+			  "Accept: text/event-stream\r\n\r\n",
 		addr, token);
 	cl = xcalloc((size_t)nclients, sizeof(*cl));
 	lat = xcalloc((size_t)(nclients * nevents), sizeof(*lat));
@@ -452,8 +586,10 @@ main(int argc, char **argv)
 		pump(ep, 100);
 	}
 	t_conn = mono_ns() - t0;
-	printf("connect: %ld streams open (head and first bytes) in %.2f s\n",
-	       nclients, t_conn / 1e9);
+	printf("connect: %ld %s open (%s) in %.2f s\n", nclients,
+	       ws_mode ? "WebSockets" : "SSE streams",
+	       ws_mode ? "101 and the welcome" : "head and first bytes",
+	       t_conn / 1e9);
 	deadline = mono_ns() + 2000000000LL;
 	while (mono_ns() < deadline)
 		pump(ep, 100);
@@ -494,9 +630,10 @@ main(int argc, char **argv)
 	printf("check: %ld of %ld clients have every event; missing %ld, out "
 	       "of order %ld, twice %ld, closed by the server %ld\n",
 	       complete, nclients, missing, disorder, dup, closed);
-	printf("key: clients=%ld connect_s=%.2f p50_ms=%.1f p99_ms=%.1f "
+	printf("key: kind=%s clients=%ld connect_s=%.2f p50_ms=%.1f p99_ms=%.1f "
 	       "kib_per_stream=%.1f rss0_kib=%ld rss_kib=%ld threads=%ld "
 	       "complete=%ld\n",
+	       ws_mode ? "ws" : "sse",
 	       nclients, t_conn / 1e9, p50, p99,
 	       (double)(rss1 - rss0) / nclients, rss0, rss1, threads1,
 	       complete);

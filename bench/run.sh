@@ -197,7 +197,7 @@ BATON_BIN=$BATON_BIN BENCH_HTTP=$BENCH_HTTP BENCH_TMPDIR=$tmpbase \
 cat "$part" >>"$out"
 
 echo "bench: 10,000 SSE clients on one serve ..." >&2
-section "thousands of watchers: SSE clients on one serve (bench_stream.sh)"
+section "thousands of watchers: SSE and WebSocket clients on one serve (bench_stream.sh)"
 BATON_BIN=$BATON_BIN BENCH_STREAM=$BENCH_STREAM BENCH_TMPDIR=$tmpbase \
 	sh bench/bench_stream.sh >"$part" 2>&1 ||
 	{ cat "$part" >>"$out"; die "bench_stream.sh failed: see $out"; }

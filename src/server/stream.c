@@ -12,14 +12,18 @@
  * (taking them off the list under its lock, resuming them outside it).
  * A generation count closes the gap between "nothing to read" and
  * "suspended": a stream suspends only when no news came since it looked.
- * WebSocket connections are upgraded and their sockets handed to one
- * thread of this file's own (ws_loop: epoll, frames by libwslay), which
- * pushes the news to each and runs their commands through the REST
+ * WebSocket connections are upgraded and their sockets handed, in
+ * turn, to one of a few threads of this file's own (ws_loop: epoll,
+ * frames by libwslay; one a CPU, at least two), each of which pushes
+ * the news to its sockets and runs their commands through the REST
  * routes (http_call), so both doors check and do exactly the same.
+ * Sending is most of a stream's cost (a send a message), and one
+ * thread alone could use one CPU only.
  *
  *   hub thread ─▶ stream_wake ─┬─ gen++, resume waiting SSE ─▶ sse_read (loops)
- *                              └─ eventfd ─▶ ws_loop ─▶ wslay ─▶ sockets
- *   ws_loop, every STREAM_TICK_MS: keepalives due (SSE ": ping", WS ping)
+ *                              └─ eventfd each ─▶ ws_loops ─▶ wslay ─▶ sockets
+ *   ws_loop, every STREAM_TICK_MS: keepalives due (WS pings; the first
+ *            loop the SSE ": ping"s too)
  *   hub thread, at each look at the store ─▶ stream_revoke of a token
  *            revoked elsewhere (hub_on_revoke)
  *
@@ -81,6 +85,9 @@
 #define WS_QUEUE_MAX 256
 /* Connections kept for requests when streams are capped by descriptors. */
 #define STREAMS_KEEP 64
+/* WebSocket loops: one a CPU, within these. */
+#define WS_LOOPS_MIN 2
+#define WS_LOOPS_MAX 16
 
 static atomic_int clients;
 
@@ -612,30 +619,51 @@ struct ws_client {
 	 * sends a queued close ahead of them, and then nothing more) */
 	uint16_t close_code;
 	char close_reason[100];
+	struct ws_loop *loop; /* the one it lives in */
 	struct ws_client *prev, *next;
 };
 
-/* The WebSocket loop: its thread, epoll, wake-up, clients. */
-static struct {
-	struct server *srv;
+/* A WebSocket loop: its thread, epoll, wake-up, clients. */
+struct ws_loop {
 	pthread_t thread;
-	int started;
+	int made;    /* ep, wake and mu are (for good) */
+	int started; /* its thread runs */
+	int first;   /* the loop that keeps the SSE streams' time too */
 	int ep, wake;
-	atomic_int stop;
 	atomic_int news;
 	pthread_mutex_t mu; /* guards incoming */
 	struct ws_client *incoming;
 	struct ws_client *all;
-} wl = { .ep = -1, .wake = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
+};
+
+static struct {
+	struct server *srv;
+	atomic_int stop;
+	atomic_uint turn; /* the loop the next socket goes to, mod nr */
+	int nr;
+	struct ws_loop loops[WS_LOOPS_MAX];
+} wl;
 
 static void
-wl_poke(void)
+loop_poke(struct ws_loop *l)
 {
 	uint64_t one = 1;
 
-	if (wl.wake >= 0 && write(wl.wake, &one, sizeof(one)) < 0 &&
+	if (l->wake >= 0 && write(l->wake, &one, sizeof(one)) < 0 &&
 	    errno != EAGAIN)
-		log_warn("cannot wake the WebSocket loop: %s", strerror(errno));
+		log_warn("cannot wake a WebSocket loop: %s", strerror(errno));
+}
+
+/* Every loop looks at its sockets again. */
+static void
+loops_news(void)
+{
+	int i;
+
+	for (i = 0; i < wl.nr; i++) {
+		atomic_store(&wl.loops[i].news, 1);
+		loop_poke(&wl.loops[i]);
+	}
 }
 
 /* The hub has news: every stream looks again. */
@@ -644,8 +672,7 @@ stream_wake(void *arg)
 {
 	(void)arg;
 	sse_resume_all();
-	atomic_store(&wl.news, 1);
-	wl_poke();
+	loops_news();
 }
 
 void
@@ -662,8 +689,7 @@ stream_revoke(const char *name)
 		return;
 	atomic_fetch_add(&revocations, 1);
 	sse_resume_all();
-	atomic_store(&wl.news, 1);
-	wl_poke();
+	loops_news();
 }
 
 static void
@@ -826,23 +852,30 @@ static const struct wslay_event_callbacks ws_callbacks = {
 	.on_msg_recv_callback = ws_on_msg,
 };
 
+/* Closes the socket of w, which is in no loop, and frees w. */
 static void
-ws_close(struct ws_client *w)
+ws_forget(struct ws_client *w)
 {
-	epoll_ctl(wl.ep, EPOLL_CTL_DEL, w->fd, NULL);
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		wl.all = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	wslay_event_context_free(w->ctx);
 	MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
 	atomic_fetch_sub(&clients, 1);
 	workspace_watch_end(w->watch);
 	buf_release(&w->in);
 	free(w->refusal);
 	free(w);
+}
+
+static void
+ws_close(struct ws_client *w)
+{
+	epoll_ctl(w->loop->ep, EPOLL_CTL_DEL, w->fd, NULL);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		w->loop->all = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	wslay_event_context_free(w->ctx);
+	ws_forget(w);
 }
 
 /*
@@ -859,7 +892,7 @@ ws_linger(struct ws_client *w)
 	w->linger_ms = time_mono_ms();
 	shutdown(w->fd, SHUT_WR);
 	w->events = EPOLLIN;
-	epoll_ctl(wl.ep, EPOLL_CTL_MOD, w->fd, &ev);
+	epoll_ctl(w->loop->ep, EPOLL_CTL_MOD, w->fd, &ev);
 }
 
 /* Reads and drops what a lingering client sends; 1 when it is gone. */
@@ -967,7 +1000,7 @@ ws_update(struct ws_client *w)
 	ev.data.ptr = w;
 	if (ev.events != w->events) {
 		w->events = ev.events;
-		epoll_ctl(wl.ep, EPOLL_CTL_MOD, w->fd, &ev);
+		epoll_ctl(w->loop->ep, EPOLL_CTL_MOD, w->fd, &ev);
 	}
 	return 0;
 }
@@ -1003,20 +1036,15 @@ ws_adopt(struct ws_client *w)
 	w->events = EPOLLIN;
 	w->last_recv_ms = w->last_ping_ms = time_mono_ms();
 	if (wslay_event_context_server_init(&w->ctx, &ws_callbacks, w)) {
-		MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
-		atomic_fetch_sub(&clients, 1);
-		workspace_watch_end(w->watch);
-		buf_release(&w->in);
-		free(w->refusal);
-		free(w);
+		ws_forget(w);
 		return;
 	}
 	wslay_event_config_set_max_recv_msg_length(w->ctx, w->srv->max_body);
-	w->next = wl.all;
-	if (wl.all)
-		wl.all->prev = w;
-	wl.all = w;
-	epoll_ctl(wl.ep, EPOLL_CTL_ADD, w->fd, &ev);
+	w->next = w->loop->all;
+	if (w->loop->all)
+		w->loop->all->prev = w;
+	w->loop->all = w;
+	epoll_ctl(w->loop->ep, EPOLL_CTL_ADD, w->fd, &ev);
 	if (w->refusal) {
 		/* ws_update closes once it is out */
 		ws_send(w, w->refusal, strlen(w->refusal));
@@ -1035,11 +1063,12 @@ ws_adopt(struct ws_client *w)
 	ws_update(w);
 }
 
-/* Pings the quiet, drops the silent; looks at the SSE streams too. */
+/* Pings the quiet, drops the silent; the first loop looks at the SSE
+ * streams too. */
 static void
-ws_tick(int64_t now)
+ws_tick(struct ws_loop *l, int64_t now)
 {
-	struct ws_client *w = wl.all, *next;
+	struct ws_client *w = l->all, *next;
 
 	for (; w; w = next) {
 		next = w->next;
@@ -1060,19 +1089,20 @@ ws_tick(int64_t now)
 			ws_update(w);
 		}
 	}
-	sse_tick(now);
+	if (l->first)
+		sse_tick(now);
 }
 
 static void *
 ws_loop(void *arg)
 {
+	struct ws_loop *l = arg;
 	struct epoll_event evs[256];
+	struct ws_client *in, *w, *next;
 	int64_t last_tick = time_mono_ms();
 
-	(void)arg;
 	while (!atomic_load(&wl.stop)) {
-		int n = epoll_wait(wl.ep, evs, ARRAY_SIZE(evs), 1000), i;
-		struct ws_client *in, *w, *next;
+		int n = epoll_wait(l->ep, evs, ARRAY_SIZE(evs), 1000), i;
 		int64_t now;
 
 		for (i = 0; i < n; i++) {
@@ -1080,7 +1110,7 @@ ws_loop(void *arg)
 			if (!w) {
 				uint64_t v;
 
-				if (read(wl.wake, &v, sizeof(v)) < 0 &&
+				if (read(l->wake, &v, sizeof(v)) < 0 &&
 				    errno != EAGAIN)
 					log_warn("wake: %s", strerror(errno));
 				continue;
@@ -1096,17 +1126,17 @@ ws_loop(void *arg)
 			}
 			ws_update(w);
 		}
-		pthread_mutex_lock(&wl.mu);
-		in = wl.incoming;
-		wl.incoming = NULL;
-		pthread_mutex_unlock(&wl.mu);
+		pthread_mutex_lock(&l->mu);
+		in = l->incoming;
+		l->incoming = NULL;
+		pthread_mutex_unlock(&l->mu);
 		for (; in; in = next) {
 			next = in->next;
 			in->next = NULL;
 			ws_adopt(in);
 		}
-		if (atomic_exchange(&wl.news, 0))
-			for (w = wl.all; w; w = next) {
+		if (atomic_exchange(&l->news, 0))
+			for (w = l->all; w; w = next) {
 				next = w->next;
 				if (!w->revoked && !w->linger_ms &&
 				    revoked_since(w->actor, &w->revocations))
@@ -1117,11 +1147,19 @@ ws_loop(void *arg)
 		now = time_mono_ms();
 		if (now - last_tick >= STREAM_TICK_MS) {
 			last_tick = now;
-			ws_tick(now);
+			ws_tick(l, now);
 		}
 	}
-	while (wl.all)
-		ws_close(wl.all);
+	while (l->all)
+		ws_close(l->all);
+	pthread_mutex_lock(&l->mu);
+	in = l->incoming;
+	l->incoming = NULL;
+	pthread_mutex_unlock(&l->mu);
+	for (; in; in = next) {
+		next = in->next;
+		ws_forget(in); /* handed over as the loop stopped */
+	}
 	return NULL;
 }
 
@@ -1132,22 +1170,29 @@ ws_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 	    struct MHD_UpgradeResponseHandle *urh)
 {
 	struct ws_client *w = cls;
+	struct ws_loop *l;
 	int fl;
 
 	(void)conn;
 	(void)con_cls;
 	w->fd = sock;
 	w->urh = urh;
+	if (atomic_load(&wl.stop)) {
+		ws_forget(w); /* the loops are stopping: nobody to adopt it */
+		return;
+	}
+	l = &wl.loops[atomic_fetch_add(&wl.turn, 1) % (unsigned)wl.nr];
+	w->loop = l;
 	if (extra_in_size)
 		buf_add(&w->in, extra_in, extra_in_size);
 	fl = fcntl(sock, F_GETFL);
 	if (fl >= 0)
 		fcntl(sock, F_SETFL, fl | O_NONBLOCK);
-	pthread_mutex_lock(&wl.mu);
-	w->next = wl.incoming;
-	wl.incoming = w;
-	pthread_mutex_unlock(&wl.mu);
-	wl_poke();
+	pthread_mutex_lock(&l->mu);
+	w->next = l->incoming;
+	l->incoming = w;
+	pthread_mutex_unlock(&l->mu);
+	loop_poke(l);
 }
 
 /* Sec-WebSocket-Accept for key (RFC 6455, section 4.2.2) into out. */
@@ -1221,22 +1266,76 @@ stream_ws(struct req *rq)
 	MHD_destroy_response(r);
 }
 
-int
-stream_start(struct server *srv, struct err *e)
+/* How many WebSocket loops: one a CPU, within WS_LOOPS_MIN..MAX. */
+static int
+loops_wanted(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return cpus < WS_LOOPS_MIN ? WS_LOOPS_MIN :
+	       cpus > WS_LOOPS_MAX ? WS_LOOPS_MAX :
+				     (int)cpus;
+}
+
+/*
+ * Starts loop l; its epoll, eventfd and lock are made once and kept
+ * for the process's life, so that an upgrade that comes in as the
+ * loops stop never pokes a descriptor that was closed.
+ */
+static int
+loop_start(struct ws_loop *l, struct err *e)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 
-	wl.srv = srv;
-	wl.ep = epoll_create1(EPOLL_CLOEXEC);
-	wl.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (wl.ep < 0 || wl.wake < 0 ||
-	    epoll_ctl(wl.ep, EPOLL_CTL_ADD, wl.wake, &ev))
-		return err_set(e, -errno, "cannot set up the WebSocket loop: %s",
-			       strerror(errno));
-	if (pthread_create(&wl.thread, NULL, ws_loop, NULL))
+	if (!l->made) {
+		l->ep = epoll_create1(EPOLL_CLOEXEC);
+		l->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (l->ep < 0 || l->wake < 0 ||
+		    epoll_ctl(l->ep, EPOLL_CTL_ADD, l->wake, &ev))
+			return err_set(e, -errno,
+				       "cannot set up a WebSocket loop: %s",
+				       strerror(errno));
+		pthread_mutex_init(&l->mu, NULL);
+		l->made = 1;
+	}
+	if (pthread_create(&l->thread, NULL, ws_loop, l))
 		return err_set(e, BATON_EINVAL,
-			       "cannot start the WebSocket loop");
-	wl.started = 1;
+			       "cannot start a WebSocket loop");
+	l->started = 1;
+	return 0;
+}
+
+/* Stops every loop started (each closes its sockets as it ends). */
+static void
+stream_stop_loops(void)
+{
+	int i;
+
+	atomic_store(&wl.stop, 1);
+	for (i = 0; i < wl.nr; i++)
+		loop_poke(&wl.loops[i]);
+	for (i = 0; i < wl.nr; i++) {
+		if (wl.loops[i].started)
+			pthread_join(wl.loops[i].thread, NULL);
+		wl.loops[i].started = 0;
+	}
+}
+
+int
+stream_start(struct server *srv, struct err *e)
+{
+	int i, rc = 0;
+
+	wl.srv = srv;
+	atomic_store(&wl.stop, 0);
+	wl.nr = loops_wanted();
+	wl.loops[0].first = 1;
+	for (i = 0; i < wl.nr && !rc; i++)
+		rc = loop_start(&wl.loops[i], e);
+	if (rc) {
+		stream_stop_loops();
+		return rc;
+	}
 	hub_on_new(srv->hub, stream_wake, NULL);
 	hub_on_revoke(srv->hub, stream_revoke);
 	return 0;
@@ -1245,14 +1344,11 @@ stream_start(struct server *srv, struct err *e)
 void
 stream_stop(void)
 {
-	if (!wl.started)
+	if (!wl.loops[0].started)
 		return;
 	hub_on_new(wl.srv->hub, NULL, NULL);
 	hub_on_revoke(wl.srv->hub, NULL);
-	atomic_store(&wl.stop, 1);
-	wl_poke();
-	pthread_join(wl.thread, NULL);
-	wl.started = 0;
+	stream_stop_loops();
 	/* waiting SSE streams are resumed so the server can close them,
 	 * and no pass may still be resuming one as it does */
 	sse_resume_all();

@@ -74,13 +74,14 @@ test_expect_success 'setup: serve and four operator tokens' '
 	echo "$HTTP_PORT" >../port
 '
 
-test_expect_success 'revoked through the API: its SSE and WebSocket streams end at once, another token streams on' '
+test_expect_success 'revoked through the API: its SSE and WebSocket streams end at once (on every WebSocket loop), another token streams on' '
 	cd a &&
 	restore_http &&
 	rex=$(cat ../rex.token) vera=$(cat ../vera.token) &&
 	follow rex-sse "$rex" sse 5 &&
 	follow rex-ws "$rex" ws 5 &&
 	follow vera "$vera" sse 3 after-the-revoke &&
+	follow vera-ws "$vera" ws 3 after-the-revoke &&
 	{ curl -sN -H "Authorization: Bearer $rex" "$HTTP_URL/api/v1/events" >../rex.curl 2>&1 & } &&
 	wait_for "test -s ../rex.curl" 10 &&
 	api_expect 200 POST /api/v1/tokens/rex/revoke &&
@@ -91,9 +92,11 @@ test_expect_success 'revoked through the API: its SSE and WebSocket streams end 
 	wait_for "grep -q \"^event: revoked\" ../rex.curl" 10 &&
 	test_grep "token .rex. was revoked" ../rex.curl &&
 	api_expect 201 POST /api/v1/tasks "{\"title\": \"after-the-revoke\"}" &&
-	wait_for "test -s ../vera.out" 20 &&
+	wait_for "test -s ../vera.out && test -s ../vera-ws.out" 20 &&
 	test_grep "^done 3$" ../vera.out &&
-	test_grep "^closed 0$" ../vera.out
+	test_grep "^closed 0$" ../vera.out &&
+	test_grep "^done 3$" ../vera-ws.out &&
+	test_grep "^closed 0$" ../vera-ws.out
 '
 
 test_expect_success 'revoked by the CLI behind serve'"'"'s back: its streams end when the hub sees it' '
