@@ -1068,9 +1068,12 @@ ws_adopt(struct ws_client *w)
 static void
 ws_tick(struct ws_loop *l, int64_t now)
 {
-	struct ws_client *w = l->all, *next;
+	struct ws_client *w, *next;
 
-	for (; w; w = next) {
+	for (w = l->all; w; w = next) {
+		/* ws_close unlinks a client from w->loop, which is l: the
+		 * analyzer cannot tell, and takes l->all for one freed */
+		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc) */
 		next = w->next;
 		if (w->linger_ms) {
 			if (now - w->linger_ms >= WS_LINGER_MS)
@@ -1091,6 +1094,19 @@ ws_tick(struct ws_loop *l, int64_t now)
 	}
 	if (l->first)
 		sse_tick(now);
+}
+
+/* The sockets handed to l since it last looked (ws_upgraded). */
+static struct ws_client *
+take_incoming(struct ws_loop *l)
+{
+	struct ws_client *in;
+
+	pthread_mutex_lock(&l->mu);
+	in = l->incoming;
+	l->incoming = NULL;
+	pthread_mutex_unlock(&l->mu);
+	return in;
 }
 
 static void *
@@ -1126,11 +1142,7 @@ ws_loop(void *arg)
 			}
 			ws_update(w);
 		}
-		pthread_mutex_lock(&l->mu);
-		in = l->incoming;
-		l->incoming = NULL;
-		pthread_mutex_unlock(&l->mu);
-		for (; in; in = next) {
+		for (in = take_incoming(l); in; in = next) {
 			next = in->next;
 			in->next = NULL;
 			ws_adopt(in);
@@ -1150,13 +1162,11 @@ ws_loop(void *arg)
 			ws_tick(l, now);
 		}
 	}
-	while (l->all)
-		ws_close(l->all);
-	pthread_mutex_lock(&l->mu);
-	in = l->incoming;
-	l->incoming = NULL;
-	pthread_mutex_unlock(&l->mu);
-	for (; in; in = next) {
+	for (w = l->all; w; w = next) {
+		next = w->next;
+		ws_close(w);
+	}
+	for (in = take_incoming(l); in; in = next) {
 		next = in->next;
 		ws_forget(in); /* handed over as the loop stopped */
 	}
