@@ -503,7 +503,9 @@ prunable(const char *entry)
 	if (lstat(f, &st) < 0) {
 		free(f);
 		f = xasprintf("%s/gitdir", entry);
-		gone = read_small(f, &where) < 0 || !where.len ||
+		/* a relative path (worktree.useRelativePaths) is git's to
+		 * resolve: asked */
+		gone = read_small(f, &where) < 0 || where.ptr[0] != '/' ||
 		       lstat(where.ptr, &st) < 0;
 	}
 	free(f);
