@@ -235,13 +235,14 @@ json_names(const struct strvec *names)
 /*
  * The landing's records, files of the run folder of run_id named by
  * names (NULL-terminated), kept in the store as a run's files are, so
- * that every host can show them; each redacted first, as a call's
- * transcript is (the checks' output and its tails in their verdict come
- * from code the agent wrote). Best effort: the run folder has them.
+ * that every host can show them; with redact, each redacted first, as a
+ * call's transcript is (the checks' output, and its tails in their
+ * verdict, come from code the agent wrote; a diff is git's, shown as
+ * `baton diff` shows it). Best effort: the run folder has them.
  */
 static void
 keep_files(struct sched_ctx *x, const char *run_id,
-	   const char *const *names)
+	   const char *const *names, int redact)
 {
 	char *dir = workspace_run_dir(x->ws, run_id), *path;
 	struct engine en;
@@ -249,7 +250,8 @@ keep_files(struct sched_ctx *x, const char *run_id,
 	engine_init(&en, x->store, x->ws, x->cfg);
 	for (; *names; names++) {
 		path = xasprintf("%s/%s", dir, *names);
-		redact_file(path, NULL);
+		if (redact)
+			redact_file(path, NULL);
 		engine_keep_file(&en, run_id, *names, NULL);
 		free(path);
 	}
@@ -294,7 +296,8 @@ conflict_body(struct sched_ctx *x, const struct merge_item *m,
 	if (rc >= 0)
 		keep_files(x, m->run_id,
 			   (const char *const[]){ "merge-conflict.diff",
-						  NULL });
+						  NULL },
+			   0);
 	buf_addf(body, "## The failed branch's change (git diff %s...%s)\n\n",
 		 res->base_branch, m->branch);
 	if (rc < 0) {
@@ -668,7 +671,8 @@ process(struct sched_ctx *x, struct merge_item *m, struct err *e)
 		keep_files(x, r.id,
 			   (const char *const[]){ "merge.log",
 						  "merge-validation.json",
-						  NULL });
+						  NULL },
+			   1);
 	}
 	if (!rc && res.outcome == LAND_MERGED)
 		publish_base(x, m, res.base_branch);
