@@ -620,39 +620,116 @@ worktree_restore(const struct workspace *ws, const char *path,
 }
 
 /*
- * Makes the admin index say commit, so that the agent's `git status` in
- * the next stage shows only its own changes. baton's own index says it
- * already (the add --all of a checkpoint, the read-tree -u of a reset),
- * with the files' stat data, so that diffs need not hash every file. git
- * writes an index through a lock file and a rename, never following a
- * planted link.
+ * Makes the admin index say what baton's index says (the commit a
+ * checkpoint or a reset left, with the files' stat data), so that the
+ * agent's `git status` in the next stage shows only its own changes and
+ * need not hash every file. A copy, as git writes an index: through
+ * index.lock, made with O_EXCL (a git at work on it makes this fail as
+ * it would make git fail) and renamed into place, inside the admin
+ * directory opened without following a link. The copy keeps the times
+ * of baton's index, so git's racy-clean test of each entry against them
+ * is the one git would make of baton's own.
  */
 static int
-sync_admin_index(const struct workspace *ws, const struct wt *w,
-		 const char *commit, struct err *e)
+sync_admin_index(const struct wt *w, struct err *e)
 {
-	char *admin_index = xasprintf("%s/index", w->admin);
-	int rc;
+	struct timespec times[2];
+	struct stat st;
+	char chunk[65536];
+	ssize_t n = 0;
+	int dir = -1, from = -1, to = -1, rc = 0;
 
-	rc = wgit(ws, w, admin_index, 0, NULL, e, "read-tree", commit, NULL);
-	free(admin_index);
+	from = fs_open_nofollow(w->index, O_RDONLY, 0, e);
+	if (from < 0)
+		return from;
+	dir = open(w->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir >= 0)
+		to = openat(dir, "index.lock",
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0644);
+	if (dir < 0 || to < 0) {
+		rc = err_set(e, -errno, "cannot write '%s/index.lock': %s",
+			     w->admin, strerror(errno));
+		goto out;
+	}
+	while (!rc && (n = read(from, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		rc = n < 0 ? -errno : fs_write_all(to, chunk, (size_t)n);
+	}
+	if (!rc && fstat(from, &st) < 0)
+		rc = -errno;
+	if (!rc) {
+		times[0] = st.st_atim;
+		times[1] = st.st_mtim;
+		if (futimens(to, times) < 0)
+			rc = -errno;
+	}
+	if (close(to) < 0 && !rc)
+		rc = -errno;
+	if (!rc && renameat(dir, "index.lock", dir, "index") < 0)
+		rc = -errno;
+	if (rc) {
+		unlinkat(dir, "index.lock", 0);
+		err_set(e, rc, "cannot write '%s/index': %s", w->admin,
+			strerror(-rc));
+	}
+out:
+	if (dir >= 0)
+		close(dir);
+	close(from);
+	return rc;
+}
+
+static void
+unlink_stale(const char *lock)
+{
+	if (unlink(lock) == 0)
+		log_warn("removed a stale %s", lock);
+}
+
+/* The run folder that holds baton's index of the worktree. */
+static int
+index_dir(const struct workspace *ws, const struct wt *w, struct err *e)
+{
+	char *dir = xasprintf("%s/runs/%s", ws->dir, w->id);
+	int rc = fs_mkdir_p(dir, 0755, e);
+
+	free(dir);
 	return rc;
 }
 
 /*
  * baton's index of the worktree, made from the run's branch when there
- * is none yet (a new worktree, or one made before baton kept its own).
+ * is none yet (a worktree made before baton kept its own).
  */
 static int
 ensure_index(const struct workspace *ws, const struct wt *w, struct err *e)
 {
-	char *dir = xasprintf("%s/runs/%s", ws->dir, w->id);
-	int rc = fs_mkdir_p(dir, 0755, e);
+	int rc = index_dir(ws, w, e);
 
 	if (!rc && !fs_exists(w->index))
 		rc = wgit(ws, w, w->index, 0, NULL, e, "read-tree", w->ref,
 			  NULL);
-	free(dir);
+	return rc;
+}
+
+/*
+ * An empty start for baton's index: one left by a half-made worktree
+ * says nothing of the new one, and the lock of a git killed while it
+ * wrote it is stale (the caller holds the run and the worktrees lock).
+ */
+static int
+fresh_index(const struct workspace *ws, const struct wt *w, struct err *e)
+{
+	char *lock = xasprintf("%s.lock", w->index);
+	int rc = index_dir(ws, w, e);
+
+	if (!rc)
+		rc = fs_unlink(w->index, e);
+	if (!rc)
+		unlink_stale(lock);
+	free(lock);
 	return rc;
 }
 
@@ -694,7 +771,10 @@ make_branch(const struct workspace *ws, const struct wt *w, const char *base,
 	struct err ignored = ERR_INIT;
 	int rc;
 
-	if (git(ws, NULL, &tip, &ignored, "rev-parse", "--verify", "--quiet",
+	/* Without the marker the run never tried: the compare-and-swap
+	 * below is the test, and a branch that exists fails it. */
+	if (fs_exists(marker) &&
+	    git(ws, NULL, &tip, &ignored, "rev-parse", "--verify", "--quiet",
 		w->ref, NULL) == 0) {
 		if (read_small(marker, &made) == 0 &&
 		    !strcmp(made.ptr, tip.ptr)) {
@@ -737,13 +817,6 @@ out:
 	return rc;
 }
 
-static void
-unlink_stale(const char *lock)
-{
-	if (unlink(lock) == 0)
-		log_warn("removed a stale %s", lock);
-}
-
 /*
  * A git killed with its driver leaves its lock files behind: index.lock,
  * HEAD.lock in the worktree's admin directory, baton's index lock, and
@@ -778,6 +851,22 @@ clear_stale_locks(const struct workspace *ws, const struct wt *w)
 }
 
 /*
+ * Whether the worktree's files were checked out: baton's index is
+ * written once they all are (make_worktree), and a worktree made before
+ * baton kept its own has the index its `git worktree add` wrote. A
+ * driver killed in between leaves neither.
+ */
+static int
+populated(const struct wt *w)
+{
+	char *admin_index = xasprintf("%s/index", w->admin);
+	int yes = fs_exists(w->index) || fs_exists(admin_index);
+
+	free(admin_index);
+	return yes;
+}
+
+/*
  * worktree_create's git work, under the worktrees lock. ours: the run
  * has this branch on record (a worktree made again by remake_lost), so
  * the branch is taken at whatever checkpoint it reached; a new run's
@@ -798,6 +887,7 @@ make_worktree(const struct workspace *ws, const char *path,
 	 * worktree_repair_admin makes) and the branch. What the worktree's
 	 * own files say is not asked. */
 	if (fs_is_dir(path) && fs_is_dir(w.admin) && !half_made(w.admin) &&
+	    populated(&w) &&
 	    git(ws, NULL, NULL, &ignored, "rev-parse", "--verify", "--quiet",
 		w.ref, NULL) == 0) {
 		/* a driver killed after the add may have left its locks */
@@ -811,17 +901,28 @@ make_worktree(const struct workspace *ws, const char *path,
 	worktree_repair_admin(ws);
 	if (fs_exists(path) && (rc = fs_remove_tree(path, e)) < 0)
 		goto done;
+	if (fs_is_dir(w.admin) && (rc = fs_remove_tree(w.admin, e)) < 0)
+		goto done; /* an entry whose files were never checked out */
 	if (!ours || git(ws, NULL, NULL, &ignored, "rev-parse", "--verify",
 			 "--quiet", w.ref, NULL) < 0)
 		rc = make_branch(ws, &w, base, e);
+	/* git checks out nothing: baton's own index does, with the stat
+	 * data of every file it writes, so that the first checkpoint's add
+	 * need not hash them all again (and the admin index, never trusted,
+	 * is made from it) */
 	if (!rc) {
 		rc = git(ws, ws->repo, NULL, e, "worktree", "add", "--quiet",
-			 path, branch, NULL);
+			 "--no-checkout", path, branch, NULL);
 		if (rc < 0)
 			err_prefix(e, "cannot create worktree '%s'", path);
 	}
 	if (!rc)
-		rc = ensure_index(ws, &w, e);
+		rc = fresh_index(ws, &w, e);
+	if (!rc)
+		rc = wgit(ws, &w, w.index, 0, NULL, e, "read-tree", "--reset",
+			  "-u", w.ref, NULL);
+	if (!rc)
+		rc = sync_admin_index(&w, e);
 done:
 	wt_release(&w);
 	return rc;
@@ -955,7 +1056,7 @@ worktree_checkpoint(const struct workspace *ws, const char *path,
 		buf_add(&commit, old.ptr, old.len);
 	}
 	if (!rc)
-		rc = sync_admin_index(ws, &w, commit.ptr, e);
+		rc = sync_admin_index(&w, e);
 	if (!rc)
 		rc = restore_links(ws, &w, NULL, e);
 	if (rc)
@@ -1091,7 +1192,7 @@ worktree_reset(const struct workspace *ws, const char *path,
 		rc = git(ws, NULL, NULL, e, "update-ref", "-m", "baton: reset",
 			 w.ref, commit, NULL);
 	if (!rc)
-		rc = sync_admin_index(ws, &w, commit, e);
+		rc = sync_admin_index(&w, e);
 	if (!rc)
 		rc = restore_links(ws, &w, NULL, e);
 out:
