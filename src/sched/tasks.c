@@ -432,6 +432,7 @@ sched_task_retry(struct sched_ctx *x, int64_t id, const char *by,
 		 struct task *out, struct err *e)
 {
 	struct task t = { 0 };
+	struct run r = { 0 };
 	char *data = NULL;
 	int rc = store_task_get(x->store, id, &t, e);
 
@@ -445,6 +446,13 @@ sched_task_retry(struct sched_ctx *x, int64_t id, const char *by,
 			     (long long)t.id, t.status);
 		goto out;
 	}
+	/* a run that ended is not taken up again (the claim would settle
+	 * the task from it at once): the retry makes a new one; a blocked
+	 * run resumes */
+	if (t.run_id && (store_run_get(x->store, t.run_id, &r, e) ||
+			 status_is_terminal(r.status)))
+		run_set(&t.run_id, NULL);
+	*e = (struct err)ERR_INIT;
 	run_set(&t.status, TASK_QUEUED);
 	run_set(&t.block_reason, NULL);
 	run_set(&t.reason, "retried on request");
@@ -458,6 +466,7 @@ out:
 	if (!rc && out)
 		task_copy(out, &t);
 	free(data);
+	run_release(&r);
 	task_release(&t);
 	return rc;
 }

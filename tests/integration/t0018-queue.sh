@@ -155,4 +155,34 @@ test_expect_success 'the event sequence has no gaps and no duplicates' '
 	test "$(cat ../seqok)" = true
 '
 
+test_expect_success 'a retried task whose run failed gets a new run, which runs' '
+	make_repo retry &&
+	cat >fails-once <<-EOF &&
+	#!/bin/sh
+	if [ -e "$FAKE_STATE/fail" ]; then echo "broken" >&2; exit 3; fi
+	echo "$BATON_RUN_ID" >>"$BATON_WORKTREE/retried.txt"
+	echo done
+	EOF
+	chmod +x fails-once &&
+	baton_init_with_agent retry "providers:
+  once: {type: command, command: [\"$TRASH_DIRECTORY/fails-once\"]}
+roles: {default: once}
+$QUICK" &&
+	cd retry &&
+	"$BATON" task add "Fails, then works" --max-attempts 1 >/dev/null &&
+	: >"$FAKE_STATE/fail" &&
+	"$BATON" serve --workers 1 --exit-when-idle 2>../retry1.err;
+	"$BATON" task show 1 --json >../r1.json &&
+	test_jq ".status == \"failed\" and (.runs | length) == 1" ../r1.json &&
+	first=$(jq -r .run ../r1.json) &&
+	rm "$FAKE_STATE/fail" &&
+	"$BATON" task retry 1 &&
+	"$BATON" serve --workers 1 --exit-when-idle 2>../retry2.err &&
+	"$BATON" task show 1 --json >../r2.json &&
+	test_jq ".status == \"done\" and (.runs | length) == 2" ../r2.json &&
+	test "$(jq -r .run ../r2.json)" != "$first" &&
+	test "$(run_status "$first")" = failed &&
+	test "$(run_status "$(jq -r .run ../r2.json)")" = merge_ready
+'
+
 test_done
