@@ -176,15 +176,17 @@ read_cursor(struct server *srv, struct store *s, const char *query,
 		c->f.run_id = c->run_id;
 		run_release(&r);
 	}
-	if ((query && http_query_var(query, "after", v,
-				       sizeof(v)) >= 0) ||
-	    (last_id && snprintf(v, sizeof(v), "%s", last_id) > 0)) {
-		c->after = strtoll(v, &end, 10);
-		if (*end || c->after < 0) {
-			snprintf(msg, len, "after must be an event seq, not '%s'",
-				 v);
-			return -1;
-		}
+	/* A browser that reconnects keeps the stream's URL, after= and
+	 * all, and says in Last-Event-ID how far it got: that wins. */
+	if (last_id && *last_id)
+		snprintf(v, sizeof(v), "%s", last_id);
+	else if (!query || http_query_var(query, "after", v, sizeof(v)) < 0)
+		return 0;
+	c->after = strtoll(v, &end, 10);
+	if (*end || c->after < 0) {
+		snprintf(msg, len, "%s must be an event seq, not '%s'",
+			 last_id && *last_id ? "Last-Event-ID" : "after", v);
+		return -1;
 	}
 	return 0;
 }

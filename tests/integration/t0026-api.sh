@@ -355,9 +355,11 @@ test_expect_success 'SSE: disconnect mid-run, reconnect with Last-Event-ID: ever
 	last=$(sse_seqs sse1.out | tail -n 1) &&
 	test -n "$last" &&
 	api GET /api/v1/tasks/$id | jq -e ".status == \"running\"" >/dev/null &&
-	# the second comes back with what it had
+	# the second comes back with what it had, as a browser does: the
+	# same URL, after=0 and all, and Last-Event-ID
 	bg_start sse2 curl -s -N -H "Authorization: Bearer $HTTP_TOKEN" \
-		-H "Last-Event-ID: $last" "$HTTP_URL/api/v1/events?task=$id" &&
+		-H "Last-Event-ID: $last" \
+		"$HTTP_URL/api/v1/events?task=$id&after=0" &&
 	wait_for "grep -q \"^event: task:completed\" sse2.out" 90 &&
 	wait_for "api GET /api/v1/tasks/$id | jq -e \".status == \\\"done\\\"\" >/dev/null" 60 &&
 	sleep 1 && kill "$(cat sse2.pid)" && bg_wait sse2 >/dev/null &&
@@ -368,7 +370,12 @@ test_expect_success 'SSE: disconnect mid-run, reconnect with Last-Event-ID: ever
 	sort -n got >got.sorted &&
 	test_cmp want got.sorted &&
 	test_grep "^event: task:started" sse1.out &&
-	test_grep "^event: task:delta" sse2.out
+	test_grep "^event: task:delta" sse2.out &&
+	curl -s -o bad.json -w "%{http_code}" --max-time 10 \
+		-H "Authorization: Bearer $HTTP_TOKEN" -H "Last-Event-ID: abc" \
+		"$HTTP_URL/api/v1/events?after=0" >code &&
+	test "$(cat code)" = 400 &&
+	test_jq ".error.message == \"Last-Event-ID must be an event seq, not '"'"'abc'"'"'\"" bad.json
 '
 
 test_expect_success 'WebSocket: the same stream, resumed with after=, exactly once' '
