@@ -46,6 +46,12 @@ config_exec(struct cli *c, int argc, char **argv)
 			rc = EXIT_FAIL;
 		}
 		pipeline_free(p);
+		if (rc == EXIT_OK &&
+		    pipeline_check_gates(user, c->cfg.pipeline,
+					 &c->cfg.approval_stages, &e)) {
+			cli_error("%s", e.msg);
+			rc = EXIT_FAIL;
+		}
 		if (rc == EXIT_OK)
 			cli_printf("config ok (hash %s)\n", c->cfg.hash);
 	} else {

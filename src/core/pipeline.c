@@ -1879,6 +1879,70 @@ pipeline_builtin_names(void)
 	return (const char **)builtin_names;
 }
 
+/* Marks in hit[] the gates that name a stage or a stage's status of p. */
+static void
+gates_in(const struct pipeline *p, const struct strvec *gates, char *hit)
+{
+	size_t i, k;
+
+	for (i = 0; i < p->nr_stages; i++)
+		for (k = 0; k < gates->nr; k++)
+			if (!strcmp(gates->v[k], p->stages[i].name) ||
+			    !strcmp(gates->v[k], p->stages[i].status))
+				hit[k] = 1;
+}
+
+int
+pipeline_check_gates(const struct cnode *user, const char *workflow,
+		     const struct strvec *gates, struct err *e)
+{
+	struct strvec names = STRVEC_INIT;
+	struct err ignored = ERR_INIT;
+	struct pipeline *p = NULL;
+	struct buf known = BUF_INIT;
+	char *hit;
+	size_t i, k;
+	int rc = 0;
+
+	if (!gates->nr)
+		return 0;
+	hit = xcalloc(gates->nr, 1);
+	for (i = 0; user && i < user->nr; i++)
+		strvec_push(&names, user->kids[i]->key);
+	for (i = 0; builtin_names[i]; i++)
+		strvec_push(&names, builtin_names[i]);
+	plugin_pipeline_names(&names);
+	for (i = 0; i < names.nr; i++) {
+		if (pipeline_load(user, names.v[i], &p, &ignored) == 0)
+			gates_in(p, gates, hit);
+		pipeline_free(p);
+		p = NULL;
+		ignored = (struct err)ERR_INIT;
+	}
+	for (k = 0; k < gates->nr && hit[k]; k++)
+		;
+	if (k < gates->nr) {
+		if (workflow && pipeline_load(user, workflow, &p, &ignored) == 0)
+			for (i = 0; i < p->nr_stages; i++)
+				buf_addf(&known, "%s%s (%s)", i ? ", " : "",
+					 p->stages[i].name,
+					 p->stages[i].status);
+		rc = err_set(e, BATON_EINVAL,
+			     "policies.require_approval_at_stages: '%s' is no "
+			     "stage or stage status of any pipeline, so it "
+			     "would gate nothing%s%s%s%s",
+			     gates->v[k], known.len ? "; the stages of " : "",
+			     known.len ? workflow : "",
+			     known.len ? " are " : "",
+			     known.len ? known.ptr : "");
+	}
+	pipeline_free(p);
+	buf_release(&known);
+	strvec_clear(&names);
+	free(hit);
+	return rc;
+}
+
 int
 pipeline_load(const struct cnode *user, const char *name,
 	      struct pipeline **out, struct err *e)

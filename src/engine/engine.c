@@ -328,6 +328,10 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 		}
 	}
 	/* Refuse what cannot start before anything is on record. */
+	rc = pipeline_check_gates(en->cfg->pipelines, en->cfg->pipeline,
+				  &en->cfg->approval_stages, e);
+	if (rc)
+		goto out;
 	rc = worktree_resolve_base(en->ws, spec->base_ref, &base, e);
 	free(base);
 	if (rc)

@@ -154,4 +154,19 @@ test_expect_success 'a gate with no live driver: approve, then resume drives it'
 	test "$(run_status "$id")" = merge_ready
 '
 
+test_expect_success 'a gate naming no stage is refused by config validate and by run, naming it, before anything is on record' '
+	make_repo typo &&
+	baton_init_with_agent typo "policies: {require_approval_at_stages: [exeucting]}" &&
+	cd typo &&
+	test_expect_code 1 "$BATON" config validate 2>../typo.err &&
+	test_grep "require_approval_at_stages: .exeucting. is no stage or stage status of any pipeline" ../typo.err &&
+	test_grep "execute (executing)" ../typo.err &&
+	test_expect_code 1 "$BATON" run "Gated by a typo" 2>../typo-run.err &&
+	test_grep "exeucting" ../typo-run.err &&
+	test -z "$(newest_run)" &&
+	# a stage name of another pipeline than the workflow one is a gate
+	sed -i "s/exeucting/consolidating/" .baton/config.yaml &&
+	"$BATON" config validate
+'
+
 test_done
