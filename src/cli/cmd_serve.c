@@ -187,6 +187,10 @@ supervise(struct cli *c, int argc, char **argv, const struct cmd *cmd)
 		    "worker: repo.url is not set: branches stay in this "
 		    "clone, where a serve on another machine cannot land "
 		    "them\n");
+	if (listen && !config_listen_ok(listen)) {
+		cli_error("--listen: %s, not '%s'", CONFIG_LISTEN_FORM, listen);
+		return EXIT_USAGE;
+	}
 	if (!listen)
 		listen = c->cfg.server.listen ? c->cfg.server.listen :
 						DEFAULT_LISTEN;

@@ -1133,26 +1133,29 @@ read_merge(struct config *c, struct err *e)
  * "HOST:PORT" or "off"; port 0 takes any free port. The port is digits
  * only: strtol alone would let "127.0.0.1: 80" and ":+80" through.
  */
+int
+config_listen_ok(const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	char *end = NULL;
+	long port = -1;
+
+	if (!strcmp(v, "off"))
+		return 1;
+	if (colon && isdigit((unsigned char)colon[1]))
+		port = strtol(colon + 1, &end, 10);
+	return colon && colon != v && end && !*end && port >= 0 &&
+	       port <= 65535;
+}
+
 static int
 read_listen(const struct cnode *n, char **out, struct err *e)
 {
-	const char *colon;
-	char *end = NULL;
-	long port = -1;
 	int rc = read_string(n, "server.listen", out, e);
 
-	if (rc < 0 || !strcmp(*out, "off"))
+	if (rc < 0 || config_listen_ok(*out))
 		return rc;
-	colon = strrchr(*out, ':');
-	if (colon && isdigit((unsigned char)colon[1]))
-		port = strtol(colon + 1, &end, 10);
-	if (!colon || colon == *out || !end || *end || port < 0 ||
-	    port > 65535)
-		return node_error(n, "server.listen",
-				  "expected HOST:PORT (such as "
-				  "127.0.0.1:7070) or off",
-				  e);
-	return 0;
+	return node_error(n, "server.listen", CONFIG_LISTEN_FORM, e);
 }
 
 /*

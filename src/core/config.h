@@ -358,6 +358,12 @@ int config_finish(struct config_builder *b, struct config *out,
 		  struct err *e);
 void config_release(struct config *c);
 
+/* What server.listen and serve --listen take, as an error says it. */
+#define CONFIG_LISTEN_FORM \
+	"expected HOST:PORT (such as 127.0.0.1:7070) or off"
+/* Whether v is HOST:PORT (a port of 0 to 65535, digits only) or "off". */
+int config_listen_ok(const char *v);
+
 /*
  * The providers that play role: roles.<role>, else roles.default. Returns
  * how many (0 when neither is set) and fills out[0..max) with borrowed

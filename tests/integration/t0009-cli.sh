@@ -268,4 +268,14 @@ test_expect_success 'baton worker without repo.url says its branches stay here' 
 	test_grep "unknown option" ../err
 '
 
+test_expect_success 'serve --listen takes HOST:PORT or off, as server.listen does: a port past 65535 or a bad form is a usage error naming it' '
+	cd repo &&
+	for v in 127.0.0.1:99999 bogus :7070 "127.0.0.1: 80" ""; do
+		test_expect_code 2 "$BATON" serve --listen "$v" --exit-when-idle \
+			</dev/null 2>../err &&
+		test_grep "^baton: --listen: expected HOST:PORT (such as 127.0.0.1:7070) or off, not .$v.$" ../err &&
+		test_path_is_missing .baton/http.url || return 1
+	done
+'
+
 test_done
