@@ -59,9 +59,10 @@ sched_task_add_keyed(struct sched_ctx *x, struct task *t, const char *actor,
 	deps = json_array();
 	for (i = 0; i < t->nr_deps; i++)
 		json_array_append_new(deps, json_integer(t->deps[i]));
-	data = json_pack("{s:s, s:s?, s:i, s:o, s:s?}", "title", t->title,
-			 "area", t->area, "priority", t->priority, "depends_on",
-			 deps, "origin", t->origin);
+	data = json_pack("{s:o, s:o, s:i, s:o, s:s?}", "title",
+			 json_lossy_str(t->title), "area",
+			 json_lossy_str(t->area), "priority", t->priority,
+			 "depends_on", deps, "origin", t->origin);
 	if (actor)
 		json_object_set_new(data, "actor", json_string(actor));
 	ev.type = (char *)"task_added";

@@ -12,6 +12,7 @@
 #include "store/store.h"
 #include "store/store_int.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/timeutil.h"
 
 int
@@ -88,13 +89,17 @@ pg__memory_list(struct store *s, json_t **out, struct err *e)
 		for (i = 0; i < PQntuples(res); i++)
 			json_array_append_new(
 			    list,
-			    json_pack("{s:s, s:s?, s:s, s:s, s:I, s:I}", "id",
-				      PQgetvalue(res, i, 0), "run",
-				      PQgetisnull(res, i, 1)
-					  ? NULL
-					  : PQgetvalue(res, i, 1),
-				      "kind", PQgetvalue(res, i, 2), "body",
-				      PQgetvalue(res, i, 3), "created_at",
+			    json_pack("{s:o, s:o, s:o, s:o, s:I, s:I}", "id",
+				      json_lossy_str(PQgetvalue(res, i, 0)),
+				      "run",
+				      json_lossy_str(PQgetisnull(res, i, 1)
+						 ? NULL
+						 : PQgetvalue(res, i, 1)),
+				      "kind",
+				      json_lossy_str(PQgetvalue(res, i, 2)),
+				      "body",
+				      json_lossy_str(PQgetvalue(res, i, 3)),
+				      "created_at",
 				      (json_int_t)strtoll(PQgetvalue(res, i, 4),
 							  NULL, 10),
 				      "updated_at",

@@ -11,6 +11,7 @@
 #include "store/store.h"
 #include "store/store_int.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/timeutil.h"
 
 int
@@ -102,10 +103,12 @@ sqlite__memory_list(struct store *s, struct json_t **out, struct err *e)
 	}
 	while ((src = sqlite3_step(st)) == SQLITE_ROW)
 		json_array_append_new(
-		    list, json_pack("{s:s, s:s?, s:s, s:s, s:I, s:I}", "id",
-				    col(st, 0), "run", col(st, 1), "kind",
-				    col(st, 2), "body",
-				    col(st, 3) ? col(st, 3) : "", "created_at",
+		    list, json_pack("{s:o, s:o, s:o, s:o, s:I, s:I}", "id",
+				    json_lossy_str(col(st, 0)), "run",
+				    json_lossy_str(col(st, 1)), "kind",
+				    json_lossy_str(col(st, 2)), "body",
+				    json_lossy_str(col(st, 3) ? col(st, 3) : ""),
+				    "created_at",
 				    (json_int_t)sqlite3_column_int64(st, 4),
 				    "updated_at",
 				    (json_int_t)sqlite3_column_int64(st, 5)));

@@ -127,4 +127,24 @@ test_expect_success 'the memory in a prompt is capped' '
 	test $(grep -c "^\[memory .* BEGIN" ../section) -ge 1
 '
 
+test_expect_success 'an entry or a task with a byte that is not UTF-8 is listed and shown, the byte replaced, never dropped' '
+	cd repo &&
+	if [ -n "${BATON_TEST_PG_ADMIN:-}" ]; then
+		# a UTF8 database takes no such byte: refused, naming it
+		test_expect_code 1 "$BATON" memory add "$(printf "bad \377 byte")" 2>../pg.err &&
+		test_grep "invalid byte sequence for encoding \"UTF8\": 0xff" ../pg.err &&
+		return 0
+	fi &&
+	id=$("$BATON" memory add "$(printf "bad \377 byte")") &&
+	"$BATON" memory list >../mem.out &&
+	test_grep "^$id .*bad .* byte" ../mem.out &&
+	"$BATON" memory show "$id" >../show.out &&
+	test_grep "^bad .* byte" ../show.out &&
+	"$BATON" memory list --json >../mem.json &&
+	test_jq "map(select(.id == \"$id\")) | length == 1" ../mem.json &&
+	"$BATON" task add "$(printf "bad \377 task")" --json >../task.json &&
+	"$BATON" events --task "$(jq .id ../task.json)" --json >../tev.json &&
+	test_jq "select(.type == \"task_added\") | .data.title == \"bad \ufffd task\"" ../tev.json
+'
+
 test_done
