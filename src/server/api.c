@@ -66,6 +66,40 @@ query_int(struct req *rq, const char *name, int64_t def, int64_t min,
 	return 0;
 }
 
+/*
+ * A body key not in keys (NULL-terminated) is a mistake of the client's
+ * (a misspelling, or the record's own name for a field): dropping it in
+ * silence would lose what it meant, a dependency say. Sends 400 naming
+ * it and the keys the route takes, and returns -1. Not for a WebSocket
+ * command (http_call, no connection): its protocol's messages carry
+ * keys of their own (OpenViber's "messages", say), which it ignores.
+ */
+static int
+known_keys(struct req *rq, json_t *body, const char *const *keys)
+{
+	struct buf list = BUF_INIT;
+	const char *key, *const *k;
+	json_t *v;
+
+	if (!rq->conn)
+		return 0;
+	json_object_foreach(body, key, v) {
+		for (k = keys; *k && strcmp(*k, key); k++)
+			;
+		if (*k)
+			continue;
+		for (k = keys; *k; k++)
+			buf_addf(&list, "%s%s", k == keys ? "" : ", ", *k);
+		http_error(rq, 400, "bad_request",
+			   "the body has a key \"%s\" that this route does "
+			   "not take (it takes: %s)",
+			   key, list.ptr);
+		buf_release(&list);
+		return -1;
+	}
+	return 0;
+}
+
 static struct sched_ctx
 ctx_of(struct req *rq)
 {
@@ -466,6 +500,17 @@ idem_answer(struct req *rq, const struct store_key *k)
 				  "task"));
 }
 
+/*
+ * What POST /api/v1/tasks takes; "messages" is an OpenViber submission's
+ * (task:submit's payload, which a client may post here as it is: its
+ * idempotency key then matches), taken and ignored.
+ */
+static const char *const task_keys[] = {
+	"title", "body", "area", "pipeline", "priority", "max_attempts",
+	"allow", "verify", "after", "read_only", "idempotency_key",
+	"messages", NULL
+};
+
 static void
 tasks_create(struct req *rq)
 {
@@ -480,7 +525,7 @@ tasks_create(struct req *rq)
 
 	if (http_body_json(rq, (void **)&body))
 		return;
-	if (idem_key(rq, body, &key) ||
+	if (known_keys(rq, body, task_keys) || idem_key(rq, body, &key) ||
 	    opt_string(rq, body, "title", &t.title) ||
 	    opt_string(rq, body, "body", &t.body) ||
 	    opt_string(rq, body, "area", &t.area) ||
@@ -1092,9 +1137,12 @@ run_steer(struct req *rq)
 	char *text = NULL, *mode = NULL;
 	int rc, m = STEER_FOLLOWUP;
 
+	static const char *const keys[] = { "text", "mode", NULL };
+
 	if (http_body_json(rq, (void **)&body))
 		return;
-	if (opt_string(rq, body, "text", &text) ||
+	if (known_keys(rq, body, keys) ||
+	    opt_string(rq, body, "text", &text) ||
 	    opt_string(rq, body, "mode", &mode))
 		goto out;
 	if (!text || !*text) {

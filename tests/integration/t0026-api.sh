@@ -209,6 +209,11 @@ test_expect_success 'POST /api/v1/tasks adds a task; bad input is refused and wr
 	api_expect 400 POST /api/v1/tasks "{\"title\": \"x\", \"pipeline\": \"nope\"}" >e &&
 	test_jq ".error.message | test(\"nope\")" e &&
 	api_expect 400 POST /api/v1/tasks "{\"title\": \"x\", \"allow\": \"src/*\"}" >e &&
+	# the record'"'"'s own name for a field, or a typo, is not dropped
+	api_expect 400 POST /api/v1/tasks "{\"title\": \"x\", \"depends_on\": [1]}" >e &&
+	test_jq ".error.message | test(\"key .depends_on. that this route does not take .*after\")" e &&
+	api_expect 400 POST /api/v1/tasks "{\"title\": \"x\", \"priorty\": 5}" >e &&
+	test_jq ".error.message | test(\"priorty\")" e &&
 	api_expect 200 GET /api/v1/tasks >list &&
 	test_jq ".tasks == [] and .counts.queued == 0" list &&
 	api_expect 201 POST /api/v1/tasks "{\"title\": \"Add a version flag <b>\", \"priority\": 2, \"verify\": [\"true\"]}" >t &&
@@ -276,6 +281,8 @@ test_expect_success 'illegal transitions are 409 and change nothing' '
 	api_expect 409 POST "/api/v1/approvals/$run" "{\"decision\": \"approve\"}" >e &&
 	api_expect 400 POST "/api/v1/approvals/$run" "{\"decision\": \"maybe\"}" >e &&
 	api_expect 400 POST "/api/v1/runs/$run/steer" "{}" >e &&
+	api_expect 400 POST "/api/v1/runs/$run/steer" "{\"text\": \"hi\", \"mdoe\": \"now\"}" >e &&
+	test_jq ".error.message | test(\"mdoe\")" e &&
 	api_expect 200 GET "/api/v1/runs/$run" >r &&
 	test_jq ".status == \"merge_ready\"" r
 '
