@@ -477,6 +477,11 @@ sched__settle(struct sched_ctx *x, struct task *t, const struct run *r,
 		run_set(&t->status, status);
 		run_set(&t->block_reason, block);
 		run_set(&t->reason, block ? r->reason : NULL);
+		/* a run held by a person (a gate, a pause) is taken up again
+		 * when they let it go: that is no new try */
+		if (block && (!strcmp(block, BLOCK_AWAITING_APPROVAL) ||
+			      !strcmp(block, BLOCK_PAUSED)))
+			t->attempts--;
 		if (block && !strcmp(block, BLOCK_PULL_REQUEST))
 			run_set(&t->reason, "waiting for its pull request");
 		t->judged_at = 0;

@@ -174,7 +174,9 @@ test_expect_success 'a gate blocks the task until a person decides' '
 	"$BATON" approvals approve "$run" &&
 	"$BATON" serve --workers 1 --exit-when-idle 2>>../gate.err &&
 	"$BATON" task show 1 --json >../g2.json &&
-	test_jq ".status == \"done\" and (.runs | length) == 1" ../g2.json
+	test_jq ".status == \"done\" and (.runs | length) == 1" ../g2.json &&
+	# the wait at the gate spent no attempt: one try, taken up again
+	test_jq ".attempts == 1" ../g2.json
 '
 
 test_expect_success 'a dependency that fails blocks its dependents with the reason' '
