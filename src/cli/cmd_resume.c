@@ -197,11 +197,24 @@ rewind_exec(struct cli *c, const char *ref, const char *from)
 		cli_error("%s", e.msg);
 		return rc == BATON_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 	}
+	if (o.anew && o.run.task_id) {
+		/* its task's new run, driven here: the task waits */
+		struct sched_ctx x = { .store = c->store, .ws = &c->ws,
+				       .cfg = &c->cfg, .holder = "cli",
+				       .store_spec = c->store_spec };
+		struct sched_rerun rr = { &x, 0 };
+
+		if (sched_task_rewound(&rr, o.from, &o.run, &e) < 0) {
+			cli_error("%s", e.msg);
+			rewind_outcome_release(&o);
+			return EXIT_FAIL;
+		}
+	}
 	if (o.anew)
 		term_printf(stderr,
 			    "%s  rewound into a new run %s at %s (worktree at "
 			    "%.12s)\n",
-			    ref, o.run.id, o.stage, o.checkpoint);
+			    o.from, o.run.id, o.stage, o.checkpoint);
 	else
 		term_printf(stderr,
 			    "%s  rewound to %s (worktree at %.12s)\n",

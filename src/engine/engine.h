@@ -385,6 +385,7 @@ struct rewind_outcome {
 	char *stage;	  /* the stage it re-enters */
 	char *checkpoint; /* the commit its worktree is at */
 	int anew;	  /* a new run of a terminal one */
+	char *from;	  /* anew: the run rewound (its whole id) */
 	int drive;	  /* no live process drives run */
 };
 

@@ -286,6 +286,7 @@ rewind_anew(struct engine *en, const struct pipeline *p, const struct run *old,
 	int rc, port = 0;
 
 	spec.task = old->task;
+	spec.task_id = old->task_id; /* a new run of its task */
 	spec.pipeline = old->pipeline;
 	spec.base_ref = old->base_commit ? old->base_commit : old->base_ref;
 	rc = engine_create_spec(en, &spec, r, e);
@@ -392,6 +393,7 @@ engine_rewind(struct engine *en, const char *ref, const char *from,
 	o->checkpoint = xstrdup(es.found);
 	if (status_is_terminal(r.status)) {
 		o->anew = 1;
+		o->from = xstrdup(r.id);
 		rc = rewind_anew(en, p, &r, s, es.found, o, e);
 	} else {
 		rc = rewind_in_place(en, p, &r, s, es.found, o, e);
@@ -418,5 +420,6 @@ rewind_outcome_release(struct rewind_outcome *o)
 	run_release(&o->run);
 	free(o->stage);
 	free(o->checkpoint);
+	free(o->from);
 	memset(o, 0, sizeof(*o));
 }

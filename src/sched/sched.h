@@ -172,6 +172,15 @@ struct sched_rerun {
  */
 int sched_task_rerun(void *arg, const struct run *old, const struct run *fresh,
 		     struct err *e);
+/*
+ * A rewind's new run of a task's finished run (engine_rewind, o->anew)
+ * made the task's current run by sched_task_rerun, unless the task is
+ * done, which is final: it stays done with its run, and the new one,
+ * still its task's, is driven by whoever asks (returns 1). 0 once the
+ * task has the new run; negative on an error.
+ */
+int sched_task_rewound(struct sched_rerun *rr, const char *old_id,
+		       const struct run *fresh, struct err *e);
 
 /* ---- call.c ------------------------------------------------------------ */
 

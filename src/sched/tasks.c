@@ -514,3 +514,17 @@ out:
 	task_release(&t);
 	return rc;
 }
+
+int
+sched_task_rewound(struct sched_rerun *rr, const char *old_id,
+		   const struct run *fresh, struct err *e)
+{
+	struct run old = { .id = (char *)old_id };
+	struct task t = { 0 };
+	int rc = store_task_get(rr->x->store, fresh->task_id, &t, e);
+
+	if (!rc && !strcmp(t.status, TASK_DONE))
+		rc = 1;
+	task_release(&t);
+	return rc ? rc : sched_task_rerun(rr, &old, fresh, e);
+}

@@ -1028,7 +1028,7 @@ run_rewind(struct req *rq, const char *from)
 	struct engine en;
 	struct err e = ERR_INIT;
 	json_t *ans;
-	int rc;
+	int rc, queued = 0;
 
 	engine_of(rq, &en);
 	rc = engine_rewind(&en, rq->params[0], from, &o, &e);
@@ -1037,15 +1037,27 @@ run_rewind(struct req *rq, const char *from)
 		http_fail(rq, &e);
 		return;
 	}
+	/* a new run of a task's run is its task's, queued for a worker
+	 * (unless the task is done: then it waits for `baton resume`) */
+	if (o.anew && o.run.task_id) {
+		struct sched_ctx x = ctx_of(rq);
+		struct sched_rerun rr = { &x, 1 };
+
+		rc = sched_task_rewound(&rr, o.from, &o.run, &e);
+		if (rc < 0) {
+			http_fail(rq, &e);
+			rewind_outcome_release(&o);
+			return;
+		}
+		queued = rc == 0;
+	}
 	ans = engine_run_json(&o.run);
 	json_object_set_new(ans, "rewound_to", json_string(o.stage));
 	json_object_set_new(ans, "checkpoint", json_string(o.checkpoint));
 	if (o.anew)
-		json_object_set_new(ans, "rewound_from",
-				    json_string(rq->params[0]));
+		json_object_set_new(ans, "rewound_from", json_string(o.from));
 	/* a bare run nobody drives waits for `baton resume` in a terminal */
-	json_object_set_new(ans, "driven",
-			    json_boolean(!o.drive || o.run.task_id));
+	json_object_set_new(ans, "driven", json_boolean(!o.drive || queued));
 	sched_wake(rq->srv->ws);
 	http_json(rq, o.anew ? 201 : 200, ans);
 	rewind_outcome_release(&o);

@@ -207,4 +207,36 @@ test_expect_success 'the API rewinds with {"from": STAGE}; an unknown stage is a
 	test "$(calls_of "$new")" = verify
 '
 
+test_expect_success 'a task'"'"'s failed run rewound by the API is a new run of that task, queued and driven by serve; rewound_from is the whole id' '
+	make_repo tasked &&
+	baton_init_with_agent tasked "runtime: {judge: false, max_attempts: 1}" &&
+	cd tasked &&
+	"$BATON" task add "Add the queued feature" >/dev/null &&
+	FAKE_FAIL_STAGE=verify FAKE_FAIL_MODE=exit \
+		"$BATON" serve --workers 1 --exit-when-idle 2>../tasked1.err &&
+	"$BATON" task show 1 --json >../t0.json &&
+	test_jq ".status == \"failed\"" ../t0.json &&
+	old=$(jq -r .run ../t0.json) &&
+	test "$(run_status "$old")" = failed &&
+	serve_http "$TRASH_DIRECTORY/tserve" --workers 1 &&
+	api POST "/api/v1/runs/${old%%-*}/resume" "{\"from\": \"verify\"}" >../t-rw &&
+	test "$(cat api.status)" = 201 &&
+	jq -e --arg o "$old" ".rewound_from == \$o and .task_id == 1 and .driven == true" ../t-rw &&
+	new=$(jq -r .id ../t-rw) &&
+	wait_for "\"\$BATON\" task show 1 --json | jq -e \".status == \\\"done\\\"\" >/dev/null" 60 &&
+	"$BATON" task show 1 --json >../t1.json &&
+	test_jq ".run == \"$new\" and (.runs | length) == 2" ../t1.json &&
+	test "$(run_status "$new")" = merge_ready &&
+	test "$(calls_of "$new")" = verify &&
+	# a done task is final: its run rewound is a new run of it that
+	# waits for baton resume, and the task stays done with its run
+	api POST "/api/v1/runs/$new/resume" "{\"from\": \"verify\"}" >../t-rw2 &&
+	test "$(cat api.status)" = 201 &&
+	jq -e ".task_id == 1 and .driven == false" ../t-rw2 &&
+	"$BATON" task show 1 --json >../t2.json &&
+	test_jq ".status == \"done\" and .run == \"$new\"" ../t2.json &&
+	kill -TERM "$(cat ../tserve.pid)" &&
+	bg_wait ../tserve >/dev/null
+'
+
 test_done
