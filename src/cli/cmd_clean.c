@@ -382,6 +382,25 @@ ask(void)
 	return line[0] == 'y' || line[0] == 'Y';
 }
 
+/* Whether a status of the comma-separated list is none a run can have;
+ * says which. */
+static int
+bad_status(struct cli *c, const char *list)
+{
+	struct err e = ERR_INIT;
+	char *copy = xstrdup(list), *st, *save = NULL;
+	int bad = 0;
+
+	for (st = strtok_r(copy, ",", &save); st && !bad;
+	     st = strtok_r(NULL, ",", &save))
+		if (engine_check_status(&c->en, st, &e)) {
+			cli_error("--status: %s", e.msg);
+			bad = 1;
+		}
+	free(copy);
+	return bad;
+}
+
 static int
 clean_exec(struct cli *c, int argc, char **argv)
 {
@@ -417,6 +436,8 @@ clean_exec(struct cli *c, int argc, char **argv)
 		cli_error("--status wants statuses, comma-separated");
 		return EXIT_USAGE;
 	}
+	if (status && bad_status(c, status))
+		return EXIT_USAGE; /* a typo would clean nothing, in silence */
 	pk.statuses = status;
 	if (dry && yes) {
 		cli_error("--dry-run and --yes contradict each other");

@@ -15,6 +15,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/json.h"
+#include "util/strvec.h"
 #include "util/term.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -31,9 +32,9 @@ find(json_t *list, const char *id)
 	return NULL;
 }
 
-/* TEXT... as one string, or stdin for "-". */
+/* TEXT... as one string, or stdin for "-"; e says why not. */
 static int
-text_of(int argc, char **argv, struct buf *out)
+text_of(int argc, char **argv, struct buf *out, struct err *e)
 {
 	int i;
 
@@ -46,11 +47,16 @@ text_of(int argc, char **argv, struct buf *out)
 			if (out->len > MEMORY_BODY_MAX)
 				break;
 		}
-		return n < 0 ? -1 : 0;
+		if (n < 0)
+			return err_set(e, -errno, "cannot read stdin: %s",
+				       strerror(errno));
+	} else {
+		for (i = 0; i < argc; i++)
+			buf_addf(out, "%s%s", i ? " " : "", argv[i]);
+		buf_addch(out, '\n');
 	}
-	for (i = 0; i < argc; i++)
-		buf_addf(out, "%s%s", i ? " " : "", argv[i]);
-	buf_addch(out, '\n');
+	if (str_blank(out->ptr))
+		return err_set(e, BATON_EINVAL, "the text is empty");
 	return 0;
 }
 
@@ -126,10 +132,10 @@ memory_exec(struct cli *c, int argc, char **argv)
 	} else if (!strcmp(sub, "add") && n >= 2) {
 		char *id = xasprintf("note-%lld", (long long)time_now_ms());
 
-		if (text_of(n - 1, argv + 2, &text) ||
+		if (text_of(n - 1, argv + 2, &text, &e) ||
 		    engine_memory_save(&c->ws, c->store, id, NULL, "note",
 				       text.ptr, &e)) {
-			cli_error("%s", e.msg[0] ? e.msg : "cannot read stdin");
+			cli_error("%s", e.msg);
 			rc = EXIT_FAIL;
 		} else {
 			cli_printf("%s\n", id);
@@ -141,12 +147,12 @@ memory_exec(struct cli *c, int argc, char **argv)
 			cli_error("no memory entry '%s' (baton memory list)",
 				  argv[2]);
 			rc = EXIT_FAIL;
-		} else if (text_of(n - 2, argv + 3, &text) ||
+		} else if (text_of(n - 2, argv + 3, &text, &e) ||
 			   engine_memory_save(&c->ws, c->store, argv[2],
 					      json_get_str(m, "run"),
 					      json_get_str(m, "kind"), text.ptr,
 					      &e)) {
-			cli_error("%s", e.msg[0] ? e.msg : "cannot read stdin");
+			cli_error("%s", e.msg);
 			rc = EXIT_FAIL;
 		} else {
 			cli_printf("%s: edited\n", argv[2]);

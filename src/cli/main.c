@@ -486,7 +486,8 @@ main(int argc, char **argv)
 			  argv[1]);
 		return EXIT_USAGE;
 	}
-	for (i = 2; i < argc; i++)
+	/* not after "--": what follows it is text (run -- --help) */
+	for (i = 2; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: baton %s\n\n%s\n", cmd->usage,
 			       cmd->summary);

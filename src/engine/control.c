@@ -767,7 +767,7 @@ engine_steer_mode(struct engine *en, const char *ref, const char *text,
 	json_t *data = NULL;
 	int rc;
 
-	if (!text || !*text)
+	if (str_blank(text))
 		return err_set(e, BATON_EINVAL, "the guidance is empty");
 	rc = store_run_get(en->store, ref, &r, e);
 	if (rc)

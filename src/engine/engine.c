@@ -292,7 +292,7 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 
 	if (!pipeline)
 		pipeline = spec->read_only ? "plan-only" : en->cfg->pipeline;
-	if (!task || !*task)
+	if (str_blank(task))
 		return err_set(e, BATON_EINVAL, "the task is empty");
 	rc = run_task_text_fits(strlen(task), e);
 	if (rc)

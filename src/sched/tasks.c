@@ -21,6 +21,7 @@
 #include "util/err.h"
 #include "util/json.h"
 #include "util/limits.h"
+#include "util/strvec.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -40,7 +41,7 @@ sched_task_add_keyed(struct sched_ctx *x, struct task *t, const char *actor,
 	size_t i;
 	int rc;
 
-	if (!t->title || !*t->title)
+	if (str_blank(t->title))
 		return err_set(e, BATON_EINVAL, "a task needs a title");
 	text = sched__task_text(t);
 	rc = run_task_text_fits(strlen(text), e);

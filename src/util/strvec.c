@@ -3,6 +3,8 @@
  */
 #include "util/compat.h"
 
+#include <ctype.h>
+
 #include "util/strvec.h"
 #include "util/xalloc.h"
 
@@ -84,6 +86,14 @@ str_in_list(const char *const *list, const char *s)
 		if (!strcmp(*list, s))
 			return 1;
 	return 0;
+}
+
+int
+str_blank(const char *s)
+{
+	while (s && isspace((unsigned char)*s))
+		s++;
+	return !s || !*s;
 }
 
 void

@@ -31,5 +31,7 @@ void strvec_clear(struct strvec *sv);
 int strvec_has(const struct strvec *sv, const char *s);
 /* 1 when s is one of the strings of list, a NULL-terminated array. */
 int str_in_list(const char *const *list, const char *s);
+/* 1 when s is NULL or holds nothing but white space: no text at all. */
+int str_blank(const char *s);
 
 #endif

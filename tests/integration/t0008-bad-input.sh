@@ -242,6 +242,37 @@ execution: {sandbox: none}" &&
 	! process_is_alive "$(cat "$FAKE_STATE/$id.grandchild.pid")"
 '
 
+test_expect_success 'text of white space alone is empty: run, task add, steer and memory add refuse it, writing nothing' '
+	cd repo &&
+	before=$("$BATON" status --json | jq length) &&
+	test_expect_code 1 "$BATON" run "   " 2>../blank.err &&
+	test_grep "the task is empty" ../blank.err &&
+	test_expect_code 1 "$BATON" task add "  " 2>../blank.err &&
+	test_grep "a task needs a title" ../blank.err &&
+	test_expect_code 1 "$BATON" steer "$(cat ../good-id)" "  " 2>../blank.err &&
+	test_grep "guidance is empty" ../blank.err &&
+	test_expect_code 1 "$BATON" memory add "  " 2>../blank.err &&
+	test_grep "the text is empty" ../blank.err &&
+	printf "\n \n" | test_expect_code 1 "$BATON" memory add - 2>../blank.err &&
+	test_grep "the text is empty" ../blank.err &&
+	test "$("$BATON" status --json | jq length)" = "$before" &&
+	"$BATON" task list --json | jq -e "length == 0" &&
+	"$BATON" memory list --json | jq -e "map(select(.kind == \"note\")) | length == 0"
+'
+
+test_expect_success '"--" ends the options, --help too: run -- --help is a run of the task "--help"' '
+	cd repo &&
+	"$BATON" run -- --help >../dash.out 2>&1 &&
+	test_grep ! "^usage:" ../dash.out &&
+	test "$("$BATON" show "$(newest_run)" --json | jq -r .task)" = "--help"
+'
+
+test_expect_success 'clean --status with a status no run can have is a usage error naming it' '
+	cd repo &&
+	test_expect_code 2 "$BATON" clean --status merge-ready --dry-run 2>../clean.err &&
+	test_grep "unknown status .merge-ready." ../clean.err
+'
+
 test_expect_success 'after all of that the store is intact' '
 	check_intact &&
 	cd repo &&
