@@ -1851,6 +1851,7 @@ static int
 read_policies(struct config *c, struct err *e)
 {
 	const struct cnode *sec, *n;
+	size_t i;
 	int rc;
 
 	rc = get_section(c->root, "policies", policy_keys, &sec, e);
@@ -1868,7 +1869,27 @@ read_policies(struct config *c, struct err *e)
 	if (rc >= 0 && n)
 		rc = read_strings(n, "policies.allowed_paths", 0,
 				  &c->allowed_paths, e);
+	for (i = 0; rc >= 0 && n && i < c->allowed_paths.nr; i++) {
+		const char *why = config_allow_check(c->allowed_paths.v[i]);
+		char kpath[64];
+
+		if (!why)
+			continue;
+		snprintf(kpath, sizeof(kpath), "policies.allowed_paths[%zu]",
+			 i);
+		rc = node_error(n->type == CNODE_SEQ ? n->kids[i] : n, kpath,
+				why, e);
+	}
 	return rc;
+}
+
+const char *
+config_allow_check(const char *glob)
+{
+	if (!strncmp(glob, "./", 2))
+		return "a path is written from the repository's root, "
+		       "without './'";
+	return pathglob_check(glob);
 }
 
 /*

@@ -363,6 +363,12 @@ void config_release(struct config *c);
 	"expected HOST:PORT (such as 127.0.0.1:7070) or off"
 /* Whether v is HOST:PORT (a port of 0 to 65535, digits only) or "off". */
 int config_listen_ok(const char *v);
+/*
+ * NULL when glob can be a path policy (policies.allowed_paths, a task's
+ * --allow), else why not: pathglob_check's reasons, and a leading "./",
+ * which no path the policy is held to has.
+ */
+const char *config_allow_check(const char *glob);
 
 /*
  * The providers that play role: roles.<role>, else roles.default. Returns

@@ -31,6 +31,26 @@ sched_task_add(struct sched_ctx *x, struct task *t, struct err *e)
 	return sched_task_add_by(x, t, NULL, e);
 }
 
+/* A task's allowed paths (JSON text of a list), each held to
+ * config_allow_check. */
+static int
+allow_check(const char *json, struct err *e)
+{
+	struct strvec globs = STRVEC_INIT;
+	const char *why = NULL;
+	size_t i;
+	int rc = 0;
+
+	json_text_strings(json, &globs);
+	for (i = 0; i < globs.nr && !why; i++)
+		why = config_allow_check(globs.v[i]);
+	if (why)
+		rc = err_set(e, BATON_EINVAL, "allowed path '%s': %s",
+			     globs.v[i - 1], why);
+	strvec_clear(&globs);
+	return rc;
+}
+
 int
 sched_task_add_keyed(struct sched_ctx *x, struct task *t, const char *actor,
 		     struct store_key *k, struct err *e)
@@ -43,6 +63,8 @@ sched_task_add_keyed(struct sched_ctx *x, struct task *t, const char *actor,
 
 	if (str_blank(t->title))
 		return err_set(e, BATON_EINVAL, "a task needs a title");
+	if (t->allowed_paths && (rc = allow_check(t->allowed_paths, e)))
+		return rc;
 	text = sched__task_text(t);
 	rc = run_task_text_fits(strlen(text), e);
 	free(text);

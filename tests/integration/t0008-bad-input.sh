@@ -273,6 +273,24 @@ test_expect_success 'clean --status with a status no run can have is a usage err
 	test_grep "unknown status .merge-ready." ../clean.err
 '
 
+test_expect_success 'a path policy no path can match is refused, naming it: allowed_paths in the config, --allow of a task' '
+	make_repo globs &&
+	baton_init_with_agent globs "policies: {allowed_paths: [src/, ./file.txt]}" &&
+	cd globs &&
+	test_expect_code 1 "$BATON" config validate 2>../globs.err &&
+	test_grep "config.yaml:[0-9]*:[0-9]*: policies.allowed_paths\[1\]: .*root, without" ../globs.err &&
+	sed -i "s|./file.txt|../up/**|" .baton/config.yaml &&
+	test_expect_code 1 "$BATON" config validate 2>../globs.err &&
+	test_grep "policies.allowed_paths\[1\]" ../globs.err &&
+	sed -i "s|, ../up/\*\*||" .baton/config.yaml &&
+	"$BATON" config validate &&
+	for g in "" "/abs/**" "../**" "[abc" "./x"; do
+		test_expect_code 1 "$BATON" task add "Held" --allow "$g" 2>../allow.err &&
+		test_grep "allowed path" ../allow.err || return 1
+	done &&
+	"$BATON" task list --json | jq -e "length == 0"
+'
+
 test_expect_success 'after all of that the store is intact' '
 	check_intact &&
 	cd repo &&
