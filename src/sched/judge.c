@@ -146,18 +146,39 @@ judge_prompt(struct sched_ctx *x, const struct task *t, const struct run *r,
 	buf_release(&ctx);
 }
 
-/* The judge could not decide: give the claim back, try later. */
+/*
+ * The judge could not decide: give the claim back, try later; after
+ * runtime.max_attempts tries in a row a person decides instead, as when
+ * the judge blocks (a judge that never answers must not keep the task,
+ * and serve --exit-when-idle, waiting for good). failure_count counts
+ * them: a settled run reset it, a decision resets it.
+ */
 static int
 undecided(struct sched_ctx *x, struct task *t, const char *why,
 	  struct err *e)
 {
-	char *data = json_take_text(json_pack("{s:s}", "reason", why));
+	int tries = x->cfg->runtime.max_attempts;
+	char *data;
 	int rc;
 
 	t->judged_at = 0;
-	t->not_before = time_now_ms() +
-			(int64_t)x->cfg->runtime.cooldown_seconds * 1000;
-	run_set(&t->reason, why);
+	t->failure_count++;
+	data = json_take_text(json_pack("{s:s, s:I, s:i}", "reason", why,
+					"failures",
+					(json_int_t)t->failure_count, "of",
+					tries));
+	if (t->failure_count >= tries) {
+		run_set(&t->block_reason, BLOCK_NEEDS_REWORK);
+		free(t->reason);
+		t->reason = xasprintf("the judge could not decide %lld times "
+				      "(%s): a person must decide",
+				      (long long)t->failure_count, why);
+	} else {
+		t->not_before = time_now_ms() +
+				(int64_t)x->cfg->runtime.cooldown_seconds *
+					1000;
+		run_set(&t->reason, why);
+	}
 	rc = sched_task_write(x, t, "judge_failed", data, e);
 	free(data);
 	return rc;
@@ -253,6 +274,7 @@ decide(struct sched_ctx *x, struct task *t, const struct run *r,
 					      "%d) is reached",
 					      rt->max_rework_depth);
 	}
+	t->failure_count = 0;
 	data = json_take_text(json_pack("{s:s, s:s, s:i, s:s, s:I}", "run", r->id,
 				    "decision", decision, "judgement_version",
 				    t->judgement_version, "judge", x->holder,

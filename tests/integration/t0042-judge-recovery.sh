@@ -11,7 +11,7 @@ EOF
 # The judge. MODE=hang: the first call starts a grandchild and waits on it
 # (a judge in mid-judgement; in the sandbox its pids are of another
 # namespace, so the test finds it by its command line); MODE=undecided: the first answer has no
-# DECISION line. Every later call approves.
+# DECISION line; MODE=never: no answer has one. Every later call approves.
 cat >"$TRASH_DIRECTORY/judge" <<-\EOF
 #!/bin/sh
 cat >/dev/null
@@ -23,7 +23,8 @@ if [ "$n" = 1 ] && [ "$JUDGE_MODE" = hang ]; then
 	: >"$FAKE_STATE/judge.started"
 	wait
 fi
-if [ "$n" = 1 ] && [ "$JUDGE_MODE" = undecided ]; then
+if { [ "$n" = 1 ] && [ "$JUDGE_MODE" = undecided ]; } ||
+	[ "$JUDGE_MODE" = never ]; then
 	echo "I cannot tell."
 	exit 0
 fi
@@ -45,7 +46,7 @@ pipelines:
       - {name: execute, kind: execute}
 workflow: {pipeline: quick}
 validate: {commands: []}
-runtime: {cooldown_seconds: 1, sweep_seconds: 1, lease_seconds: 3}
+runtime: {cooldown_seconds: 1, sweep_seconds: 1, lease_seconds: 3${3:-}}
 ${2:-}"
 }
 
@@ -87,6 +88,21 @@ test_expect_success 'an undecided judge is tried again after its cooldown, befor
 	test "$(task_field 1 .status)" = done &&
 	"$BATON" events --all --json >../ev.json &&
 	jq -s -e "[.[] | select(.type == \"judge_failed\")] | length == 1" ../ev.json
+'
+
+test_expect_success 'a judge that never decides gives the task to a person after runtime.max_attempts tries, and serve --exit-when-idle stops' '
+	setup_repo never "" ", max_attempts: 2" &&
+	cd never &&
+	rm -f "$FAKE_STATE/judge.calls" &&
+	"$BATON" task add "one job" >/dev/null &&
+	JUDGE_MODE=never bg_start ../s4 "$BATON" serve --listen off --exit-when-idle &&
+	test "$(bg_wait ../s4 120)" = 0 &&
+	test "$(cat "$FAKE_STATE/judge.calls")" = 2 &&
+	test "$(task_field 1 .status)" = blocked &&
+	test "$(task_field 1 .block_reason)" = needs_rework &&
+	task_field 1 .reason | grep -q "the judge could not decide 2 times" &&
+	"$BATON" events --all --json >../ev4.json &&
+	jq -s -e "[.[] | select(.type == \"judge_failed\")] | length == 2 and .[-1].data.failures == 2" ../ev4.json
 '
 
 test_done
