@@ -113,9 +113,10 @@ engine_transition(struct engine *en, const struct pipeline *p, struct run *r,
 	}
 	run_release(r);
 	*r = next;
-	/* A pause asked for too late to take effect dies with the run. The
-	 * flag is not versioned, so our copy may not show it: clear it. */
-	if (status_is_terminal(to) &&
+	/* A pause asked for too late to take effect dies with the run, and
+	 * one the run went to some other way (deferred at a gate) is done.
+	 * The flag is not versioned, so our copy may not show it: clear it. */
+	if ((status_is_terminal(to) || !strcmp(to, ST_PAUSED)) &&
 	    !store_run_request(en->store, r->id, "pause_requested", 0, NULL,
 			       NULL))
 		r->pause_requested = 0;

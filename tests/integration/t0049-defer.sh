@@ -62,8 +62,14 @@ test_expect_success 'with no driver: defer, resume drives the run back to the ga
 	id=$(newest_run) &&
 	wait_for_status "$id" waiting_for_approval &&
 	kill "$(cat ../run2.pid)" && bg_wait ../run2 >/dev/null &&
+	# a pause asked for at the gate is done by the defer, not left
+	# pending ("paused (pausing)")
+	"$BATON" pause "$id" >/dev/null 2>&1 &&
 	"$BATON" approvals defer "$id" >../defer2.out &&
 	test_grep "$id: paused (no process drives it: baton resume $id)" ../defer2.out &&
+	"$BATON" show "$id" --json | jq -e ".pause_requested == false" &&
+	"$BATON" status >../status2.txt &&
+	test_grep ! "pausing" ../status2.txt &&
 	bg_start "$TRASH_DIRECTORY/resume2" "$BATON" resume "$id" &&
 	wait_for "test \"\$(run_status $id)\" = waiting_for_approval && test \"\$(transitions $id | tail -n 1)\" = waiting_for_approval" &&
 	"$BATON" approvals request-changes "$id" --guidance "smaller design" &&
