@@ -1211,7 +1211,7 @@ mcp_exec(struct cli *c, int argc, char **argv)
 
 const struct cmd cmd_mcp = {
 	.name = "mcp",
-	.usage = "mcp",
+	.usage = "mcp [--store SPEC]",
 	.summary = "a Model Context Protocol server on stdin/stdout, for "
 		   "coding agents and editors",
 	.needs = CLI_NEEDS_STORE,

@@ -8,6 +8,8 @@
 #include "util/compat.h"
 
 #include "cli/cli.h"
+#include "core/run.h"
+#include "store/store.h"
 #include "util/buf.h"
 #include "util/err.h"
 
@@ -44,7 +46,13 @@ steer_exec(struct cli *c, int argc, char **argv)
 		cli_error("%s", e.msg);
 		rc = EXIT_FAIL;
 	} else {
-		cli_printf("%s: %s\n", argv[1], said[mode]);
+		struct run r = { 0 };
+
+		/* the run's whole id, as every command prints it */
+		if (store_run_get(c->store, argv[1], &r, &e))
+			run_set(&r.id, argv[1]);
+		cli_printf("%s: %s\n", r.id, said[mode]);
+		run_release(&r);
 	}
 	buf_release(&text);
 	return rc;

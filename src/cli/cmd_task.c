@@ -334,8 +334,11 @@ load(struct cli *c, const char *ref, struct task *t)
 		return -1;
 	}
 	if (store_task_get(c->store, id, t, &e)) {
-		cli_error("%s", e.rc == BATON_ENOTFOUND ?
-					"no such task" : e.msg);
+		if (e.rc == BATON_ENOTFOUND)
+			cli_error("no task t%lld (baton task list)",
+				  (long long)id);
+		else
+			cli_error("%s", e.msg);
 		return -1;
 	}
 	return 0;

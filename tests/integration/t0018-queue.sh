@@ -185,4 +185,12 @@ $QUICK" &&
 	test "$(run_status "$(jq -r .run ../r2.json)")" = merge_ready
 '
 
+test_expect_success 'a task that is not there is named' '
+	cd repo &&
+	test_expect_code 1 "$BATON" task show 999 2>../none.err &&
+	test_grep "^baton: no task t999 (baton task list)$" ../none.err &&
+	test_expect_code 1 "$BATON" task cancel t999 2>../none.err &&
+	test_grep "no task t999" ../none.err
+'
+
 test_done
