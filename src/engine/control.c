@@ -1035,9 +1035,12 @@ engine_decide_by(struct engine *en, const char *ref, enum gate_decision d,
 				     r.id);
 			goto out;
 		}
-		if (!guidance || !*guidance) {
+		if (str_blank(guidance)) {
 			rc = err_set(e, BATON_EINVAL,
-				     "request-changes needs --guidance");
+				     "request-changes needs guidance: what "
+				     "should the stage do differently? "
+				     "(--guidance TEXT; \"guidance\" in the "
+				     "API)");
 			goto out;
 		}
 		to = xstrdup(r.gate_back);
@@ -1070,10 +1073,11 @@ engine_decide_by(struct engine *en, const char *ref, enum gate_decision d,
 			run_set(&r.paused_at_status, plan->status);
 			break;
 		}
-		if (!guidance || !*guidance) {
+		if (str_blank(guidance)) {
 			rc = err_set(e, BATON_EINVAL,
-				     "revise needs --guidance: what should "
-				     "the next plan change?");
+				     "revise needs guidance: what should the "
+				     "next plan change? (--guidance TEXT; "
+				     "\"guidance\" in the API)");
 			goto out;
 		}
 		to = xstrdup(plan->status);

@@ -711,10 +711,8 @@ wants_websocket(const struct req *rq)
  * 0 when it found a token.
  */
 static int
-unauthorized(struct req *rq, int auth, int query_token)
+unauthorized(struct req *rq, int auth)
 {
-	char q[320];
-
 	switch (auth) {
 	case AUTH_OK:
 		return 0;
@@ -737,17 +735,29 @@ unauthorized(struct req *rq, int auth, int query_token)
 			   "cannot be read");
 		break;
 	default:
-		if (!query_token && http_query(rq, "access_token", q, sizeof(q)))
-			http_error(rq, 401, "unauthorized",
-				   "?access_token= opens the live stream only "
-				   "(/api/v1/events, /api/v1/ws): send "
-				   "Authorization: Bearer $(cat .baton/token)");
-		else
-			http_error(rq, 401, "unauthorized",
-				   "a bearer token is required: Authorization: "
-				   "Bearer $(cat .baton/token)");
+		http_error(rq, 401, "unauthorized",
+			   "a bearer token is required: Authorization: "
+			   "Bearer $(cat .baton/token)");
 	}
 	return -1;
+}
+
+/* Whether query has a parameter name, whatever its value. */
+static int
+has_param(const char *query, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = query;
+
+	while (p && *p) {
+		if (!strncmp(p, name, n) && (p[n] == '=' || p[n] == '&' ||
+					     !p[n]))
+			return 1;
+		p = strchr(p, '&');
+		if (p)
+			p++;
+	}
+	return 0;
 }
 
 /*
@@ -795,10 +805,19 @@ dispatch(struct server *srv, struct MHD_Connection *conn, const char *url,
 		http_error(&rq, 500, "internal", "cannot open the store");
 		goto out;
 	}
+	/* a token in a URL ends up in logs and histories: only the live
+	 * stream, which a browser opens without headers, takes one, and
+	 * elsewhere it is refused even beside a header's */
+	if (!query_token && has_param(rq.query, "access_token")) {
+		http_error(&rq, 401, "unauthorized",
+			   "?access_token= opens the live stream only "
+			   "(/api/v1/events, /api/v1/ws): send "
+			   "Authorization: Bearer $(cat .baton/token)");
+		goto out;
+	}
 	/* a public route proves its requests itself (a signed webhook) */
 	if (!(r && r->role == ROLE_PUBLIC) &&
-	    unauthorized(&rq, http_authenticate(&rq, query_token),
-			 query_token))
+	    unauthorized(&rq, http_authenticate(&rq, query_token)))
 		goto out;
 	if (!r) {
 		if (known)

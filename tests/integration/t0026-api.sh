@@ -149,6 +149,11 @@ test_expect_success '?access_token= opens the live stream only; elsewhere it is 
 		--data-binary "{\"title\": \"by query\"}" \
 		"$HTTP_URL/api/v1/tasks?access_token=$HTTP_TOKEN" >status &&
 	test "$(cat status)" = 401 &&
+	# beside a header'"'"'s token too: the URL'"'"'s would end up in logs
+	curl -s -o body -w "%{http_code}" -H "Authorization: Bearer $HTTP_TOKEN" \
+		"$HTTP_URL/api/v1/tasks?access_token=$HTTP_TOKEN" >status &&
+	test "$(cat status)" = 401 &&
+	test_jq ".error.message | test(\"opens the live stream only\")" body &&
 	{ curl -s -o body -w "%{http_code}" --max-time 1 \
 		"$HTTP_URL/api/v1/events?access_token=$HTTP_TOKEN" >status ||
 		test $? = 28; } &&
