@@ -112,6 +112,18 @@ list_wide(struct cli *c, struct events_ctx *ctx, const char *task)
 		cli_error("--task: '%s' is not a task id", task);
 		return EXIT_USAGE;
 	}
+	if (id) {
+		struct task t = { 0 };
+
+		rc = store_task_get(c->store, id, &t, &e);
+		task_release(&t);
+		if (rc == BATON_ENOTFOUND) {
+			cli_error("no task t%lld (baton task list)",
+				  (long long)id);
+			return EXIT_FAIL;
+		}
+		e = (struct err)ERR_INIT;
+	}
 	rc = id ? store_task_events(c->store, id, 0, print_event, ctx, &e) :
 		  store_event_list(c->store, NULL, 0, NULL, print_event, ctx,
 				   &e);
@@ -146,6 +158,9 @@ events_exec(struct cli *c, int argc, char **argv)
 		return n < 0 ? EXIT_USAGE : cli_usage(&cmd_events);
 	if (types)
 		return list_types(json);
+	/* one selector: RUN, --all or --task, none beside another */
+	if (n >= 0 && (n > 0) + !!all + !!task > 1)
+		return cli_usage(&cmd_events);
 	if (n == 0 && (all || task) && !follow)
 		return list_wide(c, &ctx, task);
 	if (n != 1)

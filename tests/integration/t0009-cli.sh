@@ -279,4 +279,15 @@ test_expect_success 'serve --listen takes HOST:PORT or off, as server.listen doe
 	done
 '
 
+test_expect_success 'events takes one selector: RUN, --all or --task; a task that is not there is named' '
+	cd repo &&
+	id=$(newest_run) &&
+	test_expect_code 2 "$BATON" events "$id" --all 2>../ev.err &&
+	test_grep "^usage: baton events" ../ev.err &&
+	test_expect_code 2 "$BATON" events --all --task 1 2>/dev/null &&
+	test_expect_code 2 "$BATON" events --all extra 2>/dev/null &&
+	test_expect_code 1 "$BATON" events --task 999 2>../ev.err &&
+	test_grep "no task t999" ../ev.err
+'
+
 test_done
