@@ -1646,12 +1646,17 @@ health_status(struct ws_client *w)
 	return it;
 }
 
-/* An answer {"type": "ack", "ok": false, "error": {code, message}}. */
+/*
+ * An answer {"type": "ack", "ok": false, "status": 400, "error": {code,
+ * message}}: the status a route would have answered the same mistake
+ * with, as every other ack has its status.
+ */
 static json_t *
 refused(const char *code, const char *msg)
 {
-	return json_pack("{s:s, s:b, s:{s:s, s:s}}", "type", "ack", "ok", 0,
-			 "error", "code", code, "message", msg);
+	return json_pack("{s:s, s:b, s:i, s:{s:s, s:s}}", "type", "ack",
+			 "ok", 0, "status", 400, "error", "code", code,
+			 "message", msg);
 }
 
 /* Runs one command and answers with an ack (or the answer it asks). */
@@ -1694,14 +1699,17 @@ ws_command(struct ws_client *w, const char *data, size_t len)
 		goto out;
 	}
 	if (command_route(w, m, type, path, sizeof(path), &body)) {
-		ack = refused("bad_request",
-			      "expected a command with what it needs: "
-			      "task:submit, task:stop (task or run), "
-			      "task:message (task or run, message), "
-			      "approval:response (approval_id, approved), "
-			      "approval:decide, run:pause, run:resume, "
-			      "run:abort or run:steer (run), health:ping, "
-			      "health:status");
+		char *msg = xasprintf(
+		    "'%s' is no command, or lacks what it needs: expected "
+		    "task:submit, task:stop (task or run), task:message "
+		    "(task or run, message), approval:response (approval_id, "
+		    "approved true or false), approval:decide, run:pause, "
+		    "run:resume, run:abort or run:steer (run), health:ping, "
+		    "health:status",
+		    type);
+
+		ack = refused("bad_request", msg);
+		free(msg);
 		goto send;
 	}
 	btext = body ? json_dumps(body, JSON_COMPACT) : NULL;

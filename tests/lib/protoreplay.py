@@ -366,12 +366,14 @@ def s_malformed(ws, port, token):
     for raw in bad:
         ws.send_raw(raw)
         m = ws.until(lambda m: m["type"] == "ack", "an answer", 10)
-        check(m["ok"] is False and m["error"]["code"] == "protocol_error",
-              "%r: %s" % (raw, m))
+        check(m["ok"] is False and m["error"]["code"] == "protocol_error"
+              and m.get("status") == 400, "%r: %s" % (raw, m))
     say("%d malformed envelopes: protocol_error each" % len(bad))
     mid = ws.send("task:fly", {})
     m = ws.answer(mid)
-    check(m["error"]["code"] == "bad_request", "unknown type: %s" % m)
+    check(m["error"]["code"] == "bad_request" and m.get("status") == 400
+          and "'task:fly' is no command" in m["error"]["message"],
+          "unknown type: %s" % m)
     mid = ws.send("health:ping", {"client_time": 1})
     check(ws.answer(mid)["type"] == "health:pong", "socket unusable")
     say("the socket still answers")
