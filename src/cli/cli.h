@@ -30,6 +30,11 @@ enum {
 	CLI_NEEDS_REPO = 1 << 0,   /* inside a git repository */
 	CLI_NEEDS_CONFIG = 1 << 1, /* config loaded and valid */
 	CLI_NEEDS_STORE = 1 << 2,  /* the store open (implies the others) */
+	/* a config that does not load is warned of, not fatal: the command
+	 * works on the runs there are (status, show, events, pause, abort),
+	 * and a typo in the config must not keep a person from stopping a
+	 * live run */
+	CLI_CONFIG_SPARE = 1 << 3,
 };
 
 struct cli {

@@ -30,6 +30,6 @@ const struct cmd cmd_abort = {
 	.name = "abort",
 	.usage = "abort RUN",
 	.summary = "abort a run, stopping its agent; the worktree is kept",
-	.needs = CLI_NEEDS_STORE,
+	.needs = CLI_NEEDS_STORE | CLI_CONFIG_SPARE,
 	.exec = abort_exec,
 };

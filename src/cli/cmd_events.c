@@ -211,7 +211,7 @@ const struct cmd cmd_events = {
 		 "| --types [--json]",
 	.summary = "a run's events in order (-f: follow until it ends), "
 		   "every event, a task's, or the event types baton writes",
-	.needs = CLI_NEEDS_STORE,
+	.needs = CLI_NEEDS_STORE | CLI_CONFIG_SPARE,
 	.bare_opt = "--types",
 	.exec = events_exec,
 };

@@ -36,6 +36,6 @@ const struct cmd cmd_pause = {
 	.name = "pause",
 	.usage = "pause RUN",
 	.summary = "pause a run at its next stage boundary",
-	.needs = CLI_NEEDS_STORE,
+	.needs = CLI_NEEDS_STORE | CLI_CONFIG_SPARE,
 	.exec = pause_exec,
 };

@@ -436,6 +436,6 @@ const struct cmd cmd_show = {
 	.name = "show",
 	.usage = "show RUN [--json] [--file NAME]",
 	.summary = "the run record, its artifacts and its events",
-	.needs = CLI_NEEDS_STORE,
+	.needs = CLI_NEEDS_STORE | CLI_CONFIG_SPARE,
 	.exec = show_exec,
 };

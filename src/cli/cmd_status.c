@@ -138,6 +138,6 @@ const struct cmd cmd_status = {
 	.name = "status",
 	.usage = "status [--json] [--status STATUS]",
 	.summary = "list runs: id, status, stage, age, review loops, cost",
-	.needs = CLI_NEEDS_STORE,
+	.needs = CLI_NEEDS_STORE | CLI_CONFIG_SPARE,
 	.exec = status_exec,
 };

@@ -382,6 +382,71 @@ bare(const struct cmd *cmd, int argc, char **argv)
 	return 0;
 }
 
+/* Whether the config file at path has a top-level store: key. */
+static int
+names_store(const char *path)
+{
+	struct buf text = BUF_INIT;
+	const char *line;
+	int yes = 0;
+
+	if (fs_read(path, &text, BUF_MAX_CONFIG, NULL) == 0)
+		for (line = text.ptr; line && !yes;
+		     line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+			yes = !strncmp(line, "store:", 6);
+	buf_release(&text);
+	return yes;
+}
+
+/*
+ * A CLI_CONFIG_SPARE command whose config did not load (e says why)
+ * goes on with the defaults and the environment, the error shown as a
+ * warning. The store is then BATON_STORE (--store) or the default one,
+ * unless a config file names its own, which cannot be read: then e
+ * stands, saying how to reach the store meanwhile.
+ */
+static int
+spare_config(struct cli *c, struct err *e)
+{
+	const char *env = getenv("BATON_STORE"), *xdg = getenv("XDG_CONFIG_HOME"),
+		   *home = getenv("HOME");
+	struct config_builder b = CONFIG_BUILDER_INIT;
+	struct err ignored = ERR_INIT;
+	char *repo = xasprintf("%s/config.yaml", c->ws.dir), *user = NULL;
+	int named;
+
+	if (xdg && *xdg)
+		user = xasprintf("%s/baton/config.yaml", xdg);
+	else if (home && *home)
+		user = xasprintf("%s/.config/baton/config.yaml", home);
+	named = !(env && *env) &&
+		(names_store(repo) || (user && names_store(user)));
+	free(repo);
+	free(user);
+	if (named) {
+		char *why = xstrdup(e->msg);
+
+		err_set(e, e->rc, "%s (the config names the store: until it "
+				  "loads, --store SPEC reaches the runs)",
+			why);
+		free(why);
+		return -1;
+	}
+	term_printf(stderr, "baton: warning: %s; going on without the "
+			    "config\n",
+		    e->msg);
+	config_builder_init(&b);
+	if (config_add_env(&b, environ, &ignored)) {
+		config_builder_release(&b);
+		config_builder_init(&b);
+	}
+	if (config_finish(&b, &c->cfg, &ignored))
+		return -1; /* e stands */
+	c->have_cfg = 1;
+	*e = (struct err)ERR_INIT;
+	return 0;
+}
+
 /* Opens what cmd needs. */
 static int
 prepare(struct cli *c, const struct cmd *cmd, struct err *e)
@@ -394,6 +459,8 @@ prepare(struct cli *c, const struct cmd *cmd, struct err *e)
 	if (rc || !(cmd->needs & (CLI_NEEDS_CONFIG | CLI_NEEDS_STORE)))
 		return rc;
 	rc = cli_load_config(c, e);
+	if (rc && (cmd->needs & CLI_CONFIG_SPARE) && !spare_config(c, e))
+		rc = 0;
 	if (rc)
 		return rc;
 	/* Without a store the engine can still load pipelines. */

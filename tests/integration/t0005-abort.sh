@@ -114,4 +114,34 @@ test_expect_success 'abort while waiting at a gate with a live driver' '
 	test "$(run_status "$id")" = aborted
 '
 
+test_expect_success 'a config broken while a run is live: status, show and abort still work, warning of it' '
+	make_repo broken &&
+	baton_init_with_agent broken &&
+	cd broken &&
+	store=$(sed -n "s/^store: //p" .baton/config.yaml) &&
+	FAKE_FAIL_STAGE=execute FAKE_FAIL_MODE=slow \
+	FAKE_WAIT_FOR=$FAKE_STATE/broken.release \
+		bg_start "$TRASH_DIRECTORY/broken.run" "$BATON" run "Live" &&
+	wait_for "test -n \"\$(newest_run)\"" &&
+	id=$(newest_run) &&
+	wait_for_status "$id" executing &&
+	echo "workflow: {max_review_loops: 3" >>.baton/config.yaml &&
+	sf= &&
+	if [ -n "$store" ]; then
+		# the config names its store, which it cannot tell now
+		test_expect_code 1 "$BATON" status 2>../b.err &&
+		test_grep "until it loads, --store SPEC reaches the runs" ../b.err &&
+		sf="--store $store"
+	fi &&
+	"$BATON" status $sf >../b.status 2>../b.err &&
+	test_grep "warning: .*config.yaml.*going on without the config" ../b.err &&
+	test_grep "^$id .*executing" ../b.status &&
+	"$BATON" abort "$id" $sf 2>../b.err &&
+	test "$(bg_wait ../broken.run)" = 3 &&
+	test "$("$BATON" show "$id" --json $sf 2>/dev/null | jq -r .status)" = aborted &&
+	# a command that needs the config still refuses
+	test_expect_code 1 "$BATON" run "Another" $sf 2>../b.err &&
+	test_grep ! "going on without" ../b.err
+'
+
 test_done
