@@ -211,8 +211,13 @@ take_store_flag(int *argc, char **argv)
 	struct strvec specs = STRVEC_INIT;
 	int rc = cli_take_repeated(argc, argv, "--store", &specs);
 
-	if (!rc && specs.nr)
+	if (!rc && specs.nr && !*specs.v[specs.nr - 1]) {
+		cli_error("--store wants a store: a SQLite path, sqlite:PATH "
+			  "or a postgres:// URL, not ''");
+		rc = -1;
+	} else if (!rc && specs.nr) {
 		setenv("BATON_STORE", specs.v[specs.nr - 1], 1);
+	}
 	strvec_clear(&specs);
 	return rc;
 }
@@ -517,6 +522,16 @@ help_exec(struct cli *c, int argc, char **argv)
 	const struct cmd *cmd = argc > 1 ? cli_find(argv[1]) : NULL;
 
 	(void)c;
+	if (argc > 2 || (argc > 1 && !cmd)) {
+		if (argc > 1 && !cmd)
+			cli_error("'%s' is not a baton command (see 'baton "
+				  "help')",
+				  argv[1]);
+		else
+			cli_error("help takes one command: baton help "
+				  "COMMAND");
+		return EXIT_USAGE;
+	}
 	if (cmd) {
 		printf("usage: baton %s\n\n%s\n", cmd->usage, cmd->summary);
 		return EXIT_OK;

@@ -25,7 +25,10 @@ test_expect_success 'baton help lists every command and the exit codes' '
 	"$BATON" help run >out3 &&
 	test_grep "usage: baton run" out3 &&
 	"$BATON" run --help >out4 &&
-	test_grep "usage: baton run" out4
+	test_grep "usage: baton run" out4 &&
+	test_expect_code 2 "$BATON" help nope 2>err &&
+	test_grep "'"'"'nope'"'"' is not a baton command" err &&
+	test_expect_code 2 "$BATON" help run extra 2>err
 '
 
 test_expect_success 'baton with no command prints usage and exits 2' '
@@ -248,7 +251,9 @@ test_expect_success '--store names another store, for every command that opens o
 	"$BATON" task list --store="$TRASH_DIRECTORY/other.db" >../other &&
 	test_grep "only in the other store" ../other &&
 	"$BATON" task list >../default &&
-	test_grep ! "only in the other store" ../default
+	test_grep ! "only in the other store" ../default &&
+	test_expect_code 2 "$BATON" status --store "" 2>../err &&
+	test_grep "store wants a store" ../err
 '
 
 test_expect_success 'a store URL that cannot be reached: exit 1, the URL named without its password' '
