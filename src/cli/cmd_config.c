@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "core/cnode.h"
 #include "core/pipeline.h"
+#include "engine/engine.h"
 #include "util/buf.h"
 #include "util/err.h"
 
@@ -46,9 +47,8 @@ config_exec(struct cli *c, int argc, char **argv)
 			rc = EXIT_FAIL;
 		}
 		pipeline_free(p);
-		if (rc == EXIT_OK &&
-		    pipeline_check_gates(user, c->cfg.pipeline,
-					 &c->cfg.approval_stages, &e)) {
+		engine_init(&c->en, NULL, &c->ws, &c->cfg);
+		if (rc == EXIT_OK && engine_check_gates(&c->en, &e)) {
 			cli_error("%s", e.msg);
 			rc = EXIT_FAIL;
 		}

@@ -274,19 +274,26 @@ load_plugins(struct cli *c, const char *xdg, const char *home)
 	strvec_clear(&dirs);
 }
 
+/* The user's config file ($XDG_CONFIG_HOME or ~/.config), or NULL. */
+static char *
+user_config(const char *xdg, const char *home)
+{
+	if (xdg && *xdg)
+		return xasprintf("%s/baton/config.yaml", xdg);
+	if (home && *home)
+		return xasprintf("%s/.config/baton/config.yaml", home);
+	return NULL;
+}
+
 int
 cli_load_config(struct cli *c, struct err *e)
 {
 	struct config_builder b = CONFIG_BUILDER_INIT;
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-	char *user = NULL, *repo = NULL;
+	char *user = user_config(xdg, home), *repo;
 	size_t i;
 	int rc;
 
-	if (xdg && *xdg)
-		user = xasprintf("%s/baton/config.yaml", xdg);
-	else if (home && *home)
-		user = xasprintf("%s/.config/baton/config.yaml", home);
 	repo = xasprintf("%s/config.yaml", c->ws.dir);
 	config_builder_init(&b);
 	rc = user ? add_file(&b, user, user, e) : 0;
@@ -413,17 +420,13 @@ names_store(const char *path)
 static int
 spare_config(struct cli *c, struct err *e)
 {
-	const char *env = getenv("BATON_STORE"), *xdg = getenv("XDG_CONFIG_HOME"),
-		   *home = getenv("HOME");
+	const char *env = getenv("BATON_STORE");
 	struct config_builder b = CONFIG_BUILDER_INIT;
 	struct err ignored = ERR_INIT;
-	char *repo = xasprintf("%s/config.yaml", c->ws.dir), *user = NULL;
+	char *repo = xasprintf("%s/config.yaml", c->ws.dir),
+	     *user = user_config(getenv("XDG_CONFIG_HOME"), getenv("HOME"));
 	int named;
 
-	if (xdg && *xdg)
-		user = xasprintf("%s/baton/config.yaml", xdg);
-	else if (home && *home)
-		user = xasprintf("%s/.config/baton/config.yaml", home);
 	named = !(env && *env) &&
 		(names_store(repo) || (user && names_store(user)));
 	free(repo);

@@ -231,16 +231,6 @@ int pipeline_load(const struct cnode *user_pipelines, const char *name,
 		  struct pipeline **out, struct err *e);
 /* Names of the built-in pipelines, NULL-terminated, static. */
 const char **pipeline_builtin_names(void);
-/*
- * Checks that each name in gates (policies.require_approval_at_stages)
- * is a stage or a stage's status in some pipeline a run can take: those
- * of user, the built-in ones and the plugins'. A name that is none gates
- * nothing, so a typo would turn a person's gate off without a word:
- * BATON_EINVAL naming it and the workflow pipeline's stages. A pipeline
- * that does not load is passed over (loading it reports its error).
- */
-int pipeline_check_gates(const struct cnode *user, const char *workflow,
-			 const struct strvec *gates, struct err *e);
 
 /* The seed's name for status in p (its states: map), or NULL. */
 const char *pipeline_state(const struct pipeline *p, const char *status);

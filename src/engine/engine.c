@@ -174,6 +174,66 @@ add_statuses(struct strvec *all, const struct pipeline *p)
 	}
 }
 
+/* Marks in hit[] the gates that name a stage or a stage's status of p. */
+static void
+gates_in(const struct pipeline *p, const struct strvec *gates, char *hit)
+{
+	size_t i, k;
+
+	for (i = 0; i < p->nr_stages; i++)
+		for (k = 0; k < gates->nr; k++)
+			if (!strcmp(gates->v[k], p->stages[i].name) ||
+			    !strcmp(gates->v[k], p->stages[i].status))
+				hit[k] = 1;
+}
+
+int
+engine_check_gates(const struct engine *en, struct err *e)
+{
+	const struct strvec *gates = &en->cfg->approval_stages;
+	const char *workflow = en->cfg->pipeline;
+	struct strvec names = STRVEC_INIT;
+	struct err ignored = ERR_INIT;
+	struct pipeline *p = NULL;
+	struct buf known = BUF_INIT;
+	char *hit;
+	size_t i, k;
+	int rc = 0;
+
+	if (!gates->nr)
+		return 0;
+	hit = xcalloc(gates->nr, 1);
+	engine_pipeline_names(en, &names);
+	for (i = 0; i < names.nr; i++) {
+		if (!engine_pipeline(en, names.v[i], &p, &ignored))
+			gates_in(p, gates, hit);
+		pipeline_free(p);
+		p = NULL;
+	}
+	for (k = 0; k < gates->nr && hit[k]; k++)
+		;
+	if (k < gates->nr) {
+		if (workflow && !engine_pipeline(en, workflow, &p, &ignored))
+			for (i = 0; i < p->nr_stages; i++)
+				buf_addf(&known, "%s%s (%s)", i ? ", " : "",
+					 p->stages[i].name,
+					 p->stages[i].status);
+		rc = err_set(e, BATON_EINVAL,
+			     "policies.require_approval_at_stages: '%s' is no "
+			     "stage or stage status of any pipeline, so it "
+			     "would gate nothing%s%s%s%s",
+			     gates->v[k], known.len ? "; the stages of " : "",
+			     known.len ? workflow : "",
+			     known.len ? " are " : "",
+			     known.len ? known.ptr : "");
+	}
+	pipeline_free(p);
+	buf_release(&known);
+	strvec_clear(&names);
+	free(hit);
+	return rc;
+}
+
 int
 engine_check_status(const struct engine *en, const char *status, struct err *e)
 {
@@ -328,8 +388,7 @@ engine_create_spec(struct engine *en, const struct run_spec *spec,
 		}
 	}
 	/* Refuse what cannot start before anything is on record. */
-	rc = pipeline_check_gates(en->cfg->pipelines, en->cfg->pipeline,
-				  &en->cfg->approval_stages, e);
+	rc = engine_check_gates(en, e);
 	if (rc)
 		goto out;
 	rc = worktree_resolve_base(en->ws, spec->base_ref, &base, e);

@@ -424,6 +424,16 @@ struct strvec;
 size_t engine_pipeline_names(const struct engine *en, struct strvec *out);
 
 /*
+ * Checks that each name of policies.require_approval_at_stages is a
+ * stage or a stage's status of some pipeline this repository can run.
+ * A name that is none gates nothing, so a typo would turn a person's
+ * gate off without a word: BATON_EINVAL naming it and the workflow
+ * pipeline's stages. A pipeline that does not load is passed over
+ * (loading it reports its error).
+ */
+int engine_check_gates(const struct engine *en, struct err *e);
+
+/*
  * Checks that status is one a run can have: a status of some pipeline
  * this repository can run (a filter such as `baton status --status` or
  * GET /api/v1/runs?status=). 0, or BATON_EINVAL with e naming them all:

@@ -304,8 +304,10 @@ url_decode(const char *a, size_t n, char *out, size_t len)
 	return (int)o;
 }
 
-int
-http_query_var(const char *query, const char *name, char *out, size_t len)
+/* The raw value of query's parameter name ("" for a bare name) and its
+ * length in *vlen, or NULL when the query has none. */
+static const char *
+query_raw(const char *query, const char *name, size_t *vlen)
 {
 	size_t nlen = strlen(name);
 	const char *p = query;
@@ -314,14 +316,26 @@ http_query_var(const char *query, const char *name, char *out, size_t len)
 		const char *end = strchr(p, '&');
 		size_t plen = end ? (size_t)(end - p) : strlen(p);
 
-		if (plen > nlen && !strncmp(p, name, nlen) && p[nlen] == '=')
-			return url_decode(p + nlen + 1, plen - nlen - 1, out,
-					  len);
-		if (plen == nlen && !strncmp(p, name, nlen))
-			return url_decode("", 0, out, len);
+		if (plen > nlen && !strncmp(p, name, nlen) && p[nlen] == '=') {
+			*vlen = plen - nlen - 1;
+			return p + nlen + 1;
+		}
+		if (plen == nlen && !strncmp(p, name, nlen)) {
+			*vlen = 0;
+			return "";
+		}
 		p = end ? end + 1 : NULL;
 	}
-	return -1;
+	return NULL;
+}
+
+int
+http_query_var(const char *query, const char *name, char *out, size_t len)
+{
+	size_t vlen;
+	const char *v = query_raw(query, name, &vlen);
+
+	return v ? url_decode(v, vlen, out, len) : -1;
 }
 
 int
@@ -746,18 +760,9 @@ unauthorized(struct req *rq, int auth)
 static int
 has_param(const char *query, const char *name)
 {
-	size_t n = strlen(name);
-	const char *p = query;
+	size_t vlen;
 
-	while (p && *p) {
-		if (!strncmp(p, name, n) && (p[n] == '=' || p[n] == '&' ||
-					     !p[n]))
-			return 1;
-		p = strchr(p, '&');
-		if (p)
-			p++;
-	}
-	return 0;
+	return query_raw(query, name, &vlen) != NULL;
 }
 
 /*
